@@ -1,0 +1,151 @@
+"""The backend protocol: async reads, gated writes, and capability flags the UI asks instead of
+branching on the backend's kind.
+
+Every mutating call (``submit``, ``cancel``) is a final method of ``Backend`` that passes the
+read-only gate before any I/O; subclasses implement ``_submit`` / ``_cancel`` and may not override
+the public methods.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import AsyncIterator, ClassVar
+
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.errors import BackendError, ReadOnlyError
+from yanflow_tui.model import Job, JobKind, JobSpec, LogLine, Node
+
+GATED_METHODS = ("submit", "cancel")
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do. The UI shows actions by these flags, never by backend kind."""
+
+    submit: bool = False
+    cancel: bool = False
+    logs: bool = False
+    follow_logs: bool = False
+    job_kinds: frozenset[JobKind] = field(default_factory=frozenset)
+    gpu_metrics: bool = False  # per-GPU utilisation/memory
+    history: bool = False  # finished jobs are listed
+
+
+class Gate:
+    """The one read-only gate. ``check`` raises before any I/O when the gate is closed."""
+
+    def __init__(self, cluster: str, read_only: bool):
+        self.cluster = cluster
+        self.read_only = read_only
+
+    def check(self, action: str) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"cluster {self.cluster!r} is read-only: {action} refused")
+
+
+class Backend(abc.ABC):
+    """Base class of every backend. Instances serve one configured cluster."""
+
+    kind: ClassVar[str] = ""
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in GATED_METHODS:
+            if name in cls.__dict__:
+                raise TypeError(f"{cls.__name__} overrides {name}(); implement _{name}() so the gate stays in front")
+
+    def __init__(self, config: ClusterConfig):
+        self.config = config
+        self.name = config.name
+        self.gate = Gate(config.name, config.read_only)
+
+    @property
+    def read_only(self) -> bool:
+        return self.gate.read_only
+
+    # -- reads -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def list_jobs(self) -> list[Job]:
+        """Current (and, where the backend keeps them, recent) jobs."""
+
+    async def get_job(self, job_id: str) -> Job:
+        for job in await self.list_jobs():
+            if job.id == job_id:
+                return job
+        raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
+
+    @abc.abstractmethod
+    async def list_nodes(self) -> list[Node]:
+        """Nodes with their GPUs."""
+
+    def stream_logs(self, job_id: str, follow: bool = False) -> AsyncIterator[LogLine]:
+        """Yield the job's log lines; with ``follow``, keep yielding until the job ends."""
+        raise BackendError(f"cluster {self.name!r} cannot show logs")
+
+    async def describe(self, job_id: str) -> str:
+        """A human-readable description of one job (fields, reason, events)."""
+        job = await self.get_job(job_id)
+        return describe_job(job)
+
+    def render(self, spec: JobSpec) -> str:
+        """What ``submit`` would send, in the backend's native form (for ``--dry-run``). No I/O."""
+        self.check_spec(spec)
+        return self._render(spec)
+
+    def check_spec(self, spec: JobSpec) -> None:
+        """Raise ``BackendError`` if this backend cannot run ``spec``."""
+        if spec.kind not in self.capabilities.job_kinds:
+            kinds = ", ".join(sorted(k.value for k in self.capabilities.job_kinds)) or "none"
+            raise BackendError(
+                f"cluster {self.name!r} ({self.kind}) cannot run {spec.kind.value} jobs; it runs: {kinds}"
+            )
+
+    async def close(self) -> None:
+        """Release connections and files."""
+
+    # -- writes: gated, final ----------------------------------------------------------------
+    async def submit(self, spec: JobSpec) -> str:
+        """Submit ``spec``; return the new job id."""
+        self.gate.check("submit")
+        if not self.capabilities.submit:
+            raise BackendError(f"cluster {self.name!r} does not accept submissions")
+        self.check_spec(spec)
+        return await self._submit(spec)
+
+    async def cancel(self, job_id: str) -> None:
+        """Cancel a job (pending or running)."""
+        self.gate.check("cancel")
+        if not self.capabilities.cancel:
+            raise BackendError(f"cluster {self.name!r} cannot cancel jobs")
+        await self._cancel(job_id)
+
+    # -- to implement --------------------------------------------------------------------------
+    def _render(self, spec: JobSpec) -> str:
+        raise BackendError(f"cluster {self.name!r} cannot render job specs")
+
+    async def _submit(self, spec: JobSpec) -> str:
+        raise BackendError(f"cluster {self.name!r} does not accept submissions")
+
+    async def _cancel(self, job_id: str) -> None:
+        raise BackendError(f"cluster {self.name!r} cannot cancel jobs")
+
+
+def describe_job(job: Job) -> str:
+    """Job fields as aligned ``key: value`` lines, the way ``kubectl describe`` reads."""
+    rows = [
+        ("Job", job.id), ("Cluster", job.cluster), ("Name", job.name), ("User", job.user),
+        ("Kind", job.kind.value), ("State", f"{job.state.value} ({job.raw_state})" if job.raw_state else job.state.value),
+        ("Reason", job.reason or "-"), ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
+        ("Nodes", ", ".join(job.nodes) or "-"),
+        ("GPUs", f"{job.gpus}" + (f" (indices {','.join(map(str, job.gpu_indices))})" if job.gpu_indices else "")),
+        ("Submitted", _time(job.submit_time)), ("Started", _time(job.start_time)), ("Ended", _time(job.end_time)),
+        ("Command", job.command or "-"),
+    ]
+    width = max(len(k) for k, _ in rows) + 1
+    return "\n".join(f"{k + ':':<{width}} {v}" for k, v in rows)
+
+
+def _time(value) -> str:
+    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value else "-"

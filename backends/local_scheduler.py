@@ -1,0 +1,45 @@
+"""Background scheduler for pending local jobs: ``python -m yanflow_tui.backends.local_scheduler STATE_DIR CLUSTER``.
+
+``submit`` starts it (in its own session) when a job must wait for GPUs, so a job submitted from the
+CLI starts even when no console is open. One runs at a time (a lock file); it exits once nothing is
+pending.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import time
+from pathlib import Path
+
+POLL_SECONDS = 1.0
+
+
+def _pending(backend) -> bool:
+    return any(r.state == "pending" for r in backend.store.active())
+
+
+def main(argv: list[str]) -> int:
+    from yanflow_tui.backends.local import LocalBackend
+    from yanflow_tui.config import ClusterConfig
+
+    state_dir, cluster = Path(argv[0]), argv[1]
+    backend = LocalBackend(ClusterConfig(cluster, "local"), state_dir=state_dir)
+    lock = os.open(state_dir / "scheduler.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0  # another scheduler is running
+        while _pending(backend):
+            backend._schedule()
+            time.sleep(POLL_SECONDS)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        # A job submitted while we were deciding to stop would find the lock held: look once more.
+        if not _pending(backend):
+            return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,127 @@
+"""Modal dialogs: yes/no confirmation, text prompt, help, and the job detail view."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from yanflow_tui.hub import error_text
+from yanflow_tui.model import Job
+from yanflow_tui.sanitize import clean
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Ask before a dangerous action. ``y``/``enter`` confirms, ``n``/``escape`` declines."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm-yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm-no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(Text(clean(self.question)), id="question")
+            with Horizontal(id="buttons"):
+                yield Button("Yes (y)", variant="error", id="yes")
+                yield Button("No (n)", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """Ask for one line of text (a file path). ``escape`` cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt-cancel")]
+
+    def __init__(self, question: str, default: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.default = default
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(Text(self.question))
+            yield Input(value=self.default, id="answer")
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key of the screen underneath, with its binding id (for ``keymap:`` in the config)."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help-close")]
+
+    def __init__(self, rows: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.rows = rows
+
+    def compose(self) -> ComposeResult:
+        table = Text()
+        table.append("Keys  (remap with keymap: {binding-id: key} in the config)\n\n", "bold")
+        for key, description, binding_id in self.rows:
+            table.append(f"{key:>12}  ", "bold cyan")
+            table.append(f"{description:<28}")
+            table.append(f"{binding_id}\n", "dim")
+        with VerticalScroll(id="dialog"):
+            yield Static(table, id="help-text")
+
+
+class JobDetailScreen(ModalScreen[None]):
+    """``describe`` for one job: fields, reason and whatever else the backend reports."""
+
+    BINDINGS = [
+        Binding("escape,q", "dismiss", "Close", id="detail-close"),
+        Binding("l", "logs", "Logs", id="detail-logs"),
+    ]
+
+    def __init__(self, job: Job) -> None:
+        super().__init__()
+        self.job = job
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog"):
+            yield Static(Text(f"{clean(self.job.cluster)}/{clean(self.job.id)}  {clean(self.job.name)}", style="bold"))
+            yield Static(Text("loading…"), id="describe")
+
+    def on_mount(self) -> None:
+        self._describe()
+
+    @work(exclusive=True, group="describe", exit_on_error=False)
+    async def _describe(self) -> None:
+        backend = self.app.hub.backend(self.job.cluster)
+        try:
+            body = await self.app.hub.call(backend.describe(self.job.id))
+        except Exception as exc:  # noqa: BLE001 - shown, never raised
+            body = f"cannot describe: {error_text(exc)}"
+        self.query_one("#describe", Static).update(Text(clean(body, keep_newlines=True)))
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "logs":
+            return self.app.hub.backend(self.job.cluster).capabilities.logs
+        return True
+
+    def action_logs(self) -> None:
+        self.dismiss()
+        self.app.open_logs(self.job)

@@ -1,0 +1,226 @@
+"""The Logs screen: follow a job's log live, pause, search with highlight, and save to a file.
+
+Lines arrive from the backend's async stream into a buffer and are flushed into the pane in
+batches (20 Hz), which keeps keys responsive at high line rates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+from rich.highlighter import Highlighter
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Input, Log, Static
+
+from yanflow_tui.hub import error_text
+from yanflow_tui.locations import private_file
+from yanflow_tui.model import Job
+from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.dialogs import PromptScreen
+from yanflow_tui.screens.widgets import ClusterBar, DataScreen
+
+FLUSH_SECONDS = 0.05
+
+
+class SearchHighlighter(Highlighter):
+    def __init__(self, term: str = "") -> None:
+        self.pattern = re.compile(re.escape(term), re.IGNORECASE) if term else None
+
+    def highlight(self, text: Text) -> None:
+        if self.pattern is not None:
+            text.highlight_regex(self.pattern, "black on yellow")
+
+
+class LogView(Log):
+    """A ``Log`` that highlights the current search term."""
+
+    def set_search(self, term: str) -> None:
+        self.highlighter = SearchHighlighter(term)
+        self.highlight = bool(term)
+        self.notify_style_update()  # drops cached lines so the highlight shows
+        self.refresh()
+
+
+class LogsScreen(DataScreen):
+    TITLE_TEXT = "Logs"
+    BINDINGS = [
+        Binding("p", "toggle_follow", "Pause/Follow", id="toggle-follow"),
+        Binding("slash", "search", "Search", id="search-log"),
+        Binding("n", "next_match", "Next", id="next-match"),
+        Binding("N", "previous_match", "Previous", id="previous-match"),
+        Binding("w", "save", "Save", id="save-log"),
+        Binding("escape", "close_search", "Close search", show=False, id="close-search"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.job: Job | None = None
+        self.lines: list[str] = []
+        self._pending: list[str] = []
+        self.following = True
+        self.ended = False
+        self.error = ""
+        self.term = ""
+        self.matches: list[int] = []
+        self.match_index = -1
+
+    def compose(self) -> ComposeResult:
+        yield ClusterBar()
+        yield Static(id="log-status")
+        yield Input(placeholder="search (enter: find, n/N: next/previous, escape: close)", id="log-search")
+        yield LogView(id="log", highlight=False, auto_scroll=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#log-search", Input).display = False
+        self.set_interval(FLUSH_SECONDS, self._flush)
+        self._update_status()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        job = self.app.take_pending_logs()
+        if job is not None:
+            self.follow(job)
+
+    # -- streaming -------------------------------------------------------------------------------------
+    def follow(self, job: Job) -> None:
+        """Show ``job``'s log from the start and keep following it."""
+        self.job = job
+        self.lines, self._pending = [], []
+        self.ended, self.error = False, ""
+        self.matches, self.match_index = [], -1
+        log = self.query_one(LogView)
+        log.clear()
+        self.following = True
+        log.auto_scroll = True
+        self._stream(job)
+        self._update_status()
+        log.focus()
+
+    @work(exclusive=True, group="log-stream", exit_on_error=False)
+    async def _stream(self, job: Job) -> None:
+        backend = self.app.hub.backend(job.cluster)
+        try:
+            async for line in backend.stream_logs(job.id, follow=True):
+                self._pending.append(clean(line.text))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - shown in the status line
+            self.error = error_text(exc)
+        self.ended = True
+        self._flush()
+        self._update_status()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        self.lines.extend(batch)
+        self.query_one(LogView).write_lines(batch)
+        if self.term:
+            start = len(self.lines) - len(batch)
+            needle = self.term.lower()
+            self.matches.extend(start + i for i, line in enumerate(batch) if needle in line.lower())
+        self._update_status()
+
+    def _update_status(self) -> None:
+        status = self.query_one("#log-status", Static)
+        if self.job is None:
+            status.update(Text("No job selected: highlight a job in the Queue (1) and press l.", style="dim"))
+            return
+        out = Text(no_wrap=True, overflow="ellipsis")
+        out.append(f"{clean(self.job.cluster)}/{clean(self.job.id)} ", "bold")
+        out.append(clean(self.job.name))
+        out.append(f"  {len(self.lines)} lines  ")
+        if self.error:
+            out.append(f"error: {clean(self.error)}", "bold red")
+        elif self.ended:
+            out.append("ended", "dim")
+        else:
+            out.append("following" if self.following else "PAUSED", "green" if self.following else "bold yellow")
+        if self.term:
+            where = f"{self.match_index + 1}/{len(self.matches)}" if self.matches else "no match"
+            out.append(f"  search {self.term!r}: {where}", "cyan")
+        status.update(out)
+
+    # -- actions -----------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action in ("next_match", "previous_match"):
+            return True if self.matches else None
+        if action in ("toggle_follow", "save", "search"):
+            return True if self.job is not None else None
+        return True
+
+    def action_toggle_follow(self) -> None:
+        self.following = not self.following
+        log = self.query_one(LogView)
+        log.auto_scroll = self.following
+        if self.following:
+            log.scroll_end(animate=False)
+        self._update_status()
+
+    def action_search(self) -> None:
+        box = self.query_one("#log-search", Input)
+        box.display = True
+        box.focus()
+
+    def action_close_search(self) -> None:
+        box = self.query_one("#log-search", Input)
+        box.display = False
+        self.query_one(LogView).focus()
+
+    @on(Input.Submitted, "#log-search")
+    def _search(self, event: Input.Submitted) -> None:
+        self.term = event.value.strip()
+        needle = self.term.lower()
+        self.matches = [i for i, line in enumerate(self.lines) if needle and needle in line.lower()]
+        self.match_index = -1
+        self.query_one(LogView).set_search(self.term)
+        self.query_one("#log-search", Input).display = False
+        self.query_one(LogView).focus()
+        if self.matches:
+            self._jump(1)
+        self._update_status()
+        self.refresh_bindings()
+
+    def action_next_match(self) -> None:
+        self._jump(1)
+
+    def action_previous_match(self) -> None:
+        self._jump(-1)
+
+    def _jump(self, step: int) -> None:
+        if not self.matches:
+            return
+        self.match_index = (self.match_index + step) % len(self.matches)
+        if self.following:  # looking at a match: stop the tail from scrolling it away
+            self.action_toggle_follow()
+        log = self.query_one(LogView)
+        log.scroll_to(y=max(0, self.matches[self.match_index] - log.size.height // 2), animate=False)
+        self._update_status()
+
+    def action_save(self) -> None:
+        if self.job is None:
+            return
+        default = f"{self.job.cluster}-{self.job.id}.log"
+        default = re.sub(r"[^A-Za-z0-9._-]", "_", default)
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self._save(Path(path).expanduser(), list(self.lines))
+
+        self.app.push_screen(PromptScreen("Save the log to:", default), chosen)
+
+    @work(group="save-log", exit_on_error=False)
+    async def _save(self, path: Path, lines: list[str]) -> None:
+        try:
+            await asyncio.to_thread(private_file, path, "".join(f"{line}\n" for line in lines))
+        except OSError as exc:
+            self.app.report_error("Save failed", f"{path}: {exc.strerror or exc}")
+            return
+        self.notify(clean(f"saved {len(lines)} lines to {path}"), markup=False)

@@ -1,0 +1,67 @@
+"""Small widgets shared by the screens: the cluster status bar and the screen base class."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.text import Text
+from textual.screen import Screen
+from textual.widgets import Static
+
+from yanflow_tui.hub import Health
+from yanflow_tui.rows import STATE_STYLES, duration
+from yanflow_tui.sanitize import clean
+
+HEALTH_STYLE = {Health.CONNECTING: "yellow", Health.OK: "green", Health.STALE: "bold yellow", Health.ERROR: "bold red"}
+
+
+class ClusterBar(Static):
+    """One line: every cluster's connection state and data age, job counts by state, READ-ONLY."""
+
+    DEFAULT_CSS = """
+    ClusterBar { height: 1; background: $panel; padding: 0 1; }
+    """
+
+    def render(self) -> Text:
+        app = self.app
+        out = Text(no_wrap=True, overflow="ellipsis")
+        out.append(f"YanFlow · {getattr(self.screen, 'TITLE_TEXT', '')}", "bold")
+        if getattr(app, "read_only", False):
+            out.append("  READ-ONLY ", "bold reverse red")
+        now = app.clock()
+        counts: Counter = Counter()
+        for snap in app.hub.snapshots.values():
+            counts.update(job.state for job in snap.jobs)
+            out.append("  ● ", HEALTH_STYLE[snap.health])
+            out.append(clean(snap.name), "bold")
+            age = snap.age(now)
+            status = snap.health.value if snap.health is not Health.OK else duration(age) if age is not None else "ok"
+            if snap.health is Health.STALE and age is not None:
+                status = f"stale {duration(age)}"
+            out.append(f" {status}", HEALTH_STYLE[snap.health] if snap.health is not Health.OK else "dim")
+            if snap.read_only and not getattr(app, "read_only", False):
+                out.append(" ro", "red")
+            if snap.message:
+                out.append(f" ({clean(snap.message)})", "dim")
+        if counts:
+            out.append("  │ ")
+            for state, n in sorted(counts.items(), key=lambda kv: kv[0].value):
+                out.append(f"{state.value} {n}  ", STATE_STYLES.get(state, ""))
+        return out
+
+
+class DataScreen(Screen):
+    """A screen that shows cluster data: redrawn when data arrives and when it becomes current."""
+
+    TITLE_TEXT = ""
+
+    def refresh_data(self) -> None:
+        """Redraw from ``app.hub.snapshots``. Must be cheap: it runs on every refresh."""
+
+    def on_screen_resume(self) -> None:
+        self.refresh_data()
+        self.refresh_bar()
+
+    def refresh_bar(self) -> None:
+        for bar in self.query(ClusterBar):
+            bar.refresh()

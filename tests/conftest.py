@@ -1,0 +1,57 @@
+"""Shared fixtures: an isolated home (XDG dirs, no user config, no discovered clusters) and a fake
+NVML that child processes see too."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKES = Path(__file__).resolve().parent / "fakes"
+SAMPLES = ROOT / "sample_jobs"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    """A fresh HOME with XDG dirs inside it; discovery finds only the local machine."""
+    home = tmp_path / "home"
+    home.mkdir()
+    for var in ("YANFLOW_CONFIG", "DET_MASTER", "KUBECONFIG", "DET_USER", "DET_PASS", "DET_USER_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    # Keep squeue (if this machine has Slurm) out of discovery.
+    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                                 if not (Path(p) / "squeue").exists()))
+    return home
+
+
+class FakeNvml:
+    """Controls tests/fakes/pynvml.py through its JSON file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.set(driver=False, devices=[])
+
+    def set(self, driver: bool = True, devices: list[dict] | None = None) -> None:
+        self.path.write_text(json.dumps({"driver": driver, "devices": devices or []}))
+
+    def gpus(self, count: int, **fields) -> None:
+        self.set(devices=[{"name": "NVIDIA A100-SXM4-80GB", "util": 0, "mem_used": 0, "mem_total": 81920,
+                           **fields} for _ in range(count)])
+
+
+@pytest.fixture
+def fake_nvml(tmp_path, monkeypatch) -> FakeNvml:
+    """Replace pynvml with the fake, in this process and in child processes (PYTHONPATH)."""
+    fake = FakeNvml(tmp_path / "nvml.json")
+    monkeypatch.setenv("FAKE_NVML", str(fake.path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAKES), os.environ.get("PYTHONPATH")])))
+    monkeypatch.syspath_prepend(str(FAKES))
+    monkeypatch.delitem(sys.modules, "pynvml", raising=False)
+    return fake

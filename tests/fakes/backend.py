@@ -1,0 +1,86 @@
+"""A fake backend implementing the protocol in memory, for UI tests and snapshots.
+
+It records every call, so tests can assert that nothing reached it (read-only mode)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import datetime, timezone
+
+from yanflow_tui.backends.base import Backend, Capabilities
+from yanflow_tui.errors import BackendError
+from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, Node
+
+FIXED = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+
+
+class FakeBackend(Backend):
+    kind = "fake"
+    capabilities = Capabilities(submit=True, cancel=True, logs=True, follow_logs=True,
+                                job_kinds=frozenset(JobKind), gpu_metrics=True, history=True)
+    instances: list["FakeBackend"] = []
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.calls: list[tuple[str, object]] = []
+        self.jobs: list[Job] = [
+            self.job("101", "train-resnet", JobState.RUNNING, gpus=4, nodes=("gpu01",)),
+            self.job("102", "eval-bert", JobState.PENDING, reason="Resources", gpus=8),
+            self.job("103", "prep-data", JobState.COMPLETED),
+        ]
+        self.nodes: list[Node] = [
+            Node(config.name, "gpu01", "mixed", ("gpu",), 64, 16, 512000, 128000, "A100", 8, 4,
+                 tuple(Gpu(i, GpuState.ALLOCATED if i < 4 else GpuState.FREE, "101" if i < 4 else None,
+                           utilization=90.0 if i < 4 else 0.0) for i in range(8))),
+            Node(config.name, "gpu02", "drain", ("gpu",), 64, 0, 512000, 0, "A100", 8, 0,
+                 tuple(Gpu(i, GpuState.UNAVAILABLE, reason="drain") for i in range(8)), reason="maintenance"),
+        ]
+        self.logs: dict[str, list[str]] = {"101": [f"epoch {i} loss={1 / (i + 1):.3f}" for i in range(30)]}
+        self.fail_reads: Exception | None = None
+        self.read_delay = 0.0
+        FakeBackend.instances.append(self)
+
+    def job(self, job_id, name, state, reason="", gpus=0, nodes=()):
+        return Job(job_id, self.name, name, "alice", state, state.value.upper(), reason, tuple(nodes), gpus,
+                   FIXED, None, None, JobKind.SINGLE)
+
+    async def list_jobs(self):
+        self.calls.append(("list_jobs", None))
+        if self.read_delay:
+            await asyncio.sleep(self.read_delay)
+        if self.fail_reads:
+            raise self.fail_reads
+        return list(self.jobs)
+
+    async def list_nodes(self):
+        self.calls.append(("list_nodes", None))
+        if self.fail_reads:
+            raise self.fail_reads
+        return list(self.nodes)
+
+    async def stream_logs(self, job_id, follow=False):
+        self.calls.append(("stream_logs", job_id))
+        for line in self.logs.get(job_id, []):
+            yield LogLine(job_id, line)
+
+    def _render(self, spec: JobSpec) -> str:
+        return f"# fake submission\nname: {spec.name}\ncommand: {spec.command_text}\n"
+
+    async def _submit(self, spec):
+        self.calls.append(("submit", spec))
+        job_id = str(200 + sum(1 for c in self.calls if c[0] == "submit"))
+        self.jobs.append(self.job(job_id, spec.name, JobState.PENDING))
+        return job_id
+
+    async def _cancel(self, job_id):
+        self.calls.append(("cancel", job_id))
+        for i, job in enumerate(self.jobs):
+            if job.id == job_id:
+                self.jobs[i] = replace(job, state=JobState.CANCELLED, raw_state="CANCELLED")
+                return
+        raise BackendError(f"no job {job_id}")
+
+    @property
+    def mutations(self):
+        return [c for c in self.calls if c[0] in ("submit", "cancel")]

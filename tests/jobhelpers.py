@@ -1,0 +1,86 @@
+"""Helpers shared by the local-backend and CLI tests: polling with a deadline, running the CLI as a
+subprocess, and cleaning up every process a test's jobs left behind (by PID, never by name)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from yanflow_tui.backends import procs
+from yanflow_tui.backends.local_store import LocalStore
+
+DEADLINE = 15.0
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE, interval: float = 0.05, what: str = ""):
+    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+async def async_wait_until(
+    predicate: Callable[[], Awaitable[Any]], timeout: float = DEADLINE, interval: float = 0.05, what: str = ""
+):
+    end = time.monotonic() + timeout
+    while True:
+        value = await predicate()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        await asyncio.sleep(interval)
+
+
+def run_cli(*args: str, timeout: float = 60, env: dict | None = None, cwd: str | None = None):
+    """``python -m yanflow_tui ARGS`` in a subprocess with the (monkeypatched) environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "yanflow_tui", *args],
+        capture_output=True, text=True, timeout=timeout, env=dict(env or os.environ), cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def live(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    return procs.alive(pid, None)
+
+
+def cleanup_state_dir(state_dir: Path) -> None:
+    """Stop whatever the jobs of ``state_dir`` left running: cancel pending rows (so a background
+    scheduler exits), SIGKILL the process group of every running job, and the scheduler itself."""
+    db = state_dir / "local.db"
+    if db.exists():
+        store = LocalStore(db)
+        try:
+            for row in store.active():
+                if row.state == "pending":
+                    store.update(row.id, state="cancelled", reason="test cleanup", end_time=time.time())
+                elif row.pid and procs.group_members(row.pid):
+                    procs.signal_group(row.pid, signal.SIGKILL)
+        finally:
+            store.close()
+    marker = str(state_dir)
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "yanflow_tui.backends.local_" in cmdline and (marker + "/" in cmdline or marker + " " in cmdline):
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass

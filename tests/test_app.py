@@ -1,0 +1,292 @@
+"""Pilot tests of the console against the real local backend and the in-memory fake backend."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from yanflow_tui.backends import procs, registry
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.errors import ReadOnlyError
+from yanflow_tui.model import JobState
+from yanflow_tui.screens.dialogs import ConfirmScreen, HelpScreen, JobDetailScreen
+from yanflow_tui.screens.logs import LogsScreen
+from yanflow_tui.screens.queue import JobTable, QueueScreen
+from yanflow_tui.screens.submit import SubmitScreen
+from yanflow_tui.spec import load_spec
+from yanflow_tui.commands import YanflowCommands
+
+from fakes.backend import FakeBackend
+from uihelpers import make_app, screen_text, wait_for
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_jobs"
+LOCAL = ClusterConfig("local", "local", refresh_seconds=0.5)
+
+
+@pytest.fixture
+def fake_kind(monkeypatch):
+    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
+    FakeBackend.instances.clear()
+    return FakeBackend
+
+
+def fake_cluster(name="hpc", **kw) -> ClusterConfig:
+    return ClusterConfig(name, "fake", refresh_seconds=kw.pop("refresh_seconds", 0.5), **kw)
+
+
+def rows(app) -> list[str]:
+    table = app.screen.query_one(JobTable)
+    return [row.key.value for row in table.ordered_rows]
+
+
+def select_row(app, key: str) -> None:
+    table = app.screen.query_one(JobTable)
+    table.move_cursor(row=table.get_row_index(key))
+
+
+async def palette_names(app) -> list[str]:
+    provider = YanflowCommands(app.screen)
+    return [hit.text async for hit in provider.discover()]
+
+
+# -- the local backend end to end -------------------------------------------------------------------
+
+async def test_submit_screen_runs_local_shell_to_completion_and_logs_show(home):
+    app = make_app(LOCAL)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit screen")
+        screen.query_one("#spec-path", Input).value = str(SAMPLES / "local-shell.yaml")
+        await pilot.click("#load")
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "local-shell-demo", what="spec loaded")
+        assert "/bin/sh -c" in str(screen.query_one("#preview").render())
+        await pilot.press("ctrl+s")
+        submitted = await wait_for(pilot, lambda: getattr(screen, "last_submitted", None), what="submit")
+        cluster, job_id = submitted
+        assert cluster == "local"
+        await pilot.press("1")
+        job = await wait_for(
+            pilot, lambda: (j := app.hub.find_job("local", job_id)) and j.state is JobState.COMPLETED and j,
+            timeout=30, what="job completed")
+        assert job.exit_code == 0
+        select_row(app, f"local/{job_id}")
+        await pilot.press("l")
+        logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs screen")
+        await wait_for(pilot, lambda: "done" in logs.lines, what="last log line")
+        assert [f"step {i}/20" for i in range(1, 21)] == [line for line in logs.lines if line.startswith("step")]
+
+
+async def test_cancel_from_queue_asks_then_kills_the_process_group(home):
+    app = make_app(LOCAL)
+    async with app.run_test(size=(120, 40)) as pilot:
+        backend = app.hub.backend("local")
+        spec = load_spec(SAMPLES / "local-shell.yaml")
+        from dataclasses import replace
+
+        job_id = await backend.submit(replace(spec, name="sleeper", command="sleep 300 & sleep 300 & wait"))
+        app.request_refresh()
+        await wait_for(pilot, lambda: f"local/{job_id}" in rows(app), what="row")
+        row = backend.store.get(int(job_id))
+        await wait_for(pilot, lambda: len(procs.group_members(row.pid)) >= 3, what="children started")
+        select_row(app, f"local/{job_id}")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm dialog")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: (j := app.hub.find_job("local", job_id)) and j.state is JobState.CANCELLED,
+                       timeout=15, what="cancelled")
+        assert procs.group_members(row.pid) == []
+
+
+async def test_restarted_console_still_shows_the_job_and_its_log(home):
+    first = make_app(LOCAL)
+    async with first.run_test(size=(120, 40)) as pilot:
+        job_id = await first.hub.backend("local").submit(load_spec(SAMPLES / "local-shell.yaml"))
+        await wait_for(pilot, lambda: (j := first.hub.find_job("local", job_id)) and j.state.terminal,
+                       timeout=30, what="finished")
+    second = make_app(LOCAL)
+    async with second.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: f"local/{job_id}" in rows(second), what="row after restart")
+        assert second.hub.find_job("local", job_id).state is JobState.COMPLETED
+        select_row(second, f"local/{job_id}")
+        await pilot.press("l")
+        logs = await wait_for(pilot, lambda: isinstance(second.screen, LogsScreen) and second.screen, what="logs")
+        await wait_for(pilot, lambda: "done" in logs.lines, what="log after restart")
+
+
+async def test_nodes_screen_shows_gpu_cells_and_utilisation_from_nvml(home, fake_nvml):
+    fake_nvml.gpus(4, util=37, mem_used=2048)
+    app = make_app(LOCAL)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.press("2")
+        await wait_for(pilot, lambda: app.hub.snapshots["local"].nodes, what="nodes")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "□□□□" in text
+        assert "37% 37% 37% 37%" in text
+        assert "A100" in text
+
+
+async def test_nodes_screen_without_a_driver_says_why_in_one_line(home, fake_nvml):
+    fake_nvml.set(driver=False)
+    app = make_app(LOCAL)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.press("2")
+        await wait_for(pilot, lambda: app.hub.snapshots["local"].nodes, what="nodes")
+        await pilot.pause(0.2)
+        assert "NVML unavailable: NVML Shared Library Not Found" in screen_text(app)
+
+
+# -- the fake backend: read-only, rendering, keys ---------------------------------------------------
+
+async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_the_backend(home, fake_kind):
+    app = make_app(fake_cluster(), read_only=True)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
+        select_row(app, "hpc/101")  # a running job: cancellable if the gate were open
+        await pilot.pause(0.1)
+        active = {key for key, b in app.screen.active_bindings.items() if b.enabled}
+        assert not {"c", "s", "3", "ctrl+s"} & active
+        assert "READ-ONLY" in screen_text(app)
+        names = await palette_names(app)
+        assert "job: logs" in names and "job: cancel" not in names and "submit: open" not in names
+        for key in ("c", "s", "3"):
+            await pilot.press(key)
+            await pilot.pause(0.1)
+            assert isinstance(app.screen, QueueScreen)
+        backend = FakeBackend.instances[-1]
+        with pytest.raises(ReadOnlyError):
+            await backend.cancel("101")
+        assert backend.mutations == []
+
+
+async def test_writable_cluster_offers_cancel_and_submit(home, fake_kind):
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
+        select_row(app, "hpc/101")
+        await pilot.pause(0.1)
+        active = {key for key, b in app.screen.active_bindings.items() if b.enabled}
+        assert {"c", "s", "l"} <= active
+        assert "job: cancel" in await palette_names(app)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await pilot.press("n")
+        await pilot.pause(0.1)
+        assert FakeBackend.instances[-1].mutations == []  # declined: nothing sent
+
+
+async def test_hostile_job_name_renders_as_plain_text(home, fake_kind):
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        backend = await wait_for(pilot, lambda: FakeBackend.instances and FakeBackend.instances[-1], what="backend")
+        backend.jobs.append(backend.job("666", "x[0];rm -rf ~ \x1b[31mRED\x1b]0;title\x07[/] [bold]b", JobState.RUNNING))
+        app.request_refresh()
+        await wait_for(pilot, lambda: "hpc/666" in rows(app), what="hostile row")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "x[0];rm -rf ~ RED[/] [bold]b" in text
+        assert "\x1b" not in app.export_screenshot()
+        select_row(app, "hpc/666")
+        await pilot.press("enter")
+        detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
+        await wait_for(pilot, lambda: "Name:" in str(detail.query_one("#describe").render()), what="describe")
+        assert "x[0];rm -rf ~ RED[/] [bold]b" in screen_text(app)
+
+
+async def test_filter_keeps_matching_rows_and_escape_clears(home, fake_kind):
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        await pilot.press("slash")
+        await pilot.press(*"eval")
+        assert rows(app) == ["hpc/102"]
+        await pilot.press("enter")
+        app.request_refresh()
+        await pilot.pause(0.7)
+        assert rows(app) == ["hpc/102"]  # a refresh keeps the filter
+        await pilot.press("escape")
+        assert len(rows(app)) == 3
+
+
+async def test_rows_update_in_place_and_cursor_stays_on_its_job(home, fake_kind):
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        select_row(app, "hpc/103")
+        backend = FakeBackend.instances[-1]
+        backend.jobs.insert(0, backend.job("100", "older", JobState.PENDING))
+        from dataclasses import replace
+
+        backend.jobs[1] = replace(backend.jobs[1], state=JobState.COMPLETED)
+        app.request_refresh()
+        await wait_for(pilot, lambda: len(rows(app)) == 4, what="new row")
+        assert rows(app)[0] == "hpc/100"
+        assert app.screen.selected_job().id == "103"
+        table = app.screen.query_one(JobTable)
+        assert table.get_cell("hpc/101", "state").plain == "completed"
+
+
+async def test_a_failing_cluster_is_marked_and_the_app_keeps_running(home, fake_kind):
+    app = make_app(fake_cluster("good"), fake_cluster("bad"))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(FakeBackend.instances) == 2, what="backends")
+        bad = next(b for b in FakeBackend.instances if b.name == "bad")
+        await wait_for(pilot, lambda: "bad/101" in rows(app), what="bad rows")
+        bad.fail_reads = ConnectionError("connection refused")
+        app.request_refresh("bad")
+        await wait_for(pilot, lambda: app.hub.snapshots["bad"].health.value == "stale", what="stale")
+        text = screen_text(app)
+        assert "stale" in text and "connection refused" in text
+        assert "good/101" in rows(app) and "bad/101" in rows(app)  # last good data kept
+
+
+async def test_help_lists_keys_with_binding_ids(home, fake_kind):
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
+        select_row(app, "hpc/101")
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        text = screen_text(app)
+        for binding_id in ("cancel-job", "job-logs", "filter-jobs", "show-nodes", "refresh"):
+            assert binding_id in text
+
+
+async def test_keymap_from_config_remaps_a_binding(home, fake_kind):
+    app = make_app(fake_cluster(), keymap={"cancel-job": "x"})
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
+        select_row(app, "hpc/101")
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm via remapped key")
+        await pilot.press("y")
+        backend = FakeBackend.instances[-1]
+        await wait_for(pilot, lambda: backend.mutations == [("cancel", "101")], what="cancel sent")
+
+
+async def test_submit_form_shows_errors_inline_as_you_type(home, fake_kind):
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
+        screen.query_one("#name", Input).value = "my job"
+        screen.query_one("#command").text = "python train.py"
+        screen.query_one("#gpus", Input).value = "two"
+        await pilot.pause(0.1)
+        errors = str(screen.query_one("#errors").render())
+        assert 'resources.gpus: expected a whole number >= 0, got "two"' in errors
+        assert screen.query_one("#submit").disabled
+        screen.query_one("#gpus", Input).value = "2"
+        await pilot.pause(0.1)
+        assert str(screen.query_one("#errors").render()) == "none"
+        assert "command: python train.py" in str(screen.query_one("#preview").render())
+        await pilot.press("ctrl+s")
+        backend = FakeBackend.instances[-1]
+        await wait_for(pilot, lambda: backend.mutations, what="submitted")
+        assert backend.mutations[0][1].resources.gpus == 2
+        await pilot.press("1", "3")  # the form survives switching screens
+        assert screen.query_one("#name", Input).value == "my job"

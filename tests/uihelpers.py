@@ -1,0 +1,41 @@
+"""Helpers for pilot tests: build an app over given clusters, and wait for conditions."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from yanflow_tui.app import YanflowApp
+from yanflow_tui.config import ClusterConfig, Config
+from yanflow_tui.hub import Hub
+
+FIXED_NOW = 1_796_040_000.0  # 2026-11-29T12:00Z + 10 min: the fake jobs' ages are stable
+
+
+def make_app(*clusters: ClusterConfig, read_only: bool = False, keymap=None, pinned_clock: bool = False) -> YanflowApp:
+    config = Config(clusters=tuple(clusters), read_only=read_only, keymap=keymap or {})
+    if read_only:
+        config = config.with_read_only()
+    app = YanflowApp(config, Hub(config))
+    if pinned_clock:
+        app.clock = lambda: FIXED_NOW  # type: ignore[method-assign]
+    return app
+
+
+async def wait_for(pilot, condition: Callable[[], object], timeout: float = 20.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def screen_text(app) -> str:
+    """Everything on screen as plain text (the SVG export, stripped of tags)."""
+    import html
+    import re
+
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")

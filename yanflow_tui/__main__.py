@@ -1,0 +1,5 @@
+"""Entry point for ``python -m yanflow_tui``."""
+
+from yanflow_tui.cli import main
+
+raise SystemExit(main())

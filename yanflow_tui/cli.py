@@ -1,0 +1,230 @@
+"""Command line: ``yanflow-tui`` starts the console; ``jobs``, ``nodes``, ``submit``, ``cancel`` and
+``logs`` run headless over the same backends. Errors go to stderr as one line, exit code non-zero,
+never a traceback (``YANFLOW_DEBUG=1`` shows one)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from typing import Sequence
+
+from yanflow_tui import __version__
+from yanflow_tui.errors import YanflowError
+from yanflow_tui.sanitize import clean
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
+                        help="config file (default: $YANFLOW_CONFIG or $XDG_CONFIG_HOME/yanflow/config.yaml)")
+    common.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
+                        help="refuse every submit, cancel or other change, on every cluster")
+    parser = argparse.ArgumentParser(
+        prog="yanflow-tui", parents=[common],
+        description="A keyboard-driven console for ML training clusters. Without a command, starts the console.",
+    )
+    parser.add_argument("--version", action="version", version=f"yanflow-tui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, text in (("jobs", "list jobs"), ("nodes", "list nodes and their GPUs")):
+        p = sub.add_parser(name, parents=[common], help=text, description=text)
+        p.add_argument("--cluster", metavar="NAME", help="only this cluster")
+        p.add_argument("--json", action="store_true", help="print JSON")
+    p = sub.add_parser("submit", parents=[common], help="submit a job spec file")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--cluster", metavar="NAME", help="target cluster (default: the spec's, or the first that fits)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be sent, in the backend's native form")
+    p = sub.add_parser("cancel", parents=[common], help="cancel a job")
+    p.add_argument("job", metavar="JOB")
+    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when several are configured)")
+    p = sub.add_parser("logs", parents=[common], help="print a job's log")
+    p.add_argument("job", metavar="JOB")
+    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when several are configured)")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = _config(args)
+        if args.command is None:
+            return _run_app(config)
+        return asyncio.run(_COMMANDS[args.command](config, args))
+    except YanflowError as exc:
+        _error(str(exc))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+        if os.environ.get("YANFLOW_DEBUG"):
+            raise
+        _error(f"unexpected {type(exc).__name__}: {exc} (set YANFLOW_DEBUG=1 for details)")
+        return EXIT_ERROR
+
+
+def _error(message: str) -> None:
+    for line in message.splitlines() or [""]:
+        print(f"yanflow-tui: error: {clean(line)}", file=sys.stderr)
+
+
+def _config(args):
+    from yanflow_tui.config import load_config
+
+    config = load_config(getattr(args, "config", None))
+    return config.with_read_only() if getattr(args, "read_only", False) else config
+
+
+def _run_app(config) -> int:
+    from yanflow_tui.app import YanflowApp
+
+    YanflowApp(config).run()
+    return 0
+
+
+def _hub(config, cluster: str | None = None):
+    from yanflow_tui.hub import Hub
+
+    if cluster:
+        config.cluster(cluster)  # fails with the list of configured names
+    return Hub(config)
+
+
+def _one_cluster(hub, name: str | None) -> str:
+    if name:
+        hub.config.cluster(name)
+        return name
+    if len(hub.names) == 1:
+        return hub.names[0]
+    raise YanflowError(f"several clusters are configured ({', '.join(hub.names)}); pass --cluster NAME")
+
+
+async def _list(config, args, what: str) -> int:
+    from yanflow_tui.hub import Health
+
+    hub = _hub(config, args.cluster)
+    names = [args.cluster] if args.cluster else hub.names
+    try:
+        snaps = await asyncio.gather(*(hub.refresh(n, jobs=what == "jobs", nodes=what == "nodes") for n in names))
+    finally:
+        await hub.close()
+    failed = [s for s in snaps if s.health is not Health.OK]
+    for snap in failed:
+        _error(f"cluster {snap.name!r}: {snap.message}")
+    rows = [item for s in snaps if s.health is Health.OK for item in (s.jobs if what == "jobs" else s.nodes)]
+    if what == "jobs":
+        data = [job_json(j) for j in rows]
+        table = [(j.cluster, j.id, j.name, j.user, j.state.value, str(j.gpus), ",".join(j.nodes) or "-", j.reason)
+                 for j in rows]
+        header = ("CLUSTER", "ID", "NAME", "USER", "STATE", "GPUS", "NODES", "REASON")
+    else:
+        data = [node_json(n) for n in rows]
+        table = [(n.cluster, n.name, n.state, f"{n.gpus_allocated}/{n.gpus_total}", n.gpu_type or "-",
+                  f"{n.cpus_allocated}/{n.cpus_total}", f"{n.memory_mb // 1024}G", n.reason) for n in rows]
+        header = ("CLUSTER", "NODE", "STATE", "GPUS", "GPU TYPE", "CPUS", "MEMORY", "NOTE")
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        _print_table(header, table)
+    return EXIT_ERROR if failed else 0
+
+
+def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    rows = [tuple(clean(str(c)) for c in row) for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    for row in (header, *rows):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def job_json(job) -> dict:
+    return {
+        "id": job.id, "cluster": job.cluster, "name": job.name, "user": job.user, "state": job.state.value,
+        "raw_state": job.raw_state, "reason": job.reason, "kind": job.kind.value, "nodes": list(job.nodes),
+        "gpus": job.gpus, "gpu_indices": list(job.gpu_indices), "exit_code": job.exit_code,
+        "submit_time": _iso(job.submit_time), "start_time": _iso(job.start_time), "end_time": _iso(job.end_time),
+    }
+
+
+def node_json(node) -> dict:
+    return {
+        "name": node.name, "cluster": node.cluster, "state": node.state, "partitions": list(node.partitions),
+        "gpus_total": node.gpus_total, "gpus_used": node.gpus_allocated, "gpu_type": node.gpu_type,
+        "cpus_total": node.cpus_total, "cpus_used": node.cpus_allocated, "memory_mb": node.memory_mb,
+        "reason": node.reason,
+        "gpus": [
+            {"index": g.index, "state": g.state.value, "job": g.job_id, "utilization": g.utilization,
+             "memory_used_mb": g.memory_used_mb, "memory_total_mb": g.memory_total_mb, "reason": g.reason}
+            for g in node.gpus
+        ],
+    }
+
+
+async def _jobs(config, args) -> int:
+    return await _list(config, args, "jobs")
+
+
+async def _nodes(config, args) -> int:
+    return await _list(config, args, "nodes")
+
+
+async def _submit(config, args) -> int:
+    from yanflow_tui.spec import load_spec
+
+    spec = load_spec(args.file)
+    hub = _hub(config)
+    try:
+        name = hub.cluster_for_submit(args.cluster, spec.cluster, spec.kind)
+        backend = hub.backend(name)
+        if args.dry_run:
+            sys.stdout.write(backend.render(spec))
+            return 0
+        job_id = await hub.call(backend.submit(spec))
+    finally:
+        await hub.close()
+    print(job_id)
+    return 0
+
+
+async def _cancel(config, args) -> int:
+    hub = _hub(config)
+    try:
+        name = _one_cluster(hub, args.cluster)
+        await hub.call(hub.backend(name).cancel(args.job))
+    finally:
+        await hub.close()
+    print(f"cancelled job {args.job} on {name}", file=sys.stderr)
+    return 0
+
+
+async def _logs(config, args) -> int:
+    hub = _hub(config)
+    try:
+        name = _one_cluster(hub, args.cluster)
+        backend = hub.backend(name)
+        if not backend.capabilities.logs:
+            raise YanflowError(f"cluster {name!r} cannot show logs")
+        await hub.call(backend.get_job(args.job))  # a clear error for an unknown job
+        out = sys.stdout
+        last_flush = time.monotonic()
+        async for line in backend.stream_logs(args.job, follow=args.follow):
+            out.write(clean(line.text) + "\n")
+            if args.follow and time.monotonic() - last_flush > 0.1:
+                out.flush()
+                last_flush = time.monotonic()
+        out.flush()
+    finally:
+        await hub.close()
+    return 0
+
+
+_COMMANDS = {"jobs": _jobs, "nodes": _nodes, "submit": _submit, "cancel": _cancel, "logs": _logs}

@@ -1,0 +1,40 @@
+"""The command palette: "group: verb" commands that know the current screen and read-only mode."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+class YanflowCommands(Provider):
+    def _commands(self) -> list[tuple[str, str, object]]:
+        app = self.app
+        commands: list[tuple[str, str, object]] = [
+            ("queue: show", "The job queue of every cluster", partial(app.action_show, "queue")),
+            ("nodes: show", "Nodes and GPUs", partial(app.action_show, "nodes")),
+            ("logs: show", "The log pane", partial(app.action_show, "logs")),
+            ("cluster: refresh", "Refresh every cluster now", app.action_refresh),
+            ("app: help", "Every key on this screen", app.action_help),
+        ]
+        if not app.read_only:
+            commands.append(("submit: open", "Submit a job from a spec file or the form", partial(app.action_show, "submit")))
+        screen = self.screen
+        job = getattr(screen, "selected_job", lambda: None)()
+        if job is not None:
+            commands.append(("job: open", f"Describe job {job.id}", screen.action_open_job))
+            commands.append(("job: logs", f"Logs of job {job.id}", screen.action_logs))
+            if not app.read_only and screen.check_action("cancel", ()):
+                commands.append(("job: cancel", f"Cancel job {job.id}", screen.action_cancel))
+        return commands
+
+    async def discover(self) -> Hits:
+        for name, help_text, callback in self._commands():
+            yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help_text, callback in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, text=name, help=help_text)

@@ -1,0 +1,179 @@
+"""Typed config: loaded (or auto-discovered) outside the App and passed in.
+
+File location: ``--config PATH``, else ``$YANFLOW_CONFIG``, else ``$XDG_CONFIG_HOME/yanflow/config.yaml``.
+With no file at the default location, clusters are discovered: this machine always, Slurm when
+``squeue`` is on PATH, Kubernetes when a kubeconfig exists, Determined when ``DET_MASTER`` is set.
+
+    read_only: false          # true closes the gate on every cluster
+    refresh_seconds: 5
+    theme: textual-dark
+    keymap: {cancel-job: x}   # binding id -> key
+    clusters:
+      - name: local
+        kind: local
+      - name: hpc
+        kind: slurm
+        ssh: alice@login.hpc.example
+        read_only: true
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from yanflow_tui.errors import ConfigError, SpecError
+from yanflow_tui.locations import default_config_path
+from yanflow_tui.yamldoc import Checker, join, load_yaml
+
+KINDS = ("local", "slurm", "kubernetes", "determined")
+TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap")
+COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description")
+# Kind-specific options; the backend modules read them from ClusterConfig.options.
+KIND_OPTIONS: dict[str, tuple[str, ...]] = {
+    "local": (),
+    "slurm": ("ssh", "partition", "account", "nodes_refresh_seconds", "command_timeout"),
+    "kubernetes": ("kubeconfig", "context", "namespace", "all_namespaces"),
+    "determined": ("master", "user", "cert", "noverify"),
+}
+DEFAULT_REFRESH = 5.0
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    name: str
+    kind: str
+    read_only: bool = False
+    refresh_seconds: float = DEFAULT_REFRESH
+    description: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Config:
+    clusters: tuple[ClusterConfig, ...]
+    read_only: bool = False
+    refresh_seconds: float = DEFAULT_REFRESH
+    theme: str | None = None
+    keymap: dict[str, str] = field(default_factory=dict)
+    source: str = "auto-discovered"
+
+    def cluster(self, name: str) -> ClusterConfig:
+        for cluster in self.clusters:
+            if cluster.name == name:
+                return cluster
+        known = ", ".join(c.name for c in self.clusters) or "none"
+        raise ConfigError(f"no cluster named {name!r} (configured: {known})")
+
+    def with_read_only(self) -> "Config":
+        """A copy with every cluster's gate closed (``--read-only``)."""
+        clusters = tuple(_replace(c, read_only=True) for c in self.clusters)
+        return _replace(self, clusters=clusters, read_only=True)
+
+
+def _replace(obj, **changes):
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)
+
+
+def load_config(path: str | None = None, env: Mapping[str, str] = os.environ) -> Config:
+    """Load the config from ``path``, ``$YANFLOW_CONFIG`` or the default location, or discover one."""
+    explicit = path or env.get("YANFLOW_CONFIG") or None
+    file = Path(explicit) if explicit else default_config_path(env)
+    if not file.exists():
+        if explicit:
+            raise ConfigError(f"config file not found: {file}")
+        return Config(clusters=tuple(discover(env)))
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config {file}: {exc}") from None
+    return parse_config(text, str(file), env)
+
+
+def parse_config(text: str, file: str, env: Mapping[str, str] = os.environ) -> Config:
+    doc = load_yaml(text, file)
+    check = Checker(doc)
+    top = check.mapping("", doc.data, TOP_KEYS)
+    read_only = check.boolean("read_only", top.get("read_only")) or False
+    refresh = check.number("refresh_seconds", top.get("refresh_seconds"), minimum=0.5) or DEFAULT_REFRESH
+    theme = check.string("theme", top.get("theme"))
+    keymap: dict[str, str] = {}
+    for key, value in check.mapping("keymap", top.get("keymap"), _anything(top.get("keymap"))).items():
+        keys = check.string(join("keymap", key), value)
+        if keys:
+            keymap[str(key)] = keys
+    clusters: list[ClusterConfig] = []
+    raw = top.get("clusters")
+    if raw is None:
+        clusters = discover(env)
+    elif not isinstance(raw, list):
+        check.error("clusters", "expected a list of clusters")
+    else:
+        for i, item in enumerate(raw):
+            cluster = _cluster(check, join("clusters", i), item, read_only, refresh)
+            if cluster is None:
+                continue
+            if any(c.name == cluster.name for c in clusters):
+                check.error(join(join("clusters", i), "name"), f"duplicate cluster name {cluster.name!r}")
+                continue
+            clusters.append(cluster)
+        if not clusters and not check.problems:
+            check.error("clusters", "no clusters configured")
+    check.raise_if_any()
+    return Config(tuple(clusters), read_only, refresh, theme, keymap, source=file)
+
+
+def _anything(value: Any) -> list[str]:
+    return list(value) if isinstance(value, dict) else []
+
+
+def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: float) -> ClusterConfig | None:
+    if not isinstance(item, dict):
+        check.error(path, "expected a mapping with name and kind")
+        return None
+    kind = check.string(join(path, "kind"), item.get("kind"), choices=KINDS)
+    allowed = COMMON_CLUSTER_KEYS + (KIND_OPTIONS.get(kind, ()) if kind else sum(KIND_OPTIONS.values(), ()))
+    entry = check.mapping(path, item, allowed, required=("name", "kind"))
+    name = check.string(join(path, "name"), entry.get("name"))
+    if not name or not kind:
+        return None
+    options = {k: v for k, v in entry.items() if k not in COMMON_CLUSTER_KEYS}
+    return ClusterConfig(
+        name=name,
+        kind=kind,
+        read_only=read_only or bool(check.boolean(join(path, "read_only"), entry.get("read_only"))),
+        refresh_seconds=check.number(join(path, "refresh_seconds"), entry.get("refresh_seconds"), minimum=0.5)
+        or refresh,
+        description=check.string(join(path, "description"), entry.get("description"), nonempty=False) or "",
+        options=options,
+    )
+
+
+def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:
+    """Clusters visible from here without any config."""
+    found = [ClusterConfig("local", "local", description="this machine")]
+    if shutil.which("squeue", path=env.get("PATH")):
+        found.append(ClusterConfig("slurm", "slurm", description="local Slurm commands"))
+    kubeconfig = _kubeconfig(env)
+    if kubeconfig:
+        found.append(ClusterConfig("kubernetes", "kubernetes", options={"kubeconfig": str(kubeconfig)}))
+    if env.get("DET_MASTER"):
+        found.append(ClusterConfig("determined", "determined", options={"master": env["DET_MASTER"]}))
+    return found
+
+
+def _kubeconfig(env: Mapping[str, str]) -> Path | None:
+    for part in (env.get("KUBECONFIG") or "").split(os.pathsep):
+        if part and Path(part).is_file():
+            return Path(part)
+    home = env.get("HOME") or os.path.expanduser("~")
+    default = Path(home) / ".kube" / "config"
+    return default if default.is_file() else None
+
+
+__all__ = ["ClusterConfig", "Config", "ConfigError", "SpecError", "discover", "load_config", "parse_config"]

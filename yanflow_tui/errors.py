@@ -1,0 +1,52 @@
+"""The exceptions that reach users. Each carries a message fit to show as it is."""
+
+from __future__ import annotations
+
+
+class YanflowError(Exception):
+    """Base for errors shown to the user as one clear message, never a traceback."""
+
+    title = "Error"
+
+
+class ReadOnlyError(YanflowError):
+    """A mutating call was refused by the read-only gate, before any I/O."""
+
+    title = "Read-only"
+
+
+class BackendError(YanflowError):
+    """A backend could not do what was asked (bad job id, refused submit, lost connection)."""
+
+    title = "Backend error"
+
+
+class BackendUnavailable(BackendError):
+    """The backend cannot be used at all here (missing extra, not built yet)."""
+
+    title = "Unavailable"
+
+
+class ConfigError(YanflowError):
+    """The config file or command line is wrong."""
+
+    title = "Config error"
+
+
+class SpecError(YanflowError):
+    """One or more located problems in a YAML document (job spec or config).
+
+    ``problems`` is a list of ``(file, line, field, message)``; ``str()`` gives one line per problem
+    in the form ``file:line: field: message``.
+    """
+
+    title = "Invalid spec"
+
+    def __init__(self, problems: list[tuple[str, int, str, str]]):
+        self.problems = problems
+        super().__init__("\n".join(format_problem(*p) for p in problems))
+
+
+def format_problem(file: str, line: int, field: str, message: str) -> str:
+    where = f"{file}:{line}" if line else file
+    return f"{where}: {field}: {message}" if field else f"{where}: {message}"

@@ -1,0 +1,144 @@
+"""The hub: one backend per configured cluster, refreshed with timeouts and backoff.
+
+It keeps each cluster's latest data and health (ok, stale, error) so that losing a backend never
+crashes anything: readers see the last good data marked stale, with the reason. No Textual here;
+the app and the headless CLI both use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import time
+from dataclasses import dataclass, field, replace
+from typing import Awaitable, TypeVar
+
+from yanflow_tui.backends import registry
+from yanflow_tui.backends.base import Backend
+from yanflow_tui.config import Config
+from yanflow_tui.errors import BackendError, BackendUnavailable, YanflowError
+from yanflow_tui.model import Job, Node
+
+CALL_TIMEOUT = 30.0
+MAX_BACKOFF = 60.0
+T = TypeVar("T")
+
+
+class Health(str, enum.Enum):
+    CONNECTING = "connecting"
+    OK = "ok"
+    STALE = "stale"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """The latest known state of one cluster, as the screens read it."""
+
+    name: str
+    kind: str
+    read_only: bool
+    health: Health = Health.CONNECTING
+    message: str = ""
+    updated: float | None = None  # wall-clock time of the last successful refresh
+    jobs: tuple[Job, ...] = ()
+    nodes: tuple[Node, ...] = ()
+    failures: int = 0
+
+    def age(self, now: float | None = None) -> float | None:
+        return None if self.updated is None else max(0.0, (now or time.time()) - self.updated)
+
+
+def error_text(exc: BaseException) -> str:
+    """One line for the user, never a traceback."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return "timed out"
+    if isinstance(exc, YanflowError):
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+@dataclass
+class Hub:
+    config: Config
+    backends: dict[str, Backend] = field(default_factory=dict)
+    snapshots: dict[str, ClusterSnapshot] = field(default_factory=dict)
+    timeout: float = CALL_TIMEOUT
+
+    def __post_init__(self) -> None:
+        for cluster in self.config.clusters:
+            if cluster.name not in self.backends:
+                self.backends[cluster.name] = registry.create(cluster)
+            self.snapshots[cluster.name] = ClusterSnapshot(cluster.name, cluster.kind, cluster.read_only)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.config.clusters]
+
+    def backend(self, name: str) -> Backend:
+        try:
+            return self.backends[name]
+        except KeyError:
+            self.config.cluster(name)  # raises a ConfigError naming the configured clusters
+            raise
+
+    async def call(self, coro: Awaitable[T], timeout: float | None = None) -> T:
+        """Await a backend call with the hub's timeout."""
+        return await asyncio.wait_for(coro, timeout or self.timeout)
+
+    async def refresh(self, name: str, jobs: bool = True, nodes: bool = True) -> ClusterSnapshot:
+        """Refresh one cluster. Never raises: failures mark the snapshot stale or in error."""
+        backend = self.backend(name)
+        snap = self.snapshots[name]
+        try:
+            new_jobs = tuple(await self.call(backend.list_jobs())) if jobs else snap.jobs
+            new_nodes = tuple(await self.call(backend.list_nodes())) if nodes else snap.nodes
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - any backend failure becomes a status line
+            failures = snap.failures + 1
+            if isinstance(exc, BackendUnavailable):
+                health = Health.ERROR
+            else:
+                health = Health.STALE if snap.updated is not None else Health.ERROR
+            snap = replace(snap, health=health, message=error_text(exc), failures=failures)
+        else:
+            snap = replace(snap, health=Health.OK, message="", updated=time.time(),
+                           jobs=new_jobs, nodes=new_nodes, failures=0)
+        self.snapshots[name] = snap
+        return snap
+
+    def next_delay(self, name: str) -> float:
+        """Seconds until the next refresh: the cluster's interval, backed off after failures."""
+        interval = self.config.cluster(name).refresh_seconds
+        failures = self.snapshots[name].failures
+        if not failures:
+            return interval
+        return min(MAX_BACKOFF, max(1.0, interval) * 2 ** min(failures - 1, 6))
+
+    def find_job(self, cluster: str, job_id: str) -> Job | None:
+        for job in self.snapshots[cluster].jobs:
+            if job.id == job_id:
+                return job
+        return None
+
+    def cluster_for_submit(self, requested: str | None, spec_cluster: str | None, kind) -> str:
+        """The cluster a spec goes to: --cluster, else the spec's own, else the first that runs its kind."""
+        name = requested or spec_cluster
+        if name:
+            self.config.cluster(name)
+            return name
+        for cluster in self.config.clusters:
+            if kind in self.backends[cluster.name].capabilities.job_kinds:
+                return cluster.name
+        raise BackendError(f"no configured cluster runs {kind.value} jobs; pass --cluster")
+
+    async def close(self) -> None:
+        for backend in self.backends.values():
+            try:
+                await asyncio.wait_for(backend.close(), 5)
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+
+

@@ -1,0 +1,43 @@
+"""Where YanFlow reads its config and keeps its state (XDG base directories)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+APP_DIR = "yanflow"
+
+
+def _xdg(env: Mapping[str, str], var: str, fallback: str) -> Path:
+    value = env.get(var, "")
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path(env.get("HOME") or os.path.expanduser("~")) / fallback
+
+
+def default_config_path(env: Mapping[str, str] = os.environ) -> Path:
+    return _xdg(env, "XDG_CONFIG_HOME", ".config") / APP_DIR / "config.yaml"
+
+
+def state_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """The state dir (SQLite, job logs), created with mode 0700."""
+    path = _xdg(env, "XDG_STATE_HOME", ".local/state") / APP_DIR
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def private_file(path: Path, data: bytes | str) -> None:
+    """Write ``path`` atomically with mode 0600 (temp file beside it, then rename)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    payload = data.encode() if isinstance(data, str) else data
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

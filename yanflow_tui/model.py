@@ -1,0 +1,176 @@
+"""The domain model: plain frozen dataclasses shared by every backend and every screen.
+
+Backends translate their systems' objects into these; nothing else crosses into the UI.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+class JobState(str, enum.Enum):
+    """Normalised job state. Backends keep their raw state beside it."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETING = "completing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+    def __str__(self) -> str:  # pragma: no cover - trivial
+        return self.value
+
+
+TERMINAL_STATES = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
+
+
+class JobKind(str, enum.Enum):
+    """The four job types of the platform (see PLATFORM.txt)."""
+
+    SINGLE = "single"
+    MULTI_NODE = "multi-node"
+    EXPERIMENT = "experiment"
+    SLURM = "slurm"
+
+    def __str__(self) -> str:  # pragma: no cover - trivial
+        return self.value
+
+
+class GpuState(str, enum.Enum):
+    FREE = "free"
+    ALLOCATED = "allocated"
+    UNAVAILABLE = "unavailable"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A configured cluster as the UI sees it."""
+
+    name: str
+    kind: str
+    read_only: bool = False
+    refresh_seconds: float = 5.0
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU of a node. Utilisation and memory are None where the backend cannot see them."""
+
+    index: int
+    state: GpuState = GpuState.FREE
+    job_id: str | None = None
+    uuid: str | None = None
+    name: str | None = None
+    utilization: float | None = None  # percent, 0-100
+    memory_used_mb: int | None = None
+    memory_total_mb: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Node:
+    cluster: str
+    name: str
+    state: str
+    partitions: tuple[str, ...] = ()
+    cpus_total: int = 0
+    cpus_allocated: int = 0
+    memory_mb: int = 0
+    memory_allocated_mb: int = 0
+    gpu_type: str | None = None
+    gpus_total: int = 0
+    gpus_allocated: int = 0
+    gpus: tuple[Gpu, ...] = ()
+    reason: str = ""
+
+    @property
+    def gpus_free(self) -> int:
+        return max(0, self.gpus_total - self.gpus_allocated)
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    cluster: str
+    name: str
+    user: str
+    state: JobState
+    raw_state: str = ""
+    reason: str = ""
+    nodes: tuple[str, ...] = ()
+    gpus: int = 0
+    submit_time: datetime | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    kind: JobKind = JobKind.SINGLE
+    exit_code: int | None = None
+    command: str = ""
+    gpu_indices: tuple[int, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """Unique across clusters; used as the table row key."""
+        return f"{self.cluster}/{self.id}"
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of a job's output. ``source`` names a rank or stream where the backend has one."""
+
+    job_id: str
+    text: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str
+    target: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class Resources:
+    nodes: int = 1
+    gpus: int = 0  # per node
+    cpus: int | None = None  # per node
+    memory_mb: int | None = None  # per node
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A validated job spec (see ``yanflow_tui.spec`` for the file format)."""
+
+    name: str
+    kind: JobKind
+    command: str | tuple[str, ...]
+    cluster: str | None = None
+    image: str | None = None
+    workdir: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    mounts: tuple[Mount, ...] = ()
+    resources: Resources = field(default_factory=Resources)
+    launcher: str = "none"
+    slurm: dict[str, Any] = field(default_factory=dict)
+    kubernetes: dict[str, Any] = field(default_factory=dict)
+    determined: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def command_text(self) -> str:
+        """The command as one line for display (argv commands are shell-quoted)."""
+        import shlex
+
+        if isinstance(self.command, str):
+            return self.command
+        return shlex.join(self.command)

@@ -1,0 +1,40 @@
+"""Make untrusted cluster text safe to show: strip ANSI escapes and control characters.
+
+Everything a cluster sends (job names, log lines, reasons) passes through here and is then
+rendered as plain ``rich.text.Text``, never as markup.
+"""
+
+from __future__ import annotations
+
+import re
+
+# CSI, OSC (terminated by BEL or ST), and other two-byte ESC sequences.
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI ... final byte
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC ... BEL/ST
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS/SOS/PM/APC ... ST
+    r"|\x1b[@-Z\\-_]?"  # other ESC + one byte, or a lone ESC
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean(text: str, *, keep_newlines: bool = False) -> str:
+    """Return ``text`` with escape sequences and control characters removed.
+
+    Tabs become single spaces. Newlines become spaces unless ``keep_newlines``.
+    """
+    if not text:
+        return ""
+    text = _ANSI.sub("", text)
+    text = text.replace("\t", " ")
+    if not keep_newlines:
+        text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    return _CONTROL.sub("", text)  # the class leaves "\n" alone
+
+
+def plain(text: str):
+    """A ``rich.text.Text`` of cleaned text, with markup off."""
+    from rich.text import Text
+
+    return Text(clean(text), no_wrap=True, overflow="ellipsis")

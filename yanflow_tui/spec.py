@@ -1,0 +1,222 @@
+"""Job spec files: one YAML format for the platform's four job types.
+
+    name: train-resnet            # any text; never interpreted by a shell
+    kind: single                  # single | multi-node | experiment | slurm
+    cluster: local                # optional; --cluster overrides it
+    command: python train.py      # a shell line, or a list of argv words
+    image: pytorch:2.4            # containers (Kubernetes, Determined)
+    workdir: ~/project
+    env: {WANDB_MODE: offline}
+    mounts: ["/data:/data:ro"]    # or {source, target, read_only}
+    resources: {nodes: 1, gpus: 2, cpus: 8, memory: 32G}   # gpus/cpus/memory are per node
+    launcher: torchrun            # multi-node/experiment: torchrun | deepspeed | accelerate | none
+    slurm: {partition: gpu, time: "01:00:00"}
+    kubernetes: {namespace: ml}
+    determined: {searcher: {...}, hyperparameters: {...}}
+
+Problems are reported as ``file:line: field: message``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from yanflow_tui.errors import SpecError
+from yanflow_tui.model import JobKind, JobSpec, Mount, Resources
+from yanflow_tui.yamldoc import Checker, Doc, join, load_yaml, show
+
+TOP_KEYS = (
+    "name", "kind", "cluster", "command", "image", "workdir", "env", "mounts",
+    "resources", "launcher", "description", "slurm", "kubernetes", "determined",
+)
+RESOURCE_KEYS = ("nodes", "gpus", "cpus", "memory")
+LAUNCHERS = ("none", "torchrun", "deepspeed", "accelerate")
+SECTION_KEYS = {
+    "slurm": {
+        "partition": "text", "account": "text", "qos": "text", "time": "text", "array": "text",
+        "output": "text", "error": "text", "gpu_type": "text", "constraint": "text",
+        "exclusive": "bool",
+    },
+    "kubernetes": {
+        "namespace": "text", "node_selector": "map", "tolerations": "list", "priority_class": "text",
+        "service_account": "text", "gpu_resource": "text", "ttl_seconds_after_finished": "whole",
+        "master_port": "whole", "image_pull_policy": "text",
+    },
+    "determined": {
+        "resource_pool": "text", "searcher": "map", "hyperparameters": "map", "context": "text",
+        "entrypoint": "text", "max_restarts": "whole", "description": "text",
+        "checkpoint_storage": "map", "labels": "list",
+    },
+}
+MAX_NAME = 200
+
+
+def load_spec(path: str | Path) -> JobSpec:
+    """Read and validate a spec file. Raises ``SpecError`` with located problems."""
+    path_text = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError([(path_text, 0, "", "no such file")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError([(path_text, 0, "", f"cannot read: {exc}")]) from None
+    return parse_spec(text, path_text)
+
+
+def parse_spec(text: str, file: str = "<spec>") -> JobSpec:
+    return spec_from_doc(load_yaml(text, file))
+
+
+def spec_from_data(data: dict[str, Any], file: str = "<form>") -> JobSpec:
+    """Validate a plain mapping (from the Submit form) with the same rules as a file."""
+    return spec_from_doc(Doc(file, data, {}))
+
+
+def spec_from_doc(doc: Doc) -> JobSpec:
+    check = Checker(doc)
+    top = check.mapping("", doc.data, TOP_KEYS, required=("name",))
+    name = check.string("name", top.get("name"))
+    if name is not None:
+        if "\x00" in name:
+            check.error("name", "must not contain NUL characters")
+        elif len(name) > MAX_NAME:
+            check.error("name", f"longer than {MAX_NAME} characters")
+    kind_text = check.string("kind", top.get("kind", "single"), choices=[k.value for k in JobKind])
+    kind = JobKind(kind_text) if kind_text else JobKind.SINGLE
+    command = _command(check, top.get("command"))
+    resources = _resources(check, top.get("resources"))
+    launcher = check.string("launcher", top.get("launcher"), choices=LAUNCHERS) or "none"
+    sections = {s: _section(check, s, top.get(s)) for s in SECTION_KEYS}
+
+    if command is None and not (kind is JobKind.EXPERIMENT and sections["determined"].get("entrypoint")):
+        if "command" not in top:
+            check.error("command", "required field is missing")
+    if kind is JobKind.SINGLE and resources.nodes != 1:
+        check.error("resources.nodes", f"a single job runs on exactly 1 node, got {resources.nodes}")
+    if launcher != "none" and kind not in (JobKind.MULTI_NODE, JobKind.EXPERIMENT):
+        check.error("launcher", f"only multi-node and experiment jobs take a launcher, not {kind.value}")
+
+    spec = JobSpec(
+        name=name or "",
+        kind=kind,
+        command=command if command is not None else "",
+        cluster=check.string("cluster", top.get("cluster")),
+        image=check.string("image", top.get("image")),
+        workdir=check.string("workdir", top.get("workdir")),
+        env=check.env("env", top.get("env")),
+        mounts=_mounts(check, top.get("mounts")),
+        resources=resources,
+        launcher=launcher,
+        slurm=sections["slurm"],
+        kubernetes=sections["kubernetes"],
+        determined=sections["determined"],
+        source=doc.file,
+    )
+    check.string("description", top.get("description"), nonempty=False)
+    check.raise_if_any()
+    return spec
+
+
+def _command(check: Checker, value: Any) -> str | tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        words = check.string_list("command", value)
+        if words is not None and not words:
+            check.error("command", "must not be an empty list")
+        return tuple(words) if words else None
+    return check.string("command", value)
+
+
+def _resources(check: Checker, value: Any) -> Resources:
+    res = check.mapping("resources", value, RESOURCE_KEYS)
+    return Resources(
+        nodes=check.whole("resources.nodes", res.get("nodes"), minimum=1) or 1,
+        gpus=check.whole("resources.gpus", res.get("gpus")) or 0,
+        cpus=check.whole("resources.cpus", res.get("cpus"), minimum=1),
+        memory_mb=check.memory_mb("resources.memory", res.get("memory")),
+    )
+
+
+def _mounts(check: Checker, value: Any) -> tuple[Mount, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        check.error("mounts", f"expected a list of mounts, got {show(value)}")
+        return ()
+    mounts = []
+    for i, item in enumerate(value):
+        path = join("mounts", i)
+        if isinstance(item, str):
+            parts = item.split(":")
+            if len(parts) not in (2, 3) or not all(parts[:2]) or (len(parts) == 3 and parts[2] not in ("ro", "rw")):
+                check.error(path, f'expected "source:target" or "source:target:ro", got {show(item)}')
+                continue
+            mounts.append(Mount(parts[0], parts[1], len(parts) == 3 and parts[2] == "ro"))
+        else:
+            entry = check.mapping(path, item, ("source", "target", "read_only"), required=("source", "target"))
+            source = check.string(join(path, "source"), entry.get("source"))
+            target = check.string(join(path, "target"), entry.get("target"))
+            read_only = check.boolean(join(path, "read_only"), entry.get("read_only")) or False
+            if source and target:
+                mounts.append(Mount(source, target, read_only))
+    for i, mount in enumerate(mounts):
+        if not mount.target.startswith("/"):
+            check.error(join("mounts", i), f"target must be an absolute path, got {show(mount.target)}")
+    return tuple(mounts)
+
+
+def _section(check: Checker, section: str, value: Any) -> dict[str, Any]:
+    fields = SECTION_KEYS[section]
+    data = check.mapping(section, value, fields)
+    out: dict[str, Any] = {}
+    for key, item in data.items():
+        if key not in fields or item is None:
+            continue
+        path = join(section, key)
+        expected = fields[key]
+        if expected == "text":
+            item = check.string(path, item)
+        elif expected == "bool":
+            item = check.boolean(path, item)
+        elif expected == "whole":
+            item = check.whole(path, item)
+        elif expected == "map" and not isinstance(item, dict):
+            check.error(path, f"expected a mapping, got {show(item)}")
+            item = None
+        elif expected == "list" and not isinstance(item, list):
+            check.error(path, f"expected a list, got {show(item)}")
+            item = None
+        if item is not None:
+            out[key] = item
+    return out
+
+
+def spec_to_data(spec: JobSpec) -> dict[str, Any]:
+    """The spec as a plain mapping, in file format (for saving templates and the form)."""
+    data: dict[str, Any] = {"name": spec.name, "kind": spec.kind.value}
+    if spec.cluster:
+        data["cluster"] = spec.cluster
+    data["command"] = list(spec.command) if isinstance(spec.command, tuple) else spec.command
+    for key in ("image", "workdir"):
+        if getattr(spec, key):
+            data[key] = getattr(spec, key)
+    if spec.env:
+        data["env"] = dict(spec.env)
+    if spec.mounts:
+        data["mounts"] = [
+            {"source": m.source, "target": m.target, "read_only": m.read_only} for m in spec.mounts
+        ]
+    res: dict[str, Any] = {"nodes": spec.resources.nodes, "gpus": spec.resources.gpus}
+    if spec.resources.cpus is not None:
+        res["cpus"] = spec.resources.cpus
+    if spec.resources.memory_mb is not None:
+        res["memory"] = f"{spec.resources.memory_mb}M"
+    data["resources"] = res
+    if spec.launcher != "none":
+        data["launcher"] = spec.launcher
+    for section in SECTION_KEYS:
+        if getattr(spec, section):
+            data[section] = dict(getattr(spec, section))
+    return data
