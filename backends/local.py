@@ -81,7 +81,8 @@ class LocalBackend(Backend):
         self.probe = probe or NvmlProbe()
         self.hostname = socket.gethostname()
         self.user = current_user()
-        self._children: dict[int, subprocess.Popen] = {}
+        self._children: dict[int, subprocess.Popen] = {}  # job id -> runner started by this process
+        self._helpers: list[subprocess.Popen] = []  # background schedulers started by this process
 
     # -- reads ----------------------------------------------------------------------------------
     async def list_jobs(self) -> list[Job]:
@@ -211,14 +212,9 @@ class LocalBackend(Backend):
         return str(job_id)
 
     async def _cancel(self, job_id: str) -> None:
-        row = await asyncio.to_thread(self._row, job_id)
+        row = await asyncio.to_thread(self._mark_cancelled, job_id)
         if row.state == "pending":
-            await asyncio.to_thread(self.store.update, row.id, state="cancelled", reason="cancelled before start",
-                                    end_time=time.time())
             return
-        if row.state != "running":
-            raise BackendError(f"job {job_id} is already {row.state}")
-        await asyncio.to_thread(self.store.update, row.id, cancel_requested=1)
         if row.pid and procs.alive(row.pid, row.pid_start):
             procs.signal_group(row.pid, signal.SIGTERM)
             deadline = time.monotonic() + CANCEL_GRACE_SECONDS
@@ -226,7 +222,27 @@ class LocalBackend(Backend):
                 await asyncio.sleep(0.05)
             if await asyncio.to_thread(self._group_alive, row.pid):
                 procs.signal_group(row.pid, signal.SIGKILL)
+                # SIGKILL is delivered asynchronously: wait for the group to go, so the state settles below.
+                deadline = time.monotonic() + CANCEL_GRACE_SECONDS
+                while time.monotonic() < deadline and await asyncio.to_thread(self._group_alive, row.pid):
+                    await asyncio.sleep(0.02)
         await asyncio.to_thread(self._schedule)
+
+    def _mark_cancelled(self, job_id: str) -> JobRow:
+        """Record the cancel under the schedule lock (so no scheduler starts a pending job meanwhile), after
+        settling a running job, so one that already ended is reported as such and not relabelled cancelled."""
+        with self._lock():
+            row = self._row(job_id)
+            if row.state == "running":
+                self._settle(row)
+                row = self._row(job_id)
+            if row.state == "pending":
+                self.store.update(row.id, state="cancelled", reason="cancelled before start", end_time=time.time())
+            elif row.state == "running":
+                self.store.update(row.id, cancel_requested=1)
+            else:
+                raise BackendError(f"job {job_id} is already {row.state}")
+            return row
 
     def _render(self, spec: JobSpec) -> str:
         argv = self._argv(spec, Path("EXIT_FILE"))[5:]
@@ -240,7 +256,9 @@ class LocalBackend(Backend):
 
     # -- scheduling and process management (blocking; run in threads) ----------------------------
     def _row(self, job_id: str) -> JobRow:
-        row = self.store.get(int(job_id)) if str(job_id).isdigit() else None
+        text = str(job_id)
+        # ASCII digits only ("²".isdigit() is true), and small enough for an SQLite INTEGER.
+        row = self.store.get(int(text)) if text.isascii() and text.isdigit() and len(text) <= 18 else None
         if row is None:
             raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
         return row
@@ -253,9 +271,11 @@ class LocalBackend(Backend):
         return bool(procs.group_members(pgid))
 
     def _reap(self) -> None:
-        for job_id, child in list(self._children.items()):
+        """Collect exited children (job runners and the scheduler) so none lingers as a zombie."""
+        for key, child in list(self._children.items()):
             if child.poll() is not None:
-                del self._children[job_id]
+                del self._children[key]
+        self._helpers = [helper for helper in self._helpers if helper.poll() is None]
 
     @contextmanager
     def _lock(self):
@@ -300,11 +320,11 @@ class LocalBackend(Backend):
 
     def _start_scheduler(self) -> None:
         """Start the background scheduler so a waiting job starts even with no console open."""
-        subprocess.Popen(
+        self._helpers.append(subprocess.Popen(
             [sys.executable, "-m", "yanflow_tui.backends.local_scheduler", str(self.state_dir), self.name],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
-        )
+        ))
 
     def _settle(self, row: JobRow) -> None:
         exit_file = self.jobs_dir / str(row.id) / "exit"
@@ -341,12 +361,16 @@ class LocalBackend(Backend):
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
         command = spec["command"] if isinstance(spec["command"], str) else tuple(spec["command"])
         workdir = Path(spec.get("workdir") or "~").expanduser()
+        if not workdir.is_dir():
+            self.store.update(row.id, state="failed", end_time=time.time(),
+                              reason=f"workdir {str(workdir)!r} is not a directory")
+            return
         log_fd = os.open(self._log_path(row.id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             child = subprocess.Popen(
                 self._argv(command, job_dir / "exit"),
                 stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT,
-                cwd=workdir if workdir.is_dir() else None, env=env,
+                cwd=workdir, env=env,
                 start_new_session=True, close_fds=True,
             )
         except OSError as exc:

@@ -7,7 +7,11 @@ All calls block briefly; callers run ``read`` in a thread. Without the library, 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
+
+
+RETRY_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,15 @@ class NvmlProbe:
         self._nvml = None
         self._lock = threading.Lock()
         self.reason = ""
-        self._failed = False
+        self._failed_at: float | None = None
+
+    @property
+    def _failed(self) -> bool:
+        """A failed init is retried after RETRY_SECONDS (a driver may be loaded meanwhile)."""
+        return self._failed_at is not None and time.monotonic() - self._failed_at < RETRY_SECONDS
+
+    def _fail(self, reason: str) -> None:
+        self._failed_at, self.reason = time.monotonic(), reason
 
     def _init(self):
         if self._nvml is not None or self._failed:
@@ -38,12 +50,12 @@ class NvmlProbe:
         try:
             import pynvml  # provided by nvidia-ml-py
         except ImportError:
-            self._failed, self.reason = True, "NVML unavailable: the nvidia-ml-py package is not installed"
+            self._fail("NVML unavailable: the nvidia-ml-py package is not installed")
             return None
         try:
             pynvml.nvmlInit()
         except Exception as exc:  # NVMLError subclasses, or anything a broken driver raises
-            self._failed, self.reason = True, f"NVML unavailable: {_text(exc) or type(exc).__name__}"
+            self._fail(f"NVML unavailable: {_text(exc) or type(exc).__name__}")
             return None
         self._nvml = pynvml
         return pynvml

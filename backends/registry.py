@@ -43,6 +43,8 @@ def create(config: ClusterConfig) -> Backend:
         return backend_class(config.kind)(config)
     except BackendUnavailable as exc:
         return UnavailableBackend(config, str(exc))
+    except Exception as exc:  # noqa: BLE001 - a broken backend must not take the console down
+        return UnavailableBackend(config, f"the {config.kind} backend failed to start: {type(exc).__name__}: {exc}")
 
 
 class UnavailableBackend(Backend):

@@ -38,7 +38,7 @@ class NodesScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield ClusterBar()
         yield Static(id="node-summary")
-        yield DataTable(id="nodes", cursor_type="row", zebra_stripes=True)
+        yield DataTable(id="nodes", cursor_type="row", zebra_stripes=True, cursor_foreground_priority="renderable")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -45,7 +45,7 @@ class QueueScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield ClusterBar()
         yield Input(placeholder="filter: text in cluster, id, name, user, state, reason", id="filter")
-        yield JobTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        yield JobTable(id="jobs", cursor_type="row", zebra_stripes=True, cursor_foreground_priority="renderable")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -20,7 +20,13 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 from yanflow_tui.spec import load_spec, spec_from_data, spec_to_data
 
-NUMBER_FIELDS = (("nodes", "Nodes"), ("gpus", "GPUs per node"), ("cpus", "CPUs per node"), ("memory", "Memory (e.g. 16G)"))
+NUMBER_FIELDS = (("nodes", "Nodes"), ("gpus", "GPUs/node"), ("cpus", "CPUs/node"), ("memory", "Memory/node"))
+
+
+def _field(label: str, widget) -> ComposeResult:
+    with Horizontal(classes="field"):
+        yield Label(label)
+        yield widget
 
 
 def _number(value: str) -> Any:
@@ -47,38 +53,29 @@ class SubmitScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
+        clusters = self._writable()
         with Horizontal(id="submit-body"):
             with VerticalScroll(id="form"):
-                with Horizontal(classes="row"):
-                    yield Input(placeholder="spec file, e.g. sample_jobs/local-shell.yaml", id="spec-path")
-                    yield Button("Load", id="load")
-                clusters = self._writable()
-                yield Label("Cluster")
-                yield Select([(c, c) for c in clusters], id="cluster", allow_blank=False,
-                             value=clusters[0] if clusters else Select.BLANK) if clusters else Select([], id="cluster")
-                yield Label("Kind")
-                yield Select([(k.value, k.value) for k in JobKind], id="kind", value=JobKind.SINGLE.value,
-                             allow_blank=False)
-                yield Label("Name")
-                yield Input(id="name", placeholder="job name")
-                yield Label("Command (a shell line or script)")
-                yield TextArea(id="command", soft_wrap=True, show_line_numbers=False)
-                yield Label("Image (containers only)")
-                yield Input(id="image")
-                yield Label("Workdir")
-                yield Input(id="workdir")
-                with Horizontal(classes="row"):
-                    for key, label in NUMBER_FIELDS:
-                        with Vertical(classes="number"):
-                            yield Label(label)
-                            yield Input(id=key, value="1" if key == "nodes" else "0" if key == "gpus" else "")
-                yield Label("Environment (NAME=value per line)")
-                yield TextArea(id="env", show_line_numbers=False)
-                yield Button("Submit (ctrl+s)", id="submit", variant="success")
+                with Horizontal(classes="field"):
+                    yield Input(placeholder="spec file, e.g. sample_jobs/local-shell.yaml", id="spec-path", compact=True)
+                    yield Button("Load", id="load", compact=True)
+                yield from _field("Cluster", Select([(c, c) for c in clusters], id="cluster", allow_blank=not clusters,
+                                                    value=clusters[0] if clusters else Select.BLANK, compact=True))
+                yield from _field("Kind", Select([(k.value, k.value) for k in JobKind], id="kind",
+                                                 value=JobKind.SINGLE.value, allow_blank=False, compact=True))
+                yield from _field("Name", Input(id="name", placeholder="job name", compact=True))
+                yield from _field("Command", TextArea(id="command", soft_wrap=True, show_line_numbers=False))
+                yield from _field("Image", Input(id="image", placeholder="containers only", compact=True))
+                yield from _field("Workdir", Input(id="workdir", compact=True))
+                for key, label in NUMBER_FIELDS:
+                    default = "1" if key == "nodes" else "0" if key == "gpus" else ""
+                    yield from _field(label, Input(id=key, value=default, compact=True))
+                yield from _field("Env", TextArea(id="env", show_line_numbers=False))
+                yield Button("Submit (ctrl+s)", id="submit", variant="success", compact=True)
             with Vertical(id="side"):
-                yield Label("Problems")
+                yield Label("Problems", classes="heading")
                 yield Static(id="errors")
-                yield Label("Preview: what the backend receives")
+                yield Label("Preview: what the backend receives", classes="heading")
                 with VerticalScroll(id="preview-box"):
                     yield Static(id="preview")
         yield Footer()

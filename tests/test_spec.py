@@ -230,3 +230,14 @@ def test_spec_from_data_uses_same_rules():
     with pytest.raises(SpecError) as info:
         spec_from_data({"name": "f", "command": "c", "resources": {"gpus": "two"}})
     assert problem_lines(info.value) == ['<form>:1: resources.gpus: expected a whole number >= 0, got "two"']
+
+
+def test_text_fields_keep_the_yaml_source_text():
+    """YAML 1.1 reads 1:30:00 as 5400 and 0x1F as 31; text fields keep what the user wrote."""
+    from yanflow_tui.spec import parse_spec
+
+    spec = parse_spec("name: 0x1F\nkind: slurm\ncommand: yes\nenv: {A: 0755, B: yes}\nslurm: {time: 1:30:00}\n", "f.yaml")
+    assert spec.name == "0x1F"
+    assert spec.command == "yes"
+    assert spec.env == {"A": "0755", "B": "yes"}
+    assert spec.slurm["time"] == "1:30:00"

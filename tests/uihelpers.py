@@ -9,7 +9,7 @@ from yanflow_tui.app import YanflowApp
 from yanflow_tui.config import ClusterConfig, Config
 from yanflow_tui.hub import Hub
 
-FIXED_NOW = 1_796_040_000.0  # 2026-11-29T12:00Z + 10 min: the fake jobs' ages are stable
+FIXED_NOW = 1_795_954_200.0  # the fake jobs (submitted 2026-11-29T12:00Z) are 10 min old; earlier than any real refresh
 
 
 def make_app(*clusters: ClusterConfig, read_only: bool = False, keymap=None, pinned_clock: bool = False) -> YanflowApp:

@@ -94,9 +94,7 @@ class Hub:
         try:
             new_jobs = tuple(await self.call(backend.list_jobs())) if jobs else snap.jobs
             new_nodes = tuple(await self.call(backend.list_nodes())) if nodes else snap.nodes
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - any backend failure becomes a status line
+        except Exception as exc:  # noqa: BLE001 - any backend failure becomes a status line
             failures = snap.failures + 1
             if isinstance(exc, BackendUnavailable):
                 health = Health.ERROR

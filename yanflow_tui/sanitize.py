@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import re
 
-# CSI, OSC (terminated by BEL or ST), and other two-byte ESC sequences.
+# CSI, OSC (terminated by BEL or ST), DCS-like strings, and other ESC sequences.
 _ANSI = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI ... final byte
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC ... BEL/ST
     r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS/SOS/PM/APC ... ST
-    r"|\x1b[@-Z\\-_]?"  # other ESC + one byte, or a lone ESC
+    r"|\x1b[ -/]*[0-~]?"  # other escapes: ESC, intermediates, final byte ("ESC ( B", "ESC 7"), or a lone ESC
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0/C1 controls (not \t, \n), plus zero-width and bidirectional overrides that can disguise text.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
 def clean(text: str, *, keep_newlines: bool = False) -> str:

@@ -90,7 +90,7 @@ def spec_from_doc(doc: Doc) -> JobSpec:
     sections = {s: _section(check, s, top.get(s)) for s in SECTION_KEYS}
 
     if command is None and not (kind is JobKind.EXPERIMENT and sections["determined"].get("entrypoint")):
-        if "command" not in top:
+        if top.get("command") is None:  # absent, or an empty ``command:``
             check.error("command", "required field is missing")
     if kind is JobKind.SINGLE and resources.nodes != 1:
         check.error("resources.nodes", f"a single job runs on exactly 1 node, got {resources.nodes}")

@@ -29,6 +29,7 @@ class Doc:
     file: str
     data: Any
     lines: dict[Path, int] = field(default_factory=dict)
+    raw: dict[Path, str] = field(default_factory=dict)  # plain scalars' source text, where not a string
 
     def line(self, path: Path) -> int:
         """The line of ``path``, or of its nearest parent that has one."""
@@ -47,8 +48,9 @@ def load_yaml(text: str, file: str) -> Doc:
         node = loader.get_single_node()
         if node is None:
             return Doc(file, None, {"": 1})
-        lines: dict[Path, int] = {"": node.start_mark.line + 1}
-        data = _construct(loader, node, "", lines, file)
+        builder = _Builder(loader, file)
+        builder.lines[""] = node.start_mark.line + 1
+        data = builder.build(node, "")
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -58,32 +60,52 @@ def load_yaml(text: str, file: str) -> Doc:
         raise SpecError([(file, 1, "", f"YAML syntax error: {exc}")]) from None
     finally:
         loader.dispose()
-    return Doc(file, data, lines)
+    return Doc(file, data, builder.lines, builder.raw)
 
 
-def _construct(loader: yaml.SafeLoader, node: yaml.Node, path: Path, lines: dict, file: str) -> Any:
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, (str, int, float, bool)) or key is None:
-                raise SpecError([(file, key_node.start_mark.line + 1, path, "keys must be plain text")])
-            key = str(key) if not isinstance(key, str) else key
-            sub = join(path, key)
-            if key in out:
-                raise SpecError([(file, key_node.start_mark.line + 1, sub, "duplicate key")])
-            lines[sub] = key_node.start_mark.line + 1
-            out[key] = _construct(loader, value_node, sub, lines, file)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        items = []
-        for i, item in enumerate(node.value):
-            sub = join(path, i)
-            lines[sub] = item.start_mark.line + 1
-            items.append(_construct(loader, item, sub, lines, file))
-        return items
-    return loader.construct_object(node, deep=True)
+class _Builder:
+    """Builds Python values from the node tree, recording each path's line and, for plain scalars
+    that YAML 1.1 turned into something else (``1:30:00`` -> 5400, ``0x1F`` -> 31, ``yes`` -> True),
+    the text as written, which text fields use."""
+
+    def __init__(self, loader: yaml.SafeLoader, file: str):
+        self.loader, self.file = loader, file
+        self.lines: dict[Path, int] = {}
+        self.raw: dict[Path, str] = {}
+
+    def build(self, node: yaml.Node, path: Path) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            self.loader.flatten_mapping(node)
+            out: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = self.scalar(key_node, path)
+                if not isinstance(key, (str, int, float, bool)) or key is None:
+                    raise SpecError([(self.file, key_node.start_mark.line + 1, path, "keys must be plain text")])
+                key = key if isinstance(key, str) else key_node.value
+                sub = join(path, key)
+                if key in out:
+                    raise SpecError([(self.file, key_node.start_mark.line + 1, sub, "duplicate key")])
+                self.lines[sub] = key_node.start_mark.line + 1
+                out[key] = self.build(value_node, sub)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            items = []
+            for i, item in enumerate(node.value):
+                sub = join(path, i)
+                self.lines[sub] = item.start_mark.line + 1
+                items.append(self.build(item, sub))
+            return items
+        value = self.scalar(node, path)
+        if isinstance(node, yaml.ScalarNode) and node.style is None and not isinstance(value, str):
+            self.raw[path] = node.value
+        return value
+
+    def scalar(self, node: yaml.Node, path: Path) -> Any:
+        """Construct one value; PyYAML raises a bare ValueError for some (``2024-13-45``): locate it."""
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except (ValueError, OverflowError) as exc:
+            raise SpecError([(self.file, node.start_mark.line + 1, path, f"invalid value: {exc}")]) from None
 
 
 def show(value: Any) -> str:
@@ -146,6 +168,8 @@ class Checker:
     ) -> str | None:
         if value is None:
             return None
+        if not isinstance(value, str) and path in self.doc.raw:
+            value = self.doc.raw[path]  # the text as written: 1:30:00, 0x1F, yes
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             self.error(path, f"expected text, got {show(value)}")
             return None
@@ -214,7 +238,7 @@ class Checker:
             if isinstance(item, (dict, list)) or item is None:
                 self.error(sub, f"expected text, got {show(item)}")
                 continue
-            out[key] = show(item) if isinstance(item, bool) else str(item)
+            out[key] = self.doc.raw.get(sub) or (show(item) if isinstance(item, bool) else str(item))
         return out
 
     def string_list(self, path: Path, value: Any) -> list[str] | None:

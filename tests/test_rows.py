@@ -1,0 +1,51 @@
+"""Row renderers: pure functions from domain objects to plain-text cells."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
+from yanflow_tui.rows import duration, gpu_strip, job_cells, job_matches, node_cells, util_text
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def job(**kw) -> Job:
+    base = dict(id="7", cluster="c", name="n", user="u", state=JobState.RUNNING, submit_time=T0, kind=JobKind.SINGLE)
+    base.update(kw)
+    return Job(**base)
+
+
+def test_duration_units():
+    assert [duration(s) for s in (None, 0, 59, 60, 3599, 3600, 86400 * 3)] == ["-", "0s", "59s", "1m", "59m", "1h", "3d"]
+
+
+def test_job_cells_are_clean_plain_text():
+    cells = job_cells(job(name="a[b]\x1b[1mc\nd", gpus=4, nodes=("n1", "n2")), now=T0.timestamp() + 125)
+    assert [c.plain for c in cells] == ["c", "7", "a[b]c d", "u", "running", "4", "n1,n2", "2m", ""]
+    assert cells[4].style == "green"
+
+
+def test_gpu_strip_per_gpu_and_counts_only():
+    gpus = (Gpu(0, GpuState.ALLOCATED), Gpu(1, GpuState.FREE), Gpu(2, GpuState.UNAVAILABLE))
+    assert gpu_strip(gpus).plain == "■□✕"
+    assert gpu_strip((), total=4, allocated=1).plain == "■□□□"
+    assert gpu_strip(()).plain == "-"
+
+
+def test_util_text_only_known_values():
+    assert util_text((Gpu(0, utilization=12.4), Gpu(1))).plain == "12%"
+    assert util_text((Gpu(0),)).plain == "-"
+
+
+def test_node_cells():
+    node = Node("c", "gpu01", "up", ("p",), 64, 8, 262144, 65536, "A100", 2, 1,
+                (Gpu(0, GpuState.ALLOCATED, "7", utilization=99.0), Gpu(1, utilization=0.0)), reason="")
+    assert [c.plain for c in node_cells(node)] == ["c", "gpu01", "up", "p", "8/64", "64/256G", "A100", "■□", "99% 0%", ""]
+
+
+def test_job_matches_any_visible_field():
+    j = job(name="train-resnet", user="alice", reason="Resources")
+    assert job_matches(j, "RESNET") and job_matches(j, "alice") and job_matches(j, "resources")
+    assert job_matches(j, "running") and job_matches(j, "")
+    assert not job_matches(j, "bert")
