@@ -290,3 +290,79 @@ async def test_submit_form_shows_errors_inline_as_you_type(home, fake_kind):
         assert backend.mutations[0][1].resources.gpus == 2
         await pilot.press("1", "3")  # the form survives switching screens
         assert screen.query_one("#name", Input).value == "my job"
+
+
+async def open_logs_of_101(app, pilot) -> LogsScreen:
+    await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
+    select_row(app, "hpc/101")
+    await pilot.press("l")
+    logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs screen")
+    await wait_for(pilot, lambda: len(logs.lines) == 30, what="all lines")
+    return logs
+
+
+async def test_logs_pause_search_and_save(home, fake_kind, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(120, 20)) as pilot:
+        logs = await open_logs_of_101(app, pilot)
+        log = logs.query_one("#log")
+        assert logs.following and log.auto_scroll
+        await pilot.press("p")
+        assert not logs.following and not log.auto_scroll
+        assert "PAUSED" in screen_text(app)
+        await pilot.press("p")
+        assert logs.following
+
+        await pilot.press("slash")
+        await pilot.press(*"epoch 2", "enter")
+        assert logs.matches == [2] + list(range(20, 30))  # "epoch 2" and "epoch 20".."epoch 29"
+        assert logs.match_index == 0 and not logs.following  # jumping to a match pauses the tail
+        assert "search 'epoch 2': 1/11" in screen_text(app)
+        assert log.highlight and log.highlighter.pattern.pattern == "epoch\\ 2"
+        await pilot.press("n")
+        assert logs.match_index == 1
+        await pilot.press("N", "N")
+        assert logs.match_index == 10  # wraps around
+
+        await pilot.press("w")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "PromptScreen", what="save prompt")
+        await pilot.press("enter")  # accept the default name
+        saved = tmp_path / "hpc-101.log"
+        await wait_for(pilot, lambda: saved.exists(), what="saved file")
+        assert saved.read_text().splitlines() == [f"epoch {i} loss={1 / (i + 1):.3f}" for i in range(30)]
+        assert saved.stat().st_mode & 0o777 == 0o600
+
+
+async def test_palette_commands_run_their_actions(home, fake_kind):
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"nodes: show")
+        await pilot.pause(0.4)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.current_mode == "nodes", what="nodes mode via the palette")
+        assert all(": " in name for name in await palette_names(app))
+
+
+async def test_nodes_screen_marks_gpus_held_by_a_local_job(home, fake_nvml):
+    fake_nvml.gpus(4, util=50)
+    app = make_app(LOCAL)
+    async with app.run_test(size=(160, 30)) as pilot:
+        from dataclasses import replace
+
+        backend = app.hub.backend("local")
+        spec = load_spec(SAMPLES / "local-shell.yaml")
+        job_id = await backend.submit(replace(spec, command="sleep 30", resources=replace(spec.resources, gpus=2)))
+        try:
+            await pilot.press("2")
+            app.request_refresh()
+            await wait_for(pilot, lambda: any(g.job_id == job_id for n in app.hub.snapshots["local"].nodes
+                                              for g in n.gpus), what="allocated GPUs")
+            await pilot.pause(0.2)
+            assert "■■□□" in screen_text(app)
+            assert "GPUs 2/4 used" in screen_text(app)
+        finally:
+            await backend.cancel(job_id)

@@ -63,6 +63,9 @@ class FakeBackend(Backend):
         self.calls.append(("stream_logs", job_id))
         for line in self.logs.get(job_id, []):
             yield LogLine(job_id, line)
+        job = next((j for j in self.jobs if j.id == job_id), None)
+        while follow and job is not None and not job.state.terminal:  # a running job's log stays open
+            await asyncio.sleep(3600)
 
     def _render(self, spec: JobSpec) -> str:
         return f"# fake submission\nname: {spec.name}\ncommand: {spec.command_text}\n"
