@@ -144,7 +144,8 @@ def describe_job(job: Job) -> str:
         ("Command", job.command or "-"),
     ]
     width = max(len(k) for k, _ in rows) + 1
-    return "\n".join(f"{k + ':':<{width}} {v}" for k, v in rows)
+    indent = "\n" + " " * (width + 1)
+    return "\n".join(f"{k + ':':<{width}} {indent.join(str(v).rstrip().splitlines()) or '-'}" for k, v in rows)
 
 
 def _time(value) -> str:

@@ -24,9 +24,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import AsyncIterator
 
+import yaml
+
 from yanflow_tui import locations
 from yanflow_tui.backends import procs
-from yanflow_tui.backends.base import Backend, Capabilities
+from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.local_store import JobRow, LocalStore
 from yanflow_tui.backends.nvml import GpuReading, NvmlProbe
 from yanflow_tui.config import ClusterConfig
@@ -75,6 +77,7 @@ class LocalBackend(Backend):
     def __init__(self, config: ClusterConfig, state_dir: Path | None = None, probe: NvmlProbe | None = None):
         super().__init__(config)
         self.state_dir = Path(state_dir) if state_dir else locations.state_dir()
+        self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.jobs_dir = self.state_dir / "jobs"
         self.jobs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = LocalStore(self.state_dir / "local.db")
@@ -93,6 +96,15 @@ class LocalBackend(Backend):
     async def get_job(self, job_id: str) -> Job:
         await asyncio.to_thread(self._schedule)
         return self._job(await asyncio.to_thread(self._row, job_id))
+
+    async def describe(self, job_id: str) -> str:
+        job = await self.get_job(job_id)
+        row = await asyncio.to_thread(self._row, job_id)
+        fields = {k: v for k, v in row.spec_data.items() if k != "command"}  # the command is shown above
+        spec = yaml.safe_dump(fields, sort_keys=False, allow_unicode=True).rstrip()
+        extra = [f"Log:       {self._log_path(row.id)}", f"PID:       {row.pid or '-'} (process group leader)", "",
+                 "Spec:", *(f"  {line}" for line in spec.splitlines())]
+        return describe_job(job) + "\n" + "\n".join(extra)
 
     async def list_nodes(self) -> list[Node]:
         return [await asyncio.to_thread(self._node)]
@@ -182,10 +194,12 @@ class LocalBackend(Backend):
         cpus = os.cpu_count() or 1
         if spec.resources.cpus and spec.resources.cpus > cpus:
             raise BackendError(f"the job asks for {spec.resources.cpus} CPUs but this machine has {cpus}")
-        if spec.workdir and not Path(spec.workdir).expanduser().is_dir():
-            raise BackendError(f"workdir {spec.workdir!r} is not a directory on this machine")
 
     async def _submit(self, spec: JobSpec) -> str:
+        # A stat can hang on a network home directory: keep it off the event loop (and out of
+        # check_spec, which the Submit screen calls on every keystroke).
+        if spec.workdir and not await asyncio.to_thread(Path(spec.workdir).expanduser().is_dir):
+            raise BackendError(f"workdir {spec.workdir!r} is not a directory on this machine")
         readings = await asyncio.to_thread(self.probe.read)
         total = len(readings or [])
         if spec.resources.gpus > total:
@@ -215,7 +229,7 @@ class LocalBackend(Backend):
         row = await asyncio.to_thread(self._mark_cancelled, job_id)
         if row.state == "pending":
             return
-        if row.pid and procs.alive(row.pid, row.pid_start):
+        if row.pid and (procs.alive(row.pid, row.pid_start) or procs.leaderless_group(row.pid)):
             procs.signal_group(row.pid, signal.SIGTERM)
             deadline = time.monotonic() + CANCEL_GRACE_SECONDS
             while time.monotonic() < deadline and await asyncio.to_thread(self._group_alive, row.pid):
@@ -329,7 +343,7 @@ class LocalBackend(Backend):
     def _settle(self, row: JobRow) -> None:
         exit_file = self.jobs_dir / str(row.id) / "exit"
         code = _read_exit(exit_file)
-        if code is None and row.pid and procs.alive(row.pid, row.pid_start):
+        if code is None and row.pid and (procs.alive(row.pid, row.pid_start) or procs.leaderless_group(row.pid)):
             return
         if code is None:
             code = _read_exit(exit_file)  # it may have ended between the two checks

@@ -45,6 +45,16 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def leaderless_group(pgid: int) -> bool:
+    """True if processes of group ``pgid`` live on while its leader is gone (the runner was killed).
+
+    A new process that reused the leader's PID would be among the members, so this never points at
+    an unrelated group.
+    """
+    members = group_members(pgid)
+    return bool(members) and pgid not in members
+
+
 def signal_group(pgid: int, sig: signal.Signals) -> None:
     try:
         os.killpg(pgid, sig)

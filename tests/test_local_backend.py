@@ -519,8 +519,11 @@ async def test_specs_the_local_backend_cannot_run(make, extra, message):
     with pytest.raises(BackendError) as info:
         await backend.submit(bad)
     assert message in str(info.value)
-    with pytest.raises(BackendError):
-        backend.render(bad)
+    if "workdir" in extra:
+        assert "cd /no/such/dir/anywhere" in backend.render(bad)  # a dry run touches no filesystem
+    else:
+        with pytest.raises(BackendError):
+            backend.render(bad)
     assert await backend.list_jobs() == []
 
 
@@ -574,3 +577,73 @@ async def test_a_workdir_removed_before_start_fails_the_job(home, fake_nvml, tmp
         assert "is not a directory" in job.reason
     finally:
         await backend.close()
+
+
+async def test_state_files_are_private(home, fake_nvml, tmp_path):
+    import stat
+
+    from yanflow_tui.backends.local import LocalBackend
+    from yanflow_tui.config import ClusterConfig
+    from yanflow_tui.model import JobKind, JobSpec
+
+    state = tmp_path / "state"
+    backend = LocalBackend(ClusterConfig("local", "local"), state_dir=state)
+    try:
+        job_id = await backend.submit(JobSpec("p", JobKind.SINGLE, "echo secret"))
+        async def finished():
+            return (state / "jobs" / job_id / "exit").exists()
+
+        await async_wait_until(finished, timeout=15)
+    finally:
+        await backend.close()
+    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
+    assert mode(state) == 0o700 and mode(state / "jobs") == 0o700 and mode(state / "jobs" / job_id) == 0o700
+    for path in (state / "local.db", state / "jobs" / job_id / "output.log", state / "jobs" / job_id / "exit"):
+        assert mode(path) == 0o600, path
+
+
+async def test_cancel_reaches_the_group_even_after_its_runner_died(home, fake_nvml, tmp_path):
+    import signal
+
+    from yanflow_tui.backends.local import LocalBackend
+    from yanflow_tui.config import ClusterConfig
+    from yanflow_tui.model import JobKind, JobSpec
+
+    backend = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")
+    try:
+        job_id = await backend.submit(JobSpec("orphans", JobKind.SINGLE, "sleep 300 & sleep 300 & wait"))
+        row = backend.store.get(int(job_id))
+
+        async def started():
+            return len(procs.group_members(row.pid)) >= 4  # runner, sh, two sleeps
+
+        await async_wait_until(started, timeout=10)
+        os.kill(row.pid, signal.SIGKILL)  # the runner dies (say, the OOM killer); its children live on
+
+        async def runner_gone():
+            return row.pid not in procs.group_members(row.pid)
+
+        await async_wait_until(runner_gone, timeout=10)
+        assert procs.leaderless_group(row.pid)
+        await backend.cancel(job_id)
+        assert procs.group_members(row.pid) == []
+        assert (await backend.get_job(job_id)).state is JobState.CANCELLED
+    finally:
+        await backend.close()
+
+
+async def test_describe_shows_fields_log_path_and_spec(home, fake_nvml, tmp_path):
+    from yanflow_tui.backends.local import LocalBackend
+    from yanflow_tui.config import ClusterConfig
+    from yanflow_tui.model import JobKind, JobSpec
+
+    backend = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")
+    try:
+        job_id = await backend.submit(JobSpec("desc", JobKind.SINGLE, "echo a\necho b", env={"K": "v"}))
+        text = await backend.describe(job_id)
+    finally:
+        await backend.close()
+    assert "Name:      desc" in text
+    assert "Command:   echo a\n           echo b" in text
+    assert f"Log:       {tmp_path / 'state' / 'jobs' / job_id / 'output.log'}" in text
+    assert "Spec:\n  name: desc\n  kind: single\n  env:\n    K: v" in text

@@ -16,6 +16,7 @@ from yanflow_tui.config import Config
 from yanflow_tui.hub import Hub
 from yanflow_tui.messages import ClusterUpdated
 from yanflow_tui.model import Job
+from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import HelpScreen
 from yanflow_tui.screens.logs import LogsScreen
 from yanflow_tui.screens.nodes import NodesScreen
@@ -140,4 +141,4 @@ class YanflowApp(App[None]):
         return job
 
     def report_error(self, title: str, message: str) -> None:
-        self.notify(message, title=title, severity="error", timeout=8, markup=False)
+        self.notify(clean(message), title=title, severity="error", timeout=8, markup=False)
