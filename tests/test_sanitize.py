@@ -87,3 +87,9 @@ def test_bidi_overrides_and_zero_width_characters_are_removed():
     from yanflow_tui.sanitize import clean
 
     assert clean("safe\u202ekcatta\u202c\u200b\u2066x\u2069\ufeff") == "safekcattax"
+
+
+def test_osc_ended_by_8bit_string_terminator_keeps_the_rest():
+    from yanflow_tui.sanitize import clean
+
+    assert clean("a\x1b]0;title\x9cvisible") == "avisible"

@@ -11,7 +11,7 @@ import re
 # CSI, OSC (terminated by BEL or ST), DCS-like strings, and other ESC sequences.
 _ANSI = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI ... final byte
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC ... BEL/ST
+    r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC ... BEL/ST (7- or 8-bit)
     r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS/SOS/PM/APC ... ST
     r"|\x1b[ -/]*[0-~]?"  # other escapes: ESC, intermediates, final byte ("ESC ( B", "ESC 7"), or a lone ESC
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
