@@ -229,7 +229,7 @@ class LocalBackend(Backend):
         row = await asyncio.to_thread(self._mark_cancelled, job_id)
         if row.state == "pending":
             return
-        if row.pid and (procs.alive(row.pid, row.pid_start) or procs.leaderless_group(row.pid)):
+        if row.pid and await asyncio.to_thread(_still_running, row):
             procs.signal_group(row.pid, signal.SIGTERM)
             deadline = time.monotonic() + CANCEL_GRACE_SECONDS
             while time.monotonic() < deadline and await asyncio.to_thread(self._group_alive, row.pid):
@@ -343,7 +343,7 @@ class LocalBackend(Backend):
     def _settle(self, row: JobRow) -> None:
         exit_file = self.jobs_dir / str(row.id) / "exit"
         code = _read_exit(exit_file)
-        if code is None and row.pid and (procs.alive(row.pid, row.pid_start) or procs.leaderless_group(row.pid)):
+        if code is None and _still_running(row):
             return
         if code is None:
             code = _read_exit(exit_file)  # it may have ended between the two checks
@@ -407,6 +407,11 @@ class LocalBackend(Backend):
             kind=JobKind(row.kind), exit_code=row.exit_code, command=row.command,
             gpu_indices=tuple(row.indices),
         )
+
+
+def _still_running(row: JobRow) -> bool:
+    """The job's runner lives, or (it was killed) processes of its group live on."""
+    return bool(row.pid) and (procs.alive(row.pid, row.pid_start) or procs.leaderless_group(row.pid))
 
 
 def _read_from(path: Path, offset: int) -> bytes:
