@@ -36,9 +36,11 @@ def _number(value: str) -> Any:
 
 class SubmitScreen(DataScreen):
     TITLE_TEXT = "Submit"
+    AUTO_FOCUS = "#spec-path"  # typing must land in the form, never trigger keys
     BINDINGS = [
         Binding("ctrl+s", "submit", "Submit", id="submit-form"),
         Binding("ctrl+o", "load", "Load file", id="load-spec"),
+        Binding("escape", "leave_field", "Leave field", id="leave-field"),
     ]
 
     def __init__(self) -> None:
@@ -182,6 +184,10 @@ class SubmitScreen(DataScreen):
             return False
         return True
 
+    def action_leave_field(self) -> None:
+        """Leave the text field, so single keys (1-4, ?) work again."""
+        self.set_focus(None)
+
     @on(Button.Pressed, "#load")
     @on(Input.Submitted, "#spec-path")
     def action_load(self) -> None:
@@ -200,6 +206,7 @@ class SubmitScreen(DataScreen):
             return
         self.fill(spec)
         self._validate()
+        self.query_one("#submit", Button).focus()  # out of the text fields: enter submits, 1-4 switch screens
         self.notify(clean(f"loaded {path}"), markup=False, timeout=2)
 
     @on(Button.Pressed, "#submit")

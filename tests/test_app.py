@@ -366,3 +366,23 @@ async def test_nodes_screen_marks_gpus_held_by_a_local_job(home, fake_nvml):
             assert "GPUs 2/4 used" in screen_text(app)
         finally:
             await backend.cancel(job_id)
+
+
+async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_kind):
+    """Letters and digits typed into the form stay text; escape leaves the field and keys work again."""
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
+        path = str(SAMPLES / "local-shell.yaml")
+        await pilot.press(*path, "enter")  # the path holds s, l, 1... which are keys elsewhere
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "local-shell-demo", what="loaded")
+        assert app.current_mode == "submit"
+        assert screen.query_one("#spec-path", Input).value == path
+        assert app.focused is screen.query_one("#submit")  # enter submits, digits switch screens
+        screen.query_one("#name", Input).focus()
+        await pilot.press("1", "2")
+        assert app.current_mode == "submit" and screen.query_one("#name", Input).value.endswith("12")
+        await pilot.press("escape", "1")
+        assert app.current_mode == "queue"
+        assert FakeBackend.instances[-1].mutations == []
