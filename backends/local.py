@@ -98,8 +98,9 @@ class LocalBackend(Backend):
         return self._job(await asyncio.to_thread(self._row, job_id))
 
     async def describe(self, job_id: str) -> str:
-        job = await self.get_job(job_id)
+        await asyncio.to_thread(self._schedule)
         row = await asyncio.to_thread(self._row, job_id)
+        job = self._job(row)
         fields = {k: v for k, v in row.spec_data.items() if k != "command"}  # the command is shown above
         spec = yaml.safe_dump(fields, sort_keys=False, allow_unicode=True).rstrip()
         extra = [f"Log:       {self._log_path(row.id)}", f"PID:       {row.pid or '-'} (process group leader)", "",
@@ -231,16 +232,20 @@ class LocalBackend(Backend):
             return
         if row.pid and await asyncio.to_thread(_still_running, row):
             procs.signal_group(row.pid, signal.SIGTERM)
-            deadline = time.monotonic() + CANCEL_GRACE_SECONDS
-            while time.monotonic() < deadline and await asyncio.to_thread(self._group_alive, row.pid):
-                await asyncio.sleep(0.05)
-            if await asyncio.to_thread(self._group_alive, row.pid):
+            if not await self._group_gone(row.pid, CANCEL_GRACE_SECONDS):
                 procs.signal_group(row.pid, signal.SIGKILL)
                 # SIGKILL is delivered asynchronously: wait for the group to go, so the state settles below.
-                deadline = time.monotonic() + CANCEL_GRACE_SECONDS
-                while time.monotonic() < deadline and await asyncio.to_thread(self._group_alive, row.pid):
-                    await asyncio.sleep(0.02)
+                await self._group_gone(row.pid, CANCEL_GRACE_SECONDS)
         await asyncio.to_thread(self._schedule)
+
+    async def _group_gone(self, pgid: int, seconds: float) -> bool:
+        """Wait up to ``seconds`` for every process of group ``pgid`` to end; True if they did."""
+        deadline = time.monotonic() + seconds
+        while await asyncio.to_thread(self._group_alive, pgid):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.03)
+        return True
 
     def _mark_cancelled(self, job_id: str) -> JobRow:
         """Record the cancel under the schedule lock (so no scheduler starts a pending job meanwhile), after
