@@ -140,6 +140,22 @@ async def test_nodes_screen_without_a_driver_says_why_in_one_line(home, fake_nvm
         assert "NVML unavailable: NVML Shared Library Not Found" in screen_text(app)
 
 
+async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_mounts(home, fake_kind):
+    """Regression: a refresh landing between switching screens and their compose crashed the app."""
+    from yanflow_tui.messages import ClusterUpdated
+    from yanflow_tui.screens.nodes import NodesScreen
+
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: app.hub.snapshots["hpc"].nodes, what="nodes")
+        screen = NodesScreen()
+        app.push_screen(screen)
+        assert app.screen is screen and not screen.is_mounted
+        app._cluster_updated(ClusterUpdated(app.hub.snapshots["hpc"]))  # must not raise
+        await pilot.pause(0.2)
+        assert screen.is_mounted and "gpu02" in screen_text(app)
+
+
 # -- the fake backend: read-only, rendering, keys ---------------------------------------------------
 
 async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_the_backend(home, fake_kind):

@@ -89,7 +89,8 @@ class YanflowApp(App[None]):
     @on(ClusterUpdated)
     def _cluster_updated(self, message: ClusterUpdated) -> None:
         screen = self.screen
-        if isinstance(screen, DataScreen):
+        # A screen just switched to may not have composed yet; its own on_mount draws it.
+        if isinstance(screen, DataScreen) and screen.is_mounted:
             screen.refresh_data()
         self._tick()
 
