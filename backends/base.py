@@ -1,22 +1,23 @@
 """The backend protocol: async reads, gated writes, and capability flags the UI asks instead of
 branching on the backend's kind.
 
-Every mutating call (``submit``, ``cancel``) is a final method of ``Backend`` that passes the
-read-only gate before any I/O; subclasses implement ``_submit`` / ``_cancel`` and may not override
-the public methods.
+Every mutating call (``submit``, ``cancel``, ``perform``) is a final method of ``Backend`` that passes the
+read-only gate before any I/O; subclasses implement ``_submit`` / ``_cancel`` / ``_perform`` and may
+not override the public methods.
 """
 
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import AsyncIterator, ClassVar
+from pathlib import Path
+from typing import AsyncIterator, Callable, ClassVar
 
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, ReadOnlyError
-from yanflow_tui.model import Job, JobKind, JobSpec, LogLine, Node
+from yanflow_tui.model import Checkpoint, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
 
-GATED_METHODS = ("submit", "cancel")
+GATED_METHODS = ("submit", "cancel", "perform")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,11 @@ class Capabilities:
     job_kinds: frozenset[JobKind] = field(default_factory=frozenset)
     gpu_metrics: bool = False  # per-GPU utilisation/memory
     history: bool = False  # finished jobs are listed
+    # Extra mutating verbs beyond cancel, e.g. ("pause", "activate", "kill"); run through ``perform``.
+    actions: tuple[str, ...] = ()
+    rank_logs: bool = False  # log lines carry a rank in ``LogLine.source``
+    metrics: bool = False  # ``metrics(job_id)`` returns points
+    checkpoints: bool = False  # ``checkpoints`` / ``download_checkpoint`` work
 
 
 class Gate:
@@ -105,6 +111,31 @@ class Backend(abc.ABC):
     async def close(self) -> None:
         """Release connections and files."""
 
+    async def metrics(self, job_id: str) -> list[MetricPoint]:
+        """Reported metrics of a job or trial, oldest first."""
+        raise BackendError(f"cluster {self.name!r} has no metrics")
+
+    async def checkpoints(self, job_id: str) -> list[Checkpoint]:
+        """Checkpoints of a job or trial."""
+        raise BackendError(f"cluster {self.name!r} has no checkpoints")
+
+    async def download_checkpoint(self, checkpoint: Checkpoint, target: Path,
+                                  progress: Callable[[int, int | None], None] | None = None) -> Path:
+        """Download into ``target`` atomically (temp dir beside it, renamed when complete).
+        ``progress(done_bytes, total_bytes_or_None)`` is called as data arrives. Not gated: it
+        writes only on this machine."""
+        raise BackendError(f"cluster {self.name!r} cannot download checkpoints")
+
+    def set_change_callback(self, callback: Callable[[], None] | None) -> None:
+        """Backends that learn of changes by push (watches) call ``callback`` -- coalesced, on the
+        event loop -- so the console refreshes at once instead of at its next poll."""
+        self._on_change = callback
+
+    def notify_changed(self) -> None:
+        callback = getattr(self, "_on_change", None)
+        if callback is not None:
+            callback()
+
     # -- writes: gated, final ----------------------------------------------------------------
     async def submit(self, spec: JobSpec) -> str:
         """Submit ``spec``; return the new job id."""
@@ -121,6 +152,13 @@ class Backend(abc.ABC):
             raise BackendError(f"cluster {self.name!r} cannot cancel jobs")
         await self._cancel(job_id)
 
+    async def perform(self, job_id: str, action: str) -> None:
+        """Run one of ``capabilities.actions`` (pause, activate, kill...) on a job."""
+        self.gate.check(action)
+        if action not in self.capabilities.actions:
+            raise BackendError(f"cluster {self.name!r} cannot {action} jobs")
+        await self._perform(job_id, action)
+
     # -- to implement --------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:
         raise BackendError(f"cluster {self.name!r} cannot render job specs")
@@ -130,6 +168,9 @@ class Backend(abc.ABC):
 
     async def _cancel(self, job_id: str) -> None:
         raise BackendError(f"cluster {self.name!r} cannot cancel jobs")
+
+    async def _perform(self, job_id: str, action: str) -> None:
+        raise BackendError(f"cluster {self.name!r} cannot {action} jobs")
 
 
 def describe_job(job: Job) -> str:

@@ -20,7 +20,8 @@ SPEC = parse_spec("name: gated\ncommand: 'true'\n")
 
 class SpyBackend(Backend):
     kind = "spy"
-    capabilities = Capabilities(submit=True, cancel=True, job_kinds=frozenset({JobKind.SINGLE}))
+    capabilities = Capabilities(submit=True, cancel=True, job_kinds=frozenset({JobKind.SINGLE}),
+                                actions=("pause",))
 
     def __init__(self, config):
         super().__init__(config)
@@ -39,8 +40,11 @@ class SpyBackend(Backend):
     async def _cancel(self, job_id):
         self.calls.append(("cancel", job_id))
 
+    async def _perform(self, job_id, action):
+        self.calls.append((action, job_id))
 
-@pytest.mark.parametrize("method", ["submit", "cancel"])
+
+@pytest.mark.parametrize("method", ["submit", "cancel", "perform"])
 def test_overriding_a_gated_method_fails_at_class_creation(method):
     async def sneaky(self, *args):
         return "bypassed"
@@ -210,3 +214,15 @@ async def test_registered_spy_kind_behind_a_read_only_hub(monkeypatch):
     with pytest.raises(ReadOnlyError):
         await hub.call(backend.cancel("1"))
     assert backend.calls == []
+
+
+async def test_extra_actions_pass_the_same_gate():
+    spy = SpyBackend(ClusterConfig("c", "spy"))
+    await spy.perform("7", "pause")
+    with pytest.raises(BackendError, match="cannot activate"):
+        await spy.perform("7", "activate")
+    assert spy.calls == [("pause", "7")]
+    closed = SpyBackend(ClusterConfig("c", "spy", read_only=True))
+    with pytest.raises(ReadOnlyError, match="read-only: pause refused"):
+        await closed.perform("7", "pause")
+    assert closed.calls == []

@@ -28,6 +28,9 @@ HERE = Path(__file__).parent
 MUTATING_MODES = {"submit"}
 
 
+COALESCE_SECONDS = 0.1
+
+
 class YanflowApp(App[None]):
     TITLE = "YanFlow"
     CSS_PATH = [HERE / "app.tcss"]
@@ -62,6 +65,7 @@ class YanflowApp(App[None]):
             self.set_keymap(self.config.keymap)
         for name in self.hub.names:
             self._wake[name] = asyncio.Event()
+            self.hub.backend(name).set_change_callback(lambda name=name: self.request_refresh(name))
             self.run_worker(self._refresh_loop(name), name=f"refresh {name}", group=f"refresh:{name}",
                             exclusive=True, exit_on_error=False)
         self.set_interval(1.0, self._tick)
@@ -77,6 +81,7 @@ class YanflowApp(App[None]):
             self.post_message(ClusterUpdated(snapshot))
             try:
                 await asyncio.wait_for(wake.wait(), self.hub.next_delay(name))
+                await asyncio.sleep(COALESCE_SECONDS)  # a burst of pushed changes -> one refresh
             except asyncio.TimeoutError:
                 pass
             wake.clear()

@@ -116,6 +116,11 @@ class Job:
     exit_code: int | None = None
     command: str = ""
     gpu_indices: tuple[int, ...] = ()
+    # The id of the group row this job belongs under (array job, multi-node job, experiment);
+    # empty for a top-level job. The queue shows children collapsed under their parent.
+    parent: str = ""
+    # Backend-specific facts for the detail view, e.g. (("Partition", "gpu"), ("QOS", "normal")).
+    details: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -130,6 +135,29 @@ class LogLine:
     job_id: str
     text: str
     source: str = ""
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    """One reported metric value of a job or trial; ``group`` is ``training`` or ``validation``."""
+
+    name: str
+    step: int
+    value: float
+    group: str = "training"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A stored checkpoint of a job or trial."""
+
+    uuid: str
+    job_id: str
+    steps: int | None = None
+    state: str = ""
+    size_bytes: int | None = None
+    metrics: tuple[tuple[str, float], ...] = ()
+    time: datetime | None = None
 
 
 @dataclass(frozen=True)
