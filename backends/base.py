@@ -126,9 +126,14 @@ class Backend(abc.ABC):
         writes only on this machine."""
         raise BackendError(f"cluster {self.name!r} cannot download checkpoints")
 
+    def invalidate(self) -> None:
+        """The user asked for a refresh now: drop any cached data so the next reads go to the
+        cluster (a backend that polls some data less often, e.g. nodes, refetches it)."""
+
     def set_change_callback(self, callback: Callable[[], None] | None) -> None:
-        """Backends that learn of changes by push (watches) call ``callback`` -- coalesced, on the
-        event loop -- so the console refreshes at once instead of at its next poll."""
+        """Backends that learn of changes by push (watches) call ``notify_changed`` so the console
+        refreshes at once instead of at its next poll. Call it on the event loop (from a thread:
+        ``loop.call_soon_threadsafe(self.notify_changed)``); the app coalesces bursts."""
         self._on_change = callback
 
     def notify_changed(self) -> None:

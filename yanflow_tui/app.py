@@ -117,6 +117,8 @@ class YanflowApp(App[None]):
             self.switch_mode(mode)
 
     def action_refresh(self) -> None:
+        for name in self.hub.names:
+            self.hub.backend(name).invalidate()
         self.request_refresh()
         self.notify("refreshing every cluster", timeout=1.5, markup=False)
 
