@@ -1,4 +1,8 @@
-"""The Queue screen: every cluster's jobs in one table, updated in place by row key."""
+"""The Queue screen: every cluster's jobs in one table, updated in place by row key.
+
+Jobs with a ``parent`` (array tasks, pods of a multi-node job, trials) sit collapsed under their
+group row; ``space`` expands or collapses it. Extra backend verbs (pause, activate...) are under
+``a``; like cancel they are confirmed and go through the backend's gate."""
 
 from __future__ import annotations
 
@@ -10,8 +14,9 @@ from textual.widgets import DataTable, Footer, Input
 from yanflow_tui.hub import error_text
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
-from yanflow_tui.rows import JOB_COLUMNS, JOB_HEADERS, job_cells, job_matches
-from yanflow_tui.screens.dialogs import ConfirmScreen, JobDetailScreen
+from yanflow_tui.rows import (GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, JOB_COLUMNS, JOB_HEADERS, job_cells,
+                              job_matches, natural_key)
+from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen, JobDetailScreen
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
 
@@ -19,12 +24,11 @@ class JobTable(DataTable):
     BINDINGS = [Binding("enter", "select_cursor", "Open", id="open-job")]
 
 
-def _id_order(cluster: str, job_id: str) -> tuple:
-    return (cluster, 0, int(job_id), "") if job_id.isdigit() else (cluster, 1, 0, job_id)
-
-
-def _sort_key(job: Job) -> tuple:
-    return _id_order(job.cluster, job.id)
+def _order(cluster: str, job_id: str, parent: str = "") -> tuple:
+    """Display order: by cluster, then id (naturally); a child right after its group row."""
+    if parent:
+        return (cluster, natural_key(parent), 1, natural_key(job_id))
+    return (cluster, natural_key(job_id), 0, ())
 
 
 class QueueScreen(DataScreen):
@@ -33,6 +37,8 @@ class QueueScreen(DataScreen):
         Binding("slash", "filter", "Filter", id="filter-jobs"),
         Binding("l", "logs", "Logs", id="job-logs"),
         Binding("c", "cancel", "Cancel", id="cancel-job"),
+        Binding("a", "actions", "Actions", id="job-actions"),
+        Binding("space", "toggle_group", "Expand", id="toggle-group"),
         Binding("s", "submit", "Submit", id="submit-job"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="clear-filter"),
     ]
@@ -41,6 +47,10 @@ class QueueScreen(DataScreen):
         super().__init__()
         self.filter_text = ""
         self._jobs: dict[str, Job] = {}
+        self._cells: dict[str, tuple[str, ...]] = {}
+        self._order: dict[tuple[str, str], tuple] = {}  # (cluster cell, id cell) -> display order
+        self._children: dict[str, list[Job]] = {}  # group row key -> its jobs
+        self.expanded: set[str] = set()
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
@@ -59,34 +69,72 @@ class QueueScreen(DataScreen):
     # -- data --------------------------------------------------------------------------------------
     def refresh_data(self) -> None:
         table = self.query_one(JobTable)
-        jobs = [j for snap in self.app.hub.snapshots.values() for j in snap.jobs if job_matches(j, self.filter_text)]
-        jobs.sort(key=_sort_key)
-        wanted = {job.key: job for job in jobs}
+        rows = self._visible_rows()
+        wanted = {job.key: (job, marker, count) for job, marker, count in rows}
         selected = self._selected_key()
         for key in [k for k in self._jobs if k not in wanted]:
             table.remove_row(key)
-            del self._jobs[key]
+            del self._jobs[key], self._cells[key]
         now = self.app.clock()
         appended = False
-        for key, job in wanted.items():
-            cells = job_cells(job, now)
-            old = self._jobs.get(key)
-            if old is None:
+        self._order = {}
+        for key, (job, marker, count) in wanted.items():
+            cells = job_cells(job, now, marker, count)
+            plain = tuple(c.plain for c in cells)
+            self._order[(plain[0], plain[1])] = _order(job.cluster, job.id, job.parent if marker == GROUP_CHILD else "")
+            if key not in self._jobs:
                 table.add_row(*cells, key=key)
                 appended = True
-            elif old != job or cells[7].plain != table.get_cell(key, "age").plain:
-                for column, cell in zip(JOB_COLUMNS, cells):
-                    table.update_cell(key, column, cell)
-            self._jobs[key] = job
+            elif plain != self._cells[key]:
+                for column, cell, before, after in zip(JOB_COLUMNS, cells, self._cells[key], plain):
+                    if before != after:
+                        table.update_cell(key, column, cell)
+            self._jobs[key], self._cells[key] = job, plain
         if appended and len(wanted) > 1:
-            table.sort("cluster", "id", key=lambda cells: _id_order(cells[0].plain, cells[1].plain))
+            order = self._order
+            table.sort("cluster", "id", key=lambda cells: order.get((cells[0].plain, cells[1].plain), ()))
+        if appended:
+            # DataTable widens columns for new rows on idle but keeps rows rendered at the old
+            # width in its cache (Textual 8.2); repaint once the widths are known.
+            self.call_after_refresh(table.notify_style_update)
         if selected in wanted and table.row_count:
             table.move_cursor(row=table.get_row_index(selected), animate=False)
         self.refresh_bindings()
 
+    def _visible_rows(self) -> list[tuple[Job, str, int]]:
+        """(job, id marker, child count) for every row to show, groups first, children under them."""
+        jobs = [j for snap in self.app.hub.snapshots.values() for j in snap.jobs]
+        keys = {j.key for j in jobs}
+        children: dict[str, list[Job]] = {}
+        top: list[Job] = []
+        for job in jobs:
+            parent_key = f"{job.cluster}/{job.parent}" if job.parent else ""
+            if parent_key and parent_key in keys and parent_key != job.key:
+                children.setdefault(parent_key, []).append(job)
+            else:
+                top.append(job)
+        self._children = children
+        self.expanded &= set(children)
+        needle = self.filter_text
+        rows: list[tuple[Job, str, int]] = []
+        for job in top:
+            kids = children.get(job.key, [])
+            shown_kids = [k for k in kids if job_matches(k, needle)] if needle else kids
+            if needle and not job_matches(job, needle) and not shown_kids:
+                continue
+            if not kids:
+                rows.append((job, "", 0))
+                continue
+            open_ = job.key in self.expanded or bool(needle and shown_kids)
+            rows.append((job, GROUP_OPEN if open_ else GROUP_CLOSED, len(kids)))
+            if open_:
+                rows.extend((kid, GROUP_CHILD, 0) for kid in shown_kids)
+        return rows
+
     def _selected_key(self) -> str | None:
-        table = self.query_one(JobTable)
-        if not table.row_count:
+        tables = self.query(JobTable)  # empty until composed; bindings are checked before that
+        table = tables.first() if tables else None
+        if table is None or not table.row_count:
             return None
         try:
             return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
@@ -99,17 +147,26 @@ class QueueScreen(DataScreen):
 
     # -- actions -----------------------------------------------------------------------------------
     def check_action(self, action: str, parameters) -> bool | None:
-        if action in ("cancel", "submit") and self.app.read_only:
+        if action in ("cancel", "submit", "actions") and self.app.read_only:
             return False  # removed, not just disabled: read-only shows no mutating key
-        if action in ("cancel", "logs", "open_job"):
+        if action == "actions" and not any(self.app.hub.backend(n).capabilities.actions for n in self.app.hub.names):
+            return False  # no cluster has extra verbs: no key at all
+        if action == "toggle_group" and not self._children:
+            return False
+        if action in ("cancel", "logs", "open_job", "actions", "toggle_group"):
             job = self.selected_job()
             if job is None:
                 return None
-            caps = self.app.hub.backend(job.cluster).capabilities
+            backend = self.app.hub.backend(job.cluster)
+            caps = backend.capabilities
             if action == "cancel":
-                return None if (job.state.terminal or not caps.cancel or self.app.hub.backend(job.cluster).read_only) else True
+                return None if (job.state.terminal or not caps.cancel or backend.read_only) else True
+            if action == "actions":
+                return True if caps.actions and not backend.read_only else None
             if action == "logs":
                 return True if caps.logs else None
+            if action == "toggle_group":
+                return True if (job.key in self._children or self._group_of(job)) else None
         return True
 
     def action_filter(self) -> None:
@@ -151,6 +208,55 @@ class QueueScreen(DataScreen):
         job = self.selected_job()
         if job is not None:
             self.app.open_logs(job)
+
+    def _group_of(self, job: Job) -> str | None:
+        key = f"{job.cluster}/{job.parent}" if job.parent else ""
+        return key if key in self._children else None
+
+    def action_toggle_group(self) -> None:
+        job = self.selected_job()
+        if job is None:
+            return
+        key = job.key if job.key in self._children else self._group_of(job)
+        if key is None:
+            return
+        if key in self.expanded:
+            self.expanded.discard(key)
+        else:
+            self.expanded.add(key)
+        self.refresh_data()
+        table = self.query_one(JobTable)
+        if key in self._jobs:  # collapsing from a child: the cursor goes to its group row
+            if self._selected_key() not in self._jobs or key not in self.expanded:
+                table.move_cursor(row=table.get_row_index(key), animate=False)
+
+    def action_actions(self) -> None:
+        job = self.selected_job()
+        if job is None or self.check_action("actions", ()) is not True:
+            return
+        verbs = list(self.app.hub.backend(job.cluster).capabilities.actions)
+
+        def chosen(verb: str | None) -> None:
+            if verb:
+                def answered(yes: bool | None) -> None:
+                    if yes:
+                        self._perform(job, verb)
+
+                self.app.push_screen(ConfirmScreen(f"{verb.capitalize()} job {job.id} ({job.name}) on {job.cluster}?"),
+                                     answered)
+
+        self.app.push_screen(ChoiceScreen(f"Action on {job.cluster}/{job.id}", verbs), chosen)
+
+    @work(group="perform", exit_on_error=False)
+    async def _perform(self, job: Job, verb: str) -> None:
+        hub = self.app.hub
+        try:
+            await hub.call(hub.backend(job.cluster).perform(job.id, verb))
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a notification
+            self.app.report_error(f"{verb.capitalize()} failed", error_text(exc))
+            return
+        self.notify(clean(f"{verb}: job {job.id} on {job.cluster}"), markup=False)
+        self.app.request_refresh(job.cluster)
 
     def action_submit(self) -> None:
         self.app.action_show("submit")

@@ -25,9 +25,8 @@ def home(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
-    # Keep squeue (if this machine has Slurm) out of discovery.
-    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
-                                                 if not (Path(p) / "squeue").exists()))
+    # Discover only this machine, even where Slurm's squeue is on PATH (CI installs Slurm).
+    monkeypatch.setenv("YANFLOW_DISCOVER", "local")
     return home
 
 

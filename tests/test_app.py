@@ -20,7 +20,7 @@ from yanflow_tui.screens.submit import SubmitScreen
 from yanflow_tui.spec import load_spec
 from yanflow_tui.commands import YanflowCommands
 
-from fakes.backend import FakeBackend
+from fakes.backend import FakeActionsBackend, FakeBackend
 from uihelpers import make_app, screen_text, wait_for
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_jobs"
@@ -402,3 +402,79 @@ async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_kind):
         await pilot.press("escape", "1")
         assert app.current_mode == "queue"
         assert FakeBackend.instances[-1].mutations == []
+
+
+# -- groups and extra actions -------------------------------------------------------------------------
+
+@pytest.fixture
+def actions_kind(monkeypatch):
+    monkeypatch.setitem(registry._BACKENDS, "fake-actions", FakeActionsBackend)
+    FakeBackend.instances.clear()
+    return FakeActionsBackend
+
+
+def actions_cluster(name="det") -> ClusterConfig:
+    return ClusterConfig(name, "fake-actions", refresh_seconds=0.5)
+
+
+async def test_group_rows_start_collapsed_and_space_expands_them_in_natural_order(home, actions_kind):
+    app = make_app(actions_cluster())
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
+        assert not [r for r in rows(app) if "104_" in r]
+        assert "▸ 104" in screen_text(app) and "sweep (3)" in screen_text(app)
+        select_row(app, "det/104")
+        await pilot.press("space")
+        await wait_for(pilot, lambda: "det/104_0" in rows(app), what="expanded")
+        await pilot.pause(0.1)
+        order = rows(app)
+        assert order[order.index("det/104"):] == ["det/104", "det/104_0", "det/104_1", "det/104_10"]
+        assert "▾ 104" in screen_text(app) and "└ 104_10" in screen_text(app)
+        await pilot.pause(1.2)  # a refresh keeps the group open and the rows in place
+        assert rows(app)[-4:] == ["det/104", "det/104_0", "det/104_1", "det/104_10"]
+        select_row(app, "det/104_1")
+        await pilot.press("space")  # from a child: collapse its group, cursor on the group row
+        await wait_for(pilot, lambda: "det/104_1" not in rows(app), what="collapsed")
+        assert app.screen.selected_job().id == "104"
+
+
+async def test_filter_matching_a_task_shows_it_under_its_group(home, actions_kind):
+    app = make_app(actions_cluster())
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
+        await pilot.press("slash")
+        await pilot.press(*"sweep-10")
+        await wait_for(pilot, lambda: rows(app) == ["det/104", "det/104_10"], what="filtered rows")
+
+
+async def test_actions_menu_confirms_then_performs_through_the_gate(home, actions_kind):
+    app = make_app(actions_cluster())
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda: "det/101" in rows(app), what="rows")
+        select_row(app, "det/101")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ChoiceScreen", what="choices")
+        await pilot.press("down", "enter")  # the second verb: activate
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        assert "Activate job 101" in screen_text(app)
+        await pilot.press("y")
+        backend = FakeBackend.instances[-1]
+        await wait_for(pilot, lambda: ("activate", "101") in backend.calls, what="perform")
+        assert backend.mutations == [("activate", "101")]
+
+
+async def test_read_only_has_no_actions_key_and_perform_is_refused(home, actions_kind):
+    app = make_app(actions_cluster(), read_only=True)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda: "det/101" in rows(app), what="rows")
+        select_row(app, "det/101")
+        await pilot.pause(0.1)
+        assert "a" not in {k for k, b in app.screen.active_bindings.items() if b.enabled}
+        assert "job: actions" not in await palette_names(app)
+        await pilot.press("a")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, QueueScreen)
+        backend = FakeBackend.instances[-1]
+        with pytest.raises(ReadOnlyError):
+            await backend.perform("101", "pause")
+        assert backend.mutations == []

@@ -321,3 +321,9 @@ def test_private_file(tmp_path):
     assert target.read_text() == "two"
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert [p.name for p in tmp_path.iterdir()] == ["secret"]
+
+
+def test_yanflow_discover_limits_what_is_found(tmp_path):
+    env = {"PATH": str(fake_squeue(tmp_path)), "DET_MASTER": "http://det:8080", "HOME": str(tmp_path)}
+    assert [c.kind for c in discover(env)] == ["local", "slurm", "determined"]
+    assert [c.kind for c in discover({**env, "YANFLOW_DISCOVER": "local,determined"})] == ["local", "determined"]

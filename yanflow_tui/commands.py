@@ -26,6 +26,10 @@ class YanflowCommands(Provider):
             commands.append(("job: logs", f"Logs of job {job.id}", screen.action_logs))
             if not app.read_only and screen.check_action("cancel", ()):
                 commands.append(("job: cancel", f"Cancel job {job.id}", screen.action_cancel))
+            if not app.read_only and screen.check_action("actions", ()):
+                commands.append(("job: actions", f"Pause, activate... job {job.id}", screen.action_actions))
+            if screen.check_action("toggle_group", ()):
+                commands.append(("job: expand", "Expand or collapse the group", screen.action_toggle_group))
         return commands
 
     async def discover(self) -> Hits:

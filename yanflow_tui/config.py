@@ -37,9 +37,10 @@ KIND_OPTIONS: dict[str, tuple[str, ...]] = {
     "local": (),
     "slurm": ("ssh", "partition", "account", "nodes_refresh_seconds", "command_timeout"),
     "kubernetes": ("kubeconfig", "context", "namespace", "all_namespaces"),
-    "determined": ("master", "user", "cert", "noverify"),
+    "determined": ("master", "user", "cert", "noverify", "all_users"),
 }
 DEFAULT_REFRESH = 5.0
+KIND_REFRESH = {"slurm": 10.0}  # default interval per kind when no refresh_seconds is set
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,8 @@ def parse_config(text: str, file: str, env: Mapping[str, str] = os.environ) -> C
         check.error("clusters", "expected a list of clusters")
     else:
         for i, item in enumerate(raw):
-            cluster = _cluster(check, join("clusters", i), item, read_only, refresh)
+            cluster = _cluster(check, join("clusters", i), item, read_only,
+                               refresh if "refresh_seconds" in top else None)
             if cluster is None:
                 continue
             if any(c.name == cluster.name for c in clusters):
@@ -132,7 +134,7 @@ def _anything(value: Any) -> list[str]:
     return list(value) if isinstance(value, dict) else []
 
 
-def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: float) -> ClusterConfig | None:
+def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: float | None) -> ClusterConfig | None:
     if not isinstance(item, dict):
         check.error(path, "expected a mapping with name and kind")
         return None
@@ -148,7 +150,7 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
         kind=kind,
         read_only=read_only or bool(check.boolean(join(path, "read_only"), entry.get("read_only"))),
         refresh_seconds=check.number(join(path, "refresh_seconds"), entry.get("refresh_seconds"), minimum=0.5)
-        or refresh,
+        or refresh or KIND_REFRESH.get(kind, DEFAULT_REFRESH),
         description=check.string(join(path, "description"), entry.get("description"), nonempty=False) or "",
         options=options,
     )
@@ -158,12 +160,16 @@ def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:
     """Clusters visible from here without any config."""
     found = [ClusterConfig("local", "local", description="this machine")]
     if shutil.which("squeue", path=env.get("PATH")):
-        found.append(ClusterConfig("slurm", "slurm", description="local Slurm commands"))
+        found.append(ClusterConfig("slurm", "slurm", refresh_seconds=KIND_REFRESH["slurm"], description="local Slurm commands"))
     kubeconfig = _kubeconfig(env)
     if kubeconfig:
         found.append(ClusterConfig("kubernetes", "kubernetes", options={"kubeconfig": str(kubeconfig)}))
     if env.get("DET_MASTER"):
         found.append(ClusterConfig("determined", "determined", options={"master": env["DET_MASTER"]}))
+    wanted = env.get("YANFLOW_DISCOVER")  # e.g. "local,kubernetes": limit what is discovered
+    if wanted is not None:
+        kinds = {k.strip() for k in wanted.split(",")}
+        found = [c for c in found if c.kind in kinds]
     return found
 
 

@@ -5,6 +5,7 @@ Tested on their own; the screens only place what these return.
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime
 
@@ -49,12 +50,17 @@ def _age(when: datetime | None, now: float) -> str:
     return duration(now - when.timestamp()) if when else "-"
 
 
-def job_cells(job: Job, now: float | None = None) -> tuple[Text, ...]:
+GROUP_OPEN, GROUP_CLOSED, GROUP_CHILD = "▾ ", "▸ ", "  └ "
+
+
+def job_cells(job: Job, now: float | None = None, marker: str = "", children: int = 0) -> tuple[Text, ...]:
+    """Cells of one queue row. ``marker`` prefixes the id (group open/closed, child); a group row
+    shows how many jobs it holds after its name."""
     now = time.time() if now is None else now
     return (
         text(job.cluster, "bold"),
-        text(job.id),
-        text(job.name),
+        text(f"{marker}{job.id}"),
+        text(f"{job.name} ({children})" if children else job.name),
         text(job.user),
         text(job.state.value, STATE_STYLES.get(job.state, "")),
         text(job.gpus if job.gpus else "-"),
@@ -62,6 +68,12 @@ def job_cells(job: Job, now: float | None = None) -> tuple[Text, ...]:
         text(_age(job.submit_time, now)),
         text(job.reason, "dim"),
     )
+
+
+def natural_key(value: str) -> tuple:
+    """Sort ``job_9`` before ``job_10`` and ``123_4`` before ``123_10``."""
+    parts = re.split(r"(\d+)", value)
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts if p)
 
 
 def gpu_strip(gpus: tuple[Gpu, ...], total: int = 0, allocated: int = 0) -> Text:

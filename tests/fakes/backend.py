@@ -84,6 +84,22 @@ class FakeBackend(Backend):
                 return
         raise BackendError(f"no job {job_id}")
 
+    async def _perform(self, job_id, action):
+        self.calls.append((action, job_id))
+
     @property
     def mutations(self):
-        return [c for c in self.calls if c[0] in ("submit", "cancel")]
+        return [c for c in self.calls if c[0] not in ("list_jobs", "list_nodes", "stream_logs")]
+
+
+class FakeActionsBackend(FakeBackend):
+    """The fake with extra verbs and a group: array job 104 holding three tasks."""
+
+    kind = "fake-actions"
+    capabilities = replace(FakeBackend.capabilities, actions=("pause", "activate"))
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.jobs.append(replace(self.job("104", "sweep", JobState.RUNNING, gpus=3)))
+        self.jobs.extend(replace(self.job(f"104_{i}", f"sweep-{i}", JobState.RUNNING, gpus=1), parent="104")
+                         for i in (0, 1, 10))
