@@ -1,4 +1,5 @@
-"""The Logs screen: follow a job's log live, pause, search with highlight, and save to a file.
+"""The Logs screen: follow a job's log live, pause, search with highlight, filter to one rank, and
+save to a file.
 
 Lines arrive from the backend's async stream into a buffer and are flushed into the pane in
 batches (20 Hz), which keeps keys responsive at high line rates.
@@ -21,7 +22,7 @@ from yanflow_tui.hub import error_text
 from yanflow_tui.locations import private_file
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
-from yanflow_tui.screens.dialogs import PromptScreen
+from yanflow_tui.screens.dialogs import ChoiceScreen, PromptScreen
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
 FLUSH_SECONDS = 0.05
@@ -54,14 +55,18 @@ class LogsScreen(DataScreen):
         Binding("n", "next_match", "Next", id="next-match"),
         Binding("N", "previous_match", "Previous", id="previous-match"),
         Binding("w", "save", "Save", id="save-log"),
+        Binding("f", "rank_filter", "Rank", id="rank-filter"),
         Binding("escape", "close_search", "Close search", show=False, id="close-search"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.job: Job | None = None
-        self.lines: list[str] = []
-        self._pending: list[str] = []
+        self.lines: list[str] = []  # what the pane shows (after the rank filter)
+        self.entries: list[tuple[str, str]] = []  # every line received: (source, text)
+        self.sources: dict[str, None] = {}  # ranks/streams seen, in arrival order
+        self.source_filter: str | None = None
+        self._pending: list[tuple[str, str]] = []
         self.following = True
         self.ended = False
         self.error = ""
@@ -91,7 +96,8 @@ class LogsScreen(DataScreen):
     def follow(self, job: Job) -> None:
         """Show ``job``'s log from the start and keep following it."""
         self.job = job
-        self.lines, self._pending = [], []
+        self.lines, self._pending, self.entries, self.sources = [], [], [], {}
+        self.source_filter = None
         self.ended, self.error = False, ""
         self.matches, self.match_index = [], -1
         log = self.query_one(LogView)
@@ -107,7 +113,7 @@ class LogsScreen(DataScreen):
         backend = self.app.hub.backend(job.cluster)
         try:
             async for line in backend.stream_logs(job.id, follow=True):
-                self._pending.append(clean(line.text))
+                self._pending.append((clean(line.source), clean(line.text)))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - shown in the status line
@@ -120,13 +126,25 @@ class LogsScreen(DataScreen):
         if not self._pending:
             return
         batch, self._pending = self._pending, []
-        self.lines.extend(batch)
-        self.query_one(LogView).write_lines(batch)
-        if self.term:
-            start = len(self.lines) - len(batch)
-            needle = self.term.lower()
-            self.matches.extend(start + i for i, line in enumerate(batch) if needle in line.lower())
+        self.entries.extend(batch)
+        for source, _ in batch:
+            if source and source not in self.sources:
+                self.sources[source] = None
+        self._show(self._visible(batch))
         self._update_status()
+
+    def _visible(self, entries: list[tuple[str, str]]) -> list[str]:
+        wanted = self.source_filter
+        return [f"{source} │ {text}" if source and wanted is None else text
+                for source, text in entries if wanted is None or source == wanted]
+
+    def _show(self, shown: list[str]) -> None:
+        self.lines.extend(shown)
+        self.query_one(LogView).write_lines(shown)
+        if self.term:
+            start = len(self.lines) - len(shown)
+            needle = self.term.lower()
+            self.matches.extend(start + i for i, line in enumerate(shown) if needle in line.lower())
 
     def _update_status(self) -> None:
         status = self.query_one("#log-status", Static)
@@ -137,6 +155,8 @@ class LogsScreen(DataScreen):
         out.append(f"{clean(self.job.cluster)}/{clean(self.job.id)} ", "bold")
         out.append(clean(self.job.name))
         out.append(f"  {len(self.lines)} lines  ")
+        if self.source_filter is not None:
+            out.append(f"only {self.source_filter}  ", "bold cyan")
         if self.error:
             out.append(f"error: {clean(self.error)}", "bold red")
         elif self.ended:
@@ -154,6 +174,8 @@ class LogsScreen(DataScreen):
             return True if self.matches else None
         if action in ("toggle_follow", "save", "search"):
             return True if self.job is not None else None
+        if action == "rank_filter":
+            return True if len(self.sources) > 1 else None
         return True
 
     def action_toggle_follow(self) -> None:
@@ -163,6 +185,24 @@ class LogsScreen(DataScreen):
         if self.following:
             log.scroll_end(animate=False)
         self._update_status()
+
+    def action_rank_filter(self) -> None:
+        """Show one rank (or stream) only, or all of them again."""
+        choices = ["all"] + list(self.sources)
+
+        def chosen(choice: str | None) -> None:
+            if choice is not None:
+                self.set_source_filter(None if choice == "all" else choice)
+
+        self.app.push_screen(ChoiceScreen("Show the lines of:", choices), chosen)
+
+    def set_source_filter(self, source: str | None) -> None:
+        self.source_filter = source
+        self.lines, self.matches, self.match_index = [], [], -1
+        self.query_one(LogView).clear()
+        self._show(self._visible(self.entries))
+        self._update_status()
+        self.refresh_bindings()
 
     def action_search(self) -> None:
         box = self.query_one("#log-search", Input)

@@ -478,3 +478,23 @@ async def test_read_only_has_no_actions_key_and_perform_is_refused(home, actions
         with pytest.raises(ReadOnlyError):
             await backend.perform("101", "pause")
         assert backend.mutations == []
+
+
+async def test_logs_of_a_multi_rank_job_are_prefixed_and_filter_to_one_rank(home, actions_kind):
+    app = make_app(actions_cluster())
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
+        select_row(app, "det/104")
+        await pilot.press("l")
+        logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs")
+        await wait_for(pilot, lambda: len(logs.lines) == 8, what="lines")
+        assert logs.lines[:2] == ["rank 0 │ step 0 from rank 0", "rank 1 │ step 0 from rank 1"]
+        await pilot.press("f")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ChoiceScreen", what="rank choice")
+        await pilot.press("down", "down", "enter")  # all, rank 0, rank 1
+        await wait_for(pilot, lambda: logs.source_filter == "rank 1", what="filter")
+        assert logs.lines == [f"step {i} from rank 1" for i in range(4)]
+        await pilot.pause(0.1)
+        assert "only rank 1" in screen_text(app)
+        logs.set_source_filter(None)
+        assert len(logs.lines) == 8

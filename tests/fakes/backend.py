@@ -96,10 +96,20 @@ class FakeActionsBackend(FakeBackend):
     """The fake with extra verbs and a group: array job 104 holding three tasks."""
 
     kind = "fake-actions"
-    capabilities = replace(FakeBackend.capabilities, actions=("pause", "activate"))
+    capabilities = replace(FakeBackend.capabilities, actions=("pause", "activate"), rank_logs=True)
 
     def __init__(self, config):
         super().__init__(config)
         self.jobs.append(replace(self.job("104", "sweep", JobState.RUNNING, gpus=3)))
         self.jobs.extend(replace(self.job(f"104_{i}", f"sweep-{i}", JobState.RUNNING, gpus=1), parent="104")
                          for i in (0, 1, 10))
+        self.ranked_logs = {"104": [(f"rank {i % 2}", f"step {i // 2} from rank {i % 2}") for i in range(8)]}
+
+    async def stream_logs(self, job_id, follow=False):
+        if job_id not in self.ranked_logs:
+            async for line in super().stream_logs(job_id, follow):
+                yield line
+            return
+        self.calls.append(("stream_logs", job_id))
+        for source, text in self.ranked_logs[job_id]:
+            yield LogLine(job_id, text, source)
