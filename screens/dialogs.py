@@ -1,17 +1,15 @@
-"""Modal dialogs: yes/no confirmation, text prompt, help, and the job detail view."""
+"""Modal dialogs: yes/no confirmation, text prompt, choice, and help."""
 
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 
-from yanflow_tui.hub import error_text
-from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 
 
@@ -109,42 +107,3 @@ class HelpScreen(ModalScreen[None]):
             table.append(f"{binding_id}\n", "dim")
         with VerticalScroll(id="dialog"):
             yield Static(table, id="help-text")
-
-
-class JobDetailScreen(ModalScreen[None]):
-    """``describe`` for one job: fields, reason and whatever else the backend reports."""
-
-    BINDINGS = [
-        Binding("escape,q", "dismiss", "Close", id="detail-close"),
-        Binding("l", "logs", "Logs", id="detail-logs"),
-    ]
-
-    def __init__(self, job: Job) -> None:
-        super().__init__()
-        self.job = job
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="dialog"):
-            yield Static(Text(f"{clean(self.job.cluster)}/{clean(self.job.id)}  {clean(self.job.name)}", style="bold"))
-            yield Static(Text("loading…"), id="describe")
-
-    def on_mount(self) -> None:
-        self._describe()
-
-    @work(exclusive=True, group="describe", exit_on_error=False)
-    async def _describe(self) -> None:
-        backend = self.app.hub.backend(self.job.cluster)
-        try:
-            body = await self.app.hub.call(backend.describe(self.job.id))
-        except Exception as exc:  # noqa: BLE001 - shown, never raised
-            body = f"cannot describe: {error_text(exc)}"
-        self.query_one("#describe", Static).update(Text(clean(body, keep_newlines=True)))
-
-    def check_action(self, action: str, parameters) -> bool | None:
-        if action == "logs":
-            return self.app.hub.backend(self.job.cluster).capabilities.logs
-        return True
-
-    def action_logs(self) -> None:
-        self.dismiss()
-        self.app.open_logs(self.job)

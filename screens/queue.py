@@ -16,7 +16,8 @@ from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.rows import (GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, JOB_COLUMNS, JOB_HEADERS, job_cells,
                               job_matches, natural_key)
-from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen, JobDetailScreen
+from yanflow_tui.screens.detail import JobDetailScreen
+from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
 

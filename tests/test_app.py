@@ -13,7 +13,8 @@ from yanflow_tui.backends import procs, registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import ReadOnlyError
 from yanflow_tui.model import JobState
-from yanflow_tui.screens.dialogs import ConfirmScreen, HelpScreen, JobDetailScreen
+from yanflow_tui.screens.detail import JobDetailScreen
+from yanflow_tui.screens.dialogs import ConfirmScreen, HelpScreen
 from yanflow_tui.screens.logs import LogsScreen
 from yanflow_tui.screens.queue import JobTable, QueueScreen
 from yanflow_tui.screens.submit import SubmitScreen
@@ -498,3 +499,26 @@ async def test_logs_of_a_multi_rank_job_are_prefixed_and_filter_to_one_rank(home
         assert "only rank 1" in screen_text(app)
         logs.set_source_filter(None)
         assert len(logs.lines) == 8
+
+
+async def test_job_detail_plots_metrics_lists_checkpoints_and_downloads_one(home, actions_kind, tmp_path):
+    app = make_app(actions_cluster())
+    async with app.run_test(size=(140, 50)) as pilot:
+        await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
+        select_row(app, "det/104")
+        await pilot.press("space")
+        await wait_for(pilot, lambda: "det/104_1" in rows(app), what="expanded")
+        select_row(app, "det/104_1")
+        await pilot.press("enter")
+        detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
+        await wait_for(pilot, lambda: detail.checkpoint_list and detail.metric_points, what="metrics and checkpoints")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "training.loss (last 0.01099)" in text and "validation.accuracy (last 1)" in text
+        assert "ckpt-aaa" in text and "4.0 KiB" in text and "accuracy=0.9" in text
+        await pilot.press("d")
+        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="prompt")
+        prompt.query_one(Input).value = str(tmp_path / "dl")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: (tmp_path / "dl" / "state.bin").exists(), what="download")
+        await wait_for(pilot, lambda: detail.query_one("#download").progress == 4096, what="progress shown")

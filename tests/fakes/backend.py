@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 from yanflow_tui.backends.base import Backend, Capabilities
 from yanflow_tui.errors import BackendError
-from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, Node
+from yanflow_tui.model import Checkpoint, Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, MetricPoint, Node
 
 FIXED = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 
@@ -89,21 +89,41 @@ class FakeBackend(Backend):
 
     @property
     def mutations(self):
-        return [c for c in self.calls if c[0] not in ("list_jobs", "list_nodes", "stream_logs")]
+        return [c for c in self.calls if c[0] not in ("list_jobs", "list_nodes", "stream_logs", "metrics")]
 
 
 class FakeActionsBackend(FakeBackend):
     """The fake with extra verbs and a group: array job 104 holding three tasks."""
 
     kind = "fake-actions"
-    capabilities = replace(FakeBackend.capabilities, actions=("pause", "activate"), rank_logs=True)
+    capabilities = replace(FakeBackend.capabilities, actions=("pause", "activate"), rank_logs=True,
+                           metrics=True, checkpoints=True)
 
     def __init__(self, config):
         super().__init__(config)
         self.jobs.append(replace(self.job("104", "sweep", JobState.RUNNING, gpus=3)))
         self.jobs.extend(replace(self.job(f"104_{i}", f"sweep-{i}", JobState.RUNNING, gpus=1), parent="104")
                          for i in (0, 1, 10))
+        self.points = [MetricPoint("loss", step, 1.0 / (step + 1)) for step in range(0, 100, 10)]
+        self.points += [MetricPoint("accuracy", step, step / 100, "validation") for step in (50, 100)]
+        self.saved = [Checkpoint("ckpt-aaa", "104_1", 100, "COMPLETED", 4096, (("accuracy", 0.9),))]
         self.ranked_logs = {"104": [(f"rank {i % 2}", f"step {i // 2} from rank {i % 2}") for i in range(8)]}
+
+    async def metrics(self, job_id):
+        self.calls.append(("metrics", job_id))
+        return list(self.points)
+
+    async def checkpoints(self, job_id):
+        return list(self.saved)
+
+    async def download_checkpoint(self, checkpoint, target, progress=None):
+        for done in (1024, 4096):
+            if progress:
+                progress(done, 4096)
+            await asyncio.sleep(0.05)
+        target.mkdir(parents=True)
+        (target / "state.bin").write_bytes(b"x" * 4096)
+        return target
 
     async def stream_logs(self, job_id, follow=False):
         if job_id not in self.ranked_logs:

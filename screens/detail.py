@@ -1,0 +1,201 @@
+"""The job detail view: fields, describe output (events, reason), a live metrics plot and the
+checkpoint list with atomic download, each where the job's backend has them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, ProgressBar, Static
+
+from yanflow_tui.hub import error_text
+from yanflow_tui.model import Checkpoint, Job, MetricPoint
+from yanflow_tui.plot import line_plot
+from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.dialogs import PromptScreen
+
+
+class JobDetailScreen(ModalScreen[None]):
+    """One job: its fields, the backend's describe output (events, reason), metrics drawn as a
+    plot and refreshed while it runs, and checkpoints with download -- each where the backend
+    has them."""
+
+    BINDINGS = [
+        Binding("escape,q", "dismiss", "Close", id="detail-close"),
+        Binding("l", "logs", "Logs", id="detail-logs"),
+        Binding("d", "download", "Download checkpoint", id="download-checkpoint"),
+    ]
+    METRICS_SECONDS = 5.0
+
+    def __init__(self, job: Job) -> None:
+        super().__init__()
+        self.job = job
+        self.checkpoint_list: list[Checkpoint] = []
+        self.metric_points: list[MetricPoint] = []
+        self._progress: tuple[int, int | None] | None = None
+
+    @property
+    def caps(self):
+        return self.app.hub.backend(self.job.cluster).capabilities
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog"):
+            yield Static(Text(f"{clean(self.job.cluster)}/{clean(self.job.id)}  {clean(self.job.name)}", style="bold"))
+            yield Static(details_text(self.job), id="details")
+            yield Static(Text("loading…"), id="describe")
+            yield Static(Text("Metrics", style="bold"), classes="heading", id="metrics-heading")
+            yield Static(id="metrics")
+            yield Static(Text("Checkpoints  (d: download the highlighted one)", style="bold"), classes="heading",
+                         id="checkpoints-heading")
+            yield DataTable(id="checkpoints", cursor_type="row", zebra_stripes=True)
+            yield ProgressBar(id="download", show_eta=False)
+
+    def on_mount(self) -> None:
+        self._describe()
+        caps = self.caps
+        for widget_id in ("#metrics-heading", "#metrics"):
+            self.query_one(widget_id).display = caps.metrics
+        for widget_id in ("#checkpoints-heading", "#checkpoints"):
+            self.query_one(widget_id).display = caps.checkpoints
+        self.query_one("#download").display = False
+        if caps.metrics:
+            self._load_metrics()
+            if not self.job.state.terminal:
+                self.set_interval(self.METRICS_SECONDS, self._load_metrics)
+        if caps.checkpoints:
+            table = self.query_one("#checkpoints", DataTable)
+            for column in ("UUID", "STEPS", "STATE", "SIZE", "METRICS"):
+                table.add_column(column, key=column.lower())
+            self._load_checkpoints()
+
+    @work(exclusive=True, group="describe", exit_on_error=False)
+    async def _describe(self) -> None:
+        backend = self.app.hub.backend(self.job.cluster)
+        try:
+            body = await self.app.hub.call(backend.describe(self.job.id))
+        except Exception as exc:  # noqa: BLE001 - shown, never raised
+            body = f"cannot describe: {error_text(exc)}"
+        self.query_one("#describe", Static).update(Text(clean(body, keep_newlines=True)))
+
+    @work(exclusive=True, group="metrics", exit_on_error=False)
+    async def _load_metrics(self) -> None:
+        backend = self.app.hub.backend(self.job.cluster)
+        target = self.query_one("#metrics", Static)
+        try:
+            self.metric_points = await self.app.hub.call(backend.metrics(self.job.id))
+        except Exception as exc:  # noqa: BLE001 - shown, never raised
+            target.update(Text(f"cannot read metrics: {clean(error_text(exc))}", style="red"))
+            return
+        series: dict[str, list[tuple[float, float]]] = {}
+        for point in self.metric_points:
+            series.setdefault(clean(f"{point.group}.{point.name}"), []).append((point.step, point.value))
+        width = max(20, min(100, (target.content_region.width or 60) - 14))
+        plot = Text("\n", no_wrap=True, overflow="crop").join(line_plot(dict(list(series.items())[:6]), width, 10))
+        target.update(plot)
+
+    @work(exclusive=True, group="checkpoints", exit_on_error=False)
+    async def _load_checkpoints(self) -> None:
+        backend = self.app.hub.backend(self.job.cluster)
+        table = self.query_one("#checkpoints", DataTable)
+        try:
+            self.checkpoint_list = await self.app.hub.call(backend.checkpoints(self.job.id))
+        except Exception as exc:  # noqa: BLE001 - shown, never raised
+            self.query_one("#checkpoints-heading", Static).update(
+                Text(f"Checkpoints: cannot list: {clean(error_text(exc))}", style="red"))
+            return
+        table.clear()
+        for cp in self.checkpoint_list:
+            metrics = ", ".join(f"{k}={v:.4g}" for k, v in cp.metrics)
+            table.add_row(*(Text(clean(str(v))) for v in (
+                cp.uuid, "-" if cp.steps is None else cp.steps, cp.state or "-",
+                "-" if cp.size_bytes is None else size_text(cp.size_bytes), metrics or "-")), key=cp.uuid)
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "logs":
+            return self.caps.logs
+        if action == "download":
+            if not self.caps.checkpoints:
+                return False
+            return True if self.checkpoint_list and self._progress is None else None
+        return True
+
+    def action_logs(self) -> None:
+        self.dismiss()
+        self.app.open_logs(self.job)
+
+    def selected_checkpoint(self) -> Checkpoint | None:
+        table = self.query_one("#checkpoints", DataTable)
+        if not self.checkpoint_list or not table.row_count:
+            return None
+        return self.checkpoint_list[min(table.cursor_row, len(self.checkpoint_list) - 1)]
+
+    def action_download(self) -> None:
+        checkpoint = self.selected_checkpoint()
+        if checkpoint is None or self._progress is not None:
+            return
+        default = str(Path.cwd() / "checkpoints" / re.sub(r"[^A-Za-z0-9._-]", "_", checkpoint.uuid))
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self._download(checkpoint, Path(path).expanduser())
+
+        self.app.push_screen(PromptScreen("Download the checkpoint into (a new directory):", default), chosen)
+
+    @work(exclusive=True, group="download", exit_on_error=False)
+    async def _download(self, checkpoint: Checkpoint, target: Path) -> None:
+        bar = self.query_one("#download", ProgressBar)
+        bar.display = True
+        bar.update(total=None, progress=0)
+        self._progress = (0, None)
+        timer = self.set_interval(0.1, self._show_progress)
+        backend = self.app.hub.backend(self.job.cluster)
+
+        def progress(done: int, total: int | None) -> None:  # may run in a worker thread
+            self._progress = (done, total)
+
+        try:
+            path = await backend.download_checkpoint(checkpoint, target, progress)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a notification
+            self.app.report_error("Download failed", error_text(exc))
+            bar.display = False
+            return
+        finally:
+            timer.stop()
+            self._show_progress()
+            self._progress = None
+            self.refresh_bindings()
+        self.notify(clean(f"checkpoint {checkpoint.uuid} downloaded to {path}"), markup=False)
+
+    def _show_progress(self) -> None:
+        if self._progress is None:
+            return
+        done, total = self._progress
+        self.query_one("#download", ProgressBar).update(total=total, progress=done)
+
+
+def details_text(job: Job) -> Text:
+    """The backend's extra facts of a job as aligned ``label: value`` lines."""
+    out = Text()
+    if not job.details:
+        return out
+    width = max(len(label) for label, _ in job.details) + 1
+    for label, value in job.details:
+        out.append(f"{clean(label) + ':':<{width}} ", "bold")
+        out.append(f"{clean(str(value))}\n")
+    return out
+
+
+def size_text(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
