@@ -126,6 +126,11 @@ class Backend(abc.ABC):
         writes only on this machine."""
         raise BackendError(f"cluster {self.name!r} cannot download checkpoints")
 
+    async def login(self, password: str) -> None:
+        """Log in with a password the user typed after a read raised ``AuthRequired``. Keep the
+        password only as long as the login takes; never log or store it."""
+        raise BackendError(f"cluster {self.name!r} does not take a password")
+
     def invalidate(self) -> None:
         """The user asked for a refresh now: drop any cached data so the next reads go to the
         cluster (a backend that polls some data less often, e.g. nodes, refetches it)."""

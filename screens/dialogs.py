@@ -44,23 +44,27 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 class PromptScreen(ModalScreen[str | None]):
-    """Ask for one line of text (a file path). ``escape`` cancels."""
+    """Ask for one line of text (a file path, a password). ``escape`` cancels. With ``password``
+    the input is masked and kept exactly as typed."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt-cancel")]
 
-    def __init__(self, question: str, default: str = "") -> None:
+    def __init__(self, question: str, default: str = "", password: bool = False) -> None:
         super().__init__()
         self.question = question
         self.default = default
+        self.password = password
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(Text(self.question))
-            yield Input(value=self.default, id="answer")
+            yield Label(Text(clean(self.question)))
+            yield Input(value=self.default, id="answer", password=self.password)
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
+        value = event.value if self.password else event.value.strip()
+        event.input.value = ""
+        self.dismiss(value or None)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

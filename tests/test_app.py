@@ -21,7 +21,7 @@ from yanflow_tui.screens.submit import SubmitScreen
 from yanflow_tui.spec import load_spec
 from yanflow_tui.commands import YanflowCommands
 
-from fakes.backend import FakeActionsBackend, FakeBackend
+from fakes.backend import FakeActionsBackend, FakeBackend, FakeLoginBackend
 from uihelpers import make_app, screen_text, wait_for
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_jobs"
@@ -522,3 +522,30 @@ async def test_job_detail_plots_metrics_lists_checkpoints_and_downloads_one(home
         await pilot.press("enter")
         await wait_for(pilot, lambda: (tmp_path / "dl" / "state.bin").exists(), what="download")
         await wait_for(pilot, lambda: detail.query_one("#download").progress == 4096, what="progress shown")
+
+
+async def test_a_cluster_that_needs_a_password_asks_once_and_logs_in(home, monkeypatch, caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setitem(registry._BACKENDS, "fake-login", FakeLoginBackend)
+    app = make_app(ClusterConfig("det", "fake-login", refresh_seconds=0.5))
+    async with app.run_test(size=(120, 30)) as pilot:
+        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen,
+                                what="password prompt")
+        await pilot.pause(0.1)
+        assert "Password for alice on det" in screen_text(app)
+        box = prompt.query_one(Input)
+        assert box.password
+        box.value = "wrong"
+        await pilot.press("enter")
+        backend = app.hub.backend("det")
+        await wait_for(pilot, lambda: backend.attempts == ["bad"], what="first attempt")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="asked again")
+        app.screen.query_one(Input).value = FakeLoginBackend.PASSWORD
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "det/101" in rows(app), what="rows after login")
+        assert backend.attempts == ["bad", "ok"]
+        assert app.hub.snapshots["det"].login_user == ""
+        assert FakeLoginBackend.PASSWORD not in screen_text(app)
+    assert FakeLoginBackend.PASSWORD not in caplog.text

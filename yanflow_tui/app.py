@@ -7,17 +7,17 @@ import asyncio
 import time
 from pathlib import Path
 
-from textual import on
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding
 
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config
-from yanflow_tui.hub import Hub
+from yanflow_tui.hub import Hub, error_text
 from yanflow_tui.messages import ClusterUpdated
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
-from yanflow_tui.screens.dialogs import HelpScreen
+from yanflow_tui.screens.dialogs import HelpScreen, PromptScreen
 from yanflow_tui.screens.logs import LogsScreen
 from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import QueueScreen
@@ -56,6 +56,7 @@ class YanflowApp(App[None]):
         self.read_only = config.read_only or all(c.read_only for c in config.clusters)
         self._wake: dict[str, asyncio.Event] = {}
         self.pending_logs: Job | None = None
+        self._asked_login: set[str] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -98,6 +99,31 @@ class YanflowApp(App[None]):
         if isinstance(screen, DataScreen) and screen.is_mounted:
             screen.refresh_data()
         self._tick()
+        snap = message.snapshot
+        if snap.login_user and snap.name not in self._asked_login:
+            self.ask_login(snap.name)
+
+    def ask_login(self, name: str) -> None:
+        """Prompt for the password of a cluster that needs one; it goes to the backend only."""
+        user = self.hub.snapshots[name].login_user
+        self._asked_login.add(name)
+
+        def answered(password: str | None) -> None:
+            if password:
+                self._login(name, password)
+
+        self.push_screen(PromptScreen(f"Password for {user} on {name}:", password=True), answered)
+
+    @work(group="login", exit_on_error=False)
+    async def _login(self, name: str, password: str) -> None:
+        try:
+            await self.hub.call(self.hub.backend(name).login(password))
+        except Exception as exc:  # noqa: BLE001 - shown, and the user may try again
+            self._asked_login.discard(name)
+            self.report_error("Login failed", error_text(exc))
+            return
+        self.notify(clean(f"logged in to {name}"), markup=False)
+        self.request_refresh(name)
 
     def _tick(self) -> None:
         for bar in self.screen.query(ClusterBar):

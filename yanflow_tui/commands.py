@@ -17,6 +17,10 @@ class YanflowCommands(Provider):
             ("cluster: refresh", "Refresh every cluster now", app.action_refresh),
             ("app: help", "Every key on this screen", app.action_help),
         ]
+        for name, snap in app.hub.snapshots.items():
+            if snap.login_user:
+                commands.append((f"cluster: log in to {name}", f"Password for {snap.login_user}",
+                                 partial(app.ask_login, name)))
         if not app.read_only:
             commands.append(("submit: open", "Submit a job from a spec file or the form", partial(app.action_show, "submit")))
         screen = self.screen

@@ -27,6 +27,18 @@ class BackendUnavailable(BackendError):
     title = "Unavailable"
 
 
+class AuthRequired(BackendError):
+    """The cluster needs a password (no cached token, no env credentials). The console asks for it
+    and hands it to ``Backend.login``; it is never written to disk or to a log."""
+
+    title = "Login required"
+
+    def __init__(self, cluster: str, user: str, message: str = ""):
+        self.cluster = cluster
+        self.user = user
+        super().__init__(message or f"cluster {cluster!r} needs the password of user {user!r}")
+
+
 class ConfigError(YanflowError):
     """The config file or command line is wrong."""
 

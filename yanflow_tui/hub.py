@@ -16,7 +16,7 @@ from typing import Awaitable, TypeVar
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import Backend
 from yanflow_tui.config import Config
-from yanflow_tui.errors import BackendError, BackendUnavailable, YanflowError
+from yanflow_tui.errors import AuthRequired, BackendError, BackendUnavailable, YanflowError
 from yanflow_tui.model import Job, Node
 
 CALL_TIMEOUT = 30.0
@@ -44,6 +44,7 @@ class ClusterSnapshot:
     jobs: tuple[Job, ...] = ()
     nodes: tuple[Node, ...] = ()
     failures: int = 0
+    login_user: str = ""  # set while the cluster waits for this user's password (AuthRequired)
 
     def age(self, now: float | None = None) -> float | None:
         return None if self.updated is None else max(0.0, (now or time.time()) - self.updated)
@@ -100,10 +101,11 @@ class Hub:
                 health = Health.ERROR
             else:
                 health = Health.STALE if snap.updated is not None else Health.ERROR
-            snap = replace(snap, health=health, message=error_text(exc), failures=failures)
+            login_user = exc.user if isinstance(exc, AuthRequired) else ""
+            snap = replace(snap, health=health, message=error_text(exc), failures=failures, login_user=login_user)
         else:
             snap = replace(snap, health=Health.OK, message="", updated=time.time(),
-                           jobs=new_jobs, nodes=new_nodes, failures=0)
+                           jobs=new_jobs, nodes=new_nodes, failures=0, login_user="")
         self.snapshots[name] = snap
         return snap
 

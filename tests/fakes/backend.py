@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from yanflow_tui.backends.base import Backend, Capabilities
-from yanflow_tui.errors import BackendError
+from yanflow_tui.errors import AuthRequired, BackendError
 from yanflow_tui.model import Checkpoint, Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, MetricPoint, Node
 
 FIXED = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
@@ -133,3 +133,26 @@ class FakeActionsBackend(FakeBackend):
         self.calls.append(("stream_logs", job_id))
         for source, text in self.ranked_logs[job_id]:
             yield LogLine(job_id, text, source)
+
+
+class FakeLoginBackend(FakeBackend):
+    """The fake behind a password: reads raise AuthRequired until ``login`` gets the right one."""
+
+    kind = "fake-login"
+    PASSWORD = "s3cret-Pa55"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.logged_in = False
+        self.attempts: list[str] = []
+
+    async def list_jobs(self):
+        if not self.logged_in:
+            raise AuthRequired(self.name, "alice")
+        return await super().list_jobs()
+
+    async def login(self, password):
+        self.attempts.append("ok" if password == self.PASSWORD else "bad")
+        if password != self.PASSWORD:
+            raise BackendError("wrong password")
+        self.logged_in = True
