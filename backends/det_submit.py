@@ -1,0 +1,191 @@
+"""Job specs to Determined configs: ``single`` -> a command (``LaunchCommand``), ``experiment`` -> an
+experiment (``CreateExperiment``) with its model-definition context directory read the way the det
+CLI reads it (``.detignore`` honoured, the master's size limit checked before upload).
+
+Each submission carries a client tag (a label for experiments, a description suffix for commands) so
+a submit whose answer was lost can be found instead of sent twice. Building a config does no I/O;
+``read_context`` reads files and is called in a worker thread.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+from determined.common import constants, detignore, util as det_util, v1file_utils
+from determined.common.api import bindings
+
+from yanflow_tui.errors import BackendError
+from yanflow_tui.model import JobKind, JobSpec
+
+LAUNCH_MODULES = {
+    "torchrun": "determined.launch.torch_distributed",
+    "deepspeed": "determined.launch.deepspeed",
+}
+CONTEXT_LIMIT = constants.MAX_CONTEXT_SIZE  # 95 MiB, as the det CLI enforces it
+TAG_LABEL = "yanflow:"
+
+
+def new_tag() -> str:
+    return secrets.token_hex(6)
+
+
+def tag_description(name: str, tag: str) -> str:
+    return f"{name} #yf-{tag}"
+
+
+def check(spec: JobSpec) -> None:
+    """What the master would refuse, said before any I/O."""
+    det = spec.determined
+    if spec.kind is JobKind.EXPERIMENT:
+        if not isinstance(det.get("searcher"), dict) or not det["searcher"].get("name"):
+            raise BackendError("determined.searcher: an experiment needs a searcher with a name "
+                               "(e.g. {name: single, metric: loss})")
+        if spec.launcher == "accelerate":
+            raise BackendError("launcher: Determined has no accelerate launcher; use torchrun, deepspeed or none")
+    if spec.workdir:
+        raise BackendError("workdir: Determined runs in the task's own directory; remove workdir: "
+                           "(experiments use determined.context)")
+
+
+def _environment(spec: JobSpec) -> dict[str, Any]:
+    env: dict[str, Any] = {}
+    if spec.image:
+        env["image"] = spec.image
+    if spec.env:
+        env["environment_variables"] = [f"{key}={value}" for key, value in spec.env.items()]
+    return env
+
+
+def _bind_mounts(spec: JobSpec) -> list[dict[str, Any]]:
+    return [{"host_path": m.source, "container_path": m.target, "read_only": m.read_only} for m in spec.mounts]
+
+
+def command_entrypoint(spec: JobSpec) -> list[str]:
+    """argv for a command: an argv list as is; a shell line through ``/bin/sh -c``."""
+    if isinstance(spec.command, tuple):
+        return list(spec.command)
+    return ["/bin/sh", "-c", spec.command]
+
+
+def experiment_entrypoint(spec: JobSpec) -> str | list[str]:
+    """The trial entrypoint, prefixed with the launcher's module."""
+    base: str | list[str]
+    if spec.determined.get("entrypoint"):
+        base = str(spec.determined["entrypoint"])
+    elif isinstance(spec.command, tuple):
+        base = list(spec.command)
+    else:
+        base = spec.command.strip()
+    module = LAUNCH_MODULES.get(spec.launcher)
+    if module is None:
+        return base
+    prefix = ["python3", "-m", module]
+    if isinstance(base, list):
+        return prefix + base
+    return f"{shlex.join(prefix)} {base}"
+
+
+def command_config(spec: JobSpec, tag: str | None = None) -> dict[str, Any]:
+    resources: dict[str, Any] = {"slots": spec.resources.gpus}
+    if spec.determined.get("resource_pool"):
+        resources["resource_pool"] = spec.determined["resource_pool"]
+    config: dict[str, Any] = {
+        "description": tag_description(spec.name, tag) if tag else spec.name,
+        "entrypoint": command_entrypoint(spec),
+        "resources": resources,
+    }
+    environment = _environment(spec)
+    if environment:
+        config["environment"] = environment
+    if spec.mounts:
+        config["bind_mounts"] = _bind_mounts(spec)
+    return config
+
+
+def experiment_config(spec: JobSpec, tag: str | None = None) -> dict[str, Any]:
+    det = spec.determined
+    resources: dict[str, Any] = {"slots_per_trial": spec.resources.nodes * spec.resources.gpus}
+    if det.get("resource_pool"):
+        resources["resource_pool"] = det["resource_pool"]
+    config: dict[str, Any] = {
+        "name": spec.name,
+        "entrypoint": experiment_entrypoint(spec),
+        "searcher": copy.deepcopy(det.get("searcher") or {}),
+        "hyperparameters": copy.deepcopy(det.get("hyperparameters") or {}),
+        "resources": resources,
+    }
+    if det.get("description"):
+        config["description"] = det["description"]
+    if "max_restarts" in det:
+        config["max_restarts"] = det["max_restarts"]
+    if det.get("checkpoint_storage"):
+        config["checkpoint_storage"] = copy.deepcopy(det["checkpoint_storage"])
+    labels = [str(label) for label in det.get("labels") or ()]
+    if tag:
+        labels.append(TAG_LABEL + tag)
+    if labels:
+        config["labels"] = labels
+    environment = _environment(spec)
+    if environment:
+        config["environment"] = environment
+    if spec.mounts:
+        config["bind_mounts"] = _bind_mounts(spec)
+    return config
+
+
+def context_dir(spec: JobSpec) -> Path | None:
+    """``determined.context``, relative to the spec file's directory."""
+    raw = spec.determined.get("context")
+    if not raw:
+        return None
+    path = Path(str(raw)).expanduser()
+    if not path.is_absolute() and spec.source and not spec.source.startswith("<"):
+        path = Path(spec.source).resolve().parent / path
+    return path
+
+
+def render(spec: JobSpec) -> str:
+    """The config ``submit`` would send, as YAML (no I/O; the client tag is added at submit)."""
+    if spec.kind is JobKind.EXPERIMENT:
+        head = "# Determined experiment config (CreateExperiment)\n"
+        context = context_dir(spec)
+        if context is not None:
+            head += f"# model definition: {context} (uploaded at submit; .detignore honoured)\n"
+        body = experiment_config(spec)
+    else:
+        head = "# Determined command config (LaunchCommand)\n"
+        body = command_config(spec)
+    return head + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+def read_context(path: Path, limit: int | None = None) -> list[bindings.v1File]:
+    """The model definition as ``v1File``s, with ``.detignore`` honoured (the det CLI's walk).
+    Raises ``BackendError`` over ``limit`` bytes, naming the size, before anything is sent."""
+    limit = CONTEXT_LIMIT if limit is None else limit
+    if not path.is_dir():
+        raise BackendError(f"determined.context: {path} is not a directory")
+    files: list[bindings.v1File] = []
+    size = 0
+    for item in detignore.os_walk_to_v1Files(path.resolve(), Path("")):
+        files.append(item)
+        size += v1file_utils.v1File_size(item)
+        if size > limit:
+            raise BackendError(
+                f"determined.context: {path} holds more than the master accepts "
+                f"({det_util.sizeof_fmt(limit)}); list large files in its .detignore"
+            )
+    return files
+
+
+def experiment_request(spec: JobSpec, files: list[bindings.v1File], tag: str) -> bindings.v1CreateExperimentRequest:
+    config = yaml.safe_dump(experiment_config(spec, tag), sort_keys=False)
+    return bindings.v1CreateExperimentRequest(config=config, modelDefinition=files, activate=True)
+
+
+def command_request(spec: JobSpec, tag: str) -> bindings.v1LaunchCommandRequest:
+    return bindings.v1LaunchCommandRequest(config=command_config(spec, tag))

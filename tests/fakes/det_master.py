@@ -1,0 +1,403 @@
+"""A fake Determined master over real HTTP (aiohttp, in a background thread, on 127.0.0.1).
+
+Every answer is built from the SDK's own ``bindings`` classes (``...to_json(omit_unset=True)``), so a
+shape our code misreads fails in the SDK's parser just as it would against a real master. It keeps a
+request log (method, path, query, JSON body), can answer 503 for a number of requests, streams task
+logs that tests append to while a follower watches, and serves checkpoint tars (optionally dropping
+the connection part-way).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import tarfile
+import threading
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from determined.common.api import bindings as b
+from determined.common.api.authentication import salt_and_hash
+from determined.common.util import parse_protobuf_timestamp
+
+T0 = "2026-11-29T12:00:00Z"
+USER = web.RequestKey("user", str)
+
+
+def ts(second: int) -> str:
+    return f"2026-11-29T12:{second // 60:02d}:{second % 60:02d}Z"
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    body: Any
+    auth: str
+
+
+@dataclass
+class FakeMaster:
+    users: dict[str, str] = field(default_factory=lambda: {"alice": "s3cret-pw", "bob": "bobpw"})
+    tokens: dict[str, str] = field(default_factory=dict)  # token -> user
+    agents: list[b.v1Agent] = field(default_factory=list)
+    experiments: dict[int, b.v1Experiment] = field(default_factory=dict)
+    trials: dict[int, list[b.trialv1Trial]] = field(default_factory=dict)  # experiment id -> trials
+    commands: dict[str, b.v1Command] = field(default_factory=dict)
+    logs: dict[str, list[b.v1TaskLogsResponse]] = field(default_factory=dict)
+    finished_tasks: set[str] = field(default_factory=set)
+    metrics: dict[tuple[int, str], list[b.v1MetricsReport]] = field(default_factory=dict)
+    checkpoints: dict[int, list[b.v1Checkpoint]] = field(default_factory=dict)
+    checkpoint_tars: dict[str, bytes] = field(default_factory=dict)
+    allocations: dict[str, b.v1AllocationSummary] = field(default_factory=dict)
+    drop_checkpoint_after: int | None = None  # bytes sent before the connection is cut
+    fail_503: int = 0  # answer this many requests with 503
+    lose_next_answer: str | None = None  # POST path: do the work, then drop the connection unanswered
+    refuse_next: str | None = None  # POST path: answer 400 without doing anything
+    requests: list[Request] = field(default_factory=list)
+    drop_logs_after: int | None = None  # cut the next task-log stream after this many lines
+    next_exp: int = 100
+    port: int = 0
+    tls: Any = None  # an ssl.SSLContext: serve HTTPS
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def start(self) -> "FakeMaster":
+        self._loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(self._loop)
+            app = web.Application(middlewares=[self._middleware], client_max_size=200 * 1024 * 1024)
+            self._routes(app)
+            self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+            self._loop.run_until_complete(self._runner.setup())
+            site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self.tls)
+            self._loop.run_until_complete(site.start())
+            self.port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001 - the bound port
+            ready.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=run, name="fake-det-master", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        async def down() -> None:
+            await self._runner.cleanup()
+
+        asyncio.run_coroutine_threadsafe(down(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def call(self, fn, *args) -> Any:
+        """Run ``fn`` on the server's loop (to change state a handler may be reading)."""
+        async def go():
+            return fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(go(), self._loop).result(10)
+
+    # -- state helpers --------------------------------------------------------------------------
+    def token_for(self, user: str) -> str:
+        token = f"tok-{user}-{uuidlib.uuid4().hex[:8]}"
+        self.tokens[token] = user
+        return token
+
+    def add_agent(self, agent_id: str, gpus: int, pools=("default",), busy: dict[int, str] | None = None,
+                  enabled=True, draining=False, brand="NVIDIA A100-SXM4-80GB") -> None:
+        slots = {}
+        for i in range(gpus):
+            container = None
+            if busy and i in busy:
+                container = b.v1Container(id=busy[i], state=b.containerv1State.RUNNING,
+                                          devices=[b.v1Device(id=i, brand=brand, type=b.devicev1Type.CUDA)])
+            slots[str(i)] = b.v1Slot(id=str(i), enabled=True, draining=False, container=container,
+                                     device=b.v1Device(id=i, brand=brand, type=b.devicev1Type.CUDA,
+                                                       uuid=f"GPU-{agent_id}-{i}"))
+        stats = b.v1SlotStats(typeStats={"cuda": b.v1DeviceStats(disabled=0, draining=0, total=gpus)},
+                              brandStats={brand: b.v1DeviceStats(disabled=0, draining=0, total=gpus)})
+        self.agents.append(b.v1Agent(id=agent_id, slotStats=stats, slots=slots, resourcePools=list(pools),
+                                     enabled=enabled, draining=draining, registeredTime=T0, version="0.38.1"))
+
+    def add_experiment(self, exp_id: int, name: str, user: str, state="RUNNING", ntrials=3,
+                       metric="validation_loss", best: float | None = None, slots=2, labels=()) -> None:
+        config = {"name": name, "searcher": {"name": "random", "metric": metric, "smaller_is_better": True},
+                  "resources": {"slots_per_trial": slots}, "entrypoint": "python3 train.py", "labels": list(labels)}
+        trial_ids = [exp_id * 10 + i for i in range(ntrials)]
+        self.experiments[exp_id] = b.v1Experiment(
+            archived=False, config=config, id=exp_id, jobId=f"job-{exp_id}", name=name, numTrials=ntrials,
+            originalConfig=json.dumps(config), projectId=1, projectOwnerId=1, searcherType="random",
+            startTime=T0, state=getattr(b.experimentv1State, state), username=user, progress=0.5,
+            bestTrialId=trial_ids[0] if best is not None else None, bestTrialSearcherMetric=best,
+            labels=list(labels), resourcePool="default", searcherMetric=metric, trialIds=trial_ids)
+        self.trials[exp_id] = [
+            b.trialv1Trial(
+                experimentId=exp_id, hparams={"lr": 0.01 * (i + 1), "layers": i + 2}, id=tid, restarts=0,
+                startTime=T0, state=b.trialv1State.RUNNING if i < 2 else b.trialv1State.COMPLETED,
+                totalBatchesProcessed=100 * (i + 1), taskId=f"{exp_id}.{tid}", searcherMetricValue=0.5 - 0.1 * i,
+                bestValidation=b.v1MetricsWorkload(metrics=b.v1Metrics(avgMetrics={metric: 0.4 - 0.1 * i}),
+                                                   numInputs=0, totalBatches=100 * (i + 1)),
+                checkpointCount=1)
+            for i, tid in enumerate(trial_ids)
+        ]
+
+    def add_command(self, task_id: str, description: str, user: str, state="RUNNING", container: str | None = None,
+                    exit_status: str | None = None) -> b.v1Command:
+        cont = (b.v1Container(id=container, state=b.containerv1State.RUNNING,
+                              devices=[b.v1Device(id=0, type=b.devicev1Type.CUDA)]) if container else None)
+        command = b.v1Command(description=description, id=task_id, jobId=f"job-{task_id[:8]}", resourcePool="default",
+                              startTime=T0, state=getattr(b.taskv1State, state), username=user, workspaceId=1,
+                              container=cont, exitStatus=exit_status)
+        self.commands[task_id] = command
+        return command
+
+    def add_allocation(self, task_id: str, container: str) -> None:
+        alloc = f"{task_id}.alloc"
+        self.allocations[alloc] = b.v1AllocationSummary(
+            allocationId=alloc, taskId=task_id, name=task_id, resourcePool="default", slotsNeeded=1,
+            resources=[b.v1ResourcesSummary(allocationId=alloc, containerId=container, resourcesId=container)])
+
+    def add_log(self, task_id: str, text: str, rank: int | None = None) -> None:
+        entries = self.logs.setdefault(task_id, [])
+        n = len(entries)
+        entries.append(b.v1TaskLogsResponse(id=f"{task_id}-{n}", level=b.v1LogLevel.INFO, log=text + "\n",
+                                            message=text, taskId=task_id, timestamp=ts(n), rankId=rank))
+
+    def add_metrics(self, trial: int, group: str, steps_values: list[tuple[int, dict[str, float]]]) -> None:
+        key = "validation_metrics" if group == "validation" else "avg_metrics"
+        self.metrics[(trial, group)] = [
+            b.v1MetricsReport(archived=False, endTime=ts(i), group=group, id=i, metrics={key: values},
+                              totalBatches=step, trialId=trial, trialRunId=1)
+            for i, (step, values) in enumerate(steps_values)
+        ]
+
+    def add_checkpoint(self, trial: int, ckpt_uuid: str, files: dict[str, bytes], exp_id: int = 1) -> None:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for name, data in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        self.checkpoint_tars[ckpt_uuid] = buf.getvalue()
+        self.checkpoints.setdefault(trial, []).append(b.v1Checkpoint(
+            metadata={"steps_completed": 200}, resources={name: str(len(d)) for name, d in files.items()},
+            state=b.checkpointv1State.COMPLETED, uuid=ckpt_uuid, reportTime=T0,
+            training=b.v1CheckpointTrainingMetadata(
+                trialId=trial, experimentId=exp_id,
+                validationMetrics=b.v1Metrics(avgMetrics={"validation_loss": 0.25}))))
+
+    def mutations(self, include_login: bool = True) -> list[Request]:
+        return [r for r in self.requests if r.method in ("POST", "PATCH", "PUT", "DELETE")
+                and (include_login or r.path != "/api/v1/auth/login")]
+
+    # -- HTTP -----------------------------------------------------------------------------------------
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler):
+        body = None
+        if request.can_read_body:
+            raw = await request.read()
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+        self.requests.append(Request(request.method, request.path, {k: request.query.getall(k) for k in request.query},
+                                     body, request.headers.get("Authorization", "")))
+        if self.fail_503 > 0:
+            self.fail_503 -= 1
+            return web.json_response({"error": {"error": "service unavailable"}}, status=503)
+        if request.method == "POST" and request.path == self.refuse_next:
+            self.refuse_next = None
+            return web.json_response({"error": {"error": "invalid config: bad resources"}}, status=400)
+        if request.path != "/api/v1/auth/login":
+            token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            if token not in self.tokens:
+                return web.json_response({"error": {"error": "invalid credentials"}}, status=401)
+            request[USER] = self.tokens[token]
+        response = await handler(request)
+        if request.method == "POST" and request.path == self.lose_next_answer:
+            self.lose_next_answer = None
+            request.transport.close()  # the work is done, the answer never arrives
+        return response
+
+    def _routes(self, app: web.Application) -> None:
+        r = app.router
+        r.add_post("/api/v1/auth/login", self._login)
+        r.add_get("/api/v1/me", self._me)
+        r.add_get("/api/v1/agents", self._agents)
+        r.add_get("/api/v1/experiments", self._experiments)
+        r.add_post("/api/v1/experiments", self._create_experiment)
+        r.add_get("/api/v1/experiments/{id}/trials", self._exp_trials)
+        r.add_get("/api/v1/experiments/{id}/checkpoints", self._exp_checkpoints)
+        r.add_post("/api/v1/experiments/{id}/{verb}", self._exp_action)
+        r.add_get("/api/v1/trials/metrics/trial_metrics", self._metrics)
+        r.add_get("/api/v1/trials/{id}", self._trial)
+        r.add_get("/api/v1/trials/{id}/checkpoints", self._trial_checkpoints)
+        r.add_post("/api/v1/trials/{id}/kill", self._trial_kill)
+        r.add_get("/api/v1/commands", self._commands)
+        r.add_post("/api/v1/commands", self._launch)
+        r.add_post("/api/v1/commands/{id}/kill", self._command_kill)
+        for kind in ("notebooks", "shells", "tensorboards"):
+            r.add_get(f"/api/v1/{kind}", self._empty(kind))
+        r.add_get("/api/v1/tasks", self._tasks)
+        r.add_get("/api/v1/tasks/{id}/logs", self._task_logs)
+        r.add_get("/checkpoints/{uuid}", self._checkpoint_tar)
+
+    @staticmethod
+    def _json(obj) -> web.Response:
+        return web.json_response(obj.to_json(omit_unset=True))
+
+    async def _login(self, request):
+        body = b.v1LoginRequest.from_json(await request.json())
+        password = self.users.get(body.username)
+        if password is None or salt_and_hash(password) != body.password:
+            return web.json_response({"error": {"error": "invalid credentials"}}, status=403)
+        token = self.token_for(body.username)
+        return self._json(b.v1LoginResponse(token=token, user=b.v1User(active=True, admin=False, username=body.username)))
+
+    async def _me(self, request):
+        return self._json(b.v1GetMeResponse(user=b.v1User(active=True, admin=False, username=request[USER])))
+
+    async def _agents(self, request):
+        return self._json(b.v1GetAgentsResponse(agents=self.agents))
+
+    async def _experiments(self, request):
+        users = request.query.getall("users", [])
+        labels = request.query.getall("labels", [])
+        exps = [e for e in sorted(self.experiments.values(), key=lambda e: -e.id)
+                if (not users or e.username in users) and all(label in (e.labels or []) for label in labels)]
+        return self._json(b.v1GetExperimentsResponse(experiments=exps, pagination=b.v1Pagination(total=len(exps))))
+
+    async def _exp_trials(self, request):
+        trials = self.trials.get(int(request.match_info["id"]), [])
+        return self._json(b.v1GetExperimentTrialsResponse(trials=trials, pagination=b.v1Pagination(total=len(trials))))
+
+    async def _create_experiment(self, request):
+        import yaml
+
+        body = b.v1CreateExperimentRequest.from_json(await request.json())
+        config = yaml.safe_load(body.config)
+        self.next_exp += 1
+        exp_id = self.next_exp
+        self.add_experiment(exp_id, config["name"], request[USER], state="QUEUED", ntrials=1,
+                            labels=config.get("labels") or ())
+        return self._json(b.v1CreateExperimentResponse(config=config, experiment=self.experiments[exp_id]))
+
+    async def _exp_action(self, request):
+        verb = request.match_info["verb"]
+        exp = self.experiments[int(request.match_info["id"])]
+        exp.state = {"kill": b.experimentv1State.STOPPING_KILLED, "pause": b.experimentv1State.PAUSED,
+                     "activate": b.experimentv1State.ACTIVE}[verb]
+        return web.json_response({})
+
+    async def _exp_checkpoints(self, request):
+        exp_id = int(request.match_info["id"])
+        found = [c for t in self.trials.get(exp_id, []) for c in self.checkpoints.get(t.id, [])]
+        return self._json(b.v1GetExperimentCheckpointsResponse(checkpoints=found, pagination=b.v1Pagination()))
+
+    def _find_trial(self, trial_id: int):
+        for trials in self.trials.values():
+            for trial in trials:
+                if trial.id == trial_id:
+                    return trial
+        raise web.HTTPNotFound(text=json.dumps({"error": {"error": "trial not found"}}))
+
+    async def _trial(self, request):
+        return self._json(b.v1GetTrialResponse(trial=self._find_trial(int(request.match_info["id"]))))
+
+    async def _trial_kill(self, request):
+        self._find_trial(int(request.match_info["id"])).state = b.trialv1State.STOPPING_KILLED
+        return web.json_response({})
+
+    async def _trial_checkpoints(self, request):
+        found = self.checkpoints.get(int(request.match_info["id"]), [])
+        return self._json(b.v1GetTrialCheckpointsResponse(checkpoints=found, pagination=b.v1Pagination()))
+
+    async def _metrics(self, request):
+        group = request.query["group"]
+        reports = [m for t in request.query.getall("trialIds") for m in self.metrics.get((int(t), group), [])]
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        await resp.write((json.dumps({"result": b.v1GetMetricsResponse(metrics=reports).to_json(omit_unset=True)})
+                          + "\n").encode())
+        await resp.write_eof()
+        return resp
+
+    async def _commands(self, request):
+        users = request.query.getall("users", [])
+        cmds = [c for c in self.commands.values() if not users or c.username in users]
+        return self._json(b.v1GetCommandsResponse(commands=cmds))
+
+    async def _launch(self, request):
+        body = b.v1LaunchCommandRequest.from_json(await request.json())
+        task_id = str(uuidlib.uuid4())
+        command = self.add_command(task_id, body.config.get("description", ""), request[USER], state="QUEUED")
+        return self._json(b.v1LaunchCommandResponse(command=command, config=body.config))
+
+    async def _command_kill(self, request):
+        command = self.commands[request.match_info["id"]]
+        command.state = b.taskv1State.TERMINATING
+        return self._json(b.v1KillCommandResponse(command=command))
+
+    def _empty(self, kind):
+        response = {"notebooks": b.v1GetNotebooksResponse, "shells": b.v1GetShellsResponse,
+                    "tensorboards": b.v1GetTensorboardsResponse}[kind]
+
+        async def handler(request):
+            return self._json(response(**{kind: []}))
+
+        return handler
+
+    async def _tasks(self, request):
+        return self._json(b.v1GetTasksResponse(allocationIdToSummary=self.allocations))
+
+    async def _task_logs(self, request):
+        task_id = request.match_info["id"]
+        follow = request.query.get("follow") == "true"
+        after = request.query.get("timestampAfter")
+        after_time = parse_protobuf_timestamp(after) if after else None
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        sent = 0
+        drop, self.drop_logs_after = self.drop_logs_after, None
+        while True:
+            entries = self.logs.get(task_id, [])
+            while sent < len(entries):
+                entry = entries[sent]
+                sent += 1
+                if after_time is not None and parse_protobuf_timestamp(entry.timestamp) <= after_time:
+                    continue
+                if drop is not None and drop <= 0:
+                    request.transport.close()  # the stream breaks mid-way
+                    return resp
+                await resp.write((json.dumps({"result": entry.to_json(omit_unset=True)}) + "\n").encode())
+                drop = None if drop is None else drop - 1
+            if not follow or task_id in self.finished_tasks:
+                break
+            await asyncio.sleep(0.02)
+        await resp.write_eof()
+        return resp
+
+    async def _checkpoint_tar(self, request):
+        data = self.checkpoint_tars.get(request.match_info["uuid"])
+        if data is None:
+            return web.json_response({"error": {"error": "checkpoint not found"}}, status=404)
+        resp = web.StreamResponse(headers={"Content-Type": "application/gzip", "Content-Length": str(len(data))})
+        await resp.prepare(request)
+        limit = self.drop_checkpoint_after
+        if limit is not None:
+            await resp.write(data[:limit])
+            await asyncio.sleep(0.05)
+            request.transport.close()  # the connection drops mid-tar
+            return resp
+        for i in range(0, len(data), 4096):
+            await resp.write(data[i:i + 4096])
+        await resp.write_eof()
+        return resp
