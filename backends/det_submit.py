@@ -99,6 +99,11 @@ def command_config(spec: JobSpec, tag: str | None = None) -> dict[str, Any]:
         "entrypoint": command_entrypoint(spec),
         "resources": resources,
     }
+    return _with_container(config, spec)
+
+
+def _with_container(config: dict[str, Any], spec: JobSpec) -> dict[str, Any]:
+    """The parts commands and experiments share: image and env, bind mounts."""
     environment = _environment(spec)
     if environment:
         config["environment"] = environment
@@ -130,12 +135,7 @@ def experiment_config(spec: JobSpec, tag: str | None = None) -> dict[str, Any]:
         labels.append(TAG_LABEL + tag)
     if labels:
         config["labels"] = labels
-    environment = _environment(spec)
-    if environment:
-        config["environment"] = environment
-    if spec.mounts:
-        config["bind_mounts"] = _bind_mounts(spec)
-    return config
+    return _with_container(config, spec)
 
 
 def context_dir(spec: JobSpec) -> Path | None:

@@ -15,4 +15,9 @@ fi
 "$VENV/bin/python" -m pip check
 
 export PATH="$PWD/$VENV/bin:$PATH"
+# The Slurm tests run against a real loopback cluster (munge, slurmctld, 6 slurmd, sshd on 127.0.0.1:2222).
+# Starting it needs root; without it those tests fail with a message saying how to start it.
+if [ "$(id -u)" = 0 ]; then
+    scripts/slurm-cluster up || echo "test.sh: scripts/slurm-cluster up failed; the Slurm tests will fail" >&2
+fi
 exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"

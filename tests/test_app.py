@@ -49,6 +49,13 @@ def select_row(app, key: str) -> None:
     table.move_cursor(row=table.get_row_index(key))
 
 
+async def assert_gate_refuses(backend, method: str, *args) -> None:
+    """The backend's gate refuses the call, and nothing mutating reached the backend at all."""
+    with pytest.raises(ReadOnlyError):
+        await getattr(backend, method)(*args)
+    assert backend.mutations == []
+
+
 async def palette_names(app) -> list[str]:
     provider = YanflowCommands(app.screen)
     return [hit.text async for hit in provider.discover()]
@@ -174,10 +181,7 @@ async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_
             await pilot.press(key)
             await pilot.pause(0.1)
             assert isinstance(app.screen, QueueScreen)
-        backend = FakeBackend.instances[-1]
-        with pytest.raises(ReadOnlyError):
-            await backend.cancel("101")
-        assert backend.mutations == []
+        await assert_gate_refuses(FakeBackend.instances[-1], "cancel", "101")
 
 
 async def test_writable_cluster_offers_cancel_and_submit(home, fake_kind):
@@ -475,10 +479,7 @@ async def test_read_only_has_no_actions_key_and_perform_is_refused(home, actions
         await pilot.press("a")
         await pilot.pause(0.2)
         assert isinstance(app.screen, QueueScreen)
-        backend = FakeBackend.instances[-1]
-        with pytest.raises(ReadOnlyError):
-            await backend.perform("101", "pause")
-        assert backend.mutations == []
+        await assert_gate_refuses(FakeBackend.instances[-1], "perform", "101", "pause")
 
 
 async def test_logs_of_a_multi_rank_job_are_prefixed_and_filter_to_one_rank(home, actions_kind):
