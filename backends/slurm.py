@@ -1,0 +1,260 @@
+"""The Slurm backend: jobs, nodes/GPUs, submit, cancel and logs of one Slurm cluster, reached through
+``slurm_transport`` (SSH or local commands), parsed by ``slurm_parse``, rendered by ``slurm_script``.
+
+One ``squeue`` per job refresh (``-o`` text, JSON when a row is ambiguous) and one ``sinfo --json``
+per node refresh (cached for ``nodes_refresh_seconds``, 30 s by default; ``invalidate`` forces).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+from typing import AsyncIterator
+
+from yanflow_tui.backends import slurm_parse as parse
+from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.slurm_script import render
+from yanflow_tui.backends.slurm_transport import (
+    DEFAULT_TIMEOUT, CommandTimeout, LocalTransport, SshTransport, Transport, parse_ssh_option,
+)
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.errors import BackendError
+from yanflow_tui.model import Job, JobKind, JobSpec, JobState, LogLine, Node
+
+NODES_REFRESH = 30.0
+HISTORY_REFRESH = 60.0
+LOG_LINES = 10000
+LOG_POLL = 2.0
+HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {})"
+_JOB_ID = re.compile(r"\d+(_(\d+|\[[0-9,\-%]+\]))?")
+
+
+class SlurmBackend(Backend):
+    kind = "slurm"
+    capabilities = Capabilities(
+        submit=True, cancel=True, logs=True, follow_logs=True,
+        job_kinds=frozenset({JobKind.SLURM, JobKind.SINGLE, JobKind.MULTI_NODE}), history=True,
+    )
+
+    def __init__(self, config: ClusterConfig, transport: Transport | None = None):
+        super().__init__(config)
+        opts = config.options
+        timeout = float(opts.get("command_timeout") or DEFAULT_TIMEOUT)
+        if timeout <= 10:
+            raise BackendError(f"command_timeout must exceed Slurm's MessageTimeout (10 s), got {timeout}")
+        if transport is None:
+            ssh = opts.get("ssh")
+            transport = SshTransport(parse_ssh_option(ssh, config.name), timeout) if ssh else LocalTransport(timeout)
+        self.transport = transport
+        self.nodes_refresh = float(opts.get("nodes_refresh_seconds") or NODES_REFRESH)
+        self.defaults = {k: opts[k] for k in ("partition", "account") if opts.get(k)}
+        self._nodes: list[Node] | None = None
+        self._nodes_at = 0.0
+        self._history: list[Job] = []
+        self._history_at = 0.0
+        self.history_note = ""  # set when the cluster has no accounting
+        self.use_json_squeue = False  # True once the -o text proved ambiguous or unsupported
+        self._scontrol_json: bool | None = None
+
+    # -- reads -----------------------------------------------------------------------------------
+    async def _squeue(self) -> list[parse.RawJob]:
+        if not self.use_json_squeue:
+            result = await self.transport.run(["squeue", "-h", "-a", "-t", "all", "-o", parse.SQUEUE_FORMAT])
+            if result.ok:
+                try:
+                    return parse.parse_squeue_text(result.stdout)
+                except parse.AmbiguousRows:
+                    pass  # a newline in a name: this refresh reads JSON
+            elif "invalid" not in result.stderr.lower():
+                raise BackendError(f"squeue failed: {result.error()}")
+        return await self._squeue_json()
+
+    async def _squeue_json(self) -> list[parse.RawJob]:
+        return parse.parse_squeue_json(await self.transport.check(["squeue", "-a", "-t", "all", "--json"]))
+
+    async def list_jobs(self) -> list[Job]:
+        jobs = parse.build_jobs(await self._squeue(), self.name)
+        await self._refresh_history()
+        live = {j.id for j in jobs}
+        return jobs + [j for j in self._history if j.id not in live]
+
+    async def _refresh_history(self) -> None:
+        if self.history_note or time.monotonic() - self._history_at < HISTORY_REFRESH and self._history_at:
+            return
+        self._history_at = time.monotonic()
+        result = await self.transport.run(["sacct", "--json", "-X", "--starttime", "now-1days"])
+        if not result.ok:
+            text = result.error()
+            if "accounting storage is disabled" in text.lower() or "slurmdbd" in text.lower():
+                self.history_note = HISTORY_NOTE.format(text)
+            return
+        try:
+            raws = parse.parse_sacct_json(result.stdout)
+        except BackendError:
+            return
+        self._history = [j for j in parse.build_jobs(raws, self.name) if j.state.terminal]
+
+    async def list_nodes(self) -> list[Node]:
+        if self._nodes is not None and time.monotonic() - self._nodes_at < self.nodes_refresh:
+            return list(self._nodes)
+        result = await self.transport.run(["sinfo", "-a", "--json"])
+        if result.ok:
+            nodes = parse.parse_sinfo_json(parse._loads(result.stdout, "sinfo --json"), self.name)
+        else:
+            nodes = parse.parse_sinfo_text(
+                await self.transport.check(["sinfo", "-a", "-h", "-N", "-O", parse.SINFO_FORMAT]), self.name)
+        self._nodes, self._nodes_at = nodes, time.monotonic()
+        return list(nodes)
+
+    def invalidate(self) -> None:
+        self._nodes = None
+        self._history_at = 0.0
+
+    async def _raw_job(self, job_id: str) -> parse.RawJob:
+        """Full details of one job (``scontrol show job --json`` where it exists, else squeue JSON)."""
+        _check_id(job_id)
+        raws: list[parse.RawJob] = []
+        if self._scontrol_json is not False:
+            result = await self.transport.run(["scontrol", "show", "job", job_id, "--json"])
+            if result.ok:
+                self._scontrol_json = True
+                raws = parse.parse_squeue_json(result.stdout)
+            elif "unrecognized option" in result.stderr or "invalid option" in result.stderr:
+                self._scontrol_json = False  # Slurm < 23.02
+            elif "Invalid job id" in result.stderr:
+                raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
+        if not raws:
+            raws = await self._squeue_json()
+        for raw in raws:
+            if job_id in (raw.display_id,) or (raw.job_id == job_id and not raw.array_task):
+                return raw
+        for raw in raws:  # an array's id names its first record
+            if raw.array_job_id == job_id:
+                return raw
+        raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
+
+    async def get_job(self, job_id: str) -> Job:
+        for job in await self.list_jobs():
+            if job.id == job_id:
+                return job
+        raw = await self._raw_job(job_id)
+        return parse.to_job(raw, self.name, parent=raw.array_job_id if raw.array_task else "")
+
+    async def describe(self, job_id: str) -> str:
+        raw = await self._raw_job(job_id)
+        job = parse.to_job(raw, self.name, parent=raw.array_job_id if raw.array_task else "")
+        text = describe_job(job)
+        extra = [(k, v) for k, v in job.details]
+        if self.history_note:
+            extra.append(("History", self.history_note))
+        width = 10
+        return text + "".join(f"\n{k + ':':<{width}} {v}" for k, v in extra)
+
+    # -- logs ------------------------------------------------------------------------------------
+    async def _log_path(self, raw: parse.RawJob) -> str:
+        pattern = raw.stdout
+        if not pattern:
+            pattern = "slurm-%A_%a.out" if raw.array_task.isdigit() else "slurm-%j.out"
+        return parse.expand_output_path(pattern, raw)
+
+    async def stream_logs(self, job_id: str, follow: bool = False) -> AsyncIterator[LogLine]:
+        raw = await self._raw_job(job_id)
+        # A pending job has no node (%N) and no file yet: wait until it starts.
+        while follow and parse.normalise_state(raw.state) is JobState.PENDING:
+            await asyncio.sleep(LOG_POLL)
+            raw = await self._raw_job(job_id)
+        if parse.normalise_state(raw.state) is JobState.PENDING:
+            return
+        path = await self._log_path(raw)
+        stream = await self.transport.tail(path, LOG_LINES, follow)
+        queue: asyncio.Queue = asyncio.Queue(maxsize=1000)
+        done = object()
+
+        async def pump():
+            try:
+                async for text in stream:
+                    await queue.put(text)
+            except BackendError as exc:
+                await queue.put(exc)
+            await queue.put(done)
+
+        async def watch():  # with follow, end once the job is terminal (after a last drain)
+            while True:
+                await asyncio.sleep(LOG_POLL)
+                try:
+                    state = parse.normalise_state((await self._raw_job(job_id)).state)
+                except BackendError as exc:
+                    if "no job" in str(exc):
+                        state = JobState.COMPLETED
+                    else:
+                        continue
+                if state.terminal:
+                    await asyncio.sleep(1.5)  # tail -F polls once a second
+                    await queue.put(done)
+                    return
+
+        tasks = [asyncio.create_task(pump())]
+        if follow:
+            tasks.append(asyncio.create_task(watch()))
+        try:
+            while True:
+                item = await queue.get()
+                if item is done:
+                    return
+                if isinstance(item, BackendError):
+                    raise item
+                yield LogLine(job_id, item)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.shield(stream.aclose())
+
+    # -- writes ----------------------------------------------------------------------------------
+    def _render(self, spec: JobSpec) -> str:
+        return render(spec, "DRY-RUN", self.defaults).text()
+
+    async def _submit(self, spec: JobSpec) -> str:
+        tag = str(uuid.uuid4())
+        rendered = render(spec, tag, self.defaults)
+        try:
+            result = await self.transport.run(rendered.argv, stdin_data=rendered.script)
+        except (CommandTimeout, BackendError) as exc:
+            # The controller may have taken the job even so: find it by its tag, never resubmit.
+            found = await self._find_by_tag(tag)
+            if found:
+                return found
+            raise BackendError(f"submit did not complete ({exc}); no job tagged yanflow:{tag} exists, "
+                               f"so it is safe to submit again") from None
+        if not result.ok:
+            raise BackendError(f"sbatch refused the job: {result.error()}")
+        job_id = result.stdout.strip().split(";")[0]
+        if not job_id.isdigit():
+            raise BackendError(f"sbatch printed no job id: {result.stdout.strip()[:80]!r}")
+        return job_id
+
+    async def _find_by_tag(self, tag: str) -> str | None:
+        for attempt in range(3):
+            try:
+                for raw in await self._squeue_json():
+                    if raw.comment == f"yanflow:{tag}":
+                        return raw.array_job_id or raw.job_id
+            except BackendError:
+                pass
+            await asyncio.sleep(2 * (attempt + 1))
+        return None
+
+    async def _cancel(self, job_id: str) -> None:
+        _check_id(job_id)
+        result = await self.transport.run(["scancel", "--", job_id])
+        if not result.ok:
+            raise BackendError(f"scancel {job_id} failed: {result.error()}")
+
+    async def close(self) -> None:
+        await self.transport.close()
+
+
+def _check_id(job_id: str) -> None:
+    if not _JOB_ID.fullmatch(job_id or ""):
+        raise BackendError(f"not a Slurm job id: {job_id!r} (expected e.g. 123 or 123_4)")

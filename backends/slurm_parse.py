@@ -1,0 +1,509 @@
+"""Slurm output parsing: ``squeue``/``sinfo``/``sacct`` JSON and delimited ``-o``/``-O`` text into
+the domain model, job-state normalisation, GRES and hostlist expansion, and ``%``-pattern expansion
+of StdOut/StdErr paths. Pure functions, no I/O."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from yanflow_tui.errors import BackendError
+from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
+
+# A delimiter that cannot occur in names given on the command line (ASCII unit separator).
+SEP = "\x1f"
+
+# squeue -o fields; the job name (the only free text a user chooses) is LAST, so a name holding the
+# delimiter still splits right. A newline in a name breaks the row count: the caller falls back to JSON.
+SQUEUE_FIELDS = (
+    ("job_id", "%A"), ("array_job_id", "%F"), ("array_task", "%K"), ("state", "%T"), ("reason", "%r"),
+    ("user", "%u"), ("node_count", "%D"), ("nodes", "%N"), ("tres_per_node", "%b"),
+    ("submit", "%V"), ("start", "%S"), ("end", "%e"), ("partition", "%P"), ("account", "%a"),
+    ("qos", "%q"), ("time_limit", "%l"), ("cpus", "%C"), ("display_id", "%i"), ("name", "%j"),
+)
+SQUEUE_FORMAT = SEP.join(code for _, code in SQUEUE_FIELDS)
+
+SINFO_FIELDS = ("NodeList", "StateLong", "Gres", "GresUsed", "Partition", "CPUsState", "Memory",
+                "AllocMem", "Reason")
+SINFO_FORMAT = ",".join(f"{f}:0{SEP}" if i < len(SINFO_FIELDS) - 1 else f"{f}:0"
+                        for i, f in enumerate(SINFO_FIELDS))
+
+_STATES: dict[str, JobState] = {
+    "PENDING": JobState.PENDING, "PD": JobState.PENDING,
+    "REQUEUED": JobState.PENDING, "RQ": JobState.PENDING,
+    "REQUEUE_HOLD": JobState.PENDING, "RH": JobState.PENDING,
+    "REQUEUE_FED": JobState.PENDING, "RF": JobState.PENDING,
+    "RESV_DEL_HOLD": JobState.PENDING, "RD": JobState.PENDING,
+    "CONFIGURING": JobState.PENDING, "CF": JobState.PENDING,
+    "RUNNING": JobState.RUNNING, "R": JobState.RUNNING,
+    "SUSPENDED": JobState.RUNNING, "S": JobState.RUNNING,
+    "STOPPED": JobState.RUNNING, "ST": JobState.RUNNING,
+    "SIGNALING": JobState.RUNNING, "SI": JobState.RUNNING,
+    "RESIZING": JobState.RUNNING, "RS": JobState.RUNNING,
+    "STAGE_OUT": JobState.COMPLETING, "SO": JobState.COMPLETING,
+    "COMPLETING": JobState.COMPLETING, "CG": JobState.COMPLETING,
+    "COMPLETED": JobState.COMPLETED, "CD": JobState.COMPLETED,
+    "FAILED": JobState.FAILED, "F": JobState.FAILED,
+    "TIMEOUT": JobState.FAILED, "TO": JobState.FAILED,
+    "NODE_FAIL": JobState.FAILED, "NF": JobState.FAILED,
+    "OUT_OF_MEMORY": JobState.FAILED, "OOM": JobState.FAILED,
+    "BOOT_FAIL": JobState.FAILED, "BF": JobState.FAILED,
+    "DEADLINE": JobState.FAILED, "DL": JobState.FAILED,
+    "PREEMPTED": JobState.CANCELLED, "PR": JobState.CANCELLED,
+    "CANCELLED": JobState.CANCELLED, "CA": JobState.CANCELLED,
+    "REVOKED": JobState.CANCELLED, "RV": JobState.CANCELLED,
+    "SPECIAL_EXIT": JobState.FAILED, "SE": JobState.FAILED,
+}
+
+
+def normalise_state(raw: Any) -> JobState:
+    """A Slurm state (``PD``, ``RUNNING``, ``CANCELLED by 0``, ``["RUNNING"]``...) as a ``JobState``."""
+    if isinstance(raw, list):
+        raw = raw[0] if raw else ""
+    word = str(raw or "").strip().upper().split(" ")[0].split("+")[0]
+    return _STATES.get(word, JobState.UNKNOWN)
+
+
+def _state_text(raw: Any) -> str:
+    if isinstance(raw, list):
+        return ",".join(str(x) for x in raw)
+    return str(raw or "")
+
+
+# -- hostlists and GRES ---------------------------------------------------------------------------
+
+def expand_hostlist(text: str) -> tuple[str, ...]:
+    """``gpu[01-02,04],cpu01`` -> ``("gpu01", "gpu02", "gpu04", "cpu01")``."""
+    out: list[str] = []
+    for part in _split_top(text or ""):
+        match = re.fullmatch(r"([^\[\]]*)\[([^\]]*)\](.*)", part)
+        if not match:
+            if part and part not in ("(null)", "N/A"):
+                out.append(part)
+            continue
+        prefix, ranges, suffix = match.groups()
+        for item in ranges.split(","):
+            lo, _, hi = item.partition("-")
+            if hi and lo.isdigit() and hi.isdigit():
+                width = len(lo)
+                for n in range(int(lo), int(hi) + 1):
+                    out.extend(expand_hostlist(f"{prefix}{n:0{width}d}{suffix}"))
+            else:
+                out.extend(expand_hostlist(f"{prefix}{item}{suffix}"))
+    return tuple(out)
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth = max(0, depth - 1)
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def expand_ranges(text: str) -> list[int]:
+    """``0-3,6`` -> ``[0, 1, 2, 3, 6]``; ``N/A`` or junk -> ``[]``."""
+    out: list[int] = []
+    for item in (text or "").split(","):
+        lo, _, hi = item.strip().partition("-")
+        if lo.isdigit() and (not hi or hi.isdigit()):
+            out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+@dataclass(frozen=True)
+class Gres:
+    """GPUs in one GRES string: total count, type, and the indices named by ``(IDX:...)``."""
+
+    count: int = 0
+    gpu_type: str | None = None
+    indices: tuple[int, ...] = ()
+
+
+_GRES_ITEM = re.compile(r"^(?:gres[:/])?gpu(?::([^:(]+))?(?::(\d+))?(?:\((?:S:[^)]*?)?(?:IDX:([^)]*))?[^)]*\))?$")
+
+
+def parse_gres(text: str | None) -> Gres:
+    """``gpu:a100:8``, ``gpu:a100:3(IDX:0-2)``, ``gres:gpu:4``, ``gpu:8(S:0-1)``... summed over items."""
+    count, gpu_type, indices = 0, None, []
+    for item in _split_top(text or ""):
+        match = _GRES_ITEM.match(item.strip())
+        if not match:
+            continue
+        kind, number, idx = match.groups()
+        if kind is not None and kind.isdigit() and number is None:
+            kind, number = None, kind
+        count += int(number) if number is not None else 1
+        gpu_type = gpu_type or kind
+        if idx:
+            indices.extend(expand_ranges(idx))
+    return Gres(count, gpu_type, tuple(indices))
+
+
+# -- sinfo ----------------------------------------------------------------------------------------
+
+def node_state_text(state: str, flags: Iterable[str] = ()) -> str:
+    """Slurm's base state plus flags as one of idle/mixed/allocated/drain/draining/down/... ."""
+    base = (state or "unknown").lower().rstrip("*~#!%$@^-")
+    flags = {str(f).upper() for f in flags}
+    if "DRAIN" in flags:
+        return "drain" if base in ("idle", "down") else "draining"
+    if base.startswith("drain"):
+        return "drain" if base in ("drain", "drained") else "draining"
+    for word in ("idle", "mixed", "allocated", "down", "completing", "future", "fail", "reserved", "planned"):
+        if base.startswith(word):
+            return word
+    if base in ("alloc",):
+        return "allocated"
+    if base in ("mix",):
+        return "mixed"
+    if "NOT_RESPONDING" in flags and base != "down":
+        return "down"
+    return base or "unknown"
+
+
+def _node(cluster: str, name: str, state: str, partitions: tuple[str, ...], gres: Gres, used: Gres,
+          cpus: int, cpus_alloc: int, mem: int, mem_alloc: int, reason: str) -> Node:
+    unusable = state in ("drain", "down", "fail")
+    used_idx = set(used.indices)
+    if not used_idx and used.count:  # counts without indices: mark the first N
+        used_idx = set(range(used.count))
+    gpus = tuple(
+        Gpu(i, GpuState.ALLOCATED if i in used_idx else (GpuState.UNAVAILABLE if unusable else GpuState.FREE),
+            name=gres.gpu_type, reason=reason if unusable and i not in used_idx else "")
+        for i in range(gres.count)
+    )
+    return Node(cluster, name, state, partitions, cpus, cpus_alloc, mem, mem_alloc, gres.gpu_type, gres.count,
+                min(used.count, gres.count) if gres.count else used.count, gpus, reason)
+
+
+def _int(value: Any, default: int = 0) -> int:
+    if isinstance(value, dict):  # newer Slurm: {"set": true, "number": 5}
+        value = value.get("number") if value.get("set", True) else None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _reason(value: Any) -> str:
+    text = str(value or "")
+    return "" if text in ("none", "None", "(null)") else text
+
+
+def parse_sinfo_json(data: dict, cluster: str) -> list[Node]:
+    nodes = []
+    for raw in data.get("nodes") or []:
+        state = raw.get("state", "unknown")
+        flags = raw.get("state_flags") or []
+        if isinstance(state, list):  # Slurm >= 23: ["IDLE", "DRAIN"]
+            flags, state = list(state[1:]) + list(flags), (state[0] if state else "unknown")
+        parts = raw.get("partitions") or []
+        nodes.append(_node(
+            cluster, str(raw.get("name", "")), node_state_text(str(state), flags),
+            tuple(str(p) for p in parts), parse_gres(raw.get("gres")), parse_gres(raw.get("gres_used")),
+            _int(raw.get("cpus")), _int(raw.get("alloc_cpus")), _int(raw.get("real_memory")),
+            _int(raw.get("alloc_memory")), _reason(raw.get("reason")),
+        ))
+    return _merge_nodes(nodes)
+
+
+def parse_sinfo_text(text: str, cluster: str) -> list[Node]:
+    """Rows of ``sinfo -h -N -O SINFO_FORMAT`` (one row per node and partition)."""
+    nodes = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cols = line.split(SEP, len(SINFO_FIELDS) - 1)
+        if len(cols) != len(SINFO_FIELDS):
+            raise BackendError(f"unexpected sinfo row: {line[:80]!r}")
+        name, state, gres, used, part, cpus, mem, mem_alloc, reason = cols
+        alloc, _idle, _other, total = (cpus.split("/") + ["0"] * 4)[:4]
+        nodes.append(_node(cluster, name.strip(), node_state_text(state.strip()), (part.strip().rstrip("*"),),
+                           parse_gres(gres), parse_gres(used), _int(total), _int(alloc), _int(mem),
+                           _int(mem_alloc), _reason(reason.strip())))
+    return _merge_nodes(nodes)
+
+
+def _merge_nodes(nodes: list[Node]) -> list[Node]:
+    """One Node per name (sinfo -N repeats a node per partition)."""
+    seen: dict[str, Node] = {}
+    for node in nodes:
+        prev = seen.get(node.name)
+        if prev is None:
+            seen[node.name] = node
+        else:
+            parts = prev.partitions + tuple(p for p in node.partitions if p not in prev.partitions)
+            seen[node.name] = Node(**{**prev.__dict__, "partitions": parts})
+    return list(seen.values())
+
+
+# -- squeue ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RawJob:
+    """One squeue record, before array grouping."""
+
+    job_id: str  # the Slurm job id (numeric)
+    array_job_id: str  # "" unless an array member
+    array_task: str  # "4", or "0,3" / "0-9%2" for the pending remainder, "" otherwise
+    name: str
+    user: str
+    state: str
+    reason: str
+    nodes: tuple[str, ...]
+    gpus: int
+    gpu_indices: tuple[int, ...]
+    submit: datetime | None
+    start: datetime | None
+    end: datetime | None
+    partition: str = ""
+    account: str = ""
+    qos: str = ""
+    time_limit: str = ""
+    cpus: int = 0
+    comment: str = ""
+    command: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    workdir: str = ""
+    exit_code: int | None = None
+
+    @property
+    def display_id(self) -> str:
+        if self.array_job_id and self.array_task:
+            if self.array_task.isdigit():
+                return f"{self.array_job_id}_{self.array_task}"
+            return f"{self.array_job_id}_[{self.array_task}]"
+        return self.job_id
+
+
+def _time(value: Any) -> datetime | None:
+    number = _int(value, 0)
+    if number <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(number, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _gpus_from_tres(tres: str, node_count: int) -> int:
+    """GPUs from ``tres_per_node`` (``gres:gpu:a100:4``, ``gres/gpu:4``), times the node count."""
+    gres = parse_gres(tres.replace("gres/", "gres:"))
+    return gres.count * max(1, node_count) if gres.count else 0
+
+
+def _job_gpus(raw: dict) -> tuple[int, tuple[int, ...]]:
+    detail = raw.get("gres_detail") or []
+    if detail:
+        parsed = [parse_gres(d) for d in detail]
+        indices = tuple(i for g in parsed for i in g.indices)
+        return sum(g.count for g in parsed), indices
+    node_count = _int(raw.get("node_count"), 1)
+    gpus = _gpus_from_tres(str(raw.get("tres_per_node") or ""), node_count)
+    if not gpus:
+        gpus = parse_gres(str(raw.get("tres_per_job") or "").replace("gres/", "gres:")).count
+    if not gpus:
+        match = re.search(r"gres/gpu=(\d+)", str(raw.get("tres_alloc_str") or raw.get("tres_req_str") or ""))
+        gpus = int(match.group(1)) if match else 0
+    return gpus, ()
+
+
+def raw_from_json(raw: dict) -> RawJob:
+    array_job = _int(raw.get("array_job_id"))
+    task = raw.get("array_task_id")
+    task_text = str(_int(task)) if task is not None and _int(task, -1) >= 0 else ""
+    if not task_text:
+        task_text = str(raw.get("array_task_string") or "")
+    gpus, indices = _job_gpus(raw)
+    nodes_text = str(raw.get("nodes") or "")
+    exit_code = raw.get("exit_code")
+    if isinstance(exit_code, dict):  # sacct: {"status": ..., "return_code": N}
+        exit_code = exit_code.get("return_code")
+    return RawJob(
+        job_id=str(_int(raw.get("job_id"))),
+        array_job_id=str(array_job) if array_job else "",
+        array_task=task_text if array_job else "",
+        name=str(raw.get("name") or ""),
+        user=str(raw.get("user_name") or raw.get("user") or raw.get("user_id") or ""),
+        state=_state_text(raw.get("job_state") if "job_state" in raw else (raw.get("state") or {}).get("current")),
+        reason=_reason(raw.get("state_reason") if "state_reason" in raw else (raw.get("state") or {}).get("reason")),
+        nodes=expand_hostlist(nodes_text),
+        gpus=gpus,
+        gpu_indices=indices,
+        submit=_time(raw.get("submit_time") if "submit_time" in raw else (raw.get("time") or {}).get("submission")),
+        start=_time(raw.get("start_time") if "start_time" in raw else (raw.get("time") or {}).get("start")),
+        end=_time(raw.get("end_time") if "end_time" in raw else (raw.get("time") or {}).get("end")),
+        partition=str(raw.get("partition") or ""),
+        account=str(raw.get("account") or ""),
+        qos=str(raw.get("qos") or ""),
+        time_limit=str(raw.get("time_limit") if raw.get("time_limit") is not None else ""),
+        cpus=_int(raw.get("cpus")),
+        comment=str(raw.get("comment") or ""),
+        command=str(raw.get("command") or ""),
+        stdout=str(raw.get("standard_output") or ""),
+        stderr=str(raw.get("standard_error") or ""),
+        workdir=str(raw.get("current_working_directory") or raw.get("working_directory") or ""),
+        exit_code=None if exit_code is None else _int(exit_code),
+    )
+
+
+def parse_squeue_json(text: str | bytes | dict) -> list[RawJob]:
+    data = text if isinstance(text, dict) else _loads(text, "squeue --json")
+    return [raw_from_json(j) for j in data.get("jobs") or []]
+
+
+def _loads(text: str | bytes, what: str) -> dict:
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BackendError(f"{what} printed something that is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BackendError(f"{what} printed unexpected JSON")
+    return data
+
+
+class AmbiguousRows(BackendError):
+    """The ``-o`` text cannot be split safely (a newline in a job name); use JSON instead."""
+
+
+def parse_squeue_text(text: str) -> list[RawJob]:
+    """Rows of ``squeue -h -o SQUEUE_FORMAT`` with ``SLURM_TIME_FORMAT=%s``."""
+    jobs = []
+    width = len(SQUEUE_FIELDS)
+    for line in text.split("\n"):
+        if not line:
+            continue
+        cols = line.split(SEP, width - 1)
+        if len(cols) != width or not cols[0].isdigit():
+            raise AmbiguousRows(f"ambiguous squeue row: {line[:80]!r}")
+        row = dict(zip((f for f, _ in SQUEUE_FIELDS), cols))
+        # %F is the job's own id for a plain job; only %K (task id or range) marks an array member.
+        is_array = row["array_task"] not in ("N/A", "", "(null)") and row["array_job_id"] not in ("", "N/A", "0")
+        array_job = row["array_job_id"] if is_array else ""
+        task = row["array_task"] if is_array else ""
+        if task.startswith("[") and task.endswith("]"):
+            task = task[1:-1]
+        node_count = _int(row["node_count"], 1)
+        tres = row["tres_per_node"] if row["tres_per_node"] not in ("N/A", "(null)") else ""
+        jobs.append(RawJob(
+            job_id=row["job_id"], array_job_id=array_job, array_task=task, name=row["name"],
+            user=row["user"], state=row["state"], reason=_reason(row["reason"]),
+            nodes=expand_hostlist(row["nodes"]), gpus=_gpus_from_tres(tres, node_count), gpu_indices=(),
+            submit=_time(row["submit"]), start=_time(row["start"]), end=_time(row["end"]),
+            partition=row["partition"], account=_reason(row["account"]), qos=_reason(row["qos"]),
+            time_limit=row["time_limit"], cpus=_int(row["cpus"]),
+        ))
+    return jobs
+
+
+def parse_sacct_json(text: str | bytes) -> list[RawJob]:
+    data = _loads(text, "sacct --json")
+    out = []
+    for raw in data.get("jobs") or []:
+        array = raw.get("array") or {}
+        fixed = dict(raw)
+        fixed["array_job_id"] = array.get("job_id", 0)
+        fixed["array_task_id"] = array.get("task_id")
+        fixed["user_name"] = raw.get("user")
+        fixed["nodes"] = raw.get("nodes")
+        out.append(raw_from_json(fixed))
+    return out
+
+
+# -- domain jobs ----------------------------------------------------------------------------------
+
+def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
+    details = tuple((k, v) for k, v in (
+        ("Partition", raw.partition), ("Account", raw.account), ("QOS", raw.qos),
+        ("Time limit", raw.time_limit), ("CPUs", str(raw.cpus) if raw.cpus else ""),
+        ("Work dir", raw.workdir), ("StdOut", raw.stdout), ("StdErr", raw.stderr),
+        ("Comment", raw.comment),
+    ) if v)
+    return Job(
+        id=raw.display_id, cluster=cluster, name=raw.name, user=raw.user, state=normalise_state(raw.state),
+        raw_state=raw.state, reason=raw.reason, nodes=raw.nodes, gpus=raw.gpus, submit_time=raw.submit,
+        start_time=raw.start, end_time=raw.end if normalise_state(raw.state).terminal else None,
+        kind=JobKind.SLURM, exit_code=raw.exit_code if normalise_state(raw.state).terminal else None, command=raw.command, gpu_indices=raw.gpu_indices,
+        parent=parent, details=details,
+    )
+
+
+_AGGREGATE = (JobState.RUNNING, JobState.COMPLETING, JobState.PENDING, JobState.FAILED, JobState.CANCELLED,
+              JobState.COMPLETED, JobState.UNKNOWN)
+
+
+def build_jobs(raws: Iterable[RawJob], cluster: str) -> list[Job]:
+    """Domain jobs; each array becomes a group Job (``parent=""``) followed by its tasks as children."""
+    raws = list(raws)
+    arrays: dict[str, list[RawJob]] = {}
+    for raw in raws:
+        if raw.array_job_id:
+            arrays.setdefault(raw.array_job_id, []).append(raw)
+    jobs: list[Job] = []
+    emitted: set[str] = set()
+    for raw in raws:
+        if not raw.array_job_id:
+            jobs.append(to_job(raw, cluster))
+            continue
+        group = raw.array_job_id
+        if group in emitted:
+            continue
+        emitted.add(group)
+        members = arrays[group]
+        children = [to_job(m, cluster, parent=group) for m in members]
+        states = {c.state for c in children}
+        state = next((s for s in _AGGREGATE if s in states), JobState.UNKNOWN)
+        first = min(members, key=lambda m: (m.job_id != group, m.job_id))
+        nodes = tuple(dict.fromkeys(n for m in members for n in m.nodes))
+        jobs.append(Job(
+            id=group, cluster=cluster, name=first.name, user=first.user, state=state, raw_state="ARRAY",
+            reason=next((c.reason for c in children if c.reason), ""), nodes=nodes,
+            gpus=sum(c.gpus for c in children if c.state is JobState.RUNNING),
+            submit_time=min((m.submit for m in members if m.submit), default=None),
+            start_time=min((m.start for m in members if m.start), default=None),
+            kind=JobKind.SLURM, details=(("Array tasks", str(len(children)) + " rows"),
+                                         ("Partition", first.partition)),
+        ))
+        jobs.extend(children)
+    return jobs
+
+
+# -- StdOut/StdErr patterns -----------------------------------------------------------------------
+
+def expand_output_path(pattern: str, raw: RawJob, node: str = "", workdir: str = "") -> str:
+    """Expand ``%j %x %A %a %N %u %%`` (and ``%J``, ``%s``=batch, ``%t``=0, ``%n``=0, zero padding like
+    ``%4a``) the way sbatch does; relative paths are taken from the job's working directory."""
+    array_job = raw.array_job_id or raw.job_id
+    task = raw.array_task if raw.array_task.isdigit() else ""
+    values = {
+        "j": raw.job_id, "J": raw.job_id, "x": raw.name, "A": array_job, "a": task or "4294967294",
+        "N": node or (raw.nodes[0] if raw.nodes else ""), "n": "0", "t": "0", "u": raw.user, "s": "batch",
+    }
+
+    def sub(match: re.Match) -> str:
+        pad, key = match.group(1), match.group(2)
+        if key == "%":
+            return "%"
+        value = values.get(key)
+        if value is None:
+            return match.group(0)
+        return value.zfill(int(pad)) if pad and value.isdigit() else value
+
+    path = re.sub(r"%(\d*)([%jJxAaNntus])", sub, pattern)
+    base = workdir or raw.workdir
+    if path and not path.startswith("/") and base:
+        path = base.rstrip("/") + "/" + path
+    return path

@@ -1,0 +1,421 @@
+"""How Slurm commands reach the cluster: over one persistent SSH connection (asyncssh) or as local
+subprocesses. Every command is an argv list joined with ``shlex.join`` into a small script fed on
+stdin to ``/bin/sh -s`` (never the login shell), with a timeout. Every argv run is recorded in
+``history`` so tests can prove what did (and did not) run."""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import os
+import re
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Sequence
+
+from yanflow_tui.errors import BackendError, ConfigError
+
+MAX_CHANNELS = 8  # OpenSSH's MaxSessions defaults to 10
+DEFAULT_TIMEOUT = 20.0  # longer than Slurm's MessageTimeout (10 s); one command fits the hub's 30 s call timeout
+CONNECT_TIMEOUT = 15.0
+KEEPALIVE_SECONDS = 15
+MAX_BACKOFF = 30.0
+SHELL = "exec /bin/sh -s"
+# Environment every command sees: epoch times in -o output.
+PRELUDE = "SLURM_TIME_FORMAT=%s; export SLURM_TIME_FORMAT\n"
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def error(self) -> str:
+        text = (self.stderr or self.stdout).strip().splitlines()
+        return text[-1] if text else f"exit status {self.returncode}"
+
+
+class CommandTimeout(BackendError):
+    """A command did not finish in time; it may still have had its effect."""
+
+
+def script_for(argv: Sequence[str], stdin_data: str | None = None) -> str:
+    """The /bin/sh script that runs ``argv`` (with ``stdin_data`` as its stdin, via a quoted heredoc)."""
+    line = "exec " + shlex.join(argv)
+    if stdin_data is None:
+        return PRELUDE + line + " </dev/null\n"
+    marker = "YANFLOW_EOF_" + os.urandom(8).hex()
+    while marker in stdin_data:  # pragma: no cover - 64 random bits
+        marker = "YANFLOW_EOF_" + os.urandom(8).hex()
+    body = stdin_data if stdin_data.endswith("\n") else stdin_data + "\n"
+    return f"{PRELUDE}{line} <<'{marker}'\n{body}{marker}\n"
+
+
+def tail_script(path: str, lines: int, follow: bool) -> str:
+    """``tail`` the file; when following, a watcher kills tail as soon as our stdin closes."""
+    argv = ["tail", "-n", str(lines)] + (["-F"] if follow else []) + ["--", path]
+    if not follow:
+        return f"exec {shlex.join(argv)} </dev/null\n"
+    return f"{shlex.join(argv)} </dev/null & T=$!\ncat >/dev/null; kill $T 2>/dev/null; wait $T\n"
+
+
+class LineStream:
+    """Lines from a long-running remote or local command; ``aclose`` stops the command."""
+
+    def __init__(self, lines: AsyncIterator[str], closer):
+        self._lines = lines
+        self._closer = closer
+        self.closed = False
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> str:
+        if self.closed:
+            raise StopAsyncIteration
+        return await self._lines.__anext__()
+
+    async def aclose(self) -> None:
+        if not self.closed:
+            self.closed = True
+            await self._closer()
+
+
+class Transport(abc.ABC):
+    """Runs Slurm commands. ``history`` holds every argv run, oldest first."""
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT):
+        self.timeout = timeout
+        self.history: list[tuple[str, ...]] = []
+        self._user: str | None = None
+
+    async def run(self, argv: Sequence[str], stdin_data: str | None = None,
+                  timeout: float | None = None) -> Result:
+        argv = tuple(str(a) for a in argv)
+        self.history.append(argv)
+        script = script_for(argv, stdin_data)
+        try:
+            rc, out, err = await asyncio.wait_for(self._exec(script), timeout or self.timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise CommandTimeout(f"{argv[0]} did not answer within {timeout or self.timeout:.0f} s") from None
+        return Result(argv, rc, out, err)
+
+    async def check(self, argv: Sequence[str], stdin_data: str | None = None,
+                    timeout: float | None = None) -> str:
+        result = await self.run(argv, stdin_data, timeout)
+        if not result.ok:
+            raise BackendError(f"{argv[0]} failed: {result.error()}")
+        return result.stdout
+
+    async def user(self) -> str:
+        """The user the cluster sees us as (``id -un`` over the transport, never ``$USER``)."""
+        if self._user is None:
+            self._user = (await self.check(["id", "-un"])).strip()
+        return self._user
+
+    async def tail(self, path: str, lines: int, follow: bool) -> LineStream:
+        self.history.append(("tail", "-n", str(lines), *(["-F"] if follow else []), "--", path))
+        return await self._stream(tail_script(path, lines, follow))
+
+    @abc.abstractmethod
+    async def _exec(self, script: str) -> tuple[int, str, str]: ...
+
+    @abc.abstractmethod
+    async def _stream(self, script: str) -> LineStream: ...
+
+    async def close(self) -> None:
+        """Release the connection."""
+
+    @property
+    def description(self) -> str:
+        return "local commands"
+
+
+class LocalTransport(Transport):
+    """Runs the scripts with ``/bin/sh -s`` on this machine."""
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None):
+        super().__init__(timeout)
+        self.env = env
+
+    async def _spawn(self):
+        try:
+            return await asyncio.create_subprocess_exec(
+                "/bin/sh", "-s", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=self.env, start_new_session=True)
+        except OSError as exc:
+            raise BackendError(f"cannot run /bin/sh: {exc}") from None
+
+    async def _exec(self, script: str) -> tuple[int, str, str]:
+        proc = await self._spawn()
+        try:
+            out, err = await proc.communicate(script.encode())
+        except asyncio.CancelledError:
+            _kill(proc)
+            await proc.wait()
+            raise
+        return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+    async def _stream(self, script: str) -> LineStream:
+        proc = await self._spawn()
+        proc.stdin.write(script.encode())
+        await proc.stdin.drain()
+
+        async def lines():
+            while True:
+                raw = await proc.stdout.readline()
+                if not raw:
+                    return
+                yield raw.decode(errors="replace").rstrip("\n")
+
+        async def closer():
+            try:
+                proc.stdin.close()
+            except Exception:  # noqa: BLE001
+                pass
+            try:
+                await asyncio.wait_for(proc.wait(), 3)
+            except (asyncio.TimeoutError, TimeoutError):
+                _kill(proc)
+                await proc.wait()
+
+        return LineStream(lines(), closer)
+
+
+def _kill(proc) -> None:
+    try:
+        os.killpg(proc.pid, 9)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# -- SSH ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SshTarget:
+    host: str
+    port: int | None = None
+    user: str | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    proxy_jump: str | None = None
+
+    @property
+    def label(self) -> str:
+        where = f"{self.host}:{self.port}" if self.port else self.host
+        return f"{self.user}@{where}" if self.user else where
+
+
+_SSH_KEYS = ("host", "port", "user", "identity_file", "known_hosts", "proxy_jump")
+
+
+def parse_ssh_option(value: Any, cluster: str = "") -> SshTarget:
+    """``user@host[:port]`` or a mapping with host, port, user, identity_file, known_hosts, proxy_jump."""
+    where = f"clusters[{cluster}].ssh" if cluster else "ssh"
+    if isinstance(value, str):
+        match = re.fullmatch(r"(?:([^@\s:]+)@)?(\[[^\]]+\]|[^@\s:\[\]]+)(?::(\d+))?", value.strip())
+        if not match:
+            raise ConfigError(f"{where}: expected user@host[:port], got {value!r}")
+        user, host, port = match.groups()
+        return SshTarget(host.strip("[]"), int(port) if port else None, user)
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - set(_SSH_KEYS))
+        if unknown:
+            raise ConfigError(f"{where}.{unknown[0]}: unknown key; expected one of {', '.join(_SSH_KEYS)}")
+        if not value.get("host") or not isinstance(value.get("host"), str):
+            raise ConfigError(f"{where}.host: required text")
+        port = value.get("port")
+        if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
+            raise ConfigError(f"{where}.port: expected a port number, got {port!r}")
+        text = {k: (os.path.expanduser(str(value[k])) if value.get(k) is not None else None)
+                for k in ("user", "identity_file", "known_hosts", "proxy_jump")}
+        if text["user"]:
+            text["user"] = str(value["user"])
+        if text["proxy_jump"]:
+            text["proxy_jump"] = str(value["proxy_jump"])
+        return SshTarget(value["host"], port, **text)
+    raise ConfigError(f"{where}: expected user@host[:port] or a mapping")
+
+
+class SshTransport(Transport):
+    """One persistent asyncssh connection; at most ``MAX_CHANNELS`` channels at once; keepalive on;
+    reconnects with backoff after a drop. Host keys are checked against known_hosts."""
+
+    def __init__(self, target: SshTarget, timeout: float = DEFAULT_TIMEOUT):
+        super().__init__(timeout)
+        self.target = target
+        self._conn = None
+        self._lock = asyncio.Lock()
+        self._channels = asyncio.Semaphore(MAX_CHANNELS)
+        self._failures = 0
+        self._retry_at = 0.0
+        self._last_error = ""
+        self.connects = 0  # how many connections were made (tests watch reconnects)
+
+    @property
+    def description(self) -> str:
+        return f"ssh {self.target.label}"
+
+    def _options(self) -> dict:
+        import asyncssh
+
+        t = self.target
+        opts: dict[str, Any] = dict(
+            keepalive_interval=KEEPALIVE_SECONDS, keepalive_count_max=3, connect_timeout=CONNECT_TIMEOUT,
+            login_timeout=CONNECT_TIMEOUT,
+        )
+        if t.port:
+            opts["port"] = t.port
+        if t.user:
+            opts["username"] = t.user
+        if t.identity_file:
+            opts["client_keys"] = [t.identity_file]
+        if t.known_hosts:
+            if not Path(t.known_hosts).is_file():
+                raise BackendError(f"known_hosts file not found: {t.known_hosts}")
+            opts["known_hosts"] = t.known_hosts
+        if t.proxy_jump:
+            opts["tunnel"] = t.proxy_jump
+        del asyncssh
+        return opts
+
+    async def _connection(self):
+        if self._conn is not None and not self._conn.is_closed():
+            return self._conn
+        async with self._lock:
+            if self._conn is not None and not self._conn.is_closed():
+                return self._conn
+            wait = self._retry_at - time.monotonic()
+            if wait > 0:
+                raise BackendError(f"{self._last_error} (retrying in {wait:.0f} s)")
+            try:
+                self._conn = await self._connect()
+            except BaseException as exc:
+                self._last_error = str(exc) or type(exc).__name__
+                self._failures += 1
+                self._retry_at = time.monotonic() + min(MAX_BACKOFF, 2 ** (self._failures - 1))
+                raise
+            self._failures = 0
+            self._retry_at = 0.0
+            self.connects += 1
+            return self._conn
+
+    async def _connect(self):
+        import asyncssh
+
+        opts = self._options()
+        try:
+            return await asyncio.wait_for(asyncssh.connect(self.target.host, **opts), CONNECT_TIMEOUT + 5)
+        except asyncssh.HostKeyNotVerifiable:
+            raise BackendError(await self._host_key_message(opts)) from None
+        except asyncssh.PermissionDenied as exc:
+            raise BackendError(f"ssh {self.target.label}: permission denied ({exc.reason})") from None
+        except asyncssh.Error as exc:
+            raise BackendError(f"ssh {self.target.label}: {exc.reason}") from None
+        except (OSError, asyncio.TimeoutError, TimeoutError) as exc:
+            reason = "timed out" if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) else exc.strerror or exc
+            raise BackendError(f"ssh {self.target.label}: cannot connect: {reason}") from None
+
+    async def _host_key_message(self, opts: dict) -> str:
+        """Refusal text naming the key's SHA256 fingerprint (fetched without trusting it)."""
+        import asyncssh
+
+        fingerprint = "unknown fingerprint"
+        try:
+            key = await asyncio.wait_for(asyncssh.get_server_host_key(
+                self.target.host, opts.get("port", 22), tunnel=opts.get("tunnel", ())), CONNECT_TIMEOUT)
+            if key is not None:
+                fingerprint = f"{key.get_algorithm()} {key.get_fingerprint('sha256')}"
+        except Exception:  # noqa: BLE001 - the refusal stands either way
+            pass
+        source = opts.get("known_hosts") or "~/.ssh/known_hosts"
+        return (f"ssh {self.target.label}: host key not trusted: {fingerprint} is not in {source} "
+                f"(unknown or changed key); refusing to connect. Check the fingerprint and add it to known_hosts.")
+
+    def _drop(self, conn) -> None:
+        if self._conn is conn:
+            self._conn = None
+        try:
+            conn.abort()
+        except Exception:  # noqa: BLE001
+            pass
+
+    async def _exec(self, script: str) -> tuple[int, str, str]:
+        import asyncssh
+
+        conn = await self._connection()
+        async with self._channels:
+            try:
+                result = await conn.run(SHELL, input=script, check=False)
+            except (asyncssh.ConnectionLost, asyncssh.DisconnectError, asyncssh.ChannelOpenError, OSError) as exc:
+                self._drop(conn)
+                raise BackendError(f"ssh {self.target.label}: connection lost ({_reason(exc)})") from None
+        return (result.exit_status if result.exit_status is not None else 255,
+                _text(result.stdout), _text(result.stderr))
+
+    async def _stream(self, script: str) -> LineStream:
+        import asyncssh
+
+        conn = await self._connection()
+        await self._channels.acquire()
+        try:
+            proc = await conn.create_process(SHELL)
+        except (asyncssh.Error, OSError) as exc:
+            self._channels.release()
+            if isinstance(exc, (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError)):
+                self._drop(conn)
+            raise BackendError(f"ssh {self.target.label}: cannot start a command ({_reason(exc)})") from None
+        proc.stdin.write(script)
+        released = False
+
+        async def lines():
+            try:
+                async for line in proc.stdout:
+                    yield line.rstrip("\n")
+            except (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError) as exc:
+                self._drop(conn)
+                raise BackendError(f"ssh {self.target.label}: connection lost ({_reason(exc)})") from None
+
+        async def closer():
+            nonlocal released
+            try:
+                proc.stdin.write_eof()  # the remote watcher kills tail
+                await asyncio.wait_for(proc.wait_closed(), 3)
+            except Exception:  # noqa: BLE001 - then close the channel hard
+                pass
+            try:
+                proc.close()
+            except Exception:  # noqa: BLE001
+                pass
+            if not released:
+                released = True
+                self._channels.release()
+
+        return LineStream(lines(), closer)
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            try:
+                await asyncio.wait_for(conn.wait_closed(), 3)
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _reason(exc: BaseException) -> str:
+    return str(getattr(exc, "reason", "") or exc or type(exc).__name__)

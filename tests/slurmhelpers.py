@@ -1,0 +1,150 @@
+"""Helpers for tests against the real loopback Slurm cluster (``scripts/slurm-cluster up``): its
+paths, direct Slurm commands (the ground truth we compare with), configs for the SSH and local
+transports, and cleanup of the jobs a test submits. Tests FAIL (never skip) when it is missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from yanflow_tui.config import ClusterConfig, load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_jobs"
+DIR = Path(os.environ.get("YANFLOW_SLURM_DIR", "/tmp/yanflow-slurm"))
+CONF = DIR / "etc" / "slurm.conf"
+JOBS = DIR / "jobs"
+MISSING = "the Slurm test cluster is not running: run scripts/slurm-cluster up (it needs root)"
+
+
+def env() -> dict[str, str]:
+    return dict(os.environ, SLURM_CONF=str(CONF))
+
+
+def require_cluster() -> None:
+    if not (DIR / "yanflow.yaml").is_file() or not CONF.is_file():
+        pytest.fail(MISSING, pytrace=False)
+    status = subprocess.run([str(ROOT / "scripts" / "slurm-cluster"), "status"], capture_output=True, text=True)
+    if status.returncode != 0:
+        pytest.fail(f"{MISSING}\n{status.stdout}{status.stderr}", pytrace=False)
+
+
+def slurm(*argv: str, check: bool = True, input: str | None = None) -> str:
+    """Run a Slurm command here, directly (not through our transport)."""
+    result = subprocess.run(list(argv), capture_output=True, text=True, env=env(), input=input, timeout=60)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{argv[0]} failed: {result.stderr.strip()}")
+    return result.stdout
+
+
+def squeue_json() -> list[dict]:
+    return json.loads(slurm("squeue", "-a", "-t", "all", "--json"))["jobs"]
+
+
+def squeue_job(job_id: str) -> dict | None:
+    """The squeue --json record of a job (``123`` or ``123_4``)."""
+    base, _, task = job_id.partition("_")
+    for job in squeue_json():
+        if task and str(job.get("array_job_id")) == base and str(job.get("array_task_id")) == task:
+            return job
+        if not task and str(job["job_id"]) == base:
+            return job
+    return None
+
+
+def live_state(job_id: str) -> str | None:
+    job = squeue_job(job_id)
+    return None if job is None else job["job_state"]
+
+
+def sinfo_gpus() -> dict[str, tuple[int, int]]:
+    """node -> (GPUs used, GPUs total), read from plain sinfo output with its own small parser."""
+    out = slurm("sinfo", "-h", "-N", "-O", "NodeList:0|,Gres:0|,GresUsed:0")
+    result = {}
+    for line in out.splitlines():
+        name, gres, used = line.split("|")
+        total = int(m.group(1)) if (m := re.search(r"gpu(?::\w+)?:(\d+)", gres)) else 0
+        busy = int(m.group(1)) if (m := re.search(r"gpu(?::\w+)?:(\d+)", used)) else 0
+        result[name] = (busy, total)
+    return result
+
+
+def ssh_cluster(**options) -> ClusterConfig:
+    """The generated SSH config's cluster, with ``options`` overriding its kind options."""
+    cluster = load_config(str(DIR / "yanflow.yaml")).clusters[0]
+    return replace(cluster, options={**cluster.options, **options})
+
+
+def local_cluster(**options) -> ClusterConfig:
+    cluster = load_config(str(DIR / "yanflow-local.yaml")).clusters[0]
+    return replace(cluster, options={**cluster.options, **options})
+
+
+def wait_until(condition, timeout: float = 30.0, what: str = "condition", interval: float = 0.3):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+async def async_wait(condition, timeout: float = 30.0, what: str = "condition", interval: float = 0.3):
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        await asyncio.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def short_spec_text(name: str, lines: int = 8, nodes: int = 2, gpus: int = 4, delay: float = 0.5) -> str:
+    """A short variant of sample_jobs/slurm-batch.yaml for tests."""
+    return f"""name: {name}
+kind: slurm
+command: |
+  echo "start $SLURM_JOB_ID on $SLURM_JOB_NODELIST"
+  for i in $(seq 1 {lines}); do echo "line $i"; sleep {delay}; done
+  echo done
+resources: {{nodes: {nodes}, gpus: {gpus}, cpus: 1, memory: 1G}}
+slurm: {{partition: gpu, gpu_type: a100, time: "00:05:00", output: {JOBS}/%x-%j.out}}
+"""
+
+
+class Jobs:
+    """Job ids a test submitted; all cancelled at teardown."""
+
+    def __init__(self):
+        self.ids: list[str] = []
+
+    def add(self, job_id: str) -> str:
+        self.ids.append(job_id)
+        return job_id
+
+    def cancel_all(self) -> None:
+        if self.ids:
+            slurm("scancel", *self.ids, check=False)
+
+
+@pytest.fixture(scope="session")
+def slurm_dir() -> Path:
+    require_cluster()
+    return DIR
+
+
+@pytest.fixture
+def slurm_jobs(slurm_dir):
+    jobs = Jobs()
+    yield jobs
+    jobs.cancel_all()

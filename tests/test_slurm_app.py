@@ -1,0 +1,121 @@
+"""Pilot tests of the console against the REAL loopback Slurm cluster over the REAL sshd: submit
+from the Submit screen, Queue, Logs and Nodes screens, cancel from the queue, and a controller
+outage (``scripts/slurm-cluster up`` first; these fail, not skip, without it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import replace
+
+from textual.widgets import DataTable, Input
+
+from yanflow_tui.model import JobState
+from yanflow_tui.hub import Health
+from yanflow_tui.screens.dialogs import ConfirmScreen
+from yanflow_tui.screens.logs import LogsScreen
+from yanflow_tui.screens.nodes import NodesScreen
+from yanflow_tui.screens.queue import JobTable
+from yanflow_tui.screens.submit import SubmitScreen
+from yanflow_tui.spec import parse_spec
+
+from slurmhelpers import (  # noqa: F401 - fixtures
+    DIR, ROOT, async_wait, live_state, short_spec_text, sinfo_gpus, slurm_dir, slurm_jobs, squeue_job,
+    ssh_cluster,
+)
+from uihelpers import make_app, screen_text, wait_for
+
+
+def cluster():
+    return replace(ssh_cluster(nodes_refresh_seconds=0.5), refresh_seconds=0.5)
+
+
+def rows(app) -> list[str]:
+    return [row.key.value for row in app.screen.query_one(JobTable).ordered_rows]
+
+
+def node_gpus(app, name: str) -> dict[str, tuple[int, int]]:
+    return {n.name: (n.gpus_allocated, n.gpus_total) for n in app.hub.snapshots[name].nodes}
+
+
+async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, slurm_jobs, tmp_path):
+    spec_path = tmp_path / "short.yaml"
+    spec_path.write_text(short_spec_text("yf-ui-submit", lines=12, delay=0.5))
+    c = cluster()
+    app = make_app(c)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("2")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen) and app.hub.snapshots[c.name].nodes,
+                       what="nodes")
+        assert node_gpus(app, c.name) == sinfo_gpus()  # before the job
+        await pilot.press("3")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
+        screen.query_one("#spec-path", Input).value = str(spec_path)
+        await pilot.click("#load")
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "yf-ui-submit", what="loaded")
+        assert "#SBATCH --gres=gpu:a100:4" in str(screen.query_one("#preview").render())
+        await pilot.press("ctrl+s")
+        cluster_name, job_id = await wait_for(pilot, lambda: getattr(screen, "last_submitted", None), what="sent")
+        slurm_jobs.add(job_id)
+        assert cluster_name == c.name
+        record = await async_wait(lambda: (j := squeue_job(job_id)) and j["job_state"] == "RUNNING" and j, 30)
+        assert record["node_count"] == 2 and record["tres_per_node"] == "gres:gpu:a100:4"
+        # Nodes screen agrees with sinfo during the job.
+        await pilot.press("2")
+        await wait_for(pilot, lambda: node_gpus(app, c.name) == sinfo_gpus() and
+                       sum(u for u, _ in node_gpus(app, c.name).values()) >= 8, timeout=15, what="nodes during job")
+        table = app.screen.query_one("#nodes", DataTable)
+        assert table.row_count == len(sinfo_gpus())
+        # Queue shows it; logs stream while it runs.
+        await pilot.press("1")
+        key = f"{c.name}/{job_id}"
+        await wait_for(pilot, lambda: key in rows(app), what="queue row")
+        job = app.hub.find_job(c.name, job_id)
+        assert job.state is JobState.RUNNING and job.gpus == 8 and len(job.nodes) == 2
+        table = app.screen.query_one(JobTable)
+        table.move_cursor(row=table.get_row_index(key))
+        await pilot.press("l")
+        logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs")
+        await wait_for(pilot, lambda: "line 2" in logs.lines, timeout=20, what="first lines")
+        assert live_state(job_id) == "RUNNING"  # lines arrived while it ran
+        await wait_for(pilot, lambda: "done" in logs.lines, timeout=30, what="last line")
+        assert [f"line {i}" for i in range(1, 13)] == [x for x in logs.lines if x.startswith("line ")]
+
+
+async def test_cancel_from_the_queue_ends_the_job_in_squeue(home, slurm_dir, slurm_jobs):
+    c = cluster()
+    app = make_app(c)
+    async with app.run_test(size=(160, 45)) as pilot:
+        backend = app.hub.backend(c.name)
+        spec = parse_spec("name: yf-ui-cancel\nkind: slurm\ncommand: sleep 300\nresources: {cpus: 1, memory: 100M}\n"
+                          "slurm: {partition: cpu, output: /dev/null}\n")
+        job_id = slurm_jobs.add(await backend.submit(spec))
+        key = f"{c.name}/{job_id}"
+        await wait_for(pilot, lambda: key in rows(app), what="row")
+        await async_wait(lambda: live_state(job_id) == "RUNNING", 30, "running")
+        table = app.screen.query_one(JobTable)
+        table.move_cursor(row=table.get_row_index(key))
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await pilot.press("y")
+        await async_wait(lambda: live_state(job_id) in ("CANCELLED", None), 20, "cancelled in squeue")
+        await wait_for(pilot, lambda: (j := app.hub.find_job(c.name, job_id)) is None or j.state.terminal,
+                       timeout=15, what="queue updated")
+
+
+async def test_controller_outage_marks_the_cluster_stale_and_the_app_recovers(home, slurm_dir):
+    c = cluster()
+    app = make_app(c)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.OK, what="ok")
+        pid = int((DIR / "run" / "slurmctld.pid").read_text())
+        try:
+            os.kill(pid, 15)
+            await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.STALE, timeout=40,
+                           what="stale")
+            assert "stale" in screen_text(app) and app.is_running
+        finally:
+            up = subprocess.run([str(ROOT / "scripts" / "slurm-cluster"), "up"], capture_output=True, text=True)
+            assert up.returncode == 0, up.stderr
+        await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.OK, timeout=60, what="back")
+        assert app.hub.snapshots[c.name].nodes
