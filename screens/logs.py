@@ -127,9 +127,12 @@ class LogsScreen(DataScreen):
             return
         batch, self._pending = self._pending, []
         self.entries.extend(batch)
+        known = len(self.sources)
         for source, _ in batch:
             if source and source not in self.sources:
                 self.sources[source] = None
+        if len(self.sources) != known:
+            self.refresh_bindings()
         self._show(self._visible(batch))
         self._update_status()
 
@@ -175,6 +178,8 @@ class LogsScreen(DataScreen):
         if action in ("toggle_follow", "save", "search"):
             return True if self.job is not None else None
         if action == "rank_filter":
+            if self.job is None or not self.app.hub.backend(self.job.cluster).capabilities.rank_logs:
+                return False
             return True if len(self.sources) > 1 else None
         return True
 
