@@ -1,0 +1,266 @@
+"""The watch cache: one ``Reflector`` thread per resource (Nodes, Pods, Jobs) lists, then watches,
+and keeps small extracted records in memory for the backend to read without any API call.
+
+List and watch answers are decoded from raw bytes with ``json.loads`` (``_preload_content=False``),
+never into the client's model classes. On ``410 Gone`` the reflector re-lists; when a watch stream
+simply ends it re-watches from the last resourceVersion; when the API server cannot be reached it
+records the error (readers raise it) and retries with backoff from 1 s to 30 s, keeping its cache.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, Callable
+
+WATCH_SECONDS = 120  # server-side timeoutSeconds of one watch request
+CONNECT_TIMEOUT = 5.0
+LIST_READ_TIMEOUT = 60.0
+READ_SLACK = 30.0  # a watch read may be quiet this much longer than WATCH_SECONDS
+BACKOFF_START = 1.0
+BACKOFF_MAX = 30.0
+
+
+class Gone(Exception):
+    """The watch's resourceVersion is too old (HTTP 410 or an ERROR event with code 410)."""
+
+
+def error_text(exc: BaseException) -> str:
+    """One line naming what failed, without the client's multi-line HTTP dumps."""
+    status = getattr(exc, "status", None)
+    if status:
+        reason = getattr(exc, "reason", "") or ""
+        message = ""
+        body = getattr(exc, "body", None)
+        if body:
+            try:
+                message = json.loads(body).get("message", "")
+            except (ValueError, AttributeError):
+                message = ""
+        return f"HTTP {status} {reason}{': ' + message if message else ''}".strip()
+    reason = getattr(exc, "reason", None)  # urllib3 MaxRetryError wraps the socket error
+    text = str(reason if reason is not None else exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[-1] if text else ''}".rstrip(": ")
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """True for failures to reach the API server (as opposed to an HTTP error answer)."""
+    return not getattr(exc, "status", None)
+
+
+def _object_key(obj: dict) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace") or "", meta.get("name") or ""
+
+
+class Reflector:
+    """List-then-watch of one resource into a dict of extracted records, in a daemon thread."""
+
+    def __init__(self, resource: str, list_call: Callable[..., Any], extract: Callable[[dict], Any],
+                 on_change: Callable[[], None] | None = None, connect_timeout: float = CONNECT_TIMEOUT,
+                 watch_seconds: int = WATCH_SECONDS):
+        self.resource = resource
+        self.list_call = list_call
+        self.extract = extract
+        self.on_change = on_change or (lambda: None)
+        self.connect_timeout = connect_timeout
+        self.watch_seconds = watch_seconds
+        self.items: dict[tuple[str, str], Any] = {}
+        self.resource_version = ""
+        self.version = 0  # bumped on every change; readers memoise on it
+        self.error: str | None = None  # set while the API server cannot be reached (or refuses)
+        self.connection_lost = False
+        self.synced = threading.Event()
+        self.lists = 0
+        self.watches = 0
+        self.events = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._response = None
+        self._thread: threading.Thread | None = None
+        self._values: list = []
+        self._values_version = -1
+
+    # -- control -----------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"k8s-{self.resource}", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        response = self._response
+        if response is not None:
+            _shutdown(response)
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def wake(self) -> None:
+        """Cut a backoff wait short (the user asked for a refresh)."""
+        self._wake.set()
+
+    def values(self) -> list:
+        """The cached records; the same list object until something changes."""
+        with self._lock:
+            if self._values_version != self.version:
+                self._values = list(self.items.values())
+                self._values_version = self.version
+            return self._values
+
+    # -- the loop ------------------------------------------------------------------------------
+    def _run(self) -> None:
+        delay = BACKOFF_START
+        need_list = True
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self._list()
+                    need_list = False
+                    delay = BACKOFF_START
+                self._watch()  # returns when the server ends the stream: re-watch from our resourceVersion
+            except Gone:
+                need_list = True
+            except Exception as exc:  # noqa: BLE001 - every failure is retried with backoff
+                if self._stop.is_set():
+                    break
+                self.error = error_text(exc)
+                self.connection_lost = is_connection_error(exc)
+                need_list = True
+                self.on_change()
+                self._wake.wait(delay)
+                self._wake.clear()
+                delay = min(BACKOFF_MAX, delay * 2)
+
+    def _list(self) -> None:
+        response = self.list_call(_preload_content=False,
+                                  _request_timeout=(self.connect_timeout, LIST_READ_TIMEOUT))
+        try:
+            data = json.loads(response.data)
+        finally:
+            response.release_conn()
+        extract = self.extract
+        items = {}
+        for obj in data.get("items") or ():
+            items[_object_key(obj)] = extract(obj)
+        with self._lock:
+            self.items = items
+            self.resource_version = (data.get("metadata") or {}).get("resourceVersion") or ""
+            self.version += 1
+            self.lists += 1
+        self.error = None
+        self.connection_lost = False
+        self.synced.set()
+        self.on_change()
+
+    def _watch(self) -> None:
+        try:
+            response = self.list_call(
+                watch=True, resource_version=self.resource_version, timeout_seconds=self.watch_seconds,
+                allow_watch_bookmarks=True, _preload_content=False,
+                _request_timeout=(self.connect_timeout, self.watch_seconds + READ_SLACK),
+            )
+        except Exception as exc:
+            if getattr(exc, "status", None) == 410:  # some servers answer an expired version this way
+                raise Gone(error_text(exc)) from None
+            raise
+        self._response = response
+        self.watches += 1
+        try:
+            if self._stop.is_set():
+                return
+            buffer = b""
+            for segment in response.stream(amt=None, decode_content=False):
+                if self._stop.is_set():
+                    return
+                buffer += segment
+                if b"\n" not in buffer:
+                    continue
+                *lines, buffer = buffer.split(b"\n")
+                self._apply(lines)
+            if buffer.strip():
+                self._apply([buffer])
+        finally:
+            self._response = None
+            _shutdown(response)
+
+    def _apply(self, lines: list[bytes]) -> None:
+        extract = self.extract
+        changed = False
+        with self._lock:
+            items = self.items
+            for line in lines:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                kind = event.get("type")
+                obj = event.get("object") or {}
+                if kind == "ERROR":
+                    if obj.get("code") == 410:
+                        raise Gone(obj.get("message") or "resourceVersion too old")
+                    raise RuntimeError(f"watch error: {obj.get('message') or obj}")
+                rv = (obj.get("metadata") or {}).get("resourceVersion")
+                if rv:
+                    self.resource_version = rv
+                if kind == "BOOKMARK":
+                    continue
+                self.events += 1
+                key = _object_key(obj)
+                if kind == "DELETED":
+                    items.pop(key, None)
+                else:
+                    items[key] = extract(obj)
+                changed = True
+            if changed:
+                self.version += 1
+        if changed:
+            self.on_change()
+
+
+def _shutdown(response) -> None:
+    """Stop a (possibly blocked) streaming response from another thread."""
+    try:
+        shutdown = getattr(response, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        response.close()  # a half-read stream's connection must never go back to the pool open
+        response.release_conn()
+    except Exception:  # noqa: BLE001 - best effort
+        pass
+
+
+class ChangeThrottle:
+    """Turns bursts of change signals from threads into calls of ``callback`` on the event loop, at
+    most one per ``interval`` seconds (the first of a quiet period goes at once)."""
+
+    def __init__(self, loop, callback: Callable[[], None], interval: float = 0.1):
+        self.loop = loop
+        self.callback = callback
+        self.interval = interval
+        self._pending = False
+        self._last = 0.0
+        self._lock = threading.Lock()
+
+    def signal(self) -> None:
+        with self._lock:
+            if self._pending:
+                return
+            self._pending = True
+        delay = max(0.0, self._last + self.interval - time.monotonic())
+        try:
+            self.loop.call_soon_threadsafe(self._arm, delay)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            pass
+
+    def _arm(self, delay: float) -> None:
+        self.loop.call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self._pending = False
+            self._last = time.monotonic()
+        self.callback()

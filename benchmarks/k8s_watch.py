@@ -1,0 +1,110 @@
+"""Benchmark: the Kubernetes backend's watch cache against the API emulator, run in its own process.
+
+    python benchmarks/k8s_watch.py [--pods 10000] [--nodes 1250] [--events 20000]
+
+Goals (issue #4): 10,000 pods listed and shown in under 1.5 s of CPU; at least 20,000 watch events
+per second absorbed. It measures, in this process only (the emulator's CPU is not counted):
+
+- importing the official client (paid once, when a Kubernetes cluster is first used);
+- the first ``list_jobs()`` + ``list_nodes()``: three lists over HTTP, ``json.loads``, field
+  extraction, the domain rows, then the table cells the UI would draw (``rows.job_cells`` / ``node_cells``);
+- a burst of pod MODIFIED events: from the first new event seen to the last one applied, wall time
+  and CPU time, as events per second.
+
+Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--nodes", type=int, default=1_250)
+    parser.add_argument("--events", type=int, default=20_000)
+    args = parser.parse_args()
+
+    emulator = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "fakes" / "k8s_api.py"), "--nodes", str(args.nodes),
+         "--pods", str(args.pods)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        url = emulator.stdout.readline().strip()
+        return asyncio.run(measure(url, emulator, args))
+    finally:
+        if emulator.poll() is None:
+            emulator.stdin.write("quit\n")
+            emulator.stdin.flush()
+            try:
+                emulator.wait(10)
+            except subprocess.TimeoutExpired:
+                emulator.kill()
+
+
+async def measure(url: str, emulator: subprocess.Popen, args) -> int:
+    from k8shelpers import write_kubeconfig
+    from yanflow_tui import rows
+    from yanflow_tui.config import ClusterConfig
+
+    with tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", url, namespace="default")
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        import kubernetes.client  # noqa: F401
+        import kubernetes.config  # noqa: F401
+        from yanflow_tui.backends.kubernetes import KubernetesBackend
+        import_cpu = time.process_time() - cpu0
+
+        backend = KubernetesBackend(ClusterConfig("bench", "kubernetes", options={"kubeconfig": str(kubeconfig)}))
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        jobs = await backend.list_jobs()
+        nodes = await backend.list_nodes()
+        backend_cpu, backend_wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        cpu1 = time.process_time()
+        cells = [rows.job_cells(j) for j in jobs] + [rows.node_cells(n) for n in nodes]
+        cells_cpu = time.process_time() - cpu1
+        list_cpu, list_wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        pods = backend._reflectors["pods"]  # noqa: SLF001
+        assert len(pods.values()) == args.pods and len(jobs) == args.pods and len(cells) == args.pods + args.nodes
+
+        start_events = pods.events
+        emulator.stdin.write(f"churn {args.events}\n")
+        emulator.stdin.flush()
+        while pods.events == start_events:
+            await asyncio.sleep(0.0005)
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        first = pods.events
+        while pods.events - start_events < args.events:
+            await asyncio.sleep(0.001)
+        watch_cpu, watch_wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        absorbed = pods.events - first
+        cpu0 = time.process_time()
+        jobs = await backend.list_jobs()
+        nodes = await backend.list_nodes()
+        rebuild_cpu = time.process_time() - cpu0
+        await backend.close()
+
+    print(f"import kubernetes client:             {import_cpu:6.2f} s CPU")
+    print(f"{args.pods} pods / {args.nodes} nodes / {args.pods} jobs listed and shown: "
+          f"{list_cpu:6.2f} s CPU, {list_wall:6.2f} s wall   (goal < 1.5 s CPU)")
+    print(f"  of which backend (3 lists over HTTP, json.loads, extraction, domain rows): {backend_cpu:6.2f} s CPU,"
+          f" {backend_wall:6.2f} s wall")
+    print(f"  of which table cells (yanflow_tui.rows.job_cells / node_cells):             {cells_cpu:6.2f} s CPU")
+    print(f"watch burst: {absorbed} events in {watch_wall:6.3f} s wall, {watch_cpu:6.3f} s CPU -> "
+          f"{absorbed / watch_wall:,.0f} events/s wall, {absorbed / max(watch_cpu, 1e-9):,.0f} events/s CPU"
+          "   (goal >= 20,000/s)")
+    print(f"rows rebuilt after the burst:          {rebuild_cpu:6.2f} s CPU")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

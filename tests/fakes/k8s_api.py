@@ -1,0 +1,698 @@
+"""A small stateful Kubernetes API server emulator over real HTTP (aiohttp), for tests and benchmarks.
+
+It behaves like the real API server where our backend depends on it: 201 on create, 409/404 as
+``Status`` objects, numeric resourceVersions, list + watch (``watch=true|True|1``) with newline-
+delimited events, ``resourceVersion`` replay and 410 Gone (an ERROR event carrying a Status) once
+history is compacted, ``labelSelector`` / ``fieldSelector``, ``timeoutSeconds``, pod logs (with
+``follow``, ``previous``, ``timestamps``, ``sinceSeconds``), events, and background deletion of a
+Job's pods. Every request is logged as (method, path). It runs in its own thread and event loop and
+can be stopped and started again on the same port, keeping its state.
+
+Run it alone (for benchmarks): ``python tests/fakes/k8s_api.py --port 0 --nodes 1250 --pods 10000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from aiohttp import web
+
+# resource -> (group path prefix, plural, namespaced, kind)
+RESOURCES = {
+    "nodes": ("/api/v1", "nodes", False, "Node"),
+    "pods": ("/api/v1", "pods", True, "Pod"),
+    "services": ("/api/v1", "services", True, "Service"),
+    "events": ("/api/v1", "events", True, "Event"),
+    "jobs": ("/apis/batch/v1", "jobs", True, "Job"),
+}
+API_VERSION = {"nodes": "v1", "pods": "v1", "services": "v1", "events": "v1", "jobs": "batch/v1"}
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+
+
+def now_text(offset: float = 0.0) -> str:
+    return (datetime.now(timezone.utc) + timedelta(seconds=offset)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def status(code: int, reason: str, message: str, details: dict | None = None) -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "details": details or {}, "code": code}
+
+
+def _get(obj: dict, path: str):
+    for part in path.split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def label_match(obj: dict, selector: str) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if labels.get(k.strip()) == v.strip():
+                return False
+        elif "=" in term:
+            k, v = term.replace("==", "=").split("=", 1)
+            if labels.get(k.strip()) != v.strip():
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+def field_match(obj: dict, selector: str) -> bool:
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        negate = "!=" in term
+        k, v = term.split("!=" if negate else "=", 1)
+        k = k.replace("==", "")
+        value = _get(obj, k.strip())
+        value = "" if value is None else str(value)
+        if (value == v.strip()) == negate:
+            return False
+    return True
+
+
+class K8sEmulator:
+    """The emulated API server. Mutate it from tests with ``put``/``patch``/``remove`` (thread-safe)."""
+
+    def __init__(self, port: int = 0, history: int = 100_000):
+        self.port = port or _free_port()
+        self.history_limit = history
+        self.store: dict[str, dict[tuple[str, str], dict]] = {r: {} for r in RESOURCES}
+        self.rv = 1000
+        self.history: list[tuple[int, str, bytes, dict]] = []  # (rv, resource, event line, object)
+        self.compacted = 0  # watches from a resourceVersion below this get 410 Gone
+        self.gone_as_http = False  # False: an ERROR event carrying a 410 Status (as the real server); True: HTTP 410
+        self.requests: list[tuple[str, str]] = []
+        self.forbidden: set[str] = set()  # resources this "user" may not touch (403 Forbidden)
+        self.authorizations: set[str] = set()  # Authorization headers seen (tests of auth plugins)
+        self.logs: dict[tuple[str, str, bool], list[tuple[str, str]]] = defaultdict(list)
+        self.create_delay: dict[str, float] = {}  # resource -> seconds; the next create sleeps after storing
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._watchers: set[asyncio.Queue] = set()
+        self._log_waiters: set[asyncio.Event] = set()
+        self._streams: dict[int, web.Request] = {}  # open streaming requests, cut on stop
+        self.running = False
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "K8sEmulator":
+        if self.loop is None:
+            ready = threading.Event()
+
+            def run() -> None:
+                self.loop = asyncio.new_event_loop()
+                asyncio.set_event_loop(self.loop)
+                ready.set()
+                self.loop.run_forever()
+
+            self._thread = threading.Thread(target=run, name="k8s-emulator", daemon=True)
+            self._thread.start()
+            ready.wait()
+        self._call(self._start())
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (connections are cut; watches end); state is kept for ``start``."""
+        if self.running:
+            self._call(self._stop())
+
+    def shutdown(self) -> None:
+        self.stop()
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(5)
+            self.loop.close()
+            self.loop = None
+
+    def _call(self, coro, timeout: float = 30):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    async def _start(self) -> None:
+        app = web.Application(client_max_size=64 * 2**20)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True)
+        await site.start()
+        self.running = True
+
+    async def _stop(self) -> None:
+        self.running = False
+        for queue in list(self._watchers):
+            queue.put_nowait(None)
+        for waiter in list(self._log_waiters):
+            waiter.set()
+        for request in list(self._streams.values()):
+            if request.transport is not None:
+                request.transport.abort()
+        await self._runner.cleanup()
+        self._runner = None
+
+    # -- state changes (from tests; thread-safe) ---------------------------------------------------
+    def put(self, resource: str, obj: dict) -> dict:
+        """Create or replace an object (ADDED/MODIFIED event)."""
+        return self._call(self._aput(resource, copy.deepcopy(obj)))
+
+    def patch(self, resource: str, namespace: str, name: str, changes: dict) -> dict:
+        """Deep-merge ``changes`` into an object (MODIFIED event)."""
+        async def run():
+            obj = copy.deepcopy(self.store[resource][(namespace, name)])
+            _merge(obj, changes)
+            return await self._aput(resource, obj)
+        return self._call(run())
+
+    def remove(self, resource: str, namespace: str, name: str) -> None:
+        self._call(self._aremove(resource, namespace, name))
+
+    def bulk(self, resource: str, objects: list[dict]) -> None:
+        """Many puts in one go (one loop turn), as a burst of events."""
+        async def run():
+            for obj in objects:
+                await self._aput(resource, obj, notify=False)
+            self._wake_watchers()
+        self._call(run())
+
+    def end_watches(self) -> None:
+        """End every open watch stream cleanly (as the server does at timeoutSeconds)."""
+        async def run():
+            for queue in list(self._watchers):
+                queue.put_nowait(None)
+        self._call(run())
+
+    def compact(self) -> None:
+        """Forget the event history: watches from any older resourceVersion now get 410 Gone."""
+        async def run():
+            self.compacted = self.rv + 1
+            self.history.clear()
+        self._call(run())
+
+    def get(self, resource: str, namespace: str, name: str) -> dict | None:
+        obj = self.store[resource].get((namespace, name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def objects(self, resource: str) -> list[dict]:
+        return [copy.deepcopy(o) for o in self.store[resource].values()]
+
+    def write_log(self, namespace: str, pod: str, *lines: str, previous: bool = False) -> None:
+        async def run():
+            for line in lines:
+                self.logs[(namespace, pod, previous)].append((_nano_now(), line))
+            for waiter in list(self._log_waiters):
+                waiter.set()
+        self._call(run())
+
+    def mutations(self) -> list[tuple[str, str]]:
+        return [(m, p) for m, p in self.requests if m in ("POST", "PUT", "PATCH", "DELETE")]
+
+    # -- convenience objects -----------------------------------------------------------------------
+    def add_node(self, name: str, gpus: int = 8, product: str = "NVIDIA-A100-SXM4-80GB", ready: bool = True,
+                 unschedulable: bool = False, taints: list | None = None, labels: dict | None = None) -> dict:
+        return self.put("nodes", make_node(name, gpus, product, ready, unschedulable, taints, labels))
+
+    def run_job_pods(self, namespace: str, job: str, nodes: list[str], phase: str = "Running") -> list[dict]:
+        """Act as the Job controller + scheduler: create the job's pods from its template, bound to
+        ``nodes`` (one per index), in ``phase``."""
+        spec = self.store["jobs"][(namespace, job)]["spec"]
+        count = spec.get("parallelism") or 1
+        indexed = spec.get("completionMode") == "Indexed"
+        pods = []
+        for i in range(count):
+            template = copy.deepcopy(spec["template"])
+            meta = template.setdefault("metadata", {})
+            meta["name"] = f"{job}-{i}-{uuid.uuid4().hex[:5]}" if indexed else f"{job}-{uuid.uuid4().hex[:5]}"
+            meta["namespace"] = namespace
+            meta.setdefault("labels", {}).update({"job-name": job, "batch.kubernetes.io/job-name": job})
+            if indexed:
+                meta.setdefault("annotations", {})["batch.kubernetes.io/job-completion-index"] = str(i)
+                meta["labels"]["batch.kubernetes.io/job-completion-index"] = str(i)
+                template["spec"]["hostname"] = f"{job}-{i}"
+            meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": job,
+                                        "uid": self.store["jobs"][(namespace, job)]["metadata"]["uid"],
+                                        "controller": True}]
+            template["spec"]["nodeName"] = nodes[i % len(nodes)] if nodes else None
+            template["status"] = pod_status(phase)
+            pods.append(self.put("pods", template))
+        self.patch("jobs", namespace, job, {"status": {"active": count, "startTime": now_text()}})
+        return pods
+
+    # -- internals -----------------------------------------------------------------------------------
+    async def _aput(self, resource: str, obj: dict, notify: bool = True) -> dict:
+        meta = obj.setdefault("metadata", {})
+        namespaced = RESOURCES[resource][2]
+        if namespaced:
+            meta.setdefault("namespace", "default")
+        key = (meta.get("namespace", "") if namespaced else "", meta["name"])
+        existed = key in self.store[resource]
+        if existed:
+            old = self.store[resource][key]["metadata"]
+            meta.setdefault("uid", old.get("uid"))
+            meta.setdefault("creationTimestamp", old.get("creationTimestamp"))
+        else:
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", now_text())
+        self.rv += 1
+        meta["resourceVersion"] = str(self.rv)
+        if resource in ("pods", "jobs", "nodes"):
+            obj.setdefault("status", {})
+        self.store[resource][key] = obj
+        self._record(resource, "MODIFIED" if existed else "ADDED", obj, notify)
+        return copy.deepcopy(obj)
+
+    async def _aremove(self, resource: str, namespace: str, name: str) -> dict | None:
+        obj = self.store[resource].pop((namespace if RESOURCES[resource][2] else "", name), None)
+        if obj is None:
+            return None
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self._record(resource, "DELETED", obj, True)
+        return obj
+
+    def _record(self, resource: str, kind: str, obj: dict, notify: bool) -> None:
+        item = dict(obj, kind=RESOURCES[resource][3], apiVersion=API_VERSION[resource])
+        line = json.dumps({"type": kind, "object": item}, separators=(",", ":")).encode() + b"\n"
+        self.history.append((self.rv, resource, line, obj))
+        if len(self.history) > self.history_limit:
+            drop = len(self.history) - self.history_limit
+            self.compacted = self.history[drop][0]
+            del self.history[:drop]
+        if notify:
+            self._wake_watchers()
+
+    def _wake_watchers(self) -> None:
+        for queue in list(self._watchers):
+            queue.put_nowait(True)
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append((request.method, request.path_qs))
+        self.authorizations.add(request.headers.get("Authorization", ""))
+        parts = [p for p in request.path.split("/") if p]
+        # /api/v1/... or /apis/batch/v1/...
+        if parts[:2] == ["api", "v1"]:
+            rest = parts[2:]
+        elif parts[:3] == ["apis", "batch", "v1"]:
+            rest = parts[3:]
+        elif parts == ["version"]:
+            return web.json_response({"major": "1", "minor": "31", "gitVersion": "v1.31.0-emulated"})
+        else:
+            return _status(404, "NotFound", f"the server could not find the requested resource ({request.path})")
+        namespace = None
+        if len(rest) >= 2 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        if not rest or rest[0] not in RESOURCES:
+            return _status(404, "NotFound", f"the server could not find the requested resource ({request.path})")
+        resource, name, sub = rest[0], (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
+        if resource in self.forbidden:
+            scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+            return _status(403, "Forbidden", f'{resource} is forbidden: User "alice" cannot {request.method.lower()} '
+                           f'resource "{resource}" in API group "" {scope}')
+        group = "/apis/batch/v1" if parts[0] == "apis" else "/api/v1"
+        if RESOURCES[resource][0] != group:
+            return _status(404, "NotFound", f"the server could not find the requested resource ({request.path})")
+        if name is None:
+            if request.method == "GET":
+                q = request.query
+                if q.get("watch", "").lower() in ("true", "1"):
+                    return await self._watch(request, resource, namespace)
+                return self._list(resource, namespace, q)
+            if request.method == "POST" and namespace is not None:
+                return await self._create(request, resource, namespace)
+            return _status(405, "MethodNotAllowed", f"{request.method} not supported here")
+        key = (namespace or "", name)
+        if sub == "log" and resource == "pods" and request.method == "GET":
+            return await self._log(request, namespace, name)
+        if sub is not None:
+            return _status(404, "NotFound", f"subresource {sub} not emulated")
+        if request.method == "GET":
+            obj = self.store[resource].get(key)
+            if obj is None:
+                return _not_found(resource, name)
+            return web.json_response(_with_kind(resource, obj))
+        if request.method == "DELETE":
+            return await self._delete(request, resource, namespace or "", name)
+        return _status(405, "MethodNotAllowed", f"{request.method} not emulated")
+
+    def _list(self, resource: str, namespace: str | None, q) -> web.Response:
+        items = [o for (ns, _), o in self.store[resource].items() if namespace is None or ns == namespace]
+        if q.get("labelSelector"):
+            items = [o for o in items if label_match(o, q["labelSelector"])]
+        if q.get("fieldSelector"):
+            items = [o for o in items if field_match(o, q["fieldSelector"])]
+        body = {"kind": RESOURCES[resource][3] + "List", "apiVersion": API_VERSION[resource],
+                "metadata": {"resourceVersion": str(self.rv)}, "items": items}
+        return web.Response(body=json.dumps(body, separators=(",", ":")).encode(), content_type="application/json")
+
+    async def _watch(self, request: web.Request, resource: str, namespace: str | None) -> web.StreamResponse:
+        q = request.query
+        rv_text = q.get("resourceVersion") or ""
+        timeout = float(q.get("timeoutSeconds") or 1800)
+        labels, fields = q.get("labelSelector"), q.get("fieldSelector")
+
+        def wanted(obj: dict) -> bool:
+            if namespace is not None and (obj.get("metadata") or {}).get("namespace") != namespace:
+                return False
+            return (not labels or label_match(obj, labels)) and (not fields or field_match(obj, fields))
+
+        if self.gone_as_http and rv_text not in ("", "0") and int(rv_text) < self.compacted - 1:
+            return _status(410, "Expired", f"too old resource version: {rv_text} ({self.compacted - 1})")
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        self._streams[id(request)] = request
+        queue: asyncio.Queue = asyncio.Queue()
+        self._watchers.add(queue)
+        try:
+            if rv_text in ("", "0"):
+                lines = []
+                for obj in self.store[resource].values():
+                    if wanted(obj):
+                        item = dict(obj, kind=RESOURCES[resource][3], apiVersion=API_VERSION[resource])
+                        lines.append(json.dumps({"type": "ADDED", "object": item}).encode() + b"\n")
+                position = self.rv
+                if lines:
+                    await response.write(b"".join(lines))
+            else:
+                position = int(rv_text)
+                if position < self.compacted - 1:
+                    gone = status(410, "Expired", f"too old resource version: {position} ({self.compacted - 1})")
+                    await response.write(json.dumps({"type": "ERROR", "object": gone}).encode() + b"\n")
+                    return response
+            deadline = time.monotonic() + timeout
+            while self.running:
+                batch = []
+                for rv, res, line, obj in self._history_after(position):
+                    position = rv
+                    if res == resource and wanted(obj):
+                        batch.append(line)
+                if batch:
+                    await response.write(b"".join(batch))
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    item = await asyncio.wait_for(queue.get(), left)
+                except asyncio.TimeoutError:
+                    break
+                while item is not None and not queue.empty():
+                    item = queue.get_nowait()
+                if item is None:  # stop, or end_watches()
+                    break
+            return response
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        finally:
+            self._watchers.discard(queue)
+            self._streams.pop(id(request), None)
+
+    def _history_after(self, position: int):
+        history = self.history
+        lo, hi = 0, len(history)
+        while lo < hi:  # first entry with rv > position
+            mid = (lo + hi) // 2
+            if history[mid][0] <= position:
+                lo = mid + 1
+            else:
+                hi = mid
+        return history[lo:]
+
+    async def _create(self, request: web.Request, resource: str, namespace: str) -> web.Response:
+        try:
+            obj = await request.json()
+        except ValueError:
+            return _status(400, "BadRequest", "request body is not JSON")
+        meta = obj.setdefault("metadata", {})
+        name = meta.get("name")
+        if not name:
+            return _status(422, "Invalid", f"{RESOURCES[resource][3]} is invalid: metadata.name: Required value")
+        if meta.get("namespace", namespace) != namespace:
+            return _status(400, "BadRequest", "the namespace of the object does not match the request")
+        meta["namespace"] = namespace
+        if (namespace, name) in self.store[resource]:
+            return _status(409, "AlreadyExists", f'{resource} "{name}" already exists',
+                           {"name": name, "kind": resource})
+        if resource == "jobs":
+            template = obj.setdefault("spec", {}).setdefault("template", {}).setdefault("metadata", {})
+            labels = template.setdefault("labels", {})
+            labels.setdefault("job-name", name)
+            labels.setdefault("batch.kubernetes.io/job-name", name)
+            obj["spec"].setdefault("selector", {"matchLabels": {"batch.kubernetes.io/job-name": name}})
+        stored = await self._aput(resource, obj)
+        delay = self.create_delay.pop(resource, 0.0)
+        if delay:
+            await asyncio.sleep(delay)  # stored, but the client gives up waiting
+        return web.Response(status=201, body=json.dumps(_with_kind(resource, stored)).encode(),
+                            content_type="application/json")
+
+    async def _delete(self, request: web.Request, resource: str, namespace: str, name: str) -> web.Response:
+        obj = await self._aremove(resource, namespace, name)
+        if obj is None:
+            return _not_found(resource, name)
+        policy = request.query.get("propagationPolicy")
+        if resource == "jobs" and policy in ("Background", "Foreground"):
+            for (ns, pod_name), pod in list(self.store["pods"].items()):
+                labels = (pod.get("metadata") or {}).get("labels") or {}
+                if ns == namespace and any(labels.get(k) == name for k in JOB_NAME_LABELS):
+                    await self._aremove("pods", ns, pod_name)
+        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {"name": name, "kind": resource, "uid": obj["metadata"].get("uid")}}
+        return web.json_response(body)
+
+    async def _log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+        pod = self.store["pods"].get((namespace, name))
+        if pod is None:
+            return _not_found("pods", name)
+        q = request.query
+        previous = q.get("previous", "").lower() in ("true", "1")
+        follow = q.get("follow", "").lower() in ("true", "1")
+        stamps = q.get("timestamps", "").lower() in ("true", "1")
+        container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name", "main")
+        if previous and not self.logs.get((namespace, name, True)):
+            return _status(400, "BadRequest",
+                           f'previous terminated container "{container}" in pod "{name}" not found')
+        if not previous and (pod.get("status") or {}).get("phase", "Pending") == "Pending":
+            return _status(400, "BadRequest",
+                           f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
+        since = None
+        if q.get("sinceSeconds"):
+            since = _nano(datetime.now(timezone.utc) - timedelta(seconds=int(q["sinceSeconds"])))
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        self._streams[id(request)] = request
+        sent = 0
+        try:
+            while True:
+                lines = self.logs.get((namespace, name, previous), [])
+                chunk = []
+                for stamp, text in lines[sent:]:
+                    if since is None or stamp >= since:
+                        chunk.append(f"{stamp} {text}\n" if stamps else f"{text}\n")
+                sent = len(lines)
+                if chunk:
+                    await response.write("".join(chunk).encode())
+                current = self.store["pods"].get((namespace, name))
+                phase = ((current or {}).get("status") or {}).get("phase")
+                if not follow or previous or current is None or phase in ("Succeeded", "Failed") or not self.running:
+                    if follow and current is not None and phase in ("Succeeded", "Failed"):
+                        rest = self.logs.get((namespace, name, previous), [])[sent:]
+                        if rest:
+                            await response.write("".join(
+                                f"{s} {t}\n" if stamps else f"{t}\n" for s, t in rest).encode())
+                    break
+                waiter = asyncio.Event()
+                self._log_waiters.add(waiter)
+                try:
+                    await asyncio.wait_for(waiter.wait(), 0.5)
+                except asyncio.TimeoutError:
+                    pass
+                finally:
+                    self._log_waiters.discard(waiter)
+            return response
+        finally:
+            self._streams.pop(id(request), None)
+
+    def set_pod_phase(self, namespace: str, name: str, phase: str, exit_code: int | None = None) -> dict:
+        changes: dict[str, Any] = {"status": pod_status(phase, exit_code)}
+        obj = self.patch("pods", namespace, name, changes)
+
+        async def wake():
+            for waiter in list(self._log_waiters):
+                waiter.set()
+        self._call(wake())
+        return obj
+
+
+def _nano_now() -> str:
+    return _nano(datetime.now(timezone.utc))
+
+
+def _nano(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond:06d}000Z"
+
+
+def _merge(target: dict, changes: dict) -> None:
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
+def _with_kind(resource: str, obj: dict) -> dict:
+    return dict(obj, kind=RESOURCES[resource][3], apiVersion=API_VERSION[resource])
+
+
+def _status(code: int, reason: str, message: str, details: dict | None = None) -> web.Response:
+    return web.json_response(status(code, reason, message, details), status=code)
+
+
+def _not_found(resource: str, name: str) -> web.Response:
+    return _status(404, "NotFound", f'{resource} "{name}" not found', {"name": name, "kind": resource})
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def make_node(name: str, gpus: int = 8, product: str = "NVIDIA-A100-SXM4-80GB", ready: bool = True,
+              unschedulable: bool = False, taints: list | None = None, labels: dict | None = None) -> dict:
+    node: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "nvidia.com/gpu.product": product,
+                                              "node.kubernetes.io/instance-type": "p4d.24xlarge",
+                                              **(labels or {})}},
+        "spec": {},
+        "status": {
+            "capacity": {"cpu": "96", "memory": "1152Gi", "nvidia.com/gpu": str(gpus), "pods": "110"},
+            "allocatable": {"cpu": "95500m", "memory": "1140Gi", "nvidia.com/gpu": str(gpus), "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False",
+                            "reason": "KubeletReady" if ready else "KubeletNotReady",
+                            "message": "kubelet is posting ready status" if ready else "container runtime is down",
+                            "lastHeartbeatTime": now_text(), "lastTransitionTime": now_text()}],
+            "nodeInfo": {"architecture": "amd64", "bootID": "", "containerRuntimeVersion": "containerd://1.7.0",
+                         "kernelVersion": "6.1.0", "kubeProxyVersion": "v1.31.0", "kubeletVersion": "v1.31.0",
+                         "machineID": "", "operatingSystem": "linux", "osImage": "Debian", "systemUUID": ""},
+        },
+    }
+    if unschedulable:
+        node["spec"]["unschedulable"] = True
+    if taints:
+        node["spec"]["taints"] = taints
+    return node
+
+
+def pod_status(phase: str, exit_code: int | None = None, waiting: str | None = None,
+               unschedulable: str | None = None) -> dict:
+    st: dict[str, Any] = {"phase": phase}
+    if phase == "Pending" and unschedulable:
+        st["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                             "message": unschedulable, "lastTransitionTime": now_text()}]
+    if phase == "Running" or waiting:
+        st["startTime"] = now_text()
+        state = {"waiting": {"reason": waiting, "message": f"Back-off: {waiting}"}} if waiting else \
+            {"running": {"startedAt": now_text()}}
+        st["containerStatuses"] = [{"name": "main", "image": "img", "imageID": "", "ready": not waiting,
+                                    "restartCount": 0, "state": state}]
+    if phase in ("Succeeded", "Failed"):
+        st["startTime"] = now_text(-60)
+        code = exit_code if exit_code is not None else (0 if phase == "Succeeded" else 1)
+        st["containerStatuses"] = [{"name": "main", "image": "img", "imageID": "", "ready": False,
+                                    "restartCount": 0, "state": {"terminated": {
+                                        "exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                                        "startedAt": now_text(-60), "finishedAt": now_text()}}}]
+    return st
+
+
+def make_pod(name: str, namespace: str = "default", node: str | None = None, gpus: int = 1,
+             phase: str = "Running", job: str | None = None, index: int | None = None, **status_kw) -> dict:
+    labels = {"app": "bench"}
+    annotations = {}
+    if job:
+        labels.update({"job-name": job, "batch.kubernetes.io/job-name": job})
+    if index is not None:
+        annotations["batch.kubernetes.io/job-completion-index"] = str(index)
+    limits = {"nvidia.com/gpu": str(gpus)} if gpus else {}
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations},
+        "spec": {"nodeName": node, "restartPolicy": "Never", "containers": [{
+            "name": "main", "image": "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime",
+            "command": ["/bin/sh", "-c", "python train.py"],
+            "resources": {"limits": {**limits, "cpu": "8", "memory": "64Gi"},
+                          "requests": {**limits, "cpu": "8", "memory": "64Gi"}}}]},
+        "status": pod_status(phase, **status_kw),
+    }
+
+
+def make_job(name: str, namespace: str = "default", parallelism: int = 1, indexed: bool = False,
+             gpus: int = 1, status_: dict | None = None) -> dict:
+    spec: dict[str, Any] = {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 0,
+                            "template": {"metadata": {"labels": {"job-name": name}},
+                                         "spec": {"restartPolicy": "Never", "containers": [{
+                                             "name": "main", "image": "busybox",
+                                             "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}}
+    if indexed:
+        spec["completionMode"] = "Indexed"
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace},
+            "spec": spec, "status": status_ or {}}
+
+
+def _main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--nodes", type=int, default=0)
+    parser.add_argument("--pods", type=int, default=0)
+    args = parser.parse_args(argv)
+    emu = K8sEmulator(args.port).start()
+    nodes = [make_node(f"node-{i:05d}") for i in range(args.nodes)]
+    emu.bulk("nodes", nodes)
+    per_node = 8
+    emu.bulk("jobs", [make_job(f"job-{i:05d}") for i in range(args.pods)])
+    emu.bulk("pods", [make_pod(f"job-{i:05d}-x", node=f"node-{(i // per_node) % max(1, args.nodes):05d}",
+                               job=f"job-{i:05d}") for i in range(args.pods)])
+    print(emu.url, flush=True)
+    churn = 0
+    for line in sys.stdin:  # "churn N": N pod MODIFIED events in one burst; "quit"
+        words = line.split()
+        if not words or words[0] == "quit":
+            break
+        if words[0] == "churn":
+            count = int(words[1])
+            pods = []
+            for i in range(count):
+                churn += 1
+                pod = make_pod(f"job-{i % max(1, args.pods):05d}-x", node=f"node-{(i // per_node) % max(1, args.nodes):05d}",
+                               job=f"job-{i % max(1, args.pods):05d}")
+                pod["metadata"]["annotations"]["churn"] = str(churn)
+                pods.append(pod)
+            emu.bulk("pods", pods)
+            print(f"rv {emu.rv}", flush=True)
+    emu.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,62 @@
+"""Helpers for the Kubernetes tests: a running API emulator, a kubeconfig pointing at it, and a
+backend/cluster config over that kubeconfig."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+from yanflow_tui.config import ClusterConfig
+
+from fakes.k8s_api import K8sEmulator
+
+
+def write_kubeconfig(path: Path, url: str, namespace: str = "ml", context: str = "emu") -> Path:
+    data = {
+        "apiVersion": "v1", "kind": "Config", "current-context": context,
+        "clusters": [{"name": "emu", "cluster": {"server": url}}],
+        "users": [{"name": "alice", "user": {"token": "not-a-real-token"}}],
+        "contexts": [{"name": context, "context": {"cluster": "emu", "user": "alice", "namespace": namespace}}],
+    }
+    path.write_text(yaml.safe_dump(data))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture
+def emulator():
+    emu = K8sEmulator().start()
+    yield emu
+    emu.shutdown()
+
+
+@pytest.fixture
+def kubeconfig(tmp_path, emulator) -> Path:
+    return write_kubeconfig(tmp_path / "kubeconfig", emulator.url)
+
+
+def cluster(kubeconfig: Path, name: str = "k8s", read_only: bool = False, **options: Any) -> ClusterConfig:
+    return ClusterConfig(name, "kubernetes", read_only=read_only, refresh_seconds=0.5,
+                         options={"kubeconfig": str(kubeconfig), **options})
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition"):
+    """Poll an async or plain ``check`` until it returns something truthy (errors count as not yet)."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+            if asyncio.iscoroutine(value):
+                value = await value
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001 - keep polling; report the last error on timeout
+            last = exc
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f" (last error: {last})" if last else ""))
