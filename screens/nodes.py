@@ -18,7 +18,7 @@ def summary(nodes_by_cluster: dict[str, tuple[Node, ...]]) -> Text:
     for cluster, nodes in nodes_by_cluster.items():
         total = sum(n.gpus_total for n in nodes)
         used = sum(n.gpus_allocated for n in nodes)
-        whole = sum(1 for n in nodes if n.gpus_total and n.gpus_allocated == 0)
+        whole = sum(1 for n in nodes if n.whole_free)
         out.append(clean(cluster), "bold")
         out.append(f": {len(nodes)} node(s), GPUs {used}/{total} used, {whole} whole free node(s)   ")
     out.append("  ")

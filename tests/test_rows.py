@@ -49,3 +49,17 @@ def test_job_matches_any_visible_field():
     assert job_matches(j, "RESNET") and job_matches(j, "alice") and job_matches(j, "resources")
     assert job_matches(j, "running") and job_matches(j, "")
     assert not job_matches(j, "bert")
+
+
+def test_whole_free_nodes_leave_out_busy_and_unavailable_ones():
+    from yanflow_tui.model import Gpu, GpuState
+
+    def node(states, allocated=0):
+        return Node("c", "n", "idle", (), 8, 0, 0, 0, "A100", len(states), allocated,
+                    tuple(Gpu(i, s) for i, s in enumerate(states)))
+
+    assert node([GpuState.FREE] * 4).whole_free
+    assert not node([GpuState.ALLOCATED] + [GpuState.FREE] * 3, allocated=1).whole_free
+    assert not node([GpuState.UNAVAILABLE] * 4).whole_free  # drained / cordoned
+    assert not Node("c", "cpu01", "idle").whole_free  # no GPUs at all
+    assert Node("c", "n", "idle", gpus_total=8).whole_free  # counts only, no per-GPU data

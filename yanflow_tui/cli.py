@@ -217,7 +217,8 @@ async def _logs(config, args) -> int:
         out = sys.stdout
         last_flush = time.monotonic()
         async for line in backend.stream_logs(args.job, follow=args.follow):
-            out.write(clean(line.text) + "\n")
+            prefix = f"[{clean(line.source)}] " if line.source else ""  # the rank of a multi-node job
+            out.write(prefix + clean(line.text) + "\n")
             if args.follow and time.monotonic() - last_flush > 0.1:
                 out.flush()
                 last_flush = time.monotonic()
