@@ -126,6 +126,12 @@ class Backend(abc.ABC):
         writes only on this machine."""
         raise BackendError(f"cluster {self.name!r} cannot download checkpoints")
 
+    @property
+    def notice(self) -> str:
+        """A one-line note the header shows beside a healthy cluster, e.g. "history needs
+        accounting". Empty when there is nothing to say."""
+        return ""
+
     async def login(self, password: str) -> None:
         """Log in with a password the user typed after a read raised ``AuthRequired``. Keep the
         password only as long as the login takes; never log or store it."""

@@ -80,6 +80,10 @@ class SlurmBackend(Backend):
         live = {j.id for j in jobs}
         return jobs + [j for j in self._history if j.id not in live]
 
+    @property
+    def notice(self) -> str:
+        return "history needs accounting (no slurmdbd): finished jobs are not listed" if self.history_note else ""
+
     async def _refresh_history(self) -> None:
         if self.history_note or time.monotonic() - self._history_at < HISTORY_REFRESH and self._history_at:
             return

@@ -287,3 +287,19 @@ def test_a_backend_whose_constructor_crashes_becomes_unavailable(monkeypatch):
     backend = registry.create(ClusterConfig("b", "broken"))
     assert isinstance(backend, UnavailableBackend)
     assert "failed to start: RuntimeError: kubeconfig is garbage" in backend.reason
+
+
+async def test_a_healthy_cluster_carries_its_backends_notice():
+    class Noting(ScriptedBackend):
+        note = ""
+
+        @property
+        def notice(self):
+            return self.note
+
+    backend = Noting(ClusterConfig("c", "local"))
+    hub = make_hub(backend)
+    assert (await hub.refresh("c")).message == ""
+    backend.note = "history needs accounting"
+    snap = await hub.refresh("c")
+    assert snap.health is Health.OK and snap.message == "history needs accounting"

@@ -70,6 +70,7 @@ async def test_history_needs_accounting_note(backend, slurm_jobs):
     await backend.list_jobs()
     assert backend.history_note.startswith("history needs accounting")
     assert "accounting storage is disabled" in backend.history_note
+    assert backend.notice.startswith("history needs accounting")  # the header shows it
     job_id = slurm_jobs.add(await backend.submit(spec(sleeper("yf-note", 30))))
     assert "History:" in await backend.describe(job_id) and "needs accounting" in await backend.describe(job_id)
 

@@ -104,7 +104,7 @@ class Hub:
             login_user = exc.user if isinstance(exc, AuthRequired) else ""
             snap = replace(snap, health=health, message=error_text(exc), failures=failures, login_user=login_user)
         else:
-            snap = replace(snap, health=Health.OK, message="", updated=time.time(),
+            snap = replace(snap, health=Health.OK, message=backend.notice, updated=time.time(),
                            jobs=new_jobs, nodes=new_nodes, failures=0, login_user="")
         self.snapshots[name] = snap
         return snap
