@@ -127,6 +127,16 @@ class Backend(abc.ABC):
         raise BackendError(f"cluster {self.name!r} cannot download checkpoints")
 
     @property
+    def current_user(self) -> str:
+        """Who we are on this cluster, once known; "" when unknown (then nothing is hidden by the
+        console's "mine" view)."""
+        return ""
+
+    def set_all_users(self, all_users: bool) -> None:
+        """The console switched between "mine" and "all users". Backends that filter by user on
+        the server refetch; the others list everyone anyway and the console filters."""
+
+    @property
     def notice(self) -> str:
         """A one-line note the header shows beside a healthy cluster, e.g. "history needs
         accounting". Empty when there is nothing to say."""

@@ -94,6 +94,13 @@ class DeterminedBackend(Backend):
         await asyncio.to_thread(self.conn.login, password)
         self.notify_changed()
 
+    @property
+    def current_user(self) -> str:
+        return self.conn.user or ""
+
+    def set_all_users(self, all_users: bool) -> None:
+        self.all_users = all_users  # the master filters by user; the next read asks for everyone
+
     # -- reads -----------------------------------------------------------------------------------
     async def list_jobs(self) -> list[Job]:
         return await asyncio.to_thread(self.conn.call, self._list_jobs, "listing jobs")

@@ -74,7 +74,12 @@ class SlurmBackend(Backend):
     async def _squeue_json(self) -> list[parse.RawJob]:
         return parse.parse_squeue_json(await self.transport.check(["squeue", "-a", "-t", "all", "--json"]))
 
+    @property
+    def current_user(self) -> str:
+        return self.transport.known_user
+
     async def list_jobs(self) -> list[Job]:
+        await self.transport.user()  # once: who "mine" is (id -un, never $USER)
         jobs = parse.build_jobs(await self._squeue(), self.name)
         await self._refresh_history()
         live = {j.id for j in jobs}

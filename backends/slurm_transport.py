@@ -115,6 +115,11 @@ class Transport(abc.ABC):
             raise BackendError(f"{argv[0]} failed: {result.error()}")
         return result.stdout
 
+    @property
+    def known_user(self) -> str:
+        """``user()`` once it has been asked; "" before."""
+        return self._user or ""
+
     async def user(self) -> str:
         """The user the cluster sees us as (``id -un`` over the transport, never ``$USER``)."""
         if self._user is None:

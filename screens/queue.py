@@ -34,12 +34,14 @@ def _order(cluster: str, job_id: str, parent: str = "") -> tuple:
 
 class QueueScreen(DataScreen):
     TITLE_TEXT = "Queue"
+    SHOWS_USERS = True
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="filter-jobs"),
         Binding("l", "logs", "Logs", id="job-logs"),
         Binding("c", "cancel", "Cancel", id="cancel-job"),
         Binding("a", "actions", "Actions", id="job-actions"),
         Binding("space", "toggle_group", "Expand", id="toggle-group"),
+        Binding("u", "toggle_users", "Mine/All", id="toggle-users"),
         Binding("s", "submit", "Submit", id="submit-job"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="clear-filter"),
     ]
@@ -104,7 +106,11 @@ class QueueScreen(DataScreen):
 
     def _visible_rows(self) -> list[tuple[Job, str, int]]:
         """(job, id marker, child count) for every row to show, groups first, children under them."""
-        jobs = [j for snap in self.app.hub.snapshots.values() for j in snap.jobs]
+        hub = self.app.hub
+        jobs = [j for snap in hub.snapshots.values() for j in snap.jobs]
+        if not self.app.all_users:  # mine: where a cluster knows who I am, my jobs only
+            me = {name: hub.backend(name).current_user for name in hub.names}
+            jobs = [j for j in jobs if not me.get(j.cluster) or j.user == me[j.cluster]]
         keys = {j.key for j in jobs}
         children: dict[str, list[Job]] = {}
         top: list[Job] = []
@@ -230,6 +236,17 @@ class QueueScreen(DataScreen):
         if key in self._jobs:  # collapsing from a child: the cursor goes to its group row
             if self._selected_key() not in self._jobs or key not in self.expanded:
                 table.move_cursor(row=table.get_row_index(key), animate=False)
+
+    def action_toggle_users(self) -> None:
+        """Switch between my jobs and everyone's, on every cluster."""
+        app = self.app
+        app.all_users = not app.all_users
+        for name in app.hub.names:
+            app.hub.backend(name).set_all_users(app.all_users)
+        self.refresh_data()
+        self.refresh_bar()
+        app.request_refresh()
+        self.notify("showing every user's jobs" if app.all_users else "showing my jobs", timeout=1.5, markup=False)
 
     def action_actions(self) -> None:
         job = self.selected_job()

@@ -28,6 +28,8 @@ class ClusterBar(Static):
         out.append(f"YanFlow · {getattr(self.screen, 'TITLE_TEXT', '')}", "bold")
         if getattr(app, "read_only", False):
             out.append("  READ-ONLY ", "bold reverse red")
+        if getattr(self.screen, "SHOWS_USERS", False):
+            out.append("  all users" if getattr(app, "all_users", False) else "  mine", "cyan")
         now = app.clock()
         counts: Counter = Counter()
         for snap in app.hub.snapshots.values():

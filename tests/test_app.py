@@ -550,3 +550,20 @@ async def test_a_cluster_that_needs_a_password_asks_once_and_logs_in(home, monke
         assert app.hub.snapshots["det"].login_user == ""
         assert FakeLoginBackend.PASSWORD not in screen_text(app)
     assert FakeLoginBackend.PASSWORD not in caplog.text
+
+
+async def test_the_queue_shows_my_jobs_and_u_switches_to_everyones(home, actions_kind):
+    app = make_app(actions_cluster())
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda: "det/101" in rows(app), what="rows")
+        assert "det/105" not in rows(app)  # bob's
+        await pilot.pause(0.1)
+        assert "  mine" in screen_text(app)
+        await pilot.press("u")
+        await wait_for(pilot, lambda: "det/105" in rows(app), what="bob's job")
+        assert FakeBackend.instances[-1].all_users_calls == [True]
+        await pilot.pause(0.1)
+        assert "all users" in screen_text(app)
+        await pilot.press("u")
+        await wait_for(pilot, lambda: "det/105" not in rows(app), what="mine again")
+        assert FakeBackend.instances[-1].all_users_calls == [True, False]

@@ -32,6 +32,12 @@ async def test_prompted_password_logs_in_and_experiments_show_with_their_trials(
         table.move_cursor(row=table.get_row_index("det/exp-12"))
         await pilot.press("space")
         await wait_for(pilot, lambda: len([r for r in rows(app) if "trial-" in r]) == 3, what="trials")
+        assert "det/exp-13" not in rows(app)  # bob's experiment: mine by default, filtered by the master
+        experiments = [r for r in master.requests if r.path == "/api/v1/experiments"]
+        assert experiments and all(r.query.get("users") == ["alice"] for r in experiments)
+        await pilot.press("u")  # everyone's
+        await wait_for(pilot, lambda: "det/exp-13" in rows(app), what="bob's experiment")
+        assert "users" not in [r for r in master.requests if r.path == "/api/v1/experiments"][-1].query
         await pilot.press("2")
         await wait_for(pilot, lambda: "agent-a" in screen_text(app), what="agents on the Nodes screen")
     assert PASSWORD not in caplog.text

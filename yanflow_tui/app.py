@@ -57,6 +57,7 @@ class YanflowApp(App[None]):
         self._wake: dict[str, asyncio.Event] = {}
         self.pending_logs: Job | None = None
         self._asked_login: set[str] = set()
+        self.all_users = config.all_users  # False: the queue shows my jobs where a cluster knows who I am
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:

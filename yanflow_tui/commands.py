@@ -32,6 +32,8 @@ class YanflowCommands(Provider):
                 commands.append(("job: cancel", f"Cancel job {job.id}", screen.action_cancel))
             if not app.read_only and screen.check_action("actions", ()):
                 commands.append(("job: actions", f"Pause, activate... job {job.id}", screen.action_actions))
+            if hasattr(screen, "action_toggle_users"):
+                commands.append(("queue: mine / all users", "Show my jobs or everyone's", screen.action_toggle_users))
             if screen.check_action("toggle_group", ()):
                 commands.append(("job: expand", "Expand or collapse the group", screen.action_toggle_group))
         return commands

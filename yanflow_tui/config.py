@@ -30,7 +30,7 @@ from yanflow_tui.locations import default_config_path
 from yanflow_tui.yamldoc import Checker, join, load_yaml
 
 KINDS = ("local", "slurm", "kubernetes", "determined")
-TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap")
+TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users")
 COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description")
 # Kind-specific options; the backend modules read them from ClusterConfig.options.
 KIND_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -61,6 +61,7 @@ class Config:
     theme: str | None = None
     keymap: dict[str, str] = field(default_factory=dict)
     source: str = "auto-discovered"
+    all_users: bool = False  # the queue starts on everyone's jobs instead of mine
 
     def cluster(self, name: str) -> ClusterConfig:
         for cluster in self.clusters:
@@ -127,7 +128,8 @@ def parse_config(text: str, file: str, env: Mapping[str, str] = os.environ) -> C
         if not clusters and not check.problems:
             check.error("clusters", "no clusters configured")
     check.raise_if_any()
-    return Config(tuple(clusters), read_only, refresh, theme, keymap, source=file)
+    all_users = bool(check.boolean("all_users", top.get("all_users")))
+    return Config(tuple(clusters), read_only, refresh, theme, keymap, source=file, all_users=all_users)
 
 
 def _anything(value: Any) -> list[str]:

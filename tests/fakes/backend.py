@@ -104,10 +104,19 @@ class FakeActionsBackend(FakeBackend):
         self.jobs.append(replace(self.job("104", "sweep", JobState.RUNNING, gpus=3)))
         self.jobs.extend(replace(self.job(f"104_{i}", f"sweep-{i}", JobState.RUNNING, gpus=1), parent="104")
                          for i in (0, 1, 10))
+        self.jobs.append(replace(self.job("105", "bobs-run", JobState.RUNNING), user="bob"))
+        self.all_users_calls: list[bool] = []
         self.points = [MetricPoint("loss", step, 1.0 / (step + 1)) for step in range(0, 100, 10)]
         self.points += [MetricPoint("accuracy", step, step / 100, "validation") for step in (50, 100)]
         self.saved = [Checkpoint("ckpt-aaa", "104_1", 100, "COMPLETED", 4096, (("accuracy", 0.9),))]
         self.ranked_logs = {"104": [(f"rank {i % 2}", f"step {i // 2} from rank {i % 2}") for i in range(8)]}
+
+    @property
+    def current_user(self):
+        return "alice"
+
+    def set_all_users(self, all_users):
+        self.all_users_calls.append(all_users)
 
     async def metrics(self, job_id):
         self.calls.append(("metrics", job_id))
