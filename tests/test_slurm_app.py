@@ -70,8 +70,10 @@ async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, 
         await pilot.press("1")
         key = f"{c.name}/{job_id}"
         await wait_for(pilot, lambda: key in rows(app), what="queue row")
-        job = app.hub.find_job(c.name, job_id)
-        assert job.state is JobState.RUNNING and job.gpus == 8 and len(job.nodes) == 2
+        app.request_refresh(c.name)  # the row may come from a refresh taken while it was still pending
+        job = await wait_for(pilot, lambda: (j := app.hub.find_job(c.name, job_id)) and j.state is JobState.RUNNING
+                             and j, timeout=20, what="running in the queue")
+        assert job.gpus == 8 and len(job.nodes) == 2
         table = app.screen.query_one(JobTable)
         table.move_cursor(row=table.get_row_index(key))
         await pilot.press("l")
