@@ -93,3 +93,18 @@ def test_osc_ended_by_8bit_string_terminator_keeps_the_rest():
     from yanflow_tui.sanitize import clean
 
     assert clean("a\x1b]0;title\x9cvisible") == "avisible"
+
+
+def test_the_fast_path_changes_nothing_the_slow_path_would():
+    import re
+
+    from hypothesis import given, strategies as st
+
+    from yanflow_tui import sanitize
+
+    @given(st.text())
+    def check(text):
+        slow = sanitize._CONTROL.sub("", re.sub(r"\r\n|[\n\r]", " ", sanitize._ANSI.sub("", text).replace("\t", " ")))
+        assert sanitize.clean(text) == slow
+
+    check()

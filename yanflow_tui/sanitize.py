@@ -27,6 +27,8 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
     """
     if not text:
         return ""
+    if text.isprintable():  # no ESC, C0/C1, zero-width or bidi characters: nothing to strip (fast path)
+        return text
     text = _ANSI.sub("", text)
     text = text.replace("\t", " ")
     if not keep_newlines:
