@@ -25,10 +25,15 @@ def select_row(app, key: str) -> None:
     table.move_cursor(row=table.get_row_index(key))
 
 
-async def test_the_api_server_going_away_marks_the_cluster_stale_and_data_returns(home, emulator, kubeconfig):
+
+def seed_train(emulator) -> None:
+    """One GPU node and job "train" with one pod holding 4 of its GPUs."""
     emulator.add_node("gpu-a", 8)
     emulator.put("jobs", make_job("train", NS))
     emulator.put("pods", make_pod("train-1", NS, node="gpu-a", gpus=4, job="train"))
+
+async def test_the_api_server_going_away_marks_the_cluster_stale_and_data_returns(home, emulator, kubeconfig):
+    seed_train(emulator)
     app = make_app(cluster(kubeconfig))
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: "k8s/ml/train" in rows(app), what="rows")
@@ -47,9 +52,7 @@ async def test_the_api_server_going_away_marks_the_cluster_stale_and_data_return
 
 
 async def test_read_only_console_sends_no_write_to_the_api_server(home, emulator, kubeconfig):
-    emulator.add_node("gpu-a", 8)
-    emulator.put("jobs", make_job("train", NS))
-    emulator.put("pods", make_pod("train-1", NS, node="gpu-a", gpus=4, job="train"))
+    seed_train(emulator)
     app = make_app(cluster(kubeconfig), read_only=True)
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: "k8s/ml/train" in rows(app), what="rows")
@@ -66,9 +69,7 @@ async def test_read_only_console_sends_no_write_to_the_api_server(home, emulator
 
 
 async def test_writable_console_cancels_a_kubernetes_job_after_confirmation(home, emulator, kubeconfig):
-    emulator.add_node("gpu-a", 8)
-    emulator.put("jobs", make_job("train", NS))
-    emulator.put("pods", make_pod("train-1", NS, node="gpu-a", gpus=4, job="train"))
+    seed_train(emulator)
     app = make_app(cluster(kubeconfig))
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: "k8s/ml/train" in rows(app), what="rows")
