@@ -162,6 +162,8 @@ async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_
         app._cluster_updated(ClusterUpdated(app.hub.snapshots["hpc"]))  # must not raise
         await pilot.pause(0.2)
         assert screen.is_mounted and "gpu02" in screen_text(app)
+        await screen.query_one("#nodes").remove()  # as at exit: the screen is still mounted, its widgets gone
+        app._cluster_updated(ClusterUpdated(app.hub.snapshots["hpc"]))  # must not raise either
 
 
 # -- the fake backend: read-only, rendering, keys ---------------------------------------------------

@@ -10,6 +10,7 @@ from pathlib import Path
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding
+from textual.css.query import NoMatches
 
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config
@@ -96,9 +97,13 @@ class YanflowApp(App[None]):
     @on(ClusterUpdated)
     def _cluster_updated(self, message: ClusterUpdated) -> None:
         screen = self.screen
-        # A screen just switched to may not have composed yet; its own on_mount draws it.
+        # A screen just switched to may not have composed yet (its own on_mount draws it), and one
+        # being torn down at exit has lost its widgets already: neither has anything to redraw.
         if isinstance(screen, DataScreen) and screen.is_mounted:
-            screen.refresh_data()
+            try:
+                screen.refresh_data()
+            except NoMatches:
+                pass
         self._tick()
         snap = message.snapshot
         if snap.login_user and snap.name not in self._asked_login:
