@@ -19,17 +19,20 @@ from yanflow_tui.model import Checkpoint, Job, MetricPoint
 from yanflow_tui.plot import line_plot
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import PromptScreen
+from yanflow_tui.screens.members import MembersTable
 
 
 class JobDetailScreen(ModalScreen[None]):
-    """One job: its fields, the backend's describe output (events, reason), metrics drawn as a
-    plot and refreshed while it runs, and checkpoints with download -- each where the backend
-    has them."""
+    """One job: its fields, the backend's describe output (events, reason), its members (trials,
+    tasks, ranks) as a sortable table, metrics drawn as a plot and refreshed while it runs, and
+    checkpoints with download -- each where the job or its backend has them."""
 
     BINDINGS = [
         Binding("escape,q", "dismiss", "Close", id="detail-close"),
         Binding("l", "logs", "Logs", id="detail-logs"),
         Binding("d", "download", "Download checkpoint", id="download-checkpoint"),
+        Binding("o", "sort_members", "Sort members", id="sort-members"),
+        Binding("O", "reverse_members", "Reverse order", id="reverse-members"),
     ]
     METRICS_SECONDS = 5.0
 
@@ -49,6 +52,9 @@ class JobDetailScreen(ModalScreen[None]):
             yield Static(Text(f"{clean(self.job.cluster)}/{clean(self.job.id)}  {clean(self.job.name)}", style="bold"))
             yield Static(details_text(self.job), id="details")
             yield Static(Text("loading…"), id="describe")
+            yield Static(Text("Members  (o: sort by the next column, O: reverse)", style="bold"), classes="heading",
+                         id="members-heading")
+            yield MembersTable(id="members")
             yield Static(Text("Metrics", style="bold"), classes="heading", id="metrics-heading")
             yield Static(id="metrics")
             yield Static(Text("Checkpoints  (d: download the highlighted one)", style="bold"), classes="heading",
@@ -58,6 +64,12 @@ class JobDetailScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self._describe()
+        snapshot = self.app.hub.snapshots[self.job.cluster]
+        members = [j for j in snapshot.jobs if j.parent == self.job.id and j.key != self.job.key]
+        for widget_id in ("#members-heading", "#members"):
+            self.query_one(widget_id).display = bool(members)
+        if members:
+            self.query_one(MembersTable).load(members)
         caps = self.caps
         for widget_id in ("#metrics-heading", "#metrics"):
             self.query_one(widget_id).display = caps.metrics
@@ -118,6 +130,8 @@ class JobDetailScreen(ModalScreen[None]):
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters) -> bool | None:
+        if action in ("sort_members", "reverse_members"):
+            return bool(self.query_one(MembersTable).labels)
         if action == "logs":
             return self.caps.logs
         if action == "download":
@@ -125,6 +139,12 @@ class JobDetailScreen(ModalScreen[None]):
                 return False
             return True if self.checkpoint_list and self._progress is None else None
         return True
+
+    def action_sort_members(self) -> None:
+        self.query_one(MembersTable).action_sort_next()
+
+    def action_reverse_members(self) -> None:
+        self.query_one(MembersTable).action_sort_reverse()
 
     def action_logs(self) -> None:
         self.dismiss()

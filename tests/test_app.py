@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from textual.app import ScreenStackError
 from textual.widgets import Input
 
 from yanflow_tui.backends import procs, registry
@@ -164,6 +165,15 @@ async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_
         assert screen.is_mounted and "gpu02" in screen_text(app)
         await screen.query_one("#nodes").remove()  # as at exit: the screen is still mounted, its widgets gone
         app._cluster_updated(ClusterUpdated(app.hub.snapshots["hpc"]))  # must not raise either
+        real = type(app).screen
+        def gone(self):
+            raise ScreenStackError("No screens on stack")  # later at exit: no screens at all
+        type(app).screen = property(gone)
+        try:
+            app._cluster_updated(ClusterUpdated(app.hub.snapshots["hpc"]))
+            app._tick()
+        finally:
+            type(app).screen = real
 
 
 # -- the fake backend: read-only, rendering, keys ---------------------------------------------------
@@ -506,7 +516,7 @@ async def test_logs_of_a_multi_rank_job_are_prefixed_and_filter_to_one_rank(home
 
 async def test_job_detail_plots_metrics_lists_checkpoints_and_downloads_one(home, actions_kind, tmp_path):
     app = make_app(actions_cluster())
-    async with app.run_test(size=(140, 50)) as pilot:
+    async with app.run_test(size=(140, 70)) as pilot:
         await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
         select_row(app, "det/104")
         await pilot.press("space")
@@ -569,3 +579,23 @@ async def test_the_queue_shows_my_jobs_and_u_switches_to_everyones(home, actions
         await pilot.press("u")
         await wait_for(pilot, lambda: "det/105" not in rows(app), what="mine again")
         assert FakeBackend.instances[-1].all_users_calls == [True, False]
+
+
+async def test_a_group_detail_lists_its_members_by_what_differs_and_sorts_them(home, actions_kind):
+    app = make_app(actions_cluster())
+    async with app.run_test(size=(140, 50)) as pilot:
+        await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
+        select_row(app, "det/104")
+        await pilot.press("enter")
+        detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
+        table = detail.query_one("#members")
+        await wait_for(pilot, lambda: table.row_count == 3, what="members")
+        assert table.labels == ["ID", "STATE", "REASON", "hp.lr", "Best validation"]  # "Experiment" is the same
+        assert table.column_values("ID") == ["104_0", "104_1", "104_10"]
+        for _ in range(5):  # o: ID, STATE, REASON, hp.lr, Best validation
+            await pilot.press("o")
+        assert table.column_values("Best validation") == ["loss=0.2", "loss=0.5", "loss=0.9"]
+        await pilot.press("O")
+        assert table.column_values("ID") == ["104_10", "104_0", "104_1"]
+        await pilot.press("o", "o", "o", "o")  # wraps to hp.lr, still reversed: numbers, not text
+        assert table.column_values("hp.lr") == ["0.1", "0.01", "0.001"]

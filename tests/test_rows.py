@@ -63,3 +63,13 @@ def test_whole_free_nodes_leave_out_busy_and_unavailable_ones():
     assert not node([GpuState.UNAVAILABLE] * 4).whole_free  # drained / cordoned
     assert not Node("c", "cpu01", "idle").whole_free  # no GPUs at all
     assert Node("c", "n", "idle", gpus_total=8).whole_free  # counts only, no per-GPU data
+
+
+def test_member_sort_values_compare_numbers_as_numbers():
+    from yanflow_tui.screens.members import sort_value, varying_details
+    from yanflow_tui.model import Job, JobState
+
+    assert sorted(["loss=0.9", "loss=0.25", "x", "10", "9"], key=sort_value) == ["loss=0.25", "loss=0.9", "9", "10", "x"]
+    a = Job("1", "c", "a", "u", JobState.RUNNING, details=(("Experiment", "7"), ("hp.lr", "0.1")))
+    b = Job("2", "c", "b", "u", JobState.RUNNING, details=(("Experiment", "7"), ("hp.lr", "0.2"), ("Seed", "3")))
+    assert varying_details([a, b]) == ["hp.lr", "Seed"]

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from textual import on, work
-from textual.app import App
+from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.css.query import NoMatches
 
@@ -96,7 +96,7 @@ class YanflowApp(App[None]):
 
     @on(ClusterUpdated)
     def _cluster_updated(self, message: ClusterUpdated) -> None:
-        screen = self.screen
+        screen = self._drawable_screen()
         # A screen just switched to may not have composed yet (its own on_mount draws it), and one
         # being torn down at exit has lost its widgets already: neither has anything to redraw.
         if isinstance(screen, DataScreen) and screen.is_mounted:
@@ -131,8 +131,16 @@ class YanflowApp(App[None]):
         self.notify(clean(f"logged in to {name}"), markup=False)
         self.request_refresh(name)
 
+    def _drawable_screen(self):
+        """The current screen; None at exit, when data may still arrive after the screens are gone."""
+        try:
+            return self.screen
+        except ScreenStackError:
+            return None
+
     def _tick(self) -> None:
-        for bar in self.screen.query(ClusterBar):
+        screen = self._drawable_screen()
+        for bar in screen.query(ClusterBar) if screen is not None else ():
             bar.refresh()
 
     # -- actions -----------------------------------------------------------------------------------

@@ -102,8 +102,10 @@ class FakeActionsBackend(FakeBackend):
     def __init__(self, config):
         super().__init__(config)
         self.jobs.append(replace(self.job("104", "sweep", JobState.RUNNING, gpus=3)))
-        self.jobs.extend(replace(self.job(f"104_{i}", f"sweep-{i}", JobState.RUNNING, gpus=1), parent="104")
-                         for i in (0, 1, 10))
+        trials = {0: ("0.1", "loss=0.5"), 1: ("0.01", "loss=0.2"), 10: ("0.001", "loss=0.9")}
+        self.jobs.extend(replace(self.job(f"104_{i}", f"sweep-{i}", JobState.RUNNING, gpus=1), parent="104",
+                                 details=(("Experiment", "104"), ("hp.lr", lr), ("Best validation", best)))
+                         for i, (lr, best) in trials.items())
         self.jobs.append(replace(self.job("105", "bobs-run", JobState.RUNNING), user="bob"))
         self.all_users_calls: list[bool] = []
         self.points = [MetricPoint("loss", step, 1.0 / (step + 1)) for step in range(0, 100, 10)]
