@@ -123,7 +123,7 @@ class LogsScreen(DataScreen):
         self._update_status()
 
     def _flush(self) -> None:
-        if not self._pending:
+        if not self._pending or not self.query(LogView):  # nothing new, or torn down at exit
             return
         batch, self._pending = self._pending, []
         self.entries.extend(batch)
