@@ -9,6 +9,8 @@ records the error (readers raise it) and retries with backoff from 1 s to 30 s, 
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import threading
 import time
@@ -21,6 +23,18 @@ READ_SLACK = 30.0  # a watch read may be quiet this much longer than WATCH_SECON
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
 
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause the cyclic garbage collector while decoding one big answer (process-wide, briefly)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 class Gone(Exception):
     """The watch's resourceVersion is too old (HTTP 410 or an ERROR event with code 410)."""
@@ -140,16 +154,20 @@ class Reflector:
         response = self.list_call(_preload_content=False,
                                   _request_timeout=(self.connect_timeout, LIST_READ_TIMEOUT))
         try:
-            data = json.loads(response.data)
+            body = response.data
         finally:
             response.release_conn()
         extract = self.extract
         items = {}
-        for obj in data.get("items") or ():
-            items[_object_key(obj)] = extract(obj)
+        with _gc_paused():  # a big list allocates ~10^6 objects: one collection after, not dozens during
+            data = json.loads(body)
+            for obj in data.get("items") or ():
+                items[_object_key(obj)] = extract(obj)
+            version = (data.get("metadata") or {}).get("resourceVersion") or ""
+            del data, body
         with self._lock:
             self.items = items
-            self.resource_version = (data.get("metadata") or {}).get("resourceVersion") or ""
+            self.resource_version = version
             self.version += 1
             self.lists += 1
         self.error = None

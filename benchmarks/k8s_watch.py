@@ -33,6 +33,7 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, default=1_250)
     parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--no-gc", action="store_true", help="(diagnosis) no garbage collection while drawing cells")
     args = parser.parse_args()
 
     emulator = subprocess.Popen(
@@ -71,6 +72,9 @@ async def measure(url: str, emulator: subprocess.Popen, args) -> int:
         backend_cpu, backend_wall = time.process_time() - cpu0, time.perf_counter() - wall0
         cpu1 = time.process_time()
         now = time.time()
+        import gc
+        if "--no-gc" in sys.argv:
+            gc.disable()
         cells = [rows.job_cells(j, now) for j in jobs]
         jobs_cells_cpu = time.process_time() - cpu1
         cells += [rows.node_cells(n) for n in nodes]
