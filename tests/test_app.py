@@ -50,6 +50,14 @@ def select_row(app, key: str) -> None:
     table.move_cursor(row=table.get_row_index(key))
 
 
+async def open_from_row(pilot, app, key: str, press: str, screen_type):
+    """Wait for the queue row ``key``, highlight it, press ``press``; the screen of ``screen_type`` it opens."""
+    await wait_for(pilot, lambda: key in rows(app), what=f"row {key}")
+    select_row(app, key)
+    await pilot.press(press)
+    return await wait_for(pilot, lambda: isinstance(app.screen, screen_type) and app.screen, what=screen_type.__name__)
+
+
 async def assert_gate_refuses(backend, method: str, *args) -> None:
     """The backend's gate refuses the call, and nothing mutating reached the backend at all."""
     with pytest.raises(ReadOnlyError):
@@ -497,10 +505,7 @@ async def test_read_only_has_no_actions_key_and_perform_is_refused(home, actions
 async def test_logs_of_a_multi_rank_job_are_prefixed_and_filter_to_one_rank(home, actions_kind):
     app = make_app(actions_cluster())
     async with app.run_test(size=(140, 30)) as pilot:
-        await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
-        select_row(app, "det/104")
-        await pilot.press("l")
-        logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs")
+        logs = await open_from_row(pilot, app, "det/104", "l", LogsScreen)
         await wait_for(pilot, lambda: len(logs.lines) == 8, what="lines")
         assert logs.lines[:2] == ["rank 0 │ step 0 from rank 0", "rank 1 │ step 0 from rank 1"]
         await pilot.press("f")
@@ -584,10 +589,7 @@ async def test_the_queue_shows_my_jobs_and_u_switches_to_everyones(home, actions
 async def test_a_group_detail_lists_its_members_by_what_differs_and_sorts_them(home, actions_kind):
     app = make_app(actions_cluster())
     async with app.run_test(size=(140, 50)) as pilot:
-        await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
-        select_row(app, "det/104")
-        await pilot.press("enter")
-        detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
+        detail = await open_from_row(pilot, app, "det/104", "enter", JobDetailScreen)
         table = detail.query_one("#members")
         await wait_for(pilot, lambda: table.row_count == 3, what="members")
         assert table.labels == ["ID", "STATE", "REASON", "hp.lr", "Best validation"]  # "Experiment" is the same
