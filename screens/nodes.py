@@ -7,6 +7,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Footer, Static
 
+from yanflow_tui.capacity import pools
 from yanflow_tui.model import Node
 from yanflow_tui.rows import GPU_CELLS, NODE_COLUMNS, NODE_HEADERS, node_cells
 from yanflow_tui.sanitize import clean
@@ -14,13 +15,16 @@ from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
 
 def summary(nodes_by_cluster: dict[str, tuple[Node, ...]]) -> Text:
+    """Per cluster and partition/pool: whole free nodes and free GPUs; then the cell legend."""
     out = Text(no_wrap=True, overflow="ellipsis")
     for cluster, nodes in nodes_by_cluster.items():
-        total = sum(n.gpus_total for n in nodes)
-        used = sum(n.gpus_allocated for n in nodes)
-        whole = sum(1 for n in nodes if n.whole_free)
         out.append(clean(cluster), "bold")
-        out.append(f": {len(nodes)} node(s), GPUs {used}/{total} used, {whole} whole free node(s)   ")
+        out.append(f": {len(nodes)} node(s)")
+        for pool in pools(nodes):
+            if pool.gpus_total:
+                out.append(f"  {clean(pool.name)} {pool.whole_free}/{pool.nodes} whole free, "
+                           f"{pool.gpus_free}/{pool.gpus_total} GPUs free")
+        out.append("   ")
     out.append("  ")
     for state, (glyph, style) in GPU_CELLS.items():
         out.append(glyph, style)

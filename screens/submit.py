@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Input, Label, Select, Static, TextArea
 
+from yanflow_tui.capacity import fit, pools
 from yanflow_tui.errors import SpecError, YanflowError
 from yanflow_tui.hub import error_text
 from yanflow_tui.model import JobKind, JobSpec
@@ -77,6 +78,8 @@ class SubmitScreen(DataScreen):
             with Vertical(id="side"):
                 yield Label("Problems", classes="heading")
                 yield Static(id="errors")
+                yield Label("Capacity now", classes="heading")
+                yield Static(id="capacity")
                 yield Label("Preview: what the backend receives", classes="heading")
                 with VerticalScroll(id="preview-box"):
                     yield Static(id="preview")
@@ -160,10 +163,35 @@ class SubmitScreen(DataScreen):
                 except YanflowError as exc:
                     problems.append(str(exc))
         self._spec = spec if not problems else None
+        self._show_capacity(data)
         self._show_errors(problems)
         self.query_one("#preview", Static).update(Text(clean(preview, keep_newlines=True)))
         self.query_one("#submit", Button).disabled = self._spec is None or self._submitting
         return self._spec
+
+    def refresh_data(self) -> None:
+        """New Nodes data: only the capacity line changes; the form is the user's."""
+        self._show_capacity(self.form_data()[0])
+
+    def _show_capacity(self, data: dict[str, Any]) -> None:
+        """Whole free nodes per partition of the chosen cluster, and whether the request fits now."""
+        out = Text()
+        snapshot = self.app.hub.snapshots.get(data.get("cluster") or "")
+        if snapshot is None or not snapshot.nodes:
+            out.append("no node data yet", "dim")
+        else:
+            for pool in pools(snapshot.nodes):
+                if pool.gpus_total:
+                    out.append(f"{clean(pool.name)}: ", "bold")
+                    out.append(f"{pool.whole_free}/{pool.nodes} whole nodes free, "
+                               f"{pool.gpus_free}/{pool.gpus_total} GPUs free\n")
+            resources = data.get("resources") or {}
+            nodes, gpus = resources.get("nodes", 1), resources.get("gpus", 0)
+            if isinstance(nodes, int) and isinstance(gpus, int):
+                partition = (data.get("slurm") or {}).get("partition")
+                ok, why = fit(snapshot.nodes, nodes, gpus, partition if isinstance(partition, str) else None)
+                out.append(clean(why), "green" if ok else "yellow")
+        self.query_one("#capacity", Static).update(out)
 
     def _show_errors(self, problems: list[str]) -> None:
         errors = self.query_one("#errors", Static)

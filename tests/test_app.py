@@ -333,6 +333,23 @@ async def test_submit_form_shows_errors_inline_as_you_type(home, fake_kind):
         assert screen.query_one("#name", Input).value == "my job"
 
 
+async def test_submit_form_says_whether_the_request_fits_now(home, fake_kind):
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: app.hub.snapshots["hpc"].nodes, what="nodes")
+        await pilot.press("3")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
+        capacity = lambda: str(screen.query_one("#capacity").render())  # noqa: E731
+        screen.query_one("#gpus", Input).value = "4"
+        await wait_for(pilot, lambda: "fits now: 1 node(s)" in capacity(), what="fits")
+        assert "gpu: 0/2 whole nodes free, 4/16 GPUs free" in capacity()  # gpu02 is drained: not free
+        screen.query_one("#gpus", Input).value = "8"
+        await wait_for(pilot, lambda: "waits: 0 node(s) in the cluster have 8+ free GPUs, 1 needed" in capacity(),
+                       what="waits")
+        screen.query_one("#gpus", Input).value = "9"
+        await wait_for(pilot, lambda: "never fits" in capacity(), what="never")
+
+
 async def open_logs_of_101(app, pilot) -> LogsScreen:
     await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
     select_row(app, "hpc/101")
