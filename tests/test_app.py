@@ -421,7 +421,7 @@ async def test_nodes_screen_marks_gpus_held_by_a_local_job(home, fake_nvml):
                                               for g in n.gpus), what="allocated GPUs")
             await pilot.pause(0.2)
             assert "■■□□" in screen_text(app)
-            assert "GPUs 2/4 used" in screen_text(app)
+            assert "local 0/1 whole free, 2/4 GPUs free" in screen_text(app)
         finally:
             await backend.cancel(job_id)
 
