@@ -115,6 +115,7 @@ def test_unknown_cluster_name():
         ("clusters:\n  - name: a\n    kind: local\n    refresh_seconds: 0\n",
          ["c.yaml:4: clusters[0].refresh_seconds: expected a number >= 0.5, got 0"]),
         ("keymap: {quit: [q]}\n" + cluster_config("a"), ["c.yaml:1: keymap.quit: expected text, got a list"]),
+        ("all_users: maybe\n" + cluster_config("a"), ['c.yaml:1: all_users: expected true or false, got "maybe"']),
         ("clusters: [\n", None),
     ],
 )
@@ -327,3 +328,8 @@ def test_yanflow_discover_limits_what_is_found(tmp_path):
     env = {"PATH": str(fake_squeue(tmp_path)), "DET_MASTER": "http://det:8080", "HOME": str(tmp_path)}
     assert [c.kind for c in discover(env)] == ["local", "slurm", "determined"]
     assert [c.kind for c in discover({**env, "YANFLOW_DISCOVER": "local,determined"})] == ["local", "determined"]
+
+
+def test_all_users_starts_the_queue_on_everyones_jobs():
+    assert parse_config("all_users: true\n" + cluster_config("a"), "c.yaml").all_users
+    assert not parse_config(cluster_config("a"), "c.yaml").all_users

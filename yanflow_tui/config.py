@@ -127,8 +127,8 @@ def parse_config(text: str, file: str, env: Mapping[str, str] = os.environ) -> C
             clusters.append(cluster)
         if not clusters and not check.problems:
             check.error("clusters", "no clusters configured")
-    check.raise_if_any()
     all_users = bool(check.boolean("all_users", top.get("all_users")))
+    check.raise_if_any()
     return Config(tuple(clusters), read_only, refresh, theme, keymap, source=file, all_users=all_users)
 
 
@@ -162,7 +162,8 @@ def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:
     """Clusters visible from here without any config."""
     found = [ClusterConfig("local", "local", description="this machine")]
     if shutil.which("squeue", path=env.get("PATH")):
-        found.append(ClusterConfig("slurm", "slurm", refresh_seconds=KIND_REFRESH["slurm"], description="local Slurm commands"))
+        found.append(ClusterConfig("slurm", "slurm", refresh_seconds=KIND_REFRESH["slurm"],
+                                   description="local Slurm commands"))
     kubeconfig = _kubeconfig(env)
     if kubeconfig:
         found.append(ClusterConfig("kubernetes", "kubernetes", options={"kubeconfig": str(kubeconfig)}))
