@@ -66,6 +66,7 @@ class Backend(abc.ABC):
         self.config = config
         self.name = config.name
         self.gate = Gate(config.name, config.read_only)
+        self._on_change: Callable[[], None] | None = None
 
     @property
     def read_only(self) -> bool:
@@ -158,9 +159,8 @@ class Backend(abc.ABC):
         self._on_change = callback
 
     def notify_changed(self) -> None:
-        callback = getattr(self, "_on_change", None)
-        if callback is not None:
-            callback()
+        if self._on_change is not None:
+            self._on_change()
 
     # -- writes: gated, final ----------------------------------------------------------------
     async def submit(self, spec: JobSpec) -> str:

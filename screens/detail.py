@@ -131,7 +131,8 @@ class JobDetailScreen(ModalScreen[None]):
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action in ("sort_members", "reverse_members"):
-            return bool(self.query_one(MembersTable).labels)
+            tables = self.query(MembersTable)  # empty until composed
+            return bool(tables and tables.first().labels)
         if action == "logs":
             return self.caps.logs
         if action == "download":

@@ -32,6 +32,11 @@ def _order(cluster: str, job_id: str, parent: str = "") -> tuple:
     return (cluster, natural_key(job_id), 0, ())
 
 
+def _parent_key(job: Job) -> str:
+    """The row key of the group ``job`` belongs under; "" for a top-level job."""
+    return f"{job.cluster}/{job.parent}" if job.parent else ""
+
+
 class QueueScreen(DataScreen):
     TITLE_TEXT = "Queue"
     SHOWS_USERS = True
@@ -115,7 +120,7 @@ class QueueScreen(DataScreen):
         children: dict[str, list[Job]] = {}
         top: list[Job] = []
         for job in jobs:
-            parent_key = f"{job.cluster}/{job.parent}" if job.parent else ""
+            parent_key = _parent_key(job)
             if parent_key and parent_key in keys and parent_key != job.key:
                 children.setdefault(parent_key, []).append(job)
             else:
@@ -217,7 +222,7 @@ class QueueScreen(DataScreen):
             self.app.open_logs(job)
 
     def _group_of(self, job: Job) -> str | None:
-        key = f"{job.cluster}/{job.parent}" if job.parent else ""
+        key = _parent_key(job)
         return key if key in self._children else None
 
     def action_toggle_group(self) -> None:
@@ -232,10 +237,9 @@ class QueueScreen(DataScreen):
         else:
             self.expanded.add(key)
         self.refresh_data()
-        table = self.query_one(JobTable)
-        if key in self._jobs:  # collapsing from a child: the cursor goes to its group row
-            if self._selected_key() not in self._jobs or key not in self.expanded:
-                table.move_cursor(row=table.get_row_index(key), animate=False)
+        if key not in self.expanded and key in self._jobs:  # collapsed, maybe from a child: cursor to the group
+            table = self.query_one(JobTable)
+            table.move_cursor(row=table.get_row_index(key), animate=False)
 
     def action_toggle_users(self) -> None:
         """Switch between my jobs and everyone's, on every cluster."""
