@@ -15,6 +15,7 @@ from typing import AsyncIterator, Callable, ClassVar
 
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, ReadOnlyError
+from yanflow_tui.formfields import FormField, default_fields
 from yanflow_tui.model import Checkpoint, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
 
 GATED_METHODS = ("submit", "cancel", "perform")
@@ -36,6 +37,7 @@ class Capabilities:
     rank_logs: bool = False  # log lines carry a rank in ``LogLine.source``
     metrics: bool = False  # ``metrics(job_id)`` returns points
     checkpoints: bool = False  # ``checkpoints`` / ``download_checkpoint`` work
+    raw_spec: bool = False  # ``raw_spec(job_id)`` returns the job as the cluster holds it
 
 
 class Gate:
@@ -101,6 +103,11 @@ class Backend(abc.ABC):
         self.check_spec(spec)
         return self._render(spec)
 
+    def form_fields(self, kind: JobKind) -> tuple[FormField, ...]:
+        """The Submit form's fields for ``kind`` on this cluster, in order: the spec fields this
+        backend uses for that kind (see ``yanflow_tui.formfields``). No I/O."""
+        return default_fields(kind)
+
     def check_spec(self, spec: JobSpec) -> None:
         """Raise ``BackendError`` if this backend cannot run ``spec``."""
         if spec.kind not in self.capabilities.job_kinds:
@@ -111,6 +118,11 @@ class Backend(abc.ABC):
 
     async def close(self) -> None:
         """Release connections and files."""
+
+    async def raw_spec(self, job_id: str) -> str:
+        """The job as the cluster itself holds it, in its native form (``scontrol show job -dd``,
+        the Job object as YAML, the experiment config...), for the job detail view."""
+        raise BackendError(f"cluster {self.name!r} cannot show a job's raw spec")
 
     async def metrics(self, job_id: str) -> list[MetricPoint]:
         """Reported metrics of a job or trial, oldest first."""

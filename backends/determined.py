@@ -25,11 +25,13 @@ import asyncio
 import copy
 import logging
 import threading
+from dataclasses import replace
 from datetime import timedelta, timezone
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Mapping
 
 import requests
+import yaml
 from determined.common.api import bindings, errors
 
 from yanflow_tui.backends import det_checkpoints, det_convert, det_submit
@@ -37,6 +39,7 @@ from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.det_session import (
     DEFAULT_RETRIES, AuthRequired, Connection, describe_error, is_ambiguous,
 )
+from yanflow_tui import formfields as ff
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import Checkpoint, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
@@ -70,7 +73,7 @@ class DeterminedBackend(Backend):
         submit=True, cancel=True, logs=True, follow_logs=True,
         job_kinds=frozenset({JobKind.SINGLE, JobKind.EXPERIMENT}),
         history=True, actions=("pause", "activate", "kill"),
-        rank_logs=True, metrics=True, checkpoints=True,
+        rank_logs=True, metrics=True, checkpoints=True, raw_spec=True,
     )
 
     def __init__(self, config: ClusterConfig, env: Mapping[str, str] | None = None, retries=DEFAULT_RETRIES):
@@ -173,6 +176,23 @@ class DeterminedBackend(Backend):
             width = max(len(k) for k, _ in job.details) + 1
             text += "\n\n" + "\n".join(f"{k + ':':<{width}} {v}" for k, v in job.details)
         return text
+
+    async def raw_spec(self, job_id: str) -> str:
+        """An experiment's config, or a trial's hyperparameters, as YAML."""
+        exp, trial = self._number(job_id, "exp"), self._number(job_id, "trial")
+        if exp is None and trial is None:
+            raise BackendError(f"{job_id!r} has no config on the master: choose an experiment or a trial")
+
+        def fetch(session) -> str:
+            if exp is not None:
+                answer = bindings.get_GetExperiment(session, experimentId=exp)
+                config = answer.experiment.config or answer.config or {}
+                return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+            found = bindings.get_GetTrial(session, trialId=trial).trial
+            return yaml.safe_dump({"experiment": found.experimentId, "trial": found.id,
+                                   "hyperparameters": found.hparams or {}}, sort_keys=False, allow_unicode=True)
+
+        return await asyncio.to_thread(self.conn.call, fetch, "reading the config")
 
     def invalidate(self) -> None:
         self._trials_done.clear()
@@ -354,6 +374,36 @@ class DeterminedBackend(Backend):
 
     def _render(self, spec: JobSpec) -> str:
         return det_submit.render(spec)
+
+    def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
+        pool = ff.FormField("determined.resource_pool", "Pool", "Resource pool; empty uses the default pool",
+                            pool=True)
+        if kind is not JobKind.EXPERIMENT:  # a command: one container
+            return (ff.NAME, ff.IMAGE, ff.COMMAND_FIELD, replace(ff.GPUS, label="GPUs", help="Slots"), pool,
+                    ff.MOUNTS_FIELD, ff.ENV_FIELD)
+        return (
+            ff.NAME, ff.IMAGE,
+            replace(ff.COMMAND_FIELD, label="Entrypoint", help="Run in the context directory, e.g. python3 train.py",
+                    lines=2),
+            ff.FormField("determined.context", "Context dir", "Model definition directory, uploaded at submit "
+                         "(.detignore honoured); relative to the loaded file"),
+            ff.launcher(("torchrun", "deepspeed", "none")),
+            replace(ff.NODES, label="Nodes/trial", help="Slots per trial = nodes x GPUs per node"),
+            replace(ff.GPUS, help="Slots per trial = nodes x GPUs per node"),
+            ff.FormField("determined.searcher.name", "Searcher", "How trials are chosen", default="single",
+                         kind=ff.CHOICE, choices=("single", "random", "grid", "adaptive_asha")),
+            ff.FormField("determined.searcher.metric", "Metric", "The validation metric to optimise",
+                         default="validation_loss"),
+            ff.FormField("determined.searcher.smaller_is_better", "Smaller better", "Lower metric is better",
+                         default="true", kind=ff.FLAG),
+            ff.FormField("determined.searcher.max_trials", "Max trials", "random/grid/asha: trials to run",
+                         kind=ff.NUMBER),
+            ff.FormField("determined.hyperparameters", "Hyperparams", "name: value or name: {type: ..} lines",
+                         kind=ff.MAPPING, lines=4),
+            pool,
+            ff.FormField("determined.max_restarts", "Max restarts", "Restarts of a failed trial", kind=ff.NUMBER),
+            ff.MOUNTS_FIELD, ff.ENV_FIELD,
+        )
 
     async def _submit(self, spec: JobSpec) -> str:
         return await asyncio.to_thread(self._submit_sync, spec)

@@ -14,6 +14,7 @@ import getpass
 import json
 import os
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, AsyncIterator
 
@@ -25,6 +26,7 @@ from yanflow_tui.backends.k8s_cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.k8s_extract import EXTRACTORS, PodInfo, parse_time
 from yanflow_tui.backends.k8s_logs import merged_logs
 from yanflow_tui.backends.k8s_views import build_jobs, build_nodes, job_id, rank_label
+from yanflow_tui import formfields as ff
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import Job, JobKind, JobSpec, LogLine, Node
@@ -49,7 +51,7 @@ class KubernetesBackend(Backend):
     capabilities = Capabilities(
         submit=True, cancel=True, logs=True, follow_logs=True,
         job_kinds=frozenset({JobKind.SINGLE, JobKind.MULTI_NODE}),
-        history=True, rank_logs=True,
+        history=True, rank_logs=True, raw_spec=True,
     )
 
     def __init__(self, config: ClusterConfig, request_timeout: float = REQUEST_TIMEOUT,
@@ -238,6 +240,24 @@ class KubernetesBackend(Backend):
             lines.append(f"{when:<20} {kind:<8} {reason:<20} {obj:<40} {message}")
         return text + "\n\nEvents:\n" + "\n".join(lines)
 
+    async def raw_spec(self, job_id_: str) -> str:
+        namespace, name, pod = self._split(job_id_)
+        if self._api is None:
+            await asyncio.to_thread(self._load_client)
+
+        def read() -> str:
+            try:
+                if pod:
+                    obj = self._call_json(self._core.read_namespaced_pod, pod, namespace)
+                else:
+                    obj = self._call_json(self._batch.read_namespaced_job, name, namespace)
+            except Exception as exc:  # noqa: BLE001 - one line for the user, not the client's HTTP dump
+                raise BackendError(f"cannot read {job_id_}: {error_text(exc)}") from None
+            obj.get("metadata", {}).pop("managedFields", None)  # noise, as kubectl get -o yaml hides it
+            return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
+
+        return await asyncio.to_thread(read)
+
     def _events(self, namespace: str, names: list[str]) -> list[tuple[str, str, str, str, str]]:
         rows = []
         for name in names:
@@ -304,6 +324,23 @@ class KubernetesBackend(Backend):
             if spec.source and not spec.source.startswith("<"):
                 raise BackendError(f"{spec.source}: {exc}") from None
             raise
+
+    def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
+        fields = [ff.NAME, replace(ff.IMAGE, placeholder=manifests.DEFAULT_IMAGE), ff.COMMAND_FIELD, ff.WORKDIR]
+        if kind is JobKind.MULTI_NODE:
+            fields.append(ff.launcher())
+        fields += ff.resources(kind)
+        fields += [
+            replace(ff.MOUNTS_FIELD, help="One source:target[:ro] a line; source is pvc:CLAIM[/SUBPATH], "
+                    "nfs://SERVER/PATH or a path on the node"),
+            ff.FormField("kubernetes.namespace", "Namespace", "Where the Job is created",
+                         default=str(self.config.options.get("namespace") or ""), placeholder="the kubeconfig's"),
+            ff.FormField("kubernetes.node_selector", "Node selector", "label: value lines (the pods' nodeSelector)",
+                         kind=ff.MAPPING, lines=2),
+            ff.FormField("kubernetes.priority_class", "Priority", "priorityClassName"),
+            ff.ENV_FIELD,
+        ]
+        return tuple(fields)
 
     def _render(self, spec: JobSpec) -> str:
         namespace = spec.kubernetes.get("namespace") or self.namespace

@@ -26,7 +26,7 @@ from typing import AsyncIterator
 
 import yaml
 
-from yanflow_tui import locations
+from yanflow_tui import formfields as ff, locations
 from yanflow_tui.backends import procs
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.local_store import JobRow, LocalStore
@@ -72,6 +72,7 @@ class LocalBackend(Backend):
         job_kinds=frozenset({JobKind.SINGLE}),
         gpu_metrics=True,
         history=True,
+        raw_spec=True,
     )
 
     def __init__(self, config: ClusterConfig, state_dir: Path | None = None, probe: NvmlProbe | None = None):
@@ -106,6 +107,11 @@ class LocalBackend(Backend):
         extra = [f"Log:       {self._log_path(row.id)}", f"PID:       {row.pid or '-'} (process group leader)", "",
                  "Spec:", *(f"  {line}" for line in spec.splitlines())]
         return describe_job(job) + "\n" + "\n".join(extra)
+
+    async def raw_spec(self, job_id: str) -> str:
+        """The spec the job was submitted with, as the YAML a spec file holds."""
+        row = await asyncio.to_thread(self._row, job_id)
+        return yaml.safe_dump(row.spec_data, sort_keys=False, allow_unicode=True)
 
     async def list_nodes(self) -> list[Node]:
         return [await asyncio.to_thread(self._node)]
@@ -262,6 +268,9 @@ class LocalBackend(Backend):
             else:
                 raise BackendError(f"job {job_id} is already {row.state}")
             return row
+
+    def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
+        return (ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind, memory=False), ff.ENV_FIELD)
 
     def _render(self, spec: JobSpec) -> str:
         argv = self._argv(spec, Path("EXIT_FILE"))[5:]

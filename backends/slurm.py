@@ -20,6 +20,7 @@ from yanflow_tui.backends.slurm_transport import (
     DEFAULT_TIMEOUT, CommandTimeout, LocalTransport, SshTransport, Transport, parse_ssh_option,
 )
 from yanflow_tui.config import ClusterConfig
+from yanflow_tui import formfields as ff
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import Job, JobKind, JobSpec, JobState, LogLine, Node
 
@@ -36,6 +37,7 @@ class SlurmBackend(Backend):
     capabilities = Capabilities(
         submit=True, cancel=True, logs=True, follow_logs=True,
         job_kinds=frozenset({JobKind.SLURM, JobKind.SINGLE, JobKind.MULTI_NODE}), history=True,
+        raw_spec=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -161,6 +163,9 @@ class SlurmBackend(Backend):
         width = 10
         return text + "".join(f"\n{k + ':':<{width}} {v}" for k, v in extra)
 
+    async def raw_spec(self, job_id: str) -> str:
+        return await self.transport.check(["scontrol", "show", "job", "-dd", "--", job_id])
+
     # -- logs ------------------------------------------------------------------------------------
     async def _log_path(self, raw: parse.RawJob) -> str:
         pattern = raw.stdout
@@ -223,6 +228,25 @@ class SlurmBackend(Backend):
     # -- writes ----------------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:
         return render(spec, "DRY-RUN", self.defaults).text()
+
+    def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
+        fields = [ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind)]
+        fields.insert(fields.index(ff.CPUS), ff.FormField(
+            "slurm.gpu_type", "GPU type", "--gres=gpu:TYPE:N; empty takes any type", placeholder="any, e.g. a100"))
+        fields += [
+            ff.FormField("slurm.partition", "Partition", "-p; empty uses the cluster's default partition",
+                         default=self.defaults.get("partition", ""), pool=True),
+            ff.FormField("slurm.account", "Account", "-A", default=self.defaults.get("account", "")),
+            ff.FormField("slurm.qos", "QOS", "--qos"),
+            ff.FormField("slurm.time", "Time limit", "-t, e.g. 01:00:00 or 2-00:00:00"),
+            ff.FormField("slurm.output", "Output", "-o file; %j is the job id, %x the name",
+                         placeholder="slurm-%j.out in the workdir"),
+        ]
+        if kind is not JobKind.SINGLE:
+            fields.append(ff.FormField("slurm.exclusive", "Exclusive", "--exclusive: whole nodes", kind=ff.FLAG))
+        if kind is JobKind.MULTI_NODE:
+            fields.append(ff.launcher())
+        return (*fields, ff.ENV_FIELD)
 
     async def _submit(self, spec: JobSpec) -> str:
         tag = str(uuid.uuid4())

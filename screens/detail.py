@@ -1,5 +1,6 @@
-"""The job detail view: fields, describe output (events, reason), a live metrics plot and the
-checkpoint list with atomic download, each where the job's backend has them."""
+"""The job detail view: fields, describe output (events, reason), the nodes and GPUs it holds, a
+live metrics plot, the checkpoint list with atomic download, and the raw spec as the cluster holds
+it -- each where the job's backend has them."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 
 from yanflow_tui.hub import error_text
 from yanflow_tui.model import Checkpoint, Job, MetricPoint
+from yanflow_tui.placement import placement_text
 from yanflow_tui.plot import line_plot
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import PromptScreen
@@ -35,6 +37,7 @@ class JobDetailScreen(ModalScreen[None]):
         Binding("O", "reverse_members", "Reverse order", id="reverse-members"),
     ]
     METRICS_SECONDS = 5.0
+    PLACEMENT_SECONDS = 2.0  # redrawn from the Nodes data the app already refreshes
 
     def __init__(self, job: Job) -> None:
         super().__init__()
@@ -52,6 +55,8 @@ class JobDetailScreen(ModalScreen[None]):
             yield Static(Text(f"{clean(self.job.cluster)}/{clean(self.job.id)}  {clean(self.job.name)}", style="bold"))
             yield Static(details_text(self.job), id="details")
             yield Static(Text("loading…"), id="describe")
+            yield Static(Text("Nodes and GPUs", style="bold"), classes="heading")
+            yield Static(id="placement")
             yield Static(Text("Members  (o: sort by the next column, O: reverse)", style="bold"), classes="heading",
                          id="members-heading")
             yield MembersTable(id="members")
@@ -61,9 +66,17 @@ class JobDetailScreen(ModalScreen[None]):
                          id="checkpoints-heading")
             yield DataTable(id="checkpoints", cursor_type="row", zebra_stripes=True)
             yield ProgressBar(id="download", show_eta=False)
+            yield Static(Text("Spec, as the cluster holds it", style="bold"), classes="heading", id="raw-spec-heading")
+            yield Static(Text("loading…"), id="raw-spec")
 
     def on_mount(self) -> None:
         self._describe()
+        self._show_placement()
+        self.set_interval(self.PLACEMENT_SECONDS, self._show_placement)
+        for widget_id in ("#raw-spec-heading", "#raw-spec"):
+            self.query_one(widget_id).display = self.caps.raw_spec
+        if self.caps.raw_spec:
+            self._raw_spec()
         snapshot = self.app.hub.snapshots[self.job.cluster]
         members = [j for j in snapshot.jobs if j.parent == self.job.id and j.key != self.job.key]
         for widget_id in ("#members-heading", "#members"):
@@ -94,6 +107,21 @@ class JobDetailScreen(ModalScreen[None]):
         except Exception as exc:  # noqa: BLE001 - shown, never raised
             body = f"cannot describe: {error_text(exc)}"
         self.query_one("#describe", Static).update(Text(clean(body, keep_newlines=True)))
+
+    def _show_placement(self) -> None:
+        snapshot = self.app.hub.snapshots[self.job.cluster]
+        job = next((j for j in snapshot.jobs if j.id == self.job.id), self.job)  # placed since opened?
+        for widget in self.query("#placement").results(Static):  # none while torn down at exit
+            widget.update(placement_text(job, snapshot.nodes))
+
+    @work(exclusive=True, group="raw-spec", exit_on_error=False)
+    async def _raw_spec(self) -> None:
+        backend = self.app.hub.backend(self.job.cluster)
+        try:
+            body = await self.app.hub.call(backend.raw_spec(self.job.id))
+        except Exception as exc:  # noqa: BLE001 - shown, never raised
+            body = f"cannot read the spec: {error_text(exc)}"
+        self.query_one("#raw-spec", Static).update(Text(clean(body.rstrip("\n"), keep_newlines=True)))
 
     @work(exclusive=True, group="metrics", exit_on_error=False)
     async def _load_metrics(self) -> None:

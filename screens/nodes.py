@@ -1,70 +1,153 @@
-"""The Nodes screen: one row per node with a cell per GPU (free / allocated / unavailable),
-utilisation where known, and a per-cluster summary."""
+"""The Nodes screen: every cluster's nodes in the GPU grid (``gpugrid.GpuGrid``), a summary and
+legend line above it, a status line under it describing the cell under the cursor, and ``/`` to
+filter by node name, partition, state, GPU type or reason. ``enter`` on a GPU cell opens the job
+holding it; on a node's fields, the list of jobs on that node (``node_jobs.NodeJobsScreen``)."""
 
 from __future__ import annotations
 
-from rich.text import Text
-from textual.app import ComposeResult
-from textual.widgets import DataTable, Footer, Static
+from typing import Mapping
 
-from yanflow_tui.capacity import pools
-from yanflow_tui.model import Node
-from yanflow_tui.rows import GPU_CELLS, NODE_COLUMNS, NODE_HEADERS, node_cells
+from rich.style import StyleType
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Input, Static
+
+from yanflow_tui.capacity import PoolCapacity
+from yanflow_tui.gpu_cells import GLYPHS, LEGEND, Cell, describe_gpu, describe_node
+from yanflow_tui.model import GpuState
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.detail import JobDetailScreen
+from yanflow_tui.screens.gpugrid import GpuGrid, summary_parts
+from yanflow_tui.screens.node_jobs import NodeJobsScreen
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
+LEGEND_STYLES = {Cell.FREE: "green", Cell.BUSY: "yellow", Cell.IDLE: "bold magenta", Cell.UNAVAILABLE: "red"}
 
-def summary(nodes_by_cluster: dict[str, tuple[Node, ...]]) -> Text:
-    """Per cluster and partition/pool: whole free nodes and free GPUs; then the cell legend."""
+
+def summary(pools_by_cluster: Mapping[str, tuple[int, list[PoolCapacity]]],
+            styles: Mapping[Cell, StyleType] = LEGEND_STYLES) -> Text:
+    """Per cluster (its node count and its ``capacity.pools``, as ``GpuGrid.pools`` gives them) and
+    partition/pool: whole free nodes and free GPUs; then the cell legend (in the grid's cell ``styles``)."""
     out = Text(no_wrap=True, overflow="ellipsis")
-    for cluster, nodes in nodes_by_cluster.items():
+    for cluster, (count, cluster_pools) in pools_by_cluster.items():
         out.append(clean(cluster), "bold")
-        out.append(f": {len(nodes)} node(s)")
-        for pool in pools(nodes):
+        out.append(f": {count} node(s)")
+        for pool in cluster_pools:
             if pool.gpus_total:
                 out.append(f"  {clean(pool.name)} {pool.whole_free}/{pool.nodes} whole free, "
                            f"{pool.gpus_free}/{pool.gpus_total} GPUs free")
         out.append("   ")
     out.append("  ")
-    for state, (glyph, style) in GPU_CELLS.items():
-        out.append(glyph, style)
-        out.append(f" {state.value}  ", "dim")
+    for cell, label in LEGEND:
+        out.append(GLYPHS[cell], styles[cell])
+        out.append(f" {label}  ", "dim")
     return out
 
 
 class NodesScreen(DataScreen):
     TITLE_TEXT = "Nodes"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._node_rows: dict[str, Node] = {}
+    CSS_PATH = "nodes.tcss"
+    BINDINGS = [
+        Binding("slash", "filter", "Filter", id="filter-nodes"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="clear-node-filter"),
+    ]
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
         yield Static(id="node-summary")
-        yield DataTable(id="nodes", cursor_type="row", zebra_stripes=True, cursor_foreground_priority="renderable")
+        yield Input(placeholder="filter: text in node name, partition, state, GPU type, reason", id="node-filter")
+        yield GpuGrid(id="nodes")
+        yield Static(id="node-status")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#nodes", DataTable)
-        for key, header in zip(NODE_COLUMNS, NODE_HEADERS):
-            table.add_column(header, key=key)
-        table.focus()
+        self.query_one("#node-filter", Input).display = False
+        self.query_one(GpuGrid).focus()
         self.refresh_data()
 
     def refresh_data(self) -> None:
-        table = self.query_one("#nodes", DataTable)
+        grid = self.query_one("#nodes", GpuGrid)
         snaps = self.app.hub.snapshots
-        wanted = {f"{n.cluster}/{n.name}": n for snap in snaps.values() for n in snap.nodes}
-        for key in [k for k in self._node_rows if k not in wanted]:
-            table.remove_row(key)
-            del self._node_rows[key]
-        for key, node in wanted.items():
-            old = self._node_rows.get(key)
-            if old is None:
-                table.add_row(*node_cells(node), key=key)
-            elif old != node:
-                for column, cell in zip(NODE_COLUMNS, node_cells(node)):
-                    table.update_cell(key, column, cell)
-            self._node_rows[key] = node
-        self.query_one("#node-summary", Static).update(summary({s.name: s.nodes for s in snaps.values()}))
+        grid.set_nodes(node for snap in snaps.values() for node in snap.nodes)
+        by_cluster = {snap.name: (len(snap.nodes), grid.pools(snap.name)) for snap in snaps.values()}
+        styles = {cell: grid.cell_style(cell) for cell, _ in LEGEND}
+        self.query_one("#node-summary", Static).update(summary(by_cluster, styles))
+        self.show_status()
+
+    # -- the status line ---------------------------------------------------------------------------
+    def status_text(self) -> Text:
+        grid = self.query_one("#nodes", GpuGrid)
+        node, gpu, group = grid.cursor_node, grid.cursor_cell, grid.cursor_group
+        out = Text(no_wrap=True, overflow="ellipsis")
+        if group is not None:
+            where = clean(group.cluster) if group.level == 0 else f"{clean(group.cluster)} / {clean(group.name)}"
+            out.append(where, "bold")
+            out.append(": ")
+            for text, style in summary_parts(group.summary):
+                out.append(text)
+            out.append("  (space/enter: collapse or expand)", "dim")
+        elif node is not None and gpu is not None:
+            job = self.app.hub.find_job(node.cluster, gpu.job_id) if gpu.job_id and node.cluster in \
+                self.app.hub.snapshots else None
+            out.append(describe_gpu(node, gpu, job))
+            if gpu.state is GpuState.ALLOCATED:
+                out.append("  (enter: the job)" if gpu.job_id else "", "dim")
+        elif node is not None:
+            out.append(describe_node(node))
+        elif grid.filter_text:
+            out.append(f"no node matches {clean(grid.filter_text)!r}", "dim")
+        else:
+            out.append("no nodes yet", "dim")
+        return out
+
+    def show_status(self) -> None:
+        self.query_one("#node-status", Static).update(self.status_text())
+
+    @on(GpuGrid.CursorMoved)
+    def _cursor_moved(self, event: GpuGrid.CursorMoved) -> None:
+        self.show_status()
+
+    # -- opening jobs ------------------------------------------------------------------------------
+    @on(GpuGrid.NodeSelected)
+    def _selected(self, event: GpuGrid.NodeSelected) -> None:
+        node, gpu = event.node, event.gpu
+        note = ""
+        if gpu is not None and gpu.state is GpuState.ALLOCATED:
+            if gpu.job_id:
+                job = self.app.hub.find_job(node.cluster, gpu.job_id)
+                if job is not None:
+                    self.app.push_screen(JobDetailScreen(job))
+                    return
+                note = f"GPU {gpu.index} is held by job {gpu.job_id}, which is not in the job list."
+            else:
+                note = (f"The cluster does not say which job holds GPU {gpu.index}: "
+                        f"these are the jobs on {node.name}.")
+        elif gpu is not None:
+            note = f"GPU {gpu.index} is {gpu.state.value}."
+        self.app.push_screen(NodeJobsScreen(node, note))
+
+    # -- filter ------------------------------------------------------------------------------------
+    def action_filter(self) -> None:
+        box = self.query_one("#node-filter", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Changed, "#node-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.query_one("#nodes", GpuGrid).set_filter(event.value.strip())
+
+    @on(Input.Submitted, "#node-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        if not event.value.strip():
+            event.input.display = False
+        self.query_one("#nodes", GpuGrid).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#node-filter", Input)
+        box.value = ""
+        box.display = False
+        grid = self.query_one("#nodes", GpuGrid)
+        grid.set_filter("")
+        grid.focus()

@@ -1,35 +1,48 @@
-"""The Queue screen: every cluster's jobs in one table, updated in place by row key.
+"""The Queue screen: every cluster's jobs in one virtualised table, updated in place by row key.
 
 Jobs with a ``parent`` (array tasks, pods of a multi-node job, trials) sit collapsed under their
-group row; ``space`` expands or collapses it. Extra backend verbs (pause, activate...) are under
-``a``; like cancel they are confirmed and go through the backend's gate."""
+group row; ``space`` expands or collapses it. ``/`` filters with the field language of
+``yanflow_tui.filters``; ``o``/``O`` and header clicks sort (children stay under their group). Extra
+backend verbs (pause, activate...) are under ``a``; like cancel they are confirmed and go through
+the backend's gate."""
 
 from __future__ import annotations
 
+from collections import Counter
+from operator import attrgetter
+from pathlib import Path
+
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Input
+from textual.widgets import Footer, Input, Static
 
-from yanflow_tui.hub import error_text
+from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
+from yanflow_tui.hub import Health, error_text
 from yanflow_tui.model import Job
+from yanflow_tui.rows import (GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, JOB_COLUMNS, JOB_HEADERS, JOB_STYLES,
+                              STATE_STYLES, job_live_cells, job_sort_values)
 from yanflow_tui.sanitize import clean
-from yanflow_tui.rows import (GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, JOB_COLUMNS, JOB_HEADERS, job_cells,
-                              job_matches, natural_key)
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
+from yanflow_tui.screens.vtable import Column, Row, VirtualTable
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
+_COLUMN_OPTIONS = {"name": {"flex": True}, "nodes": {"flex": True}, "reason": {"flex": True},
+                   "gpus": {"justify": "right"}, "age": {"min_width": 4, "justify": "right"}}
+COLUMNS = tuple(Column(key, label, style=JOB_STYLES.get(key, ""), **_COLUMN_OPTIONS.get(key, {}))
+                for key, label in zip(JOB_COLUMNS, JOB_HEADERS))
+NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whose data is old
+# actions whose key depends on the selected job or the data (see check_action)
+STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "submit")
 
-class JobTable(DataTable):
+
+class JobTable(VirtualTable):
     BINDINGS = [Binding("enter", "select_cursor", "Open", id="open-job")]
 
-
-def _order(cluster: str, job_id: str, parent: str = "") -> tuple:
-    """Display order: by cluster, then id (naturally); a child right after its group row."""
-    if parent:
-        return (cluster, natural_key(parent), 1, natural_key(job_id))
-    return (cluster, natural_key(job_id), 0, ())
+    def __init__(self, **kwargs) -> None:
+        super().__init__(COLUMNS, **kwargs)
 
 
 def _parent_key(job: Job) -> str:
@@ -37,9 +50,90 @@ def _parent_key(job: Job) -> str:
     return f"{job.cluster}/{job.parent}" if job.parent else ""
 
 
+_PLAIN = ("", 0, "", "")  # Entry.row's signature for a top-level job of a cluster with fresh data
+_STATE = attrgetter("job.state")
+
+
+class _Entry:
+    """What the queue derives from one version of a job, kept until the job changes."""
+
+    __slots__ = ("job", "key", "fields", "sort", "plain_row", "_row_sig", "_row")
+
+    def __init__(self, job: Job, key: str) -> None:
+        self.job, self.key = job, key
+        self.fields = JobFields(job)
+        self.sort = job_sort_values(job)
+        self.plain_row: Row | None = None  # the row as a top-level job of a fresh cluster, once made
+        self._row_sig: tuple | None = None
+        self._row: Row | None = None
+
+    def row(self, clock, marker: str, count: int, note: str, parent: str) -> Row:
+        sig = (marker, count, note, parent)
+        if sig != self._row_sig:
+            cells = job_live_cells(self.job, clock, marker, count, note)
+            self._row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
+            self._row_sig = sig
+            if sig == _PLAIN:
+                self.plain_row = self._row
+        return self._row  # type: ignore[return-value]
+
+
+def _by_id(entry: _Entry) -> tuple:
+    return entry.sort[1]
+
+
+class _ClusterJobs:
+    """One cluster's entries, its groups and their default order (ids, naturally): worked out again
+    only when the cluster's job tuple changes, so a refresh of one cluster leaves the others be."""
+
+    __slots__ = ("jobs", "me", "by_id", "by_key", "top", "children")
+
+    def __init__(self) -> None:
+        self.jobs: tuple[Job, ...] | None = None
+        self.me = ""
+        self.by_id: dict[str, _Entry] = {}
+        self.by_key: dict[str, _Entry] = {}
+        self.top: list[_Entry] = []
+        self.children: dict[str, list[_Entry]] = {}  # group row key -> its members
+
+    def update(self, jobs: tuple[Job, ...], me: str) -> bool:
+        """Take the cluster's latest jobs (only ``me``'s when set); True when any row may differ."""
+        if jobs is self.jobs and me == self.me:
+            return False
+        old = self.by_id
+        by_id: dict[str, _Entry] = {}
+        made = 0
+        for job in jobs:
+            if me and job.user != me:
+                continue
+            entry = old.get(job.id)
+            if entry is None or (entry.job is not job and entry.job != job):
+                entry = _Entry(job, job.key)
+                made += 1
+            by_id[job.id] = entry
+        self.jobs, self.me, self.by_id = jobs, me, by_id
+        if not made and len(by_id) == len(old):
+            return False
+        self.by_key = {entry.key: entry for entry in by_id.values()}
+        children: dict[str, list[_Entry]] = {}
+        top: list[_Entry] = []
+        for entry in by_id.values():
+            parent = by_id.get(entry.job.parent) if entry.job.parent else None
+            if parent is not None and parent is not entry:
+                children.setdefault(parent.key, []).append(entry)
+            else:
+                top.append(entry)
+        top.sort(key=_by_id)
+        for kids in children.values():
+            kids.sort(key=_by_id)
+        self.top, self.children = top, children
+        return True
+
+
 class QueueScreen(DataScreen):
     TITLE_TEXT = "Queue"
     SHOWS_USERS = True
+    CSS_PATH = Path(__file__).parent / "queue.tcss"
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="filter-jobs"),
         Binding("l", "logs", "Logs", id="job-logs"),
@@ -47,6 +141,8 @@ class QueueScreen(DataScreen):
         Binding("a", "actions", "Actions", id="job-actions"),
         Binding("space", "toggle_group", "Expand", id="toggle-group"),
         Binding("u", "toggle_users", "Mine/All", id="toggle-users"),
+        Binding("o", "sort_next", "Sort", id="sort-jobs"),
+        Binding("O", "sort_reverse", "Reverse sort", show=False, id="reverse-sort"),
         Binding("s", "submit", "Submit", id="submit-job"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="clear-filter"),
     ]
@@ -54,108 +150,129 @@ class QueueScreen(DataScreen):
     def __init__(self) -> None:
         super().__init__()
         self.filter_text = ""
-        self._jobs: dict[str, Job] = {}
-        self._cells: dict[str, tuple[str, ...]] = {}
-        self._order: dict[tuple[str, str], tuple] = {}  # (cluster cell, id cell) -> display order
-        self._children: dict[str, list[Job]] = {}  # group row key -> its jobs
+        self.job_filter: JobFilter = compile_filter("")
+        self.filter_error = ""
+        self._clusters: dict[str, _ClusterJobs] = {}
+        self._entries: dict[str, _Entry] | None = None  # every entry by row key, once synced
+        self._children: dict[str, list[_Entry]] = {}  # group row key -> its jobs
+        self._top: list[_Entry] = []  # entries not under a group, in default order (cluster, id)
         self.expanded: set[str] = set()
+        self._offered: tuple = ()  # check_action of STATEFUL_ACTIONS when the footer was last drawn
+        self.state_counts: Counter = Counter()
+        self.shown = 0
+        self.total = 0
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
-        yield Input(placeholder="filter: text in cluster, id, name, user, state, reason", id="filter")
-        yield JobTable(id="jobs", cursor_type="row", zebra_stripes=True, cursor_foreground_priority="renderable")
+        yield Input(placeholder="filter: words, field:value (cluster id name user state reason node kind gpus nnodes),"
+                                " gpus:>4, -negate, \"quoted words\"", id="filter")
+        yield Static(id="filter-error")
+        yield JobTable(id="jobs")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(JobTable)
-        for key, header in zip(JOB_COLUMNS, JOB_HEADERS):
-            table.add_column(header, key=key)
         self.query_one("#filter", Input).display = False
-        table.focus()
+        self.query_one("#filter-error", Static).display = False
+        self.query_one(JobTable).focus()
         self.refresh_data()
 
     # -- data --------------------------------------------------------------------------------------
     def refresh_data(self) -> None:
         table = self.query_one(JobTable)
-        rows = self._visible_rows()
-        wanted = {job.key: (job, marker, count) for job, marker, count in rows}
-        selected = self._selected_key()
-        for key in [k for k in self._jobs if k not in wanted]:
-            table.remove_row(key)
-            del self._jobs[key], self._cells[key]
-        now = self.app.clock()
-        appended = False
-        self._order = {}
-        for key, (job, marker, count) in wanted.items():
-            cells = job_cells(job, now, marker, count)
-            plain = tuple(c.plain for c in cells)
-            self._order[(plain[0], plain[1])] = _order(job.cluster, job.id, job.parent if marker == GROUP_CHILD else "")
-            if key not in self._jobs:
-                table.add_row(*cells, key=key)
-                appended = True
-            elif plain != self._cells[key]:
-                for column, cell, before, after in zip(JOB_COLUMNS, cells, self._cells[key], plain):
-                    if before != after:
-                        table.update_cell(key, column, cell)
-            self._jobs[key], self._cells[key] = job, plain
-        if appended and len(wanted) > 1:
-            order = self._order
-            table.sort("cluster", "id", key=lambda cells: order.get((cells[0].plain, cells[1].plain), ()))
-        if appended:
-            # DataTable widens columns for new rows on idle but keeps rows rendered at the old
-            # width in its cache (Textual 8.2); repaint once the widths are known.
-            self.call_after_refresh(table.notify_style_update)
-        if selected in wanted and table.row_count:
-            table.move_cursor(row=table.get_row_index(selected), animate=False)
-        self.refresh_bindings()
+        table.set_rows(self._visible_rows())
+        self._update_bindings()
+        self.refresh_bar()
 
-    def _visible_rows(self) -> list[tuple[Job, str, int]]:
-        """(job, id marker, child count) for every row to show, groups first, children under them."""
+    def _update_bindings(self) -> None:
+        """Redraw the footer only when the keys on offer changed (it is rebuilt whole: too slow
+        for every cursor move or refresh)."""
+        offered = tuple(self.check_action(action, ()) for action in STATEFUL_ACTIONS)
+        if offered != self._offered:
+            self._offered = offered
+            self.refresh_bindings()
+
+    def _sync(self) -> dict[str, str]:
+        """Bring every cluster's entries up to date (mine or everyone's); the rows of clusters whose
+        data did not change are reused as they are. Returns a note per cluster with old data."""
         hub = self.app.hub
-        jobs = [j for snap in hub.snapshots.values() for j in snap.jobs]
-        if not self.app.all_users:  # mine: where a cluster knows who I am, my jobs only
-            me = {name: hub.backend(name).current_user for name in hub.names}
-            jobs = [j for j in jobs if not me.get(j.cluster) or j.user == me[j.cluster]]
-        keys = {j.key for j in jobs}
-        children: dict[str, list[Job]] = {}
-        top: list[Job] = []
-        for job in jobs:
-            parent_key = _parent_key(job)
-            if parent_key and parent_key in keys and parent_key != job.key:
-                children.setdefault(parent_key, []).append(job)
-            else:
-                top.append(job)
-        self._children = children
+        mine = not self.app.all_users
+        changed = self._entries is None
+        for name, snap in hub.snapshots.items():
+            cluster = self._clusters.get(name)
+            if cluster is None:
+                cluster = self._clusters[name] = _ClusterJobs()
+                changed = True
+            # mine: where a cluster knows who I am, my jobs only
+            changed |= cluster.update(snap.jobs, hub.backend(name).current_user if mine else "")
+        if changed:
+            ordered = [self._clusters[name] for name in sorted(self._clusters)]
+            self._top = [entry for cluster in ordered for entry in cluster.top]
+            self._children = {key: kids for cluster in ordered for key, kids in cluster.children.items()}
+            self._entries = {}
+            for cluster in ordered:
+                self._entries.update(cluster.by_key)
+        self.total = sum(len(snap.jobs) for snap in hub.snapshots.values())
+        return {name: NOTES[snap.health] for name, snap in hub.snapshots.items() if snap.jobs and snap.health in NOTES}
+
+    def _visible_rows(self) -> list[Row]:
+        """The rows to show, in the default order (cluster, then id naturally), children under
+        their group; the table applies any sort on top."""
+        notes = self._sync()
+        top, children = self._top, self._children
         self.expanded &= set(children)
-        needle = self.filter_text
-        rows: list[tuple[Job, str, int]] = []
-        for job in top:
-            kids = children.get(job.key, [])
-            shown_kids = [k for k in kids if job_matches(k, needle)] if needle else kids
-            if needle and not job_matches(job, needle) and not shown_kids:
-                continue
+        match = None if self.job_filter.empty else self.job_filter.predicate
+        app = self.app
+        clock = lambda: app.clock()  # noqa: E731 - read at draw time (tests pin it)
+        if not children and not notes:  # the usual case, kept short: it runs on every keystroke
+            shown = top if match is None else [e for e in top if match(e.fields)]
+            rows = [e.plain_row or e.row(clock, "", 0, "", "") for e in shown]
+            self.state_counts, self.shown = Counter(map(_STATE, shown)), len(rows)
+            return rows
+        rows: list[Row] = []
+        counts: Counter = Counter()
+        for entry in top:
+            job = entry.job
+            note = notes.get(job.cluster, "")
+            kids = children.get(entry.key)
             if not kids:
-                rows.append((job, "", 0))
+                if match is None or match(entry.fields):
+                    rows.append(entry.row(clock, "", 0, note, ""))
+                    counts[job.state] += 1
                 continue
-            open_ = job.key in self.expanded or bool(needle and shown_kids)
-            rows.append((job, GROUP_OPEN if open_ else GROUP_CLOSED, len(kids)))
+            shown_kids = [k for k in kids if match(k.fields)] if match is not None else kids
+            if match is not None and not shown_kids and not match(entry.fields):
+                continue
+            open_ = entry.key in self.expanded or bool(match is not None and shown_kids)
+            rows.append(entry.row(clock, GROUP_OPEN if open_ else GROUP_CLOSED, len(kids), note, ""))
+            counts[job.state] += 1
             if open_:
-                rows.extend((kid, GROUP_CHILD, 0) for kid in shown_kids)
+                for kid in shown_kids:
+                    rows.append(kid.row(clock, GROUP_CHILD, 0, note, entry.key))
+                    counts[kid.job.state] += 1
+        self.state_counts, self.shown = counts, len(rows)
         return rows
 
-    def _selected_key(self) -> str | None:
+    def count_summary(self) -> Text:
+        """Counts of the rows shown, for the header: ``shown 5 of 8: pending 2 · running 3`` (the
+        total first: on a narrow screen the line is cut at the end)."""
+        out = Text(f"shown {self.shown} of {self.total}", no_wrap=True, overflow="ellipsis")
+        for i, (state, n) in enumerate(sorted(self.state_counts.items(), key=lambda kv: kv[0].value)):
+            out.append(": " if i == 0 else " · ", "dim")
+            out.append(f"{state.value} {n}", STATE_STYLES.get(state, ""))
+        return out
+
+    def _table(self) -> JobTable | None:
         tables = self.query(JobTable)  # empty until composed; bindings are checked before that
-        table = tables.first() if tables else None
-        if table is None or not table.row_count:
-            return None
-        try:
-            return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001 - cursor outside the table
-            return None
+        return tables.first() if tables else None
+
+    def _selected_key(self) -> str | None:
+        table = self._table()
+        return table.cursor_key if table is not None else None
 
     def selected_job(self) -> Job | None:
         key = self._selected_key()
-        return self._jobs.get(key) if key else None
+        entry = self._entries.get(key) if key and self._entries else None
+        return entry.job if entry is not None else None
 
     # -- actions -----------------------------------------------------------------------------------
     def check_action(self, action: str, parameters) -> bool | None:
@@ -190,26 +307,51 @@ class QueueScreen(DataScreen):
         box = self.query_one("#filter", Input)
         box.value = ""
         box.display = False
+        self._set_filter("")
         self.query_one(JobTable).focus()
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.filter_text = event.value.strip()
+        self._set_filter(event.value)
+
+    def _set_filter(self, value: str) -> None:
+        """Apply ``value`` if it compiles; otherwise say why under the box and keep the last good one."""
+        error = self.query_one("#filter-error", Static)
+        try:
+            compiled = compile_filter(value)
+        except FilterError as exc:
+            self.filter_error = str(exc)
+            error.update(Text(clean(self.filter_error), no_wrap=True, overflow="ellipsis"))
+            error.display = True
+            return
+        self.filter_error = ""
+        error.display = False
+        if compiled.text.strip() == self.filter_text:
+            return
+        self.filter_text, self.job_filter = compiled.text.strip(), compiled
         self.refresh_data()
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = bool(box.value)
+        self.query_one("#filter-error", Static).display = box.display and bool(self.filter_error)
         self.query_one(JobTable).focus()
 
-    @on(DataTable.RowSelected)
+    @on(VirtualTable.RowSelected, "#jobs")
     def _row_selected(self) -> None:
         self.action_open_job()
 
-    @on(DataTable.RowHighlighted)
+    @on(VirtualTable.RowHighlighted, "#jobs")
     def _row_highlighted(self) -> None:
-        self.refresh_bindings()
+        self._update_bindings()
+
+    def action_sort_next(self) -> None:
+        """Sort by the next column; group members stay under their group."""
+        self.query_one(JobTable).cycle_sort()
+
+    def action_sort_reverse(self) -> None:
+        self.query_one(JobTable).reverse_sort()
 
     def action_open_job(self) -> None:
         job = self.selected_job()
@@ -237,9 +379,8 @@ class QueueScreen(DataScreen):
         else:
             self.expanded.add(key)
         self.refresh_data()
-        if key not in self.expanded and key in self._jobs:  # collapsed, maybe from a child: cursor to the group
-            table = self.query_one(JobTable)
-            table.move_cursor(row=table.get_row_index(key), animate=False)
+        if key not in self.expanded:  # collapsed, maybe from a child: cursor to the group
+            self.query_one(JobTable).move_cursor_to_key(key)
 
     def action_toggle_users(self) -> None:
         """Switch between my jobs and everyone's, on every cluster."""

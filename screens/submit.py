@@ -1,5 +1,8 @@
-"""The Submit screen: load a spec file or fill in the form, see errors as you type and a preview of
-what the backend will receive, then submit. The form survives switching screens."""
+"""The Submit screen, a wizard: choose a cluster, then a job type it runs; fill in the fields that
+backend uses for that type (starting from the cluster's defaults), or load a spec file or template.
+Errors show under their fields as you type, the preview shows what the backend will receive, and the
+capacity box says whether the request fits now. The unfinished form is kept as a draft across
+restarts; a submit goes through the backend's gate once."""
 
 from __future__ import annotations
 
@@ -11,69 +14,119 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Footer, Input, Label, Select, Static, TextArea
+from textual.events import DescendantFocus
+from textual.timer import Timer
+from textual.widgets import Button, Footer, Input, Label, Select, Static
 
+from yanflow_tui import drafts
 from yanflow_tui.capacity import fit, pools
-from yanflow_tui.errors import SpecError, YanflowError
+from yanflow_tui.errors import SpecError
+from yanflow_tui.formfields import KIND_LABELS, FormField, default_fields, field_for, get_path, leaf_paths, \
+    message_field
 from yanflow_tui.hub import error_text
 from yanflow_tui.model import JobKind, JobSpec
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.submit_files import SpecFiles
+from yanflow_tui.screens.submit_form import SpecForm
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
-from yanflow_tui.spec import load_spec, spec_from_data, spec_to_data
+from yanflow_tui.spec import spec_from_data
 
-NUMBER_FIELDS = (("nodes", "Nodes"), ("gpus", "GPUs/node"), ("cpus", "CPUs/node"), ("memory", "Memory/node"))
-
-
-def _field(label: str, widget) -> ComposeResult:
-    with Horizontal(classes="field"):
-        yield Label(label)
-        yield widget
+PREVIEW_DELAY = 0.15  # s of quiet typing before the preview is rendered again
 
 
-def _number(value: str) -> Any:
-    value = value.strip()
-    return int(value) if value.isdigit() else value
-
-
-class SubmitScreen(DataScreen):
+class SubmitScreen(SpecFiles, DataScreen):
     TITLE_TEXT = "Submit"
+    CSS_PATH = "submit.tcss"
     AUTO_FOCUS = "#spec-path"  # typing must land in the form, never trigger keys
     BINDINGS = [
         Binding("ctrl+s", "submit", "Submit", id="submit-form"),
         Binding("ctrl+o", "load", "Load file", id="load-spec"),
+        Binding("ctrl+l", "templates", "Templates", id="pick-template"),
+        Binding("ctrl+b", "save_template", "Save template", id="save-template"),
+        Binding("ctrl+r", "reset", "Reset form", id="reset-form"),
         Binding("escape", "leave_field", "Leave field", id="leave-field"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
-        self._base: dict[str, Any] = {}  # fields from a loaded file that the form does not show
         self._spec: JobSpec | None = None
+        self._data: dict[str, Any] = {}
         self._submitting = False
+        self._cluster = ""
+        self._kind = JobKind.SINGLE
+        self._source = ""  # the file the form was loaded from
+        self._file_problems: list[str] = []  # a loaded file's located problems, until the next edit
+        self._preview_timer: Timer | None = None
+        self._draft_timer: Timer | None = None
+        self._draft_lock = asyncio.Lock()
+        self.draft_ready = False  # the saved draft was read (or there was none): saving may start
+        self._dirty = False
+        self.last_submitted: tuple[str, str] | None = None
+        self._form: SpecForm | None = None
 
+    # -- clusters and kinds ---------------------------------------------------------------------------
     def _writable(self) -> list[str]:
         hub = self.app.hub
         return [n for n in hub.names if not hub.backend(n).read_only and hub.backend(n).capabilities.submit]
 
+    def _kinds(self, cluster: str) -> list[JobKind]:
+        if not cluster:
+            return [JobKind.SINGLE]
+        runs = self.app.hub.backend(cluster).capabilities.job_kinds
+        return [k for k in JobKind if k in runs] or [JobKind.SINGLE]  # none: the check says why
+
+    def _defaults(self, cluster: str) -> dict[str, Any]:
+        return dict(self.app.hub.backend(cluster).config.defaults) if cluster else {}
+
+    def _default_kind(self, cluster: str) -> JobKind:
+        kinds = self._kinds(cluster)
+        wanted = self._defaults(cluster).get("kind")
+        for kind in kinds:
+            if kind.value == wanted:
+                return kind
+        return JobKind.SINGLE if JobKind.SINGLE in kinds else kinds[0]
+
+    def _fields(self, cluster: str, kind: JobKind) -> tuple[FormField, ...]:
+        return self.app.hub.backend(cluster).form_fields(kind) if cluster else default_fields(kind)
+
+    def _known_fields(self) -> list[FormField]:
+        """Every field any writable cluster shows for any kind (loaded values for them go to fields)."""
+        known: dict[str, FormField] = {}
+        for cluster in self._writable() or [""]:
+            for kind in JobKind:
+                for field in (*self._fields(cluster, kind), *default_fields(kind)):
+                    known.setdefault(field.key, field)
+        return list(known.values())
+
+    def _kind_options(self, cluster: str) -> list[tuple[str, str]]:
+        return [(KIND_LABELS[k], k.value) for k in self._kinds(cluster)]
+
+    # -- layout ---------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield ClusterBar()
         clusters = self._writable()
+        self._cluster = clusters[0] if clusters else ""
+        self._kind = self._default_kind(self._cluster)
+        yield ClusterBar()
+        yield Static(id="field-help")
         with Horizontal(id="submit-body"):
             with VerticalScroll(id="form"):
-                with Horizontal(classes="field"):
+                with Horizontal(classes="field", id="file-row"):
                     yield Input(placeholder="spec file, e.g. sample_jobs/local-shell.yaml", id="spec-path", compact=True)
-                    yield Button("Load", id="load", compact=True)
-                yield from _field("Cluster", Select([(c, c) for c in clusters], id="cluster", allow_blank=not clusters,
-                                                    value=clusters[0] if clusters else Select.BLANK, compact=True))
-                yield from _field("Kind", Select([(k.value, k.value) for k in JobKind], id="kind",
-                                                 value=JobKind.SINGLE.value, allow_blank=False, compact=True))
-                yield from _field("Name", Input(id="name", placeholder="job name", compact=True))
-                yield from _field("Command", TextArea(id="command", soft_wrap=True, show_line_numbers=False))
-                yield from _field("Image", Input(id="image", placeholder="containers only", compact=True))
-                yield from _field("Workdir", Input(id="workdir", compact=True))
-                for key, label in NUMBER_FIELDS:
-                    default = "1" if key == "nodes" else "0" if key == "gpus" else ""
-                    yield from _field(label, Input(id=key, value=default, compact=True))
-                yield from _field("Env", TextArea(id="env", show_line_numbers=False))
+                    yield Button("Load", id="load", compact=True, action="screen.load")
+                    yield Button("Templates", id="templates", compact=True, action="screen.templates")
+                    yield Button("Save template", id="save-template", compact=True, action="screen.save_template")
+                with Horizontal(classes="field"):
+                    yield Label("Cluster")
+                    yield Select([(c, c) for c in clusters], id="cluster", allow_blank=not clusters,
+                                 value=self._cluster or Select.BLANK, compact=True)
+                with Horizontal(classes="field"):
+                    yield Label("Job type")
+                    yield Select(self._kind_options(self._cluster), id="kind", value=self._kind.value,
+                                 allow_blank=False, compact=True)
+                self._form = SpecForm(self._fields(self._cluster, self._kind), self._defaults(self._cluster),
+                                      id="spec-form")
+                yield self._form
+                yield Static(id="form-notes")
                 yield Button("Submit (ctrl+s)", id="submit", variant="success", compact=True)
             with Vertical(id="side"):
                 yield Label("Problems", classes="heading")
@@ -85,98 +138,113 @@ class SubmitScreen(DataScreen):
                     yield Static(id="preview")
         yield Footer()
 
+    @property
+    def form(self) -> SpecForm:
+        assert self._form is not None, "composed first"
+        return self._form
+
     def on_mount(self) -> None:
-        if not self._writable():
-            self._show_errors(["no cluster accepts submissions (read-only or unsupported)"])
         self._validate()
+        self._render_preview()
+        self._restore_draft()
 
-    # -- form <-> spec -------------------------------------------------------------------------------
-    def _value(self, selector: str) -> str:
-        widget = self.query_one(selector)
-        if isinstance(widget, TextArea):
-            return widget.text
-        if isinstance(widget, Select):
-            return "" if widget.value is Select.BLANK else str(widget.value)
-        return widget.value  # type: ignore[attr-defined]
-
-    def form_data(self) -> tuple[dict[str, Any], list[str]]:
-        """The form as a spec mapping, plus problems the mapping cannot express (bad env lines)."""
-        data = {k: v for k, v in self._base.items()}
-        problems: list[str] = []
-        data["name"] = self._value("#name")
-        data["kind"] = self._value("#kind")
-        data["cluster"] = self._value("#cluster") or None
-        data["command"] = self._value("#command").strip("\n") or None
-        for key in ("image", "workdir"):
-            data[key] = self._value(f"#{key}").strip() or None
-        resources = dict(self._base.get("resources") or {})
-        for key, _ in NUMBER_FIELDS:
-            raw = self._value(f"#{key}")
-            if raw.strip():
-                resources[key] = _number(raw)
-            else:
-                resources.pop(key, None)
-        data["resources"] = resources
-        env: dict[str, str] = {}
-        for number, line in enumerate(self._value("#env").splitlines(), 1):
-            if not line.strip():
-                continue
-            key, sep, value = line.partition("=")
-            if not sep:
-                problems.append(f"env: line {number}: expected NAME=value, got {line.strip()!r}")
-                continue
-            env[key.strip()] = value
-        data["env"] = env or None
-        return {k: v for k, v in data.items() if v is not None}, problems
-
-    def fill(self, spec: JobSpec) -> None:
-        """Put a loaded spec into the form; fields the form lacks are kept and sent as they were."""
-        data = spec_to_data(spec)
-        self._base = {k: v for k, v in data.items() if k not in ("name", "kind", "cluster", "command", "image", "workdir", "env")}
-        self.query_one("#name", Input).value = spec.name
-        self.query_one("#kind", Select).value = spec.kind.value
-        if spec.cluster and spec.cluster in self._writable():
-            self.query_one("#cluster", Select).value = spec.cluster
-        self.query_one("#command", TextArea).text = spec.command_text
-        self.query_one("#image", Input).value = spec.image or ""
-        self.query_one("#workdir", Input).value = spec.workdir or ""
-        resources = data.get("resources", {})
-        for key, _ in NUMBER_FIELDS:
-            self.query_one(f"#{key}", Input).value = str(resources.get(key, ""))
-        self.query_one("#env", TextArea).text = "\n".join(f"{k}={v}" for k, v in spec.env.items())
+    # -- the form -> a spec ---------------------------------------------------------------------------
+    def form_data(self) -> tuple[dict[str, Any], dict[str, list[str]]]:
+        """The form as a spec mapping (kind and cluster included), and problems in the fields' text."""
+        data, problems = self.form.data()
+        data["kind"] = self._kind.value
+        if self._cluster:
+            data["cluster"] = self._cluster
+        return data, problems
 
     def _validate(self) -> JobSpec | None:
-        data, problems = self.form_data()
+        """Check the form now (cheap: no rendering); errors go under their fields and to the list."""
+        form = self.form
+        data, text_problems = self.form_data()
+        per_field = {key: list(found) for key, found in text_problems.items()}
+        listed = [f"{key}: {p}" for key, found in text_problems.items() for p in found]
+
+        def add(path: str, message: str, key: str | None) -> None:
+            listed.append(f"{path}: {message}" if path else message)
+            if key is not None:
+                per_field.setdefault(key, []).append(message)
+
         spec = None
         try:
-            spec = spec_from_data(data, "<form>")
+            spec = spec_from_data(data, self._source or "<form>")
         except SpecError as exc:
-            problems += [f"{field}: {message}" if field else message for _, _, field, message in exc.problems]
-        preview = ""
-        if spec is not None and not problems:
-            cluster = data.get("cluster")
-            if not cluster:
-                problems.append("cluster: no cluster accepts submissions")
-            else:
-                try:
-                    preview = self.app.hub.backend(cluster).render(spec)
-                except YanflowError as exc:
-                    problems.append(str(exc))
-        self._spec = spec if not problems else None
-        self._show_capacity(data)
-        self._show_errors(problems)
-        self.query_one("#preview", Static).update(Text(clean(preview, keep_newlines=True)))
+            for _file, _line, path, message in exc.problems:
+                add(path, message, field_for(path, form.fields) if path else None)
+        if not self._cluster:
+            add("cluster", "no cluster accepts submissions (read-only or unsupported)", None)
+        elif spec is not None and not listed:
+            try:
+                self.app.hub.backend(self._cluster).check_spec(spec)
+            except Exception as exc:  # noqa: BLE001 - a backend's refusal (or bug) is a problem line, never a crash
+                line = error_text(exc)
+                key, message = message_field(line, form.fields)
+                if key is None:
+                    add("", line, None)
+                else:
+                    add(key, message, key)
+        self._data = data
+        self._spec = spec if not listed else None
+        form.show_problems(per_field)
+        self._show_errors(self._file_problems + listed)
+        self._show_notes()
+        self._show_capacity()
         self.query_one("#submit", Button).disabled = self._spec is None or self._submitting
         return self._spec
 
-    def refresh_data(self) -> None:
-        """New Nodes data: only the capacity line changes; the form is the user's."""
-        self._show_capacity(self.form_data()[0])
+    def _show_errors(self, problems: list[str]) -> None:
+        errors = self.query_one("#errors", Static)
+        errors.update(Text("\n".join(clean(p) for p in problems) or "none", style="bold red" if problems else "green"))
+        errors.set_class(bool(problems), "has-errors")
 
-    def _show_capacity(self, data: dict[str, Any]) -> None:
-        """Whole free nodes per partition of the chosen cluster, and whether the request fits now."""
+    def _show_notes(self) -> None:
+        notes = Text()
+        hidden = self.form.hidden_values()
+        if hidden:
+            notes.append(f"not used by {self._cluster or 'this cluster'} for {self._kind.value} jobs, not sent: ", "yellow")
+            notes.append(clean(", ".join(hidden)) + "\n")
+        extra = leaf_paths(self.form.base)
+        if extra:
+            notes.append("sent as the file has them (no field here): ", "dim")
+            notes.append(clean(", ".join(extra)))
+        widget = self.query_one("#form-notes", Static)
+        widget.update(notes)
+        widget.display = bool(notes.plain)
+
+    def _schedule_preview(self) -> None:
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(PREVIEW_DELAY, self._render_preview)
+
+    def _render_preview(self) -> None:
+        """Render the backend's native artifact (sbatch script, manifests, config) for a valid form."""
+        self._preview_timer = None
+        preview = self.query_one("#preview", Static)
+        if self._spec is None:
+            preview.update(Text("The preview shows once the form has no problems.", "dim"))
+            return
+        try:
+            text = self.app.hub.backend(self._cluster).render(self._spec)
+        except Exception as exc:  # noqa: BLE001 - shown in the preview pane, never a traceback
+            preview.update(Text(clean(error_text(exc)), "bold red"))
+            return
+        preview.update(Text(clean(text, keep_newlines=True)))
+
+    def refresh_data(self) -> None:
+        """New Nodes data: only the capacity box changes; the form is the user's."""
+        self._show_capacity()
+
+    def _show_capacity(self) -> None:
+        """Whole free nodes and free GPUs per partition/pool of the chosen cluster, and whether the
+        request (nodes x GPUs per node, in the chosen partition/pool) fits now."""
+        if self._form is None or not self.is_mounted:
+            return
         out = Text()
-        snapshot = self.app.hub.snapshots.get(data.get("cluster") or "")
+        snapshot = self.app.hub.snapshots.get(self._cluster)
         if snapshot is None or not snapshot.nodes:
             out.append("no node data yet", "dim")
         else:
@@ -185,28 +253,67 @@ class SubmitScreen(DataScreen):
                     out.append(f"{clean(pool.name)}: ", "bold")
                     out.append(f"{pool.whole_free}/{pool.nodes} whole nodes free, "
                                f"{pool.gpus_free}/{pool.gpus_total} GPUs free\n")
-            resources = data.get("resources") or {}
+            resources = self._data.get("resources") or {}
             nodes, gpus = resources.get("nodes", 1), resources.get("gpus", 0)
+            where = next((get_path(self._data, f.key) for f in self.form.fields if f.pool), None)
             if isinstance(nodes, int) and isinstance(gpus, int):
-                partition = (data.get("slurm") or {}).get("partition")
-                ok, why = fit(snapshot.nodes, nodes, gpus, partition if isinstance(partition, str) else None)
+                ok, why = fit(snapshot.nodes, nodes, gpus, where if isinstance(where, str) and where else None)
                 out.append(clean(why), "green" if ok else "yellow")
         self.query_one("#capacity", Static).update(out)
 
-    def _show_errors(self, problems: list[str]) -> None:
-        errors = self.query_one("#errors", Static)
-        errors.update(Text("\n".join(clean(p) for p in problems) or "none", style="bold red" if problems else "green"))
-        errors.set_class(bool(problems), "has-errors")
-
-    @on(Input.Changed)
-    @on(TextArea.Changed)
-    @on(Select.Changed)
-    def _changed(self, event) -> None:
-        if getattr(event, "input", None) is not None and event.input.id == "spec-path":
-            return
+    # -- editing --------------------------------------------------------------------------------------
+    @on(SpecForm.Edited)
+    def _edited(self) -> None:
+        self._file_problems = []
         self._validate()
+        self._schedule_preview()
+        self._schedule_draft()
 
-    # -- actions -------------------------------------------------------------------------------------
+    @on(Select.Changed, "#cluster")
+    async def _cluster_changed(self, event: Select.Changed) -> None:
+        value = "" if event.select.value is Select.BLANK else str(event.select.value)
+        if value != self._cluster:
+            await self._switch(value, self._kind)
+            self._schedule_draft()
+
+    @on(Select.Changed, "#kind")
+    async def _kind_changed(self, event: Select.Changed) -> None:
+        value = event.select.value
+        if value is not Select.BLANK and value != self._kind.value:
+            await self._switch(self._cluster, JobKind(value))
+            self._schedule_draft()
+
+    async def _switch(self, cluster: str, kind: JobKind | None) -> None:
+        """Show ``cluster``'s fields for ``kind`` (or its default kind where it does not run that)."""
+        self._cluster = cluster
+        self._kind = kind if kind in self._kinds(cluster) else self._default_kind(cluster)
+        cluster_select = self.query_one("#cluster", Select)
+        if cluster and cluster_select.value != cluster:
+            cluster_select.value = cluster
+        kind_select = self.query_one("#kind", Select)
+        kind_select.set_options(self._kind_options(cluster))
+        kind_select.value = self._kind.value
+        await self.form.show(self._fields(cluster, self._kind), self._defaults(cluster))
+        self._validate()
+        self._render_preview()
+
+    @on(Input.Submitted, "#spec-path")
+    def _path_entered(self) -> None:
+        self.action_load()
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        field = self.form.field_of(event.widget)
+        self.query_one("#field-help", Static).update(
+            Text.assemble((f"{field.label}: ", "bold"), clean(field.help)) if field and field.help else "")
+
+    async def on_unmount(self) -> None:
+        """Closing the app within the draft delay still keeps the last edits."""
+        if self._draft_timer is not None:
+            self._draft_timer.stop()
+            self._draft_timer = None
+            await self._draft_io(drafts.save_draft, self._draft())
+
+    # -- actions --------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "submit" and self.app.read_only:
             return False
@@ -216,27 +323,6 @@ class SubmitScreen(DataScreen):
         """Leave the text field, so single keys (1-4, ?) work again."""
         self.set_focus(None)
 
-    @on(Button.Pressed, "#load")
-    @on(Input.Submitted, "#spec-path")
-    def action_load(self) -> None:
-        path = self.query_one("#spec-path", Input).value.strip()
-        if not path:
-            self.query_one("#spec-path", Input).focus()
-            return
-        self._load(path)
-
-    @work(exclusive=True, group="load-spec", exit_on_error=False)
-    async def _load(self, path: str) -> None:
-        try:
-            spec = await asyncio.to_thread(load_spec, path)
-        except SpecError as exc:
-            self._show_errors(str(exc).splitlines())
-            return
-        self.fill(spec)
-        self._validate()
-        self.query_one("#submit", Button).focus()  # out of the text fields: enter submits, 1-4 switch screens
-        self.notify(clean(f"loaded {path}"), markup=False, timeout=2)
-
     @on(Button.Pressed, "#submit")
     def action_submit(self) -> None:
         spec = self._validate()
@@ -244,7 +330,7 @@ class SubmitScreen(DataScreen):
             return
         self._submitting = True
         self.query_one("#submit", Button).disabled = True
-        self._submit(spec, self._value("#cluster"))
+        self._submit(spec, self._cluster)
 
     @work(group="submit", exit_on_error=False)
     async def _submit(self, spec: JobSpec, cluster: str) -> None:
@@ -255,8 +341,10 @@ class SubmitScreen(DataScreen):
             self.app.report_error("Submit failed", error_text(exc))
         else:
             self.last_submitted = (cluster, job_id)
+            self._clear_draft()
             self.notify(clean(f"submitted job {job_id} to {cluster}"), title="Submitted", markup=False)
             self.app.request_refresh(cluster)
         finally:
             self._submitting = False
-            self._validate()
+            if self.is_mounted:
+                self._validate()

@@ -16,7 +16,8 @@ HEALTH_STYLE = {Health.CONNECTING: "yellow", Health.OK: "green", Health.STALE: "
 
 
 class ClusterBar(Static):
-    """One line: every cluster's connection state and data age, job counts by state, READ-ONLY."""
+    """One line: every cluster's connection state and data age, job counts by state (or the screen's
+    own ``count_summary()``), READ-ONLY."""
 
     DEFAULT_CSS = """
     ClusterBar { height: 1; background: $panel; padding: 0 1; }
@@ -45,7 +46,11 @@ class ClusterBar(Static):
                 out.append(" ro", "red")
             if snap.message:
                 out.append(f" ({clean(snap.message)})", "dim")
-        if counts:
+        summary = getattr(self.screen, "count_summary", None)
+        if summary is not None:  # the screen counts what it shows (the Queue: filtered rows)
+            out.append("  │ ")
+            out.append_text(summary())
+        elif counts:
             out.append("  │ ")
             for state, n in sorted(counts.items(), key=lambda kv: kv[0].value):
                 out.append(f"{state.value} {n}  ", STATE_STYLES.get(state, ""))

@@ -38,3 +38,17 @@ def test_fit_says_whether_and_why():
     assert fit(NODES, 1, 16, "gpu") == (False, "never fits: no node in partition gpu has 16 GPUs (largest: 8)")
     assert fit(NODES, 1, 1, "nope") == (False, "no nodes known in partition nope")
     assert fit(NODES, 1, 0, "cpu")[0]
+
+
+def test_group_summaries_count_each_node_once_and_idle_allocated_gpus():
+    from yanflow_tui.capacity import GroupSummary, idle_allocated, summarize
+
+    idle = Gpu(0, GpuState.ALLOCATED, "7", utilization=2.0)
+    assert idle_allocated(idle) and not idle_allocated(Gpu(0, GpuState.ALLOCATED, "7", utilization=50.0))
+    assert not idle_allocated(Gpu(0, GpuState.ALLOCATED, "7"))  # unknown utilisation is not idle
+    assert not idle_allocated(Gpu(0, GpuState.FREE, utilization=0.0))
+    counts_only = Node("c", "old", "mixed", gpus_total=4, gpus_allocated=3)  # no per-GPU data
+    busy = Node("c", "n", "mixed", gpus_total=2, gpus_allocated=2, gpus=(idle, Gpu(1, GpuState.ALLOCATED, "7")))
+    assert summarize(NODES + [counts_only, busy]) == GroupSummary(nodes=7, gpus_used=9, gpus_total=38, whole_free=2,
+                                                                  idle=1)
+    assert summarize([busy]) + summarize([counts_only]) == summarize([busy, counts_only])

@@ -106,7 +106,7 @@ def test_unknown_cluster_name():
         ("clusters:\n  - kind: local\n", ["c.yaml:2: clusters[0].name: required field is missing"]),
         ("clusters:\n  - name: a\n    kind: local\n    ssh: x\n",
          ["c.yaml:4: clusters[0].ssh: unknown key; expected one of: name, kind, read_only, refresh_seconds, "
-          "description"]),
+          "description, defaults"]),
         (cluster_config("a") + "  - name: a\n    kind: local\n",
          ["c.yaml:4: clusters[1].name: duplicate cluster name 'a'"]),
         ("clusters: local\n", ["c.yaml:1: clusters: expected a list of clusters"]),
@@ -333,3 +333,38 @@ def test_yanflow_discover_limits_what_is_found(tmp_path):
 def test_all_users_starts_the_queue_on_everyones_jobs():
     assert parse_config("all_users: true\n" + cluster_config("a"), "c.yaml").all_users
     assert not parse_config(cluster_config("a"), "c.yaml").all_users
+
+
+# -- per-cluster defaults for the Submit form -------------------------------------------------------
+
+def test_cluster_defaults_are_spec_fields_kept_as_written():
+    config = parse_config(cluster_config("hpc", "slurm") + """    partition: gpu
+    defaults:
+      kind: multi-node
+      image: pytorch:2.4
+      resources: {gpus: 8, memory: 64G}
+      slurm: {time: 1:30:00, exclusive: true}
+""", "c.yaml")
+    hpc = config.clusters[0]
+    assert hpc.options == {"partition": "gpu"}  # the kind option stays an option
+    assert hpc.defaults == {"kind": "multi-node", "image": "pytorch:2.4", "resources": {"gpus": 8, "memory": "64G"},
+                            "slurm": {"time": "1:30:00", "exclusive": True}}
+    assert parse_config(cluster_config("a"), "c.yaml").clusters[0].defaults == {}
+
+
+@pytest.mark.parametrize("defaults, expected", [
+    ("    defaults: 8\n", ["c.yaml:4: clusters[0].defaults: expected a mapping of spec fields, e.g. {resources: {gpus: 8}}"]),
+    ("    defaults:\n      resources: {gpus: eight}\n",
+     ['c.yaml:5: clusters[0].defaults.resources.gpus: expected a whole number >= 0, got "eight"']),
+    ("    defaults:\n      cluster: other\n", ["c.yaml:5: clusters[0].defaults.cluster: unknown key; expected one of: "
+                                                 "name, kind, command, image, workdir, env, mounts, resources, launcher, "
+                                                 "description, slurm, kubernetes, determined"]),
+    ("    defaults:\n      slurm:\n        partiton: gpu\n",
+     ['c.yaml:6: clusters[0].defaults.slurm.partiton: unknown key; did you mean "partition"?']),
+    ("    defaults:\n      kind: single\n      resources: {nodes: 2}\n",
+     ["c.yaml:6: clusters[0].defaults.resources.nodes: a single job runs on exactly 1 node, got 2"]),
+])
+def test_cluster_defaults_errors_are_located(defaults, expected):
+    with pytest.raises(SpecError) as info:
+        parse_config(cluster_config("hpc", "slurm") + defaults, "c.yaml")
+    assert str(info.value).splitlines() == expected

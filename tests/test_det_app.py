@@ -12,7 +12,7 @@ from uihelpers import make_app, screen_text, wait_for
 
 
 def rows(app) -> list[str]:
-    return [row.key.value for row in app.screen.query_one(JobTable).ordered_rows]
+    return app.screen.query_one(JobTable).row_keys
 
 
 async def test_prompted_password_logs_in_and_experiments_show_with_their_trials(master, caplog):
@@ -29,7 +29,7 @@ async def test_prompted_password_logs_in_and_experiments_show_with_their_trials(
         await wait_for(pilot, lambda: "det/exp-12" in rows(app), what="experiment row")
         assert not [r for r in rows(app) if "trial-" in r]  # trials start collapsed
         table = app.screen.query_one(JobTable)
-        table.move_cursor(row=table.get_row_index("det/exp-12"))
+        table.move_cursor_to_key("det/exp-12")
         await pilot.press("space")
         await wait_for(pilot, lambda: len([r for r in rows(app) if "trial-" in r]) == 3, what="trials")
         assert "det/exp-13" not in rows(app)  # bob's experiment: mine by default, filtered by the master

@@ -4,6 +4,7 @@ stale while the API server is away and comes back with fresh data; read-only sen
 from __future__ import annotations
 
 import pytest
+from textual.widgets import Input
 
 from yanflow_tui.errors import ReadOnlyError
 from yanflow_tui.screens.dialogs import ConfirmScreen
@@ -17,12 +18,12 @@ NS = "ml"
 
 
 def rows(app) -> list[str]:
-    return [row.key.value for row in app.screen.query_one(JobTable).ordered_rows]
+    return app.screen.query_one(JobTable).row_keys
 
 
 def select_row(app, key: str) -> None:
     table = app.screen.query_one(JobTable)
-    table.move_cursor(row=table.get_row_index(key))
+    table.move_cursor_to_key(key)
 
 
 
@@ -97,3 +98,21 @@ async def test_nodes_screen_shows_the_kubernetes_gpu_map_live(home, emulator, ku
         assert "cordoned" in text and "✕✕✕✕✕✕✕✕" in text  # a cordoned node's GPUs are not free
         emulator.put("pods", make_pod("train-2", NS, node="gpu-a", gpus=4, job="train"))
         await wait_for(pilot, lambda: "■■■■■■■■" in screen_text(app), what="watch event on screen")
+
+
+async def test_queue_field_filter_over_kubernetes_jobs(home, emulator, kubeconfig):
+    seed_train(emulator)  # "train": running on gpu-a, 1 GPU per pod
+    emulator.put("jobs", make_job("prep", NS, gpus=0))
+    emulator.put("pods", make_pod("prep-1", NS, gpus=0, phase="Pending", job="prep"))
+    app = make_app(cluster(kubeconfig))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: {"k8s/ml/train", "k8s/ml/prep"} <= set(rows(app)), what="rows")
+        await pilot.press("slash", *"gpus:>0")
+        await wait_for(pilot, lambda: rows(app) == ["k8s/ml/train"], what="GPU filter")
+        box = app.screen.query_one("#filter", Input)
+        box.value = "state:pend cluster:k8s"
+        await wait_for(pilot, lambda: rows(app) == ["k8s/ml/prep"], what="state filter")
+        box.value = "-name:train node:gpu"
+        await wait_for(pilot, lambda: rows(app) == [], what="negated name, no node")
+        box.value = "nodes:gpu-a"
+        await wait_for(pilot, lambda: rows(app) == ["k8s/ml/train"], what="node filter")

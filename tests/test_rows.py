@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
-from yanflow_tui.rows import duration, gpu_strip, job_cells, job_matches, node_cells, util_text
+from yanflow_tui.rows import duration, gpu_strip, job_cells, job_live_cells, job_sort_values, node_cells, util_text
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -44,11 +44,17 @@ def test_node_cells():
     assert [c.plain for c in node_cells(node)] == ["c", "gpu01", "up", "p", "8/64", "64/256G", "A100", "■□", "99% 0%", ""]
 
 
-def test_job_matches_any_visible_field():
-    j = job(name="train-resnet", user="alice", reason="Resources")
-    assert job_matches(j, "RESNET") and job_matches(j, "alice") and job_matches(j, "resources")
-    assert job_matches(j, "running") and job_matches(j, "")
-    assert not job_matches(j, "bert")
+def test_live_cells_draw_the_age_when_asked_and_sort_values_order_numbers_as_numbers():
+    clock = [T0.timestamp() + 60]
+    cells = job_live_cells(job(), lambda: clock[0], note="stale")
+    assert cells[0].plain == "c stale"
+    assert cells[7]().plain == "1m"
+    clock[0] += 3600
+    assert cells[7]().plain == "1h"  # the same cell, later: no rebuild needed
+    assert job_sort_values(job(gpus=9))[5] < job_sort_values(job(gpus=10))[5]
+    assert job_sort_values(job(id="9"))[1] < job_sort_values(job(id="10"))[1]
+    young, old = job(submit_time=datetime(2026, 2, 1, tzinfo=timezone.utc)), job()
+    assert job_sort_values(young)[7] < job_sort_values(old)[7] < job_sort_values(job(submit_time=None))[7]
 
 
 def test_whole_free_nodes_leave_out_busy_and_unavailable_ones():

@@ -8,12 +8,14 @@ import os
 import subprocess
 from dataclasses import replace
 
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 
 from yanflow_tui.model import JobState
 from yanflow_tui.hub import Health
 from yanflow_tui.screens.dialogs import ConfirmScreen
 from yanflow_tui.screens.logs import LogsScreen
+from yanflow_tui.screens.gpugrid import GpuGrid
+from yanflow_tui.screens.node_jobs import NodeJobsScreen
 from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import JobTable
 from yanflow_tui.screens.submit import SubmitScreen
@@ -31,11 +33,17 @@ def cluster():
 
 
 def rows(app) -> list[str]:
-    return [row.key.value for row in app.screen.query_one(JobTable).ordered_rows]
+    return app.screen.query_one(JobTable).row_keys
 
 
 def node_gpus(app, name: str) -> dict[str, tuple[int, int]]:
     return {n.name: (n.gpus_allocated, n.gpus_total) for n in app.hub.snapshots[name].nodes}
+
+
+def grid_gpus(grid: GpuGrid) -> dict[str, tuple[int, int]]:
+    """node -> (allocated GPU cells, GPU cells) as the Nodes grid draws them."""
+    return {key.split("/", 1)[1]: (sum(g.state.value == "allocated" for g in grid.gpus_of(key)), len(grid.gpus_of(key)))
+            for key in grid.row_keys() if isinstance(key, str)}
 
 
 async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, slurm_jobs, tmp_path):
@@ -67,8 +75,19 @@ async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, 
         await pilot.press("2")
         await wait_for(pilot, lambda: node_gpus(app, c.name) == sinfo_gpus() and
                        sum(u for u, _ in node_gpus(app, c.name).values()) >= 8, timeout=15, what="nodes during job")
-        table = app.screen.query_one("#nodes", DataTable)
-        assert table.row_count == len(sinfo_gpus())
+        grid = app.screen.query_one("#nodes", GpuGrid)
+        assert grid.node_count == len(sinfo_gpus())
+        await wait_for(pilot, lambda: grid_gpus(grid) == sinfo_gpus(), timeout=15, what="grid cells agree with sinfo")
+        used = sum(u for u, _ in sinfo_gpus().values())
+        await wait_for(pilot, lambda: grid.group(c.name).summary.gpus_used == used, what="cluster summary")
+        busy = next(k for k in grid.row_keys() if isinstance(k, str) and grid_gpus(grid)[k.split("/", 1)[1]][0])
+        await wait_for(pilot, lambda: (j := app.hub.find_job(c.name, job_id)) and busy.split("/", 1)[1] in j.nodes,
+                       what="the job on the busy node")
+        grid.select_key(busy, 0)
+        await pilot.press("enter")  # Slurm does not say which job holds a GPU: the node's jobs are listed
+        listing = await wait_for(pilot, lambda: isinstance(app.screen, NodeJobsScreen) and app.screen, what="jobs")
+        assert job_id in [j.id for j in listing.jobs]
+        await pilot.press("escape")
         # Queue shows it; logs stream while it runs.
         await pilot.press("1")
         key = f"{c.name}/{job_id}"
@@ -78,13 +97,13 @@ async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, 
                              and j, timeout=20, what="running in the queue")
         assert job.gpus == 8 and len(job.nodes) == 2
         table = app.screen.query_one(JobTable)
-        table.move_cursor(row=table.get_row_index(key))
+        table.move_cursor_to_key(key)
         await pilot.press("l")
         logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs")
-        await wait_for(pilot, lambda: "line 2" in logs.lines, timeout=20, what="first lines")
+        await wait_for(pilot, lambda: "line 2" in logs.text_lines(), timeout=20, what="first lines")
         assert live_state(job_id) == "RUNNING"  # lines arrived while it ran
-        await wait_for(pilot, lambda: "done" in logs.lines, timeout=30, what="last line")
-        assert [f"line {i}" for i in range(1, 13)] == [x for x in logs.lines if x.startswith("line ")]
+        await wait_for(pilot, lambda: "done" in logs.text_lines(), timeout=30, what="last line")
+        assert [f"line {i}" for i in range(1, 13)] == [x for x in logs.text_lines() if x.startswith("line ")]
 
 
 async def test_cancel_from_the_queue_ends_the_job_in_squeue(home, slurm_dir, slurm_jobs):
@@ -99,7 +118,7 @@ async def test_cancel_from_the_queue_ends_the_job_in_squeue(home, slurm_dir, slu
         await wait_for(pilot, lambda: key in rows(app), what="row")
         await async_wait(lambda: live_state(job_id) == "RUNNING", 30, "running")
         table = app.screen.query_one(JobTable)
-        table.move_cursor(row=table.get_row_index(key))
+        table.move_cursor_to_key(key)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
         await pilot.press("y")

@@ -54,6 +54,11 @@ SCREENS = {  # name: (keys pressed after the first refresh, read-only)
     "submit": (("3",), False),
     "logs": (("l",), False),
     "job_detail": (("enter",), False),
+    "queue_filtered": (("slash", *"state:run", "enter"), False),
+    "queue_light_theme": (("ctrl+t",), False),
+    "node_jobs": (("2", "down", "down", "enter"), False),
+    "submit_templates": (("3", "ctrl+l"), False),
+    "help": (("question_mark",), False),
 }
 
 

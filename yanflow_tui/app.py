@@ -30,6 +30,7 @@ MUTATING_MODES = {"submit"}
 
 
 COALESCE_SECONDS = 0.1
+DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
 
 
 class YanflowApp(App[None]):
@@ -44,6 +45,7 @@ class YanflowApp(App[None]):
         Binding("3", "show('submit')", "Submit", id="show-submit"),
         Binding("4", "show('logs')", "Logs", id="show-logs"),
         Binding("r", "refresh", "Refresh", id="refresh"),
+        Binding("ctrl+t", "toggle_theme", "Light/Dark", id="toggle-theme"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
     ]
@@ -161,6 +163,11 @@ class YanflowApp(App[None]):
             self.hub.backend(name).invalidate()
         self.request_refresh()
         self.notify("refreshing every cluster", timeout=1.5, markup=False)
+
+    def action_toggle_theme(self) -> None:
+        """Switch between the light and the dark theme (the configured one is the starting point)."""
+        self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME
+        self.notify(f"theme: {self.theme}", timeout=1.5, markup=False)
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from yanflow_tui.model import GpuState, Node
+from yanflow_tui.model import Gpu, GpuState, Node
 
 ALL = "all"
 
@@ -54,3 +54,46 @@ def fit(nodes: Iterable[Node], want_nodes: int, gpus_per_node: int, partition: s
     if gpus_per_node > most:
         return False, f"never fits: no node in {where} has {gpus_per_node} GPUs (largest: {most})"
     return False, f"waits: {able} node(s) in {where} have {gpus_per_node}+ free GPUs, {want_nodes} needed"
+
+
+IDLE_BELOW = 5.0  # percent: an allocated GPU busy less than this is "idle but allocated"
+
+
+def idle_allocated(gpu: Gpu, below: float = IDLE_BELOW) -> bool:
+    """Allocated to a job, with known utilisation under ``below`` percent: capacity held but unused."""
+    return gpu.state is GpuState.ALLOCATED and gpu.utilization is not None and gpu.utilization < below
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """What a Nodes group header shows: nodes, GPUs in use of all, whole free nodes, idle-allocated GPUs."""
+
+    nodes: int = 0
+    gpus_used: int = 0
+    gpus_total: int = 0
+    whole_free: int = 0
+    idle: int = 0
+
+    def __add__(self, other: "GroupSummary") -> "GroupSummary":
+        return GroupSummary(self.nodes + other.nodes, self.gpus_used + other.gpus_used,
+                            self.gpus_total + other.gpus_total, self.whole_free + other.whole_free,
+                            self.idle + other.idle)
+
+
+def summarize(nodes: Iterable[Node], below: float = IDLE_BELOW) -> GroupSummary:
+    """Totals over ``nodes`` (each counted once). GPUs in use come from per-GPU data where there is
+    some, from the node's counts otherwise."""
+    count = used = total = whole = idle = 0
+    for node in nodes:
+        count += 1
+        total += node.gpus_total
+        whole += node.whole_free
+        if node.gpus:
+            for gpu in node.gpus:
+                if gpu.state is GpuState.ALLOCATED:
+                    used += 1
+                    if gpu.utilization is not None and gpu.utilization < below:
+                        idle += 1
+        else:
+            used += min(node.gpus_allocated, node.gpus_total)
+    return GroupSummary(count, used, total, whole, idle)

@@ -15,6 +15,10 @@ With no file at the default location, clusters are discovered: this machine alwa
         kind: slurm
         ssh: alice@login.hpc.example
         read_only: true
+        defaults:               # what the Submit form starts with on this cluster (spec fields)
+          kind: multi-node
+          resources: {gpus: 8}
+          slurm: {partition: gpu, time: "04:00:00"}
 """
 
 from __future__ import annotations
@@ -27,11 +31,11 @@ from typing import Any, Mapping
 
 from yanflow_tui.errors import ConfigError, SpecError
 from yanflow_tui.locations import default_config_path
-from yanflow_tui.yamldoc import Checker, join, load_yaml
+from yanflow_tui.yamldoc import Checker, Doc, join, load_yaml
 
 KINDS = ("local", "slurm", "kubernetes", "determined")
 TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users")
-COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description")
+COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description", "defaults")
 # Kind-specific options; the backend modules read them from ClusterConfig.options.
 KIND_OPTIONS: dict[str, tuple[str, ...]] = {
     "local": (),
@@ -51,6 +55,7 @@ class ClusterConfig:
     refresh_seconds: float = DEFAULT_REFRESH
     description: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)  # spec fields the Submit form starts with
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,7 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
     if not name or not kind:
         return None
     options = {k: v for k, v in entry.items() if k not in COMMON_CLUSTER_KEYS}
+    defaults = _defaults(check, join(path, "defaults"), entry.get("defaults"))
     return ClusterConfig(
         name=name,
         kind=kind,
@@ -155,7 +161,46 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
         or refresh or KIND_REFRESH.get(kind, DEFAULT_REFRESH),
         description=check.string(join(path, "description"), entry.get("description"), nonempty=False) or "",
         options=options,
+        defaults=defaults,
     )
+
+
+def _defaults(check: Checker, path: str, value: Any) -> dict[str, Any]:
+    """A cluster's ``defaults:``: spec fields (any but ``cluster``), checked by the spec rules, with
+    problems located at their line in the config file."""
+    from yanflow_tui import spec as specs  # spec needs nothing from here; imported when used
+
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        check.error(path, "expected a mapping of spec fields, e.g. {resources: {gpus: 8}}")
+        return {}
+    keys = [k for k in specs.TOP_KEYS if k != "cluster"]
+    check.mapping(path, value, keys)
+    prefix = path + "."
+    lines = {k[len(prefix):]: v for k, v in check.doc.lines.items() if k.startswith(prefix)}
+    raw = {k[len(prefix):]: v for k, v in check.doc.raw.items() if k.startswith(prefix)}
+    # Stand-ins for what every spec needs, so only the defaults' own problems are reported.
+    probe = {"name": "defaults", "command": "true", "kind": "multi-node",
+             **{k: v for k, v in value.items() if k in keys}}
+    try:
+        specs.spec_from_doc(Doc(check.doc.file, probe, {"": check.doc.line(path), **lines}, raw))
+    except SpecError as exc:
+        for _file, _line, field_path, message in exc.problems:
+            check.error(join(path, field_path) if field_path else path, message)
+        return {}
+    return {k: _as_written(v, join(path, k), check.doc.raw) for k, v in value.items() if k in keys}
+
+
+def _as_written(value: Any, path: str, raw: dict[str, str]) -> Any:
+    """Numbers YAML 1.1 read from text (``1:30:00`` -> 5400) back as the text written."""
+    if isinstance(value, dict):
+        return {k: _as_written(v, join(path, k), raw) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_written(v, join(path, i), raw) for i, v in enumerate(value)]
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and path in raw and raw[path] != str(value):
+        return raw[path]
+    return value
 
 
 def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:

@@ -41,3 +41,11 @@ def private_file(path: Path, data: bytes | str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def display_path(path: Path) -> str:
+    """``path`` as the user would type it: ``~/...`` under the home directory."""
+    try:
+        return "~/" + str(Path(path).relative_to(Path.home()))
+    except ValueError:
+        return str(path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import datetime
+from typing import Callable
 
 from rich.text import Text
 
@@ -53,27 +54,69 @@ def _age(when: datetime | None, now: float) -> str:
 GROUP_OPEN, GROUP_CLOSED, GROUP_CHILD = "▾ ", "▸ ", "  └ "
 
 
+JOB_STYLES = {"cluster": "bold", "reason": "dim"}  # column styles of the queue's plain-string cells
+
+
 def job_cells(job: Job, now: float | None = None, marker: str = "", children: int = 0) -> tuple[Text, ...]:
     """Cells of one queue row. ``marker`` prefixes the id (group open/closed, child); a group row
     shows how many jobs it holds after its name."""
     now = time.time() if now is None else now
+    cells = job_live_cells(job, lambda: now, marker, children)
+    return tuple(c if isinstance(c, Text) else Text(c, style=JOB_STYLES.get(column, ""), no_wrap=True,
+                                                     overflow="ellipsis") if isinstance(c, str) else c()
+                 for column, c in zip(JOB_COLUMNS, cells))
+
+
+def job_live_cells(job: Job, clock: Callable[[], float], marker: str = "", children: int = 0,
+                   note: str = "") -> tuple[str | Text | Callable[[], Text], ...]:
+    """``job_cells`` for a table that draws lazily: plain cells are cleaned strings (styled by
+    ``JOB_STYLES`` per column), the state a ``Text``, and the age a callable evaluated (with
+    ``clock``) only when its line is drawn. ``note`` (e.g. "stale") follows the cluster name."""
+    submitted = job.submit_time
+    if note:
+        cluster: str | Text = Text(clean(job.cluster), style="bold", no_wrap=True, overflow="ellipsis")
+        cluster.append(f" {note}", "bold yellow" if note == "stale" else "bold red")
+    else:
+        cluster = clean(job.cluster)
     return (
-        text(job.cluster, "bold"),
-        text(f"{marker}{job.id}"),
-        text(f"{job.name} ({children})" if children else job.name),
-        text(job.user),
+        cluster,
+        clean(f"{marker}{job.id}"),
+        clean(f"{job.name} ({children})" if children else job.name),
+        clean(job.user),
         text(job.state.value, STATE_STYLES.get(job.state, "")),
-        text(job.gpus if job.gpus else "-"),
-        text(",".join(job.nodes) or "-"),
-        text(_age(job.submit_time, now)),
-        text(job.reason, "dim"),
+        str(job.gpus) if job.gpus else "-",
+        clean(",".join(job.nodes)) or "-",
+        lambda: text(_age(submitted, clock())),
+        clean(job.reason),
     )
+
+
+def job_sort_values(job: Job) -> tuple:
+    """One sort value per ``JOB_COLUMNS`` entry: ids and names naturally, GPUs as numbers, age by
+    submit time (youngest first; unknown last)."""
+    submitted = job.submit_time
+    return (
+        natural_key(job.cluster),
+        natural_key(job.id),
+        natural_key(job.name.lower()),
+        job.user.lower(),
+        job.state.value,
+        job.gpus,
+        natural_key(",".join(job.nodes)),
+        (0, -submitted.timestamp()) if submitted else (1, 0.0),
+        job.reason.lower(),
+    )
+
+
+_DIGITS = re.compile(r"(\d+)")
 
 
 def natural_key(value: str) -> tuple:
     """Sort ``job_9`` before ``job_10`` and ``123_4`` before ``123_10``."""
-    parts = re.split(r"(\d+)", value)
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts if p)
+    if value.isdigit() and value.isascii():
+        return ((0, int(value), ""),)
+    parts = _DIGITS.split(value)
+    return tuple((0, int(p), "") if p.isdecimal() else (1, 0, p) for p in parts if p)
 
 
 def gpu_strip(gpus: tuple[Gpu, ...], total: int = 0, allocated: int = 0) -> Text:
@@ -113,12 +156,3 @@ def node_cells(node: Node) -> tuple[Text, ...]:
         util_text(node.gpus),
         text(node.reason, "dim"),
     )
-
-
-def job_matches(job: Job, needle: str) -> bool:
-    """Case-insensitive substring match over the visible fields (the ``/`` filter)."""
-    if not needle:
-        return True
-    needle = needle.lower()
-    fields = (job.cluster, job.id, job.name, job.user, job.state.value, job.reason, " ".join(job.nodes))
-    return any(needle in f.lower() for f in fields)

@@ -18,7 +18,7 @@ FIXED = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 class FakeBackend(Backend):
     kind = "fake"
     capabilities = Capabilities(submit=True, cancel=True, logs=True, follow_logs=True,
-                                job_kinds=frozenset(JobKind), gpu_metrics=True, history=True)
+                                job_kinds=frozenset(JobKind), gpu_metrics=True, history=True, raw_spec=True)
     instances: list["FakeBackend"] = []
 
     def __init__(self, config):
@@ -66,6 +66,10 @@ class FakeBackend(Backend):
         job = next((j for j in self.jobs if j.id == job_id), None)
         while follow and job is not None and not job.state.terminal:  # a running job's log stays open
             await asyncio.sleep(3600)
+
+    async def raw_spec(self, job_id):
+        job = next(j for j in self.jobs if j.id == job_id)
+        return f"# as the fake cluster holds it\nid: {job.id}\nname: {job.name}\ngpus: {job.gpus}\n"
 
     def _render(self, spec: JobSpec) -> str:
         return f"# fake submission\nname: {spec.name}\ncommand: {spec.command_text}\n"

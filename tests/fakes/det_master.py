@@ -234,6 +234,7 @@ class FakeMaster:
         r.add_get("/api/v1/agents", self._agents)
         r.add_get("/api/v1/experiments", self._experiments)
         r.add_post("/api/v1/experiments", self._create_experiment)
+        r.add_get("/api/v1/experiments/{id}", self._experiment)
         r.add_get("/api/v1/experiments/{id}/trials", self._exp_trials)
         r.add_get("/api/v1/experiments/{id}/checkpoints", self._exp_checkpoints)
         r.add_post("/api/v1/experiments/{id}/{verb}", self._exp_action)
@@ -274,6 +275,12 @@ class FakeMaster:
         exps = [e for e in sorted(self.experiments.values(), key=lambda e: -e.id)
                 if (not users or e.username in users) and all(label in (e.labels or []) for label in labels)]
         return self._json(b.v1GetExperimentsResponse(experiments=exps, pagination=b.v1Pagination(total=len(exps))))
+
+    async def _experiment(self, request):
+        exp = self.experiments.get(int(request.match_info["id"]))
+        if exp is None:
+            raise web.HTTPNotFound()
+        return self._json(b.v1GetExperimentResponse(experiment=exp))
 
     async def _exp_trials(self, request):
         trials = self.trials.get(int(request.match_info["id"]), [])

@@ -1,0 +1,889 @@
+"""Benchmark: the console at scale, headless, against a plain Textual DataTable (issue #6).
+
+10,000 jobs on 3 clusters and 2,000 nodes x 8 GPUs, 5 % of the jobs changing per refresh, against a
+``DataTable`` rebuilt from scratch with the same rows. Run it with:
+
+    python benchmarks/console.py [--quick] [--log-gb 0.2] [--jobs 10000] [--nodes 2000] [--json out.json]
+
+(``--quick``: 1,000 jobs and 200 nodes, a smoke run of about 15 s; the full run takes about a minute
+on 2 cores, ``--log-gb 1`` adds about 40 s. ``--only yanflow`` runs one part; ``--help`` lists the rest.)
+
+It drives ``YanflowApp`` through ``App.run_test()`` over ``benchmarks/synthetic.py`` (a real ``Backend``
+registered as the ``synthetic`` kind) and prints a table with the goals beside the figures:
+
+- time to first screen: app start until the Queue's rows are all there and painted;
+- refresh: 5 % of jobs (and nodes) changed, ``app.request_refresh()``, until the Queue (then the Nodes
+  screen) holds the changed rows and has painted them. Shown whole and from "data in hand" (the
+  backends answered) to painted; the whole includes the app's ``COALESCE_SECONDS`` wait;
+- key latency: each key posted as the terminal would, until the screen reflects it and has painted:
+  ``down`` on the Queue, the ``/`` filter typed a character at a time, ``escape`` clearing it;
+- log throughput: lines per second into the Logs pane from a fast ``stream_logs``, with key latency
+  measured while it streams;
+- peak RSS of the whole run, and a separate run following a big log (``--log-gb``; 1 GB is possible,
+  the default 0.2 GB keeps the run short on 2 cores). It stops early past ``--rss-cap-mb`` to protect
+  a shared machine, and says so.
+
+The baseline is a tiny App with an ``Input`` and one ``DataTable``: on each change it rebuilds the
+same rows (the Queue's collapsed rows, cells from ``yanflow_tui.rows``) with ``clear()`` + ``add_rows``;
+for Nodes, a ``DataTable`` of the node rows. Ratios are YanFlow / baseline: below 1 is faster.
+
+Each part runs in its own process (``--phase``) so that its peak RSS is its own. Everything that
+looks inside a screen's widgets is in the ADAPTERS section below: when a screen changes, fix it
+there. Not part of the test suite. Timings are wall clock on whatever else the machine is doing;
+CPU seconds of this process are printed beside the main ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+# =====================================================================================================
+# ADAPTERS: the only code that knows how the screens are built. Each returns None (or 0) while the
+# screen is not there yet; callers treat that as "not yet". Written against the DataTable Queue and
+# Nodes screens and the Log-based Logs screen; adjust these when the screens change.
+# =====================================================================================================
+QUEUE_TABLE_ID = "#jobs"  # the widget that shows the jobs (any widget: it is only waited on to paint)
+NODES_TABLE_ID = "#nodes"  # the widget that shows the nodes
+LOG_PANE_ID = "#log"  # the Log widget of a Logs screen without panes (before LogPane)
+FILTER_KEY = "slash"  # opens the Queue filter box; the typed characters go into a focused Input
+CLEAR_FILTER_KEY = "escape"  # clears the Queue filter
+LOGS_PAUSE_KEY = "p"  # toggles follow/pause on the Logs screen (the key probed while streaming)
+
+
+def _on(app, mode: str, selector: str):
+    """The widget ``selector`` of the current screen when the app is in ``mode``, else None."""
+    from textual.css.query import NoMatches
+
+    try:
+        if app.current_mode != mode:
+            return None
+        return app.screen.query_one(selector)
+    except (NoMatches, Exception):  # noqa: BLE001 - not composed yet, or torn down
+        return None
+
+
+def queue_widget(app):
+    return _on(app, "queue", QUEUE_TABLE_ID)
+
+
+def queue_row_count(app) -> int:
+    """How many rows the Queue shows (all of them, not just the ones in the viewport)."""
+    table = queue_widget(app)
+    return table.row_count if table is not None else 0
+
+
+def queue_row_text(app, key: str) -> str | None:
+    """The plain text of the Queue row for job ``cluster/id``; None if it has no row."""
+    return _row_text(queue_widget(app), key)
+
+
+def _row_text(table, key: str) -> str | None:
+    """A row's cells as plain text: a ``DataTable`` (``get_row`` -> cells), a ``vtable.VirtualTable``
+    (``get_row`` -> ``Row`` whose cells may be callables), a ``gpugrid.GpuGrid`` (``row_text``)."""
+    if table is None:
+        return None
+    try:
+        if hasattr(table, "row_text"):
+            return table.row_text(key)
+        row = table.get_row(key)
+        cells = getattr(row, "cells", row)
+        return None if cells is None else " ".join(_plain(cell) for cell in cells)
+    except Exception:  # noqa: BLE001 - no such row (yet)
+        return None
+
+
+def _plain(cell) -> str:
+    """A cell as text: ``str``, ``rich.text.Text`` / ``Content`` (``.plain``), or a live cell (a callable)."""
+    if callable(cell):
+        cell = cell()
+    return cell if isinstance(cell, str) else getattr(cell, "plain", str(cell))
+
+
+def queue_cursor(app) -> int | None:
+    """The row index of the Queue's cursor."""
+    table = queue_widget(app)
+    return table.cursor_row if table is not None else None
+
+
+def nodes_widget(app):
+    return _on(app, "nodes", NODES_TABLE_ID)
+
+
+def nodes_row_count(app) -> int:
+    """How many nodes the Nodes screen shows (a grid's group header lines not counted)."""
+    grid = nodes_widget(app)
+    if grid is None:
+        return 0
+    return grid.node_count if hasattr(grid, "node_count") else grid.row_count
+
+
+def nodes_row_text(app, key: str) -> str | None:
+    """The plain text of the Nodes screen's line for node ``cluster/name``."""
+    return _row_text(nodes_widget(app), key)
+
+
+def _log_pane(app):
+    """The Logs screen's pane on show (``LogsScreen.pane``, a ``LogPane``); None before one opens."""
+    return getattr(app.screen, "pane", None) if app.current_mode == "logs" else None
+
+
+def logs_widget(app):
+    """The widget the log lines are drawn in: the pane's active ``LogView`` (or the old single Log)."""
+    pane = _log_pane(app)
+    if pane is not None:
+        return pane.active_view
+    return _on(app, "logs", LOG_PANE_ID)
+
+
+def log_pane_lines(app) -> int:
+    """How many lines have been flushed into the pane so far (``LogPane.line_count``: lines received,
+    spilled ones included; the old single ``Log``: its line count)."""
+    pane = _log_pane(app)
+    if pane is not None:
+        return pane.line_count
+    widget = _on(app, "logs", LOG_PANE_ID)
+    return widget.line_count if widget is not None else 0
+
+
+def logs_following(app) -> bool | None:
+    """Whether the Logs screen follows the tail (``LOGS_PAUSE_KEY`` flips it)."""
+    return getattr(app.screen, "following", None) if app.current_mode == "logs" else None
+
+
+def job_matcher(needle: str) -> Callable[[object], bool]:
+    """The Queue filter's predicate over a ``Job`` (``yanflow_tui.filters`` where it exists, else the
+    old substring match over the shown fields). Every prefix of ``--filter`` must be a valid filter."""
+    try:
+        from yanflow_tui.filters import compile_filter
+    except ImportError:
+        low = needle.lower()
+        return lambda j: not low or any(low in f.lower() for f in (
+            j.cluster, j.id, j.name, j.user, j.state.value, j.reason, " ".join(j.nodes)))
+    return compile_filter(needle).matches
+
+
+def queue_rows_expected(jobs, needle: str = "") -> list[tuple[object, str, int]]:
+    """(job, id marker, child count) of the rows the Queue shows, in order: groups collapsed; with a
+    filter, the matching jobs plus the groups of matching children (opened). The baseline shows
+    exactly these rows, and the filter's keystrokes wait for this many rows."""
+    from yanflow_tui.rows import GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, natural_key
+
+    job_matches = job_matcher(needle)
+    keys = {j.key for j in jobs}
+    kids: dict[str, list] = {}
+    top = []
+    for job in jobs:
+        parent = f"{job.cluster}/{job.parent}" if job.parent else ""
+        if parent and parent in keys and parent != job.key:
+            kids.setdefault(parent, []).append(job)
+        else:
+            top.append(job)
+    top.sort(key=lambda j: (j.cluster, natural_key(j.id)))
+    rows = []
+    for job in top:
+        children = kids.get(job.key, [])
+        shown = [k for k in children if job_matches(k)] if needle else []
+        if needle and not job_matches(job) and not shown:
+            continue
+        if not children:
+            rows.append((job, "", 0))
+        elif shown:
+            rows.append((job, GROUP_OPEN, len(children)))
+            rows.extend((k, GROUP_CHILD, 0) for k in sorted(shown, key=lambda k: natural_key(k.id)))
+        else:
+            rows.append((job, GROUP_CLOSED, len(children)))
+    return rows
+
+
+# =====================================================================================================
+# Measuring
+# =====================================================================================================
+POLL = 0.002  # seconds between two looks at a condition
+GOALS = {"refresh": 0.1, "key": 0.05, "log_lines_s": 50_000, "rss_mb": 300}  # issue #6; seconds, lines/s, MB
+
+
+class BenchTimeout(Exception):
+    pass
+
+
+class Clock:
+    """Wall and CPU seconds (this process, all threads) since it was made."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def stop(self) -> dict:
+        return {"wall": time.perf_counter() - self.wall, "cpu": time.process_time() - self.cpu}
+
+
+async def until(condition: Callable[[], object], timeout: float, what: str,
+                progress: Callable[[], object] | None = None):
+    """Wait for ``condition()``; give up after ``timeout`` seconds (without a change in ``progress()``,
+    when given: a long stream may take as long as it takes while it moves)."""
+    deadline = time.perf_counter() + timeout
+    last = progress() if progress else None
+    while True:
+        value = condition()
+        if value:
+            return value
+        if progress is not None:
+            now = progress()
+            if now != last:
+                last, deadline = now, time.perf_counter() + timeout
+        if time.perf_counter() > deadline:
+            stalled = " (no progress)" if progress else ""
+            raise BenchTimeout(f"timed out after {timeout:.0f} s{stalled} waiting for {what}")
+        await asyncio.sleep(POLL)
+
+
+async def painted(widget_or_getter, timeout: float = 60.0) -> None:
+    """Wait until the screen has painted once after everything queued for the widget was handled."""
+    widget = widget_or_getter() if callable(widget_or_getter) else widget_or_getter
+    if widget is None:
+        raise BenchTimeout("the widget to wait for is not on screen")
+    try:
+        await asyncio.wait_for(widget.wait_for_refresh(), timeout)
+    except asyncio.TimeoutError:
+        raise BenchTimeout(f"no repaint of {widget!r} within {timeout:.0f} s") from None
+
+
+CHARS = {"slash": "/", "escape": "\x1b", "enter": "\r", "space": " "}
+
+
+def send_key(app, key: str) -> None:
+    """Post a key as the terminal driver does (``pilot.press`` also waits for idle, which we time).
+    ``key`` is a key name ("down", "slash") or one character ("e", ":")."""
+    import unicodedata
+
+    from textual import events
+
+    if len(key) == 1:
+        char = key
+        if not key.isalnum():  # ":" -> "colon", " " -> "space", as Textual names keys
+            key = {" ": "space"}.get(key) or unicodedata.name(key, key).lower().replace(" ", "_").replace("-", "_")
+    else:
+        char = CHARS.get(key)
+    app.post_message(events.Key(key, char).set_sender(app))
+
+
+async def key_latency(app, key: str, reflected: Callable[[], object], widget, timeout: float = 120.0) -> float:
+    """Seconds from posting ``key`` until ``reflected()`` holds and the screen painted it."""
+    start = time.perf_counter()
+    send_key(app, key)
+    await until(reflected, timeout, f"key {key!r} to show")
+    await painted(widget, timeout)
+    return time.perf_counter() - start
+
+
+def rss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# =====================================================================================================
+# The synthetic clusters
+# =====================================================================================================
+CLUSTER_NAMES = ("hpc", "kube", "det")
+
+
+def cluster_configs(args, jobs: int | None = None, nodes: int | None = None, names=None, **extra):
+    from yanflow_tui.config import ClusterConfig
+
+    if not names:
+        names = CLUSTER_NAMES[: args.clusters] if args.clusters <= 3 else [f"c{i}" for i in range(args.clusters)]
+    jobs = args.jobs if jobs is None else jobs
+    nodes = args.nodes if nodes is None else nodes
+    out = []
+    for i, name in enumerate(names):
+        share = lambda total: total // len(names) + (1 if i < total % len(names) else 0)  # noqa: E731
+        out.append(ClusterConfig(name, "synthetic", refresh_seconds=3600.0, options={
+            "jobs": share(jobs), "nodes": share(nodes), "gpus_per_node": args.gpus_per_node, "seed": args.seed,
+            **extra}))
+    return tuple(out)
+
+
+def make_hub(clusters):
+    """A Hub over synthetic clusters (built before the clock starts: generating data is the cluster's
+    work, not the console's)."""
+    from synthetic import SyntheticBackend
+    from yanflow_tui.backends import registry
+    from yanflow_tui.config import Config
+    from yanflow_tui.hub import Hub
+
+    registry.register("synthetic", SyntheticBackend)
+    SyntheticBackend.instances.clear()
+    config = Config(clusters=clusters, all_users=True)
+    hub = Hub(config)
+    return config, hub, [SyntheticBackend.instances[c.name] for c in clusters]
+
+
+def all_jobs(backends):
+    return [j for b in backends for j in b.jobs.values()]
+
+
+def all_nodes(backends):
+    return [n for b in backends for n in b.nodes.values()]
+
+
+def churn(backends, fraction: float, gen: int) -> int:
+    return sum(b.churn(fraction, gen) for b in backends)
+
+
+def screen_shows(app, text: str) -> bool:
+    """Whether ``text`` is painted on screen (the SVG export, stripped): untimed verification."""
+    import html
+    import re
+
+    svg = app.export_screenshot()
+    return text in html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+def summary(samples: list[float]) -> dict:
+    if not samples:
+        return {}
+    ordered = sorted(samples)
+    return {"n": len(samples), "median": statistics.median(ordered), "p95": ordered[min(len(ordered) - 1,
+            int(0.95 * len(ordered)))], "max": ordered[-1], "min": ordered[0]}
+
+
+# =====================================================================================================
+# Phase: YanFlow
+# =====================================================================================================
+async def phase_yanflow(args, out: dict) -> None:
+    from yanflow_tui.app import COALESCE_SECONDS, YanflowApp
+
+    config, hub, backends = make_hub(cluster_configs(args, log_lines=args.log_lines))
+    out.update(coalesce_s=COALESCE_SECONDS, jobs=len(all_jobs(backends)), nodes=len(all_nodes(backends)))
+    expected = len(queue_rows_expected(all_jobs(backends)))
+    out["queue_rows"] = expected
+    clock = Clock()
+    app = YanflowApp(config, hub)
+    async with app.run_test(size=args.size) as pilot:
+        # -- first screen
+        await until(lambda: queue_row_count(app) == expected, args.timeout, f"the Queue to show {expected} rows")
+        await painted(lambda: queue_widget(app))
+        out["first_screen"] = clock.stop()
+        top = min(backends, key=lambda b: b.name)  # the Queue's first cluster
+        out["first_screen_on_screen"] = screen_shows(app, top.first_top_level())
+        await pilot.pause(0.3)  # let deferred work (column widths) settle before timing keys
+
+        # -- cursor
+        samples = []
+        for _ in range(args.keys):
+            before = queue_cursor(app)
+            samples.append(await key_latency(app, "down", lambda: queue_cursor(app) == before + 1,
+                                             lambda: queue_widget(app)))
+        out["cursor"] = summary(samples)
+
+        # -- refresh on the Queue
+        gen = 0
+        out["refresh_queue"] = []
+        for _ in range(args.refreshes):
+            gen += 1
+            out["churned"] = churn(backends, args.churn, gen)
+            out["refresh_queue"].append(await refresh_queue(app, backends, gen, args))
+        out["refresh_queue_on_screen"] = screen_shows(app, f"churn {gen}")
+
+        # -- filter typed, then cleared
+        from textual.widgets import Input
+
+        typed = ""
+        box = lambda: app.focused if isinstance(app.focused, Input) else None  # noqa: E731
+        out["filter_open"] = await key_latency(app, FILTER_KEY, box, lambda: queue_widget(app))
+        samples, counts, want = [], [], 0
+        for char in args.filter:
+            typed += char
+            try:
+                want = len(queue_rows_expected(all_jobs(backends), typed))
+            except ValueError:  # not a valid filter yet ("state:"): the Queue keeps the last good one
+                pass
+            counts.append(want)
+            samples.append(await key_latency(
+                app, char, lambda: box() is not None and box().value == typed and queue_row_count(app) == want,
+                lambda: queue_widget(app), timeout=args.timeout))
+        out["filter"], out["filter_samples"], out["filter_rows"] = summary(samples), samples, counts
+        full = len(queue_rows_expected(all_jobs(backends)))
+        out["filter_clear"] = await key_latency(app, CLEAR_FILTER_KEY, lambda: queue_row_count(app) == full,
+                                                lambda: queue_widget(app), timeout=args.timeout)
+        await pilot.pause(0.2)
+
+        # -- the Nodes screen, then refreshes on it
+        total_nodes = len(all_nodes(backends))
+        out["nodes_first"] = await key_latency(app, "2", lambda: nodes_row_count(app) == total_nodes,
+                                               lambda: nodes_widget(app), timeout=args.timeout)
+        await pilot.pause(0.2)
+        out["refresh_nodes"] = []
+        for _ in range(args.refreshes):
+            gen += 1
+            churn(backends, args.churn, gen)
+            out["refresh_nodes"].append(await refresh_nodes(app, backends, gen, args))
+        out["refresh_nodes_on_screen"] = screen_shows(app, f"churn {gen}")
+
+        # -- logs: a fast stream into the pane, keys probed meanwhile
+        job = next(j for j in backends[0].jobs.values() if j.state.value == "running")
+        out["logs"] = await follow_log(app, backends[0], job, args, probe_every=0.1)
+        out["rss_mb"] = rss_mb()
+    out["peak_rss_mb"] = peak_rss_mb()
+
+
+async def refresh_queue(app, backends, gen: int, args) -> dict:
+    marker = f"churn {gen}"
+    keys = [f"{b.name}/{b.marker_job}" for b in backends]
+    want = len(queue_rows_expected(all_jobs(backends)))
+    clock = Clock()
+    app.request_refresh()
+    await until(lambda: all(b.served_gen == gen for b in backends), args.timeout, "the backends to be asked")
+    await until(lambda: queue_row_count(app) == want and all(marker in (queue_row_text(app, k) or "") for k in keys),
+                args.timeout, "the Queue to show the changes")
+    await painted(lambda: queue_widget(app))
+    result = clock.stop()
+    result["ui"] = time.perf_counter() - max(b.served_at for b in backends)
+    return result
+
+
+async def refresh_nodes(app, backends, gen: int, args) -> dict:
+    marker = f"churn {gen}"
+    keys = [f"{b.name}/{b.marker_node}" for b in backends]
+    clock = Clock()
+    app.request_refresh()
+    await until(lambda: all(b.served_gen == gen for b in backends), args.timeout, "the backends to be asked")
+    await until(lambda: all(marker in (nodes_row_text(app, k) or "") for k in keys), args.timeout,
+                "the Nodes screen to show the changes")
+    await painted(lambda: nodes_widget(app))
+    result = clock.stop()
+    result["ui"] = time.perf_counter() - max(b.served_at for b in backends)
+    return result
+
+
+async def follow_log(app, backend, job, args, probe_every: float, rss_cap_mb: float | None = None) -> dict:
+    """Open ``job``'s log, stream it until every line is in the pane; meanwhile press the pause key
+    every ``probe_every`` seconds and time it, and watch RSS (stopping the stream past the cap)."""
+    backend.stop_logs = False
+    out: dict = {"rss_before_mb": rss_mb()}
+    done = asyncio.Event()
+    keys: list[float] = []
+    peak = [out["rss_before_mb"]]
+    samples: list[tuple[int, float]] = []  # (bytes streamed, RSS MB), every 0.2 s
+
+    async def probe() -> None:
+        try:
+            await until(lambda: log_pane_lines(app) > 0, args.timeout, "the first log lines")
+            while not done.is_set():
+                before = logs_following(app)
+                keys.append(await key_latency(app, LOGS_PAUSE_KEY, lambda: logs_following(app) is (not before),
+                                              lambda: logs_widget(app)))
+                await asyncio.sleep(probe_every)
+        except BenchTimeout as exc:
+            out["keys_error"] = str(exc)
+
+    async def watch_rss() -> None:
+        while not done.is_set():
+            now = rss_mb()
+            peak[0] = max(peak[0], now)
+            samples.append((backend.log_stats.bytes, now))
+            if rss_cap_mb and peak[0] > rss_cap_mb and not backend.stop_logs:
+                backend.stop_logs = True
+                out["stopped_at_cap"] = True
+            await asyncio.sleep(0.2)
+
+    clock = Clock()
+    app.open_logs(job)
+    prober, watcher = asyncio.create_task(probe()), asyncio.create_task(watch_rss())
+    try:
+        stats = await until(lambda: backend.log_stats if backend.log_stats.finished else None, args.stall_timeout,
+                            "the log stream to end", progress=lambda: (backend.log_stats.lines, log_pane_lines(app)))
+        await until(lambda: log_pane_lines(app) >= stats.lines, args.stall_timeout,
+                    f"all {stats.lines:,} log lines in the pane", progress=lambda: log_pane_lines(app))
+        await painted(lambda: logs_widget(app))
+        out.update(clock.stop())
+        stream_wall = time.perf_counter() - stats.started
+    finally:
+        done.set()
+        prober.cancel()  # a key being timed now is dropped
+        watcher.cancel()
+        await asyncio.gather(prober, watcher, return_exceptions=True)
+    out.update(lines=stats.lines, bytes=stats.bytes, stream_wall=stream_wall, lines_per_s=stats.lines / stream_wall,
+               produced_wall=stats.finished - stats.started, keys=summary(keys), rss_peak_sampled_mb=peak[0],
+               rss_end_mb=rss_mb(), pane_lines=log_pane_lines(app))
+    half = next(((b, r) for b, r in samples if b >= stats.bytes / 2), None)
+    if half is not None and stats.bytes > half[0]:  # RSS growth over the second half, in MB per GB
+        out["rss_mb_per_gb_late"] = (out["rss_end_mb"] - half[1]) / ((stats.bytes - half[0]) / 1e9)
+    if logs_following(app) is False:
+        send_key(app, LOGS_PAUSE_KEY)
+    return out
+
+
+# =====================================================================================================
+# Phase: the big log
+# =====================================================================================================
+async def phase_biglog(args, out: dict) -> None:
+    from yanflow_tui.app import YanflowApp
+
+    config, hub, backends = make_hub(cluster_configs(args, jobs=60, nodes=8, names=("logs",),
+                                                     log_bytes=int(args.log_gb * 1e9)))
+    app = YanflowApp(config, hub)
+    async with app.run_test(size=args.size) as pilot:
+        expected = len(queue_rows_expected(all_jobs(backends)))
+        await until(lambda: queue_row_count(app) == expected, args.timeout, "the Queue")
+        await pilot.pause(0.2)
+        job = next(j for j in backends[0].jobs.values() if j.state.value == "running")
+        out["gb_asked"] = args.log_gb
+        out.update(await follow_log(app, backends[0], job, args, probe_every=0.25, rss_cap_mb=args.rss_cap_mb))
+    out["peak_rss_mb"] = peak_rss_mb()
+
+
+# =====================================================================================================
+# Phase: the DataTable baseline
+# =====================================================================================================
+def baseline_app_class():
+    from textual import on
+    from textual.app import App, ComposeResult
+    from textual.binding import Binding
+    from textual.widgets import DataTable, Input
+
+    class BaselineApp(App[None]):
+        """One DataTable, rebuilt from scratch (``clear()`` + ``add_rows``) on every change."""
+
+        BINDINGS = [Binding("slash", "filter", "Filter"), Binding("escape", "clear_filter", "Clear")]
+
+        def __init__(self, headers, build: Callable[[str], list]) -> None:
+            super().__init__()
+            self.headers, self.build, self.needle = headers, build, ""
+
+        def compose(self) -> ComposeResult:
+            yield Input(id="filter")
+            yield DataTable(id="table", cursor_type="row", zebra_stripes=True)
+
+        def on_mount(self) -> None:
+            self.query_one("#filter").display = False
+            table = self.query_one(DataTable)
+            table.add_columns(*self.headers)
+            self.rebuild()
+            table.focus()
+
+        def rebuild(self) -> None:
+            table = self.query_one(DataTable)
+            table.clear()
+            table.add_rows(self.build(self.needle))
+
+        def action_filter(self) -> None:
+            box = self.query_one("#filter", Input)
+            box.display = True
+            box.focus()
+
+        def action_clear_filter(self) -> None:
+            box = self.query_one("#filter", Input)
+            box.value, box.display, self.needle = "", False, ""
+            self.rebuild()
+            self.query_one(DataTable).focus()
+
+        @on(Input.Changed, "#filter")
+        def _changed(self, event: Input.Changed) -> None:
+            self.needle = event.value.strip()
+            self.rebuild()
+
+    return BaselineApp
+
+
+async def phase_baseline(args, out: dict) -> None:
+    from textual.widgets import DataTable, Input
+    from yanflow_tui.rows import JOB_HEADERS, NODE_HEADERS, job_cells, node_cells
+
+    BaselineApp = baseline_app_class()
+    _, _, backends = make_hub(cluster_configs(args))
+    now = time.time()
+
+    last_good = [""]
+
+    def job_rows(needle: str) -> list:
+        try:
+            shown = queue_rows_expected(all_jobs(backends), needle)
+            last_good[0] = needle
+        except ValueError:  # not a valid filter yet: keep the last good one, as the Queue does
+            shown = queue_rows_expected(all_jobs(backends), last_good[0])
+        return [job_cells(job, now, marker, count) for job, marker, count in shown]
+
+    def node_rows(_needle: str) -> list:
+        return [node_cells(n) for n in sorted(all_nodes(backends), key=lambda n: (n.cluster, n.name))]
+
+    expected = len(queue_rows_expected(all_jobs(backends)))
+    clock = Clock()
+    app = BaselineApp(JOB_HEADERS, job_rows)
+    async with app.run_test(size=args.size) as pilot:
+        table = app.query_one(DataTable)
+        await until(lambda: table.row_count == expected, args.timeout, "the baseline rows")
+        await painted(table)
+        out["first_screen"] = clock.stop()
+        await pilot.pause(0.3)
+        samples = []
+        for _ in range(args.keys):
+            before = table.cursor_row
+            samples.append(await key_latency(app, "down", lambda: table.cursor_row == before + 1, table))
+        out["cursor"] = summary(samples)
+        gen, out["refresh_queue"] = 0, []
+        for _ in range(args.refreshes):
+            gen += 1
+            churn(backends, args.churn, gen)
+            want = len(queue_rows_expected(all_jobs(backends)))
+            clock = Clock()
+            app.rebuild()
+            await until(lambda: table.row_count == want, args.timeout, "the baseline refresh")
+            await painted(table)
+            out["refresh_queue"].append(clock.stop())
+        box = app.query_one("#filter", Input)
+        out["filter_open"] = await key_latency(app, "slash", lambda: app.focused is box, table)
+        typed, samples, want = "", [], 0
+        for char in args.filter:
+            typed += char
+            try:
+                want = len(queue_rows_expected(all_jobs(backends), typed))
+            except ValueError:
+                pass
+            samples.append(await key_latency(app, char, lambda: box.value == typed and table.row_count == want, table,
+                                             timeout=args.timeout))
+        out["filter"], out["filter_samples"] = summary(samples), samples
+        full = len(queue_rows_expected(all_jobs(backends)))
+        out["filter_clear"] = await key_latency(app, "escape", lambda: table.row_count == full and not box.value,
+                                                table, timeout=args.timeout)
+
+    total_nodes = len(all_nodes(backends))
+    clock = Clock()
+    app = BaselineApp(NODE_HEADERS, node_rows)
+    async with app.run_test(size=args.size) as pilot:
+        table = app.query_one(DataTable)
+        await until(lambda: table.row_count == total_nodes, args.timeout, "the baseline node rows")
+        await painted(table)
+        out["nodes_first"] = clock.stop()["wall"]
+        await pilot.pause(0.2)
+        out["refresh_nodes"] = []
+        for _ in range(args.refreshes):
+            gen += 1
+            churn(backends, args.churn, gen)
+            clock = Clock()
+            app.rebuild()
+            marker = f"churn {gen}"
+            await until(lambda: table.row_count == total_nodes and marker in table.get_row_at(0)[-1].plain,
+                        args.timeout, "the baseline node refresh")
+            await painted(table)
+            out["refresh_nodes"].append(clock.stop())
+    out["peak_rss_mb"] = peak_rss_mb()
+
+
+# =====================================================================================================
+# Orchestration and the table
+# =====================================================================================================
+PHASES = {"baseline": phase_baseline, "yanflow": phase_yanflow, "biglog": phase_biglog}
+QUICK = {"jobs": 1000, "nodes": 200, "log_lines": 100_000, "log_gb": 0.02, "refreshes": 2, "keys": 8}
+FULL = {"jobs": 10_000, "nodes": 2000, "log_lines": 300_000, "log_gb": 0.2, "refreshes": 3, "keys": 20}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (1,000 jobs, 200 nodes): a smoke run")
+    parser.add_argument("--jobs", type=int)
+    parser.add_argument("--nodes", type=int)
+    parser.add_argument("--clusters", type=int, default=3)
+    parser.add_argument("--gpus-per-node", type=int, default=8)
+    parser.add_argument("--churn", type=float, default=0.05, help="fraction of jobs and nodes changed per refresh")
+    parser.add_argument("--refreshes", type=int)
+    parser.add_argument("--keys", type=int, help="cursor moves timed")
+    parser.add_argument("--filter", default="erin", help="text typed into the Queue filter, a key at a time")
+    parser.add_argument("--log-lines", type=int, help="lines streamed for the throughput figure")
+    parser.add_argument("--log-gb", type=float, help="size of the big log followed (0 skips it)")
+    parser.add_argument("--rss-cap-mb", type=float, default=3072, help="stop the big log past this RSS")
+    parser.add_argument("--size", default="200x50", help="terminal size")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for any one step")
+    parser.add_argument("--stall-timeout", type=float, default=60,
+                        help="seconds a log stream may go without a new line in the pane")
+    parser.add_argument("--only", choices=sorted(PHASES), action="append", help="run only these phases")
+    parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    for key, value in (QUICK if args.quick else FULL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    width, _, height = args.size.partition("x")
+    args.size = (int(width), int(height))
+    return args
+
+
+def run_phase(name: str, argv: list[str], home: str) -> dict:
+    os.makedirs(f"{home}/tmp", exist_ok=True)  # log spill files land here and go with it, even after a crash
+    env = dict(os.environ, HOME=home, XDG_CONFIG_HOME=f"{home}/.config", XDG_STATE_HOME=f"{home}/.state",
+               TMPDIR=f"{home}/tmp")
+    started = time.perf_counter()
+    print(f"  {name} ...", end="", file=sys.stderr, flush=True)
+    proc = subprocess.run([sys.executable, __file__, "--phase", name, *argv], env=env, stdout=subprocess.PIPE,
+                          text=True)
+    print(f" {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    return {"error": f"exited {proc.returncode} without a result"}
+
+
+def ms(seconds) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:,.0f} ms" if seconds < 10 else f"{seconds:,.1f} s"
+
+
+def ratio(ours, theirs) -> str:
+    return f"{ours / theirs:.2f}x" if ours is not None and theirs else "-"
+
+
+def verdict(value, goal, below=True) -> str:
+    if value is None:
+        return ""
+    return "ok" if (value < goal if below else value >= goal) else "MISSED"
+
+
+def median_of(results: list[dict] | None, key: str):
+    values = [r[key] for r in results or () if key in r]
+    return statistics.median(values) if values else None
+
+
+def print_table(args, res: dict) -> None:
+    y, b, g = res.get("yanflow", {}), res.get("baseline", {}), res.get("biglog", {})
+    rows: list[tuple[str, ...]] = []  # (metric, YanFlow, baseline, ratio, goal, status)
+    key_goal, refresh_goal = f"< {GOALS['key'] * 1000:.0f} ms", f"< {GOALS['refresh'] * 1000:.0f} ms"
+    lines_goal, rss_goal = f">= {GOALS['log_lines_s']:,}", f"< {GOALS['rss_mb']} MB"
+    mb, per_s = (lambda v: f"{v:,.0f} MB"), (lambda v: f"{v:,.0f}")
+
+    def add(metric, ours, theirs=None, goal="", status="", fmt=ms):
+        if ours is None and theirs is None:  # that phase did not run (or failed: see the notes)
+            return
+        rows.append((metric, "-" if ours is None else fmt(ours), "-" if theirs is None else fmt(theirs),
+                     ratio(ours, theirs) if theirs is not None else "", goal, status))
+
+    def key(metric, ours, theirs=None):
+        add(metric, ours, theirs, key_goal, verdict(ours, GOALS["key"]))
+
+    def part(result: dict, name: str) -> dict:
+        return result.get(name) or {}
+
+    add("first screen: Queue painted", part(y, "first_screen").get("wall"), part(b, "first_screen").get("wall"))
+    add("  CPU seconds", part(y, "first_screen").get("cpu"), part(b, "first_screen").get("cpu"))
+    for screen, name in (("Queue", "refresh_queue"), ("Nodes", "refresh_nodes")):
+        if screen == "Nodes":
+            add("Nodes screen first shown (key 2)", y.get("nodes_first"), b.get("nodes_first"))
+        ui = median_of(y.get(name), "ui")
+        add(f"refresh, {screen}: data in hand -> painted", ui, median_of(b.get(name), "wall"), refresh_goal,
+            verdict(ui, GOALS["refresh"]))
+        add("  request_refresh -> painted (whole)", median_of(y.get(name), "wall"))
+        add("  CPU seconds (whole; baseline: rebuild)", median_of(y.get(name), "cpu"), median_of(b.get(name), "cpu"))
+    key("key: cursor down, median", part(y, "cursor").get("median"), part(b, "cursor").get("median"))
+    key("key: cursor down, p95", part(y, "cursor").get("p95"), part(b, "cursor").get("p95"))
+    key("key: / opens the filter", y.get("filter_open"), b.get("filter_open"))
+    key(f"key: filter {args.filter!r} typed, median", part(y, "filter").get("median"), part(b, "filter").get("median"))
+    key("key: filter typed, worst keystroke", part(y, "filter").get("max"), part(b, "filter").get("max"))
+    key("key: escape clears the filter", y.get("filter_clear"), b.get("filter_clear"))
+    logs = part(y, "logs")
+    rate = logs.get("lines_per_s")
+    add(f"log lines/s into the pane ({logs.get('lines', 0):,} lines)", rate, None, lines_goal,
+        verdict(rate, GOALS["log_lines_s"], False), fmt=per_s)
+    key(f"key while streaming, median ({part(logs, 'keys').get('n', 0)} keys)", part(logs, "keys").get("median"))
+    key("key while streaming, max", part(logs, "keys").get("max"))
+    add("peak RSS, this run", y.get("peak_rss_mb"), b.get("peak_rss_mb"), fmt=mb)
+    if g.get("bytes"):
+        gb, peak, before = g["bytes"] / 1e9, g.get("peak_rss_mb", 0), g.get("rss_before_mb", 0)
+        capped = f", stopped at the {args.rss_cap_mb:,.0f} MB cap" if g.get("stopped_at_cap") else ""
+        add(f"peak RSS following a {gb:.2f} GB log ({g.get('lines', 0):,} lines{capped})", peak, None,
+            f"{rss_goal} at 1 GB", verdict(peak, GOALS["rss_mb"]) if gb >= 0.999 else "", fmt=mb)
+        rows.append(("  RSS before the log / at its end", f"{before:,.0f} / {g.get('rss_end_mb', 0):,.0f} MB",
+                     "-", "", "", ""))
+        if gb < 0.999 and "rss_mb_per_gb_late" in g:  # growing as over its second half, at 1 GB
+            projected = peak + max(0.0, g["rss_mb_per_gb_late"]) * (1 - gb)
+            add("  projected to 1 GB (growth of the second half)", projected, None, rss_goal,
+                verdict(projected, GOALS["rss_mb"]) + " (projected)", fmt=mb)
+        add("  lines/s into the pane", g.get("lines_per_s"), None, lines_goal,
+            verdict(g.get("lines_per_s"), GOALS["log_lines_s"], False), fmt=per_s)
+        gk = part(g, "keys")
+        rows.append((f"  key while streaming, median / max ({gk.get('n', 0)} keys)",
+                     f"{ms(gk.get('median'))} / {ms(gk.get('max'))}" if gk else "-", "-", "", key_goal,
+                     verdict(gk.get("max"), GOALS["key"])))
+
+    jobs, nodes, queue_rows = y.get("jobs", args.jobs), y.get("nodes", args.nodes), y.get("queue_rows")
+    shown = f"{queue_rows:,}" if queue_rows else "?"
+    print(f"\nYanFlow console at scale: {jobs:,} jobs ({shown} Queue rows, groups collapsed) on {args.clusters} "
+          f"clusters, {nodes:,} nodes x {args.gpus_per_node} GPUs, {args.churn:.0%} changed per refresh, "
+          f"{args.size[0]}x{args.size[1]} headless")
+    print("Wall clock on a shared machine: compare the ratio column more than the absolute figures.\n")
+    header = ("metric", "YanFlow", "DataTable", "ratio", "goal", "")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(6)]
+    for row in [header, *rows]:
+        print(f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]:>{widths[3]}}  "
+              f"{row[4]:<{widths[4]}}  {row[5]}".rstrip())
+    notes = []
+    if y.get("coalesce_s"):
+        notes.append(f"the whole refresh includes the app's {y['coalesce_s'] * 1000:.0f} ms coalescing wait "
+                     "(yanflow_tui.app.COALESCE_SECONDS); the goal applies to the UI part")
+    if y.get("filter_rows"):
+        notes.append(f"filter rows per keystroke: {', '.join(f'{n:,}' for n in y['filter_rows'])}"
+                     f" (keystrokes: {', '.join(ms(s) for s in y.get('filter_samples', []))})")
+    checks = {k: y.get(k) for k in ("first_screen_on_screen", "refresh_queue_on_screen", "refresh_nodes_on_screen")}
+    if any(v is False for v in checks.values()):
+        notes.append("not seen in the screen export: " + ", ".join(k for k, v in checks.items() if v is False))
+    for name, result in res.items():
+        if "error" in result:
+            notes.append(f"{name} phase failed: {result['error']}")
+        for logs in (result, result.get("logs") or {}):
+            if "keys_error" in logs:
+                notes.append(f"{name}: keys while streaming: {logs['keys_error']}")
+    for note in notes:
+        print(f"  - {note}")
+
+
+def main() -> int:
+    args = parse_args()
+    if args.phase:  # one part, in this process: the figures go to stdout as one JSON line
+        result: dict = {}
+        try:
+            asyncio.run(PHASES[args.phase](args, result))
+        except Exception as exc:  # noqa: BLE001 - keep the figures measured so far, say what broke
+            import traceback
+
+            traceback.print_exc()
+            result["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        print("RESULT " + json.dumps(result))
+        return 0
+    argv, skip = [], False  # passed on to the phases, less the orchestration-only options
+    for arg in sys.argv[1:]:
+        if skip or arg in ("--json", "--only"):
+            skip = not skip
+            continue
+        if not arg.startswith(("--json=", "--only=")):
+            argv.append(arg)
+    phases = args.only or (["baseline", "yanflow"] + (["biglog"] if args.log_gb else []))
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="yanflow-console-bench-") as home:
+        print(f"running {', '.join(phases)} (each in its own process):", file=sys.stderr)
+        for name in phases:
+            results[name] = run_phase(name, argv, home)
+    print_table(args, results)
+    if args.json:
+        args.json.write_text(json.dumps({"args": {k: v for k, v in vars(args).items() if k != "json"},
+                                         "results": results}, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""Pilot tests of the Queue screen over the in-memory fake backend: the field filter and its errors,
+sorting (numbers as numbers, groups kept together), counts of what is shown, a cursor and scroll
+that survive refreshes, stale rows marked, and ages drawn from the clock at paint time."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from textual.widgets import Input, Static
+
+from yanflow_tui.backends import registry
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.model import JobState
+from yanflow_tui.screens.queue import JobTable
+
+from fakes.backend import FIXED, FakeActionsBackend, FakeBackend
+from uihelpers import FIXED_NOW, make_app, screen_text, wait_for
+
+
+@pytest.fixture(autouse=True)
+def fake_kinds(monkeypatch, home):
+    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
+    monkeypatch.setitem(registry._BACKENDS, "fake-actions", FakeActionsBackend)
+    FakeBackend.instances.clear()
+
+
+def hpc(**kw) -> ClusterConfig:
+    return ClusterConfig("hpc", "fake", refresh_seconds=kw.pop("refresh_seconds", 0.5), **kw)
+
+
+def table(app) -> JobTable:
+    return app.screen.query_one(JobTable)
+
+
+def rows(app) -> list[str]:
+    return table(app).row_keys
+
+
+async def refreshed(pilot, app, backend) -> None:
+    """Ask for a refresh and wait until the backend was read again and the screen redrawn."""
+    calls = len(backend.calls)
+    app.request_refresh()
+    await wait_for(pilot, lambda: len(backend.calls) > calls + 1, what="refresh")
+    await pilot.pause(0.2)
+
+
+async def sort_by(pilot, app, column: str) -> None:
+    for _ in range(len(table(app).columns)):
+        if table(app).sort_column == column:
+            return
+        await pilot.press("o")
+    raise AssertionError(f"o never reached {column}")
+
+
+async def test_field_filter_shows_matching_rows_and_explains_mistakes(home):
+    app = make_app(hpc())
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        await pilot.press("slash", *"state:pend")
+        await wait_for(pilot, lambda: rows(app) == ["hpc/102"], what="filtered")
+        box = app.screen.query_one("#filter", Input)
+        box.value = "state:pend gpus:>x"  # a bad number: said under the box, the last good filter stays
+        error = app.screen.query_one("#filter-error", Static)
+        await wait_for(pilot, lambda: error.display, what="error shown")
+        await wait_for(pilot, lambda: "gpus: '>x' is not a number" in screen_text(app), what="message")
+        assert rows(app) == ["hpc/102"]
+        box.cursor_position = len(box.value)
+        await pilot.press("backspace", "4")  # "state:pend gpus:>4": valid again
+        await wait_for(pilot, lambda: not error.display, what="error gone")
+        assert rows(app) == ["hpc/102"]
+        box.value = "-user:alice"
+        await wait_for(pilot, lambda: rows(app) == [], what="nothing left")
+        box.value = "gpus:>=4 -state:pending"
+        await wait_for(pilot, lambda: rows(app) == ["hpc/101"], what="numbers and negation")
+        await pilot.press("enter", "escape")
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="cleared")
+        assert not box.display and not error.display
+
+
+async def test_header_counts_the_rows_shown_by_state(home):
+    app = make_app(hpc())
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        await wait_for(pilot, lambda: "shown 3 of 3: completed 1 · pending 1 · running 1" in screen_text(app),
+                       what="counts")
+        app.screen.query_one("#filter", Input).value = "state:r"
+        await wait_for(pilot, lambda: "shown 1 of 3: running 1" in screen_text(app), what="filtered counts")
+        assert "pending 1" not in screen_text(app)
+
+
+async def test_sorting_by_gpus_and_age_is_numeric_not_textual(home):
+    app = make_app(hpc())
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        backend.jobs.append(replace(backend.job("110", "big", JobState.RUNNING, gpus=10),
+                                    submit_time=FIXED + timedelta(minutes=1)))  # 9 minutes old
+        backend.jobs[0] = replace(backend.jobs[0], submit_time=FIXED - timedelta(hours=2))  # 101: 2 hours old
+        await refreshed(pilot, app, backend)
+        await wait_for(pilot, lambda: len(rows(app)) == 4, what="new job")
+        await sort_by(pilot, app, "gpus")
+        assert rows(app) == ["hpc/103", "hpc/101", "hpc/102", "hpc/110"]  # -, 4, 8, 10 (text: 10 before 4)
+        assert "GPUS ▲" in screen_text(app)
+        await pilot.press("O")
+        assert rows(app) == ["hpc/110", "hpc/102", "hpc/101", "hpc/103"]
+        await sort_by(pilot, app, "age")
+        # reversed still: oldest first; by time, not by the text "2h" < "9m" < "10m"
+        assert rows(app)[0] == "hpc/101" and rows(app)[-1] == "hpc/110"
+        await pilot.press("O")
+        assert rows(app)[0] == "hpc/110" and rows(app)[-1] == "hpc/101"
+
+
+async def test_a_header_click_sorts_the_queue(home):
+    app = make_app(hpc())
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        jobs = table(app)
+        header = jobs.render_line(0).text
+        await pilot.click(jobs, offset=(header.index("STATE"), 0))
+        assert jobs.sort_column == "state"
+        assert rows(app) == ["hpc/103", "hpc/102", "hpc/101"]  # completed, pending, running
+
+
+async def test_sorting_keeps_an_expanded_groups_members_under_it(home):
+    app = make_app(ClusterConfig("det", "fake-actions", refresh_seconds=0.5))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
+        table(app).move_cursor_to_key("det/104")
+        await pilot.press("space")
+        await wait_for(pilot, lambda: "det/104_0" in rows(app), what="expanded")
+        await sort_by(pilot, app, "name")
+        await pilot.press("O")  # names z..a: sweep-* children would scatter if sorted on their own
+        order = rows(app)
+        at = order.index("det/104")
+        assert order[at:at + 4] == ["det/104", "det/104_10", "det/104_1", "det/104_0"]
+        assert order[0] == "det/101"  # train-resnet first, reversed
+        await pilot.pause(1.2)  # refreshes keep the sort and the group together
+        assert rows(app) == order
+
+
+async def test_cursor_and_scroll_survive_refreshes_that_change_rows(home):
+    app = make_app(hpc())
+    async with app.run_test(size=(120, 20)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(300))
+        await refreshed(pilot, app, backend)
+        await wait_for(pilot, lambda: len(rows(app)) == 303, what="bulk rows")
+        assert table(app).move_cursor_to_key("hpc/1150")
+        await pilot.pause(0.1)
+        top = table(app).scroll_offset.y
+        assert top > 100
+        for i in range(0, 300, 7):  # some rows change state, some go, one arrives at the end
+            backend.jobs[3 + i] = replace(backend.jobs[3 + i], state=JobState.RUNNING)
+        del backend.jobs[200]
+        backend.jobs.append(backend.job("5000", "late", JobState.PENDING))
+        await refreshed(pilot, app, backend)
+        await wait_for(pilot, lambda: "hpc/5000" in rows(app), what="changes")
+        assert table(app).cursor_key == "hpc/1150" and app.screen.selected_job().id == "1150"
+        assert table(app).scroll_offset.y == top
+        assert table(app).cell_text("hpc/1007", "state") == "running"
+
+
+async def test_an_unchanged_refresh_reuses_every_row(home):
+    app = make_app(hpc())
+    async with app.run_test(size=(120, 20)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        before = {key: table(app).get_row(key) for key in rows(app)}
+        await refreshed(pilot, app, FakeBackend.instances[-1])
+        assert all(table(app).get_row(key) is row for key, row in before.items())
+
+
+async def test_rows_of_a_stale_cluster_are_marked_and_dimmed(home):
+    app = make_app(hpc(), ClusterConfig("k8s", "fake", refresh_seconds=0.5))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 6, what="rows")
+        bad = next(b for b in FakeBackend.instances if b.name == "k8s")
+        bad.fail_reads = ConnectionError("connection refused")
+        await wait_for(pilot, lambda: app.hub.snapshots["k8s"].health.value == "stale", what="stale")
+        await wait_for(pilot, lambda: table(app).cell_text("k8s/101", "cluster") == "k8s stale", what="marked")
+        assert table(app).get_row("k8s/101").style == "dim"
+        assert table(app).cell_text("hpc/101", "cluster") == "hpc" and not table(app).get_row("hpc/101").style
+        bad.fail_reads = None
+        await wait_for(pilot, lambda: table(app).cell_text("k8s/101", "cluster") == "k8s", what="fresh again")
+
+
+async def test_ages_come_from_the_clock_when_drawn(home):
+    app = make_app(hpc(refresh_seconds=3600), pinned_clock=True)
+    async with app.run_test(size=(120, 20)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        assert table(app).cell_text("hpc/101", "age") == "10m"
+        row = table(app).get_row("hpc/101")
+        app.clock = lambda: FIXED_NOW + 3 * 3600  # type: ignore[method-assign]
+        assert table(app).cell_text("hpc/101", "age") == "3h"  # no rebuild of the row
+        app.screen.refresh_data()
+        assert table(app).get_row("hpc/101") is row
+        await pilot.pause(0.2)
+        assert "3h" in screen_text(app)
+
+
+async def test_the_footer_follows_the_selected_job_but_is_redrawn_only_when_its_keys_change(home):
+    def cancel_key_disabled() -> bool:
+        return next(k for k in app.screen.query("FooterKey") if k.action == "cancel").has_class("-disabled")
+
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        table(app).move_cursor_to_key("hpc/103")  # completed: nothing to cancel
+        await wait_for(pilot, cancel_key_disabled, what="cancel disabled")
+        table(app).move_cursor_to_key("hpc/101")
+        await wait_for(pilot, lambda: not cancel_key_disabled(), what="cancel enabled")
+        redraws = []
+        app.screen.bindings_updated_signal.subscribe(app.screen, lambda screen: redraws.append(1))
+        table(app).move_cursor_to_key("hpc/102")  # also running-or-pending: the same keys
+        app.screen.refresh_data()
+        await pilot.pause(0.2)
+        assert redraws == []

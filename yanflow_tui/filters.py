@@ -1,0 +1,177 @@
+"""The Queue's ``/`` filter language, compiled once into a predicate over jobs. Pure: no Textual.
+
+    state:running user:alice gpus:>4 cluster:hpc -reason:"bad node" resnet
+
+Terms AND together. ``field:value`` matches one field: text fields by case-insensitive substring,
+``state`` by prefix (``state:run``) of the normalised or the cluster's own state, ``gpus`` and
+``nnodes`` by number (``>4 >=4 <4 <=4 =4 4``). A bare word matches any text the table shows.
+``-term`` or ``!term`` negates; ``"..."`` or ``'...'`` quotes a value with spaces. Mistakes raise
+``FilterError`` with a one-line message, never anything else.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from yanflow_tui.model import Job
+
+TEXT_FIELDS = ("cluster", "id", "name", "user", "state", "reason", "node", "kind")
+NUMBER_FIELDS = ("gpus", "nnodes")
+ALIASES = {"nodes": "node", "gpu": "gpus"}
+FIELDS = TEXT_FIELDS + NUMBER_FIELDS
+_COMPARE = (">=", "<=", "!=", ">", "<", "=")
+_OPS = {">=": operator.ge, "<=": operator.le, "!=": operator.ne, ">": operator.gt, "<": operator.lt,
+        "=": operator.eq}
+_FIELD = re.compile(r"([A-Za-z_]+):")
+
+
+class FilterError(ValueError):
+    """A filter that cannot be compiled; ``str()`` is one line for the user."""
+
+
+class JobFields:
+    """A job's searchable text, lower-cased once (cache it per job: matching then costs no copies)."""
+
+    __slots__ = ("cluster", "id", "name", "user", "state", "raw_state", "reason", "node", "kind", "gpus",
+                 "nnodes", "any")
+
+    def __init__(self, job: Job) -> None:
+        self.cluster = job.cluster.lower()
+        self.id = job.id.lower()
+        self.name = job.name.lower()
+        self.user = job.user.lower()
+        self.state = job.state.value
+        self.raw_state = job.raw_state.lower()
+        self.reason = job.reason.lower()
+        self.node = " ".join(job.nodes).lower()
+        self.kind = job.kind.value
+        self.gpus = job.gpus
+        self.nnodes = len(job.nodes)
+        # what a bare word searches: the columns the queue shows
+        self.any = "\n".join((self.cluster, self.id, self.name, self.user, self.state, self.reason, self.node))
+
+
+Predicate = Callable[[JobFields], bool]
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """A compiled filter: call it (or, in a hot loop, its ``predicate``) with a job's ``JobFields``;
+    ``matches`` takes a ``Job``."""
+
+    text: str
+    predicates: tuple[Predicate, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "predicate", _all(self.predicates))
+
+    def __call__(self, fields: JobFields) -> bool:
+        return self.predicate(fields)  # type: ignore[attr-defined]
+
+    def matches(self, job: Job) -> bool:
+        return self(JobFields(job))
+
+    @property
+    def empty(self) -> bool:
+        return not self.predicates
+
+
+def compile_filter(text: str) -> JobFilter:
+    """Compile ``text``; raises ``FilterError`` (only) when it is not a valid filter."""
+    predicates = tuple(_term(negate, field, value) for negate, field, value in _tokens(text))
+    return JobFilter(text, predicates)
+
+
+def _tokens(text: str):
+    """Yield (negated, field or "", value) for each term."""
+    i, n = 0, len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+            continue
+        start = i
+        negate = text[i] in "-!"
+        if negate:
+            i += 1
+        field = ""
+        match = _FIELD.match(text, i)
+        if match:
+            field = match.group(1).lower()
+            i = match.end()
+        if i < n and text[i] in "\"'":
+            quote = text[i]
+            end = text.find(quote, i + 1)
+            if end < 0:
+                raise FilterError(f"unclosed {quote} in {text[start:].strip()!r}")
+            value = text[i + 1:end]
+            i = end + 1
+            if i < n and not text[i].isspace():
+                raise FilterError(f"put a space after the closing {quote}")
+        else:
+            end = i
+            while end < n and not text[end].isspace():
+                end += 1
+            value, i = text[i:end], end
+        if not field and not value:
+            raise FilterError(f"{text[start]!r} needs a term after it, e.g. -state:failed")
+        if field:
+            field = ALIASES.get(field, field)
+            if field not in FIELDS:
+                raise FilterError(f"unknown field {field!r}; fields: {', '.join(FIELDS)}")
+            if not value:
+                raise FilterError(f"{field}: needs a value")
+        yield negate, field, value
+
+
+def _term(negate: bool, field: str, value: str) -> Predicate:
+    predicate = _number(field, value) if field in NUMBER_FIELDS else _text(field, value.lower())
+    if negate:
+        return lambda f, p=predicate: not p(f)
+    return predicate
+
+
+def _all(predicates: tuple[Predicate, ...]) -> Predicate:
+    """One function for the AND of ``predicates`` (unrolled for the usual few terms: it runs per job)."""
+    if not predicates:
+        return lambda f: True
+    if len(predicates) == 1:
+        return predicates[0]
+    if len(predicates) == 2:
+        a, b = predicates
+        return lambda f: a(f) and b(f)
+    first, rest = predicates[0], _all(predicates[1:])
+    return lambda f: first(f) and rest(f)
+
+
+_TEXT: dict[str, Callable[[str], Predicate]] = {
+    "": lambda needle: lambda f: needle in f.any,
+    "cluster": lambda needle: lambda f: needle in f.cluster,
+    "id": lambda needle: lambda f: needle in f.id,
+    "name": lambda needle: lambda f: needle in f.name,
+    "user": lambda needle: lambda f: needle in f.user,
+    "state": lambda needle: lambda f: f.state.startswith(needle) or f.raw_state.startswith(needle),
+    "reason": lambda needle: lambda f: needle in f.reason,
+    "node": lambda needle: lambda f: needle in f.node,
+    "kind": lambda needle: lambda f: needle in f.kind,
+}
+
+
+def _text(field: str, needle: str) -> Predicate:
+    return _TEXT[field](needle)
+
+
+def _number(field: str, value: str) -> Predicate:
+    op_text = next((op for op in _COMPARE if value.startswith(op)), "=")
+    number = value[len(op_text):] if value.startswith(op_text) else value
+    try:
+        limit = float(number.strip())
+    except ValueError:
+        raise FilterError(f"{field}: {value!r} is not a number; try {field}:>4 or {field}:2") from None
+    if limit != limit:  # NaN compares false with everything: almost certainly a typo
+        raise FilterError(f"{field}: {value!r} is not a number")
+    op = _OPS[op_text]
+    attr = operator.attrgetter(field)
+    return lambda f: op(attr(f), limit)
