@@ -1,0 +1,62 @@
+"""Keys: every binding of the console has an id (so ``keymap:`` can remap it), one id means one
+action everywhere, and every action a screen defines is on a key (shown in the footer and ``?``)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+from textual.binding import Binding
+from textual.dom import DOMNode
+
+import yanflow_tui.screens as screens_pkg
+from yanflow_tui.app import YanflowApp
+
+# Actions run by something other than a key of their own class: a Button, a message, or a key of
+# the widget inside the screen.
+NOT_KEYED = {
+    ("MembersTable", "sort_next"),  # the detail screen's o (sort-members)
+    ("MembersTable", "sort_reverse"),  # the detail screen's O (reverse-members)
+    ("QueueScreen", "open_job"),  # enter on the job table (open-job)
+}
+
+
+def our_classes() -> list[type]:
+    found = {YanflowApp}
+    for info in pkgutil.iter_modules(screens_pkg.__path__):
+        module = importlib.import_module(f"yanflow_tui.screens.{info.name}")
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            if issubclass(obj, DOMNode) and obj.__module__ == module.__name__:
+                found.add(obj)
+    return sorted(found, key=lambda c: c.__name__)
+
+
+def own_bindings(cls: type) -> list[Binding]:
+    return [b for b in cls.__dict__.get("BINDINGS", []) if isinstance(b, Binding)]
+
+
+def test_every_binding_has_an_id_and_a_description():
+    missing = [(cls.__name__, b.key) for cls in our_classes() for b in own_bindings(cls) if not b.id or not b.description]
+    assert missing == []
+    assert len([b for cls in our_classes() for b in own_bindings(cls)]) > 40  # the walk found the screens
+
+
+def test_one_binding_id_means_one_action():
+    actions: dict[str, set[str]] = {}
+    for cls in our_classes():
+        for binding in own_bindings(cls):
+            actions.setdefault(binding.id, set()).add(binding.action)
+    assert {i: a for i, a in actions.items() if len(a) > 1} == {}
+
+
+def test_every_action_a_screen_defines_is_on_a_key():
+    unkeyed = []
+    for cls in our_classes():
+        bound = {b.action.split("(")[0] for b in own_bindings(cls)}
+        for name, _ in inspect.getmembers(cls, inspect.isfunction):
+            if name.startswith("action_") and name in cls.__dict__:
+                action = name[len("action_"):]
+                if action not in bound and (cls.__name__, action) not in NOT_KEYED:
+                    unkeyed.append(f"{cls.__name__}.{action}")
+    assert unkeyed == []
