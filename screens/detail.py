@@ -99,29 +99,30 @@ class JobDetailScreen(ModalScreen[None]):
                 table.add_column(column, key=column.lower())
             self._load_checkpoints()
 
-    @work(exclusive=True, group="describe", exit_on_error=False)
-    async def _describe(self) -> None:
+    def _describe(self) -> None:
         backend = self.app.hub.backend(self.job.cluster)
+        self._show_text("#describe", backend.describe(self.job.id), "cannot describe")
+
+    def _raw_spec(self) -> None:
+        backend = self.app.hub.backend(self.job.cluster)
+        self._show_text("#raw-spec", backend.raw_spec(self.job.id), "cannot read the spec")
+
+    @work(group="detail-text", exit_on_error=False)
+    async def _show_text(self, widget_id: str, call, failed: str) -> None:
+        """Await a backend call that returns text and show it in ``widget_id``; a failure is
+        shown in its place as one line."""
         try:
-            body = await self.app.hub.call(backend.describe(self.job.id))
+            body = await self.app.hub.call(call)
         except Exception as exc:  # noqa: BLE001 - shown, never raised
-            body = f"cannot describe: {error_text(exc)}"
-        self.query_one("#describe", Static).update(Text(clean(body, keep_newlines=True)))
+            body = f"{failed}: {error_text(exc)}"
+        for widget in self.query(widget_id).results(Static):  # none while torn down at exit
+            widget.update(Text(clean(body.rstrip("\n"), keep_newlines=True)))
 
     def _show_placement(self) -> None:
         snapshot = self.app.hub.snapshots[self.job.cluster]
         job = next((j for j in snapshot.jobs if j.id == self.job.id), self.job)  # placed since opened?
         for widget in self.query("#placement").results(Static):  # none while torn down at exit
             widget.update(placement_text(job, snapshot.nodes))
-
-    @work(exclusive=True, group="raw-spec", exit_on_error=False)
-    async def _raw_spec(self) -> None:
-        backend = self.app.hub.backend(self.job.cluster)
-        try:
-            body = await self.app.hub.call(backend.raw_spec(self.job.id))
-        except Exception as exc:  # noqa: BLE001 - shown, never raised
-            body = f"cannot read the spec: {error_text(exc)}"
-        self.query_one("#raw-spec", Static).update(Text(clean(body.rstrip("\n"), keep_newlines=True)))
 
     @work(exclusive=True, group="metrics", exit_on_error=False)
     async def _load_metrics(self) -> None:

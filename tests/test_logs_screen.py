@@ -287,17 +287,23 @@ async def test_save_writes_the_whole_spilled_log_with_mode_0600(home, stream_kin
         assert stat.S_IMODE(saved.stat().st_mode) == 0o600
 
 
+async def spilled_view(app, pilot):
+    """Job 101's pane after 3,000 lines, most of them spilled to disk (``small_stores``)."""
+    fake = backend(app)
+    await wait_for(pilot, lambda: fake.jobs, what="jobs")
+    fake.feed("101", *(f"line {i}" for i in range(3_000)))
+    logs = await open_logs(app, pilot, "101")
+    view = logs.pane.view
+    await wait_for(pilot, lambda: len(view.store) == 3_000, what="lines")
+    await asyncio.to_thread(view.store.sync)
+    assert view.store.spilled > 2_000
+    return view
+
+
 async def test_a_spilled_pane_shows_the_right_lines_when_scrolled_to_the_top(home, stream_kind, small_stores):
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
-        fake = backend(app)
-        await wait_for(pilot, lambda: fake.jobs, what="jobs")
-        fake.feed("101", *(f"line {i}" for i in range(3_000)))
-        logs = await open_logs(app, pilot, "101")
-        view = logs.pane.view
-        await wait_for(pilot, lambda: len(view.store) == 3_000, what="lines")
-        await asyncio.to_thread(view.store.sync)
-        assert view.store.spilled > 2_000
+        view = await spilled_view(app, pilot)
         await pilot.press("home")
         await wait_for(pilot, lambda: view.top_line == 0, what="top")
         await pilot.pause(0.1)
@@ -311,19 +317,12 @@ async def test_a_spilled_pane_shows_the_right_lines_when_scrolled_to_the_top(hom
 async def test_search_of_a_spilled_log_keeps_up_with_new_lines(home, stream_kind, small_stores):
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
-        fake = backend(app)
-        await wait_for(pilot, lambda: fake.jobs, what="jobs")
-        fake.feed("101", *(f"line {i}" for i in range(3_000)))
-        logs = await open_logs(app, pilot, "101")
-        view = logs.pane.view
-        await wait_for(pilot, lambda: len(view.store) == 3_000, what="lines")
-        await asyncio.to_thread(view.store.sync)
-        assert view.store.spilled > 2_000
+        view = await spilled_view(app, pilot)
         await pilot.press("slash", *"line 29", "enter")  # the spilled part is searched in a thread
         expected = [29] + list(range(290, 300)) + list(range(2_900, 3_000))
         await wait_for(pilot, lambda: not view.scanning and list(view.matches) == expected, what="matches")
         assert view.current_line == 29 and view.top_line <= 29 < view.top_line + 20  # jumped to the first
-        fake.feed("101", "line 29 again", "unrelated")
+        backend(app).feed("101", "line 29 again", "unrelated")
         await wait_for(pilot, lambda: len(view.store) == 3_002, what="new lines")
         assert list(view.matches) == expected + [3_000]
         assert "search 'line 29': 1/112" in screen_text(app)

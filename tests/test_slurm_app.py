@@ -48,7 +48,8 @@ def grid_gpus(grid: GpuGrid) -> dict[str, tuple[int, int]]:
 
 async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, slurm_jobs, tmp_path):
     spec_path = tmp_path / "short.yaml"
-    spec_path.write_text(short_spec_text("yf-ui-submit", lines=12, delay=0.5))
+    # Long enough (20 s) to still run after the Nodes checks, when the Queue and Logs steps look for it.
+    spec_path.write_text(short_spec_text("yf-ui-submit", lines=40, delay=0.5))
     c = cluster()
     app = make_app(c)
     async with app.run_test(size=(160, 45)) as pilot:
@@ -102,8 +103,8 @@ async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, 
         logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs")
         await wait_for(pilot, lambda: "line 2" in logs.text_lines(), timeout=20, what="first lines")
         assert live_state(job_id) == "RUNNING"  # lines arrived while it ran
-        await wait_for(pilot, lambda: "done" in logs.text_lines(), timeout=30, what="last line")
-        assert [f"line {i}" for i in range(1, 13)] == [x for x in logs.text_lines() if x.startswith("line ")]
+        await wait_for(pilot, lambda: "done" in logs.text_lines(), timeout=40, what="last line")
+        assert [f"line {i}" for i in range(1, 41)] == [x for x in logs.text_lines() if x.startswith("line ")]
 
 
 async def test_cancel_from_the_queue_ends_the_job_in_squeue(home, slurm_dir, slurm_jobs):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import BinaryIO, Iterator, Mapping
 
 APP_DIR = "yanflow"
 
@@ -27,20 +28,29 @@ def state_dir(env: Mapping[str, str] = os.environ) -> Path:
     return path
 
 
-def private_file(path: Path, data: bytes | str) -> None:
-    """Write ``path`` atomically with mode 0600 (temp file beside it, then rename)."""
+@contextlib.contextmanager
+def private_writer(path: Path) -> Iterator[BinaryIO]:
+    """A binary file that becomes ``path`` atomically, mode 0600, when the block ends without an
+    error (temp file beside it, fsync, rename); on an error the temp file is removed."""
+    path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    payload = data.encode() if isinstance(data, str) else data
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
+        os.fchmod(fd, 0o600)  # also when a stale temp file existed with another mode
         with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def private_file(path: Path, data: bytes | str) -> None:
+    """Write ``path`` atomically with mode 0600 (temp file beside it, then rename)."""
+    with private_writer(path) as fh:
+        fh.write(data.encode() if isinstance(data, str) else data)
 
 
 def display_path(path: Path) -> str:

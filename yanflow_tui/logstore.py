@@ -29,6 +29,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable, Iterator, Pattern
 
+from yanflow_tui.locations import private_writer
+
 BLOCK = 64  # lines per index entry
 KEEP_LINES = 20_000  # default in-memory window...
 KEEP_CHARS = 8 << 20  # ...and its character budget
@@ -372,27 +374,17 @@ class LogStore:
         streaming from disk. Returns the number of lines written. For a worker thread."""
         path = Path(path)
         stop = self._total if stop is None else min(stop, self._total)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                for first, end, data in self._spans(0, stop):
-                    if isinstance(data, list):
-                        out.write(("\n".join(data) + "\n").encode(_ENCODING, _ERRORS) if data else b"")
-                    elif end <= stop:
-                        out.write(data)
-                    else:  # the last step overshoots ``stop``: cut after its line
-                        cut = -1
-                        for _ in range(stop - first):
-                            cut = data.index(b"\n", cut + 1)
-                        out.write(data[:cut + 1])
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        with private_writer(path) as out:
+            for first, end, data in self._spans(0, stop):
+                if isinstance(data, list):
+                    out.write(("\n".join(data) + "\n").encode(_ENCODING, _ERRORS) if data else b"")
+                elif end <= stop:
+                    out.write(data)
+                else:  # the last step overshoots ``stop``: cut after its line
+                    cut = -1
+                    for _ in range(stop - first):
+                        cut = data.index(b"\n", cut + 1)
+                    out.write(data[:cut + 1])
         return stop
 
     # -- closing ---------------------------------------------------------------------------------
