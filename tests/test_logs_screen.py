@@ -16,8 +16,9 @@ from yanflow_tui import logstore
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import JobState, LogLine
-from yanflow_tui.screens import logs as logs_module
-from yanflow_tui.screens.logs import LogPane, LogsScreen
+from yanflow_tui.screens import log_pane
+from yanflow_tui.screens.log_pane import LogPane
+from yanflow_tui.screens.logs import LogsScreen
 from yanflow_tui.screens.logview import LogView
 from yanflow_tui.spec import load_spec
 
@@ -61,9 +62,9 @@ def stream_kind(monkeypatch):
 @pytest.fixture
 def small_stores(monkeypatch):
     """Stores that spill after a few hundred lines, so tests reach the disk quickly."""
-    monkeypatch.setattr(logs_module, "LogStore", functools.partial(LogStore, keep_lines=256))
+    monkeypatch.setattr(log_pane, "LogStore", functools.partial(LogStore, keep_lines=256))
     monkeypatch.setattr(logstore, "SPILL_LINES", 128)
-    monkeypatch.setattr(logs_module, "RANK_KEEP_LINES", 128)
+    monkeypatch.setattr(log_pane, "RANK_KEEP_LINES", 128)
 
 
 def cluster() -> ClusterConfig:
