@@ -60,3 +60,27 @@ def test_every_action_a_screen_defines_is_on_a_key():
                 if action not in bound and (cls.__name__, action) not in NOT_KEYED:
                     unkeyed.append(f"{cls.__name__}.{action}")
     assert unkeyed == []
+
+
+async def test_keymap_remaps_keys_of_the_new_screens_by_id(home, monkeypatch):
+    from textual.widgets import Input
+
+    from yanflow_tui.backends import registry
+    from yanflow_tui.config import ClusterConfig
+
+    from fakes.backend import FakeBackend
+    from uihelpers import make_app, wait_for
+
+    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
+    app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600),
+                   keymap={"filter-nodes": "f", "toggle-theme": "f5", "sort-jobs": "S"})
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: app.hub.snapshots["hpc"].jobs, what="jobs")
+        await pilot.press("S")
+        await wait_for(pilot, lambda: app.screen.query_one("#jobs").sort_column is not None, what="sorted by S")
+        await pilot.press("f5")
+        assert not app.current_theme.dark
+        await pilot.press("2")
+        await wait_for(pilot, lambda: app.screen.query("#node-filter"), what="nodes")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: app.screen.query_one("#node-filter", Input).display, what="node filter by f")
