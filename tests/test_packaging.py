@@ -21,6 +21,9 @@ def test_wheel_layout(tmp_path):
     for required in ("yanflow_tui/app.py", "yanflow_tui/app.tcss", "yanflow_tui/screens/queue.py",
                      "yanflow_tui/backends/local.py", "yanflow_tui/backends/local_runner.py"):
         assert required in names
+    # Each screen's own stylesheet (CSS_PATH) ships beside it, or an installed app fails to start.
+    sheets = {f"yanflow_tui/screens/{path.name}" for path in (ROOT / "screens").glob("*.tcss")}
+    assert len(sheets) >= 4 and sheets <= names
     tops = {name.split("/")[0] for name in names}
     assert "screens" not in tops and "backends" not in tops
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
