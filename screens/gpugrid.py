@@ -180,7 +180,7 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
         changed: list[str] = []
         old_nodes = self._node_map
         for node in nodes:
-            key = f"{node.cluster}/{node.name}"
+            key = self.node_key(node)
             new[key] = node
             old = old_nodes.get(key)
             if old is None or (old is not node and old != node):

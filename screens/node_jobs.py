@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from yanflow_tui.model import Job, Node
-from yanflow_tui.rows import STATE_STYLES, duration, natural_key, text
+from yanflow_tui.rows import STATE_STYLES, age_text, natural_key, text
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.detail import JobDetailScreen
 
@@ -68,10 +68,9 @@ class NodeJobsScreen(ModalScreen[None]):
             table.add_column(column, key=column.lower())
         now = self.app.clock()
         for job in self.jobs:
-            age = duration(now - job.submit_time.timestamp()) if job.submit_time else "-"
             table.add_row(text(job.id), text(job.name), text(job.user),
                           text(job.state.value, STATE_STYLES.get(job.state, "")), text(job.gpus or "-"),
-                          text(gpus_held(self.node, job)), text(age), text(job.reason, "dim"), key=job.key)
+                          text(gpus_held(self.node, job)), text(age_text(job.submit_time, now)), text(job.reason, "dim"), key=job.key)
         table.focus()
 
     def selected(self) -> Job | None:

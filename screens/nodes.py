@@ -89,8 +89,7 @@ class NodesScreen(DataScreen):
                 out.append(text)
             out.append("  (space/enter: collapse or expand)", "dim")
         elif node is not None and gpu is not None:
-            job = self.app.hub.find_job(node.cluster, gpu.job_id) if gpu.job_id and node.cluster in \
-                self.app.hub.snapshots else None
+            job = self.app.hub.find_job(node.cluster, gpu.job_id) if gpu.job_id else None
             out.append(describe_gpu(node, gpu, job))
             if gpu.state is GpuState.ALLOCATED:
                 out.append("  (enter: the job)" if gpu.job_id else "", "dim")

@@ -388,8 +388,7 @@ class QueueScreen(DataScreen):
         app.all_users = not app.all_users
         for name in app.hub.names:
             app.hub.backend(name).set_all_users(app.all_users)
-        self.refresh_data()
-        self.refresh_bar()
+        self.refresh_data()  # redraws the header bar too
         app.request_refresh()
         self.notify("showing every user's jobs" if app.all_users else "showing my jobs", timeout=1.5, markup=False)
 
@@ -410,16 +409,9 @@ class QueueScreen(DataScreen):
 
         self.app.push_screen(ChoiceScreen(f"Action on {job.cluster}/{job.id}", verbs), chosen)
 
-    @work(group="perform", exit_on_error=False)
-    async def _perform(self, job: Job, verb: str) -> None:
-        hub = self.app.hub
-        try:
-            await hub.call(hub.backend(job.cluster).perform(job.id, verb))
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a notification
-            self.app.report_error(f"{verb.capitalize()} failed", error_text(exc))
-            return
-        self.notify(clean(f"{verb}: job {job.id} on {job.cluster}"), markup=False)
-        self.app.request_refresh(job.cluster)
+    def _perform(self, job: Job, verb: str) -> None:
+        self._mutate(job, self.app.hub.backend(job.cluster).perform(job.id, verb), f"{verb.capitalize()} failed",
+                     f"{verb}: job {job.id} on {job.cluster}")
 
     def action_submit(self) -> None:
         self.app.action_show("submit")
@@ -435,13 +427,17 @@ class QueueScreen(DataScreen):
 
         self.app.push_screen(ConfirmScreen(f"Cancel job {job.id} ({job.name}) on {job.cluster}?"), answered)
 
-    @work(group="cancel", exit_on_error=False)
-    async def _cancel(self, job: Job) -> None:
-        hub = self.app.hub
+    def _cancel(self, job: Job) -> None:
+        self._mutate(job, self.app.hub.backend(job.cluster).cancel(job.id), "Cancel failed",
+                     f"cancelled job {job.id} on {job.cluster}")
+
+    @work(group="mutate", exit_on_error=False)
+    async def _mutate(self, job: Job, call, failed: str, done: str) -> None:
+        """Await a gated backend call (cancel, perform) with the hub's timeout; say how it went."""
         try:
-            await hub.call(hub.backend(job.cluster).cancel(job.id))
+            await self.app.hub.call(call)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a notification
-            self.app.report_error("Cancel failed", error_text(exc))
+            self.app.report_error(failed, error_text(exc))
             return
-        self.notify(clean(f"cancelled job {job.id} on {job.cluster}"), markup=False)
+        self.notify(clean(done), markup=False)
         self.app.request_refresh(job.cluster)

@@ -26,11 +26,12 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from yanflow_tui.rows import natural_key
+
 Cell = Union[str, Text, Callable[[], Text]]
 PAD = 1  # blank cells each side of every column
 SORT_MARKS = {False: " ▲", True: " ▼"}
 _NUMBER = re.compile(r"^\s*-?\d+(?:\.\d*)?\s*$")
-_DIGITS = re.compile(r"(\d+)")
 
 
 class Column(NamedTuple):
@@ -54,8 +55,7 @@ def sort_value(text: str) -> tuple:
     """Numbers sort as numbers, before text; text sorts naturally (``a9`` before ``a10``)."""
     if _NUMBER.match(text):
         return (0, float(text), ())
-    parts = _DIGITS.split(text.lower())
-    return (1, 0.0, tuple((0, int(p), "") if p.isdecimal() else (1, 0, p) for p in parts if p))
+    return (1, 0.0, natural_key(text.lower()))
 
 
 def _width(cell: Cell) -> int:

@@ -32,9 +32,11 @@ class ClusterBar(Static):
         if getattr(self.screen, "SHOWS_USERS", False):
             out.append("  all users" if getattr(app, "all_users", False) else "  mine", "cyan")
         now = app.clock()
+        summary = getattr(self.screen, "count_summary", None)  # the screen counts what it shows
         counts: Counter = Counter()
         for snap in app.hub.snapshots.values():
-            counts.update(job.state for job in snap.jobs)
+            if summary is None:
+                counts.update(job.state for job in snap.jobs)
             out.append("  ● ", HEALTH_STYLE[snap.health])
             out.append(clean(snap.name), "bold")
             age = snap.age(now)
@@ -46,8 +48,7 @@ class ClusterBar(Static):
                 out.append(" ro", "red")
             if snap.message:
                 out.append(f" ({clean(snap.message)})", "dim")
-        summary = getattr(self.screen, "count_summary", None)
-        if summary is not None:  # the screen counts what it shows (the Queue: filtered rows)
+        if summary is not None:  # the Queue: its filtered rows
             out.append("  │ ")
             out.append_text(summary())
         elif counts:

@@ -92,8 +92,7 @@ def summarize(nodes: Iterable[Node], below: float = IDLE_BELOW) -> GroupSummary:
             for gpu in node.gpus:
                 if gpu.state is GpuState.ALLOCATED:
                     used += 1
-                    if gpu.utilization is not None and gpu.utilization < below:
-                        idle += 1
+                    idle += idle_allocated(gpu, below)
         else:
             used += min(node.gpus_allocated, node.gpus_total)
     return GroupSummary(count, used, total, whole, idle)

@@ -118,7 +118,8 @@ class Hub:
         return min(MAX_BACKOFF, max(1.0, interval) * 2 ** min(failures - 1, 6))
 
     def find_job(self, cluster: str, job_id: str) -> Job | None:
-        for job in self.snapshots[cluster].jobs:
+        snapshot = self.snapshots.get(cluster)
+        for job in snapshot.jobs if snapshot is not None else ():
             if job.id == job_id:
                 return job
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from yanflow_tui.capacity import idle_allocated
 from yanflow_tui.model import Gpu, Job, Node
 from yanflow_tui.sanitize import clean
 
@@ -40,7 +41,7 @@ def placement_text(job: Job, nodes: tuple[Node, ...] | list[Node]) -> Text:
         if mine:
             out.append(f"{len(mine)} of {node.gpus_total} GPU(s): ")
             out.append(", ".join(_gpu_facts(g) for g in mine))
-            idle = [g for g in mine if g.utilization is not None and g.utilization < 5]
+            idle = [g for g in mine if idle_allocated(g)]
             if idle:
                 out.append(f"  {len(idle)} idle", "bold yellow")
         elif node.gpus_total:

@@ -17,7 +17,6 @@ from yanflow_tui.sanitize import clean
 
 JOB_COLUMNS = ("cluster", "id", "name", "user", "state", "gpus", "nodes", "age", "reason")
 JOB_HEADERS = ("CLUSTER", "ID", "NAME", "USER", "STATE", "GPUS", "NODES", "AGE", "REASON")
-NODE_COLUMNS = ("cluster", "node", "state", "partitions", "cpus", "memory", "gpu_type", "gpus", "util", "note")
 NODE_HEADERS = ("CLUSTER", "NODE", "STATE", "PARTITIONS", "CPUS", "MEMORY", "GPU TYPE", "GPUS", "UTIL", "NOTE")
 
 STATE_STYLES = {
@@ -47,7 +46,7 @@ def duration(seconds: float | None) -> str:
     return f"{seconds}s"
 
 
-def _age(when: datetime | None, now: float) -> str:
+def age_text(when: datetime | None, now: float) -> str:
     return duration(now - when.timestamp()) if when else "-"
 
 
@@ -86,7 +85,7 @@ def job_live_cells(job: Job, clock: Callable[[], float], marker: str = "", child
         text(job.state.value, STATE_STYLES.get(job.state, "")),
         str(job.gpus) if job.gpus else "-",
         clean(",".join(job.nodes)) or "-",
-        lambda: text(_age(submitted, clock())),
+        lambda: text(age_text(submitted, clock())),
         clean(job.reason),
     )
 
