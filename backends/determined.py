@@ -65,6 +65,7 @@ TASK_KILL = {
 PREFIX_KIND = {prefix: kind for kind, prefix in det_convert.TASK_PREFIX.items()}
 METRICS_READ_TIMEOUT = 5.0  # a running trial's metric stream may stay open: stop after a quiet spell
 LOG_RECONNECT_MAX = 30.0
+LOG_QUEUE = 10_000  # log entries read ahead of the console before the reader thread waits
 
 
 class DeterminedBackend(Backend):
@@ -241,15 +242,19 @@ class DeterminedBackend(Backend):
     async def stream_logs(self, job_id: str, follow: bool = False) -> AsyncIterator[LogLine]:
         task_id = await asyncio.to_thread(self.conn.call, lambda s: self._task_id_for_logs(s, job_id), "finding logs")
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue = asyncio.Queue(maxsize=10000)
+        queue: asyncio.Queue = asyncio.Queue()
+        room = threading.Semaphore(LOG_QUEUE)  # bounds the queue: the reader thread waits, nothing is dropped
         stop = threading.Event()
         self._streams.add(stop)
 
         def put(item) -> None:
-            try:
-                loop.call_soon_threadsafe(queue.put_nowait, item)
-            except RuntimeError:  # the loop is gone
-                stop.set()
+            while not stop.is_set():
+                if room.acquire(timeout=0.5):
+                    try:
+                        loop.call_soon_threadsafe(queue.put_nowait, item)
+                    except RuntimeError:  # the loop is gone
+                        stop.set()
+                    return
 
         def worker() -> None:
             try:
@@ -267,6 +272,7 @@ class DeterminedBackend(Backend):
         try:
             while True:
                 kind, item = await queue.get()
+                room.release()
                 if kind == "line":
                     yield item
                 elif kind == "error":

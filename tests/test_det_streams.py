@@ -57,6 +57,23 @@ async def test_command_log_without_follow_ends(backend, master):
         [line async for line in backend.stream_logs("exp-12")]
 
 
+async def test_a_log_read_faster_than_it_is_consumed_loses_nothing(backend, master, monkeypatch):
+    from yanflow_tui.backends import determined
+
+    monkeypatch.setattr(determined, "LOG_QUEUE", 4)  # the reader thread gets far ahead of a slow console
+    for i in range(40):
+        master.add_log(CMD_ID, f"line {i}")
+    stream = backend.stream_logs(f"cmd-{CMD_ID[:8]}")
+    first = await _next(stream)
+    await asyncio.sleep(1.0)  # the thread has read everything by now and must wait, not drop
+
+    async def drain():
+        return [line.text async for line in stream]
+
+    rest = await asyncio.wait_for(drain(), 20)  # a dropped end marker would leave it waiting
+    assert [first.text] + rest == [f"line {i}" for i in range(40)]
+
+
 async def test_metrics_of_a_trial(backend, master):
     master.add_metrics(120, "training", [(10, {"loss": 0.9, "lr": 0.01}), (20, {"loss": 0.7, "lr": 0.01})])
     master.add_metrics(120, "validation", [(20, {"validation_loss": 0.5, "accuracy": 0.8})])
