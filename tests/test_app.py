@@ -585,6 +585,19 @@ async def test_a_cluster_that_needs_a_password_asks_once_and_logs_in(home, monke
     assert FakeLoginBackend.PASSWORD not in caplog.text
 
 
+async def test_a_login_that_expires_later_asks_for_the_password_again(home, monkeypatch):
+    monkeypatch.setitem(registry._BACKENDS, "fake-login", FakeLoginBackend)
+    app = make_app(ClusterConfig("det", "fake-login", refresh_seconds=0.5))
+    async with app.run_test(size=(120, 30)) as pilot:
+        box = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen.query(Input)
+                             and app.screen.query_one(Input), what="password prompt")
+        box.value = FakeLoginBackend.PASSWORD
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "det/101" in rows(app), what="rows after login")
+        app.hub.backend("det").logged_in = False  # the token expired on the master
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="asked again after expiry")
+
+
 async def test_the_queue_shows_my_jobs_and_u_switches_to_everyones(home, actions_kind):
     app = make_app(actions_cluster())
     async with app.run_test(size=(140, 30)) as pilot:

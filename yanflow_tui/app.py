@@ -108,7 +108,9 @@ class YanflowApp(App[None]):
                 pass
         self._tick()
         snap = message.snapshot
-        if snap.login_user and snap.name not in self._asked_login:
+        if not snap.login_user:  # logged in (or never needed to): a later expiry asks again
+            self._asked_login.discard(snap.name)
+        elif snap.name not in self._asked_login:
             self.ask_login(snap.name)
 
     def ask_login(self, name: str) -> None:
