@@ -27,7 +27,7 @@ from yanflow_tui.hub import error_text
 from yanflow_tui.model import JobKind, JobSpec
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.submit_files import SpecFiles
-from yanflow_tui.screens.submit_form import SpecForm
+from yanflow_tui.screens.submit_form import SpecForm, select_options
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 from yanflow_tui.spec import spec_from_data
 
@@ -117,7 +117,7 @@ class SubmitScreen(SpecFiles, DataScreen):
                     yield Button("Save template", id="save-template", compact=True, action="screen.save_template")
                 with Horizontal(classes="field"):
                     yield Label("Cluster")
-                    yield Select([(c, c) for c in clusters], id="cluster", allow_blank=not clusters,
+                    yield Select(select_options(clusters), id="cluster", allow_blank=not clusters,
                                  value=self._cluster or Select.BLANK, compact=True)
                 with Horizontal(classes="field"):
                     yield Label("Job type")

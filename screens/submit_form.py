@@ -31,11 +31,17 @@ def widget_text(widget: Widget) -> str:
     return widget.value  # type: ignore[attr-defined]
 
 
+def select_options(values: Iterable[str]) -> list[tuple[Text, str]]:
+    """Options for a ``Select`` whose values came from a file or the config: shown as plain text (a
+    ``str`` prompt is read as markup, and ``[/x]`` in a value would crash the app)."""
+    return [(Text(clean(value)), value) for value in values]
+
+
 def field_widget(field: FormField, text: str) -> Widget:
     wid = field.widget_id
     if field.kind == CHOICE:
         choices = list(field.choices) + ([text] if text and text not in field.choices else [])
-        widget: Widget = Select([(c, c) for c in choices], id=wid, allow_blank=not field.default, compact=True,
+        widget: Widget = Select(select_options(choices), id=wid, allow_blank=not field.default, compact=True,
                                 value=text if text else Select.BLANK)
     elif field.kind == FLAG:
         widget = Checkbox("", text == "true", id=wid, compact=True)

@@ -486,3 +486,25 @@ async def test_kubernetes_multi_node_form_previews_an_indexed_job(home, emulator
         assert "completionMode: Indexed" in preview and "completions: 2" in preview and "kind: Service" in preview
         assert "nvidia.com/gpu: '8'" in preview
         await wait_for(pilot, lambda: "fits now: 2 node(s)" in text(screen, "#capacity"), what="fits on the nodes")
+
+
+async def test_a_choice_value_that_looks_like_markup_is_shown_as_text():
+    """A loaded file or draft may hold any text in a choice field; Select reads ``str`` options
+    as markup, where ``[/y]`` crashed the app."""
+    from textual.app import App
+
+    from yanflow_tui.formfields import CHOICE
+    from yanflow_tui.screens.submit_form import field_widget
+
+    field = FormField("launcher", "Launcher", "", "none", CHOICE, ("none", "torchrun"))
+
+    class One(App):
+        def compose(self):
+            yield field_widget(field, "x[/y]")
+
+    app = One()
+    async with app.run_test(size=(60, 10)) as pilot:
+        await pilot.pause(0.1)
+        select = app.query_one("Select")
+        assert select.value == "x[/y]"
+        assert "x[/y]" in app.export_screenshot().replace("&#x2F;", "/")
