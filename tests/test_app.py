@@ -11,7 +11,9 @@ from textual.app import ScreenStackError
 from textual.widgets import Input
 
 from yanflow_tui.backends import procs, registry
-from yanflow_tui.config import ClusterConfig
+from yanflow_tui.app import YanflowApp
+from yanflow_tui.config import ClusterConfig, Config
+from yanflow_tui.hub import Hub
 from yanflow_tui.errors import ReadOnlyError
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.detail import JobDetailScreen
@@ -596,6 +598,14 @@ async def test_a_login_that_expires_later_asks_for_the_password_again(home, monk
         await wait_for(pilot, lambda: "det/101" in rows(app), what="rows after login")
         app.hub.backend("det").logged_in = False  # the token expired on the master
         await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="asked again after expiry")
+
+
+async def test_all_users_in_the_config_reaches_backends_that_filter_on_the_server(home, actions_kind):
+    config = Config(clusters=(actions_cluster(),), all_users=True)
+    app = YanflowApp(config, Hub(config))
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda: "det/105" in rows(app), what="bob's job shown")
+        assert app.hub.backend("det").all_users_calls[:1] == [True]
 
 
 async def test_the_queue_shows_my_jobs_and_u_switches_to_everyones(home, actions_kind):
