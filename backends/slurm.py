@@ -69,7 +69,9 @@ class SlurmBackend(Backend):
                     return parse.parse_squeue_text(result.stdout)
                 except parse.AmbiguousRows:
                     pass  # a newline in a name: this refresh reads JSON
-            elif "invalid" not in result.stderr.lower():
+            elif "invalid" in result.stderr.lower():
+                self.use_json_squeue = True  # this squeue rejects our -o format: JSON from now on
+            else:
                 raise BackendError(f"squeue failed: {result.error()}")
         return await self._squeue_json()
 

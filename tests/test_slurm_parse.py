@@ -218,3 +218,31 @@ def test_multi_node_torchrun_runs_one_task_per_node_under_srun():
     assert "#SBATCH --nodes=2" in lines and "#SBATCH --ntasks-per-node=1" in lines and "#SBATCH --gres=gpu:8" in lines
     assert lines[-1].startswith("srun torchrun --nnodes=$SLURM_NNODES --nproc-per-node=8 ")
     assert lines[-1].endswith(" train.py --epochs 3")
+
+
+async def test_an_squeue_that_rejects_the_format_is_read_as_json_from_then_on():
+    """One failed ``-o`` per cluster, not one per refresh."""
+    from yanflow_tui.backends.slurm import SlurmBackend
+    from yanflow_tui.backends.slurm_transport import Result
+    from yanflow_tui.config import ClusterConfig
+
+    json_text = (DATA / "squeue.json").read_text()
+
+    class Transport:
+        def __init__(self):
+            self.calls = []
+
+        async def run(self, argv, stdin_data=None, timeout=None):
+            self.calls.append(tuple(argv))
+            if "-o" in argv:
+                return Result(tuple(argv), 1, "", "squeue: error: Invalid format specification")
+            return Result(tuple(argv), 0, json_text, "")
+
+        async def check(self, argv, stdin_data=None, timeout=None):
+            return (await self.run(argv)).stdout
+
+    transport = Transport()
+    backend = SlurmBackend(ClusterConfig("hpc", "slurm"), transport)
+    first, second = await backend._squeue(), await backend._squeue()
+    assert first and [j.job_id for j in first] == [j.job_id for j in second]
+    assert [("-o" in argv) for argv in transport.calls] == [True, False, False]
