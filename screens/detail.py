@@ -37,7 +37,6 @@ class JobDetailScreen(ModalScreen[None]):
         Binding("O", "reverse_members", "Reverse order", id="reverse-members"),
     ]
     METRICS_SECONDS = 5.0
-    PLACEMENT_SECONDS = 2.0  # redrawn from the Nodes data the app already refreshes
 
     def __init__(self, job: Job) -> None:
         super().__init__()
@@ -71,8 +70,7 @@ class JobDetailScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self._describe()
-        self._show_placement()
-        self.set_interval(self.PLACEMENT_SECONDS, self._show_placement)
+        self.refresh_data()
         for widget_id in ("#raw-spec-heading", "#raw-spec"):
             self.query_one(widget_id).display = self.caps.raw_spec
         if self.caps.raw_spec:
@@ -118,7 +116,8 @@ class JobDetailScreen(ModalScreen[None]):
         for widget in self.query(widget_id).results(Static):  # none while torn down at exit
             widget.update(Text(clean(body.rstrip("\n"), keep_newlines=True)))
 
-    def _show_placement(self) -> None:
+    def refresh_data(self) -> None:
+        """New cluster data (the app calls this on every refresh): redraw where the job runs."""
         snapshot = self.app.hub.snapshots[self.job.cluster]
         job = next((j for j in snapshot.jobs if j.id == self.job.id), self.job)  # placed since opened?
         for widget in self.query("#placement").results(Static):  # none while torn down at exit

@@ -23,7 +23,7 @@ from yanflow_tui.screens.logs import LogsScreen
 from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import QueueScreen
 from yanflow_tui.screens.submit import SubmitScreen
-from yanflow_tui.screens.widgets import ClusterBar, DataScreen
+from yanflow_tui.screens.widgets import ClusterBar
 
 HERE = Path(__file__).parent
 MUTATING_MODES = {"submit"}
@@ -103,9 +103,10 @@ class YanflowApp(App[None]):
         screen = self._drawable_screen()
         # A screen just switched to may not have composed yet (its own on_mount draws it), and one
         # being torn down at exit has lost its widgets already: neither has anything to redraw.
-        if isinstance(screen, DataScreen) and screen.is_mounted:
+        refresh_data = getattr(screen, "refresh_data", None)  # DataScreens, and dialogs that show live data
+        if refresh_data is not None and screen.is_mounted:
             try:
-                screen.refresh_data()
+                refresh_data()
             except NoMatches:
                 pass
         self._tick()
