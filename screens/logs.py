@@ -139,20 +139,12 @@ class LogsScreen(DataScreen):
 
     # -- compatibility: what the active pane shows ------------------------------------------------------
     @property
-    def job(self) -> Job | None:
-        return self.pane.job if self.pane else None
-
-    @property
     def following(self) -> bool:
         return self.pane.following if self.pane else False
 
     @property
     def source_filter(self) -> str | None:
         return self.pane.source_filter if self.pane else None
-
-    @property
-    def term(self) -> str:
-        return self.pane.term if self.pane else ""
 
     @property
     def matches(self) -> list[int]:

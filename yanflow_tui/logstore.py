@@ -270,9 +270,6 @@ class LogStore:
                 return self._mem[i - self._mem_start]
             return self._block(i // BLOCK)[i % BLOCK]
 
-    def __getitem__(self, i: int) -> str:
-        return self.get(i)
-
     def slice(self, start: int = 0, stop: int | None = None) -> list[str]:
         """Lines [start, stop), clamped to what exists. Meant for a screenful; bigger reads go to a thread."""
         with self._lock:
