@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from yanflow_tui.backends.k8s_extract import JobInfo, NodeInfo, PodInfo, parse_time
+from yanflow_tui.backends.k8s_extract import WAITING_REASONS, JobInfo, NodeInfo, PodInfo, parse_time
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
 
 # Pod reasons that keep a job from running; they are shown in the job's reason column.
-BLOCKING = ("Unschedulable", "ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff", "CreateContainerConfigError",
-            "InvalidImageName", "CreateContainerError", "RunContainerError")
+BLOCKING = ("Unschedulable", *WAITING_REASONS)
 
 
 def job_id(namespace: str, name: str) -> str:

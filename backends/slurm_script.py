@@ -9,10 +9,10 @@ import shlex
 from dataclasses import dataclass
 
 from yanflow_tui.errors import SpecError
+from yanflow_tui.yamldoc import ENV_KEY
 from yanflow_tui.model import JobKind, JobSpec
 
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_.:/@+,=%\[\]-]+")
-ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)

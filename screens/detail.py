@@ -4,7 +4,6 @@ it -- each where the job's backend has them."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from rich.text import Text
@@ -16,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
 
 from yanflow_tui.hub import error_text
+from yanflow_tui.locations import safe_filename
 from yanflow_tui.model import Checkpoint, Job, MetricPoint
 from yanflow_tui.placement import placement_text
 from yanflow_tui.plot import line_plot
@@ -189,7 +189,7 @@ class JobDetailScreen(ModalScreen[None]):
         checkpoint = self.selected_checkpoint()
         if checkpoint is None or self._progress is not None:
             return
-        default = str(Path.cwd() / "checkpoints" / re.sub(r"[^A-Za-z0-9._-]", "_", checkpoint.uuid))
+        default = str(Path.cwd() / "checkpoints" / safe_filename(checkpoint.uuid))
 
         def chosen(path: str | None) -> None:
             if path:

@@ -11,7 +11,6 @@ line rates.
 from __future__ import annotations
 
 import asyncio
-import re
 from pathlib import Path
 
 from rich.text import Text
@@ -21,6 +20,7 @@ from textual.binding import Binding
 from textual.widgets import Footer, Input, Static, TabbedContent
 
 from yanflow_tui.logstore import LogStore
+from yanflow_tui.locations import safe_filename
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import ChoiceScreen, PromptScreen
@@ -352,8 +352,7 @@ class LogsScreen(DataScreen):
         pane = self.pane
         if pane is None:
             return
-        default = f"{pane.job.cluster}-{pane.job.id}.log"
-        default = re.sub(r"[^A-Za-z0-9._-]", "_", default)
+        default = safe_filename(f"{pane.job.cluster}-{pane.job.id}.log")
         store = pane.active_view.store
 
         def chosen(path: str | None) -> None:

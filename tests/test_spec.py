@@ -241,3 +241,9 @@ def test_text_fields_keep_the_yaml_source_text():
     assert spec.command == "yes"
     assert spec.env == {"A": "0755", "B": "yes"}
     assert spec.slurm["time"] == "1:30:00"
+
+
+def test_an_env_name_with_a_trailing_newline_is_refused():
+    with pytest.raises(SpecError) as info:
+        parse_spec('name: x\ncommand: c\nenv: {"A\\n": 1}\n', "s.yaml")
+    assert "environment names must match" in str(info.value)

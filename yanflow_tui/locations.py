@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
 from typing import BinaryIO, Iterator, Mapping
 
@@ -59,3 +60,8 @@ def display_path(path: Path) -> str:
         return "~/" + str(Path(path).relative_to(Path.home()))
     except ValueError:
         return str(path)
+
+
+def safe_filename(text: str) -> str:
+    """``text`` (a job id, a checkpoint uuid: cluster text) as one safe file name component."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)

@@ -232,7 +232,7 @@ class Checker:
         out: dict[str, str] = {}
         for key, item in value.items():
             sub = join(path, key)
-            if not ENV_KEY.match(key):
+            if not ENV_KEY.fullmatch(key):  # match() would let a trailing newline through $
                 self.error(sub, "environment names must match [A-Za-z_][A-Za-z0-9_]*")
                 continue
             if isinstance(item, (dict, list)) or item is None:
