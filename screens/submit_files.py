@@ -74,7 +74,7 @@ class SpecFiles:
         except SpecError as exc:
             problems = str(exc).splitlines()
         self._file_problems = problems
-        await self._fill(doc.data, doc.file)
+        await self._fill(doc.data_as_written(), doc.file)  # the fields show what the file says
         self._schedule_draft()
         self.query_one("#submit", Button).focus()  # out of the text fields: enter submits, 1-4 switch screens
         self.notify(clean(f"loaded {path}" + (" (with problems)" if problems else "")), markup=False, timeout=2)

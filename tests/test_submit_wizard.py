@@ -508,3 +508,17 @@ async def test_a_choice_value_that_looks_like_markup_is_shown_as_text():
         select = app.query_one("Select")
         assert select.value == "x[/y]"
         assert "x[/y]" in app.export_screenshot().replace("&#x2F;", "/")
+
+
+async def test_a_loaded_file_fills_the_form_with_what_it_says_not_yaml_1_1_numbers(home, tmp_path):
+    path = tmp_path / "numbers.yaml"
+    path.write_text("name: n\ncommand: c\nslurm: {partition: 0x1F}\nenv: {MODE: 1:30}\n")
+    app = make_app(small())
+    async with app.run_test(size=(140, 50)) as pilot:
+        screen = await open_submit(pilot)
+        screen.query_one("#spec-path", Input).value = str(path)
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "n", what="loaded")
+        assert screen.query_one("#slurm-partition", Input).value == "0x1F"  # not 31
+        data = screen.form_data()[0]
+        assert data["slurm"]["partition"] == "0x1F" and data["env"] == {"MODE": "1:30"}  # not 90

@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 from yanflow_tui.errors import ConfigError, SpecError
 from yanflow_tui.locations import default_config_path
-from yanflow_tui.yamldoc import Checker, Doc, join, load_yaml
+from yanflow_tui.yamldoc import Checker, Doc, as_written, join, load_yaml
 
 KINDS = ("local", "slurm", "kubernetes", "determined")
 TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users")
@@ -189,18 +189,7 @@ def _defaults(check: Checker, path: str, value: Any) -> dict[str, Any]:
         for _file, _line, field_path, message in exc.problems:
             check.error(join(path, field_path) if field_path else path, message)
         return {}
-    return {k: _as_written(v, join(path, k), check.doc.raw) for k, v in value.items() if k in keys}
-
-
-def _as_written(value: Any, path: str, raw: dict[str, str]) -> Any:
-    """Numbers YAML 1.1 read from text (``1:30:00`` -> 5400) back as the text written."""
-    if isinstance(value, dict):
-        return {k: _as_written(v, join(path, k), raw) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_as_written(v, join(path, i), raw) for i, v in enumerate(value)]
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and path in raw and raw[path] != str(value):
-        return raw[path]
-    return value
+    return {k: as_written(v, join(path, k), check.doc.raw) for k, v in value.items() if k in keys}
 
 
 def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:

@@ -22,6 +22,17 @@ def join(path: Path, key: str | int) -> Path:
     return f"{path}.{key}" if path else str(key)
 
 
+def as_written(value: Any, path: Path, raw: dict[Path, str]) -> Any:
+    """Numbers YAML 1.1 read from text (``1:30:00`` -> 5400, ``0x1F`` -> 31) back as the text written."""
+    if isinstance(value, dict):
+        return {k: as_written(v, join(path, k), raw) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_written(v, join(path, i), raw) for i, v in enumerate(value)]
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and path in raw and raw[path] != str(value):
+        return raw[path]
+    return value
+
+
 @dataclass
 class Doc:
     """A parsed YAML document plus the line (1-based) where each field path starts."""
@@ -30,6 +41,10 @@ class Doc:
     data: Any
     lines: dict[Path, int] = field(default_factory=dict)
     raw: dict[Path, str] = field(default_factory=dict)  # plain scalars' source text, where not a string
+
+    def data_as_written(self) -> Any:
+        """``data`` with numbers that YAML 1.1 made of text given back as that text."""
+        return as_written(self.data, "", self.raw)
 
     def line(self, path: Path) -> int:
         """The line of ``path``, or of its nearest parent that has one."""
