@@ -175,11 +175,24 @@ class SlurmBackend(Backend):
             pattern = "slurm-%A_%a.out" if raw.array_task.isdigit() else "slurm-%j.out"
         return parse.expand_output_path(pattern, raw)
 
+    async def _job_state(self, job_id: str) -> JobState:
+        """One job's state, cheaply (one line of ``squeue``; polled while a log is followed). A job
+        squeue no longer knows has ended; an array's state is that of a task still going, if any."""
+        _check_id(job_id)
+        result = await self.transport.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"])
+        if not result.ok and "Invalid job id" not in result.stderr:
+            raise BackendError(f"squeue failed: {result.error()}")
+        states = [parse.normalise_state(s) for s in result.stdout.split()] if result.ok else []
+        if not states:
+            return JobState.COMPLETED
+        return next((s for s in states if not s.terminal), states[0])
+
     async def stream_logs(self, job_id: str, follow: bool = False) -> AsyncIterator[LogLine]:
         raw = await self._raw_job(job_id)
         # A pending job has no node (%N) and no file yet: wait until it starts.
-        while follow and parse.normalise_state(raw.state) is JobState.PENDING:
-            await asyncio.sleep(LOG_POLL)
+        if follow and parse.normalise_state(raw.state) is JobState.PENDING:
+            while await self._job_state(job_id) is JobState.PENDING:
+                await asyncio.sleep(LOG_POLL)
             raw = await self._raw_job(job_id)
         if parse.normalise_state(raw.state) is JobState.PENDING:
             return
@@ -200,12 +213,9 @@ class SlurmBackend(Backend):
             while True:
                 await asyncio.sleep(LOG_POLL)
                 try:
-                    state = parse.normalise_state((await self._raw_job(job_id)).state)
-                except BackendError as exc:
-                    if "no job" in str(exc):
-                        state = JobState.COMPLETED
-                    else:
-                        continue
+                    state = await self._job_state(job_id)
+                except BackendError:
+                    continue
                 if state.terminal:
                     await asyncio.sleep(1.5)  # tail -F polls once a second
                     await queue.put(done)

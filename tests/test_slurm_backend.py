@@ -196,6 +196,10 @@ async def test_logs_wait_for_a_pending_job_and_closing_kills_the_remote_tail(bac
     assert line.text.startswith("tick ") and line.job_id == job_id
     assert (await asyncio.wait_for(stream.__anext__(), 10)).text.startswith("tick ")
     assert tails(path), "a tail -F should be running for the job's log"
+    await asyncio.sleep(5)  # the follow polls the job's state meanwhile: one line of squeue, not all jobs' JSON
+    polls = [argv for argv in backend.transport.history if "-j" in argv and "%T" in argv]
+    assert len(polls) >= 3
+    assert len([argv for argv in backend.transport.history if "--json" in argv]) <= 3  # the job's details, twice
     await stream.aclose()
     await async_wait(lambda: not tails(path), 10, "remote tail gone")
     assert live_state(job_id) == "RUNNING"
