@@ -370,10 +370,14 @@ class SshTransport(Transport):
         import asyncssh
 
         conn = await self._connection()
-        await self._channels.acquire()
         try:
-            proc = await conn.create_process(SHELL)
-        except (asyncssh.Error, OSError) as exc:
+            await asyncio.wait_for(self._channels.acquire(), self.timeout)
+        except TimeoutError:
+            raise BackendError(f"ssh {self.target.label}: all {MAX_CHANNELS} channels stayed busy for "
+                               f"{self.timeout:.0f} s (too many logs followed at once?)") from None
+        try:
+            proc = await asyncio.wait_for(conn.create_process(SHELL), self.timeout)
+        except (asyncssh.Error, OSError) as exc:  # OSError includes the timeout
             self._channels.release()
             if isinstance(exc, (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError)):
                 self._drop(conn)

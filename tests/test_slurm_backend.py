@@ -16,7 +16,7 @@ import pytest
 
 from yanflow_tui import cli
 from yanflow_tui.backends.slurm import SlurmBackend
-from yanflow_tui.backends.slurm_transport import CommandTimeout
+from yanflow_tui.backends.slurm_transport import MAX_CHANNELS, CommandTimeout
 from yanflow_tui.config import Config
 from yanflow_tui.errors import BackendError, ReadOnlyError
 from yanflow_tui.hub import Health, Hub
@@ -203,6 +203,16 @@ async def test_logs_wait_for_a_pending_job_and_closing_kills_the_remote_tail(bac
     await stream.aclose()
     await async_wait(lambda: not tails(path), 10, "remote tail gone")
     assert live_state(job_id) == "RUNNING"
+
+
+async def test_a_log_stream_waiting_for_a_free_channel_gives_up_after_the_timeout(backend):
+    await backend.list_jobs()  # connected
+    transport = backend.transport
+    transport.timeout = 1.0
+    for _ in range(MAX_CHANNELS):  # every channel held, e.g. by eight followed logs
+        await transport._channels.acquire()
+    with pytest.raises(BackendError, match="channels stayed busy"):
+        await asyncio.wait_for(transport.tail("/dev/null", 10, True), 10)
 
 
 async def test_unknown_host_key_is_refused_showing_its_fingerprint(slurm_dir, tmp_path):
