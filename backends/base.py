@@ -89,9 +89,15 @@ class Backend(abc.ABC):
     async def list_nodes(self) -> list[Node]:
         """Nodes with their GPUs."""
 
-    def stream_logs(self, job_id: str, follow: bool = False) -> AsyncIterator[LogLine]:
-        """Yield the job's log lines; with ``follow``, keep yielding until the job ends."""
+    def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
+        """Yield the job's log lines; with ``follow``, keep yielding until the job ends. ``stream``
+        is one of ``log_streams(job_id)``; "" is the job's main log."""
         raise BackendError(f"cluster {self.name!r} cannot show logs")
+
+    async def log_streams(self, job_id: str) -> tuple[str, ...]:
+        """The job's separate logs, main log ("") first, e.g. ``("", "stderr")`` where a Slurm job's
+        StdErr goes to a file of its own. The console opens one pane per stream."""
+        return ("",)
 
     async def describe(self, job_id: str) -> str:
         """A human-readable description of one job (fields, reason, events)."""
@@ -159,6 +165,12 @@ class Backend(abc.ABC):
         """Log in with a password the user typed after a read raised ``AuthRequired``. Keep the
         password only as long as the login takes; never log or store it."""
         raise BackendError(f"cluster {self.name!r} does not take a password")
+
+    def widen_history(self) -> str:
+        """Look further back for finished jobs (``capabilities.history``); returns what is listed
+        now, e.g. "history: the last 7 days". The next refresh lists them. A backend with no window
+        lists every finished job it keeps already."""
+        return "history: every finished job the cluster keeps is listed"
 
     def invalidate(self) -> None:
         """The user asked for a refresh now: drop any cached data so the next reads go to the

@@ -239,7 +239,7 @@ class DeterminedBackend(Backend):
         return self._task(session, job_id)[1]
 
     # -- logs ------------------------------------------------------------------------------------
-    async def stream_logs(self, job_id: str, follow: bool = False) -> AsyncIterator[LogLine]:
+    async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
         task_id = await asyncio.to_thread(self.conn.call, lambda s: self._task_id_for_logs(s, job_id), "finding logs")
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()

@@ -279,7 +279,7 @@ class KubernetesBackend(Backend):
         rows.sort(key=lambda r: r[0])
         return rows
 
-    async def stream_logs(self, job_id_: str, follow: bool = False) -> AsyncIterator[LogLine]:
+    async def stream_logs(self, job_id_: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
         await self._ensure_started()
         namespace, name, pod = self._split(job_id_)
         jobs = self._reflectors["jobs"]

@@ -151,7 +151,7 @@ class LocalBackend(Backend):
             memory_total_mb=reading.memory_total_mb, reason=reason,
         )
 
-    async def stream_logs(self, job_id: str, follow: bool = False) -> AsyncIterator[LogLine]:
+    async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
         row = await asyncio.to_thread(self._row, job_id)
         path = self._log_path(row.id)
         offset, partial = 0, b""

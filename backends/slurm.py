@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import AsyncIterator
 
+from yanflow_tui.backends import slurm_history as history
 from yanflow_tui.backends import slurm_parse as parse
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.slurm_script import render
@@ -29,6 +30,9 @@ HISTORY_REFRESH = 60.0
 LOG_LINES = 10000
 LOG_POLL = 2.0
 HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {})"
+# sacct's JSON breaks under the SLURM_TIME_FORMAT=%s every command gets (22.05: "Invalid time
+# specification" and no jobs), so sacct runs without it.
+SACCT_JSON = ("env", "-u", "SLURM_TIME_FORMAT", "sacct", "--json")
 _JOB_ID = re.compile(r"\d+(_(\d+|\[[0-9,\-%]+\]))?")
 
 
@@ -56,6 +60,7 @@ class SlurmBackend(Backend):
         self._nodes_at = 0.0
         self._history: list[Job] = []
         self._history_at = 0.0
+        self.history_window = history.check_window(opts.get("history"), config.name)
         self.history_note = ""  # set when the cluster has no accounting
         self.use_json_squeue = False  # True once the -o text proved ambiguous or unsupported
         self._scontrol_json: bool | None = None
@@ -97,14 +102,15 @@ class SlurmBackend(Backend):
         if self.history_note or time.monotonic() - self._history_at < HISTORY_REFRESH and self._history_at:
             return
         self._history_at = time.monotonic()
-        result = await self.transport.run(["sacct", "--json", "-X", "--starttime", "now-1days"])
+        result = await self.transport.run(
+            [*SACCT_JSON, "-X", "--starttime", history.starttime(self.history_window)])
         if not result.ok:
             text = result.error()
             if "accounting storage is disabled" in text.lower() or "slurmdbd" in text.lower():
                 self.history_note = HISTORY_NOTE.format(text)
             return
         try:
-            raws = parse.parse_sacct_json(result.stdout)
+            raws = history.parse_sacct_json(result.stdout)
         except BackendError:
             return
         self._history = [j for j in parse.build_jobs(raws, self.name) if j.state.terminal]
@@ -125,6 +131,11 @@ class SlurmBackend(Backend):
         self._nodes = None
         self._history_at = 0.0
 
+    def widen_history(self) -> str:
+        self.history_window = history.widen(self.history_window)
+        self._history_at = 0.0
+        return f"history: {history.describe_window(self.history_window)}"
+
     async def _raw_job(self, job_id: str) -> parse.RawJob:
         """Full details of one job (``scontrol show job --json`` where it exists, else squeue JSON)."""
         _check_id(job_id)
@@ -137,7 +148,7 @@ class SlurmBackend(Backend):
             elif "unrecognized option" in result.stderr or "invalid option" in result.stderr:
                 self._scontrol_json = False  # Slurm < 23.02
             elif "Invalid job id" in result.stderr:
-                raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
+                return await self._accounted_job(job_id)
         if not raws:
             raws = await self._squeue_json()
         for raw in raws:
@@ -146,6 +157,16 @@ class SlurmBackend(Backend):
         for raw in raws:  # an array's id names its first record
             if raw.array_job_id == job_id:
                 return raw
+        return await self._accounted_job(job_id)
+
+    async def _accounted_job(self, job_id: str) -> parse.RawJob:
+        """A job slurmctld has forgotten (purged ``MinJobAge`` after it ended), from accounting."""
+        if not self.history_note:
+            result = await self.transport.run([*SACCT_JSON, "-j", job_id])
+            if result.ok:
+                for raw in history.parse_sacct_json(result.stdout):
+                    if raw.display_id == job_id or raw.array_job_id == job_id:
+                        return raw
         raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
 
     async def get_job(self, job_id: str) -> Job:
@@ -159,7 +180,9 @@ class SlurmBackend(Backend):
         raw = await self._raw_job(job_id)
         job = parse.to_job(raw, self.name, parent=raw.array_job_id if raw.array_task else "")
         text = describe_job(job)
-        extra = [(k, v) for k, v in job.details]
+        stdout, stderr = await self._log_paths(raw)  # expanded, as Slurm writes them
+        extra = [(k, v) for k, v in job.details if k not in ("StdOut", "StdErr")]
+        extra += [("StdOut", stdout), ("StdErr", stderr or stdout)]
         if self.history_note:
             extra.append(("History", self.history_note))
         width = 10
@@ -169,11 +192,22 @@ class SlurmBackend(Backend):
         return await self.transport.check(["scontrol", "show", "job", "-dd", "--", job_id])
 
     # -- logs ------------------------------------------------------------------------------------
-    async def _log_path(self, raw: parse.RawJob) -> str:
-        pattern = raw.stdout
-        if not pattern:
-            pattern = "slurm-%A_%a.out" if raw.array_task.isdigit() else "slurm-%j.out"
-        return parse.expand_output_path(pattern, raw)
+    async def _log_paths(self, raw: parse.RawJob) -> tuple[str, str]:
+        """(StdOut, StdErr or "" when it shares StdOut's file). slurmctld records both; for a job
+        known only to accounting, the batch script's directives say (where the site stores scripts)."""
+        script = ""
+        if not raw.stdout and not raw.script and not self.history_note:
+            for job_id in dict.fromkeys((raw.display_id, raw.array_job_id or raw.job_id)):
+                result = await self.transport.run(["sacct", "-j", job_id, "--batch-script"])
+                if result.ok and (script := history.batch_script(result.stdout)):
+                    break
+        return history.log_paths(raw, script)
+
+    async def log_streams(self, job_id: str) -> tuple[str, ...]:
+        raw = await self._raw_job(job_id)
+        if parse.normalise_state(raw.state) is JobState.PENDING:
+            return ("",)  # where StdErr goes is known once it runs; StdOut carries both by default
+        return ("", "stderr") if (await self._log_paths(raw))[1] else ("",)
 
     async def _job_state(self, job_id: str) -> JobState:
         """One job's state, cheaply (one line of ``squeue``; polled while a log is followed). A job
@@ -187,7 +221,9 @@ class SlurmBackend(Backend):
             return JobState.COMPLETED
         return next((s for s in states if not s.terminal), states[0])
 
-    async def stream_logs(self, job_id: str, follow: bool = False) -> AsyncIterator[LogLine]:
+    async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
+        if stream not in ("", "stderr"):
+            raise BackendError(f"no log stream {stream!r} on Slurm (streams: stdout, stderr)")
         raw = await self._raw_job(job_id)
         # A pending job has no node (%N) and no file yet: wait until it starts.
         if follow and parse.normalise_state(raw.state) is JobState.PENDING:
@@ -196,7 +232,9 @@ class SlurmBackend(Backend):
             raw = await self._raw_job(job_id)
         if parse.normalise_state(raw.state) is JobState.PENDING:
             return
-        path = await self._log_path(raw)
+        stdout, stderr = await self._log_paths(raw)
+        path = stderr if stream == "stderr" and stderr else stdout
+        follow = follow and not parse.normalise_state(raw.state).terminal  # a finished job: read it whole
         stream = await self.transport.tail(path, LOG_LINES, follow)
         queue: asyncio.Queue = asyncio.Queue(maxsize=1000)
         done = object()

@@ -63,7 +63,7 @@ def normalise_state(raw: Any) -> JobState:
     """A Slurm state (``PD``, ``RUNNING``, ``CANCELLED by 0``, ``["RUNNING"]``...) as a ``JobState``."""
     if isinstance(raw, list):
         raw = raw[0] if raw else ""
-    word = str(raw or "").strip().upper().split(" ")[0].split("+")[0]
+    word = str(raw or "").strip().upper().split(" ")[0].split("+")[0].split(",")[0]
     return _STATES.get(word, JobState.UNKNOWN)
 
 
@@ -197,6 +197,25 @@ def _int(value: Any, default: int = 0) -> int:
         return default
 
 
+def format_minutes(value: Any) -> str:
+    """A time limit in minutes as Slurm prints it: ``3:00:00``, ``1-00:00:00``; ``UNLIMITED``."""
+    if isinstance(value, dict) and value.get("infinite"):
+        return "UNLIMITED"
+    if value is None or isinstance(value, dict) and not value.get("set", True):
+        return ""
+    minutes = _int(value, -1)
+    if minutes < 0:
+        return ""
+    days, rest = divmod(minutes, 24 * 60)
+    hours, mins = divmod(rest, 60)
+    return f"{days}-{hours:02d}:{mins:02d}:00" if days else f"{hours}:{mins:02d}:00"
+
+
+def _limit(value: Any) -> str:
+    """squeue JSON's limit (minutes) as squeue's text prints it; sacct's is formatted already."""
+    return value if isinstance(value, str) else format_minutes(value)
+
+
 def _reason(value: Any) -> str:
     text = str(value or "")
     return "" if text in ("none", "None", "(null)") else text
@@ -279,6 +298,8 @@ class RawJob:
     stderr: str = ""
     workdir: str = ""
     exit_code: int | None = None
+    submit_line: str = ""  # sacct (23.02+): the sbatch command line
+    script: str = ""  # sacct: the batch script, where the site stores scripts
 
     @property
     def display_id(self) -> str:
@@ -349,7 +370,7 @@ def raw_from_json(raw: dict) -> RawJob:
         partition=str(raw.get("partition") or ""),
         account=str(raw.get("account") or ""),
         qos=str(raw.get("qos") or ""),
-        time_limit=str(raw.get("time_limit") if raw.get("time_limit") is not None else ""),
+        time_limit=_limit(raw.get("time_limit")),
         cpus=_int(raw.get("cpus")),
         comment=str(raw.get("comment") or ""),
         command=str(raw.get("command") or ""),
@@ -407,20 +428,6 @@ def parse_squeue_text(text: str) -> list[RawJob]:
             time_limit=row["time_limit"], cpus=_int(row["cpus"]),
         ))
     return jobs
-
-
-def parse_sacct_json(text: str | bytes) -> list[RawJob]:
-    data = _loads(text, "sacct --json")
-    out = []
-    for raw in data.get("jobs") or []:
-        array = raw.get("array") or {}
-        fixed = dict(raw)
-        fixed["array_job_id"] = array.get("job_id", 0)
-        fixed["array_task_id"] = array.get("task_id")
-        fixed["user_name"] = raw.get("user")
-        fixed["nodes"] = raw.get("nodes")
-        out.append(raw_from_json(fixed))
-    return out
 
 
 # -- domain jobs ----------------------------------------------------------------------------------

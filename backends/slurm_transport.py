@@ -388,7 +388,8 @@ class SshTransport(Transport):
         async def lines():
             try:
                 async for line in proc.stdout:
-                    yield line.rstrip("\n")
+                    if line:  # asyncssh can hand over an empty read at EOF; an empty line is "\n"
+                        yield line.rstrip("\n")
             except (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError) as exc:
                 self._drop(conn)
                 raise BackendError(f"ssh {self.target.label}: connection lost ({_reason(exc)})") from None

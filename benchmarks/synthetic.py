@@ -213,7 +213,7 @@ class SyntheticBackend(Backend):
         self.served_at, self.served_gen = time.perf_counter(), self.gen
         return nodes
 
-    async def stream_logs(self, job_id: str, follow: bool = False) -> AsyncIterator[LogLine]:
+    async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
         stats = self.log_stats = LogStats()
         tails = [f" step={s} loss={1 / (s + 1):.4f} lr=3.0e-4 grad_norm={s % 7 + 0.5:.2f} tokens/s=181234 rank=0"
                  for s in range(64)]

@@ -33,12 +33,15 @@ ERROR_PATTERN = re.compile(r"(?i:\berror\b)|Traceback")
 class LogPane(TabPane):
     """One followed job: its stream, its stores (the whole log, and one per rank) and its views."""
 
-    def __init__(self, job: Job, ranked: bool, pane_id: str) -> None:
+    def __init__(self, job: Job, ranked: bool, pane_id: str, stream: str = "") -> None:
         title = f"{clean(job.cluster)}/{clean(job.id)}"
         if job.name:
             title += f" {clean(job.name)[:24]}"
+        if stream:
+            title += f" ({clean(stream)})"
         super().__init__(Content(title), id=pane_id)
         self.job = job
+        self.stream = stream  # which of the backend's log_streams(job) this pane follows
         self.ranked = ranked  # lines carry a rank in their source (capabilities.rank_logs)
         self.store = LogStore()  # every line, "rank │ " prefixed where the line has a source
         self.source_stores: dict[str, LogStore] = {}  # ranked only: each rank's own lines
@@ -118,7 +121,7 @@ class LogPane(TabPane):
         taken = 0
         sources, texts = self.pending_sources, self.pending_texts
         try:
-            async for line in backend.stream_logs(self.job.id, follow=True):
+            async for line in backend.stream_logs(self.job.id, follow=True, stream=self.stream):
                 if sources is not self.pending_sources:  # flushed: new buffers
                     sources, texts = self.pending_sources, self.pending_texts
                 sources.append(clean(line.source))

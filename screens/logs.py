@@ -84,15 +84,26 @@ class LogsScreen(DataScreen):
         return next((pane for pane in self.panes if pane.id == active), self.panes[-1])
 
     async def open_job(self, job: Job) -> LogPane:
-        """Show ``job``'s pane, adding it (following its log from the start) if it has none yet."""
+        """Show ``job``'s pane, adding one pane per log stream it has (its StdOut, and its StdErr
+        where that is a file of its own), each following from the start, if it has none yet."""
         pane = next((p for p in self.panes if (p.job.cluster, p.job.id) == (job.cluster, job.id)), None)
         if pane is None:
-            self._opened += 1
-            ranked = self.app.hub.backend(job.cluster).capabilities.rank_logs
-            pane = LogPane(job, ranked, f"log-pane-{self._opened}")
-            self.panes.append(pane)
-            pane.added = self.query_one(TabbedContent).add_pane(pane)
+            backend = self.app.hub.backend(job.cluster)
+            try:
+                streams = await backend.log_streams(job.id)
+            except Exception:  # noqa: BLE001 - the main pane shows the error when it streams
+                streams = ("",)
+            for stream in streams or ("",):
+                self._opened += 1
+                added = LogPane(job, backend.capabilities.rank_logs, f"log-pane-{self._opened}", stream)
+                self.panes.append(added)
+                added.added = self.query_one(TabbedContent).add_pane(added)
+                pane = pane or added
+        assert pane is not None
         await pane.added
+        for other in self.panes:
+            if other.job is pane.job and other is not pane:
+                await other.added
         if pane in self.panes:
             self._activate(pane)
         return pane

@@ -141,6 +141,7 @@ class QueueScreen(DataScreen):
         Binding("a", "actions", "Actions", id="job-actions"),
         Binding("space", "toggle_group", "Expand", id="toggle-group"),
         Binding("u", "toggle_users", "Mine/All", id="toggle-users"),
+        Binding("H", "widen_history", "Older jobs", show=False, id="widen-history"),
         Binding("o", "sort_next", "Sort", id="sort-jobs"),
         Binding("O", "sort_reverse", "Reverse sort", show=False, id="reverse-sort"),
         Binding("s", "submit", "Submit", id="submit-job"),
@@ -391,6 +392,23 @@ class QueueScreen(DataScreen):
         self.refresh_data()  # redraws the header bar too
         app.request_refresh()
         self.notify("showing every user's jobs" if app.all_users else "showing my jobs", timeout=1.5, markup=False)
+
+    def action_widen_history(self) -> None:
+        """List finished jobs further back, on every cluster that keeps a history."""
+        app = self.app
+        said = []
+        for name in app.hub.names:
+            backend = app.hub.backend(name)
+            if backend.capabilities.history:
+                try:
+                    said.append(f"{name}: {backend.widen_history()}")
+                except Exception as exc:  # noqa: BLE001 - a backend that cannot: say so
+                    said.append(f"{name}: {error_text(exc)}")
+        if not said:
+            self.notify("no cluster here keeps a history of finished jobs", timeout=3, markup=False)
+            return
+        app.request_refresh()
+        self.notify("\n".join(said), timeout=4, markup=False)
 
     def action_actions(self) -> None:
         job = self.selected_job()

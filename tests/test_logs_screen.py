@@ -42,7 +42,7 @@ class StreamingBackend(FakeActionsBackend):
         for line in lines:
             queue.put_nowait(None if line is None else (source, line))
 
-    async def stream_logs(self, job_id, follow=False):
+    async def stream_logs(self, job_id, follow=False, stream=""):
         if job_id not in self.feeds:
             async for line in super().stream_logs(job_id, follow):
                 yield line

@@ -47,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("job", metavar="JOB")
     p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when several are configured)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
+    p.add_argument("--stream", metavar="NAME", default="",
+                   help="another of the job's logs, e.g. stderr for a Slurm job whose StdErr has its own file")
     return parser
 
 
@@ -216,7 +218,10 @@ async def _logs(config, args) -> int:
         await hub.call(backend.get_job(args.job))  # a clear error for an unknown job
         out = sys.stdout
         last_flush = time.monotonic()
-        async for line in backend.stream_logs(args.job, follow=args.follow):
+        if args.stream and args.stream not in (streams := await hub.call(backend.log_streams(args.job))):
+            raise YanflowError(f"job {args.job} has no separate {args.stream!r} log; its logs: "
+                               + ", ".join(s or "main" for s in streams))
+        async for line in backend.stream_logs(args.job, follow=args.follow, stream=args.stream):
             prefix = f"[{clean(line.source)}] " if line.source else ""  # the rank of a multi-node job
             out.write(prefix + clean(line.text) + "\n")
             if args.follow and time.monotonic() - last_flush > 0.1:

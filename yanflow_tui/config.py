@@ -39,7 +39,7 @@ COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "descript
 # Kind-specific options; the backend modules read them from ClusterConfig.options.
 KIND_OPTIONS: dict[str, tuple[str, ...]] = {
     "local": (),
-    "slurm": ("ssh", "partition", "account", "nodes_refresh_seconds", "command_timeout"),
+    "slurm": ("ssh", "partition", "account", "nodes_refresh_seconds", "command_timeout", "history"),
     "kubernetes": ("kubeconfig", "context", "namespace", "all_namespaces"),
     "determined": ("master", "user", "cert", "noverify", "all_users"),
 }

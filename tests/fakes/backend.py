@@ -59,7 +59,7 @@ class FakeBackend(Backend):
             raise self.fail_reads
         return list(self.nodes)
 
-    async def stream_logs(self, job_id, follow=False):
+    async def stream_logs(self, job_id, follow=False, stream=""):
         self.calls.append(("stream_logs", job_id))
         for line in self.logs.get(job_id, []):
             yield LogLine(job_id, line)
@@ -140,7 +140,7 @@ class FakeActionsBackend(FakeBackend):
         (target / "state.bin").write_bytes(b"x" * 4096)
         return target
 
-    async def stream_logs(self, job_id, follow=False):
+    async def stream_logs(self, job_id, follow=False, stream=""):
         if job_id not in self.ranked_logs:
             async for line in super().stream_logs(job_id, follow):
                 yield line
