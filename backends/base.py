@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator, Callable, ClassVar
+from typing import AsyncIterator, Callable, ClassVar, Iterable
 
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, ReadOnlyError
@@ -223,9 +223,13 @@ class Backend(abc.ABC):
         raise BackendError(f"cluster {self.name!r} cannot {action} jobs")
 
 
-def describe_job(job: Job) -> str:
-    """Job fields as aligned ``key: value`` lines, the way ``kubectl describe`` reads."""
-    rows = [
+def describe_job(job: Job, extra: Iterable[tuple[str, str]] = ()) -> str:
+    """Job fields, then the backend's ``job.details``, then ``extra``, as one block of aligned
+    ``key: value`` lines, the way ``kubectl describe`` reads. Each label appears once: an ``extra``
+    entry replaces a detail of the same label; multi-line values are indented under their value."""
+    extra = list(extra)
+    replaced = {label for label, _ in extra}
+    rows: list[tuple[str, object]] = [
         ("Job", job.id), ("Cluster", job.cluster), ("Name", job.name), ("User", job.user),
         ("Kind", job.kind.value), ("State", f"{job.state.value} ({job.raw_state})" if job.raw_state else job.state.value),
         ("Reason", job.reason or "-"), ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
@@ -234,6 +238,8 @@ def describe_job(job: Job) -> str:
         ("Submitted", _time(job.submit_time)), ("Started", _time(job.start_time)), ("Ended", _time(job.end_time)),
         ("Command", job.command or "-"),
     ]
+    rows += [(label, value) for label, value in job.details if label not in replaced]
+    rows += extra
     width = max(len(k) for k, _ in rows) + 1
     indent = "\n" + " " * (width + 1)
     return "\n".join(f"{k + ':':<{width}} {indent.join(str(v).rstrip().splitlines()) or '-'}" for k, v in rows)

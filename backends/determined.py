@@ -172,11 +172,7 @@ class DeterminedBackend(Backend):
 
     async def describe(self, job_id: str) -> str:
         job = await self.get_job(job_id)
-        text = describe_job(job)
-        if job.details:
-            width = max(len(k) for k, _ in job.details) + 1
-            text += "\n\n" + "\n".join(f"{k + ':':<{width}} {v}" for k, v in job.details)
-        return text
+        return describe_job(job)
 
     async def raw_spec(self, job_id: str) -> str:
         """An experiment's config, or a trial's hyperparameters, as YAML."""

@@ -227,8 +227,6 @@ class KubernetesBackend(Backend):
         namespace, name, pod = self._split(job_id_)
         objects = [pod] if pod else [name] + [p.name for p in self._job_pods(namespace, name)]
         text = describe_job(job)
-        width = 11
-        text += "".join(f"\n{k + ':':<{width}} {v}" for k, v in job.details)
         try:
             events = await asyncio.to_thread(self._events, namespace, objects)
         except Exception as exc:  # noqa: BLE001 - describe still shows the fields

@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import AsyncIterator
 
+from yanflow_tui.backends import slurm_gpus as gpus
 from yanflow_tui.backends import slurm_history as history
 from yanflow_tui.backends import slurm_parse as parse
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
@@ -26,6 +27,7 @@ from yanflow_tui.errors import BackendError
 from yanflow_tui.model import Job, JobKind, JobSpec, JobState, LogLine, Node
 
 NODES_REFRESH = 30.0
+PLACEMENTS_PER_REFRESH = 16
 HISTORY_REFRESH = 60.0
 LOG_LINES = 10000
 LOG_POLL = 2.0
@@ -64,6 +66,8 @@ class SlurmBackend(Backend):
         self.history_note = ""  # set when the cluster has no accounting
         self.use_json_squeue = False  # True once the -o text proved ambiguous or unsupported
         self._scontrol_json: bool | None = None
+        self._gpu_jobs: list[str] | None = None  # running jobs holding GPUs, from the last job refresh
+        self._placements: dict[str, gpus.Placement] = {}  # job -> node -> GPU indices (fixed while it runs)
 
     # -- reads -----------------------------------------------------------------------------------
     async def _squeue(self) -> list[parse.RawJob]:
@@ -90,6 +94,7 @@ class SlurmBackend(Backend):
     async def list_jobs(self) -> list[Job]:
         await self.transport.user()  # once: who "mine" is (id -un, never $USER)
         jobs = parse.build_jobs(await self._squeue(), self.name)
+        self._gpu_jobs = gpus.running_gpu_jobs(jobs)
         await self._refresh_history()
         live = {j.id for j in jobs}
         return jobs + [j for j in self._history if j.id not in live]
@@ -116,6 +121,24 @@ class SlurmBackend(Backend):
         self._history = [j for j in parse.build_jobs(raws, self.name) if j.state.terminal]
 
     async def list_nodes(self) -> list[Node]:
+        nodes = await self._sinfo()
+        await self._learn_placements()
+        return gpus.with_holders(nodes, self._placements)
+
+    async def _learn_placements(self) -> None:
+        """Which GPUs each running GPU job holds: one ``scontrol -dd show job`` per job, once (a
+        running job's GPUs do not move), at most PLACEMENTS_PER_REFRESH new jobs a refresh."""
+        if self._gpu_jobs is None:  # nodes asked for before any job refresh (``nodes --json``)
+            self._gpu_jobs = gpus.running_gpu_jobs(parse.build_jobs(await self._squeue(), self.name))
+        live = set(self._gpu_jobs)
+        self._placements = {k: v for k, v in self._placements.items() if k in live}
+        todo = [j for j in self._gpu_jobs if j not in self._placements][:PLACEMENTS_PER_REFRESH]
+        for job_id in todo:
+            result = await self.transport.run(["scontrol", "-dd", "-o", "show", "job", "--", job_id])
+            if result.ok:
+                self._placements[job_id] = gpus.job_placement(result.stdout)
+
+    async def _sinfo(self) -> list[Node]:
         if self._nodes is not None and time.monotonic() - self._nodes_at < self.nodes_refresh:
             return list(self._nodes)
         result = await self.transport.run(["sinfo", "-a", "--json"])
@@ -179,14 +202,11 @@ class SlurmBackend(Backend):
     async def describe(self, job_id: str) -> str:
         raw = await self._raw_job(job_id)
         job = parse.to_job(raw, self.name, parent=raw.array_job_id if raw.array_task else "")
-        text = describe_job(job)
         stdout, stderr = await self._log_paths(raw)  # expanded, as Slurm writes them
-        extra = [(k, v) for k, v in job.details if k not in ("StdOut", "StdErr")]
-        extra += [("StdOut", stdout), ("StdErr", stderr or stdout)]
+        extra = [("StdOut", stdout), ("StdErr", stderr or stdout)]
         if self.history_note:
             extra.append(("History", self.history_note))
-        width = 10
-        return text + "".join(f"\n{k + ':':<{width}} {v}" for k, v in extra)
+        return describe_job(job, extra)
 
     async def raw_spec(self, job_id: str) -> str:
         return await self.transport.check(["scontrol", "show", "job", "-dd", "--", job_id])

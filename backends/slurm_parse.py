@@ -433,19 +433,28 @@ def parse_squeue_text(text: str) -> list[RawJob]:
 # -- domain jobs ----------------------------------------------------------------------------------
 
 def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
+    state = normalise_state(raw.state)
+    # A pending job's start time is when Slurm expects to start it, not a start.
+    expected = _local(raw.start) if raw.start and state is JobState.PENDING else ""
     details = tuple((k, v) for k, v in (
+        ("Expected start", expected),
         ("Partition", raw.partition), ("Account", raw.account), ("QOS", raw.qos),
         ("Time limit", raw.time_limit), ("CPUs", str(raw.cpus) if raw.cpus else ""),
         ("Work dir", raw.workdir), ("StdOut", raw.stdout), ("StdErr", raw.stderr),
         ("Comment", raw.comment),
     ) if v)
     return Job(
-        id=raw.display_id, cluster=cluster, name=raw.name, user=raw.user, state=normalise_state(raw.state),
+        id=raw.display_id, cluster=cluster, name=raw.name, user=raw.user, state=state,
         raw_state=raw.state, reason=raw.reason, nodes=raw.nodes, gpus=raw.gpus, submit_time=raw.submit,
-        start_time=raw.start, end_time=raw.end if normalise_state(raw.state).terminal else None,
-        kind=JobKind.SLURM, exit_code=raw.exit_code if normalise_state(raw.state).terminal else None, command=raw.command, gpu_indices=raw.gpu_indices,
-        parent=parent, details=details,
+        start_time=None if state is JobState.PENDING else raw.start,
+        end_time=raw.end if state.terminal else None,
+        kind=JobKind.SLURM, exit_code=raw.exit_code if state.terminal else None, command=raw.command,
+        gpu_indices=raw.gpu_indices, parent=parent, details=details,
     )
+
+
+def _local(value: datetime) -> str:
+    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
 _AGGREGATE = (JobState.RUNNING, JobState.COMPLETING, JobState.PENDING, JobState.FAILED, JobState.CANCELLED,

@@ -97,9 +97,12 @@ class JobDetailScreen(ModalScreen[None]):
                 table.add_column(column, key=column.lower())
             self._load_checkpoints()
 
-    def _describe(self) -> None:
+    @work(group="detail-text", exit_on_error=False)
+    async def _describe(self) -> None:
         backend = self.app.hub.backend(self.job.cluster)
-        self._show_text("#describe", backend.describe(self.job.id), "cannot describe")
+        if await self._put_text("#describe", backend.describe(self.job.id), "cannot describe"):
+            for widget in self.query("#details").results(Static):
+                widget.display = False  # describe lists the job's details too: each field once
 
     def _raw_spec(self) -> None:
         backend = self.app.hub.backend(self.job.cluster)
@@ -107,14 +110,18 @@ class JobDetailScreen(ModalScreen[None]):
 
     @work(group="detail-text", exit_on_error=False)
     async def _show_text(self, widget_id: str, call, failed: str) -> None:
+        await self._put_text(widget_id, call, failed)
+
+    async def _put_text(self, widget_id: str, call, failed: str) -> bool:
         """Await a backend call that returns text and show it in ``widget_id``; a failure is
-        shown in its place as one line."""
+        shown in its place as one line. True when the call answered."""
         try:
-            body = await self.app.hub.call(call)
+            body, ok = await self.app.hub.call(call), True
         except Exception as exc:  # noqa: BLE001 - shown, never raised
-            body = f"{failed}: {error_text(exc)}"
+            body, ok = f"{failed}: {error_text(exc)}", False
         for widget in self.query(widget_id).results(Static):  # none while torn down at exit
             widget.update(Text(clean(body.rstrip("\n"), keep_newlines=True)))
+        return ok
 
     def refresh_data(self) -> None:
         """New cluster data (the app calls this on every refresh): redraw where the job runs."""

@@ -17,10 +17,14 @@ from yanflow_tui.screens.detail import JobDetailScreen
 
 
 def jobs_on(node: Node, jobs: tuple[Job, ...] | list[Job]) -> list[Job]:
-    """Jobs on ``node``: those naming it in ``job.nodes`` or holding one of its GPUs; running ones first."""
+    """The live jobs on ``node``: those naming it in ``job.nodes`` or holding one of its GPUs, by id.
+    Finished jobs have left the node; a group row (an array, a multi-node job) is listed through its
+    members, not again as itself."""
     holders = {g.job_id for g in node.gpus if g.job_id}
-    found = [j for j in jobs if node.name in j.nodes or j.id in holders]
-    return sorted(found, key=lambda j: (j.state.terminal, natural_key(j.id)))
+    groups = {(j.cluster, j.parent) for j in jobs if j.parent}
+    found = [j for j in jobs if not j.state.terminal and (j.cluster, j.id) not in groups
+             and (node.name in j.nodes or j.id in holders)]
+    return sorted(found, key=lambda j: natural_key(j.id))
 
 
 def gpus_held(node: Node, job: Job) -> str:
