@@ -90,7 +90,9 @@ class Backend(abc.ABC):
         """Nodes with their GPUs."""
 
     def stream_logs(self, job_id: str, follow: bool = False) -> AsyncIterator[LogLine]:
-        """Yield the job's log lines; with ``follow``, keep yielding until the job ends."""
+        """Yield the job's log lines; with ``follow``, keep yielding until the job ends. A followed
+        stream survives a dropped connection: it yields a ``status`` line, reconnects and resumes
+        where it stopped, with no line lost or repeated."""
         raise BackendError(f"cluster {self.name!r} cannot show logs")
 
     async def describe(self, job_id: str) -> str:
