@@ -418,6 +418,9 @@ class SshTransport(Transport):
             if isinstance(exc, (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError)):
                 self._drop(conn)
             raise BackendError(f"ssh {self.target.label}: cannot start a command ({_reason(exc)})") from None
+        except BaseException:  # cancelled (e.g. a caller's own timeout): the channel is free again
+            self._channels.release()
+            raise
         proc.stdin.write(script.encode() if binary else script)
         released = False
 
