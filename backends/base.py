@@ -91,7 +91,9 @@ class Backend(abc.ABC):
 
     def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
         """Yield the job's log lines; with ``follow``, keep yielding until the job ends. ``stream``
-        is one of ``log_streams(job_id)``; "" is the job's main log."""
+        is one of ``log_streams(job_id)``; "" is the job's main log. A followed stream survives a
+        dropped connection: it yields a ``status`` line, reconnects and resumes where it stopped,
+        with no line lost or repeated."""
         raise BackendError(f"cluster {self.name!r} cannot show logs")
 
     async def log_streams(self, job_id: str) -> tuple[str, ...]:

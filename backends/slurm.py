@@ -17,6 +17,7 @@ from yanflow_tui.backends import slurm_gpus as gpus
 from yanflow_tui.backends import slurm_history as history
 from yanflow_tui.backends import slurm_parse as parse
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.slurm_logs import FileFollower, Status
 from yanflow_tui.backends.slurm_script import render
 from yanflow_tui.backends.slurm_transport import (
     DEFAULT_TIMEOUT, CommandTimeout, LocalTransport, SshTransport, Transport, parse_ssh_option,
@@ -255,14 +256,14 @@ class SlurmBackend(Backend):
         stdout, stderr = await self._log_paths(raw)
         path = stderr if stream == "stderr" and stderr else stdout
         follow = follow and not parse.normalise_state(raw.state).terminal  # a finished job: read it whole
-        stream = await self.transport.tail(path, LOG_LINES, follow)
+        reader = FileFollower(self.transport, path, LOG_LINES, follow)  # resumes after a dropped connection
         queue: asyncio.Queue = asyncio.Queue(maxsize=1000)
         done = object()
 
         async def pump():
             try:
-                async for text in stream:
-                    await queue.put(text)
+                async for item in reader.run():
+                    await queue.put(item)
             except BackendError as exc:
                 await queue.put(exc)
             await queue.put(done)
@@ -275,8 +276,7 @@ class SlurmBackend(Backend):
                 except BackendError:
                     continue
                 if state.terminal:
-                    await asyncio.sleep(1.5)  # tail -F polls once a second
-                    await queue.put(done)
+                    reader.finish()  # read what is left to the end of the file; the pump then ends
                     return
 
         tasks = [asyncio.create_task(pump())]
@@ -289,11 +289,11 @@ class SlurmBackend(Backend):
                     return
                 if isinstance(item, BackendError):
                     raise item
-                yield LogLine(job_id, item)
+                yield LogLine(job_id, item.text, status=True) if isinstance(item, Status) else LogLine(job_id, item)
         finally:
             for task in tasks:
                 task.cancel()
-            await asyncio.shield(stream.aclose())
+            await asyncio.shield(reader.close())
 
     # -- writes ----------------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:

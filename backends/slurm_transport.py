@@ -22,6 +22,7 @@ DEFAULT_TIMEOUT = 20.0  # longer than Slurm's MessageTimeout (10 s); one command
 CONNECT_TIMEOUT = 15.0
 KEEPALIVE_SECONDS = 15
 MAX_BACKOFF = 30.0
+CHUNK = 65536  # bytes read at a time from a binary stream
 SHELL = "exec /bin/sh -s"
 # Environment every command sees: epoch times in -o output.
 PRELUDE = "SLURM_TIME_FORMAT=%s; export SLURM_TIME_FORMAT\n"
@@ -67,8 +68,36 @@ def tail_script(path: str, lines: int, follow: bool) -> str:
     return f"{shlex.join(argv)} </dev/null & T=$!\ncat >/dev/null; kill $T 2>/dev/null; wait $T\n"
 
 
+def read_from_script(path: str, start: int, follow: bool, window: int, lines: int) -> str:
+    """Print a header ``SIZE START PARTIAL``, then the file's bytes from offset START (``tail -c``,
+    with ``-F`` when following; a watcher kills tail as soon as our stdin closes).
+
+    ``start`` < 0 asks for the last ``lines`` lines of at most ``window`` bytes: START is where they
+    begin, and PARTIAL is 1 when that is mid-line (a window too small for them). A file now shorter
+    than ``start`` (truncated or replaced) is read from 0. Every value is an argv word of ``set --``."""
+    setup = shlex.join(["set", "--", path, str(start), str(window), str(lines)])
+    read = 'tail -c +$((st + 1)) ' + ("-F " if follow else "") + '-- "$1" </dev/null'
+    body = (
+        'if s=$(wc -c 2>/dev/null <"$1"); then s=$((s)); else s=-1; fi\n'
+        'p=0\n'
+        'if [ "$s" -lt 0 ]; then st=0\n'
+        'elif [ "$2" -lt 0 ]; then\n'
+        '  w=$3; [ "$s" -lt "$w" ] && w=$s\n'
+        '  b=$(tail -c +$((s - w + 1)) -- "$1" | head -c "$w" | tail -n "$4" | wc -c); b=$((b))\n'
+        '  st=$((s - b))\n'
+        '  [ "$b" -ge "$w" ] && [ "$st" -gt 0 ] && [ -n "$(tail -c +$st -- "$1" | head -c 1)" ] && p=1\n'
+        'elif [ "$s" -lt "$2" ]; then st=0\n'
+        'else st=$2; fi\n'
+        'printf "%s %s %s\\n" "$s" "$st" "$p"\n'
+    )
+    if not follow:
+        return f"{setup}\n{body}exec {read}\n"
+    return f"{setup}\n{body}{read} & T=$!\ncat >/dev/null; kill $T 2>/dev/null; wait $T\n"
+
+
 class LineStream:
-    """Lines from a long-running remote or local command; ``aclose`` stops the command."""
+    """Lines (or, from a binary stream, byte chunks) from a long-running remote or local command;
+    ``aclose`` stops the command."""
 
     def __init__(self, lines: AsyncIterator[str], closer):
         self._lines = lines
@@ -130,11 +159,17 @@ class Transport(abc.ABC):
         self.history.append(("tail", "-n", str(lines), *(["-F"] if follow else []), "--", path))
         return await self._stream(tail_script(path, lines, follow))
 
+    async def read_from(self, path: str, start: int, follow: bool, window: int, lines: int) -> LineStream:
+        """Raw byte chunks of ``read_from_script``: the header line, then the file from ``start``."""
+        self.history.append(("tail", "-c", f"+{start + 1}" if start >= 0 else f"-{lines}l",
+                             *(["-F"] if follow else []), "--", path))
+        return await self._stream(read_from_script(path, start, follow, window, lines), binary=True)
+
     @abc.abstractmethod
     async def _exec(self, script: str) -> tuple[int, str, str]: ...
 
     @abc.abstractmethod
-    async def _stream(self, script: str) -> LineStream: ...
+    async def _stream(self, script: str, binary: bool = False) -> LineStream: ...
 
     async def close(self) -> None:
         """Release the connection."""
@@ -169,17 +204,17 @@ class LocalTransport(Transport):
             raise
         return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
 
-    async def _stream(self, script: str) -> LineStream:
+    async def _stream(self, script: str, binary: bool = False) -> LineStream:
         proc = await self._spawn()
         proc.stdin.write(script.encode())
         await proc.stdin.drain()
 
         async def lines():
             while True:
-                raw = await proc.stdout.readline()
+                raw = await (proc.stdout.read(CHUNK) if binary else proc.stdout.readline())
                 if not raw:
                     return
-                yield raw.decode(errors="replace").rstrip("\n")
+                yield raw if binary else raw.decode(errors="replace").rstrip("\n")
 
         async def closer():
             try:
@@ -366,7 +401,7 @@ class SshTransport(Transport):
         return (result.exit_status if result.exit_status is not None else 255,
                 _text(result.stdout), _text(result.stderr))
 
-    async def _stream(self, script: str) -> LineStream:
+    async def _stream(self, script: str, binary: bool = False) -> LineStream:
         import asyncssh
 
         conn = await self._connection()
@@ -376,17 +411,25 @@ class SshTransport(Transport):
             raise BackendError(f"ssh {self.target.label}: all {MAX_CHANNELS} channels stayed busy for "
                                f"{self.timeout:.0f} s (too many logs followed at once?)") from None
         try:
-            proc = await asyncio.wait_for(conn.create_process(SHELL), self.timeout)
+            proc = await asyncio.wait_for(
+                conn.create_process(SHELL, **({"encoding": None} if binary else {})), self.timeout)
         except (asyncssh.Error, OSError) as exc:  # OSError includes the timeout
             self._channels.release()
             if isinstance(exc, (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError)):
                 self._drop(conn)
             raise BackendError(f"ssh {self.target.label}: cannot start a command ({_reason(exc)})") from None
-        proc.stdin.write(script)
+        except BaseException:  # cancelled (e.g. a caller's own timeout): the channel is free again
+            self._channels.release()
+            raise
+        proc.stdin.write(script.encode() if binary else script)
         released = False
 
         async def lines():
             try:
+                if binary:
+                    while chunk := await proc.stdout.read(CHUNK):
+                        yield chunk
+                    return
                 async for line in proc.stdout:
                     if line:  # asyncssh can hand over an empty read at EOF; an empty line is "\n"
                         yield line.rstrip("\n")

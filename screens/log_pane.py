@@ -57,6 +57,8 @@ class LogPane(TabPane):
         self.ended = False
         self.ended_shown = False  # the status line has said so
         self.error = ""
+        self.notice = ""  # the stream's latest status line (e.g. reconnecting), until the next log line
+        self.notice_shown = ""  # what the status line last showed of it
         self.added = None  # the AwaitComplete of mounting this pane
         self._following = True
         self._drained = asyncio.Event()
@@ -122,6 +124,11 @@ class LogPane(TabPane):
         sources, texts = self.pending_sources, self.pending_texts
         try:
             async for line in backend.stream_logs(self.job.id, follow=True, stream=self.stream):
+                if line.status:  # the stream's own state ("reconnecting…"): the status line shows it
+                    self.notice = clean(line.text)
+                    continue
+                if self.notice:
+                    self.notice = ""
                 if sources is not self.pending_sources:  # flushed: new buffers
                     sources, texts = self.pending_sources, self.pending_texts
                 sources.append(clean(line.source))

@@ -190,6 +190,9 @@ class LogsScreen(DataScreen):
                 if pane.ended and not pane.ended_shown:
                     pane.ended_shown = True
                     changed = True
+                if pane.notice != pane.notice_shown:
+                    pane.notice_shown = pane.notice
+                    changed = True
         if changed:
             self._update_status()
 
@@ -211,6 +214,8 @@ class LogsScreen(DataScreen):
             out.append(f"{len(pane.source_stores)} ranks side by side  ", "cyan")
         if pane.wrap:
             out.append("wrap  ", "cyan")
+        if pane.notice and not pane.error:
+            out.append(f"{pane.notice}  ", "bold yellow")
         if pane.error:
             out.append(f"error: {clean(pane.error)}", "bold red")
         elif not view.following:

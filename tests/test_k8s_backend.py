@@ -409,10 +409,11 @@ async def test_a_followed_log_resumes_after_the_api_server_returns_without_repea
     emulator.write_log(NS, "long-1", "line a")
     await backend.list_jobs()
     seen: list[str] = []
+    statuses: list[str] = []
 
     async def follow():
         async for line in backend.stream_logs("ml/long", follow=True):
-            seen.append(line.text)
+            (statuses if line.status else seen).append(line.text)
 
     task = asyncio.create_task(follow())
     await eventually(lambda: seen == ["line a"], what="first line")
@@ -428,3 +429,34 @@ async def test_a_followed_log_resumes_after_the_api_server_returns_without_repea
     backend.invalidate()
     await asyncio.wait_for(task, 15)
     assert seen == ["line a", "line b", "line c"]
+    assert [s.split(" ")[0] for s in statuses] == ["reconnecting…", "reconnected:"]
+
+
+async def test_a_log_stream_cut_mid_line_resumes_without_loss_or_repeats_in_a_shared_timestamp(emulator, backend):
+    emulator.put("jobs", make_job("burst", NS))
+    emulator.put("pods", make_pod("burst-1", NS, node="gpu-a", job="burst"))
+    stamp = "2026-11-29T12:00:00.100000000Z"  # a burst: several lines in one clock tick
+    emulator.write_log(NS, "burst-1", "line 1", "line 2", "line 3", stamp=stamp)
+    await backend.list_jobs()
+    seen: list[str] = []
+    statuses: list[str] = []
+
+    async def follow():
+        async for line in backend.stream_logs("ml/burst", follow=True):
+            (statuses if line.status else seen).append(line.text)
+
+    task = asyncio.create_task(follow())
+    await eventually(lambda: len(seen) == 3, what="first lines")
+    emulator.cut_log_streams(after_bytes=len(f"{stamp} line 4\n{stamp} li"))  # the next write, mid-line
+    emulator.write_log(NS, "burst-1", "line 4", "line 5", "line 6", stamp="2026-11-29T12:00:00.2Z")
+    await eventually(lambda: len(seen) >= 6, what="the rest after the cut")
+    emulator.write_log(NS, "burst-1", "line 7")
+    await eventually(lambda: len(seen) >= 7, what="live again")
+    emulator.set_pod_phase(NS, "burst-1", "Succeeded")
+    emulator.patch("jobs", NS, "burst", {"status": {"conditions": [{"type": "Complete", "status": "True"}]}})
+    backend.invalidate()
+    await asyncio.wait_for(task, 15)
+    assert seen == [f"line {i}" for i in range(1, 8)]
+    assert [s.split(" ")[0] for s in statuses] == ["reconnecting…", "reconnected:"]
+    assert any("sinceTime=2026-11-29T12%3A00%3A00Z" in path or "sinceTime=2026-11-29T12:00:00Z" in path
+               for _, path in emulator.requests), [p for _, p in emulator.requests if "/log" in p]

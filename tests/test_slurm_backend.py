@@ -178,7 +178,7 @@ async def test_a_timed_out_submit_is_found_by_its_tag_not_resubmitted(backend, s
 
 
 def tails(path: str) -> list[str]:
-    out = subprocess.run(["pgrep", "-af", "tail -n"], capture_output=True, text=True).stdout
+    out = subprocess.run(["pgrep", "-af", "tail -[nc]"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if path in line]
 
 

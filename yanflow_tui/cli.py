@@ -222,6 +222,10 @@ async def _logs(config, args) -> int:
             raise YanflowError(f"job {args.job} has no separate {args.stream!r} log; its logs: "
                                + ", ".join(s or "main" for s in streams))
         async for line in backend.stream_logs(args.job, follow=args.follow, stream=args.stream):
+            if line.status:  # the stream's own state (reconnecting...): stderr, so stdout stays the log
+                out.flush()
+                print(f"yanflow-tui: {clean(line.text)}", file=sys.stderr, flush=True)
+                continue
             prefix = f"[{clean(line.source)}] " if line.source else ""  # the rank of a multi-node job
             out.write(prefix + clean(line.text) + "\n")
             if args.follow and time.monotonic() - last_flush > 0.1:

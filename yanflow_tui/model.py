@@ -137,11 +137,14 @@ class Job:
 
 @dataclass(frozen=True)
 class LogLine:
-    """One line of a job's output. ``source`` names a rank or stream where the backend has one."""
+    """One line of a job's output. ``source`` names a rank or stream where the backend has one.
+    ``status`` marks a line from the console about the stream itself ("reconnecting…", "resumed"),
+    not from the job: views show it as the stream's state and never store or save it."""
 
     job_id: str
     text: str
     source: str = ""
+    status: bool = False
 
 
 @dataclass(frozen=True)

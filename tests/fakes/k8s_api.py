@@ -103,6 +103,7 @@ class K8sEmulator:
         self.forbidden: set[str] = set()  # resources this "user" may not touch (403 Forbidden)
         self.authorizations: set[str] = set()  # Authorization headers seen (tests of auth plugins)
         self.logs: dict[tuple[str, str, bool], list[tuple[str, str]]] = defaultdict(list)
+        self.log_cut: int | None = None  # cut_log_streams(): bytes the next log write sends before dropping
         self.create_delay: dict[str, float] = {}  # resource -> seconds; the next create sleeps after storing
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -215,13 +216,20 @@ class K8sEmulator:
     def objects(self, resource: str) -> list[dict]:
         return [copy.deepcopy(o) for o in self.store[resource].values()]
 
-    def write_log(self, namespace: str, pod: str, *lines: str, previous: bool = False) -> None:
+    def write_log(self, namespace: str, pod: str, *lines: str, previous: bool = False,
+                  stamp: str | None = None) -> None:
+        """Append lines to a pod's log, stamped now (or all with ``stamp``, as a burst in one tick)."""
         async def run():
             for line in lines:
-                self.logs[(namespace, pod, previous)].append((_nano_now(), line))
+                self.logs[(namespace, pod, previous)].append((stamp or _nano_now(), line))
             for waiter in list(self._log_waiters):
                 waiter.set()
         self._call(run())
+
+    def cut_log_streams(self, after_bytes: int = 0) -> None:
+        """Fault switch: the next write to any open pod log stream sends only its first
+        ``after_bytes`` bytes (mid-line, if that is where they end), then the connection drops."""
+        self.log_cut = after_bytes
 
     def mutations(self) -> list[tuple[str, str]]:
         return [(m, p) for m, p in self.requests if m in ("POST", "PUT", "PATCH", "DELETE")]
@@ -496,6 +504,8 @@ class K8sEmulator:
         since = None
         if q.get("sinceSeconds"):
             since = _nano(datetime.now(timezone.utc) - timedelta(seconds=int(q["sinceSeconds"])))
+        if q.get("sinceTime"):  # RFC 3339, whole seconds, as the API server takes it
+            since = _nano(datetime.fromisoformat(q["sinceTime"].replace("Z", "+00:00")).replace(microsecond=0))
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         response.enable_chunked_encoding()
         await response.prepare(request)
@@ -510,7 +520,14 @@ class K8sEmulator:
                         chunk.append(f"{stamp} {text}\n" if stamps else f"{text}\n")
                 sent = len(lines)
                 if chunk:
-                    await response.write("".join(chunk).encode())
+                    data = "".join(chunk).encode()
+                    if self.log_cut is not None:  # the fault switch: part of it, then the connection drops
+                        data, self.log_cut = data[:self.log_cut], None
+                        await response.write(data)
+                        await asyncio.sleep(0.05)
+                        request.transport.abort()
+                        return response
+                    await response.write(data)
                 current = self.store["pods"].get((namespace, name))
                 phase = ((current or {}).get("status") or {}).get("phase")
                 if not follow or previous or current is None or phase in ("Succeeded", "Failed") or not self.running:
