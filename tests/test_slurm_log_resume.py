@@ -108,7 +108,7 @@ def test_cli_keeps_following_across_a_drop_and_drains_a_job_that_ended_meanwhile
                 if proc.poll() is None:
                     proc.kill()
     assert rc == 0, err.read_text()
-    assert out.read_text(encoding="utf-8").split("\n") == expected(60)
+    assert out.read_text(encoding="utf-8").split("\n") == expected(60) + [""]  # each line printed with its newline
     notes = [line for line in err.read_text().splitlines()]
     assert [n.split(" ")[1] for n in notes] == ["reconnecting…", "reconnected:", "reconnecting…", "reconnected:"], notes
 
