@@ -218,9 +218,9 @@ async def test_submit_retried_after_a_timeout_creates_one_job(emulator, kubeconf
 
 
 async def test_a_foreign_job_with_the_same_name_is_an_error_not_a_success(emulator, backend, monkeypatch):
-    from yanflow_tui.backends import kubernetes as k8s_module
+    from yanflow_tui.backends import base
 
-    monkeypatch.setattr(k8s_module.uuid, "uuid4", lambda: type("U", (), {"hex": "00000000deadbeef"})())
+    monkeypatch.setattr(base, "new_submit_tag", lambda: "00000000deadbeef")
     spec = load_spec(SAMPLES / "k8s-single.yaml")
     emulator.put("jobs", make_job("eval-bert-00000000", NS))
     with pytest.raises(BackendError, match="already exists"):
