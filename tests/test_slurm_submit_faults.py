@@ -7,7 +7,6 @@ the Submit screen) creates no second job: squeue is the ground truth, counted by
 
 from __future__ import annotations
 
-import json
 import secrets
 from pathlib import Path
 
@@ -297,8 +296,3 @@ def test_cli_refusal_exits_1_and_a_bad_tag_is_refused_before_any_io(slurm_dir, t
     assert cli.main(["--config", config, "submit", str(spec_file), "--tag", "x; touch /tmp/nope"]) == 1
     assert "not a submit tag" in capsys.readouterr().err
 
-
-def test_the_unknown_outcome_is_a_backend_error_carrying_its_tag():
-    exc = SubmitUnknown("c", "0123456789abcdef", "why")
-    assert isinstance(exc, BackendError) and exc.tag == "0123456789abcdef" and exc.cluster == "c"
-    assert json.dumps(str(exc)).count("0123456789abcdef") == 1
