@@ -428,3 +428,29 @@ async def test_a_followed_log_resumes_after_the_api_server_returns_without_repea
     backend.invalidate()
     await asyncio.wait_for(task, 15)
     assert seen == ["line a", "line b", "line c"]
+
+
+async def test_a_create_whose_answer_is_lost_and_then_the_server_is_gone_is_unknown_and_a_retry_finds_it(
+        emulator, kubeconfig):
+    from yanflow_tui.errors import SubmitUnknown
+
+    backend = KubernetesBackend(cluster(kubeconfig), request_timeout=0.5)
+    spec = load_spec(SAMPLES / "k8s-single.yaml")
+    try:
+        emulator.create_delay["jobs"] = 2.0  # stored at once, answered after the client gave up...
+
+        async def vanish():  # ...and the API server is gone before the client tries again
+            await eventually(lambda: emulator.objects("jobs"), what="the job stored")
+            emulator.stop()
+
+        stopper = asyncio.create_task(vanish())
+        with pytest.raises(SubmitUnknown) as caught:
+            await backend.submit(spec)
+        await stopper
+        assert "could not create" not in str(caught.value) and caught.value.tag in str(caught.value)
+        emulator.start()
+        job_id = await backend.submit(spec, tag=caught.value.tag)
+    finally:
+        await backend.close()
+    jobs = emulator.objects("jobs")
+    assert len(jobs) == 1 and job_id == f"{NS}/{jobs[0]['metadata']['name']}"

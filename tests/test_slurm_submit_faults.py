@@ -43,8 +43,19 @@ def spec_text(name: str) -> str:
             "slurm: {partition: cpu, output: /dev/null}\n")
 
 
+NAMES: list[str] = []  # every job name a test used: its jobs are cancelled at teardown, found or not
+
+
 def unique(prefix: str) -> str:
-    return f"{prefix}-{secrets.token_hex(3)}"
+    NAMES.append(f"{prefix}-{secrets.token_hex(3)}")
+    return NAMES[-1]
+
+
+@pytest.fixture(autouse=True)
+def cancel_by_name():
+    yield
+    while NAMES:
+        slurm("scancel", f"--name={NAMES.pop()}", check=False)
 
 
 def holders(tag: str) -> list[str]:
@@ -182,7 +193,7 @@ async def test_a_job_created_late_within_the_lookup_is_submitted_as_it(faulty, s
 
 async def test_a_job_created_after_the_lookup_is_unknown_with_its_tag_and_a_retry_finds_it(
         faulty, slurm_jobs, monkeypatch):
-    monkeypatch.setattr(slurm_module, "LOOKUP_SECONDS", SHORT_LOOKUP)
+    monkeypatch.setattr(slurm_module, "LOOKUP_SECONDS", SHORT_LOOKUP, raising=False)
     login = faulty("late", delay=TIMEOUT + SHORT_LOOKUP + 6)
     backend = SlurmBackend(login.cluster())
     try:
@@ -201,12 +212,12 @@ async def test_a_job_created_after_the_lookup_is_unknown_with_its_tag_and_a_retr
 
 def test_cli_says_unknown_with_exit_3_and_the_tag_and_a_retry_with_it_makes_no_second_job(
         faulty, slurm_jobs, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(slurm_module, "LOOKUP_SECONDS", SHORT_LOOKUP)
+    monkeypatch.setattr(slurm_module, "LOOKUP_SECONDS", SHORT_LOOKUP, raising=False)
     login = faulty("late", delay=TIMEOUT + SHORT_LOOKUP + 6)
     config = login.config_file(tmp_path / "config.yaml")
     spec_file = tmp_path / "job.yaml"
     spec_file.write_text(spec_text(unique("yf-unknown-cli")))
-    assert cli.main(["--config", config, "submit", str(spec_file)]) == cli.EXIT_UNKNOWN == 3
+    assert cli.main(["--config", config, "submit", str(spec_file)]) == 3 == cli.EXIT_UNKNOWN
     out = capsys.readouterr()
     assert out.out == "" and "refused" not in out.err and "Timeout" not in out.err
     first = out.err.splitlines()[0]
@@ -228,7 +239,7 @@ def test_cli_help_documents_the_unknown_exit_status(capsys):
 
 async def test_the_submit_screen_says_unknown_keeps_the_form_and_a_second_submit_reuses_the_tag(
         home, faulty, slurm_jobs, tmp_path, monkeypatch):
-    monkeypatch.setattr(slurm_module, "LOOKUP_SECONDS", SHORT_LOOKUP)
+    monkeypatch.setattr(slurm_module, "LOOKUP_SECONDS", SHORT_LOOKUP, raising=False)
     login = faulty("late", delay=TIMEOUT + SHORT_LOOKUP + 6)
     name = unique("yf-unknown-ui")
     spec_file = tmp_path / "job.yaml"
