@@ -3,6 +3,8 @@
 
 One ``squeue`` per job refresh (``-o`` text, JSON when a row is ambiguous) and one ``sinfo --json``
 per node refresh (cached for ``nodes_refresh_seconds``, 30 s by default; ``invalidate`` forces).
+A submit tags its script (``--comment=yanflow:TAG``); whenever sbatch's answer may be lost, the job
+is looked up by that tag before answering: its id, a clear refusal, or ``SubmitUnknown``.
 """
 
 from __future__ import annotations
