@@ -4,21 +4,41 @@ branching on the backend's kind.
 Every mutating call (``submit``, ``cancel``, ``perform``) is a final method of ``Backend`` that passes the
 read-only gate before any I/O; subclasses implement ``_submit`` / ``_cancel`` / ``_perform`` and may
 not override the public methods.
+
+A backend with ``capabilities.submit_tags`` implements ``_submit_tagged`` instead of ``_submit``: each
+submission carries a tag the backend can find the job by, so a submit whose answer was lost says
+"submitted as N" or raises ``SubmitUnknown`` (never a refusal), and a retry with the same tag looks
+it up before sending.
 """
 
 from __future__ import annotations
 
 import abc
+import asyncio
+import re
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator, Callable, ClassVar, Iterable
 
 from yanflow_tui.config import ClusterConfig
-from yanflow_tui.errors import BackendError, ReadOnlyError
+from yanflow_tui.errors import BackendError, ReadOnlyError, SubmitUnknown
 from yanflow_tui.formfields import FormField, default_fields
 from yanflow_tui.model import Checkpoint, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
 
 GATED_METHODS = ("submit", "cancel", "perform")
+SUBMIT_TAG = re.compile(r"[0-9a-f]{12,64}")
+SUBMIT_BUDGET = 25.0  # default bound on one submit: it fits in the hub's 30 s call timeout
+
+
+def new_submit_tag() -> str:
+    return uuid.uuid4().hex
+
+
+def check_submit_tag(tag: str) -> str:
+    if not SUBMIT_TAG.fullmatch(tag or ""):
+        raise BackendError(f"not a submit tag: {tag!r} (expected the 12-64 hex digits a submit printed)")
+    return tag
 
 
 @dataclass(frozen=True)
@@ -38,6 +58,7 @@ class Capabilities:
     metrics: bool = False  # ``metrics(job_id)`` returns points
     checkpoints: bool = False  # ``checkpoints`` / ``download_checkpoint`` work
     raw_spec: bool = False  # ``raw_spec(job_id)`` returns the job as the cluster holds it
+    submit_tags: bool = False  # ``submit(spec, tag=...)`` finds an earlier submit by its tag before sending
 
 
 class Gate:
@@ -188,14 +209,33 @@ class Backend(abc.ABC):
         if self._on_change is not None:
             self._on_change()
 
+    @property
+    def submit_budget(self) -> float:
+        """The most seconds one ``submit`` takes, lookups by tag included (callers wait a little
+        longer: the backend answers ``SubmitUnknown`` at this bound, never a bare timeout)."""
+        return SUBMIT_BUDGET
+
     # -- writes: gated, final ----------------------------------------------------------------
-    async def submit(self, spec: JobSpec) -> str:
-        """Submit ``spec``; return the new job id."""
+    async def submit(self, spec: JobSpec, tag: str | None = None) -> str:
+        """Submit ``spec``; return the new job id. A refusal raises ``BackendError``; a lost answer
+        whose job cannot be found raises ``SubmitUnknown`` with the tag. ``tag``: retry the
+        submission that ``SubmitUnknown`` named; the job holding it is returned if there is one,
+        and ``spec`` is sent (with that tag) only if there is none."""
         self.gate.check("submit")
         if not self.capabilities.submit:
             raise BackendError(f"cluster {self.name!r} does not accept submissions")
         self.check_spec(spec)
-        return await self._submit(spec)
+        if not self.capabilities.submit_tags:
+            if tag is not None:
+                raise BackendError(f"cluster {self.name!r} cannot look a submission up by its tag")
+            return await self._submit(spec)
+        retry = tag is not None
+        tag = check_submit_tag(tag) if retry else new_submit_tag()
+        budget = self.submit_budget
+        try:
+            return await asyncio.wait_for(self._submit_tagged(spec, tag, retry), budget)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise SubmitUnknown(self.name, tag, f"no answer within {budget:.0f} s") from None
 
     async def cancel(self, job_id: str) -> None:
         """Cancel a job (pending or running)."""
@@ -216,6 +256,11 @@ class Backend(abc.ABC):
         raise BackendError(f"cluster {self.name!r} cannot render job specs")
 
     async def _submit(self, spec: JobSpec) -> str:
+        raise BackendError(f"cluster {self.name!r} does not accept submissions")
+
+    async def _submit_tagged(self, spec: JobSpec, tag: str, retry: bool) -> str:
+        """Send ``spec`` carrying ``tag``; with ``retry``, first return the job that holds ``tag``
+        if any. When the answer is lost, find the job by its tag or raise ``SubmitUnknown``."""
         raise BackendError(f"cluster {self.name!r} does not accept submissions")
 
     async def _cancel(self, job_id: str) -> None:

@@ -19,7 +19,7 @@ from yanflow_tui.model import Checkpoint, Gpu, GpuState, Job, JobKind, JobState,
 
 TASK_PREFIX = {"command": "cmd", "notebook": "nb", "shell": "shell", "tensorboard": "tb"}
 SHORT_TASK = 8
-SUBMIT_TAG = re.compile(r" #yf-[0-9a-f]{12}$")
+SUBMIT_TAG = re.compile(r" #yf-[0-9a-f]{12,64}$")
 
 _EXP_STATES = {
     "QUEUED": (JobState.PENDING, "queued"),

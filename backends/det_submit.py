@@ -10,7 +10,6 @@ a submit whose answer was lost can be found instead of sent twice. Building a co
 from __future__ import annotations
 
 import copy
-import secrets
 import shlex
 from pathlib import Path
 from typing import Any
@@ -28,10 +27,6 @@ LAUNCH_MODULES = {
 }
 CONTEXT_LIMIT = constants.MAX_CONTEXT_SIZE  # 95 MiB, as the det CLI enforces it
 TAG_LABEL = "yanflow:"
-
-
-def new_tag() -> str:
-    return secrets.token_hex(6)
 
 
 def tag_description(name: str, tag: str) -> str:

@@ -37,11 +37,11 @@ from determined.common.api import bindings, errors
 from yanflow_tui.backends import det_checkpoints, det_convert, det_submit
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.det_session import (
-    DEFAULT_RETRIES, AuthRequired, Connection, describe_error, is_ambiguous,
+    CONNECT_TIMEOUT, DEFAULT_RETRIES, READ_TIMEOUT, AuthRequired, Connection, describe_error, is_ambiguous,
 )
 from yanflow_tui import formfields as ff
 from yanflow_tui.config import ClusterConfig
-from yanflow_tui.errors import BackendError
+from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.model import Checkpoint, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
 
 __all__ = ["AuthRequired", "DeterminedBackend"]
@@ -74,7 +74,7 @@ class DeterminedBackend(Backend):
         submit=True, cancel=True, logs=True, follow_logs=True,
         job_kinds=frozenset({JobKind.SINGLE, JobKind.EXPERIMENT}),
         history=True, actions=("pause", "activate", "kill"),
-        rank_logs=True, metrics=True, checkpoints=True, raw_spec=True,
+        rank_logs=True, metrics=True, checkpoints=True, raw_spec=True, submit_tags=True,
     )
 
     def __init__(self, config: ClusterConfig, env: Mapping[str, str] | None = None, retries=DEFAULT_RETRIES):
@@ -407,11 +407,14 @@ class DeterminedBackend(Backend):
             ff.MOUNTS_FIELD, ff.ENV_FIELD,
         )
 
-    async def _submit(self, spec: JobSpec) -> str:
-        return await asyncio.to_thread(self._submit_sync, spec)
+    @property
+    def submit_budget(self) -> float:
+        return 4 * (CONNECT_TIMEOUT + READ_TIMEOUT) + 5  # a lookup, a send, a lookup, a resend
 
-    def _submit_sync(self, spec: JobSpec) -> str:
-        tag = det_submit.new_tag()
+    async def _submit_tagged(self, spec: JobSpec, tag: str, retry: bool) -> str:
+        return await asyncio.to_thread(self._submit_sync, spec, tag, retry)
+
+    def _submit_sync(self, spec: JobSpec, tag: str, retry: bool = False) -> str:
         if spec.kind is JobKind.EXPERIMENT:
             context = det_submit.context_dir(spec)
             files = det_submit.read_context(context) if context is not None else []
@@ -440,11 +443,20 @@ class DeterminedBackend(Backend):
                         return det_convert.task_job_id("command", command.id)
                 return None
 
-        return self._send_once(send, lookup, tag)
+        return self._send_once(send, lookup, tag, retry)
 
-    def _send_once(self, send, lookup, tag: str, attempts: int = 2) -> str:
+    def _send_once(self, send, lookup, tag: str, retry: bool = False, attempts: int = 2) -> str:
         """POST once; when the answer is lost (timeout, dropped connection, 5xx), look the job up by
-        its tag before sending again, so a retry never makes a second job."""
+        its tag before sending again, so a retry never makes a second job. A ``retry`` (of a submit
+        that ended ``SubmitUnknown``) looks first."""
+        if retry:
+            try:
+                found = lookup(self.conn.connected())
+            except Exception as exc:  # noqa: BLE001
+                raise SubmitUnknown(self.name, tag, "cannot look the tag up, so nothing was sent: "
+                                                    f"{describe_error(exc, self.conn.master)}") from None
+            if found:
+                return found
         last: BaseException | None = None
         for _ in range(attempts):
             session = self.conn.connected()
@@ -465,15 +477,13 @@ class DeterminedBackend(Backend):
             try:
                 found = lookup(self.conn.connected())
             except Exception as exc:  # noqa: BLE001
-                raise BackendError(
-                    f"cluster {self.name!r}: the submit may or may not have reached the master "
-                    f"({describe_error(last, self.conn.master)}), and it cannot be checked now "
-                    f"({describe_error(exc, self.conn.master)}); look for tag yf-{tag} in the queue before resubmitting"
-                ) from None
+                raise SubmitUnknown(self.name, tag, f"{describe_error(last, self.conn.master)}; the lookup "
+                                                    f"failed: {describe_error(exc, self.conn.master)}") from None
             if found:
                 return found
-        why = describe_error(last, self.conn.master) if last else "not logged in"
-        raise BackendError(f"cluster {self.name!r}: submit failed: {why}")
+        if last is not None:  # the last send's answer was lost too: it may still land
+            raise SubmitUnknown(self.name, tag, describe_error(last, self.conn.master))
+        raise BackendError(f"cluster {self.name!r}: submit failed: not logged in")
 
     async def _cancel(self, job_id: str) -> None:
         await self._perform(job_id, "kill")

@@ -13,7 +13,6 @@ import functools
 import getpass
 import json
 import os
-import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -28,7 +27,7 @@ from yanflow_tui.backends.k8s_logs import merged_logs
 from yanflow_tui.backends.k8s_views import build_jobs, build_nodes, job_id, rank_label
 from yanflow_tui import formfields as ff
 from yanflow_tui.config import ClusterConfig
-from yanflow_tui.errors import BackendError
+from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.model import Job, JobKind, JobSpec, LogLine, Node
 
 REQUEST_TIMEOUT = 10.0
@@ -51,7 +50,7 @@ class KubernetesBackend(Backend):
     capabilities = Capabilities(
         submit=True, cancel=True, logs=True, follow_logs=True,
         job_kinds=frozenset({JobKind.SINGLE, JobKind.MULTI_NODE}),
-        history=True, rank_logs=True, raw_spec=True,
+        history=True, rank_logs=True, raw_spec=True, submit_tags=True,
     )
 
     def __init__(self, config: ClusterConfig, request_timeout: float = REQUEST_TIMEOUT,
@@ -346,10 +345,16 @@ class KubernetesBackend(Backend):
         return ("# metadata.name gets a fresh random suffix at each submit; a retried submit reuses it\n"
                 + manifests.to_yaml(objects))
 
-    async def _submit(self, spec: JobSpec) -> str:
+    @property
+    def submit_budget(self) -> float:
+        return SUBMIT_BUDGET + 2 * self.request_timeout + 5  # the Job's budget, then its Service's
+
+    async def _submit_tagged(self, spec: JobSpec, tag: str, retry: bool) -> str:
+        # The tag names the Job and marks it: every create below, and a later retry with the same
+        # tag, sends the same name, so a conflict with our own mark is the earlier attempt's job.
         if self._api is None:
             await asyncio.to_thread(self._load_client)
-        token = uuid.uuid4().hex  # once per submit: every retry below reuses this name and id
+        token = tag
         namespace = spec.kubernetes.get("namespace") or self.namespace
         objects = manifests.manifests(spec, token, namespace, _user())
         job = objects[0]
@@ -377,6 +382,7 @@ class KubernetesBackend(Backend):
         loop = asyncio.get_running_loop()
         name = body["metadata"]["name"]
         last = ""
+        sent = False  # some attempt may have reached the server
         for attempt in range(CREATE_ATTEMPTS):
             if attempt:
                 pause = min(4.0, 0.5 * 2 ** attempt)
@@ -392,8 +398,8 @@ class KubernetesBackend(Backend):
                     try:
                         existing = await asyncio.to_thread(self._call_json, read, name, namespace)
                     except Exception as read_exc:  # noqa: BLE001
-                        raise BackendError(f"{kind} {namespace}/{name} exists but cannot be read: "
-                                           f"{error_text(read_exc)}") from None
+                        raise SubmitUnknown(self.name, token, f"{kind} {namespace}/{name} exists but cannot "
+                                                              f"be read: {error_text(read_exc)}") from None
                     annotations = (existing.get("metadata") or {}).get("annotations") or {}
                     if annotations.get(manifests.ANN_SUBMIT_ID) == token:
                         return existing  # our earlier attempt got through: not a second job
@@ -401,6 +407,9 @@ class KubernetesBackend(Backend):
                 if status and status < 500 and status != 429:
                     raise BackendError(f"Kubernetes refused the {kind}: {error_text(exc)}") from None
                 last = error_text(exc)
+                sent = sent or not _never_sent(exc)
+        if sent:  # a timeout or a server error after sending: that attempt may have created it
+            raise SubmitUnknown(self.name, token, f"{kind} {namespace}/{name} not confirmed: {last}")
         raise BackendError(f"could not create {kind} {namespace}/{name}: {last}")
 
     def _call_json(self, method, *args, timeout: float | None = None, **kwargs) -> dict:
@@ -433,6 +442,15 @@ class KubernetesBackend(Backend):
                     raise BackendError(f"job deleted, but its Service: {error_text(exc)}") from None
 
         await asyncio.to_thread(delete)
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """The request cannot have reached the server: the connection itself failed (refused,
+    unresolvable, connect timeout)."""
+    from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError
+
+    reason = exc.reason if isinstance(exc, MaxRetryError) else exc
+    return isinstance(reason, (NewConnectionError, ConnectTimeoutError))
 
 
 __all__ = ["KubernetesBackend"]

@@ -3,6 +3,8 @@
 
 One ``squeue`` per job refresh (``-o`` text, JSON when a row is ambiguous) and one ``sinfo --json``
 per node refresh (cached for ``nodes_refresh_seconds``, 30 s by default; ``invalidate`` forces).
+A submit tags its script (``--comment=yanflow:TAG``); whenever sbatch's answer may be lost, the job
+is looked up by that tag before answering: its id, a clear refusal, or ``SubmitUnknown``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-import uuid
 from typing import AsyncIterator
 
 from yanflow_tui.backends import slurm_gpus as gpus
@@ -20,11 +21,11 @@ from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.slurm_logs import FileFollower, Status
 from yanflow_tui.backends.slurm_script import render
 from yanflow_tui.backends.slurm_transport import (
-    DEFAULT_TIMEOUT, CommandTimeout, LocalTransport, SshTransport, Transport, parse_ssh_option,
+    DEFAULT_TIMEOUT, LocalTransport, SshTransport, Transport, parse_ssh_option,
 )
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui import formfields as ff
-from yanflow_tui.errors import BackendError
+from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.model import Job, JobKind, JobSpec, JobState, LogLine, Node
 
 NODES_REFRESH = 30.0
@@ -32,6 +33,8 @@ PLACEMENTS_PER_REFRESH = 16
 HISTORY_REFRESH = 60.0
 LOG_LINES = 10000
 LOG_POLL = 2.0
+LOOKUP_SECONDS = 12.0  # how long a submit whose answer was lost looks for its tag before "unknown"
+LOOKUP_PAUSE = 2.0
 HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {})"
 # sacct's JSON breaks under the SLURM_TIME_FORMAT=%s every command gets (22.05: "Invalid time
 # specification" and no jobs), so sacct runs without it.
@@ -44,7 +47,7 @@ class SlurmBackend(Backend):
     capabilities = Capabilities(
         submit=True, cancel=True, logs=True, follow_logs=True,
         job_kinds=frozenset({JobKind.SLURM, JobKind.SINGLE, JobKind.MULTI_NODE}), history=True,
-        raw_spec=True,
+        raw_spec=True, submit_tags=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -318,35 +321,76 @@ class SlurmBackend(Backend):
             fields.append(ff.launcher())
         return (*fields, ff.ENV_FIELD)
 
-    async def _submit(self, spec: JobSpec) -> str:
-        tag = str(uuid.uuid4())
+    @property
+    def submit_budget(self) -> float:
+        # a lookup before a retry, the send, a lookup after it (each lookup's window plus its last
+        # query), plus slack
+        return 3 * self.transport.timeout + 2 * LOOKUP_SECONDS + 5
+
+    async def _submit_tagged(self, spec: JobSpec, tag: str, retry: bool) -> str:
+        """sbatch once, the script carrying ``--comment=yanflow:TAG``. Whenever the answer may be
+        lost after the script was sent (drop, timeout, no exit status, no job id), the job is looked
+        up by its tag before answering: its id, or ``SubmitUnknown``; never "refused"."""
         rendered = render(spec, tag, self.defaults)
-        try:
-            result = await self.transport.run(rendered.argv, stdin_data=rendered.script)
-        except (CommandTimeout, BackendError) as exc:
-            # The controller may have taken the job even so: find it by its tag, never resubmit.
-            found = await self._find_by_tag(tag)
+        if retry:
+            found, error = await self._lookup_tag(tag)
             if found:
                 return found
-            raise BackendError(f"submit did not complete ({exc}); no job tagged yanflow:{tag} exists, "
-                               f"so it is safe to submit again") from None
-        if not result.ok:
-            raise BackendError(f"sbatch refused the job: {result.error()}")
-        job_id = result.stdout.strip().split(";")[0]
-        if not job_id.isdigit():
-            raise BackendError(f"sbatch printed no job id: {result.stdout.strip()[:80]!r}")
-        return job_id
+            if error:
+                raise SubmitUnknown(self.name, tag, f"cannot look the tag up, so nothing was sent: {error}")
+        try:
+            result = await self.transport.run(rendered.argv, stdin_data=rendered.script)
+        except BackendError as exc:  # a timeout or a dropped connection: the job may exist
+            return await self._settle(tag, str(exc))
+        job_id = result.stdout.strip().split(";")[0] if result.ok else ""
+        if job_id.isdigit():
+            return job_id
+        if result.ok:
+            return await self._settle(tag, f"sbatch printed no job id: {result.stdout.strip()[:80]!r}")
+        if result.returncode == 255 or "sbatch: error" not in result.stderr:
+            return await self._settle(tag, f"sbatch ended with {result.error()}")
+        # sbatch's own refusal: confirm no job holds the tag before saying so
+        found, error = await self._lookup_tag(tag)
+        if found:
+            return found
+        if error:
+            raise SubmitUnknown(self.name, tag, f"sbatch said {result.error()!r}, and the tag cannot be "
+                                                f"looked up: {error}")
+        raise BackendError(f"not submitted: sbatch refused the job: {result.error()}")
 
-    async def _find_by_tag(self, tag: str) -> str | None:
-        for attempt in range(3):
+    async def _settle(self, tag: str, why: str) -> str:
+        """The answer was lost: look for the tag for up to ``LOOKUP_SECONDS`` (reconnecting as
+        needed); the job's id, or ``SubmitUnknown``."""
+        found, error = await self._lookup_tag(tag, keep_looking=LOOKUP_SECONDS)
+        if found:
+            return found
+        if error:
+            why = f"{why}; lookup failed: {error}"
+        raise SubmitUnknown(self.name, tag, f"{why}; no job held the tag within {LOOKUP_SECONDS:.0f} s")
+
+    async def _lookup_tag(self, tag: str, keep_looking: float = 0.0) -> tuple[str | None, str]:
+        """``(job id, "")`` once one of our jobs carries the tag; ``(None, "")`` once a query said
+        none does and ``keep_looking`` seconds have passed (a job sbatch creates late still shows);
+        ``(None, last error)`` when no query answered within ``LOOKUP_SECONDS`` (the transport
+        reconnects between tries). One line of ``squeue`` per query, our jobs only."""
+        wanted = f"yanflow:{tag}"
+        start = time.monotonic()
+        while True:
             try:
-                for raw in await self._squeue_json():
-                    if raw.comment == f"yanflow:{tag}":
-                        return raw.array_job_id or raw.job_id
-            except BackendError:
-                pass
-            await asyncio.sleep(2 * (attempt + 1))
-        return None
+                user = await self.transport.user()
+                out = await self.transport.check(["squeue", "-h", "-a", "-t", "all", "-u", user, "-o", "%F|%k"])
+            except BackendError as exc:
+                error = str(exc)
+            else:
+                error = ""
+                for line in out.splitlines():
+                    job_id, _, comment = line.strip().partition("|")
+                    if comment == wanted and job_id.isdigit():
+                        return job_id, ""
+            later = time.monotonic() - start + LOOKUP_PAUSE
+            if later > (max(keep_looking, LOOKUP_SECONDS) if error else keep_looking):
+                return None, error
+            await asyncio.sleep(LOOKUP_PAUSE)
 
     async def _cancel(self, job_id: str) -> None:
         _check_id(job_id)

@@ -20,7 +20,7 @@ from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from yanflow_tui import drafts
 from yanflow_tui.capacity import fit, pools
-from yanflow_tui.errors import SpecError
+from yanflow_tui.errors import SpecError, SubmitUnknown
 from yanflow_tui.formfields import KIND_LABELS, FormField, default_fields, field_for, get_path, leaf_paths, \
     message_field
 from yanflow_tui.hub import error_text
@@ -62,6 +62,8 @@ class SubmitScreen(SpecFiles, DataScreen):
         self.draft_ready = False  # the saved draft was read (or there was none): saving may start
         self._dirty = False
         self.last_submitted: tuple[str, str] | None = None
+        # (cluster, spec, tag) of a submit whose outcome is unknown: sending that form again reuses the tag
+        self.unknown_submit: tuple[str, JobSpec, str] | None = None
         self._form: SpecForm | None = None
 
     # -- clusters and kinds ---------------------------------------------------------------------------
@@ -330,16 +332,24 @@ class SubmitScreen(SpecFiles, DataScreen):
             return
         self._submitting = True
         self.query_one("#submit", Button).disabled = True
-        self._submit(spec, self._cluster)
+        unknown = self.unknown_submit
+        tag = unknown[2] if unknown is not None and unknown[:2] == (self._cluster, spec) else None
+        self._submit(spec, self._cluster, tag)
 
     @work(group="submit", exit_on_error=False)
-    async def _submit(self, spec: JobSpec, cluster: str) -> None:
+    async def _submit(self, spec: JobSpec, cluster: str, tag: str | None = None) -> None:
         hub = self.app.hub
         try:
-            job_id = await hub.call(hub.backend(cluster).submit(spec))
+            job_id = await hub.submit(cluster, spec, tag)
+        except SubmitUnknown as exc:  # the job may exist: keep the form and draft, remember the tag
+            self.unknown_submit = (cluster, spec, exc.tag)
+            self.notify(clean(f"{exc}: Submit on this unchanged form does that"), title=exc.title, severity="warning",
+                        timeout=30, markup=False)
+            self.app.request_refresh(cluster)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a notification
             self.app.report_error("Submit failed", error_text(exc))
         else:
+            self.unknown_submit = None
             self.last_submitted = (cluster, job_id)
             self._clear_draft()
             self.notify(clean(f"submitted job {job_id} to {cluster}"), title="Submitted", markup=False)

@@ -181,3 +181,21 @@ async def test_an_unreachable_master_fails_the_submit_at_once(home):
                             env={"DET_USER": "alice", "DET_USER_TOKEN": "t"}, retries=0)
     with pytest.raises(BackendError, match="submit failed: cannot reach the master at http://127.0.0.1:9"):
         await det.submit(spec_from_data({"name": "c", "kind": "single", "command": "true"}))
+
+
+async def test_a_lost_answer_that_cannot_be_looked_up_is_unknown_and_a_retry_with_its_tag_sends_once(backend, master):
+    from yanflow_tui.errors import SubmitUnknown
+
+    spec = spec_from_data({"name": "c", "kind": "single", "command": "true"})
+    await backend.list_jobs()  # logged in
+    master.fail_503 = 1000  # the POST and every lookup: the master answers nothing useful
+    with pytest.raises(SubmitUnknown) as caught:
+        await backend.submit(spec)
+    assert "refused" not in str(caught.value) and caught.value.tag in str(caught.value)
+    master.fail_503 = 0
+    before = len(master.commands)
+    job_id = await backend.submit(spec, tag=caught.value.tag)  # looks first: none holds it, so it sends once
+    assert len(master.commands) == before + 1
+    assert await backend.submit(spec, tag=caught.value.tag) == job_id  # again: found, nothing sent
+    assert len(master.commands) == before + 1
+    assert any(c.description.endswith(f"#yf-{caught.value.tag}") for c in master.commands.values())

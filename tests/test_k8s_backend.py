@@ -218,9 +218,9 @@ async def test_submit_retried_after_a_timeout_creates_one_job(emulator, kubeconf
 
 
 async def test_a_foreign_job_with_the_same_name_is_an_error_not_a_success(emulator, backend, monkeypatch):
-    from yanflow_tui.backends import kubernetes as k8s_module
+    from yanflow_tui.backends import base
 
-    monkeypatch.setattr(k8s_module.uuid, "uuid4", lambda: type("U", (), {"hex": "00000000deadbeef"})())
+    monkeypatch.setattr(base, "new_submit_tag", lambda: "00000000deadbeef")
     spec = load_spec(SAMPLES / "k8s-single.yaml")
     emulator.put("jobs", make_job("eval-bert-00000000", NS))
     with pytest.raises(BackendError, match="already exists"):
@@ -460,3 +460,29 @@ async def test_a_log_stream_cut_mid_line_resumes_without_loss_or_repeats_in_a_sh
     assert [s.split(" ")[0] for s in statuses] == ["reconnecting…", "reconnected:"]
     assert any("sinceTime=2026-11-29T12%3A00%3A00Z" in path or "sinceTime=2026-11-29T12:00:00Z" in path
                for _, path in emulator.requests), [p for _, p in emulator.requests if "/log" in p]
+
+
+async def test_a_create_whose_answer_is_lost_and_then_the_server_is_gone_is_unknown_and_a_retry_finds_it(
+        emulator, kubeconfig):
+    from yanflow_tui.errors import SubmitUnknown
+
+    backend = KubernetesBackend(cluster(kubeconfig), request_timeout=0.5)
+    spec = load_spec(SAMPLES / "k8s-single.yaml")
+    try:
+        emulator.create_delay["jobs"] = 2.0  # stored at once, answered after the client gave up...
+
+        async def vanish():  # ...and the API server is gone before the client tries again
+            await eventually(lambda: emulator.objects("jobs"), what="the job stored")
+            emulator.stop()
+
+        stopper = asyncio.create_task(vanish())
+        with pytest.raises(SubmitUnknown) as caught:
+            await backend.submit(spec)
+        await stopper
+        assert "could not create" not in str(caught.value) and caught.value.tag in str(caught.value)
+        emulator.start()
+        job_id = await backend.submit(spec, tag=caught.value.tag)
+    finally:
+        await backend.close()
+    jobs = emulator.objects("jobs")
+    assert len(jobs) == 1 and job_id == f"{NS}/{jobs[0]['metadata']['name']}"

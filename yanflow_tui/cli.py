@@ -8,16 +8,22 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import sys
 import time
 from typing import Sequence
 
 from yanflow_tui import __version__
-from yanflow_tui.errors import YanflowError
+from yanflow_tui.errors import SubmitUnknown, YanflowError
 from yanflow_tui.sanitize import clean
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_UNKNOWN = 3  # submit: sent, but whether the job exists could not be learned
+SUBMIT_EXITS = (
+    "exit status: 0 submitted (the job id is printed), 1 not submitted, 3 unknown: the outcome could not "
+    "be learned; the tag is printed: rerun with --tag TAG, which submits only if no job holds that tag"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,8 +42,10 @@ def _parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=text, description=text)
         p.add_argument("--cluster", metavar="NAME", help="only this cluster")
         p.add_argument("--json", action="store_true", help="print JSON")
-    p = sub.add_parser("submit", parents=[common], help="submit a job spec file")
+    p = sub.add_parser("submit", parents=[common], help="submit a job spec file", epilog=SUBMIT_EXITS)
     p.add_argument("file", metavar="FILE")
+    p.add_argument("--tag", metavar="TAG", help="retry the submit that ended \"unknown\" with this tag: look "
+                   "it up first, submit only if no job holds it")
     p.add_argument("--cluster", metavar="NAME", help="target cluster (default: the spec's, or the first that fits)")
     p.add_argument("--dry-run", action="store_true", help="print what would be sent, in the backend's native form")
     p = sub.add_parser("cancel", parents=[common], help="cancel a job")
@@ -190,7 +198,12 @@ async def _submit(config, args) -> int:
         if args.dry_run:
             sys.stdout.write(backend.render(spec))
             return 0
-        job_id = await hub.call(backend.submit(spec))
+        job_id = await hub.submit(name, spec, args.tag)
+    except SubmitUnknown as exc:
+        _error(str(exc))
+        _error(f"retry without a duplicate: yanflow-tui submit {shlex.quote(args.file)} --cluster {shlex.quote(name)} "
+               f"--tag {exc.tag}")
+        return EXIT_UNKNOWN
     finally:
         await hub.close()
     print(job_id)

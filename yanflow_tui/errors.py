@@ -62,3 +62,19 @@ class SpecError(YanflowError):
 def format_problem(file: str, line: int, field: str, message: str) -> str:
     where = f"{file}:{line}" if line else file
     return f"{where}: {field}: {message}" if field else f"{where}: {message}"
+
+
+class SubmitUnknown(BackendError):
+    """A submit was sent but its outcome could not be learned: the answer was lost (dropped
+    connection, timeout, no job id) and the lookup by ``tag`` found no job in time. The job may
+    exist. Submitting again with the same ``tag`` looks it up first and sends only if none holds it."""
+
+    title = "Submit outcome unknown"
+
+    def __init__(self, cluster: str, tag: str, why: str = ""):
+        self.cluster = cluster
+        self.tag = tag
+        self.why = why
+        because = f" ({why})" if why else ""
+        super().__init__(f"unknown: check tag {tag} on cluster {cluster!r}: sent, but no job was found by "
+                         f"the tag{because}; a retry with this tag looks it up first")

@@ -88,6 +88,12 @@ class Hub:
         """Await a backend call with the hub's timeout."""
         return await asyncio.wait_for(coro, timeout or self.timeout)
 
+    async def submit(self, name: str, spec, tag: str | None = None) -> str:
+        """Submit through ``name``'s gate, waiting as long as that backend's submit may take (it
+        answers ``SubmitUnknown`` with the tag at its own bound). ``tag``: retry that submission."""
+        backend = self.backend(name)
+        return await self.call(backend.submit(spec, tag), timeout=backend.submit_budget + 5)
+
     async def refresh(self, name: str, jobs: bool = True, nodes: bool = True) -> ClusterSnapshot:
         """Refresh one cluster. Never raises: failures mark the snapshot stale or in error."""
         backend = self.backend(name)
