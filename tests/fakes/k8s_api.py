@@ -100,6 +100,7 @@ class K8sEmulator:
         self.compacted = 0  # watches from a resourceVersion below this get 410 Gone
         self.gone_as_http = False  # False: an ERROR event carrying a 410 Status (as the real server); True: HTTP 410
         self.requests: list[tuple[str, str]] = []
+        self.raw_requests: list[tuple[str, str]] = []  # (method, path and query as sent, still percent-encoded)
         self.forbidden: set[str] = set()  # resources this "user" may not touch (403 Forbidden)
         self.authorizations: set[str] = set()  # Authorization headers seen (tests of auth plugins)
         self.logs: dict[tuple[str, str, bool], list[tuple[str, str]]] = defaultdict(list)
@@ -306,6 +307,7 @@ class K8sEmulator:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         self.requests.append((request.method, request.path_qs))
+        self.raw_requests.append((request.method, request.raw_path))
         self.authorizations.add(request.headers.get("Authorization", ""))
         parts = [p for p in request.path.split("/") if p]
         # /api/v1/... or /apis/batch/v1/...
