@@ -27,7 +27,7 @@ from yanflow_tui.backends.k8s_extract import EXTRACTORS, PodInfo, parse_time
 from yanflow_tui.backends.k8s_ids import guard_paths, parse_id
 from yanflow_tui.backends.k8s_logs import merged_logs
 from yanflow_tui.backends.k8s_views import build_jobs, build_nodes, job_id, rank_label
-from yanflow_tui import formfields as ff
+from yanflow_tui import formfields as ff, keyfiles
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import Job, JobKind, JobSpec, LogLine, Node
@@ -102,8 +102,11 @@ class KubernetesBackend(Backend):
         configuration = type.__call__(client.Configuration)
         configuration.retries = False  # we retry ourselves, with backoff, and never a create blindly
         try:
-            api = kconfig.new_client_from_config(config_file=self.kubeconfig, context=self.context,
-                                                 persist_config=False, client_configuration=configuration)
+            # Key and certificate data the client copies to files go to our private directory,
+            # which is removed at exit and on SIGHUP/SIGTERM (see yanflow_tui.keyfiles).
+            kconfig.load_kube_config(config_file=self.kubeconfig, context=self.context, persist_config=False,
+                                     client_configuration=configuration, temp_file_path=keyfiles.private_dir())
+            api = client.ApiClient(configuration=configuration)
         except kconfig.ConfigException as exc:
             raise BackendError(f"kubeconfig: {exc}") from None
         except OSError as exc:

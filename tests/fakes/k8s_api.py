@@ -91,8 +91,9 @@ def field_match(obj: dict, selector: str) -> bool:
 class K8sEmulator:
     """The emulated API server. Mutate it from tests with ``put``/``patch``/``remove`` (thread-safe)."""
 
-    def __init__(self, port: int = 0, history: int = 100_000):
+    def __init__(self, port: int = 0, history: int = 100_000, ssl_context=None):
         self.port = port or _free_port()
+        self.ssl_context = ssl_context  # serve HTTPS with it (client certificates are not checked)
         self.history_limit = history
         self.store: dict[str, dict[tuple[str, str], dict]] = {r: {} for r in RESOURCES}
         self.rv = 1000
@@ -116,7 +117,7 @@ class K8sEmulator:
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{self.port}"
 
     def start(self) -> "K8sEmulator":
         if self.loop is None:
@@ -155,7 +156,7 @@ class K8sEmulator:
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True, ssl_context=self.ssl_context)
         await site.start()
         self.running = True
 
