@@ -3,7 +3,8 @@ branching on the backend's kind.
 
 Every mutating call (``submit``, ``cancel``, ``perform``) is a final method of ``Backend`` that passes the
 read-only gate before any I/O; subclasses implement ``_submit`` / ``_cancel`` / ``_perform`` and may
-not override the public methods.
+not override the public methods. Every verb that takes a job id checks it with ``check_id`` (the
+backend's own grammar) before any I/O.
 
 A backend with ``capabilities.submit_tags`` implements ``_submit_tagged`` instead of ``_submit``: each
 submission carries a tag the backend can find the job by, so a submit whose answer was lost says
@@ -39,6 +40,7 @@ def check_submit_tag(tag: str) -> str:
     if not SUBMIT_TAG.fullmatch(tag or ""):
         raise BackendError(f"not a submit tag: {tag!r} (expected the 12-64 hex digits a submit printed)")
     return tag
+MAX_ID = 512  # no backend's job id is longer
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,15 @@ class Backend(abc.ABC):
     async def list_jobs(self) -> list[Job]:
         """Current (and, where the backend keeps them, recent) jobs."""
 
+    def check_id(self, job_id: str) -> None:
+        """Raise ``BackendError`` unless ``job_id`` is an id of this backend's form. No I/O: every
+        verb that takes an id calls it before anything reaches the cluster (``cancel`` and
+        ``perform`` here, the reads in each backend). Backends narrow it to their own grammar."""
+        if not isinstance(job_id, str) or not job_id or len(job_id) > MAX_ID or not job_id.isprintable():
+            raise BackendError(f"not a job id on cluster {self.name!r}: {job_id!r}")
+
     async def get_job(self, job_id: str) -> Job:
+        self.check_id(job_id)
         for job in await self.list_jobs():
             if job.id == job_id:
                 return job
@@ -124,6 +134,7 @@ class Backend(abc.ABC):
 
     async def describe(self, job_id: str) -> str:
         """A human-readable description of one job (fields, reason, events)."""
+        self.check_id(job_id)
         job = await self.get_job(job_id)
         return describe_job(job)
 
@@ -242,6 +253,7 @@ class Backend(abc.ABC):
         self.gate.check("cancel")
         if not self.capabilities.cancel:
             raise BackendError(f"cluster {self.name!r} cannot cancel jobs")
+        self.check_id(job_id)
         await self._cancel(job_id)
 
     async def perform(self, job_id: str, action: str) -> None:
@@ -249,6 +261,7 @@ class Backend(abc.ABC):
         self.gate.check(action)
         if action not in self.capabilities.actions:
             raise BackendError(f"cluster {self.name!r} cannot {action} jobs")
+        self.check_id(job_id)
         await self._perform(job_id, action)
 
     # -- to implement --------------------------------------------------------------------------

@@ -30,6 +30,8 @@ from datetime import timedelta, timezone
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Mapping
 
+import re
+
 import requests
 import yaml
 from determined.common.api import bindings, errors
@@ -63,6 +65,10 @@ TASK_KILL = {
     "tensorboard": lambda s, i: bindings.post_KillTensorboard(s, tensorboardId=i),
 }
 PREFIX_KIND = {prefix: kind for kind, prefix in det_convert.TASK_PREFIX.items()}
+# exp-N, trial-N (N as the master writes it: no leading zeros), or a task's kind prefix and its id
+# (a uuid), shortened to at least 8 characters.
+JOB_ID = re.compile(r"(?:exp|trial)-(?:0|[1-9][0-9]{0,17})"
+                    rf"|(?:{'|'.join(PREFIX_KIND)})-[0-9a-f][0-9a-f-]{{{det_convert.SHORT_TASK - 1},63}}")
 METRICS_READ_TIMEOUT = 5.0  # a running trial's metric stream may stay open: stop after a quiet spell
 LOG_RECONNECT_MAX = 30.0
 LOG_QUEUE = 10_000  # log entries read ahead of the console before the reader thread waits
@@ -157,8 +163,14 @@ class DeterminedBackend(Backend):
         holders.update(det_convert.allocation_holders(summaries.values(), self._task_jobs))
         return [det_convert.agent_node(self.name, a, holders) for a in agents]
 
+    def check_id(self, job_id: str) -> None:
+        if not isinstance(job_id, str) or not JOB_ID.fullmatch(job_id):
+            raise BackendError(f"not a Determined job id: {job_id!r} (expected exp-N, trial-N, or "
+                               f"{'/'.join(PREFIX_KIND)}-ID with at least {det_convert.SHORT_TASK} characters of ID)")
+
     async def get_job(self, job_id: str) -> Job:
         """By id; a task job also by its full task id (``cmd-<full uuid>``)."""
+        self.check_id(job_id)
         jobs = await self.list_jobs()
         prefix, _, rest = job_id.partition("-")
         for job in jobs:
@@ -171,11 +183,13 @@ class DeterminedBackend(Backend):
         raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
 
     async def describe(self, job_id: str) -> str:
+        self.check_id(job_id)
         job = await self.get_job(job_id)
         return describe_job(job)
 
     async def raw_spec(self, job_id: str) -> str:
         """An experiment's config, or a trial's hyperparameters, as YAML."""
+        self.check_id(job_id)
         exp, trial = self._number(job_id, "exp"), self._number(job_id, "trial")
         if exp is None and trial is None:
             raise BackendError(f"{job_id!r} has no config on the master: choose an experiment or a trial")
@@ -197,7 +211,8 @@ class DeterminedBackend(Backend):
     # -- ids -------------------------------------------------------------------------------------
     @staticmethod
     def _number(job_id: str, prefix: str) -> int | None:
-        if job_id.startswith(prefix + "-") and job_id[len(prefix) + 1:].isdigit():
+        number = job_id[len(prefix) + 1:]
+        if job_id.startswith(prefix + "-") and number.isascii() and number.isdigit():
             return int(job_id[len(prefix) + 1:])
         return None
 
@@ -236,6 +251,7 @@ class DeterminedBackend(Backend):
 
     # -- logs ------------------------------------------------------------------------------------
     async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
+        self.check_id(job_id)
         task_id = await asyncio.to_thread(self.conn.call, lambda s: self._task_id_for_logs(s, job_id), "finding logs")
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
@@ -319,6 +335,7 @@ class DeterminedBackend(Backend):
         return trial
 
     async def metrics(self, job_id: str) -> list[MetricPoint]:
+        self.check_id(job_id)
         trial = self._trial_number(job_id, "metrics")
         return await asyncio.to_thread(self.conn.call, lambda s: self._metrics(s, trial), "reading metrics")
 
@@ -338,6 +355,7 @@ class DeterminedBackend(Backend):
         return points
 
     async def checkpoints(self, job_id: str) -> list[Checkpoint]:
+        self.check_id(job_id)
         trial = self._number(job_id, "trial")
         exp = self._number(job_id, "exp")
         if trial is None and exp is None:

@@ -23,9 +23,10 @@ from yanflow_tui.backends import k8s_manifests as manifests
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.k8s_cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.k8s_extract import EXTRACTORS, PodInfo, parse_time
+from yanflow_tui.backends.k8s_ids import guard_paths, parse_id
 from yanflow_tui.backends.k8s_logs import merged_logs
 from yanflow_tui.backends.k8s_views import build_jobs, build_nodes, job_id, rank_label
-from yanflow_tui import formfields as ff
+from yanflow_tui import formfields as ff, keyfiles
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.model import Job, JobKind, JobSpec, LogLine, Node
@@ -100,12 +101,16 @@ class KubernetesBackend(Backend):
         configuration = type.__call__(client.Configuration)
         configuration.retries = False  # we retry ourselves, with backoff, and never a create blindly
         try:
-            api = kconfig.new_client_from_config(config_file=self.kubeconfig, context=self.context,
-                                                 persist_config=False, client_configuration=configuration)
+            # Key and certificate data the client copies to files go to our private directory,
+            # which is removed at exit and on SIGHUP/SIGTERM (see yanflow_tui.keyfiles).
+            kconfig.load_kube_config(config_file=self.kubeconfig, context=self.context, persist_config=False,
+                                     client_configuration=configuration, temp_file_path=keyfiles.private_dir())
+            api = client.ApiClient(configuration=configuration)
         except kconfig.ConfigException as exc:
             raise BackendError(f"kubeconfig: {exc}") from None
         except OSError as exc:
             raise BackendError(f"kubeconfig: {exc.strerror or exc}: {exc.filename or self.kubeconfig}") from None
+        guard_paths(api)  # no request path with an empty, dot or encoded-slash segment
         self.namespace  # resolve once, off the event loop  # noqa: B018
         self._core = client.CoreV1Api(api)
         self._batch = client.BatchV1Api(api)
@@ -199,18 +204,17 @@ class KubernetesBackend(Backend):
                                    lambda: build_nodes(self.name, nodes.values(), pods.values())))
 
     async def get_job(self, job_id_: str) -> Job:
+        self.check_id(job_id_)
         for job in await self.list_jobs():
             if job.id == job_id_:
                 return job
         raise BackendError(f"no job {job_id_!r} on cluster {self.name!r} (ids are namespace/name)")
 
+    def check_id(self, job_id_: str) -> None:
+        parse_id(job_id_)
+
     def _split(self, job_id_: str) -> tuple[str, str, str | None]:
-        parts = job_id_.split("/")
-        if len(parts) == 1 and parts[0]:
-            return self.namespace, parts[0], None
-        if len(parts) in (2, 3) and all(parts):
-            return parts[0], parts[1], parts[2] if len(parts) == 3 else None
-        raise BackendError(f"not a job id: {job_id_!r} (expected namespace/name)")
+        return parse_id(job_id_)
 
     def _job_pods(self, namespace: str, name: str, pod: str | None = None) -> list[PodInfo]:
         reflector = self._reflectors.get("pods")
@@ -222,8 +226,8 @@ class KubernetesBackend(Backend):
         return found
 
     async def describe(self, job_id_: str) -> str:
-        job = await self.get_job(job_id_)
         namespace, name, pod = self._split(job_id_)
+        job = await self.get_job(job_id_)
         objects = [pod] if pod else [name] + [p.name for p in self._job_pods(namespace, name)]
         text = describe_job(job)
         try:
@@ -277,8 +281,8 @@ class KubernetesBackend(Backend):
         return rows
 
     async def stream_logs(self, job_id_: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
-        await self._ensure_started()
         namespace, name, pod = self._split(job_id_)
+        await self._ensure_started()
         jobs = self._reflectors["jobs"]
         info = jobs.items.get((namespace, name))
         if info is None and not self._job_pods(namespace, name, pod):

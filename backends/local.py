@@ -94,11 +94,18 @@ class LocalBackend(Backend):
         rows = await asyncio.to_thread(self.store.all)
         return [self._job(row) for row in rows]
 
+    def check_id(self, job_id: str) -> None:
+        # ASCII digits only ("²".isdigit() is true), and small enough for an SQLite INTEGER.
+        if not (isinstance(job_id, str) and job_id.isascii() and job_id.isdigit() and len(job_id) <= 18):
+            raise BackendError(f"no job {job_id!r} on cluster {self.name!r} (local job ids are numbers, e.g. 12)")
+
     async def get_job(self, job_id: str) -> Job:
+        self.check_id(job_id)
         await asyncio.to_thread(self._schedule)
         return self._job(await asyncio.to_thread(self._row, job_id))
 
     async def describe(self, job_id: str) -> str:
+        self.check_id(job_id)
         await asyncio.to_thread(self._schedule)
         row = await asyncio.to_thread(self._row, job_id)
         job = self._job(row)
@@ -110,6 +117,7 @@ class LocalBackend(Backend):
 
     async def raw_spec(self, job_id: str) -> str:
         """The spec the job was submitted with, as the YAML a spec file holds."""
+        self.check_id(job_id)
         row = await asyncio.to_thread(self._row, job_id)
         return yaml.safe_dump(row.spec_data, sort_keys=False, allow_unicode=True)
 
@@ -152,6 +160,7 @@ class LocalBackend(Backend):
         )
 
     async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
+        self.check_id(job_id)
         row = await asyncio.to_thread(self._row, job_id)
         path = self._log_path(row.id)
         offset, partial = 0, b""

@@ -39,7 +39,7 @@ HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {
 # sacct's JSON breaks under the SLURM_TIME_FORMAT=%s every command gets (22.05: "Invalid time
 # specification" and no jobs), so sacct runs without it.
 SACCT_JSON = ("env", "-u", "SLURM_TIME_FORMAT", "sacct", "--json")
-_JOB_ID = re.compile(r"\d+(_(\d+|\[[0-9,\-%]+\]))?")
+_JOB_ID = re.compile(r"[0-9]+(_([0-9]+|\[[0-9,%-]+\]))?")  # ASCII digits (\d also matches "٣")
 
 
 class SlurmBackend(Backend):
@@ -196,7 +196,11 @@ class SlurmBackend(Backend):
                         return raw
         raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
 
+    def check_id(self, job_id: str) -> None:
+        _check_id(job_id)
+
     async def get_job(self, job_id: str) -> Job:
+        _check_id(job_id)
         for job in await self.list_jobs():
             if job.id == job_id:
                 return job
@@ -213,6 +217,7 @@ class SlurmBackend(Backend):
         return describe_job(job, extra)
 
     async def raw_spec(self, job_id: str) -> str:
+        _check_id(job_id)
         return await self.transport.check(["scontrol", "show", "job", "-dd", "--", job_id])
 
     # -- logs ------------------------------------------------------------------------------------
@@ -403,5 +408,5 @@ class SlurmBackend(Backend):
 
 
 def _check_id(job_id: str) -> None:
-    if not _JOB_ID.fullmatch(job_id or ""):
+    if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id):
         raise BackendError(f"not a Slurm job id: {job_id!r} (expected e.g. 123 or 123_4)")

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import getpass
 import os
 import re
 import shlex
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,6 +287,28 @@ def parse_ssh_option(value: Any, cluster: str = "") -> SshTarget:
     raise ConfigError(f"{where}: expected user@host[:port] or a mapping")
 
 
+DEFAULT_KEY_FILES = ("id_ed25519_sk", "id_ecdsa_sk", "id_ed448", "id_ed25519", "id_ecdsa", "id_rsa", "id_dsa")
+
+
+def check_key_permissions(path: Path) -> None:
+    """Refuse a private key that group or others may access, as OpenSSH does ("UNPROTECTED
+    PRIVATE KEY FILE"). A missing file is left to asyncssh, which names it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if mode & 0o077:
+        raise BackendError(f"ssh: private key {path} is accessible by others (mode {stat.S_IMODE(mode):04o}); "
+                           f"refusing to use it. Fix: chmod 600 {shlex.quote(str(path))}")
+
+
+def _local_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name in some containers
+        return str(os.getuid())
+
+
 class SshTransport(Transport):
     """One persistent asyncssh connection; at most ``MAX_CHANNELS`` channels at once; keepalive on;
     reconnects with backoff after a drop. Host keys are checked against known_hosts."""
@@ -318,6 +342,8 @@ class SshTransport(Transport):
             opts["username"] = t.user
         if t.identity_file:
             opts["client_keys"] = [t.identity_file]
+        for key in self._key_files():
+            check_key_permissions(key)
         if t.known_hosts:
             if not Path(t.known_hosts).is_file():
                 raise BackendError(f"known_hosts file not found: {t.known_hosts}")
@@ -326,6 +352,26 @@ class SshTransport(Transport):
             opts["tunnel"] = t.proxy_jump
         del asyncssh
         return opts
+
+    def _key_files(self) -> list[Path]:
+        """The private key files asyncssh will read: our ``identity_file``, else the IdentityFile
+        lines of ~/.ssh/config for this host, else the default ~/.ssh/id_* that exist."""
+        t = self.target
+        if t.identity_file:
+            return [Path(t.identity_file)]
+        try:
+            from asyncssh.config import SSHClientConfig
+
+            config = Path("~", ".ssh", "config").expanduser()
+            paths = [config] if os.access(config, os.R_OK) else []
+            loaded = SSHClientConfig.load(None, paths, False, False, False, _local_user(), t.user or (),
+                                          t.host, t.port or ())
+            identity = [Path(str(p)).expanduser() for p in loaded.get("IdentityFile", ()) or ()]
+        except Exception:  # noqa: BLE001 - asyncssh reports a broken config itself when it connects
+            identity = []
+        if identity:
+            return identity
+        return [path for name in DEFAULT_KEY_FILES if (path := Path("~", ".ssh", name).expanduser()).exists()]
 
     async def _connection(self):
         if self._conn is not None and not self._conn.is_closed():

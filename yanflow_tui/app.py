@@ -4,6 +4,8 @@ app-wide keys. Screens own their own handlers; this module only routes data and 
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 import time
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.css.query import NoMatches
 
+from yanflow_tui import keyfiles
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config
 from yanflow_tui.hub import Hub, error_text
@@ -30,6 +33,7 @@ MUTATING_MODES = {"submit"}
 
 
 COALESCE_SECONDS = 0.1
+EXIT_GRACE_SECONDS = 5.0
 DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
 
 
@@ -76,8 +80,28 @@ class YanflowApp(App[None]):
             self.run_worker(self._refresh_loop(name), name=f"refresh {name}", group=f"refresh:{name}",
                             exclusive=True, exit_on_error=False)
         self.set_interval(1.0, self._tick)
+        self._signals = []
+        loop = asyncio.get_running_loop()
+        for sig in keyfiles.EXIT_SIGNALS:
+            try:
+                loop.add_signal_handler(sig, self._exit_on_signal, sig)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread (some tests)
+                continue
+            self._signals.append(sig)
+
+    def _exit_on_signal(self, signum: int) -> None:
+        """SIGHUP (the terminal closed) or SIGTERM: key files go at once, then the app exits as on
+        ``q``; if that hangs (a dead terminal), the process ends anyway a few seconds later."""
+        keyfiles.remove()
+        self.exit(return_code=128 + signum)
+        deadline = threading.Timer(EXIT_GRACE_SECONDS, os._exit, (128 + signum,))
+        deadline.daemon = True  # a clean exit does not wait for it
+        deadline.start()
 
     async def on_unmount(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in getattr(self, "_signals", ()):
+            loop.remove_signal_handler(sig)
         await self.hub.close()
 
     async def _refresh_loop(self, name: str) -> None:

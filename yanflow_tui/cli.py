@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Sequence
 
-from yanflow_tui import __version__
+from yanflow_tui import __version__, keyfiles
 from yanflow_tui.errors import SubmitUnknown, YanflowError
 from yanflow_tui.sanitize import clean
 
@@ -62,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    keyfiles.install_exit_signals()  # SIGHUP/SIGTERM: key files go first, then a clean exit
+    keyfiles.sweep()  # key files left by a killed run
     try:
         config = _config(args)
         if args.command is None:
@@ -94,8 +96,9 @@ def _config(args):
 def _run_app(config) -> int:
     from yanflow_tui.app import YanflowApp
 
-    YanflowApp(config).run()
-    return 0
+    app = YanflowApp(config)
+    app.run()
+    return app.return_code or 0
 
 
 def _hub(config, cluster: str | None = None):

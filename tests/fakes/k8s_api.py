@@ -91,8 +91,9 @@ def field_match(obj: dict, selector: str) -> bool:
 class K8sEmulator:
     """The emulated API server. Mutate it from tests with ``put``/``patch``/``remove`` (thread-safe)."""
 
-    def __init__(self, port: int = 0, history: int = 100_000):
+    def __init__(self, port: int = 0, history: int = 100_000, ssl_context=None):
         self.port = port or _free_port()
+        self.ssl_context = ssl_context  # serve HTTPS with it (client certificates are not checked)
         self.history_limit = history
         self.store: dict[str, dict[tuple[str, str], dict]] = {r: {} for r in RESOURCES}
         self.rv = 1000
@@ -100,6 +101,7 @@ class K8sEmulator:
         self.compacted = 0  # watches from a resourceVersion below this get 410 Gone
         self.gone_as_http = False  # False: an ERROR event carrying a 410 Status (as the real server); True: HTTP 410
         self.requests: list[tuple[str, str]] = []
+        self.raw_requests: list[tuple[str, str]] = []  # (method, path and query as sent, still percent-encoded)
         self.forbidden: set[str] = set()  # resources this "user" may not touch (403 Forbidden)
         self.authorizations: set[str] = set()  # Authorization headers seen (tests of auth plugins)
         self.logs: dict[tuple[str, str, bool], list[tuple[str, str]]] = defaultdict(list)
@@ -116,7 +118,7 @@ class K8sEmulator:
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{self.port}"
 
     def start(self) -> "K8sEmulator":
         if self.loop is None:
@@ -155,7 +157,7 @@ class K8sEmulator:
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True, ssl_context=self.ssl_context)
         await site.start()
         self.running = True
 
@@ -314,6 +316,7 @@ class K8sEmulator:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         self.requests.append((request.method, request.path_qs))
+        self.raw_requests.append((request.method, request.raw_path))
         self.authorizations.add(request.headers.get("Authorization", ""))
         parts = [p for p in request.path.split("/") if p]
         # /api/v1/... or /apis/batch/v1/...
