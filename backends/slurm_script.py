@@ -101,7 +101,8 @@ def _rendezvous(spec: JobSpec) -> list[str]:
     lines = [
         'MASTER_NODE=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
         # The address Slurm itself reaches that node at (NodeAddr); its name where none is set.
-        'MASTER_ADDR=$(scontrol -o show node "$MASTER_NODE" | sed -n \'s/.*[[:space:]]NodeAddr=\\([^[:space:]]*\\).*/\\1/p\')',
+        'MASTER_ADDR=$(scontrol -o show node "$MASTER_NODE" '
+        '| sed -n \'s/.*[[:space:]]NodeAddr=\\([^[:space:]]*\\).*/\\1/p\')',
         'MASTER_ADDR=${MASTER_ADDR:-$MASTER_NODE}',
         f"MASTER_PORT=$(( {PORT_BASE} + SLURM_JOB_ID % {PORT_RANGE} ))",
         f"NNODES=$SLURM_NNODES NPROC_PER_NODE={nproc}",

@@ -22,9 +22,11 @@ import pytest
 
 from yanflow_tui import formfields as ff
 from yanflow_tui import launchers
-from yanflow_tui.backends import det_submit, k8s_manifests
+from yanflow_tui.backends import det_submit, k8s_manifests, registry
 from yanflow_tui.backends.slurm_script import render
+from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SpecError
+from yanflow_tui.model import JobKind
 from yanflow_tui.spec import spec_from_data
 
 from slurmhelpers import JOBS, Jobs, live_state, slurm, slurm_dir, wait_until  # noqa: F401 (fixture)
@@ -323,3 +325,16 @@ def test_the_spec_and_the_form_share_one_launcher_list_with_horovod():
         == "horovod"
     with pytest.raises(SpecError, match="torchrun, deepspeed, accelerate, horovod, none|one of"):
         spec_from_data({"name": "x", "kind": "multi-node", "launcher": "mpirun", "command": ARGV})
+
+
+@pytest.mark.parametrize("kind, job_kind, choices", [
+    ("slurm", JobKind.MULTI_NODE, ("torchrun", "deepspeed", "accelerate", "horovod", "none")),
+    ("kubernetes", JobKind.MULTI_NODE, ("torchrun", "deepspeed", "accelerate", "none")),
+    ("determined", JobKind.EXPERIMENT, ("torchrun", "deepspeed", "horovod", "none")),
+])
+def test_each_backend_form_offers_the_launchers_it_can_run(home, kind, job_kind, choices):
+    options = {"slurm": {}, "kubernetes": {"namespace": "ml", "kubeconfig": "/nonexistent"},
+               "determined": {"master": "http://127.0.0.1:9"}}[kind]
+    backend = registry.create(ClusterConfig("c", kind, options=options))
+    field = next(f for f in backend.form_fields(job_kind) if f.key == "launcher")
+    assert field.choices == choices
