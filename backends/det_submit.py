@@ -10,6 +10,7 @@ a submit whose answer was lost can be found instead of sent twice. Building a co
 from __future__ import annotations
 
 import copy
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,10 @@ from yanflow_tui.model import JobKind, JobSpec
 LAUNCH_MODULES = {
     "torchrun": "determined.launch.torch_distributed",
     "deepspeed": "determined.launch.deepspeed",
+    "horovod": "determined.launch.horovod",
 }
+LAUNCHERS = (*LAUNCH_MODULES, "none")
+TRIAL_REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")  # a legacy Trial class: model_def:MyTrial
 CONTEXT_LIMIT = constants.MAX_CONTEXT_SIZE  # 95 MiB, as the det CLI enforces it
 TAG_LABEL = "yanflow:"
 
@@ -41,7 +45,8 @@ def check(spec: JobSpec) -> None:
             raise BackendError("determined.searcher: an experiment needs a searcher with a name "
                                "(e.g. {name: single, metric: loss})")
         if spec.launcher == "accelerate":
-            raise BackendError("launcher: Determined has no accelerate launcher; use torchrun, deepspeed or none")
+            raise BackendError("launcher: Determined has no accelerate launcher; use torchrun, deepspeed, "
+                               "horovod or none")
     if spec.workdir:
         raise BackendError("workdir: Determined runs in the task's own directory; remove workdir: "
                            "(experiments use determined.context)")
@@ -68,7 +73,9 @@ def command_entrypoint(spec: JobSpec) -> list[str]:
 
 
 def experiment_entrypoint(spec: JobSpec) -> str | list[str]:
-    """The trial entrypoint, prefixed with the launcher's module."""
+    """The trial entrypoint, prefixed with the launcher's module. Determined's launch modules run a
+    command (``python3 -m determined.launch.torch_distributed python3 train.py``), so a leading python
+    is kept; a legacy Trial reference (``model_def:MyTrial``) goes behind ``--trial``."""
     base: str | list[str]
     if spec.determined.get("entrypoint"):
         base = str(spec.determined["entrypoint"])
@@ -80,6 +87,8 @@ def experiment_entrypoint(spec: JobSpec) -> str | list[str]:
     if module is None:
         return base
     prefix = ["python3", "-m", module]
+    if isinstance(base, str) and TRIAL_REFERENCE.fullmatch(base):
+        prefix.append("--trial")
     if isinstance(base, list):
         return prefix + base
     return f"{shlex.join(prefix)} {base}"

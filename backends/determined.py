@@ -407,7 +407,7 @@ class DeterminedBackend(Backend):
                     lines=2),
             ff.FormField("determined.context", "Context dir", "Model definition directory, uploaded at submit "
                          "(.detignore honoured); relative to the loaded file"),
-            ff.launcher(("torchrun", "deepspeed", "none")),
+            ff.launcher(det_submit.LAUNCHERS),
             replace(ff.NODES, label="Nodes/trial", help="Slots per trial = nodes x GPUs per node"),
             replace(ff.GPUS, help="Slots per trial = nodes x GPUs per node"),
             ff.FormField("determined.searcher.name", "Searcher", "How trials are chosen", default="single",

@@ -1,9 +1,11 @@
 """Job specs rendered as Kubernetes manifests: a batch/v1 Job (Indexed for multi-node) plus, for
 multi-node jobs, a headless Service giving pod 0 a stable DNS name for the rendezvous.
 
-The container runs ``/bin/sh -c SCRIPT``. The script is our fixed launcher prefix, which refers only
-to environment variables (``$NNODES``, ``$NODE_RANK``...) that the shell expands, followed by the
-user's command: an argv list is quoted with ``shlex.join``; a shell line is kept as the user wrote it.
+The container runs ``/bin/sh -c SCRIPT``. The script is the launcher's fixed prefix
+(``yanflow_tui.launchers``), which refers only to environment variables (``$NNODES``, ``$NODE_RANK``
+from the pod's completion index...) that the shell expands, followed by the user's command: an argv
+list is quoted with ``shlex.join``; a shell line is kept as the user wrote it (one simple command
+under a launcher). horovod is refused: it needs the MPI Operator.
 No other user value (job name, env, paths) ever enters the script. Pure functions, no I/O.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 import yaml
 
 from yanflow_tui.backends.k8s_extract import ANN_COMMAND, ANN_KIND, ANN_NAME, ANN_SUBMIT_ID, ANN_USER, INDEX_ANNOTATION
+from yanflow_tui import launchers
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import JobKind, JobSpec
 
@@ -26,21 +29,9 @@ DEFAULT_TTL = 86400
 DEFAULT_IMAGE = "python:3.11-slim"
 MANAGED_BY = "yanflow-tui"
 JOB_LABEL = "yanflow.io/job"
-RESERVED_ENV = ("MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "NPROC_PER_NODE", "WORLD_SIZE")
 NAME_PREFIX_MAX = 40
+LAUNCHERS = tuple(name for name in launchers.LAUNCHERS if name != "horovod")  # horovod: MPI Operator
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-# Launcher prefixes. Only environment variable references: the shell in the container expands them.
-LAUNCHERS = {
-    "torchrun": ('torchrun --nnodes="$NNODES" --node_rank="$NODE_RANK" --nproc_per_node="$NPROC_PER_NODE"'
-                 ' --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT"'),
-    "deepspeed": ('deepspeed --num_nodes="$NNODES" --num_gpus="$NPROC_PER_NODE" --node_rank="$NODE_RANK"'
-                  ' --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" --no_ssh'),
-    "accelerate": ('accelerate launch --multi_gpu --num_machines="$NNODES" --num_processes="$WORLD_SIZE"'
-                   ' --machine_rank="$NODE_RANK" --main_process_ip="$MASTER_ADDR"'
-                   ' --main_process_port="$MASTER_PORT"'),
-}
-
 
 def dns_name(name: str, token: str) -> str:
     """A DNS-1035 label from any spec name plus a short token: ``[a-z]([-a-z0-9]*[a-z0-9])?``."""
@@ -56,22 +47,26 @@ def content_token(spec: JobSpec) -> str:
 
 
 def script(spec: JobSpec) -> str:
-    """The ``/bin/sh -c`` script: launcher prefix + the user's command."""
+    """The ``/bin/sh -c`` script: the launcher's fixed options + the user's command (a leading python
+    dropped where the launcher runs Python itself)."""
+    prefix = launchers.PER_NODE.get(spec.launcher)
     if isinstance(spec.command, tuple):
-        command = shlex.join(spec.command)
-    else:
-        command = spec.command
-    prefix = LAUNCHERS.get(spec.launcher)
+        words = launchers.handed_words(spec.launcher, spec.command)
+        return f"exec {prefix} {shlex.join(words)}" if prefix else f"exec {shlex.join(words)}"
     if prefix is None:
-        return f"exec {command}" if isinstance(spec.command, tuple) else command
-    return f"exec {prefix} {command}" if isinstance(spec.command, tuple) else f"{prefix} {command}"
+        return spec.command
+    return f"exec {prefix} {launchers.handed_line(spec.launcher, spec.command)}"
 
 
 def check(spec: JobSpec) -> None:
     """Raise ``BackendError`` for what Kubernetes cannot run as asked."""
     opts = spec.kubernetes
+    if spec.launcher == "horovod":
+        raise BackendError("launcher: horovod needs MPI (or SSH) between the pods, which a batch/v1 Job does "
+                           "not set up; run it as an MPIJob with the Kubeflow MPI Operator, or use torchrun, "
+                           "deepspeed or accelerate")
     if spec.kind is JobKind.MULTI_NODE:
-        clash = sorted(set(spec.env) & set(RESERVED_ENV))
+        clash = sorted(set(spec.env) & set(launchers.RESERVED_ENV))
         if clash:
             raise BackendError(f"env: {', '.join(clash)} are set by the launcher for multi-node jobs; "
                                "use kubernetes.master_port to change the port")
@@ -83,6 +78,7 @@ def check(spec: JobSpec) -> None:
     port = opts.get("master_port", DEFAULT_MASTER_PORT)
     if not 1 <= port <= 65535:
         raise BackendError(f"kubernetes.master_port: expected 1-65535, got {port}")
+    script(spec)  # raises on a command the launcher cannot take
     for key in ("node_selector",):
         for k, v in (opts.get(key) or {}).items():
             if not isinstance(v, (str, int, float, bool)):

@@ -329,7 +329,7 @@ class KubernetesBackend(Backend):
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
         fields = [ff.NAME, replace(ff.IMAGE, placeholder=manifests.DEFAULT_IMAGE), ff.COMMAND_FIELD, ff.WORKDIR]
         if kind is JobKind.MULTI_NODE:
-            fields.append(ff.launcher())
+            fields.append(ff.launcher(manifests.LAUNCHERS))
         fields += ff.resources(kind)
         fields += [
             replace(ff.MOUNTS_FIELD, help="One source:target[:ro] a line; source is pvc:CLAIM[/SUBPATH], "

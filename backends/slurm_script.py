@@ -8,10 +8,12 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from yanflow_tui.errors import SpecError
+from yanflow_tui import launchers
+from yanflow_tui.errors import BackendError, SpecError
 from yanflow_tui.yamldoc import ENV_KEY
 from yanflow_tui.model import JobKind, JobSpec
 
+PORT_BASE, PORT_RANGE = 20000, 20000  # MASTER_PORT: one per job id, so jobs sharing a node differ
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_.:/@+,=%\[\]-]+")
 
 
@@ -75,28 +77,60 @@ def render(spec: JobSpec, tag: str, defaults: dict | None = None) -> Rendered:
             lines.append(f"#SBATCH --{key}={value}")
         else:
             argv.append(f"--{key}={value}")
+    multi = spec.kind is JobKind.MULTI_NODE
+    if multi:
+        clash = sorted(set(spec.env) & set(launchers.reserved_env(spec.launcher)))
+        if clash:
+            raise BackendError(f"env: {', '.join(clash)} are set for every node of a multi-node job; "
+                               "remove them from env:")
+        lines += _rendezvous(spec)
     for key, value in spec.env.items():
         if not ENV_KEY.fullmatch(key):
             raise SpecError([(spec.source or "<spec>", 0, f"env.{key}", "not a valid environment variable name")])
         lines.append(f"export {key}={shlex.quote(value)}")
     command = spec.command if isinstance(spec.command, str) else shlex.join(spec.command)
-    if spec.kind is JobKind.MULTI_NODE and spec.launcher != "none":
-        command = _launcher(spec, command)
-    lines.append(command)
+    lines.append(_multi_node(spec) if multi else command)
     return Rendered(tuple(argv), "\n".join(lines) + "\n", tag)
 
 
-def _launcher(spec: JobSpec, command: str) -> str:
-    """Multi-node: one task per node under srun, with the rendezvous taken from the allocation."""
-    gpus = max(1, spec.resources.gpus)
-    head = 'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1); export MASTER_ADDR'
-    if spec.launcher == "torchrun":
-        run = (f"srun torchrun --nnodes=$SLURM_NNODES --nproc-per-node={gpus} "
-               f"--rdzv-backend=c10d --rdzv-endpoint=$MASTER_ADDR:29500 ")
-    elif spec.launcher == "accelerate":
-        run = (f"srun accelerate launch --num_machines=$SLURM_NNODES --num_processes=$(( SLURM_NNODES * {gpus} )) "
-               f"--machine_rank=$SLURM_NODEID --main_process_ip=$MASTER_ADDR --main_process_port=29500 ")
-    else:  # deepspeed
-        run = "srun deepspeed --master_addr=$MASTER_ADDR --master_port=29500 "
-    words = spec.command if isinstance(spec.command, tuple) else tuple(shlex.split(spec.command))
-    return f"{head}\n{run}{shlex.join(words)}"
+def _rendezvous(spec: JobSpec) -> list[str]:
+    """What every node agrees on, read once by the batch shell from the allocation (never per node):
+    the first node's address, a port from the job id, the node and process counts, and (horovodrun)
+    the host list with one slot per process."""
+    nproc = max(1, spec.resources.gpus)
+    lines = [
+        'MASTER_NODE=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        # The address Slurm itself reaches that node at (NodeAddr); its name where none is set.
+        'MASTER_ADDR=$(scontrol -o show node "$MASTER_NODE" '
+        '| sed -n \'s/.*[[:space:]]NodeAddr=\\([^[:space:]]*\\).*/\\1/p\')',
+        'MASTER_ADDR=${MASTER_ADDR:-$MASTER_NODE}',
+        f"MASTER_PORT=$(( {PORT_BASE} + SLURM_JOB_ID % {PORT_RANGE} ))",
+        f"NNODES=$SLURM_NNODES NPROC_PER_NODE={nproc}",
+        "WORLD_SIZE=$(( NNODES * NPROC_PER_NODE ))",
+        "export MASTER_ADDR MASTER_PORT NNODES NPROC_PER_NODE WORLD_SIZE",
+    ]
+    if spec.launcher == "horovod":
+        lines.append('HOSTS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/\\$/:$NPROC_PER_NODE/" '
+                     '| paste -s -d , -); export HOSTS')
+    return lines
+
+
+def _multi_node(spec: JobSpec) -> str:
+    """The job's last line. A per-node launcher (and ``none``) runs as one ``srun`` task per node, and
+    its node rank is read on that node, inside the step (``$SLURM_NODEID``), from a script passed as
+    one quoted word. horovodrun is one driver, started on the first node, that starts every process."""
+    launcher = spec.launcher
+    prefix = launchers.prefix(launcher)
+    if isinstance(spec.command, tuple):
+        user = shlex.join(launchers.handed_words(launcher, spec.command))
+        if prefix is None:
+            user = f"exec {user}"
+    else:
+        user = spec.command if prefix is None else launchers.handed_line(launcher, spec.command)
+    if launcher == "horovod":
+        return f"{prefix} {user}"
+    if prefix is None:
+        step = f"NODE_RANK=$SLURM_NODEID; export NODE_RANK\n{user}\n"
+    else:
+        step = f"NODE_RANK=$SLURM_NODEID; export NODE_RANK\nexec {prefix} {user}\n"
+    return f"srun --ntasks-per-node=1 --kill-on-bad-exit=1 /bin/sh -c {shlex.quote(step)}"

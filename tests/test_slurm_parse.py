@@ -216,8 +216,12 @@ def test_multi_node_torchrun_runs_one_task_per_node_under_srun():
     r = render(spec, "t")
     lines = r.script.splitlines()
     assert "#SBATCH --nodes=2" in lines and "#SBATCH --ntasks-per-node=1" in lines and "#SBATCH --gres=gpu:8" in lines
-    assert lines[-1].startswith("srun torchrun --nnodes=$SLURM_NNODES --nproc-per-node=8 ")
-    assert lines[-1].endswith(" train.py --epochs 3")
+    step = shlex.split(r.script.split("\nsrun ", 1)[1])
+    assert step[:5] == ["--ntasks-per-node=1", "--kill-on-bad-exit=1", "/bin/sh", "-c",
+                        "NODE_RANK=$SLURM_NODEID; export NODE_RANK\nexec torchrun --nnodes=\"$NNODES\" "
+                        "--node_rank=\"$NODE_RANK\" --nproc_per_node=\"$NPROC_PER_NODE\" "
+                        "--master_addr=\"$MASTER_ADDR\" --master_port=\"$MASTER_PORT\" train.py --epochs 3\n"]
+    assert "NNODES=$SLURM_NNODES NPROC_PER_NODE=8" in lines
 
 
 async def test_an_squeue_that_rejects_the_format_is_read_as_json_from_then_on():

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from yanflow_tui.launchers import LAUNCHERS
 from yanflow_tui.model import JobKind
 
 TEXT, NUMBER, CHOICE, FLAG = "text", "number", "choice", "flag"
@@ -67,7 +68,6 @@ CPUS = FormField("resources.cpus", "CPUs/node", "CPU cores on each node", kind=N
 MEMORY = FormField("resources.memory", "Memory/node", "e.g. 32G or 512M", kind=NUMBER)
 ENV_FIELD = FormField("env", "Env", "One NAME=value a line", kind=ENV)
 MOUNTS_FIELD = FormField("mounts", "Mounts", "One source:target[:ro] a line", kind=MOUNTS)
-LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "none")
 
 
 def launcher(choices: Iterable[str] = LAUNCHERS, default: str = "none") -> FormField:

@@ -9,7 +9,7 @@
     env: {WANDB_MODE: offline}
     mounts: ["/data:/data:ro"]    # or {source, target, read_only}
     resources: {nodes: 1, gpus: 2, cpus: 8, memory: 32G}   # gpus/cpus/memory are per node
-    launcher: torchrun            # multi-node/experiment: torchrun | deepspeed | accelerate | none
+    launcher: torchrun            # multi-node/experiment: torchrun | deepspeed | accelerate | horovod | none
     slurm: {partition: gpu, time: "01:00:00"}
     kubernetes: {namespace: ml}
     determined: {searcher: {...}, hyperparameters: {...}}
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from yanflow_tui.errors import SpecError
+from yanflow_tui.launchers import LAUNCHERS
 from yanflow_tui.model import JobKind, JobSpec, Mount, Resources
 from yanflow_tui.yamldoc import Checker, Doc, join, load_yaml, show
 
@@ -31,7 +32,6 @@ TOP_KEYS = (
     "resources", "launcher", "description", "slurm", "kubernetes", "determined",
 )
 RESOURCE_KEYS = ("nodes", "gpus", "cpus", "memory")
-LAUNCHERS = ("none", "torchrun", "deepspeed", "accelerate")
 SECTION_KEYS = {
     "slurm": {
         "partition": "text", "account": "text", "qos": "text", "time": "text", "array": "text",
