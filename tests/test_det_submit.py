@@ -27,7 +27,7 @@ def posts(master, path):
 
 
 async def test_command_sample_becomes_a_launch_command(backend, master):
-    job_id = await backend.submit(load_spec(SAMPLES / "det-command.yaml"))
+    job_id = await backend.submit(load_spec(SAMPLES.parent / "tests" / "data" / "det" / "command-site.yaml"))
     (sent,) = posts(master, "/api/v1/commands")
     config = sent.body["config"]
     assert config["entrypoint"][:2] == ["/bin/sh", "-c"]

@@ -222,7 +222,7 @@ async def test_a_foreign_job_with_the_same_name_is_an_error_not_a_success(emulat
 
     monkeypatch.setattr(base, "new_submit_tag", lambda: "00000000deadbeef")
     spec = load_spec(SAMPLES / "k8s-single.yaml")
-    emulator.put("jobs", make_job("eval-bert-00000000", NS))
+    emulator.put("jobs", make_job("gpu-check-00000000", NS))
     with pytest.raises(BackendError, match="already exists"):
         await backend.submit(spec)
 
@@ -398,7 +398,7 @@ async def test_a_user_who_may_not_list_nodes_still_sees_jobs(emulator, backend):
 
 async def test_submit_to_an_absent_api_server_is_one_clear_error(emulator, backend):
     emulator.stop()
-    with pytest.raises(BackendError, match=r"could not create Job ml/eval-bert-[0-9a-f]{8}: .*(refused|Connection)"):
+    with pytest.raises(BackendError, match=r"could not create Job ml/gpu-check-[0-9a-f]{8}: .*(refused|Connection)"):
         await backend.submit(load_spec(SAMPLES / "k8s-single.yaml"))
     assert emulator.mutations() == []
 

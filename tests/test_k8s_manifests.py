@@ -23,6 +23,8 @@ from yanflow_tui.spec import load_spec, parse_spec
 
 from conftest import SAMPLES
 
+SITE = Path(__file__).parent / "data" / "k8s"  # samples as one site pins them: PVCs, a GPU product
+
 NS = "ml"
 
 
@@ -70,7 +72,7 @@ def run_pod(container: dict, index: int, bin_dir: Path) -> list[str]:
 
 
 def test_torchrun_sample_is_an_indexed_job_with_a_headless_service(fake_launchers):
-    spec = load_spec(SAMPLES / "k8s-torchrun.yaml")
+    spec = load_spec(SITE / "torchrun-site.yaml")
     job, service = m.manifests(spec, "0123456789abcdef", NS, "alice")
     name = job["metadata"]["name"]
     assert re.fullmatch(r"llama-finetune-2x8-01234567", name)
@@ -153,7 +155,7 @@ def test_hostile_names_and_argv_words_never_become_shell_code(tmp_path, fake_lau
 
 
 def test_single_job_shell_line_nfs_and_hostpath_mounts():
-    spec = load_spec(SAMPLES / "k8s-single.yaml")
+    spec = load_spec(SITE / "single-site.yaml")
     spec = replace(spec, mounts=spec.mounts + (Mount("/scratch", "/scratch"),))
     (job,) = m.manifests(spec, "0" * 16, NS)
     pod = job["spec"]["template"]["spec"]

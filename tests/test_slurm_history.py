@@ -269,3 +269,29 @@ async def test_console_opens_a_purged_jobs_stdout_and_stderr_panes_and_widens_hi
         assert backend.history_window == "7d"
         await wait_for(pilot, lambda: any("history: the last 7 days" in n.message for n in app._notifications),
                        what="the widened window said")
+
+
+# -- the samples run on a cluster unlike the one they were written beside -----------------------------
+
+def test_each_slurm_runnable_sample_submits_and_runs_on_the_site_cluster(site_jobs, capsys):
+    """The site cluster has other node names, h100 GPUs and other partitions than the test cluster:
+    a sample pinned to either would fail here."""
+    from sitehelpers import ROOT
+    from yanflow_tui.spec import load_spec
+
+    runnable = [p for p in sorted((ROOT / "sample_jobs").glob("*.yaml"))
+                if SlurmBackend(site_cluster()).capabilities.job_kinds.__contains__(load_spec(p).kind)
+                and not load_spec(p).image]
+    assert {p.stem for p in runnable} >= {"slurm-batch", "local-shell"}
+    for path in runnable:
+        assert cli.main(["--config", str(SITE_CONFIG), "submit", str(path)]) == 0, path
+        job_id = capsys.readouterr().out.strip()
+        site_jobs.append(job_id)
+        wait_until(lambda: (accounted(job_id) or {}).get("state", {}).get("current") in
+                   ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"),
+                   timeout=120, what=f"{path.name} (job {job_id}) to end")
+        record = accounted(job_id)
+        assert record["state"]["current"] == "COMPLETED", (path.name, record["state"])
+        assert cli.main(["--config", str(SITE_CONFIG), "logs", job_id]) == 0
+        out = capsys.readouterr().out
+        assert "done" in out.splitlines(), (path.name, out[-300:])
