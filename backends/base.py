@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator, Callable, ClassVar
 
+from yanflow_tui.capacity import Request
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, ReadOnlyError
 from yanflow_tui.formfields import FormField, default_fields
@@ -107,6 +108,23 @@ class Backend(abc.ABC):
         """The Submit form's fields for ``kind`` on this cluster, in order: the spec fields this
         backend uses for that kind (see ``yanflow_tui.formfields``). No I/O."""
         return default_fields(kind)
+
+    def capacity_request(self, spec: JobSpec) -> Request:
+        """What ``spec`` asks of this cluster's nodes, for ``capacity.verdict``: per node, its GPUs
+        (and their type), CPUs and memory, the pool it goes to and whether it wants whole nodes.
+        The pool is the value of the form field marked ``pool`` (its default where the spec has none);
+        backends with GPU types or whole-node requests in their spec fields add them. No I/O."""
+        res = spec.resources
+        pool, label = None, "partition"
+        for field_ in self.form_fields(spec.kind):
+            if field_.pool:
+                section, _, key = field_.key.partition(".")
+                values = getattr(spec, section, None)
+                value = values.get(key) if isinstance(values, dict) else None
+                pool, label = (str(value) if value else str(field_.default or "")) or None, field_.label.lower()
+                break
+        return Request(nodes=res.nodes, gpus=res.gpus, cpus=res.cpus, memory_mb=res.memory_mb, pool=pool,
+                       pool_label=label)
 
     def check_spec(self, spec: JobSpec) -> None:
         """Raise ``BackendError`` if this backend cannot run ``spec``."""

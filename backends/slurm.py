@@ -11,11 +11,13 @@ import asyncio
 import re
 import time
 import uuid
+from dataclasses import replace
 from typing import AsyncIterator
 
 from yanflow_tui.backends import slurm_parse as parse
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.slurm_script import render
+from yanflow_tui.capacity import Request
 from yanflow_tui.backends.slurm_transport import (
     DEFAULT_TIMEOUT, CommandTimeout, LocalTransport, SshTransport, Transport, parse_ssh_option,
 )
@@ -240,6 +242,10 @@ class SlurmBackend(Backend):
     # -- writes ----------------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:
         return render(spec, "DRY-RUN", self.defaults).text()
+
+    def capacity_request(self, spec: JobSpec) -> Request:
+        return replace(super().capacity_request(spec), gpu_type=spec.slurm.get("gpu_type") or None,
+                       exclusive=bool(spec.slurm.get("exclusive")))
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
         fields = [ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind)]
