@@ -39,6 +39,9 @@ class Capabilities:
     metrics: bool = False  # ``metrics(job_id)`` returns points
     checkpoints: bool = False  # ``checkpoints`` / ``download_checkpoint`` work
     raw_spec: bool = False  # ``raw_spec(job_id)`` returns the job as the cluster holds it
+    # Jobs run on the machine the console runs on (no scheduler in between). A spec without
+    # ``cluster:`` goes to a scheduler first, so training does not land on a login node.
+    runs_here: bool = False
 
 
 class Gate:
@@ -70,6 +73,7 @@ class Backend(abc.ABC):
         self.name = config.name
         self.gate = Gate(config.name, config.read_only)
         self._on_change: Callable[[], None] | None = None
+        self.submit_refusal = ""  # why a cluster shown for monitoring only takes no jobs, for submit's error
 
     @property
     def read_only(self) -> bool:
@@ -197,7 +201,7 @@ class Backend(abc.ABC):
         """Submit ``spec``; return the new job id."""
         self.gate.check("submit")
         if not self.capabilities.submit:
-            raise BackendError(f"cluster {self.name!r} does not accept submissions")
+            raise BackendError(self.submit_refusal or f"cluster {self.name!r} does not accept submissions")
         self.check_spec(spec)
         return await self._submit(spec)
 

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import AsyncIterator
@@ -73,7 +74,9 @@ class LocalBackend(Backend):
         gpu_metrics=True,
         history=True,
         raw_spec=True,
+        runs_here=True,
     )
+    MONITOR_ONLY = "monitor_only"  # option discovery sets on a Slurm login node (a config cannot)
 
     def __init__(self, config: ClusterConfig, state_dir: Path | None = None, probe: NvmlProbe | None = None):
         super().__init__(config)
@@ -87,6 +90,11 @@ class LocalBackend(Backend):
         self.user = current_user()
         self._children: dict[int, subprocess.Popen] = {}  # job id -> runner started by this process
         self._helpers: list[subprocess.Popen] = []  # background schedulers started by this process
+        if config.options.get(self.MONITOR_ONLY):
+            # A login node found by discovery: shown, never given jobs, unless the config names it.
+            self.capabilities = replace(type(self).capabilities, submit=False, job_kinds=frozenset())  # type: ignore[misc]
+            self.submit_refusal = (f"cluster {self.name!r} is this login node, shown for monitoring only; "
+                                   f"to run jobs on it, name it in the config with kind: local")
 
     # -- reads ----------------------------------------------------------------------------------
     async def list_jobs(self) -> list[Job]:
@@ -187,6 +195,8 @@ class LocalBackend(Backend):
 
     # -- writes (called through the gate in Backend.submit / Backend.cancel) ---------------------
     def check_spec(self, spec: JobSpec) -> None:
+        if self.submit_refusal:
+            raise BackendError(self.submit_refusal)
         super().check_spec(spec)
         if spec.image:
             raise BackendError(

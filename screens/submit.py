@@ -105,7 +105,7 @@ class SubmitScreen(SpecFiles, DataScreen):
     # -- layout ---------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         clusters = self._writable()
-        self._cluster = clusters[0] if clusters else ""
+        self._cluster = self.app.hub.default_cluster(clusters) or (clusters[0] if clusters else "")
         self._kind = self._default_kind(self._cluster)
         yield ClusterBar()
         yield Static(id="field-help")

@@ -493,7 +493,7 @@ async def test_kubernetes_multi_node_form_previews_an_indexed_job(home, emulator
         preview = text(screen, "#preview")
         assert "completionMode: Indexed" in preview and "completions: 2" in preview and "kind: Service" in preview
         assert "nvidia.com/gpu: '8'" in preview
-        await wait_for(pilot, lambda: "fits now: 2 node(s)" in text(screen, "#capacity"), what="fits on the nodes")
+        await wait_for(pilot, lambda: "fits now: 2 nodes in cluster" in text(screen, "#capacity"), what="fits on the nodes")
 
 
 async def test_a_choice_value_that_looks_like_markup_is_shown_as_text():

@@ -39,7 +39,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print JSON")
     p = sub.add_parser("submit", parents=[common], help="submit a job spec file")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--cluster", metavar="NAME", help="target cluster (default: the spec's, or the first that fits)")
+    p.add_argument("--cluster", metavar="NAME", help="target cluster (default: the spec's, else the first scheduler that runs its kind, "
+                        "else this machine)")
     p.add_argument("--dry-run", action="store_true",
                    help="print what would be sent, in the backend's native form (and the capacity verdict on stderr)")
     p.add_argument("--force", action="store_true", help="submit even when the job can never fit the cluster's nodes")
