@@ -121,3 +121,23 @@ def test_group_summaries_count_each_node_once_and_idle_allocated_gpus():
     assert summarize(NODES + [counts_only, busy]) == GroupSummary(nodes=7, gpus_used=9, gpus_total=38, whole_free=2,
                                                                   idle=1)
     assert summarize([busy]) + summarize([counts_only]) == summarize([busy, counts_only])
+
+
+def test_backends_read_the_request_from_their_own_spec_fields():
+    from yanflow_tui.backends.determined import DeterminedBackend
+    from yanflow_tui.backends.slurm import SlurmBackend
+    from yanflow_tui.config import ClusterConfig
+    from yanflow_tui.spec import spec_from_data
+
+    slurm = SlurmBackend(ClusterConfig("s", "slurm", options={"partition": "gpu"}))
+    spec = spec_from_data({"name": "x", "kind": "multi-node", "command": "true",
+                           "resources": {"nodes": 2, "gpus": 4, "cpus": 8, "memory": "10G"},
+                           "slurm": {"gpu_type": "h100", "exclusive": True}})
+    assert slurm.capacity_request(spec) == Request(nodes=2, gpus=4, gpu_type="h100", cpus=8, memory_mb=10240,
+                                                   pool="gpu", exclusive=True)  # the cluster's default partition
+    other = spec_from_data({"name": "x", "command": "true", "slurm": {"partition": "cpu"}})
+    assert slurm.capacity_request(other).pool == "cpu"
+    det = DeterminedBackend(ClusterConfig("d", "determined", options={"master": "http://127.0.0.1:9"}))
+    trial = spec_from_data({"name": "x", "kind": "multi-node", "command": "true", "resources": {"nodes": 2, "gpus": 4},
+                            "determined": {"resource_pool": "a100s"}})
+    assert det.capacity_request(trial) == Request(gpus=8, pool="a100s", pool_label="resource pool", spread=True)
