@@ -5,7 +5,6 @@ root), so it has another hostname and cannot see the first host's processes, exa
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sqlite3
@@ -89,8 +88,8 @@ async def test_two_hosts_on_one_store_keep_to_their_own_jobs_and_gpus(state, fak
     fake_nvml.gpus(1)
     alpha = LocalBackend(ClusterConfig("local", "local"), state_dir=state, host="alpha")
     beta = LocalBackend(ClusterConfig("local", "local"), state_dir=state, host="beta")
+    gate = tmp_path / "GO"
     try:
-        gate = tmp_path / "GO"
         a = await alpha.submit(spec(waits_for(gate), gpus=1))
         await async_wait_until(lambda: state_is(alpha, a, JobState.RUNNING), what="alpha's job runs")
         # Beta has a GPU of its own (index 0 too): alpha's job does not hold it, so beta's job starts.

@@ -19,6 +19,7 @@ from yanflow_tui.sanitize import clean
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+VERDICT_TIMEOUT = 15.0  # s to read the nodes for submit's capacity verdict
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -216,7 +217,11 @@ async def _verdict(hub, name: str, spec):
     from yanflow_tui.capacity import verdict
     from yanflow_tui.hub import Health
 
-    snapshot = await hub.refresh(name, jobs=False, nodes=True)
+    timeout, hub.timeout = hub.timeout, min(hub.timeout, VERDICT_TIMEOUT)  # an unreachable cluster must not stall
+    try:
+        snapshot = await hub.refresh(name, jobs=False, nodes=True)
+    finally:
+        hub.timeout = timeout
     if snapshot.health is not Health.OK or not snapshot.nodes:
         print(f"yanflow-tui: capacity not checked: {clean(snapshot.message or 'no nodes listed')}", file=sys.stderr)
         return None
