@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator, Callable, ClassVar, Iterable
 
+from yanflow_tui.capacity import Request
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, ReadOnlyError, SubmitUnknown
 from yanflow_tui.formfields import FormField, default_fields
@@ -61,6 +62,9 @@ class Capabilities:
     checkpoints: bool = False  # ``checkpoints`` / ``download_checkpoint`` work
     raw_spec: bool = False  # ``raw_spec(job_id)`` returns the job as the cluster holds it
     submit_tags: bool = False  # ``submit(spec, tag=...)`` finds an earlier submit by its tag before sending
+    # Jobs run on the machine the console runs on (no scheduler in between). A spec without
+    # ``cluster:`` goes to a scheduler first, so training does not land on a login node.
+    runs_here: bool = False
 
 
 class Gate:
@@ -92,6 +96,7 @@ class Backend(abc.ABC):
         self.name = config.name
         self.gate = Gate(config.name, config.read_only)
         self._on_change: Callable[[], None] | None = None
+        self.submit_refusal = ""  # why a cluster shown for monitoring only takes no jobs, for submit's error
 
     @property
     def read_only(self) -> bool:
@@ -147,6 +152,23 @@ class Backend(abc.ABC):
         """The Submit form's fields for ``kind`` on this cluster, in order: the spec fields this
         backend uses for that kind (see ``yanflow_tui.formfields``). No I/O."""
         return default_fields(kind)
+
+    def capacity_request(self, spec: JobSpec) -> Request:
+        """What ``spec`` asks of this cluster's nodes, for ``capacity.verdict``: per node, its GPUs
+        (and their type), CPUs and memory, the pool it goes to and whether it wants whole nodes.
+        The pool is the value of the form field marked ``pool`` (its default where the spec has none);
+        backends with GPU types or whole-node requests in their spec fields add them. No I/O."""
+        res = spec.resources
+        pool, label = None, "partition"
+        for field_ in self.form_fields(spec.kind):
+            if field_.pool:
+                section, _, key = field_.key.partition(".")
+                values = getattr(spec, section, None)
+                value = values.get(key) if isinstance(values, dict) else None
+                pool, label = (str(value) if value else str(field_.default or "")) or None, field_.label.lower()
+                break
+        return Request(nodes=res.nodes, gpus=res.gpus, cpus=res.cpus, memory_mb=res.memory_mb, pool=pool,
+                       pool_label=label)
 
     def check_spec(self, spec: JobSpec) -> None:
         """Raise ``BackendError`` if this backend cannot run ``spec``."""
@@ -234,7 +256,7 @@ class Backend(abc.ABC):
         and ``spec`` is sent (with that tag) only if there is none."""
         self.gate.check("submit")
         if not self.capabilities.submit:
-            raise BackendError(f"cluster {self.name!r} does not accept submissions")
+            raise BackendError(self.submit_refusal or f"cluster {self.name!r} does not accept submissions")
         self.check_spec(spec)
         if not self.capabilities.submit_tags:
             if tag is not None:

@@ -42,6 +42,7 @@ from yanflow_tui.backends.det_session import (
     CONNECT_TIMEOUT, DEFAULT_RETRIES, READ_TIMEOUT, AuthRequired, Connection, describe_error, is_ambiguous,
 )
 from yanflow_tui import formfields as ff
+from yanflow_tui.capacity import Request
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.model import Checkpoint, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
@@ -394,6 +395,12 @@ class DeterminedBackend(Backend):
 
     def _render(self, spec: JobSpec) -> str:
         return det_submit.render(spec)
+
+    def capacity_request(self, spec: JobSpec) -> Request:
+        """A trial's slots may span agents: the request counts them in all, in the chosen pool."""
+        slots = spec.resources.gpus * (1 if spec.kind is JobKind.SINGLE else spec.resources.nodes)
+        return replace(super().capacity_request(spec), nodes=1, gpus=slots, cpus=None, memory_mb=None,
+                       pool_label="resource pool", spread=True)
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
         pool = ff.FormField("determined.resource_pool", "Pool", "Resource pool; empty uses the default pool",

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import AsyncIterator
@@ -48,6 +49,14 @@ def current_user() -> str:
         return str(os.getuid())
 
 
+HOST_ENV = "YANFLOW_HOST"  # names this machine in the local store instead of its hostname (tests, odd setups)
+
+
+def local_host() -> str:
+    """This machine's name in the local store, where jobs record the host that runs them."""
+    return os.environ.get(HOST_ENV) or socket.gethostname()
+
+
 def _memory_total_mb() -> int:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -73,9 +82,12 @@ class LocalBackend(Backend):
         gpu_metrics=True,
         history=True,
         raw_spec=True,
+        runs_here=True,
     )
+    MONITOR_ONLY = "monitor_only"  # option discovery sets on a Slurm login node (a config cannot)
 
-    def __init__(self, config: ClusterConfig, state_dir: Path | None = None, probe: NvmlProbe | None = None):
+    def __init__(self, config: ClusterConfig, state_dir: Path | None = None, probe: NvmlProbe | None = None,
+                 host: str | None = None):
         super().__init__(config)
         self.state_dir = Path(state_dir) if state_dir else locations.state_dir()
         self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -83,10 +95,15 @@ class LocalBackend(Backend):
         self.jobs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = LocalStore(self.state_dir / "local.db")
         self.probe = probe or NvmlProbe()
-        self.hostname = socket.gethostname()
+        self.hostname = host or local_host()
         self.user = current_user()
         self._children: dict[int, subprocess.Popen] = {}  # job id -> runner started by this process
         self._helpers: list[subprocess.Popen] = []  # background schedulers started by this process
+        if config.options.get(self.MONITOR_ONLY):
+            # A login node found by discovery: shown, never given jobs, unless the config names it.
+            self.capabilities = replace(type(self).capabilities, submit=False, job_kinds=frozenset())  # type: ignore[misc]
+            self.submit_refusal = (f"cluster {self.name!r} is this login node, shown for monitoring only; "
+                                   f"to run jobs on it, name it in the config with kind: local")
 
     # -- reads ----------------------------------------------------------------------------------
     async def list_jobs(self) -> list[Job]:
@@ -124,9 +141,14 @@ class LocalBackend(Backend):
     async def list_nodes(self) -> list[Node]:
         return [await asyncio.to_thread(self._node)]
 
+    def _mine(self, row: JobRow) -> bool:
+        """Started by a console on this host (rows from before hosts were recorded count as ours).
+        Only this host can tell whether its process lives, hand out its GPUs or cancel it."""
+        return row.host in ("", self.hostname)
+
     def _node(self) -> Node:
         readings = self.probe.read()
-        active = [r for r in self.store.active() if r.state == "running"]
+        active = [r for r in self.store.active() if r.state == "running" and self._mine(r)]
         holders = {i: r for r in active for i in r.indices}
         cpus = os.cpu_count() or 1
         gpus = tuple(self._gpu(g, holders.get(g.index)) for g in readings or [])
@@ -196,6 +218,8 @@ class LocalBackend(Backend):
 
     # -- writes (called through the gate in Backend.submit / Backend.cancel) ---------------------
     def check_spec(self, spec: JobSpec) -> None:
+        if self.submit_refusal:
+            raise BackendError(self.submit_refusal)
         super().check_spec(spec)
         if spec.image:
             raise BackendError(
@@ -235,6 +259,7 @@ class LocalBackend(Backend):
             gpus=spec.resources.gpus,
             cpus=spec.resources.cpus,
             memory_mb=spec.resources.memory_mb,
+            host=self.hostname,
         )
         await asyncio.to_thread(self._schedule)
         if (await asyncio.to_thread(self._row, str(job_id))).state == "pending":
@@ -267,6 +292,9 @@ class LocalBackend(Backend):
         settling a running job, so one that already ended is reported as such and not relabelled cancelled."""
         with self._lock():
             row = self._row(job_id)
+            if not self._mine(row):
+                raise BackendError(f"job {job_id} runs on host {row.host}, not on {self.hostname}: "
+                                   f"cancel it from a console on {row.host}")
             if row.state == "running":
                 self._settle(row)
                 row = self._row(job_id)
@@ -327,17 +355,18 @@ class LocalBackend(Backend):
         """Settle finished jobs, then start pending ones in order while GPUs allow."""
         with self._lock():
             self._reap()
-            active = self.store.active()
+            active = [r for r in self.store.active() if self._mine(r)]  # other hosts judge their own
             for row in active:
                 if row.state == "running":
                     self._settle(row)
-            pending = [r for r in self.store.active() if r.state == "pending"]
+            mine = [r for r in self.store.active() if self._mine(r)]
+            pending = [r for r in mine if r.state == "pending"]
             if not pending:
                 return
             readings = self.probe.read()
             known = readings is not None  # None: NVML failed; never fail jobs on a transient error
             readings = readings or []
-            used = {i for r in self.store.active() if r.state == "running" for i in r.indices}
+            used = {i for r in mine if r.state == "running" for i in r.indices}
             free = [g.index for g in readings if g.index not in used and not g.pids]
             blocked = False
             for row in pending:
@@ -358,7 +387,8 @@ class LocalBackend(Backend):
     def _start_scheduler(self) -> None:
         """Start the background scheduler so a waiting job starts even with no console open."""
         self._helpers.append(subprocess.Popen(
-            [sys.executable, "-m", "yanflow_tui.backends.local_scheduler", str(self.state_dir), self.name],
+            [sys.executable, "-m", "yanflow_tui.backends.local_scheduler", str(self.state_dir), self.name,
+             self.hostname],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
         ))
@@ -422,10 +452,12 @@ class LocalBackend(Backend):
         )
 
     def _job(self, row: JobRow) -> Job:
+        host = row.host or self.hostname
+        reason = row.reason if self._mine(row) else "; ".join(filter(None, [f"on host {host}", row.reason]))
         return Job(
             id=str(row.id), cluster=self.name, name=row.name, user=row.user,
-            state=JobState(row.state), raw_state=row.state.upper(), reason=row.reason,
-            nodes=(self.hostname,) if row.state != "pending" else (), gpus=row.gpus,
+            state=JobState(row.state), raw_state=row.state.upper(), reason=reason,
+            nodes=(host,) if row.state != "pending" else (), gpus=row.gpus, details=(("Host", host),),
             submit_time=_when(row.submit_time), start_time=_when(row.start_time), end_time=_when(row.end_time),
             kind=JobKind(row.kind), exit_code=row.exit_code, command=row.command,
             gpu_indices=tuple(row.indices),

@@ -1,8 +1,9 @@
-"""Background scheduler for pending local jobs: ``python -m yanflow_tui.backends.local_scheduler STATE_DIR CLUSTER``.
+"""Background scheduler for pending local jobs: ``python -m yanflow_tui.backends.local_scheduler STATE_DIR CLUSTER [HOST]``.
 
 ``submit`` starts it (in its own session) when a job must wait for GPUs, so a job submitted from the
 CLI starts even when no console is open. One runs at a time (a lock file); it exits once nothing is
-pending.
+pending. It starts only this host's jobs (HOST as the submitting console names it), so its lock is
+per host where ``$HOME`` is shared.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ POLL_SECONDS = 1.0
 
 
 def _pending(backend) -> bool:
-    return any(r.state == "pending" for r in backend.store.active())
+    return any(r.state == "pending" and backend._mine(r) for r in backend.store.active())
 
 
 def main(argv: list[str]) -> int:
@@ -25,8 +26,9 @@ def main(argv: list[str]) -> int:
     from yanflow_tui.config import ClusterConfig
 
     state_dir, cluster = Path(argv[0]), argv[1]
-    backend = LocalBackend(ClusterConfig(cluster, "local"), state_dir=state_dir)
-    lock = os.open(state_dir / "scheduler.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    backend = LocalBackend(ClusterConfig(cluster, "local"), state_dir=state_dir, host=argv[2] if argv[2:] else None)
+    host = "".join(c if c.isalnum() or c in ".-_" else "_" for c in backend.hostname)
+    lock = os.open(state_dir / f"scheduler.{host}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     while True:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

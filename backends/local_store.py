@@ -1,4 +1,5 @@
-"""SQLite store of local jobs in the XDG state dir, shared by every console and CLI on this machine.
+"""SQLite store of local jobs in the XDG state dir, shared by every console and CLI on this machine,
+and by those of other machines where ``$HOME`` is shared (each job records the host that runs it).
 
 Blocking; the local backend calls it from threads. One connection, serialised by a lock; WAL mode so
 a console and a CLI can use it at once. The database file is created 0600.
@@ -35,12 +36,13 @@ CREATE TABLE IF NOT EXISTS jobs (
     exit_code INTEGER,
     pid INTEGER,
     pid_start TEXT,
-    cancel_requested INTEGER NOT NULL DEFAULT 0
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    host TEXT NOT NULL DEFAULT ''
 );
 """
 COLUMNS = (
     "id", "name", "user", "kind", "spec", "command", "state", "reason", "gpus", "gpu_indices", "cpus",
-    "memory_mb", "submit_time", "start_time", "end_time", "exit_code", "pid", "pid_start", "cancel_requested",
+    "memory_mb", "submit_time", "start_time", "end_time", "exit_code", "pid", "pid_start", "cancel_requested", "host",
 )
 
 
@@ -65,6 +67,7 @@ class JobRow:
     pid: int | None
     pid_start: str | None
     cancel_requested: int
+    host: str = ""  # the machine whose console started it ("" in stores older than the column: this one)
 
     @property
     def indices(self) -> list[int]:
@@ -85,6 +88,17 @@ class LocalStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=10000")
         self._db.executescript(SCHEMA)
+        self._add_host_column()
+
+    def _add_host_column(self) -> None:
+        """Stores written before jobs recorded their host get the column, empty for the old rows."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        if "host" not in columns:
+            try:
+                self._db.execute("ALTER TABLE jobs ADD COLUMN host TEXT NOT NULL DEFAULT ''")
+            except sqlite3.OperationalError as exc:  # another console added it just now
+                if "duplicate column" not in str(exc):
+                    raise
 
     def close(self) -> None:
         with self._lock:

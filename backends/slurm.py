@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from dataclasses import replace
 from typing import AsyncIterator
 
 from yanflow_tui.backends import slurm_gpus as gpus
@@ -20,6 +21,7 @@ from yanflow_tui.backends import slurm_parse as parse
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.slurm_logs import FileFollower, Status
 from yanflow_tui.backends.slurm_script import render
+from yanflow_tui.capacity import Request
 from yanflow_tui.backends.slurm_transport import (
     DEFAULT_TIMEOUT, LocalTransport, SshTransport, Transport, parse_ssh_option,
 )
@@ -306,6 +308,10 @@ class SlurmBackend(Backend):
     # -- writes ----------------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:
         return render(spec, "DRY-RUN", self.defaults).text()
+
+    def capacity_request(self, spec: JobSpec) -> Request:
+        return replace(super().capacity_request(spec), gpu_type=spec.slurm.get("gpu_type") or None,
+                       exclusive=bool(spec.slurm.get("exclusive")))
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
         fields = [ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind)]

@@ -19,9 +19,9 @@ from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from yanflow_tui import drafts
-from yanflow_tui.capacity import fit, pools
+from yanflow_tui.capacity import Fit, Verdict, pools, verdict
 from yanflow_tui.errors import SpecError, SubmitUnknown
-from yanflow_tui.formfields import KIND_LABELS, FormField, default_fields, field_for, get_path, leaf_paths, \
+from yanflow_tui.formfields import KIND_LABELS, FormField, default_fields, field_for, leaf_paths, \
     message_field
 from yanflow_tui.hub import error_text
 from yanflow_tui.model import JobKind, JobSpec
@@ -65,6 +65,7 @@ class SubmitScreen(SpecFiles, DataScreen):
         # (cluster, spec, tag) of a submit whose outcome is unknown: sending that form again reuses the tag
         self.unknown_submit: tuple[str, JobSpec, str] | None = None
         self._form: SpecForm | None = None
+        self._verdict: Verdict | None = None  # the capacity verdict on the valid form, with node data
 
     # -- clusters and kinds ---------------------------------------------------------------------------
     def _writable(self) -> list[str]:
@@ -106,7 +107,7 @@ class SubmitScreen(SpecFiles, DataScreen):
     # -- layout ---------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         clusters = self._writable()
-        self._cluster = clusters[0] if clusters else ""
+        self._cluster = self.app.hub.default_cluster(clusters) or (clusters[0] if clusters else "")
         self._kind = self._default_kind(self._cluster)
         yield ClusterBar()
         yield Static(id="field-help")
@@ -189,6 +190,9 @@ class SubmitScreen(SpecFiles, DataScreen):
                     add("", line, None)
                 else:
                     add(key, message, key)
+        self._verdict = self._capacity_verdict(spec, data) if self._cluster else None
+        if self._verdict is not None and self._verdict.fit is Fit.NEVER:
+            add("", f"never fits: {self._verdict.reason}", None)
         self._data = data
         self._spec = spec if not listed else None
         form.show_problems(per_field)
@@ -237,12 +241,29 @@ class SubmitScreen(SpecFiles, DataScreen):
         preview.update(Text(clean(text, keep_newlines=True)))
 
     def refresh_data(self) -> None:
-        """New Nodes data: only the capacity box changes; the form is the user's."""
-        self._show_capacity()
+        """New Nodes data: the capacity box and its verdict change (a never-fit is a problem); the
+        form is the user's."""
+        if self._form is not None and self.is_mounted:
+            self._validate()
+
+    def _capacity_verdict(self, spec: JobSpec | None, data: dict[str, Any]) -> Verdict | None:
+        """Fits now / waits / never fits for the request on the chosen cluster's nodes. While the name or
+        command is still missing, the request is read from the rest of the form. None without node
+        data, or while the request itself has problems."""
+        snapshot = self.app.hub.snapshots.get(self._cluster)
+        if snapshot is None or not snapshot.nodes:
+            return None
+        if spec is None:
+            try:
+                spec = spec_from_data({**data, "name": data.get("name") or "-", "command": data.get("command") or "-"},
+                                      "<form>")
+            except SpecError:
+                return None
+        return verdict(snapshot.nodes, self.app.hub.backend(self._cluster).capacity_request(spec))
 
     def _show_capacity(self) -> None:
-        """Whole free nodes and free GPUs per partition/pool of the chosen cluster, and whether the
-        request (nodes x GPUs per node, in the chosen partition/pool) fits now."""
+        """Whole free nodes and free GPUs per partition/pool of the chosen cluster, and the verdict on
+        the request (fits now, waits or never fits, and why)."""
         if self._form is None or not self.is_mounted:
             return
         out = Text()
@@ -255,12 +276,11 @@ class SubmitScreen(SpecFiles, DataScreen):
                     out.append(f"{clean(pool.name)}: ", "bold")
                     out.append(f"{pool.whole_free}/{pool.nodes} whole nodes free, "
                                f"{pool.gpus_free}/{pool.gpus_total} GPUs free\n")
-            resources = self._data.get("resources") or {}
-            nodes, gpus = resources.get("nodes", 1), resources.get("gpus", 0)
-            where = next((get_path(self._data, f.key) for f in self.form.fields if f.pool), None)
-            if isinstance(nodes, int) and isinstance(gpus, int):
-                ok, why = fit(snapshot.nodes, nodes, gpus, where if isinstance(where, str) and where else None)
-                out.append(clean(why), "green" if ok else "yellow")
+            found = self._verdict
+            if found is None:
+                out.append("the verdict shows once the request has no problems", "dim")
+            else:
+                out.append(clean(str(found)), {Fit.NOW: "green", Fit.WAITS: "yellow"}.get(found.fit, "bold red"))
         self.query_one("#capacity", Static).update(out)
 
     # -- editing --------------------------------------------------------------------------------------

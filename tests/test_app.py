@@ -341,14 +341,25 @@ async def test_submit_form_says_whether_the_request_fits_now(home, fake_kind):
         await pilot.press("3")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
         capacity = lambda: str(screen.query_one("#capacity").render())  # noqa: E731
-        screen.query_one("#gpus", Input).value = "4"
-        await wait_for(pilot, lambda: "fits now: 1 node(s)" in capacity(), what="fits")
+        screen.query_one("#gpus", Input).value = "4"  # the verdict shows before the name and command are in
+        await wait_for(pilot, lambda: "fits now: 1 node in cluster hpc can take 4 GPUs now, 1 needed" in capacity(),
+                       what="fits")
         assert "gpu: 0/2 whole nodes free, 4/16 GPUs free" in capacity()  # gpu02 is drained: not free
         screen.query_one("#gpus", Input).value = "8"
-        await wait_for(pilot, lambda: "waits: 0 node(s) in the cluster have 8+ free GPUs, 1 needed" in capacity(),
+        await wait_for(pilot, lambda: "waits: 0 nodes in cluster hpc can take 8 GPUs now, 1 needed" in capacity(),
                        what="waits")
+        screen.query_one("#name", Input).value = "my job"
+        screen.query_one("#command").text = "python train.py"
+        await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="a job that waits can be sent")
+        assert str(screen.query_one("#errors").render()) == "none"
         screen.query_one("#gpus", Input).value = "9"
         await wait_for(pilot, lambda: "never fits" in capacity(), what="never")
+        # Never fitting is a problem: it is listed, and the form cannot be submitted.
+        assert str(screen.query_one("#errors").render()) == "never fits: no node in cluster hpc has 9 GPUs (largest: 8)"
+        assert screen.query_one("#submit").disabled
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.2)
+        assert not FakeBackend.instances[-1].mutations
 
 
 async def open_logs_of_101(app, pilot) -> LogsScreen:

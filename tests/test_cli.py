@@ -241,3 +241,19 @@ def test_in_process_unexpected_error_has_no_traceback(home, monkeypatch, capsys)
 def test_error_lines_are_sanitized(capsys):
     cli._error("bad \x1b[31mthing\x1b]0;title\x07\nsecond")
     assert capsys.readouterr().err == "yanflow-tui: error: bad thing\nyanflow-tui: error: second\n"
+
+
+def test_a_job_that_never_fits_is_refused_before_it_is_sent_unless_forced(env, tmp_path, fake_nvml):
+    fake_nvml.set(driver=True, devices=[])  # a machine without GPUs
+    path = write_spec(tmp_path, {"name": "big", "command": "true", "resources": {"gpus": 4}})
+    assert_one_clear_line(run_cli("submit", str(path)), "never fits: cluster local has no GPUs", "--force")
+    assert LocalStore(locations.state_dir() / "local.db").all() == []
+    dry = run_cli("submit", "--dry-run", str(path))  # the verdict on stderr, the native form on stdout
+    assert dry.returncode == 0 and dry.stdout.startswith("# local job on ")
+    assert dry.stderr.strip() == "yanflow-tui: never fits: cluster local has no GPUs"
+    forced = run_cli("submit", "--force", str(path))  # past the verdict: the backend's own refusal
+    assert_one_clear_line(forced, "asks for 4 GPU(s) but this machine has 0")
+    fake_nvml.gpus(2)
+    fits = run_cli("submit", "--dry-run", str(write_spec(tmp_path, {"name": "small", "command": "true",
+                                                                    "resources": {"gpus": 2}})))
+    assert fits.stderr.strip() == "yanflow-tui: fits now: 1 node in cluster local can take 2 GPUs now, 1 needed"

@@ -27,6 +27,7 @@ def config(home, tmp_path, kubeconfig) -> Path:
 
 
 def test_dry_run_prints_the_job_and_service_manifests_and_sends_nothing(emulator, config):
+    emulator.add_node("gpu-a", 8)
     result = run_cli("submit", "--dry-run", TORCHRUN, "--config", str(config))
     assert result.returncode == 0, result.stderr
     job, service = [d for d in yaml.safe_load_all(result.stdout)]
@@ -35,7 +36,10 @@ def test_dry_run_prints_the_job_and_service_manifests_and_sends_nothing(emulator
     assert service["spec"]["clusterIP"] == "None"
     command = job["spec"]["template"]["spec"]["containers"][0]["command"]
     assert command[:2] == ["/bin/sh", "-c"] and command[2].startswith("exec torchrun --nnodes=")
-    assert emulator.requests == []
+    # Only reads: the nodes, for the capacity verdict on stderr.
+    assert [r for r in emulator.requests if r[0] != "GET"] == []
+    assert result.stderr.startswith("yanflow-tui: "), result.stderr
+    assert result.stderr.splitlines()[0].split(": ")[1] in ("fits now", "waits", "never fits"), result.stderr
 
 
 def test_read_only_cli_refuses_submit_and_cancel_without_any_write(emulator, config):

@@ -65,7 +65,7 @@ async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, 
         assert "#SBATCH --gres=gpu:a100:4" in str(screen.query_one("#preview").render())
         capacity = str(screen.query_one("#capacity").render())  # the whole free nodes feed the form
         assert "gpu: 4/4 whole nodes free, 32/32 GPUs free" in capacity
-        assert "fits now: 4 node(s) in partition gpu have 4+ free GPUs, 2 needed" in capacity
+        assert "fits now: 4 nodes in partition gpu can take 4 GPUs now, 2 needed" in capacity
         await pilot.press("ctrl+s")
         cluster_name, job_id = await wait_for(pilot, lambda: getattr(screen, "last_submitted", None), what="sent")
         slurm_jobs.add(job_id)

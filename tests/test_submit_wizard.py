@@ -222,18 +222,26 @@ async def test_fits_now_follows_the_request_the_pool_and_the_nodes_data(home):
         await choose(pilot, screen, "#kind", "multi-node", "nodes")
         await type_into(pilot, screen, "#nodes", "2")
         await type_into(pilot, screen, "#gpus", "4")
-        await wait_for(pilot, lambda: "waits: 1 node(s) in partition gpu have 4+ free GPUs, 2 needed" in capacity(),
-                       what="waits: gpu02 is drained")
+        await wait_for(pilot, lambda: "never fits: only 1 of 2 nodes in partition gpu that could take it are in "
+                       "service (drain); the job needs 2" in capacity(), what="never: gpu02 is drained")
         assert "gpu: 0/2 whole nodes free, 4/16 GPUs free" in capacity()
         await type_into(pilot, screen, "#slurm-partition", "cpu")
-        await wait_for(pilot, lambda: "no nodes known in partition cpu" in capacity(), what="other pool")
+        await wait_for(pilot, lambda: "never fits: there is no partition cpu (there are: gpu)" in capacity(),
+                       what="other pool")
+        assert "never fits: there is no partition cpu" in text(screen, "#errors")
         await type_into(pilot, screen, "#slurm-partition", "gpu")
-        await wait_for(pilot, lambda: "waits" in capacity(), what="back to gpu")
+        await type_into(pilot, screen, "#nodes", "1")
+        await type_into(pilot, screen, "#gpus", "8")
+        await wait_for(pilot, lambda: "waits: 0 nodes in partition gpu can take 8 GPUs now, 1 needed" in capacity(),
+                       what="waits: gpu01 is half busy")
+        assert "never" not in text(screen, "#errors")
+        await type_into(pilot, screen, "#nodes", "2")
+        await type_into(pilot, screen, "#gpus", "4")
         backend = NarrowBackend.instances[-1]
         backend.nodes[1] = Node("small", "gpu02", "idle", ("gpu",), 64, 0, 512000, 0, "A100", 8, 0,
                                 tuple(Gpu(i, GpuState.FREE) for i in range(8)))  # back from maintenance
         app.request_refresh("small")
-        await wait_for(pilot, lambda: "fits now: 2 node(s) in partition gpu have 4+ free GPUs, 2 needed"
+        await wait_for(pilot, lambda: "fits now: 2 nodes in partition gpu can take 4 GPUs now, 2 needed"
                        in capacity(), what="fits after the nodes refresh")
         assert "gpu: 1/2 whole nodes free, 12/16 GPUs free" in capacity()
 
@@ -485,7 +493,7 @@ async def test_kubernetes_multi_node_form_previews_an_indexed_job(home, emulator
         preview = text(screen, "#preview")
         assert "completionMode: Indexed" in preview and "completions: 2" in preview and "kind: Service" in preview
         assert "nvidia.com/gpu: '8'" in preview
-        await wait_for(pilot, lambda: "fits now: 2 node(s)" in text(screen, "#capacity"), what="fits on the nodes")
+        await wait_for(pilot, lambda: "fits now: 2 nodes in cluster" in text(screen, "#capacity"), what="fits on the nodes")
 
 
 async def test_a_choice_value_that_looks_like_markup_is_shown_as_text():

@@ -14,6 +14,7 @@ import time
 from typing import Sequence
 
 from yanflow_tui import __version__, keyfiles
+from yanflow_tui.capacity import Fit
 from yanflow_tui.errors import SubmitUnknown, YanflowError
 from yanflow_tui.sanitize import clean
 
@@ -24,6 +25,7 @@ SUBMIT_EXITS = (
     "exit status: 0 submitted (the job id is printed), 1 not submitted, 3 unknown: the outcome could not "
     "be learned; the tag is printed: rerun with --tag TAG, which submits only if no job holds that tag"
 )
+VERDICT_TIMEOUT = 15.0  # s to read the nodes for submit's capacity verdict
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,8 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--tag", metavar="TAG", help="retry the submit that ended \"unknown\" with this tag: look "
                    "it up first, submit only if no job holds it")
-    p.add_argument("--cluster", metavar="NAME", help="target cluster (default: the spec's, or the first that fits)")
-    p.add_argument("--dry-run", action="store_true", help="print what would be sent, in the backend's native form")
+    p.add_argument("--cluster", metavar="NAME", help="target cluster (default: the spec's, else the first scheduler that runs its kind, "
+                        "else this machine)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what would be sent, in the backend's native form (and the capacity verdict on stderr)")
+    p.add_argument("--force", action="store_true", help="submit even when the job can never fit the cluster's nodes")
     p = sub.add_parser("cancel", parents=[common], help="cancel a job")
     p.add_argument("job", metavar="JOB")
     p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when several are configured)")
@@ -199,8 +204,19 @@ async def _submit(config, args) -> int:
         name = hub.cluster_for_submit(args.cluster, spec.cluster, spec.kind)
         backend = hub.backend(name)
         if args.dry_run:
-            sys.stdout.write(backend.render(spec))
+            text = backend.render(spec)
+            found = await _verdict(hub, name, spec)
+            if found is not None:
+                print(f"yanflow-tui: {clean(str(found))}", file=sys.stderr)
+            sys.stdout.write(text)
             return 0
+        if not backend.read_only:  # a closed gate refuses below with its own message
+            backend.check_spec(spec)
+            found = await _verdict(hub, name, spec)
+            if found is not None and found.fit is Fit.NEVER and not args.force:
+                raise YanflowError(f"{found} (--force submits anyway)")
+            if found is not None and found.fit is Fit.WAITS:
+                print(f"yanflow-tui: {clean(str(found))}", file=sys.stderr)
         job_id = await hub.submit(name, spec, args.tag)
     except SubmitUnknown as exc:
         _error(str(exc))
@@ -211,6 +227,23 @@ async def _submit(config, args) -> int:
         await hub.close()
     print(job_id)
     return 0
+
+
+async def _verdict(hub, name: str, spec):
+    """The capacity verdict on ``spec`` from the cluster's nodes now; None (said on stderr) when the
+    nodes cannot be read."""
+    from yanflow_tui.capacity import verdict
+    from yanflow_tui.hub import Health
+
+    timeout, hub.timeout = hub.timeout, min(hub.timeout, VERDICT_TIMEOUT)  # an unreachable cluster must not stall
+    try:
+        snapshot = await hub.refresh(name, jobs=False, nodes=True)
+    finally:
+        hub.timeout = timeout
+    if snapshot.health is not Health.OK or not snapshot.nodes:
+        print(f"yanflow-tui: capacity not checked: {clean(snapshot.message or 'no nodes listed')}", file=sys.stderr)
+        return None
+    return verdict(snapshot.nodes, hub.backend(name).capacity_request(spec))
 
 
 async def _cancel(config, args) -> int:

@@ -207,6 +207,10 @@ def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:
     if wanted is not None:
         kinds = {k.strip() for k in wanted.split(",")}
         found = [c for c in found if c.kind in kinds]
+    if any(c.kind == "slurm" for c in found) and found[0].kind == "local":
+        # A Slurm login node: training must not land on it; it is shown for monitoring only.
+        found[0] = ClusterConfig("local", "local", description="this login node (monitoring only)",
+                                 options={"monitor_only": True})
     return found
 
 

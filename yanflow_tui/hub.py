@@ -130,16 +130,29 @@ class Hub:
                 return job
         return None
 
+    def default_cluster(self, names: list[str], kind=None) -> str | None:
+        """Of ``names``, where a spec without ``cluster:`` goes: the first scheduler (its jobs do not run
+        on this machine) that runs ``kind`` jobs (any kind: None) and is not read-only, else the first
+        such cluster of any sort, else the first that runs the kind at all (its gate then says why)."""
+        def runs(name: str) -> bool:
+            kinds = self.backends[name].capabilities.job_kinds
+            return bool(kinds) if kind is None else kind in kinds
+
+        able = [n for n in names if runs(n)]
+        writable = [n for n in able if not self.backends[n].read_only]
+        schedulers = [n for n in writable if not self.backends[n].capabilities.runs_here]
+        return next(iter(schedulers + writable + able), None)
+
     def cluster_for_submit(self, requested: str | None, spec_cluster: str | None, kind) -> str:
-        """The cluster a spec goes to: --cluster, else the spec's own, else the first that runs its kind."""
+        """The cluster a spec goes to: --cluster, else the spec's own, else ``default_cluster``."""
         name = requested or spec_cluster
         if name:
             self.config.cluster(name)
             return name
-        for cluster in self.config.clusters:
-            if kind in self.backends[cluster.name].capabilities.job_kinds:
-                return cluster.name
-        raise BackendError(f"no configured cluster runs {kind.value} jobs; pass --cluster")
+        found = self.default_cluster(self.names, kind)
+        if found is None:
+            raise BackendError(f"no configured cluster runs {kind.value} jobs; pass --cluster")
+        return found
 
     async def close(self) -> None:
         for backend in self.backends.values():
