@@ -100,6 +100,8 @@ async def test_enter_on_a_gpu_opens_the_job_holding_it_and_node_jobs_are_live_on
             assert screen.job.id == job_id
             await pilot.press("escape")
             await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen), what="back on Nodes")
+        await wait_for(pilot, lambda: all(j.state.terminal for j in app.hub.snapshots[cluster.name].jobs
+                                          if j.id == gone), timeout=60, what="the cancelled job seen ended")
         assert grid.select_key(key, None)
         await pilot.pause()
         await pilot.press("enter")
