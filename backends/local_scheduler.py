@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from yanflow_tui.locations import open_private
+
 POLL_SECONDS = 1.0
 
 
@@ -26,7 +28,7 @@ def main(argv: list[str]) -> int:
 
     state_dir, cluster = Path(argv[0]), argv[1]
     backend = LocalBackend(ClusterConfig(cluster, "local"), state_dir=state_dir)
-    lock = os.open(state_dir / "scheduler.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    lock = open_private(state_dir / "scheduler.lock", os.O_RDWR | os.O_CREAT)  # a lock stays in place
     while True:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -113,8 +113,6 @@ def save_template(data: Mapping[str, Any], name: str, env: Mapping[str, str] = o
                   overwrite: bool = False) -> Path:
     """Write ``data`` as template ``name``. Raises ``FileExistsError`` if it exists and not ``overwrite``."""
     path = template_path(name, env)
-    if path.exists() and not overwrite:
-        raise FileExistsError(str(path))
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    private_file(path, template_text(data))
+    private_file(path, template_text(data), replace=overwrite)  # the existence check is the link itself
     return path
