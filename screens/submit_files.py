@@ -18,7 +18,7 @@ from yanflow_tui.model import JobKind
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import ConfirmScreen, PromptScreen
 from yanflow_tui.screens.templates import TemplatePickerScreen
-from yanflow_tui.spec import spec_from_doc
+from yanflow_tui.spec import spec_from_doc, text_problems
 
 DRAFT_DELAY = 0.5  # s of quiet before the draft is written
 
@@ -79,6 +79,10 @@ class SpecFiles:
                 return
             if not isinstance(doc.data, dict):
                 self._file_problems = [("", f"{doc.file}:{doc.line('')}: expected a mapping of spec fields")]
+                return
+            unfit = text_problems(doc)
+            if unfit:  # control characters or bytes that are not text: the form never shows them
+                self._file_problems = located(SpecError(unfit))
                 return
             try:
                 spec_from_doc(doc)

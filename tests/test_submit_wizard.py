@@ -649,3 +649,28 @@ async def test_a_cluster_that_cannot_submit_then_submit_does_not_crash(home, mon
         assert screen.query_one("#cluster", Select).value is Select.NULL
         assert "no cluster accepts submissions" in problems(screen)
         assert screen.query_one("#submit").disabled
+
+
+async def test_a_file_with_control_characters_is_not_loaded_and_the_form_refuses_them(home, tmp_path):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("name: kept\ncommand: echo kept\n")
+    bad.write_bytes(b"name: other\ncommand: c\nworkdir: /w\x00x\n")
+    app = make_app(hpc())
+    async with app.run_test(size=(140, 50)) as pilot:
+        screen = await open_submit(pilot)
+        await load_path(pilot, screen, str(good))
+        await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="valid")
+        await load_path(pilot, screen, str(bad))
+        await wait_for(pilot, lambda: f"{bad}:3: workdir: contains a control character (U+0000 NUL)"
+                       in problems(screen), what="the located problem")
+        assert screen.query_one("#name", Input).value == "kept"  # nothing of that file reached the form
+        assert screen.query_one("#submit").disabled
+        screen.query_one("#spec-path", Input).value = ""
+        await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="the kept form")
+
+        screen.query_one("#name", Input).value = "bell\x07"  # pasted: refused, never stripped
+        await wait_for(pilot, lambda: "U+0007" in field_error(screen, "name"), what="the field's problem")
+        assert screen.query_one("#submit").disabled
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.2)
+        assert app.hub.backend("hpc").mutations == []
