@@ -50,6 +50,7 @@ def private_writer(path: Path, *, replace: bool = True) -> Iterator[BinaryIO]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o600)  # our own new file: exactly 0600 whatever the umask
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
