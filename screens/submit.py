@@ -207,9 +207,8 @@ class SubmitScreen(SpecFiles, DataScreen):
             return f"spec file: loading {self._loading}; Submit waits for it"
         box = self.query_one("#spec-path", Input).value.strip()
         if box and box != self._loaded_box:
-            held = f"it still holds {self._loaded_box}" if self._loaded_box else "it was not loaded from a file"
-            return (f"spec file: {box} is not loaded, and the form below is not it ({held}): "
-                    "load the file (enter), or clear the box to submit the form as shown")
+            held = f"the form holds {self._loaded_box}" if self._loaded_box else "the form is not from a file"
+            return f"spec file: {box} is not loaded ({held}); Submit is off until you load it or clear the box"
         return None
 
     def _show_state(self) -> JobSpec | None:
