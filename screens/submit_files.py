@@ -78,7 +78,8 @@ class SpecFiles:
                 self._file_problems = located(exc)
                 return
             if not isinstance(doc.data, dict):
-                self._file_problems = [("", f"{doc.file}:{doc.line('')}: expected a mapping of spec fields")]
+                where = doc.line("")
+                self._file_problems = [("", format_problem(doc.file, where, "", "expected a mapping of spec fields"))]
                 return
             unfit = text_problems(doc)
             if unfit:  # control characters or bytes that are not text: the form never shows them

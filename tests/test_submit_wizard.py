@@ -444,7 +444,7 @@ async def test_slurm_form_shows_partition_previews_sbatch_and_submits_a_real_job
     app = make_app(cluster)
     async with app.run_test(size=(160, 50)) as pilot:
         screen = await open_submit(pilot)
-        await choose(pilot, screen, "#kind", "slurm", "slurm-partition")
+        await choose(pilot, screen, "#kind", "slurm", "slurm-exclusive")  # not on the single form: switched
         assert {"slurm-partition", "slurm-account", "slurm-time", "slurm-gpu_type", "nodes"} <= set(rows(screen))
         assert "image" not in rows(screen)
         assert screen.query_one("#slurm-partition", Input).value == "cpu"  # from the cluster's options

@@ -102,7 +102,8 @@ def load_yaml(text: str, file: str) -> Doc:
         if node is None:
             if unread:
                 at, char = unread[0]
-                raise SpecError([(file, text.count("\n", 0, at) + 1, "", f"{char_problem(char, False)} outside any field")])
+                line = text.count("\n", 0, at) + 1
+                raise SpecError([(file, line, "", f"{char_problem(char, False)} outside any field")])
             return Doc(file, None, {"": 1})
         builder = _Builder(loader, file, swap)
         builder.lines[""] = node.start_mark.line + 1
@@ -245,6 +246,7 @@ class Checker:
         """Refuse control characters, lone surrogates and bytes that are not UTF-8 in every key and
         every text value of the document (tab and line break only where ``multiline(path)``), each
         with its field; and any YAML could not read outside a field (a comment)."""
+
         def refuse(path: Path, char: str) -> None:
             self.error(path, char_problem(char, self.doc.undecodable))
             self.bad_text.add(printable(path))
