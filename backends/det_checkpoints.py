@@ -59,7 +59,8 @@ def _fetch(session, uuid: str, archive: Path, progress: Progress | None, timeout
     done = 0
     last = float("-inf")
     try:
-        fd = os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        # A fresh name in our own 0700 mkdtemp directory: exclusive, never through a link.
+        fd = os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "wb") as out:
             for chunk in response.iter_content(CHUNK):
                 out.write(chunk)

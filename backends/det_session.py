@@ -255,7 +255,7 @@ class Connection:
         try:
             store = self._store()
             store.set_token(user, token)
-            os.chmod(store.path, 0o600)
+            _chmod_private(store.path)
         except OSError as exc:  # a read-only home must not stop the login itself
             log.warning("could not cache the Determined token: %s", exc.strerror or exc)
 
@@ -313,3 +313,13 @@ class Connection:
             raise
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes one line
             raise BackendError(f"{what}: {describe_error(exc, self.master)}") from exc
+
+
+def _chmod_private(path) -> None:
+    """Mode 0600 on the SDK's token file (the SDK writes it; we only tighten it): through an fd opened
+    with O_NOFOLLOW, so a symlink planted at that name is refused, never its target chmodded."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)

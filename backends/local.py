@@ -344,7 +344,7 @@ class LocalBackend(Backend):
 
     @contextmanager
     def _lock(self):
-        fd = os.open(self.state_dir / "schedule.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = locations.open_private(self.state_dir / "schedule.lock", os.O_RDWR | os.O_CREAT)  # kept in place
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -432,7 +432,11 @@ class LocalBackend(Backend):
             self.store.update(row.id, state="failed", end_time=time.time(),
                               reason=f"workdir {str(workdir)!r} is not a directory")
             return
-        log_fd = os.open(self._log_path(row.id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:  # append-only, written by the job itself: opened in place, never through a symlink
+            log_fd = locations.open_private(self._log_path(row.id), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        except OSError as exc:
+            self.store.update(row.id, state="failed", reason=f"cannot open its log: {exc}", end_time=time.time())
+            return
         try:
             child = subprocess.Popen(
                 self._argv(command, job_dir / "exit"),

@@ -3,7 +3,8 @@
 It leads the job's process group, runs ARGV as a child in that group, survives the SIGTERM that
 cancel sends to the group (so it can record the child's fate), and writes the exit status to
 EXIT_FILE atomically. The console can then exit and a later console still learns how the job ended.
-Imports only the standard library: it starts once per job.
+Imports only the standard library (and ``yanflow_tui.locations``, which does too): it starts once
+per job.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
@@ -28,11 +30,9 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"yanflow: cannot start job: {exc}", file=sys.stderr, flush=True)
         code = 127
-    tmp = f"{exit_file}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(f"{code}\n")
-    os.replace(tmp, exit_file)
+    from yanflow_tui.locations import private_file  # standard library only, like this module
+
+    private_file(Path(exit_file), f"{code}\n")
     return 0
 
 

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from yanflow_tui.locations import open_private
+
 POLL_SECONDS = 1.0
 
 
@@ -28,7 +30,7 @@ def main(argv: list[str]) -> int:
     state_dir, cluster = Path(argv[0]), argv[1]
     backend = LocalBackend(ClusterConfig(cluster, "local"), state_dir=state_dir, host=argv[2] if argv[2:] else None)
     host = "".join(c if c.isalnum() or c in ".-_" else "_" for c in backend.hostname)
-    lock = os.open(state_dir / f"scheduler.{host}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    lock = open_private(state_dir / f"scheduler.{host}.lock", os.O_RDWR | os.O_CREAT)  # a lock stays in place
     while True:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

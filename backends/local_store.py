@@ -7,6 +7,7 @@ a console and a CLI can use it at once. The database file is created 0600.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -15,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from yanflow_tui.errors import BackendError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -81,8 +84,11 @@ class JobRow:
 class LocalStore:
     def __init__(self, path: Path):
         self.path = path
-        if not path.exists():
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        if not os.path.lexists(path):  # created 0600 before SQLite opens it; a planted link is refused
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
+        if path.is_symlink():
+            raise BackendError(f"{path} is a symbolic link; the job store must be a plain file")
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=10, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -55,7 +55,11 @@ class SubmitScreen(SpecFiles, DataScreen):
         self._cluster = ""
         self._kind = JobKind.SINGLE
         self._source = ""  # the file the form was loaded from
-        self._file_problems: list[str] = []  # a loaded file's located problems, until the next edit
+        self._loaded_box = ""  # the file box's text when the form was last loaded from a file
+        self._loading = ""  # the file being loaded now: Submit waits for it
+        self._loads = 0  # loads started: only the latest one ends the wait
+        self._file_problems: list[tuple[str, str]] = []  # a loaded file's (field, located line), until an edit
+        self._listed: list[tuple[str, str]] = []  # the form's own (field, problem line), from the last check
         self._preview_timer: Timer | None = None
         self._draft_timer: Timer | None = None
         self._draft_lock = asyncio.Lock()
@@ -121,7 +125,7 @@ class SubmitScreen(SpecFiles, DataScreen):
                 with Horizontal(classes="field"):
                     yield Label("Cluster")
                     yield Select(select_options(clusters), id="cluster", allow_blank=not clusters,
-                                 value=self._cluster or Select.BLANK, compact=True)
+                                 value=self._cluster or Select.NULL, compact=True)
                 with Horizontal(classes="field"):
                     yield Label("Job type")
                     yield Select(self._kind_options(self._cluster), id="kind", value=self._kind.value,
@@ -165,10 +169,10 @@ class SubmitScreen(SpecFiles, DataScreen):
         form = self.form
         data, text_problems = self.form_data()
         per_field = {key: list(found) for key, found in text_problems.items()}
-        listed = [f"{key}: {p}" for key, found in text_problems.items() for p in found]
+        listed = [(key, f"{key}: {p}") for key, found in text_problems.items() for p in found]
 
         def add(path: str, message: str, key: str | None) -> None:
-            listed.append(f"{path}: {message}" if path else message)
+            listed.append((path, f"{path}: {message}" if path else message))
             if key is not None:
                 per_field.setdefault(key, []).append(message)
 
@@ -195,12 +199,34 @@ class SubmitScreen(SpecFiles, DataScreen):
             add("", f"never fits: {self._verdict.reason}", None)
         self._data = data
         self._spec = spec if not listed else None
+        self._listed = listed
         form.show_problems(per_field)
-        self._show_errors(self._file_problems + listed)
         self._show_notes()
         self._show_capacity()
-        self.query_one("#submit", Button).disabled = self._spec is None or self._submitting
-        return self._spec
+        return self._show_state()
+
+    def _not_shown(self) -> str | None:
+        """Why the form is not the one the file box shows (a load in flight, a path typed but not
+        loaded, or one that failed to load), or None when it is: the box is empty or names the file
+        the form was loaded from. A submit sends only the form the user sees under that box."""
+        if self._loading:
+            return f"spec file: loading {self._loading}; Submit waits for it"
+        box = self.query_one("#spec-path", Input).value.strip()
+        if box and box != self._loaded_box:
+            held = f"the form holds {self._loaded_box}" if self._loaded_box else "the form is not from a file"
+            return f"spec file: {box} is not loaded ({held}); Submit is off until you load it or clear the box"
+        return None
+
+    def _show_state(self) -> JobSpec | None:
+        """The problems list and the Submit button, from the last check and the file box. Returns
+        the spec a submit may send now: None while the form has problems or is not the one shown."""
+        blocked = self._not_shown()
+        located = {path for path, _line in self._file_problems if path}
+        lines = [line for _path, line in self._file_problems]
+        lines += [line for path, line in self._listed if not path or path not in located]  # each problem once
+        self._show_errors(lines + ([blocked] if blocked else []))
+        self.query_one("#submit", Button).disabled = self._spec is None or self._submitting or blocked is not None
+        return self._spec if blocked is None else None
 
     def _show_errors(self, problems: list[str]) -> None:
         errors = self.query_one("#errors", Static)
@@ -293,7 +319,7 @@ class SubmitScreen(SpecFiles, DataScreen):
 
     @on(Select.Changed, "#cluster")
     async def _cluster_changed(self, event: Select.Changed) -> None:
-        value = "" if event.select.value is Select.BLANK else str(event.select.value)
+        value = "" if event.select.value is Select.NULL else str(event.select.value)
         if value != self._cluster:
             await self._switch(value, self._kind)
             self._schedule_draft()
@@ -301,7 +327,7 @@ class SubmitScreen(SpecFiles, DataScreen):
     @on(Select.Changed, "#kind")
     async def _kind_changed(self, event: Select.Changed) -> None:
         value = event.select.value
-        if value is not Select.BLANK and value != self._kind.value:
+        if value is not Select.NULL and value != self._kind.value:
             await self._switch(self._cluster, JobKind(value))
             self._schedule_draft()
 
@@ -322,6 +348,10 @@ class SubmitScreen(SpecFiles, DataScreen):
     @on(Input.Submitted, "#spec-path")
     def _path_entered(self) -> None:
         self.action_load()
+
+    @on(Input.Changed, "#spec-path")
+    def _path_changed(self) -> None:
+        self._show_state()  # a path typed but not loaded turns Submit off until it is loaded or cleared
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:
         field = self.form.field_of(event.widget)

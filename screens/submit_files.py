@@ -12,15 +12,20 @@ from textual import work
 from textual.widgets import Button, Input
 
 from yanflow_tui import drafts, templates
-from yanflow_tui.errors import SpecError, YanflowError
+from yanflow_tui.errors import SpecError, YanflowError, format_problem
 from yanflow_tui.formfields import split_data
 from yanflow_tui.model import JobKind
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import ConfirmScreen, PromptScreen
 from yanflow_tui.screens.templates import TemplatePickerScreen
-from yanflow_tui.spec import spec_from_doc
+from yanflow_tui.spec import spec_from_doc, text_problems
 
 DRAFT_DELAY = 0.5  # s of quiet before the draft is written
+
+
+def located(exc: SpecError) -> list[tuple[str, str]]:
+    """A file's problems as (field, ``file:line: field: message``), for the Problems list."""
+    return [(path, format_problem(file, line, path, message)) for file, line, path, message in exc.problems]
 
 
 class SpecFiles:
@@ -46,7 +51,7 @@ class SpecFiles:
             runs = [c for c in writable if wanted in self._kinds(c)]
             cluster = self._cluster if self._cluster in runs or not runs else runs[0]
         if wanted is not None and wanted not in self._kinds(cluster):
-            self._file_problems.append(f"kind: no cluster here runs {wanted.value} jobs")
+            self._file_problems.append(("kind", f"kind: no cluster here runs {wanted.value} jobs"))
         await self._switch(cluster, wanted)
 
     def action_load(self) -> None:
@@ -54,27 +59,46 @@ class SpecFiles:
         if not path:
             self.query_one("#spec-path", Input).focus()
             return
-        self._load(path)
+        self._start_load(path)
+
+    def _start_load(self, path: str) -> None:
+        self._loading = path  # Submit is off until this load ends, whichever way
+        self._loads += 1
+        self._show_state()
+        self._load(path, self._loads)
 
     @work(exclusive=True, group="load-spec", exit_on_error=False)
-    async def _load(self, path: str) -> None:
+    async def _load(self, path: str, token: int) -> None:
+        """Load ``path`` into the form. A file that cannot be read, or is not a mapping, changes
+        nothing in the form: its error is listed, and Submit stays off while the box names it."""
         try:
-            doc = await asyncio.to_thread(templates.read_template, path)
-        except SpecError as exc:
-            self._file_problems = str(exc).splitlines()
-            self._validate()
-            return
-        if not isinstance(doc.data, dict):
-            self._file_problems = [f"{doc.file}:{doc.line('')}: expected a mapping of spec fields"]
-            self._validate()
-            return
-        problems: list[str] = []
-        try:
-            spec_from_doc(doc)
-        except SpecError as exc:
-            problems = str(exc).splitlines()
-        self._file_problems = problems
-        await self._fill(doc.data_as_written(), doc.file)  # the fields show what the file says
+            try:
+                doc = await asyncio.to_thread(templates.read_template, path)
+            except SpecError as exc:
+                self._file_problems = located(exc)
+                return
+            if not isinstance(doc.data, dict):
+                where = doc.line("")
+                self._file_problems = [("", format_problem(doc.file, where, "", "expected a mapping of spec fields"))]
+                return
+            unfit = text_problems(doc)
+            if unfit:  # control characters or bytes that are not text: the form never shows them
+                self._file_problems = located(SpecError(unfit))
+                return
+            try:
+                spec_from_doc(doc)
+            except SpecError as exc:
+                self._file_problems = located(exc)
+            else:
+                self._file_problems = []
+            problems = bool(self._file_problems)
+            self._loaded_box = path
+            await self._fill(doc.data_as_written(), doc.file)  # the fields show what the file says
+        finally:
+            if token == self._loads:  # not a load that a newer one replaced
+                self._loading = ""
+            if self.is_mounted:
+                self._validate()
         self._schedule_draft()
         self.query_one("#submit", Button).focus()  # out of the text fields: enter submits, 1-4 switch screens
         self.notify(clean(f"loaded {path}" + (" (with problems)" if problems else "")), markup=False, timeout=2)
@@ -88,7 +112,7 @@ class SpecFiles:
         path = await self.app.push_screen_wait(TemplatePickerScreen(found, templates.user_dir()))
         if path is not None:
             self.query_one("#spec-path", Input).value = str(path)
-            self._load(str(path))
+            self._start_load(str(path))
 
     def action_save_template(self) -> None:
         data, text_problems = self.form_data()
@@ -127,7 +151,8 @@ class SpecFiles:
     @work(group="reset-form", exit_on_error=False)
     async def _reset(self) -> None:
         self.form.load({}, (), {})
-        self._source, self._file_problems = "", []
+        self._source, self._file_problems, self._loaded_box = "", [], ""
+        self.query_one("#spec-path", Input).value = ""  # the form no longer holds that file
         await self._switch(self._cluster, self._default_kind(self._cluster))
         self._clear_draft()
 

@@ -25,7 +25,7 @@ def widget_text(widget: Widget) -> str:
     if isinstance(widget, TextArea):
         return widget.text
     if isinstance(widget, Select):
-        return "" if widget.value is Select.BLANK else str(widget.value)
+        return "" if widget.value is Select.NULL else str(widget.value)
     if isinstance(widget, Checkbox):
         return "true" if widget.value else ""
     return widget.value  # type: ignore[attr-defined]
@@ -42,7 +42,7 @@ def field_widget(field: FormField, text: str) -> Widget:
     if field.kind == CHOICE:
         choices = list(field.choices) + ([text] if text and text not in field.choices else [])
         widget: Widget = Select(select_options(choices), id=wid, allow_blank=not field.default, compact=True,
-                                value=text if text else Select.BLANK)
+                                value=text if text else Select.NULL)
     elif field.kind == FLAG:
         widget = Checkbox("", text == "true", id=wid, compact=True)
     elif field.multiline:

@@ -257,3 +257,18 @@ def test_a_job_that_never_fits_is_refused_before_it_is_sent_unless_forced(env, t
     fits = run_cli("submit", "--dry-run", str(write_spec(tmp_path, {"name": "small", "command": "true",
                                                                     "resources": {"gpus": 2}})))
     assert fits.stderr.strip() == "yanflow-tui: fits now: 1 node in cluster local can take 2 GPUs now, 1 needed"
+
+
+@pytest.mark.parametrize("content,where,message", [
+    (b"name: n\ncommand: c\nworkdir: /w\x00x\n", "3: workdir", "U+0000 NUL"),
+    (b'name: n\ncommand: c\nenv: {A: "\\ud800"}\n', "3: env.A", "lone surrogate (U+D800)"),
+    ("name: n\ncommand: c\nimage: a\ud800\n".encode("utf-8", "surrogatepass"), "3: image", "not valid UTF-8"),
+    (b"name: n\ncommand: [echo, \"a\\0b\"]\n", "2: command[1]", "U+0000 NUL"),
+    (b"name: n\xff\ncommand: c\n", "1: name", "not valid UTF-8 (byte 0xFF)"),
+])
+def test_submit_dry_run_refuses_bad_characters_with_one_located_line(env, tmp_path, content, where, message):
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(content)
+    result = run_cli("submit", "--dry-run", str(path))
+    assert_one_clear_line(result, f"{path}:{where}: ", message)
+    assert result.stdout == ""

@@ -452,7 +452,7 @@ async def test_slurm_form_shows_partition_previews_sbatch_and_submits_a_real_job
     app = make_app(cluster)
     async with app.run_test(size=(160, 50)) as pilot:
         screen = await open_submit(pilot)
-        await choose(pilot, screen, "#kind", "slurm", "slurm-partition")
+        await choose(pilot, screen, "#kind", "slurm", "slurm-exclusive")  # not on the single form: switched
         assert {"slurm-partition", "slurm-account", "slurm-time", "slurm-gpu_type", "nodes"} <= set(rows(screen))
         assert "image" not in rows(screen)
         assert screen.query_one("#slurm-partition", Input).value == "cpu"  # from the cluster's options
@@ -530,3 +530,155 @@ async def test_a_loaded_file_fills_the_form_with_what_it_says_not_yaml_1_1_numbe
         assert screen.query_one("#slurm-partition", Input).value == "0x1F"  # not 31
         data = screen.form_data()[0]
         assert data["slurm"]["partition"] == "0x1F" and data["env"] == {"MODE": "1:30"}  # not 90
+
+
+# -- a failed load never leaves an old form armed (issue 18.3) ---------------------------------------------
+
+async def load_path(pilot, screen, path: str) -> None:
+    box = screen.query_one("#spec-path", Input)
+    box.focus()
+    box.value = path
+    await pilot.press("enter")
+
+
+def problems(screen) -> str:
+    return text(screen, "#errors")
+
+
+@pytest.mark.parametrize("bad", ["missing.yaml", "a-directory", "not-utf8.yaml"])
+async def test_a_failed_load_after_a_submit_keeps_the_form_and_submits_nothing(home, tmp_path, bad):
+    good = tmp_path / "good.yaml"
+    good.write_text("name: first\ncommand: echo first\n")
+    (tmp_path / "a-directory").mkdir()
+    (tmp_path / "not-utf8.yaml").write_bytes(b"name: x\xff\ncommand: c\n")
+    app = make_app(hpc())
+    async with app.run_test(size=(140, 50)) as pilot:
+        screen = await open_submit(pilot)
+        await load_path(pilot, screen, str(good))
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "first", what="loaded")
+        await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="valid")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: screen.last_submitted, what="submitted")
+        await wait_for(pilot, lambda: not screen._submitting, what="submit done")
+
+        await load_path(pilot, screen, str(tmp_path / bad))
+        await wait_for(pilot, lambda: bad in problems(screen), what="the load error")
+        assert screen.query_one("#name", Input).value == "first"  # the form is as it was
+        assert screen.query_one("#submit").disabled
+        assert "not loaded" in problems(screen)  # and says why Submit is off
+        await pilot.press("ctrl+s")
+        screen.action_submit()  # the key and the action both refuse
+        await pilot.pause(0.3)
+        assert [c[0] for c in app.hub.backend("hpc").mutations] == ["submit"]
+
+        # Clearing the box (or naming the loaded file again) is the form the user sees: Submit is back.
+        screen.query_one("#spec-path", Input).value = ""
+        await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="enabled again")
+        assert "not loaded" not in problems(screen)
+
+
+async def test_a_path_typed_but_not_loaded_disables_submit_until_it_is_loaded(home, tmp_path):
+    first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
+    first.write_text("name: first\ncommand: echo first\n")
+    second.write_text("name: second\ncommand: echo second\n")
+    app = make_app(hpc())
+    async with app.run_test(size=(140, 50)) as pilot:
+        screen = await open_submit(pilot)
+        await load_path(pilot, screen, str(first))
+        await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="valid")
+        screen.query_one("#spec-path", Input).value = str(second)  # typed, not loaded yet
+        await wait_for(pilot, lambda: screen.query_one("#submit").disabled, what="disabled")
+        screen.action_submit()
+        await pilot.pause(0.2)
+        assert app.hub.backend("hpc").mutations == []
+        await load_path(pilot, screen, str(second))
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "second", what="loaded")
+        await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="valid again")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: screen.last_submitted, what="submitted")
+        assert [c[1].name for c in app.hub.backend("hpc").mutations] == ["second"]
+
+
+async def test_a_failed_load_creates_no_second_job_on_the_local_backend(home, tmp_path):
+    from yanflow_tui.backends.local import LocalBackend
+
+    good = tmp_path / "good.yaml"
+    good.write_text("name: yf-formsafe\ncommand: sleep 30\n")
+    app = make_app(ClusterConfig("local", "local", refresh_seconds=0.5))
+    async with app.run_test(size=(140, 50)) as pilot:
+        screen = await open_submit(pilot)
+        backend = app.hub.backend("local")
+        assert isinstance(backend, LocalBackend)
+        await load_path(pilot, screen, str(good))
+        await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="valid")
+        await pilot.press("ctrl+s")
+        _cluster, job_id = await wait_for(pilot, lambda: screen.last_submitted, what="submitted")
+        try:
+            await wait_for(pilot, lambda: not screen._submitting, what="submit done")
+            await load_path(pilot, screen, str(tmp_path / "missing.yaml"))
+            await wait_for(pilot, lambda: "no such file" in problems(screen), what="the load error")
+            await pilot.press("ctrl+s")
+            await pilot.pause(0.5)
+            jobs = [j for j in await backend.list_jobs() if j.name == "yf-formsafe"]
+            assert [j.id for j in jobs] == [job_id]
+        finally:
+            await backend.cancel(job_id)
+
+
+async def test_each_problem_of_a_loaded_file_is_listed_once(home, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: twice\ncommand: c\nresources: {gpus: -1}\n")
+    app = make_app(hpc())
+    async with app.run_test(size=(140, 50)) as pilot:
+        screen = await open_submit(pilot)
+        await load_path(pilot, screen, str(path))
+        await wait_for(pilot, lambda: "resources.gpus" in problems(screen), what="the problem")
+        await pilot.pause(0.1)
+        lines = [line for line in problems(screen).splitlines() if "gpus" in line]
+        assert len(lines) == 1, lines
+        assert lines[0].startswith(f"{path}:3: resources.gpus:")  # the located one stays
+
+
+class WatchOnlyBackend(FakeBackend):
+    """A fake that is not read-only but cannot submit (the app keeps its Submit screen)."""
+
+    kind = "watch-only"
+    capabilities = replace(FakeBackend.capabilities, submit=False)
+
+
+async def test_a_cluster_that_cannot_submit_then_submit_does_not_crash(home, monkeypatch):
+    monkeypatch.setitem(registry._BACKENDS, "watch-only", WatchOnlyBackend)
+    app = make_app(ClusterConfig("watch", "watch-only", refresh_seconds=0.5),
+                   ClusterConfig("ro", "fake", read_only=True, refresh_seconds=0.5))
+    async with app.run_test(size=(140, 50)) as pilot:
+        await pilot.press("3")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
+        await wait_for(pilot, lambda: screen.draft_ready, what="draft checked")
+        assert screen.query_one("#cluster", Select).value is Select.NULL
+        assert "no cluster accepts submissions" in problems(screen)
+        assert screen.query_one("#submit").disabled
+
+
+async def test_a_file_with_control_characters_is_not_loaded_and_the_form_refuses_them(home, tmp_path):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("name: kept\ncommand: echo kept\n")
+    bad.write_bytes(b"name: other\ncommand: c\nworkdir: /w\x00x\n")
+    app = make_app(hpc())
+    async with app.run_test(size=(140, 50)) as pilot:
+        screen = await open_submit(pilot)
+        await load_path(pilot, screen, str(good))
+        await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="valid")
+        await load_path(pilot, screen, str(bad))
+        await wait_for(pilot, lambda: f"{bad}:3: workdir: contains a control character (U+0000 NUL)"
+                       in problems(screen), what="the located problem")
+        assert screen.query_one("#name", Input).value == "kept"  # nothing of that file reached the form
+        assert screen.query_one("#submit").disabled
+        screen.query_one("#spec-path", Input).value = ""
+        await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="the kept form")
+
+        screen.query_one("#name", Input).value = "bell\x07"  # pasted: refused, never stripped
+        await wait_for(pilot, lambda: "U+0007" in field_error(screen, "name"), what="the field's problem")
+        assert screen.query_one("#submit").disabled
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.2)
+        assert app.hub.backend("hpc").mutations == []

@@ -24,6 +24,7 @@ With no file at the default location, clusters are discovered: this machine alwa
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any, Mapping
 
 from yanflow_tui.errors import ConfigError, SpecError
 from yanflow_tui.locations import default_config_path
-from yanflow_tui.yamldoc import Checker, Doc, as_written, join, load_yaml
+from yanflow_tui.yamldoc import Checker, Doc, as_written, join, load_yaml, load_yaml_bytes
 
 KINDS = ("local", "slurm", "kubernetes", "determined")
 TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users")
@@ -96,15 +97,30 @@ def load_config(path: str | None = None, env: Mapping[str, str] = os.environ) ->
             raise ConfigError(f"config file not found: {file}")
         return Config(clusters=tuple(discover(env)))
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = file.read_bytes()
+    except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read config {file}: {exc}") from None
-    return parse_config(text, str(file), env)
+    return config_from_doc(load_yaml_bytes(data, str(file)), env)
 
 
 def parse_config(text: str, file: str, env: Mapping[str, str] = os.environ) -> Config:
-    doc = load_yaml(text, file)
+    return config_from_doc(load_yaml(text, file), env)
+
+
+_DEFAULTS = re.compile(r"^clusters\[\d+\]\.defaults\.")
+
+
+def multiline(path: str) -> bool:
+    """Config fields that may hold several lines: descriptions, and the defaults' spec fields that may."""
+    from yanflow_tui import spec as specs
+
+    rest = _DEFAULTS.sub("", path)
+    return rest != path and specs.multiline(rest) or re.fullmatch(r"clusters\[\d+\]\.description", path) is not None
+
+
+def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ) -> Config:
     check = Checker(doc)
+    check.text(multiline)  # control characters, lone surrogates, bytes not UTF-8: in every field
     top = check.mapping("", doc.data, TOP_KEYS)
     read_only = check.boolean("read_only", top.get("read_only")) or False
     refresh = check.number("refresh_seconds", top.get("refresh_seconds"), minimum=0.5) or DEFAULT_REFRESH
@@ -134,7 +150,7 @@ def parse_config(text: str, file: str, env: Mapping[str, str] = os.environ) -> C
             check.error("clusters", "no clusters configured")
     all_users = bool(check.boolean("all_users", top.get("all_users")))
     check.raise_if_any()
-    return Config(tuple(clusters), read_only, refresh, theme, keymap, source=file, all_users=all_users)
+    return Config(tuple(clusters), read_only, refresh, theme, keymap, source=doc.file, all_users=all_users)
 
 
 def _anything(value: Any) -> list[str]:

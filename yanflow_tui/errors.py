@@ -59,7 +59,16 @@ class SpecError(YanflowError):
         super().__init__("\n".join(format_problem(*p) for p in problems))
 
 
+def _shown(text: str) -> str:
+    """``text`` fit for one line of a terminal: characters that do not print (controls, lone
+    surrogates from undecodable file names, line breaks) as ``\\uXXXX`` escapes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else f"\\u{ord(c):04x}" for c in text)
+
+
 def format_problem(file: str, line: int, field: str, message: str) -> str:
+    file, field, message = _shown(file), _shown(field), _shown(message)
     where = f"{file}:{line}" if line else file
     return f"{where}: {field}: {message}" if field else f"{where}: {message}"
 

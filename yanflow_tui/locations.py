@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import BinaryIO, Iterator, Mapping
 
@@ -29,29 +31,74 @@ def state_dir(env: Mapping[str, str] = os.environ) -> Path:
     return path
 
 
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
 @contextlib.contextmanager
-def private_writer(path: Path) -> Iterator[BinaryIO]:
+def private_writer(path: Path, *, replace: bool = True) -> Iterator[BinaryIO]:
     """A binary file that becomes ``path`` atomically, mode 0600, when the block ends without an
-    error (temp file beside it, fsync, rename); on an error the temp file is removed."""
+    error; on an error the temp file is removed and ``path`` is untouched.
+
+    The temp file is made by ``tempfile.mkstemp`` in ``path``'s directory: an unpredictable name,
+    opened with ``O_CREAT|O_EXCL|O_NOFOLLOW``, so nothing planted there (a file, a symlink) is
+    ever opened, truncated or chmodded. It is written, fsynced and renamed onto ``path``; a rename
+    replaces a symlink at ``path`` itself, never the file it points to. With ``replace=False`` an
+    existing ``path`` (a dangling symlink included) raises ``FileExistsError`` at that moment, not
+    at a check made earlier (a hard link, then the temp name is removed)."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o600)  # also when a stale temp file existed with another mode
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o600)  # our own new file: exactly 0600 whatever the umask
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            _link_new(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
+    _sync_dir(path.parent)
 
 
-def private_file(path: Path, data: bytes | str) -> None:
-    """Write ``path`` atomically with mode 0600 (temp file beside it, then rename)."""
-    with private_writer(path) as fh:
+def _link_new(tmp: str, path: Path) -> None:
+    """Give ``tmp`` the name ``path`` only if nothing has that name yet, then drop ``tmp``."""
+    try:
+        os.link(tmp, path, follow_symlinks=False)  # EEXIST when anything has that name, checked at once
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links on this file system: check, then rename (a small window)
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+def _sync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (best effort: some file systems refuse it)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def private_file(path: Path, data: bytes | str, *, replace: bool = True) -> None:
+    """Write ``path`` atomically with mode 0600 (see ``private_writer``)."""
+    with private_writer(path, replace=replace) as fh:
         fh.write(data.encode() if isinstance(data, str) else data)
+
+
+def open_private(path: Path, flags: int) -> int:
+    """Open a file we keep in place (a lock, an append-only log, a database) as an fd, mode 0600
+    when created, never through a symlink (``O_NOFOLLOW``: a link at ``path`` raises ``OSError``)."""
+    return os.open(path, flags | NOFOLLOW | CLOEXEC, 0o600)
 
 
 def display_path(path: Path) -> str:

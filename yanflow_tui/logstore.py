@@ -29,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable, Iterator, Pattern
 
-from yanflow_tui.locations import private_writer
+from yanflow_tui.locations import CLOEXEC, NOFOLLOW, private_writer
 
 BLOCK = 64  # lines per index entry
 KEEP_LINES = 20_000  # default in-memory window...
@@ -72,7 +72,7 @@ class _SpillFile:
     def _open(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="yanflow-log-", dir=self.tmp_dir)  # mode 0700
         path = os.path.join(self.dir, "spill.log")
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, 0o600)  # our own new dir
         self.path = path
 
     def write(self, data: bytes, offset: int, upto: int) -> None:

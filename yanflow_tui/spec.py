@@ -14,7 +14,9 @@
     kubernetes: {namespace: ml}
     determined: {searcher: {...}, hyperparameters: {...}}
 
-Problems are reported as ``file:line: field: message``.
+Problems are reported as ``file:line: field: message``. Every key and text value is checked for
+control characters, lone surrogates and bytes that are not UTF-8; tab and line break are allowed
+only in the multi-line fields (the command and descriptions).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from yanflow_tui.errors import SpecError
 from yanflow_tui.launchers import LAUNCHERS
 from yanflow_tui.model import JobKind, JobSpec, Mount, Resources
-from yanflow_tui.yamldoc import Checker, Doc, join, load_yaml, show
+from yanflow_tui.yamldoc import Checker, Doc, join, load_yaml, load_yaml_bytes, show
 
 TOP_KEYS = (
     "name", "kind", "cluster", "command", "image", "workdir", "env", "mounts",
@@ -50,18 +52,31 @@ SECTION_KEYS = {
     },
 }
 MAX_NAME = 200
+MULTILINE = ("command", "description", "determined.description")  # tab and line break allowed
+
+
+def multiline(path: str) -> bool:
+    """Whether the spec field at ``path`` may hold several lines (a command's words too)."""
+    return path in MULTILINE or path.startswith("command[")
+
+
+def text_problems(doc: Doc) -> list[tuple[str, int, str, str]]:
+    """The located problems of characters no field may hold (a file that has any is not loaded)."""
+    check = Checker(doc)
+    check.text(multiline)
+    return check.problems
 
 
 def load_spec(path: str | Path) -> JobSpec:
     """Read and validate a spec file. Raises ``SpecError`` with located problems."""
     path_text = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise SpecError([(path_text, 0, "", "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         raise SpecError([(path_text, 0, "", f"cannot read: {exc}")]) from None
-    return parse_spec(text, path_text)
+    return spec_from_doc(load_yaml_bytes(data, path_text))
 
 
 def parse_spec(text: str, file: str = "<spec>") -> JobSpec:
@@ -75,13 +90,11 @@ def spec_from_data(data: dict[str, Any], file: str = "<form>") -> JobSpec:
 
 def spec_from_doc(doc: Doc) -> JobSpec:
     check = Checker(doc)
+    check.text(multiline)  # first: a field with a bad character gets that one problem
     top = check.mapping("", doc.data, TOP_KEYS, required=("name",))
     name = check.string("name", top.get("name"))
-    if name is not None:
-        if "\x00" in name:
-            check.error("name", "must not contain NUL characters")
-        elif len(name) > MAX_NAME:
-            check.error("name", f"longer than {MAX_NAME} characters")
+    if name is not None and len(name) > MAX_NAME:
+        check.error("name", f"longer than {MAX_NAME} characters")
     kind_text = check.string("kind", top.get("kind", "single"), choices=[k.value for k in JobKind])
     kind = JobKind(kind_text) if kind_text else JobKind.SINGLE
     command = _command(check, top.get("command"))

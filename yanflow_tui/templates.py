@@ -17,7 +17,7 @@ import yaml
 from yanflow_tui.errors import SpecError
 from yanflow_tui.locations import default_config_path, private_file
 from yanflow_tui.spec import TOP_KEYS
-from yanflow_tui.yamldoc import Doc, load_yaml
+from yanflow_tui.yamldoc import Doc, load_yaml_bytes
 
 PACKAGE = Path(__file__).resolve().parent
 SAMPLE_DIRS = (PACKAGE.parent / "sample_jobs", PACKAGE / "sample_jobs")
@@ -58,12 +58,12 @@ def read_template(path: str | Path) -> Doc:
     """A spec file as a located YAML document (the form fills from it even when it has problems).
     Raises ``SpecError`` when it cannot be read or is not YAML."""
     try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
+        data = Path(path).expanduser().read_bytes()
     except FileNotFoundError:
         raise SpecError([(str(path), 0, "", "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         raise SpecError([(str(path), 0, "", f"cannot read: {exc}")]) from None
-    return load_yaml(text, str(Path(path).expanduser().resolve()))
+    return load_yaml_bytes(data, str(Path(path).expanduser().resolve()))
 
 
 def _description(path: Path) -> str:
@@ -113,8 +113,6 @@ def save_template(data: Mapping[str, Any], name: str, env: Mapping[str, str] = o
                   overwrite: bool = False) -> Path:
     """Write ``data`` as template ``name``. Raises ``FileExistsError`` if it exists and not ``overwrite``."""
     path = template_path(name, env)
-    if path.exists() and not overwrite:
-        raise FileExistsError(str(path))
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    private_file(path, template_text(data))
+    private_file(path, template_text(data), replace=overwrite)  # the existence check is the link itself
     return path
