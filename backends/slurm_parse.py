@@ -153,35 +153,58 @@ def parse_gres(text: str | None) -> Gres:
 
 # -- sinfo ----------------------------------------------------------------------------------------
 
+# Flags that keep a node's free resources from new jobs, by the state word the grid shows
+# (22.05's JSON says "idle" with the flag ["PLANNED"] where sinfo's text says "planned").
+_HOLDING_FLAGS = (("MAINT", "maint"), ("RESERVED", "reserved"), ("PLANNED", "planned"),
+                  ("POWERED_DOWN", "powered_down"), ("POWERING_DOWN", "powered_down"), ("POWER_DOWN", "powered_down"),
+                  ("POWERING_UP", "powering_up"), ("REBOOT_REQUESTED", "reboot"), ("REBOOT_ISSUED", "reboot"))
+_STATE_WORDS = ("idle", "mixed", "allocated", "down", "completing", "future", "fail", "reserved", "planned",
+                "maint", "inval", "powered_down", "power_down", "powering_up", "reboot", "blocked", "unknown")
+# States whose free GPUs no new job can take now, and why, for the grid's status line.
+HELD_STATES = {
+    "drain": "drained", "draining": "draining: takes no new jobs", "down": "down", "fail": "failed",
+    "failing": "failing", "future": "not in service yet", "inval": "invalid node configuration",
+    "maint": "in a maintenance reservation", "reserved": "in a reservation",
+    "planned": "held by the scheduler for a pending job", "powered_down": "powered down",
+    "power_down": "powered down", "powering_up": "powering up", "reboot": "rebooting",
+    "blocked": "blocked", "unknown": "state unknown",
+}
+
+
 def node_state_text(state: str, flags: Iterable[str] = ()) -> str:
-    """Slurm's base state plus flags as one of idle/mixed/allocated/drain/draining/down/... ."""
-    base = (state or "unknown").lower().rstrip("*~#!%$@^-")
-    flags = {str(f).upper() for f in flags}
+    """Slurm's base state plus flags as one word: idle/mixed/allocated/completing, or a state that
+    holds the node's free resources (see ``HELD_STATES``)."""
+    words = (state or "").lower().split("+")  # sinfo's text can say "idle+planned"
+    base = words[0].strip().rstrip("*~#!%$@^-") or "unknown"
+    flags = {str(f).upper() for f in flags} | {w.strip().upper() for w in words[1:]}
     if "DRAIN" in flags:
         return "drain" if base in ("idle", "down") else "draining"
     if base.startswith("drain"):
         return "drain" if base in ("drain", "drained") else "draining"
-    for word in ("idle", "mixed", "allocated", "down", "completing", "future", "fail", "reserved", "planned"):
-        if base.startswith(word):
-            return word
     if base in ("alloc",):
-        return "allocated"
+        base = "allocated"
     if base in ("mix",):
-        return "mixed"
-    if "NOT_RESPONDING" in flags and base != "down":
-        return "down"
+        base = "mixed"
+    if base in ("down", "fail", "failing") or "NOT_RESPONDING" in flags and base != "completing":
+        return "down" if base != "fail" and base != "failing" else base
+    for flag, word in _HOLDING_FLAGS:
+        if flag in flags:
+            return word
+    for word in _STATE_WORDS:
+        if base.startswith(word):
+            return "powered_down" if word == "power_down" else word
     return base or "unknown"
 
 
 def _node(cluster: str, name: str, state: str, partitions: tuple[str, ...], gres: Gres, used: Gres,
           cpus: int, cpus_alloc: int, mem: int, mem_alloc: int, reason: str) -> Node:
-    unusable = state in ("drain", "down", "fail")
+    unusable = state in HELD_STATES
     used_idx = set(used.indices)
     if not used_idx and used.count:  # counts without indices: mark the first N
         used_idx = set(range(used.count))
     gpus = tuple(
         Gpu(i, GpuState.ALLOCATED if i in used_idx else (GpuState.UNAVAILABLE if unusable else GpuState.FREE),
-            name=gres.gpu_type, reason=reason if unusable and i not in used_idx else "")
+            name=gres.gpu_type, reason=(reason or HELD_STATES[state]) if unusable and i not in used_idx else "")
         for i in range(gres.count)
     )
     return Node(cluster, name, state, partitions, cpus, cpus_alloc, mem, mem_alloc, gres.gpu_type, gres.count,

@@ -131,3 +131,29 @@ async def test_pending_job_shows_expected_start_and_each_field_once(site_jobs):
         assert "180" not in text
     finally:
         await backend.close()
+
+
+async def test_planned_nodes_show_their_gpus_held_not_free(site_jobs):
+    """Slurm's backfill holds free nodes for a pending job (PLANNED; 22.05's JSON says "idle" with the
+    flag PLANNED): their free GPUs are not free for anyone else."""
+    from yanflow_tui.model import GpuState
+
+    busy = _running("-p", "batch", "-w", "hx-n1", "--gres=gpu:h100:1", "-t", "5", "--wrap", "sleep 120")
+    site_jobs.append(busy)
+    _wait_running(busy)
+    whole = site_slurm("sbatch", "--parsable", "-p", "batch", "-N", "3", "--exclusive", "-t", "5", "-o", "/dev/null",
+                       "--wrap", "true").strip()
+    site_jobs.append(whole)
+    wait_until(lambda: "planned" in site_slurm("sinfo", "-h", "-N", "-p", "batch", "-o", "%N %T"), timeout=60,
+               what="backfill to plan the pending job on the free nodes")
+    planned = {line.split()[0] for line in site_slurm("sinfo", "-h", "-N", "-p", "batch", "-o", "%N %T").splitlines()
+               if line.split()[1] == "planned"}
+    backend = SlurmBackend(site_cluster())
+    try:
+        nodes = {n.name: n for n in await backend.list_nodes()}
+    finally:
+        await backend.close()
+    for name in planned:
+        assert nodes[name].state == "planned"
+        assert {g.state for g in nodes[name].gpus} == {GpuState.UNAVAILABLE}
+        assert all("pending job" in g.reason for g in nodes[name].gpus)
