@@ -4,6 +4,7 @@ purged 5 s after they end), a finished job's StdOut and StdErr after slurmctld h
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -156,6 +157,15 @@ def test_config_takes_history_and_reports_a_bad_one(tmp_path):
         SlurmBackend(load_config(str(path)).clusters[0])
 
 
+@contextlib.asynccontextmanager
+async def site_backend():
+    backend = SlurmBackend(site_cluster())
+    try:
+        yield backend
+    finally:
+        await backend.close()
+
+
 # -- the real site cluster --------------------------------------------------------------------------------
 
 def _sbatch_stdin(name: str, script: str) -> str:
@@ -164,6 +174,14 @@ def _sbatch_stdin(name: str, script: str) -> str:
                             env=dict(os.environ, SLURM_CONF=str(SITE_CONF)), timeout=60, cwd=SITE_JOBS)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip().split(";")[0]
+
+
+def _purged_job(jobs: list[str], name: str, script: str) -> str:
+    """Submit ``script``, and wait until it has ended and slurmctld has forgotten it."""
+    job_id = _sbatch_stdin(name, script)
+    jobs.append(job_id)
+    _purged(job_id)
+    return job_id
 
 
 def _purged(job_id: str) -> None:
@@ -182,11 +200,8 @@ for i in 1 2 3; do echo "out $i"; echo "err $i" >&2; done
 
 
 async def test_a_purged_jobs_stdout_and_stderr_open_as_two_logs(site_jobs):
-    job_id = _sbatch_stdin("hist-two", SCRIPT.format(dir=SITE_JOBS))
-    site_jobs.append(job_id)
-    _purged(job_id)
-    backend = SlurmBackend(site_cluster())
-    try:
+    job_id = _purged_job(site_jobs, "hist-two", SCRIPT.format(dir=SITE_JOBS))
+    async with site_backend() as backend:
         assert await backend.log_streams(job_id) == ("", "stderr")
         out = [line.text async for line in backend.stream_logs(job_id, follow=True)]
         err = [line.text async for line in backend.stream_logs(job_id, follow=True, stream="stderr")]
@@ -196,28 +211,19 @@ async def test_a_purged_jobs_stdout_and_stderr_open_as_two_logs(site_jobs):
         assert f"{SITE_JOBS}/hist-two-{job_id}.err" in described
         job = await backend.get_job(job_id)
         assert job.state is JobState.COMPLETED
-    finally:
-        await backend.close()
 
 
 async def test_a_purged_jobs_shared_output_is_one_log_at_slurms_default_name(site_jobs):
-    job_id = _sbatch_stdin("hist-one", "#!/bin/bash\n#SBATCH -p serial\necho to-out; echo to-err >&2\n")
-    site_jobs.append(job_id)
-    _purged(job_id)
-    backend = SlurmBackend(site_cluster())
-    try:
+    job_id = _purged_job(site_jobs, "hist-one", "#!/bin/bash\n#SBATCH -p serial\necho to-out; echo to-err >&2\n")
+    async with site_backend() as backend:
         assert await backend.log_streams(job_id) == ("",)
         out = [line.text async for line in backend.stream_logs(job_id)]
         assert sorted(out) == ["to-err", "to-out"]  # slurm-%j.out in the submit directory
         assert (SITE_JOBS / f"slurm-{job_id}.out").is_file()
-    finally:
-        await backend.close()
 
 
 def test_cli_logs_of_a_purged_job_and_its_stderr(site_jobs, capsys):
-    job_id = _sbatch_stdin("hist-cli", SCRIPT.format(dir=SITE_JOBS))
-    site_jobs.append(job_id)
-    _purged(job_id)
+    job_id = _purged_job(site_jobs, "hist-cli", SCRIPT.format(dir=SITE_JOBS))
     assert cli.main(["--config", str(SITE_CONFIG), "logs", job_id]) == 0
     assert capsys.readouterr().out.splitlines() == ["out 1", "out 2", "out 3"]
     assert cli.main(["--config", str(SITE_CONFIG), "logs", job_id, "--stream", "stderr"]) == 0
@@ -227,16 +233,11 @@ def test_cli_logs_of_a_purged_job_and_its_stderr(site_jobs, capsys):
 
 
 async def test_history_lists_finished_jobs_within_the_window(site_jobs):
-    job_id = _sbatch_stdin("hist-list", "#!/bin/bash\n#SBATCH -p serial\n#SBATCH -o /dev/null\ntrue\n")
-    site_jobs.append(job_id)
-    _purged(job_id)
-    backend = SlurmBackend(site_cluster())
-    try:
+    job_id = _purged_job(site_jobs, "hist-list", "#!/bin/bash\n#SBATCH -p serial\n#SBATCH -o /dev/null\ntrue\n")
+    async with site_backend() as backend:
         jobs = {j.id: j for j in await backend.list_jobs()}
         assert job_id in jobs and jobs[job_id].state is JobState.COMPLETED
         assert backend.notice == ""  # accounting is there: no "history needs accounting" note
-    finally:
-        await backend.close()
 
 
 async def test_console_opens_a_purged_jobs_stdout_and_stderr_panes_and_widens_history(home, site_jobs):
@@ -246,9 +247,7 @@ async def test_console_opens_a_purged_jobs_stdout_and_stderr_panes_and_widens_hi
     from yanflow_tui.screens.queue import JobTable
     from uihelpers import make_app, wait_for
 
-    job_id = _sbatch_stdin("hist-ui", SCRIPT.format(dir=SITE_JOBS))
-    site_jobs.append(job_id)
-    _purged(job_id)
+    job_id = _purged_job(site_jobs, "hist-ui", SCRIPT.format(dir=SITE_JOBS))
     cluster = replace(site_cluster(), refresh_seconds=0.5)
     app = make_app(cluster)
     async with app.run_test(size=(160, 45)) as pilot:
