@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input, Static, TabbedContent
@@ -32,6 +33,7 @@ from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 class LogsScreen(DataScreen):
     TITLE_TEXT = "Logs"
     CSS_PATH = Path(__file__).parent / "logs.tcss"
+    AUTO_FOCUS = "LogView"  # the main widget; with no pane, nothing (keys go to the screen's bindings)
     BINDINGS = [
         Binding("p", "toggle_follow", "Follow/Pause", id="toggle-follow"),
         Binding("slash", "search", "Search", id="search-log"),
@@ -59,12 +61,13 @@ class LogsScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield ClusterBar()
         yield Static(id="log-status")
-        yield Input(placeholder="search (enter: find, n/N: next/previous, escape: close)", id="log-search")
+        search = Input(placeholder="search (enter: find, n/N: next/previous, escape: close)", id="log-search")
+        search.display = False  # hidden from the start: a hidden box must never take the focus (and the keys)
+        yield search
         yield TabbedContent(id="log-panes")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#log-search", Input).display = False
         self.set_interval(FLUSH_SECONDS, self._flush)
         self._update_status()
 
@@ -287,9 +290,14 @@ class LogsScreen(DataScreen):
         box.focus()
 
     def action_close_search(self) -> None:
-        self.query_one("#log-search", Input).display = False
+        box = self.query_one("#log-search", Input)
+        if not box.display and self.focused is not box:
+            raise SkipAction()  # nothing to leave: escape goes back to the Queue
+        box.display = False
         if self.pane:
             self.pane.focus_view()
+        else:
+            self.set_focus(None)
 
     @on(Input.Submitted, "#log-search")
     def _search(self, event: Input.Submitted) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input, Static
@@ -305,6 +306,8 @@ class QueueScreen(DataScreen):
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#filter", Input)
+        if not box.display and not box.value and not self.filter_text:
+            raise SkipAction()  # nothing to leave
         box.value = ""
         box.display = False
         self._set_filter("")

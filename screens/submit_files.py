@@ -9,7 +9,7 @@ import asyncio
 from typing import Any
 
 from textual import work
-from textual.widgets import Button, Input
+from textual.widgets import Input
 
 from yanflow_tui import drafts, templates
 from yanflow_tui.errors import SpecError, YanflowError
@@ -54,6 +54,9 @@ class SpecFiles:
         if not path:
             self.query_one("#spec-path", Input).focus()
             return
+        # Out of the text fields now, before the file is read: keys typed while it loads are the
+        # app-wide keys, never letters added to the path or to a field the load redraws.
+        self.focus_main()
         self._load(path)
 
     @work(exclusive=True, group="load-spec", exit_on_error=False)
@@ -76,7 +79,6 @@ class SpecFiles:
         self._file_problems = problems
         await self._fill(doc.data_as_written(), doc.file)  # the fields show what the file says
         self._schedule_draft()
-        self.query_one("#submit", Button).focus()  # out of the text fields: enter submits, 1-4 switch screens
         self.notify(clean(f"loaded {path}" + (" (with problems)" if problems else "")), markup=False, timeout=2)
 
     def action_templates(self) -> None:

@@ -1,5 +1,6 @@
 """The Textual app: modes for Queue, Nodes, Submit and Logs, one refresh worker per cluster, and the
-app-wide keys. Screens own their own handlers; this module only routes data and modes."""
+app-wide keys (the keyboard model is in ``yanflow_tui.keys``). Screens own their own handlers; this
+module only routes data and modes."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from pathlib import Path
 from textual import on, work
 from textual.app import App, ScreenStackError
 from textual.binding import Binding
+from textual.command import CommandPalette
 from textual.css.query import NoMatches
 
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config
 from yanflow_tui.hub import Hub, error_text
+from yanflow_tui.keys import SerialKeys, is_typing
 from yanflow_tui.messages import ClusterUpdated
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
@@ -33,22 +36,27 @@ COALESCE_SECONDS = 0.1
 DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
 
 
-class YanflowApp(App[None]):
+class YanflowApp(SerialKeys, App[None]):
     TITLE = "YanFlow"
     CSS_PATH = [HERE / "app.tcss"]
     MODES = {"queue": QueueScreen, "nodes": NodesScreen, "submit": SubmitScreen, "logs": LogsScreen}
     DEFAULT_MODE = "queue"
     COMMANDS = App.COMMANDS | {YanflowCommands}
+    # The app-wide keys are priority bindings: they run whatever widget has the focus, except where
+    # it takes them as text (check_action); escape is the last resort, after the screen's own.
     BINDINGS = [
-        Binding("1", "show('queue')", "Queue", id="show-queue"),
-        Binding("2", "show('nodes')", "Nodes", id="show-nodes"),
-        Binding("3", "show('submit')", "Submit", id="show-submit"),
-        Binding("4", "show('logs')", "Logs", id="show-logs"),
-        Binding("r", "refresh", "Refresh", id="refresh"),
+        Binding("1", "show('queue')", "Queue", id="show-queue", priority=True),
+        Binding("2", "show('nodes')", "Nodes", id="show-nodes", priority=True),
+        Binding("3", "show('submit')", "Submit", id="show-submit", priority=True),
+        Binding("4", "show('logs')", "Logs", id="show-logs", priority=True),
+        Binding("5", "show('clusters')", "Clusters", id="show-clusters", priority=True),
+        Binding("r", "refresh", "Refresh", id="refresh", priority=True),
         Binding("ctrl+t", "toggle_theme", "Light/Dark", id="toggle-theme"),
-        Binding("question_mark", "help", "Help", id="help"),
-        Binding("q", "quit", "Quit", id="quit"),
+        Binding("question_mark", "help", "Help", id="help", priority=True),
+        Binding("q", "quit", "Quit", id="quit", priority=True),
+        Binding("escape", "back", "Back to the Queue", show=False, id="back"),
     ]
+    TYPED_ACTIONS = {"show", "refresh", "help", "quit"}  # single-key actions: text while typing
 
     clock = staticmethod(time.time)  # tests pin it for deterministic snapshots
 
@@ -152,16 +160,36 @@ class YanflowApp(App[None]):
 
     # -- actions -----------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.TYPED_ACTIONS and (is_typing(self.focused) or isinstance(self.screen, CommandPalette)):
+            return None  # the key is text for the field being typed in
+        if action == "show" and parameters and parameters[0] not in self.MODES:
+            return False  # a screen this build does not have (5: Clusters)
         if action == "show" and parameters and parameters[0] in MUTATING_MODES and self.read_only:
             return False
         return True
 
     def action_show(self, mode: str) -> None:
+        """Go to a main screen: a dialog or pushed screen over this one is closed (declined) first."""
         if mode in MUTATING_MODES and self.read_only:
             self.notify("read-only: submitting is disabled", severity="warning", markup=False)
             return
+        self._close_pushed()
         if self.current_mode != mode:
             self.switch_mode(mode)
+            self._close_pushed()
+
+    def action_back(self) -> None:
+        """Escape with nothing left to leave on this screen: close a pushed screen, or go to the Queue."""
+        if isinstance(self.screen, CommandPalette):
+            return
+        if len(self.screen_stack) > 1:
+            self.screen.dismiss()
+        elif self.current_mode != "queue":
+            self.switch_mode("queue")
+
+    def _close_pushed(self) -> None:
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, CommandPalette):
+            self.screen.dismiss()
 
     def action_refresh(self) -> None:
         for name in self.hub.names:
@@ -176,6 +204,7 @@ class YanflowApp(App[None]):
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
             return
         rows = []
         seen = set()
