@@ -326,22 +326,29 @@ class LogsScreen(DataScreen):
         self._jump_error(-1)
 
     def _jump_error(self, direction: int) -> None:
-        """Go to the next (or previous) line saying ``error`` or ``Traceback``, wrapping around once."""
+        """Go to the next (or previous) line saying ``error`` or ``Traceback`` from where the view is:
+        after the error last jumped to while it is on show, else from the top (``E``: the bottom) of
+        the view; wrapping around once."""
         pane = self.pane
         if pane is None:
             return
         view = pane.active_view
-        last = view.error_line
         total = len(view.store)
-        if last is None:
-            start = 0 if direction > 0 else total - 1
-        else:
+        if not total:
+            return
+        top = view.top_line
+        bottom = min(total - 1, top + max(1, view.scrollable_content_region.height) - 1)
+        last = view.error_line
+        if last is not None and top <= last <= bottom:
             start = last + direction
+        else:
+            start = top if direction > 0 else bottom
+        edge = 0 if direction > 0 else total - 1
 
         def found(line: int | None, wrapped: bool = False) -> None:
-            if line is None and not wrapped and last is not None:
-                restart = 0 if direction > 0 else len(view.store) - 1
-                view.find(ERROR_PATTERN, restart, direction, lambda again: found(again, True))
+            if line is None and not wrapped and start != edge:
+                view.find(ERROR_PATTERN, 0 if direction > 0 else len(view.store) - 1, direction,
+                          lambda again: found(again, True))
                 return
             if line is None:
                 self.notify("no line says error or Traceback", timeout=3, markup=False)
@@ -353,8 +360,10 @@ class LogsScreen(DataScreen):
             view.mark_line(line)
             self._changed()
 
-        if total:
+        if 0 <= start < total:
             view.find(ERROR_PATTERN, start, direction, found)
+        else:
+            found(None)  # past the last line: wrap around
 
     def action_save(self) -> None:
         pane = self.pane

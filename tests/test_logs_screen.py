@@ -383,3 +383,25 @@ async def test_local_shell_job_log_streams_into_a_pane_and_jumps_to_its_tracebac
         await pilot.press("e")
         await wait_for(pilot, lambda: pane.view.current_line == 3000, what="traceback line")
         assert "Traceback (most recent call last):" in screen_text(app)
+
+
+async def test_error_keys_search_from_where_the_view_is(home, stream_kind):
+    """e finds the next error after the lines on show, E the one before them; not the file's first."""
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        special = {100: "an error here", 700: "another error", 1_500: "Traceback (most recent call last):"}
+        fake.feed("101", *(special.get(i, f"line {i}") for i in range(2_000)))
+        logs = await open_logs(app, pilot, "101")
+        view = logs.pane.view
+        await wait_for(pilot, lambda: len(view.store) == 2_000, what="lines")
+        view.set_following(False)
+        view.go_to_line(1_000, center=False)
+        await wait_for(pilot, lambda: view.top_line == 1_000, what="view at line 1000")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: view.current_line == 1_500, what="the error after the view")
+        view.go_to_line(1_000, center=False)
+        await wait_for(pilot, lambda: view.top_line == 1_000, what="view at line 1000 again")
+        await pilot.press("E")
+        await wait_for(pilot, lambda: view.current_line == 700, what="the error before the view")
