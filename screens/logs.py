@@ -369,12 +369,13 @@ class LogsScreen(DataScreen):
         pane = self.pane
         if pane is None:
             return
-        default = safe_filename(f"{pane.job.cluster}-{pane.job.id}.log")
+        # A file named after the job, in the directory the console was started in, shown in full.
+        default = str(Path.cwd() / safe_filename(f"{pane.job.cluster}-{pane.job.id}-{pane.job.name}.log"))
         store = pane.active_view.store
 
         def chosen(path: str | None) -> None:
             if path:
-                self._save(Path(path).expanduser(), store)
+                self._save(Path(path).expanduser().absolute(), store)
 
         self.app.push_screen(PromptScreen("Save the log to:", default), chosen)
 

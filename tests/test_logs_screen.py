@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 
 from yanflow_tui.backends import registry
 from yanflow_tui import logstore
@@ -269,6 +270,9 @@ async def test_save_writes_the_whole_spilled_log_with_mode_0600(home, stream_kin
                                                                monkeypatch):
     monkeypatch.chdir(tmp_path)
     app = make_app(cluster())
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
     async with app.run_test(size=(100, 24)) as pilot:
         fake = backend(app)
         await wait_for(pilot, lambda: fake.jobs, what="jobs")
@@ -280,10 +284,13 @@ async def test_save_writes_the_whole_spilled_log_with_mode_0600(home, stream_kin
         await asyncio.to_thread(store.sync)
         assert store.spilled > 4_000 and store.in_memory < 1_000
         await pilot.press("w")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="save prompt")
+        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen,
+                                what="save prompt")
+        saved = tmp_path / "hpc-101-train-resnet.log"  # named after the job, in the current directory
+        assert prompt.query_one(Input).value == str(saved)
         await pilot.press("enter")
-        saved = tmp_path / "hpc-101.log"
         await wait_for(pilot, lambda: saved.exists(), what="saved file")
+        await wait_for(pilot, lambda: f"saved 5000 lines to {saved}" in notes, what="the toast with the full path")
         assert saved.read_text(encoding="utf-8").splitlines() == lines
         assert stat.S_IMODE(saved.stat().st_mode) == 0o600
 
