@@ -192,14 +192,22 @@ async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
         select_row(app, "hpc/101")  # a running job: cancellable if the gate were open
         await pilot.pause(0.1)
-        active = {key for key, b in app.screen.active_bindings.items() if b.enabled}
-        assert not {"c", "s", "3", "ctrl+s"} & active
+        active = {key: b.binding.action for key, b in app.screen.active_bindings.items() if b.enabled}
+        assert {key: active.get(key, "").split("(")[0] for key in ("c", "s", "3", "ctrl+s")} == {
+            "c": "app.refuse", "s": "app.refuse", "3": "refuse", "ctrl+s": ""}  # only the refusals
+        assert not {b.binding.id for b in app.screen.active_bindings.values() if b.binding.show} & {
+            "cancel-job", "submit-job", "show-submit", "cancel-job-read-only"}  # the footer shows none of them
         assert "READ-ONLY" in screen_text(app)
         names = await palette_names(app)
         assert "job: logs" in names and "job: cancel" not in names and "submit: open" not in names
-        for key in ("c", "s", "3"):
+        notes: list[str] = []
+        notify = app.notify
+        app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+        for key, what in (("c", "cancel"), ("s", "submit"), ("3", "submit")):
             await pilot.press(key)
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda: notes and notes[-1].startswith(f"read-only: {what} refused"),
+                           what=f"the refusal of {key}")
+            notes.clear()
             assert isinstance(app.screen, QueueScreen)
         await assert_gate_refuses(FakeBackend.instances[-1], "cancel", "101")
 
@@ -512,10 +520,14 @@ async def test_read_only_has_no_actions_key_and_perform_is_refused(home, actions
         await wait_for(pilot, lambda: "det/101" in rows(app), what="rows")
         select_row(app, "det/101")
         await pilot.pause(0.1)
-        assert "a" not in {k for k, b in app.screen.active_bindings.items() if b.enabled}
+        assert "a" not in {k for k, b in app.screen.active_bindings.items() if b.enabled and b.binding.show}
         assert "job: actions" not in await palette_names(app)
+        notes: list[str] = []
+        notify = app.notify
+        app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
         await pilot.press("a")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: notes == ["read-only: job actions refused (--read-only / read_only: true)"],
+                       what="the refusal")
         assert isinstance(app.screen, QueueScreen)
         await assert_gate_refuses(FakeBackend.instances[-1], "perform", "101", "pause")
 

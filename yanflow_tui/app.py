@@ -54,9 +54,11 @@ class YanflowApp(SerialKeys, App[None]):
         Binding("ctrl+t", "toggle_theme", "Light/Dark", id="toggle-theme"),
         Binding("question_mark", "help", "Help", id="help", priority=True),
         Binding("q", "quit", "Quit", id="quit", priority=True),
+        Binding("3", "refuse('submit')", "Submit (read-only)", show=False, id="show-submit-read-only",
+                priority=True),
         Binding("escape", "back", "Back to the Queue", show=False, id="back"),
     ]
-    TYPED_ACTIONS = {"show", "refresh", "help", "quit"}  # single-key actions: text while typing
+    TYPED_ACTIONS = {"show", "refresh", "help", "quit", "refuse"}  # single-key actions: text while typing
 
     clock = staticmethod(time.time)  # tests pin it for deterministic snapshots
 
@@ -74,8 +76,9 @@ class YanflowApp(SerialKeys, App[None]):
     def on_mount(self) -> None:
         if self.config.theme and self.config.theme in self.available_themes:
             self.theme = self.config.theme
-        if self.config.keymap:
-            self.set_keymap(self.config.keymap)
+        if self.config.keymap:  # a key's read-only refusal moves with it
+            keymap = dict(self.config.keymap)
+            self.set_keymap({**{f"{key}-read-only": keys for key, keys in keymap.items()}, **keymap})
         for name in self.hub.names:
             self._wake[name] = asyncio.Event()
             self.hub.backend(name).set_change_callback(lambda name=name: self.request_refresh(name))
@@ -166,7 +169,15 @@ class YanflowApp(SerialKeys, App[None]):
             return False  # a screen this build does not have (5: Clusters)
         if action == "show" and parameters and parameters[0] in MUTATING_MODES and self.read_only:
             return False
+        if action == "refuse":  # a mutating key in read-only mode (hidden, like the key it stands for)
+            refused = getattr(self.screen, "refuses", None)
+            return self.read_only or bool(refused and parameters and refused(parameters[0]))
         return True
+
+    def action_refuse(self, what: str) -> None:
+        """Say why a mutating key does nothing: the console or the job's cluster is read-only."""
+        where = "--read-only / read_only: true" if self.read_only else "the cluster is read_only: true"
+        self.notify(f"read-only: {what} refused ({where})", severity="warning", timeout=4, markup=False)
 
     def action_show(self, mode: str) -> None:
         """Go to a main screen: a dialog or pushed screen over this one is closed (declined) first."""
