@@ -16,7 +16,7 @@ import pyte
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = {"escape": "\x1b", "tab": "\t", "shift+tab": "\x1b[Z", "enter": "\r", "ctrl+o": "\x0f",
-        "backspace": "\x7f", "down": "\x1b[B", "up": "\x1b[A"}
+        "backspace": "\x7f", "down": "\x1b[B", "up": "\x1b[A", "f2": "\x1bOQ"}
 
 
 class Terminal:
@@ -27,6 +27,7 @@ class Terminal:
         self.columns, self.lines = columns, lines
         self.screen = pyte.Screen(columns, lines)
         self.stream = pyte.ByteStream(self.screen)
+        self.output = bytearray()  # every byte the console wrote
         base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TERM": "xterm-256color", "HOME": str(home),
                 "XDG_CONFIG_HOME": str(home / ".config"), "XDG_STATE_HOME": str(home / ".local" / "state"),
                 "YANFLOW_DISCOVER": "local", "LANG": "C.UTF-8", "COLORTERM": "truecolor"}
@@ -47,6 +48,7 @@ class Terminal:
             return True
         except pexpect.EOF:
             return False
+        self.output += data
         self.stream.feed(data)
         return True
 

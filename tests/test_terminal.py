@@ -176,3 +176,19 @@ def test_keys_typed_in_one_burst_land_in_the_fields_they_were_typed_for(tty_home
         assert f"{SAMPLE}2" not in term.text()
     finally:
         term.close()
+
+
+def test_mouse_false_leaves_the_mouse_to_the_terminal_until_f2(tty_home):
+    term = Terminal.console(tty_home, 80, 24, "--no-mouse")
+    try:
+        term.wait_text("train-resnet", timeout=30)
+        assert b"\x1b[?1000h" not in term.output  # no mouse reporting asked of the terminal
+        term.press("f2")
+        term.wait(lambda text: b"\x1b[?1000h" in term.output, "mouse reporting on")
+        term.wait_text("mouse: the console's")
+        term.press("f2")
+        term.wait(lambda text: b"\x1b[?1000l" in term.output, "mouse reporting off")
+        term.press("q")
+        assert term.exit_code() == 0
+    finally:
+        term.close()

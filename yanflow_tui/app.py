@@ -52,6 +52,7 @@ class YanflowApp(SerialKeys, App[None]):
         Binding("5", "show('clusters')", "Clusters", id="show-clusters", priority=True),
         Binding("r", "refresh", "Refresh", id="refresh", priority=True),
         Binding("ctrl+t", "toggle_theme", "Light/Dark", id="toggle-theme"),
+        Binding("f2", "toggle_mouse", "Mouse on/off", show=False, id="toggle-mouse"),
         Binding("question_mark", "help", "Help", id="help", priority=True),
         Binding("q", "quit", "Quit", id="quit", priority=True),
         Binding("3", "refuse('submit')", "Submit (read-only)", show=False, id="show-submit-read-only",
@@ -71,6 +72,7 @@ class YanflowApp(SerialKeys, App[None]):
         self.pending_logs: Job | None = None
         self._asked_login: set[str] = set()
         self.all_users = config.all_users  # False: the queue shows my jobs where a cluster knows who I am
+        self.mouse_captured = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -89,6 +91,8 @@ class YanflowApp(SerialKeys, App[None]):
         self.set_interval(1.0, self._tick)
 
     async def on_unmount(self) -> None:
+        if self.mouse_captured and not self.config.mouse:
+            self._mouse_reporting(False)  # turned on here: Textual only turns off what it turned on
         await self.hub.close()
 
     async def _refresh_loop(self, name: str) -> None:
@@ -201,6 +205,22 @@ class YanflowApp(SerialKeys, App[None]):
     def _close_pushed(self) -> None:
         while len(self.screen_stack) > 1 and not isinstance(self.screen, CommandPalette):
             self.screen.dismiss()
+
+    def action_toggle_mouse(self) -> None:
+        """Capture the mouse, or leave it to the terminal (selecting and copying text without a modifier)."""
+        self.mouse_captured = not self.mouse_captured
+        self._mouse_reporting(self.mouse_captured)
+        self.notify("mouse: the console's" if self.mouse_captured else "mouse: the terminal's (select and copy)",
+                    timeout=2, markup=False)
+
+    def _mouse_reporting(self, on: bool) -> None:
+        """Switch the terminal's mouse reporting (the DEC modes Textual's driver sets) on or off."""
+        driver = getattr(self, "_driver", None)  # Textual has no public switch for this after start
+        if driver is None or self.is_headless:
+            return
+        mode = "h" if on else "l"
+        driver.write("".join(f"\x1b[?{n}{mode}" for n in (1000, 1003, 1015, 1006)))
+        driver.flush()
 
     def action_refresh(self) -> None:
         for name in self.hub.names:

@@ -84,7 +84,7 @@ def _config(args):
 def _run_app(config) -> int:
     from yanflow_tui.app import YanflowApp
 
-    YanflowApp(config).run()
+    YanflowApp(config).run(mouse=config.mouse)
     return 0
 
 

@@ -1,5 +1,5 @@
 """The console over the in-memory fake backend, run as a program (for the real-terminal tests):
-``python tests/fakes/console.py [--read-only]`` starts ``YanflowApp`` on one fake cluster ``hpc``."""
+``python tests/fakes/console.py [--read-only] [--no-mouse]`` starts ``YanflowApp`` on one fake cluster ``hpc``."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from fakes.backend import FakeBackend  # noqa: E402
 
 def main() -> None:
     registry._BACKENDS["fake"] = FakeBackend
-    config = Config(clusters=(ClusterConfig("hpc", "fake", refresh_seconds=3600),))
+    config = Config(clusters=(ClusterConfig("hpc", "fake", refresh_seconds=3600),), mouse="--no-mouse" not in sys.argv)
     if "--read-only" in sys.argv:
         config = config.with_read_only()
     from yanflow_tui.app import YanflowApp
 
-    YanflowApp(config).run()
+    YanflowApp(config).run(mouse=config.mouse)
 
 
 if __name__ == "__main__":
