@@ -72,7 +72,7 @@ class YanflowApp(SerialKeys, App[None]):
         self.pending_logs: Job | None = None
         self._asked_login: set[str] = set()
         self.all_users = config.all_users  # False: the queue shows my jobs where a cluster knows who I am
-        self.mouse_captured = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
+        self.mouse_reporting = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -91,8 +91,8 @@ class YanflowApp(SerialKeys, App[None]):
         self.set_interval(1.0, self._tick)
 
     async def on_unmount(self) -> None:
-        if self.mouse_captured and not self.config.mouse:
-            self._mouse_reporting(False)  # turned on here: Textual only turns off what it turned on
+        if self.mouse_reporting and not self.config.mouse:
+            self._set_mouse_reporting(False)  # turned on here: Textual only turns off what it turned on
         await self.hub.close()
 
     async def _refresh_loop(self, name: str) -> None:
@@ -208,12 +208,12 @@ class YanflowApp(SerialKeys, App[None]):
 
     def action_toggle_mouse(self) -> None:
         """Capture the mouse, or leave it to the terminal (selecting and copying text without a modifier)."""
-        self.mouse_captured = not self.mouse_captured
-        self._mouse_reporting(self.mouse_captured)
-        self.notify("mouse: the console's" if self.mouse_captured else "mouse: the terminal's (select and copy)",
+        self.mouse_reporting = not self.mouse_reporting
+        self._set_mouse_reporting(self.mouse_reporting)
+        self.notify("mouse: the console's" if self.mouse_reporting else "mouse: the terminal's (select and copy)",
                     timeout=2, markup=False)
 
-    def _mouse_reporting(self, on: bool) -> None:
+    def _set_mouse_reporting(self, on: bool) -> None:
         """Switch the terminal's mouse reporting (the DEC modes Textual's driver sets) on or off."""
         driver = getattr(self, "_driver", None)  # Textual has no public switch for this after start
         if driver is None or self.is_headless:
