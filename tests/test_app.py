@@ -395,7 +395,7 @@ async def test_logs_pause_search_and_save(home, fake_kind, tmp_path, monkeypatch
         await pilot.press("w")
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "PromptScreen", what="save prompt")
         await pilot.press("enter")  # accept the default name
-        saved = tmp_path / "hpc-101.log"
+        saved = tmp_path / "hpc-101-train-resnet.log"
         await wait_for(pilot, lambda: saved.exists(), what="saved file")
         assert saved.read_text().splitlines() == [f"epoch {i} loss={1 / (i + 1):.3f}" for i in range(30)]
         assert saved.stat().st_mode & 0o777 == 0o600
@@ -442,11 +442,14 @@ async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_kind):
         await pilot.press("3")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
         path = str(SAMPLES / "local-shell.yaml")
+        await wait_for(pilot, lambda: app.focused is screen.query_one("#cluster"), what="focus on the cluster")
+        await pilot.press("ctrl+o")  # with no path yet: into the spec-file box
+        await wait_for(pilot, lambda: app.focused is screen.query_one("#spec-path"), what="the file box")
         await pilot.press(*path, "enter")  # the path holds s, l, 1... which are keys elsewhere
         await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "local-shell-demo", what="loaded")
         assert app.current_mode == "submit"
         assert screen.query_one("#spec-path", Input).value == path
-        assert app.focused is screen.query_one("#submit")  # enter submits, digits switch screens
+        assert app.focused is screen.query_one("#cluster")  # out of the text fields: digits switch screens
         screen.query_one("#name", Input).focus()
         await pilot.press("1", "2")
         assert app.current_mode == "submit" and screen.query_one("#name", Input).value.endswith("12")
