@@ -131,20 +131,30 @@ def test_every_screen_reaches_every_other_by_its_key_from_every_focus_state(tty_
     print(f"walk at {size}: {time.monotonic() - started:.1f}s")
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_q_quits_from_every_screen(tty_home, size):
+def test_q_quits_from_every_screen_at_both_sizes_and_f2_switches_the_mouse(tty_home):
+    """One console per screen and size, side by side; the Queue's at 80x24 starts with mouse: false."""
     terms = {}
-    for key in SCREENS:
-        (tty_home / key).mkdir()
-        terms[key] = Terminal.console(tty_home / key, *size)
+    for size in SIZES:
+        for key in SCREENS:
+            home = tty_home / f"{key}-{size[0]}"
+            home.mkdir()
+            no_mouse = ("--no-mouse",) if (key, size) == ("1", (80, 24)) else ()
+            terms[key, size] = Terminal.console(home, *size, *no_mouse)
     try:
-        for key, term in terms.items():
-            term.wait_text("train-resnet", timeout=30)
+        for (key, size), term in terms.items():
+            term.wait_text("train-resnet", timeout=60)
             go(term, key)
-        for key, term in terms.items():
+        term = terms["1", (80, 24)]
+        assert b"\x1b[?1000h" not in term.output  # mouse: false asks the terminal for no mouse reports
+        term.press("f2")
+        term.wait(lambda text: b"\x1b[?1000h" in term.output, "mouse reporting on")
+        term.wait_text("mouse: the console's")
+        term.press("f2")
+        term.wait(lambda text: b"\x1b[?1000l" in term.output, "mouse reporting off")
+        for term in terms.values():
             term.press("q")
-        for key, term in terms.items():
-            assert term.exit_code() == 0, SCREENS[key]
+        for (key, size), term in terms.items():
+            assert term.exit_code() == 0, (SCREENS[key], size)
     finally:
         for term in terms.values():
             term.close()
@@ -177,18 +187,3 @@ def test_keys_typed_in_one_burst_land_in_the_fields_they_were_typed_for(tty_home
     finally:
         term.close()
 
-
-def test_mouse_false_leaves_the_mouse_to_the_terminal_until_f2(tty_home):
-    term = Terminal.console(tty_home, 80, 24, "--no-mouse")
-    try:
-        term.wait_text("train-resnet", timeout=30)
-        assert b"\x1b[?1000h" not in term.output  # no mouse reporting asked of the terminal
-        term.press("f2")
-        term.wait(lambda text: b"\x1b[?1000h" in term.output, "mouse reporting on")
-        term.wait_text("mouse: the console's")
-        term.press("f2")
-        term.wait(lambda text: b"\x1b[?1000l" in term.output, "mouse reporting off")
-        term.press("q")
-        assert term.exit_code() == 0
-    finally:
-        term.close()
