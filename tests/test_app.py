@@ -655,3 +655,24 @@ async def test_a_group_detail_lists_its_members_by_what_differs_and_sorts_them(h
         assert table.column_values("ID") == ["104_10", "104_0", "104_1"]
         await pilot.press("o", "o", "o", "o")  # wraps to hp.lr, still reversed: numbers, not text
         assert table.column_values("hp.lr") == ["0.1", "0.01", "0.001"]
+
+
+async def test_a_read_only_clusters_cancel_key_says_why(home, fake_kind):
+    app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600, read_only=True),
+                   ClusterConfig("lab", "fake", refresh_seconds=3600))
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: "hpc/101" in rows(app) and "lab/101" in rows(app), what="rows")
+        assert not app.read_only
+        select_row(app, "hpc/101")
+        await pilot.pause(0.1)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: "read-only: cancel refused (the cluster is read_only: true)" in notes,
+                       what="the refusal")
+        assert isinstance(app.screen, QueueScreen)
+        select_row(app, "lab/101")
+        await pilot.pause(0.1)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="lab's job: the confirmation")
