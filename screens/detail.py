@@ -30,7 +30,7 @@ class JobDetailScreen(ModalScreen[None]):
     checkpoints with download -- each where the job or its backend has them."""
 
     BINDINGS = [
-        Binding("escape,q", "dismiss", "Close", id="detail-close"),
+        Binding("escape", "dismiss", "Close", id="detail-close"),
         Binding("l", "logs", "Logs", id="detail-logs"),
         Binding("d", "download", "Download checkpoint", id="download-checkpoint"),
         Binding("o", "sort_members", "Sort members", id="sort-members"),

@@ -96,7 +96,7 @@ class ChoiceScreen(ModalScreen[str | None]):
 class HelpScreen(ModalScreen[None]):
     """Every key of the screen underneath, with its binding id (for ``keymap:`` in the config)."""
 
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help-close")]
+    BINDINGS = [Binding("escape", "dismiss", "Close", id="help-close")]
 
     def __init__(self, rows: list[tuple[str, str, str]]) -> None:
         super().__init__()

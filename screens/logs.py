@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input, Static, TabbedContent
@@ -32,6 +33,7 @@ from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 class LogsScreen(DataScreen):
     TITLE_TEXT = "Logs"
     CSS_PATH = Path(__file__).parent / "logs.tcss"
+    AUTO_FOCUS = "LogView"  # the main widget; with no pane, nothing (keys go to the screen's bindings)
     BINDINGS = [
         Binding("p", "toggle_follow", "Follow/Pause", id="toggle-follow"),
         Binding("slash", "search", "Search", id="search-log"),
@@ -59,12 +61,13 @@ class LogsScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield ClusterBar()
         yield Static(id="log-status")
-        yield Input(placeholder="search (enter: find, n/N: next/previous, escape: close)", id="log-search")
+        search = Input(placeholder="search (enter: find, n/N: next/previous, escape: close)", id="log-search")
+        search.display = False  # hidden from the start: a hidden box must never take the focus (and the keys)
+        yield search
         yield TabbedContent(id="log-panes")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#log-search", Input).display = False
         self.set_interval(FLUSH_SECONDS, self._flush)
         self._update_status()
 
@@ -303,9 +306,14 @@ class LogsScreen(DataScreen):
         box.focus()
 
     def action_close_search(self) -> None:
-        self.query_one("#log-search", Input).display = False
+        box = self.query_one("#log-search", Input)
+        if not box.display and self.focused is not box:
+            raise SkipAction()  # nothing to leave: escape goes back to the Queue
+        box.display = False
         if self.pane:
             self.pane.focus_view()
+        else:
+            self.set_focus(None)
 
     @on(Input.Submitted, "#log-search")
     def _search(self, event: Input.Submitted) -> None:
@@ -334,22 +342,29 @@ class LogsScreen(DataScreen):
         self._jump_error(-1)
 
     def _jump_error(self, direction: int) -> None:
-        """Go to the next (or previous) line saying ``error`` or ``Traceback``, wrapping around once."""
+        """Go to the next (or previous) line saying ``error`` or ``Traceback`` from where the view is:
+        after the error last jumped to while it is on show, else from the top (``E``: the bottom) of
+        the view; wrapping around once."""
         pane = self.pane
         if pane is None:
             return
         view = pane.active_view
-        last = view.error_line
         total = len(view.store)
-        if last is None:
-            start = 0 if direction > 0 else total - 1
-        else:
+        if not total:
+            return
+        top = view.top_line
+        bottom = min(total - 1, top + max(1, view.scrollable_content_region.height) - 1)
+        last = view.error_line
+        if last is not None and top <= last <= bottom:
             start = last + direction
+        else:
+            start = top if direction > 0 else bottom
+        edge = 0 if direction > 0 else total - 1
 
         def found(line: int | None, wrapped: bool = False) -> None:
-            if line is None and not wrapped and last is not None:
-                restart = 0 if direction > 0 else len(view.store) - 1
-                view.find(ERROR_PATTERN, restart, direction, lambda again: found(again, True))
+            if line is None and not wrapped and start != edge:
+                view.find(ERROR_PATTERN, 0 if direction > 0 else len(view.store) - 1, direction,
+                          lambda again: found(again, True))
                 return
             if line is None:
                 self.notify("no line says error or Traceback", timeout=3, markup=False)
@@ -361,19 +376,22 @@ class LogsScreen(DataScreen):
             view.mark_line(line)
             self._changed()
 
-        if total:
+        if 0 <= start < total:
             view.find(ERROR_PATTERN, start, direction, found)
+        else:
+            found(None)  # past the last line: wrap around
 
     def action_save(self) -> None:
         pane = self.pane
         if pane is None:
             return
-        default = safe_filename(f"{pane.job.cluster}-{pane.job.id}.log")
+        # A file named after the job, in the directory the console was started in, shown in full.
+        default = str(Path.cwd() / safe_filename(f"{pane.job.cluster}-{pane.job.id}-{pane.job.name}.log"))
         store = pane.active_view.store
 
         def chosen(path: str | None) -> None:
             if path:
-                self._save(Path(path).expanduser(), store)
+                self._save(Path(path).expanduser().absolute(), store)
 
         self.app.push_screen(PromptScreen("Save the log to:", default), chosen)
 

@@ -10,6 +10,7 @@ from typing import Mapping
 from rich.style import StyleType
 from rich.text import Text
 from textual import on
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input, Static
@@ -145,6 +146,8 @@ class NodesScreen(DataScreen):
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#node-filter", Input)
+        if not box.display and not box.value:
+            raise SkipAction()  # nothing to leave: escape goes back to the Queue
         box.value = ""
         box.display = False
         grid = self.query_one("#nodes", GpuGrid)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input, Static
@@ -146,6 +147,10 @@ class QueueScreen(DataScreen):
         Binding("O", "sort_reverse", "Reverse sort", show=False, id="reverse-sort"),
         Binding("s", "submit", "Submit", id="submit-job"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="clear-filter"),
+        # Read-only: the keys above are gone from the footer, and pressing one says why.
+        Binding("c", "app.refuse('cancel')", "Cancel (read-only)", show=False, id="cancel-job-read-only"),
+        Binding("a", "app.refuse('job actions')", "Actions (read-only)", show=False, id="job-actions-read-only"),
+        Binding("s", "app.refuse('submit')", "Submit (read-only)", show=False, id="submit-job-read-only"),
     ]
 
     def __init__(self) -> None:
@@ -299,6 +304,11 @@ class QueueScreen(DataScreen):
                 return True if (job.key in self._children or self._group_of(job)) else None
         return True
 
+    def refuses(self, what: str) -> bool:
+        """Whether ``what`` is refused for the highlighted job because its cluster is read-only."""
+        job = self.selected_job()
+        return what != "submit" and job is not None and self.app.hub.backend(job.cluster).read_only
+
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = True
@@ -306,6 +316,8 @@ class QueueScreen(DataScreen):
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#filter", Input)
+        if not box.display and not box.value and not self.filter_text:
+            raise SkipAction()  # nothing to leave
         box.value = ""
         box.display = False
         self._set_filter("")

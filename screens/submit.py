@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.text import Text
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -24,6 +25,7 @@ from yanflow_tui.errors import SpecError, SubmitUnknown
 from yanflow_tui.formfields import KIND_LABELS, FormField, default_fields, field_for, leaf_paths, \
     message_field
 from yanflow_tui.hub import error_text
+from yanflow_tui.keys import is_typing
 from yanflow_tui.model import JobKind, JobSpec
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.submit_files import SpecFiles
@@ -31,13 +33,17 @@ from yanflow_tui.screens.submit_form import SpecForm, select_options
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 from yanflow_tui.spec import spec_from_data
 
+WIDGET_HELP = {  # the help line for the widgets outside the fields
+    "spec-path": ("Spec file", "type a path, enter loads it; escape leaves the box"),
+    "cluster": ("Cluster", "where the job runs; tab goes down the form, 1-5 switch screens"),
+}
 PREVIEW_DELAY = 0.15  # s of quiet typing before the preview is rendered again
 
 
 class SubmitScreen(SpecFiles, DataScreen):
     TITLE_TEXT = "Submit"
     CSS_PATH = "submit.tcss"
-    AUTO_FOCUS = "#spec-path"  # typing must land in the form, never trigger keys
+    AUTO_FOCUS = "#cluster"  # the main widget: the app-wide keys work, and tab goes on down the form
     BINDINGS = [
         Binding("ctrl+s", "submit", "Submit", id="submit-form"),
         Binding("ctrl+o", "load", "Load file", id="load-spec"),
@@ -354,9 +360,11 @@ class SubmitScreen(SpecFiles, DataScreen):
         self._show_state()  # a path typed but not loaded turns Submit off until it is loaded or cleared
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:
+        """The line over the form says what the focused widget is (and so where keys go)."""
         field = self.form.field_of(event.widget)
+        label, help_text = (field.label, field.help) if field else WIDGET_HELP.get(event.widget.id or "", ("", ""))
         self.query_one("#field-help", Static).update(
-            Text.assemble((f"{field.label}: ", "bold"), clean(field.help)) if field and field.help else "")
+            Text.assemble((f"{label}: ", "bold"), clean(help_text)) if help_text else "")
 
     async def on_unmount(self) -> None:
         """Closing the app within the draft delay still keeps the last edits."""
@@ -372,8 +380,13 @@ class SubmitScreen(SpecFiles, DataScreen):
         return True
 
     def action_leave_field(self) -> None:
-        """Leave the text field, so single keys (1-4, ?) work again."""
-        self.set_focus(None)
+        """Leave the text field for the cluster chooser, so single keys (1-5, ?) work again."""
+        if not is_typing(self.focused):
+            raise SkipAction()  # nothing to leave: escape goes back to the Queue
+        self.focus_main()
+
+    def focus_main(self) -> None:
+        self.query_one("#cluster", Select).focus()
 
     @on(Button.Pressed, "#submit")
     def action_submit(self) -> None:

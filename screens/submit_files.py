@@ -9,7 +9,7 @@ import asyncio
 from typing import Any
 
 from textual import work
-from textual.widgets import Button, Input
+from textual.widgets import Input
 
 from yanflow_tui import drafts, templates
 from yanflow_tui.errors import SpecError, YanflowError, format_problem
@@ -59,6 +59,9 @@ class SpecFiles:
         if not path:
             self.query_one("#spec-path", Input).focus()
             return
+        # Out of the text fields now, before the file is read: keys typed while it loads are the
+        # app-wide keys, never letters added to the path or to a field the load redraws.
+        self.focus_main()
         self._start_load(path)
 
     def _start_load(self, path: str) -> None:
@@ -100,7 +103,6 @@ class SpecFiles:
             if self.is_mounted:
                 self._validate()
         self._schedule_draft()
-        self.query_one("#submit", Button).focus()  # out of the text fields: enter submits, 1-4 switch screens
         self.notify(clean(f"loaded {path}" + (" (with problems)" if problems else "")), markup=False, timeout=2)
 
     def action_templates(self) -> None:

@@ -37,6 +37,11 @@ def select_options(values: Iterable[str]) -> list[tuple[Text, str]]:
     return [(Text(clean(value)), value) for value in values]
 
 
+def flag_label(ticked: bool) -> str:
+    """A checkbox says its state in words: with NO_COLOR its glyph looks the same either way."""
+    return "yes" if ticked else "no"
+
+
 def field_widget(field: FormField, text: str) -> Widget:
     wid = field.widget_id
     if field.kind == CHOICE:
@@ -44,7 +49,7 @@ def field_widget(field: FormField, text: str) -> Widget:
         widget: Widget = Select(select_options(choices), id=wid, allow_blank=not field.default, compact=True,
                                 value=text if text else Select.NULL)
     elif field.kind == FLAG:
-        widget = Checkbox("", text == "true", id=wid, compact=True)
+        widget = Checkbox(flag_label(text == "true"), text == "true", id=wid, compact=True)
     elif field.multiline:
         widget = TextArea(text, id=wid, soft_wrap=True, show_line_numbers=False, compact=True,
                           classes=f"lines-{field.lines}")
@@ -135,6 +140,8 @@ class SpecForm(Vertical):
             return
         event.stop()
         text = widget_text(event.control)  # type: ignore[attr-defined]  # the value now, not when sent
+        if isinstance(event.control, Checkbox):  # type: ignore[attr-defined]
+            event.control.label = flag_label(event.control.value)  # type: ignore[attr-defined]
         if self.values.get(field.key) == text:
             return  # the echo of a value set by the form itself
         self.values[field.key] = text

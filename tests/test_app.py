@@ -192,14 +192,22 @@ async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
         select_row(app, "hpc/101")  # a running job: cancellable if the gate were open
         await pilot.pause(0.1)
-        active = {key for key, b in app.screen.active_bindings.items() if b.enabled}
-        assert not {"c", "s", "3", "ctrl+s"} & active
+        active = {key: b.binding.action for key, b in app.screen.active_bindings.items() if b.enabled}
+        assert {key: active.get(key, "").split("(")[0] for key in ("c", "s", "3", "ctrl+s")} == {
+            "c": "app.refuse", "s": "app.refuse", "3": "refuse", "ctrl+s": ""}  # only the refusals
+        assert not {b.binding.id for b in app.screen.active_bindings.values() if b.binding.show} & {
+            "cancel-job", "submit-job", "show-submit", "cancel-job-read-only"}  # the footer shows none of them
         assert "READ-ONLY" in screen_text(app)
         names = await palette_names(app)
         assert "job: logs" in names and "job: cancel" not in names and "submit: open" not in names
-        for key in ("c", "s", "3"):
+        notes: list[str] = []
+        notify = app.notify
+        app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+        for key, what in (("c", "cancel"), ("s", "submit"), ("3", "submit")):
             await pilot.press(key)
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda: notes and notes[-1].startswith(f"read-only: {what} refused"),
+                           what=f"the refusal of {key}")
+            notes.clear()
             assert isinstance(app.screen, QueueScreen)
         await assert_gate_refuses(FakeBackend.instances[-1], "cancel", "101")
 
@@ -398,7 +406,7 @@ async def test_logs_pause_search_and_save(home, fake_kind, tmp_path, monkeypatch
         await pilot.press("w")
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "PromptScreen", what="save prompt")
         await pilot.press("enter")  # accept the default name
-        saved = tmp_path / "hpc-101.log"
+        saved = tmp_path / "hpc-101-train-resnet.log"
         await wait_for(pilot, lambda: saved.exists(), what="saved file")
         assert saved.read_text().splitlines() == [f"epoch {i} loss={1 / (i + 1):.3f}" for i in range(30)]
         assert saved.stat().st_mode & 0o777 == 0o600
@@ -445,11 +453,14 @@ async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_kind):
         await pilot.press("3")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
         path = str(SAMPLES / "local-shell.yaml")
+        await wait_for(pilot, lambda: app.focused is screen.query_one("#cluster"), what="focus on the cluster")
+        await pilot.press("ctrl+o")  # with no path yet: into the spec-file box
+        await wait_for(pilot, lambda: app.focused is screen.query_one("#spec-path"), what="the file box")
         await pilot.press(*path, "enter")  # the path holds s, l, 1... which are keys elsewhere
         await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "local-shell-demo", what="loaded")
         assert app.current_mode == "submit"
         assert screen.query_one("#spec-path", Input).value == path
-        assert app.focused is screen.query_one("#submit")  # enter submits, digits switch screens
+        assert app.focused is screen.query_one("#cluster")  # out of the text fields: digits switch screens
         screen.query_one("#name", Input).focus()
         await pilot.press("1", "2")
         assert app.current_mode == "submit" and screen.query_one("#name", Input).value.endswith("12")
@@ -523,10 +534,14 @@ async def test_read_only_has_no_actions_key_and_perform_is_refused(home, actions
         await wait_for(pilot, lambda: "det/101" in rows(app), what="rows")
         select_row(app, "det/101")
         await pilot.pause(0.1)
-        assert "a" not in {k for k, b in app.screen.active_bindings.items() if b.enabled}
+        assert "a" not in {k for k, b in app.screen.active_bindings.items() if b.enabled and b.binding.show}
         assert "job: actions" not in await palette_names(app)
+        notes: list[str] = []
+        notify = app.notify
+        app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
         await pilot.press("a")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: notes == ["read-only: job actions refused (--read-only / read_only: true)"],
+                       what="the refusal")
         assert isinstance(app.screen, QueueScreen)
         await assert_gate_refuses(FakeBackend.instances[-1], "perform", "101", "pause")
 
@@ -651,3 +666,24 @@ async def test_a_group_detail_lists_its_members_by_what_differs_and_sorts_them(h
         assert table.column_values("ID") == ["104_10", "104_0", "104_1"]
         await pilot.press("o", "o", "o", "o")  # wraps to hp.lr, still reversed: numbers, not text
         assert table.column_values("hp.lr") == ["0.1", "0.01", "0.001"]
+
+
+async def test_a_read_only_clusters_cancel_key_says_why(home, fake_kind):
+    app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600, read_only=True),
+                   ClusterConfig("lab", "fake", refresh_seconds=3600))
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: "hpc/101" in rows(app) and "lab/101" in rows(app), what="rows")
+        assert not app.read_only
+        select_row(app, "hpc/101")
+        await pilot.pause(0.1)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: "read-only: cancel refused (the cluster is read_only: true)" in notes,
+                       what="the refusal")
+        assert isinstance(app.screen, QueueScreen)
+        select_row(app, "lab/101")
+        await pilot.pause(0.1)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="lab's job: the confirmation")

@@ -368,3 +368,10 @@ def test_cluster_defaults_errors_are_located(defaults, expected):
     with pytest.raises(SpecError) as info:
         parse_config(cluster_config("hpc", "slurm") + defaults, "c.yaml")
     assert str(info.value).splitlines() == expected
+
+
+def test_mouse_false_leaves_the_mouse_to_the_terminal():
+    assert not parse_config("mouse: false\n" + cluster_config("a"), "c.yaml").mouse
+    assert parse_config(cluster_config("a"), "c.yaml").mouse
+    with pytest.raises((ConfigError, SpecError), match='c.yaml:1: mouse: expected true or false, got "off"'):
+        parse_config("mouse: 'off'\n" + cluster_config("a"), "c.yaml")

@@ -84,3 +84,75 @@ async def test_keymap_remaps_keys_of_the_new_screens_by_id(home, monkeypatch):
         await wait_for(pilot, lambda: app.screen.query("#node-filter"), what="nodes")
         await pilot.press("f")
         await wait_for(pilot, lambda: app.screen.query_one("#node-filter", Input).display, what="node filter by f")
+
+
+# -- the keyboard model (yanflow_tui/keys.py), with the pilot; tests/test_terminal.py has it in a real pty --
+
+def fake_app():
+    from yanflow_tui.backends import registry
+    from yanflow_tui.config import ClusterConfig
+
+    from fakes.backend import FakeBackend
+    from uihelpers import make_app
+
+    registry._BACKENDS["fake"] = FakeBackend
+    return make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
+
+
+async def test_the_app_keys_work_on_the_empty_logs_screen(home):
+    from uihelpers import wait_for
+
+    app = fake_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        await wait_for(pilot, lambda: app.current_mode == "logs", what="logs")
+        assert app.focused is None  # the hidden search box never takes the focus
+        for key, mode in (("1", "queue"), ("4", "logs"), ("2", "nodes"), ("4", "logs"), ("3", "submit")):
+            await pilot.press(key)
+            await wait_for(pilot, lambda: app.current_mode == mode, what=mode)
+        await pilot.press("4", "question_mark")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "HelpScreen", what="help on the empty logs")
+        await pilot.press("question_mark")  # ? again closes it
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "LogsScreen", what="help closed")
+        await pilot.press("escape")  # nothing to leave: back to the Queue
+        await wait_for(pilot, lambda: app.current_mode == "queue", what="escape to the queue")
+
+
+async def test_submit_starts_on_the_cluster_chooser_and_escape_leaves_a_field_for_it(home):
+    from textual.widgets import Input
+
+    from uihelpers import wait_for
+
+    app = fake_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "cluster", what="cluster chooser")
+        await pilot.press("1")  # a screen key, not text in the spec-file box
+        await wait_for(pilot, lambda: app.current_mode == "queue", what="queue")
+        await pilot.press("3", "tab", "tab")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "name", what="name, in reading order")
+        await pilot.press("1", "q", "r", "question_mark")
+        assert app.current_mode == "submit" and app.screen.query_one("#name", Input).value == "1qr?"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "cluster", what="back on the chooser")
+        await pilot.press("escape")  # nothing left to leave
+        await wait_for(pilot, lambda: app.current_mode == "queue", what="escape to the queue")
+
+
+async def test_a_screen_key_closes_an_open_dialog_and_q_quits_from_one(home):
+    from uihelpers import wait_for
+
+    app = fake_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: app.hub.snapshots["hpc"].jobs, what="jobs")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="cancel confirmation")
+        await pilot.press("2")
+        await wait_for(pilot, lambda: app.current_mode == "nodes", what="nodes")
+        await pilot.press("1")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "QueueScreen", what="the queue, not the dialog")
+        assert app.hub.backend("hpc").mutations == []  # declined, never sent
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "JobDetailScreen", what="job detail")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: app.return_code is not None or not app.is_running, what="quit")

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 
 from yanflow_tui.backends import registry
 from yanflow_tui import logstore
@@ -269,6 +270,9 @@ async def test_save_writes_the_whole_spilled_log_with_mode_0600(home, stream_kin
                                                                monkeypatch):
     monkeypatch.chdir(tmp_path)
     app = make_app(cluster())
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
     async with app.run_test(size=(100, 24)) as pilot:
         fake = backend(app)
         await wait_for(pilot, lambda: fake.jobs, what="jobs")
@@ -280,10 +284,13 @@ async def test_save_writes_the_whole_spilled_log_with_mode_0600(home, stream_kin
         await asyncio.to_thread(store.sync)
         assert store.spilled > 4_000 and store.in_memory < 1_000
         await pilot.press("w")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="save prompt")
+        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen,
+                                what="save prompt")
+        saved = tmp_path / "hpc-101-train-resnet.log"  # named after the job, in the current directory
+        assert prompt.query_one(Input).value == str(saved)
         await pilot.press("enter")
-        saved = tmp_path / "hpc-101.log"
         await wait_for(pilot, lambda: saved.exists(), what="saved file")
+        await wait_for(pilot, lambda: f"saved 5000 lines to {saved}" in notes, what="the toast with the full path")
         assert saved.read_text(encoding="utf-8").splitlines() == lines
         assert stat.S_IMODE(saved.stat().st_mode) == 0o600
 
@@ -383,3 +390,25 @@ async def test_local_shell_job_log_streams_into_a_pane_and_jumps_to_its_tracebac
         await pilot.press("e")
         await wait_for(pilot, lambda: pane.view.current_line == 3000, what="traceback line")
         assert "Traceback (most recent call last):" in screen_text(app)
+
+
+async def test_error_keys_search_from_where_the_view_is(home, stream_kind):
+    """e finds the next error after the lines on show, E the one before them; not the file's first."""
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        special = {100: "an error here", 700: "another error", 1_500: "Traceback (most recent call last):"}
+        fake.feed("101", *(special.get(i, f"line {i}") for i in range(2_000)))
+        logs = await open_logs(app, pilot, "101")
+        view = logs.pane.view
+        await wait_for(pilot, lambda: len(view.store) == 2_000, what="lines")
+        view.set_following(False)
+        view.go_to_line(1_000, center=False)
+        await wait_for(pilot, lambda: view.top_line == 1_000, what="view at line 1000")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: view.current_line == 1_500, what="the error after the view")
+        view.go_to_line(1_000, center=False)
+        await wait_for(pilot, lambda: view.top_line == 1_000, what="view at line 1000 again")
+        await pilot.press("E")
+        await wait_for(pilot, lambda: view.current_line == 700, what="the error before the view")

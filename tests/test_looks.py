@@ -56,3 +56,27 @@ async def test_no_color_renders_in_greys_only_and_keeps_the_text(fake_kind, monk
         assert all(is_grey(c) for c in colours(app.export_screenshot()))
         text = screen_text(app)
         assert "gpu02" in text and "■" in text and "✕" in text  # GPU states read from the glyphs alone
+
+
+async def test_no_color_checkboxes_say_yes_or_no(monkeypatch):
+    """A ticked checkbox and an unticked one differ only in colour: the form's say it in words."""
+    from textual.app import App
+    from textual.widgets import Checkbox
+
+    from yanflow_tui.formfields import FLAG, FormField
+    from yanflow_tui.screens.submit_form import SpecForm
+
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    class FormApp(App):
+        def compose(self):
+            yield SpecForm([FormField("slurm.exclusive", "Exclusive", kind=FLAG)], {})
+
+    app = FormApp()
+    async with app.run_test(size=(60, 6)) as pilot:
+        box = app.query_one(Checkbox)
+        assert not box.value and "no" in screen_text(app).split("Exclusive")[1].split("\n")[0]
+        box.focus()
+        await pilot.press("space")
+        await wait_for(pilot, lambda: box.value, what="ticked")
+        await wait_for(pilot, lambda: "yes" in screen_text(app).split("Exclusive")[1].split("\n")[0], what="yes")

@@ -1,5 +1,6 @@
 """The Textual app: modes for Queue, Nodes, Submit and Logs, one refresh worker per cluster, and the
-app-wide keys. Screens own their own handlers; this module only routes data and modes."""
+app-wide keys (the keyboard model is in ``yanflow_tui.keys``). Screens own their own handlers; this
+module only routes data and modes."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from pathlib import Path
 from textual import on, work
 from textual.app import App, ScreenStackError
 from textual.binding import Binding
+from textual.command import CommandPalette
 from textual.css.query import NoMatches
 
 from yanflow_tui import keyfiles
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config
 from yanflow_tui.hub import Hub, error_text
+from yanflow_tui.keys import SerialKeys, is_typing
 from yanflow_tui.messages import ClusterUpdated
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
@@ -37,22 +40,30 @@ EXIT_GRACE_SECONDS = 5.0
 DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
 
 
-class YanflowApp(App[None]):
+class YanflowApp(SerialKeys, App[None]):
     TITLE = "YanFlow"
     CSS_PATH = [HERE / "app.tcss"]
     MODES = {"queue": QueueScreen, "nodes": NodesScreen, "submit": SubmitScreen, "logs": LogsScreen}
     DEFAULT_MODE = "queue"
     COMMANDS = App.COMMANDS | {YanflowCommands}
+    # The app-wide keys are priority bindings: they run whatever widget has the focus, except where
+    # it takes them as text (check_action); escape is the last resort, after the screen's own.
     BINDINGS = [
-        Binding("1", "show('queue')", "Queue", id="show-queue"),
-        Binding("2", "show('nodes')", "Nodes", id="show-nodes"),
-        Binding("3", "show('submit')", "Submit", id="show-submit"),
-        Binding("4", "show('logs')", "Logs", id="show-logs"),
-        Binding("r", "refresh", "Refresh", id="refresh"),
+        Binding("1", "show('queue')", "Queue", id="show-queue", priority=True),
+        Binding("2", "show('nodes')", "Nodes", id="show-nodes", priority=True),
+        Binding("3", "show('submit')", "Submit", id="show-submit", priority=True),
+        Binding("4", "show('logs')", "Logs", id="show-logs", priority=True),
+        Binding("5", "show('clusters')", "Clusters", id="show-clusters", priority=True),
+        Binding("r", "refresh", "Refresh", id="refresh", priority=True),
         Binding("ctrl+t", "toggle_theme", "Light/Dark", id="toggle-theme"),
-        Binding("question_mark", "help", "Help", id="help"),
-        Binding("q", "quit", "Quit", id="quit"),
+        Binding("f2", "toggle_mouse", "Mouse on/off", show=False, id="toggle-mouse"),
+        Binding("question_mark", "help", "Help", id="help", priority=True),
+        Binding("q", "quit", "Quit", id="quit", priority=True),
+        Binding("3", "refuse('submit')", "Submit (read-only)", show=False, id="show-submit-read-only",
+                priority=True),
+        Binding("escape", "back", "Back to the Queue", show=False, id="back"),
     ]
+    TYPED_ACTIONS = {"show", "refresh", "help", "quit", "refuse"}  # single-key actions: text while typing
 
     clock = staticmethod(time.time)  # tests pin it for deterministic snapshots
 
@@ -65,13 +76,15 @@ class YanflowApp(App[None]):
         self.pending_logs: Job | None = None
         self._asked_login: set[str] = set()
         self.all_users = config.all_users  # False: the queue shows my jobs where a cluster knows who I am
+        self.mouse_reporting = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
         if self.config.theme and self.config.theme in self.available_themes:
             self.theme = self.config.theme
-        if self.config.keymap:
-            self.set_keymap(self.config.keymap)
+        if self.config.keymap:  # a key's read-only refusal moves with it
+            keymap = dict(self.config.keymap)
+            self.set_keymap({**{f"{key}-read-only": keys for key, keys in keymap.items()}, **keymap})
         for name in self.hub.names:
             self._wake[name] = asyncio.Event()
             self.hub.backend(name).set_change_callback(lambda name=name: self.request_refresh(name))
@@ -102,6 +115,8 @@ class YanflowApp(App[None]):
         loop = asyncio.get_running_loop()
         for sig in getattr(self, "_signals", ()):
             loop.remove_signal_handler(sig)
+        if self.mouse_reporting and not self.config.mouse:
+            self._set_mouse_reporting(False)  # turned on here: Textual only turns off what it turned on
         await self.hub.close()
 
     async def _refresh_loop(self, name: str) -> None:
@@ -176,16 +191,60 @@ class YanflowApp(App[None]):
 
     # -- actions -----------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.TYPED_ACTIONS and (is_typing(self.focused) or isinstance(self.screen, CommandPalette)):
+            return None  # the key is text for the field being typed in
+        if action == "show" and parameters and parameters[0] not in self.MODES:
+            return False  # a screen this build does not have (5: Clusters)
         if action == "show" and parameters and parameters[0] in MUTATING_MODES and self.read_only:
             return False
+        if action == "refuse":  # a mutating key in read-only mode (hidden, like the key it stands for)
+            refused = getattr(self.screen, "refuses", None)
+            return self.read_only or bool(refused and parameters and refused(parameters[0]))
         return True
 
+    def action_refuse(self, what: str) -> None:
+        """Say why a mutating key does nothing: the console or the job's cluster is read-only."""
+        where = "--read-only / read_only: true" if self.read_only else "the cluster is read_only: true"
+        self.notify(f"read-only: {what} refused ({where})", severity="warning", timeout=4, markup=False)
+
     def action_show(self, mode: str) -> None:
+        """Go to a main screen: a dialog or pushed screen over this one is closed (declined) first."""
         if mode in MUTATING_MODES and self.read_only:
             self.notify("read-only: submitting is disabled", severity="warning", markup=False)
             return
+        self._close_pushed()
         if self.current_mode != mode:
             self.switch_mode(mode)
+            self._close_pushed()
+
+    def action_back(self) -> None:
+        """Escape with nothing left to leave on this screen: close a pushed screen, or go to the Queue."""
+        if isinstance(self.screen, CommandPalette):
+            return
+        if len(self.screen_stack) > 1:
+            self.screen.dismiss()
+        elif self.current_mode != "queue":
+            self.switch_mode("queue")
+
+    def _close_pushed(self) -> None:
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, CommandPalette):
+            self.screen.dismiss()
+
+    def action_toggle_mouse(self) -> None:
+        """Capture the mouse, or leave it to the terminal (selecting and copying text without a modifier)."""
+        self.mouse_reporting = not self.mouse_reporting
+        self._set_mouse_reporting(self.mouse_reporting)
+        self.notify("mouse: the console's" if self.mouse_reporting else "mouse: the terminal's (select and copy)",
+                    timeout=2, markup=False)
+
+    def _set_mouse_reporting(self, on: bool) -> None:
+        """Switch the terminal's mouse reporting (the DEC modes Textual's driver sets) on or off."""
+        driver = getattr(self, "_driver", None)  # Textual has no public switch for this after start
+        if driver is None or self.is_headless:
+            return
+        mode = "h" if on else "l"
+        driver.write("".join(f"\x1b[?{n}{mode}" for n in (1000, 1003, 1015, 1006)))
+        driver.flush()
 
     def action_refresh(self) -> None:
         for name in self.hub.names:
@@ -200,6 +259,7 @@ class YanflowApp(App[None]):
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
             return
         rows = []
         seen = set()

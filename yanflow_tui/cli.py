@@ -102,7 +102,7 @@ def _run_app(config) -> int:
     from yanflow_tui.app import YanflowApp
 
     app = YanflowApp(config)
-    app.run()
+    app.run(mouse=config.mouse)
     return app.return_code or 0
 
 

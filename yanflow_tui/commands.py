@@ -16,6 +16,8 @@ class YanflowCommands(Provider):
             ("logs: show", "The log pane", partial(app.action_show, "logs")),
             ("cluster: refresh", "Refresh every cluster now", app.action_refresh),
             ("app: help", "Every key on this screen", app.action_help),
+            ("app: mouse on/off", "Capture the mouse, or leave it to the terminal's select and copy",
+             app.action_toggle_mouse),
         ]
         for name, snap in app.hub.snapshots.items():
             if snap.login_user:

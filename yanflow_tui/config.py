@@ -35,7 +35,7 @@ from yanflow_tui.locations import default_config_path
 from yanflow_tui.yamldoc import Checker, Doc, as_written, join, load_yaml, load_yaml_bytes
 
 KINDS = ("local", "slurm", "kubernetes", "determined")
-TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users")
+TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users", "mouse")
 COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description", "defaults")
 # Kind-specific options; the backend modules read them from ClusterConfig.options.
 KIND_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -68,6 +68,7 @@ class Config:
     keymap: dict[str, str] = field(default_factory=dict)
     source: str = "auto-discovered"
     all_users: bool = False  # the queue starts on everyone's jobs instead of mine
+    mouse: bool = True  # false: the terminal keeps the mouse (its own select and copy); f2 switches
 
     def cluster(self, name: str) -> ClusterConfig:
         for cluster in self.clusters:
@@ -149,8 +150,10 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ) -> Config:
         if not clusters and not check.problems:
             check.error("clusters", "no clusters configured")
     all_users = bool(check.boolean("all_users", top.get("all_users")))
+    mouse = check.boolean("mouse", top.get("mouse")) is not False
     check.raise_if_any()
-    return Config(tuple(clusters), read_only, refresh, theme, keymap, source=doc.file, all_users=all_users)
+    return Config(tuple(clusters), read_only, refresh, theme, keymap, source=doc.file, all_users=all_users,
+                  mouse=mouse)
 
 
 def _anything(value: Any) -> list[str]:
