@@ -55,10 +55,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="submit even when the job can never fit the cluster's nodes")
     p = sub.add_parser("cancel", parents=[common], help="cancel a job")
     p.add_argument("job", metavar="JOB")
-    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when several are configured)")
+    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
     p = sub.add_parser("logs", parents=[common], help="print a job's log")
     p.add_argument("job", metavar="JOB")
-    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when several are configured)")
+    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
     p.add_argument("--stream", metavar="NAME", default="",
                    help="another of the job's logs, e.g. stderr for a Slurm job whose StdErr has its own file")
@@ -114,13 +114,55 @@ def _hub(config, cluster: str | None = None):
     return Hub(config)
 
 
-def _one_cluster(hub, name: str | None) -> str:
+async def _job_cluster(hub, name: str | None, job_id: str) -> str:
+    """The cluster of ``job_id``: ``--cluster``, the only one configured, else the one cluster that
+    holds the job. Clusters whose id grammar the id does not fit are skipped with no I/O
+    (``Backend.check_id``); the rest are asked at once. Unique only when every one of them answered:
+    an id on several clusters, or one that could not be checked everywhere, needs ``--cluster``."""
+    from yanflow_tui.hub import Health
+
     if name:
         hub.config.cluster(name)
         return name
     if len(hub.names) == 1:
         return hub.names[0]
-    raise YanflowError(f"several clusters are configured ({', '.join(hub.names)}); pass --cluster NAME")
+    fits = []
+    for cluster in hub.names:
+        try:
+            hub.backend(cluster).check_id(job_id)
+        except YanflowError:
+            continue
+        fits.append(cluster)
+    if not fits:
+        raise YanflowError(f"no configured cluster has job ids like {job_id!r} ({', '.join(hub.names)})")
+    if len(fits) == 1:
+        return fits[0]
+
+    async def holds(cluster: str) -> bool | str:
+        """True / False: the cluster has the job or not; text: why it could not be asked."""
+        snapshot = await hub.refresh(cluster, jobs=True, nodes=False)
+        if snapshot.health is not Health.OK:
+            return snapshot.message or snapshot.health.value
+        if any(job.id == job_id for job in snapshot.jobs):
+            return True
+        try:  # finished jobs that the list no longer shows (Slurm's accounting, a local history)
+            await hub.call(hub.backend(cluster).get_job(job_id))
+        except Exception:  # noqa: BLE001 - the cluster answered the list: its get_job says "no such job"
+            return False
+        return True
+
+    answers = dict(zip(fits, await asyncio.gather(*(holds(c) for c in fits))))
+    found = [c for c, answer in answers.items() if answer is True]
+    unknown = {c: answer for c, answer in answers.items() if isinstance(answer, str)}
+    if len(found) > 1:
+        raise YanflowError(f"job {job_id!r} is on several clusters ({', '.join(found)}); pass --cluster NAME")
+    if unknown:
+        held = f"job {job_id!r} is on {found[0]!r}, but" if found else f"job {job_id!r} was not found, and"
+        why = "; ".join(f"{c}: {text}" for c, text in unknown.items())
+        raise YanflowError(f"{held} these clusters could not be checked ({why}); pass --cluster NAME")
+    if not found:
+        raise YanflowError(f"no job {job_id!r} on any configured cluster ({', '.join(fits)})")
+    return found[0]
 
 
 async def _list(config, args, what: str) -> int:
@@ -249,7 +291,7 @@ async def _verdict(hub, name: str, spec):
 async def _cancel(config, args) -> int:
     hub = _hub(config)
     try:
-        name = _one_cluster(hub, args.cluster)
+        name = await _job_cluster(hub, args.cluster, args.job)
         await hub.call(hub.backend(name).cancel(args.job))
     finally:
         await hub.close()
@@ -260,7 +302,7 @@ async def _cancel(config, args) -> int:
 async def _logs(config, args) -> int:
     hub = _hub(config)
     try:
-        name = _one_cluster(hub, args.cluster)
+        name = await _job_cluster(hub, args.cluster, args.job)
         backend = hub.backend(name)
         if not backend.capabilities.logs:
             raise YanflowError(f"cluster {name!r} cannot show logs")
