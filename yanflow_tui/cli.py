@@ -1,5 +1,5 @@
 """Command line: ``yanflow-tui`` starts the console; ``jobs``, ``nodes``, ``submit``, ``cancel`` and
-``logs`` run headless over the same backends. Errors go to stderr as one line, exit code non-zero,
+``logs`` run headless over the same backends; ``completion SHELL`` prints a completion script. Errors go to stderr as one line, exit code non-zero,
 never a traceback (``YANFLOW_DEBUG=1`` shows one)."""
 
 from __future__ import annotations
@@ -29,9 +29,12 @@ VERDICT_TIMEOUT = 15.0  # s to read the nodes for submit's capacity verdict
 
 
 def _parser() -> argparse.ArgumentParser:
+    import shtab  # static completion scripts, made from this parser
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
-                        help="config file (default: $YANFLOW_CONFIG or $XDG_CONFIG_HOME/yanflow/config.yaml)")
+                        help="config file (default: $YANFLOW_CONFIG or $XDG_CONFIG_HOME/yanflow/config.yaml)"
+                        ).complete = shtab.FILE  # type: ignore[attr-defined]
     common.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
                         help="refuse every submit, cancel or other change, on every cluster")
     parser = argparse.ArgumentParser(
@@ -45,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--cluster", metavar="NAME", help="only this cluster")
         p.add_argument("--json", action="store_true", help="print JSON")
     p = sub.add_parser("submit", parents=[common], help="submit a job spec file", epilog=SUBMIT_EXITS)
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE").complete = shtab.FILE  # type: ignore[attr-defined]
     p.add_argument("--tag", metavar="TAG", help="retry the submit that ended \"unknown\" with this tag: look "
                    "it up first, submit only if no job holds it")
     p.add_argument("--cluster", metavar="NAME", help="target cluster (default: the spec's, else the first scheduler that runs its kind, "
@@ -62,11 +65,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
     p.add_argument("--stream", metavar="NAME", default="",
                    help="another of the job's logs, e.g. stderr for a Slurm job whose StdErr has its own file")
+    p = sub.add_parser("completion", help="print a shell completion script",
+                       description="Print the completion script for SHELL, e.g. "
+                       "`yanflow-tui completion bash > ~/.local/share/bash-completion/completions/yanflow-tui`, "
+                       "`yanflow-tui completion zsh > ~/.zfunc/_yanflow-tui`, "
+                       "`yanflow-tui completion fish > ~/.config/fish/completions/yanflow-tui.fish`.")
+    p.add_argument("shell", choices=COMPLETION_SHELLS)
     return parser
 
 
+COMPLETION_SHELLS = ("bash", "zsh", "fish")
+
+
+def _completion(parser: argparse.ArgumentParser, shell: str) -> int:
+    import shtab
+
+    sys.stdout.write(shtab.complete(parser, shell=shell))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "completion":  # needs no config, touches nothing
+        return _completion(parser, args.shell)
     keyfiles.install_exit_signals()  # SIGHUP/SIGTERM: key files go first, then a clean exit
     keyfiles.sweep()  # key files left by a killed run
     try:
