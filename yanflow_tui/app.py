@@ -4,6 +4,7 @@ app-wide keys. Screens own their own handlers; this module only routes data and 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import time
@@ -13,8 +14,9 @@ from textual import on, work
 from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.worker import Worker, WorkerState
 
-from yanflow_tui import keyfiles
+from yanflow_tui import applog, keyfiles
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config
 from yanflow_tui.hub import Hub, error_text
@@ -29,6 +31,7 @@ from yanflow_tui.screens.submit import SubmitScreen
 from yanflow_tui.screens.widgets import ClusterBar
 
 HERE = Path(__file__).parent
+log = logging.getLogger(__name__)
 MUTATING_MODES = {"submit"}
 
 
@@ -153,6 +156,7 @@ class YanflowApp(App[None]):
 
     @work(group="login", exit_on_error=False)
     async def _login(self, name: str, password: str) -> None:
+        applog.add_secret(password)  # whatever a failure says, the log never holds it
         try:
             await self.hub.call(self.hub.backend(name).login(password))
         except Exception as exc:  # noqa: BLE001 - shown, and the user may try again
@@ -161,6 +165,13 @@ class YanflowApp(App[None]):
             return
         self.notify(clean(f"logged in to {name}"), markup=False)
         self.request_refresh(name)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Every worker that fails unhandled (``exit_on_error=False``) leaves its traceback in the
+        log, never on the screen; what the user sees is the worker's own notification."""
+        worker = event.worker
+        if event.state is WorkerState.ERROR and worker.error is not None:
+            log.error("worker %r (group %r) failed", worker.name, worker.group, exc_info=worker.error)
 
     def _drawable_screen(self):
         """The current screen; None at exit, when data may still arrive after the screens are gone."""

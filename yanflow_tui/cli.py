@@ -7,15 +7,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import shlex
 import sys
 import time
 from typing import Sequence
 
-from yanflow_tui import __version__, keyfiles
+from yanflow_tui import __version__, applog, keyfiles
 from yanflow_tui.capacity import Fit
 from yanflow_tui.errors import SubmitUnknown, YanflowError
+from yanflow_tui.locations import app_log_path, display_path
 from yanflow_tui.sanitize import clean
 
 EXIT_ERROR = 1
@@ -25,6 +27,7 @@ SUBMIT_EXITS = (
     "exit status: 0 submitted (the job id is printed), 1 not submitted, 3 unknown: the outcome could not "
     "be learned; the tag is printed: rerun with --tag TAG, which submits only if no job holds that tag"
 )
+log = logging.getLogger(__name__)
 VERDICT_TIMEOUT = 15.0  # s to read the nodes for submit's capacity verdict
 
 
@@ -37,9 +40,12 @@ def _parser() -> argparse.ArgumentParser:
                         ).complete = shtab.FILE  # type: ignore[attr-defined]
     common.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
                         help="refuse every submit, cancel or other change, on every cluster")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="write more detail to the log (no secrets, ever)")
     parser = argparse.ArgumentParser(
         prog="yanflow-tui", parents=[common],
         description="A keyboard-driven console for ML training clusters. Without a command, starts the console.",
+        epilog=f"log: {display_path(app_log_path())} (mode 0600, rotated; more detail with --debug)",
     )
     parser.add_argument("--version", action="version", version=f"yanflow-tui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -89,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "completion":  # needs no config, touches nothing
         return _completion(parser, args.shell)
+    log_path = applog.setup(debug=getattr(args, "debug", False))
+    log.info("yanflow-tui %s: %s", __version__, args.command or "console")
     keyfiles.install_exit_signals()  # SIGHUP/SIGTERM: key files go first, then a clean exit
     keyfiles.sweep()  # key files left by a killed run
     try:
@@ -97,14 +105,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_app(config)
         return asyncio.run(_COMMANDS[args.command](config, args))
     except YanflowError as exc:
+        log.info("%s: %s", type(exc).__name__, exc)
         _error(str(exc))
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+        log.exception("unexpected error")
         if os.environ.get("YANFLOW_DEBUG"):
             raise
-        _error(f"unexpected {type(exc).__name__}: {exc} (set YANFLOW_DEBUG=1 for details)")
+        where = f"the traceback is in {display_path(log_path)}" if log_path else "set YANFLOW_DEBUG=1 for details"
+        _error(f"unexpected {type(exc).__name__}: {exc} ({where})")
         return EXIT_ERROR
 
 
