@@ -18,7 +18,7 @@ from textual.worker import Worker, WorkerState
 
 from yanflow_tui import applog, keyfiles
 from yanflow_tui.commands import YanflowCommands
-from yanflow_tui.config import Config
+from yanflow_tui.config import Config, check_names
 from yanflow_tui.hub import Hub, error_text
 from yanflow_tui.messages import ClusterUpdated
 from yanflow_tui.model import Job
@@ -38,6 +38,21 @@ MUTATING_MODES = {"submit"}
 COALESCE_SECONDS = 0.1
 EXIT_GRACE_SECONDS = 5.0
 DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
+
+
+def binding_ids() -> set[str]:
+    """The registry a ``keymap:`` is checked against: the id of every binding of the app, its
+    screens, dialogs and widgets (each class of this package that is loaded; the app imports all)."""
+    from textual.dom import DOMNode
+
+    ids: set[str] = set()
+    todo = [DOMNode]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.startswith("yanflow_tui."):
+            ids.update(b.id for b in cls.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id)
+    return ids
 
 
 class YanflowApp(App[None]):
@@ -61,6 +76,7 @@ class YanflowApp(App[None]):
 
     def __init__(self, config: Config, hub: Hub | None = None) -> None:
         super().__init__()
+        check_names(config, self.available_themes, binding_ids())  # a typo is a located error, not ignored
         self.config = config
         self.hub = hub or Hub(config)
         self.read_only = config.read_only or all(c.read_only for c in config.clusters)
@@ -71,7 +87,7 @@ class YanflowApp(App[None]):
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
-        if self.config.theme and self.config.theme in self.available_themes:
+        if self.config.theme:  # checked in __init__
             self.theme = self.config.theme
         if self.config.keymap:
             self.set_keymap(self.config.keymap)
