@@ -19,6 +19,7 @@ import urllib3
 from determined.common import api
 from determined.common.api import authentication, bindings, certs, errors
 
+from yanflow_tui import applog
 from yanflow_tui import errors as errors_module
 from yanflow_tui.errors import BackendError, BackendUnavailable
 
@@ -210,6 +211,7 @@ class Connection:
         return (store or self._store()).get_active_user()
 
     def _session_for(self, user: str, token: str) -> TimedSession:
+        applog.add_secret(token)  # the log never holds a session token, whatever an error quotes
         return TimedSession(self.master, user, token, self.cert, max_retries=self.retries)
 
     def _token_ok(self, session: TimedSession) -> bool:
@@ -241,8 +243,11 @@ class Connection:
     def _login(self, user: str, password: str) -> TimedSession:
         """POST /api/v1/auth/login (the SDK salts and hashes the password before sending it),
         then cache the token where ``det`` keeps it. The password itself is never stored."""
+        hashed = api.salt_and_hash(password)
+        applog.add_secret(password)
+        applog.add_secret(hashed)
         unauth = TimedUnauthSession(self.master, self.cert, max_retries=0)
-        body = bindings.v1LoginRequest(username=user, password=api.salt_and_hash(password), isHashed=True)
+        body = bindings.v1LoginRequest(username=user, password=hashed, isHashed=True)
         try:
             answer = bindings.post_Login(unauth, body=body)
         except (errors.ForbiddenException, errors.UnauthenticatedException):

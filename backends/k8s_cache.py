@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import logging
 import threading
 import time
 from typing import Any, Callable
 
+log = logging.getLogger(__name__)
 WATCH_SECONDS = 120  # server-side timeoutSeconds of one watch request
 CONNECT_TIMEOUT = 5.0
 LIST_READ_TIMEOUT = 60.0
@@ -142,6 +144,8 @@ class Reflector:
             except Exception as exc:  # noqa: BLE001 - every failure is retried with backoff
                 if self._stop.is_set():
                     break
+                if self.error is None:  # once per outage, with the traceback
+                    log.warning("watch failed, retrying with backoff: %s", error_text(exc), exc_info=exc)
                 self.error = error_text(exc)
                 self.connection_lost = is_connection_error(exc)
                 need_list = True

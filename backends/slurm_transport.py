@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import getpass
+import logging
 import os
 import re
 import shlex
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Sequence
 
 from yanflow_tui.errors import BackendError, ConfigError
+
+log = logging.getLogger(__name__)
 
 MAX_CHANNELS = 8  # OpenSSH's MaxSessions defaults to 10
 DEFAULT_TIMEOUT = 20.0  # longer than Slurm's MessageTimeout (10 s); one command fits the hub's 30 s call timeout
@@ -398,8 +401,11 @@ class SshTransport(Transport):
         import asyncssh
 
         opts = self._options()
+        log.debug("ssh %s: connecting", self.target.label)
         try:
-            return await asyncio.wait_for(asyncssh.connect(self.target.host, **opts), CONNECT_TIMEOUT + 5)
+            conn = await asyncio.wait_for(asyncssh.connect(self.target.host, **opts), CONNECT_TIMEOUT + 5)
+            log.info("ssh %s: connected", self.target.label)
+            return conn
         except asyncssh.HostKeyNotVerifiable:
             raise BackendError(await self._host_key_message(opts)) from None
         except asyncssh.PermissionDenied as exc:
@@ -443,6 +449,7 @@ class SshTransport(Transport):
                 result = await conn.run(SHELL, input=script, check=False)
             except (asyncssh.ConnectionLost, asyncssh.DisconnectError, asyncssh.ChannelOpenError, OSError) as exc:
                 self._drop(conn)
+                log.warning("ssh %s: connection lost (%s)", self.target.label, _reason(exc))
                 raise BackendError(f"ssh {self.target.label}: connection lost ({_reason(exc)})") from None
         return (result.exit_status if result.exit_status is not None else 255,
                 _text(result.stdout), _text(result.stderr))

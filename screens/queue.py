@@ -21,6 +21,7 @@ from textual.widgets import Footer, Input, Static
 
 from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
 from yanflow_tui.hub import Health, error_text
+from yanflow_tui.locations import default_config_path, display_path
 from yanflow_tui.model import Job
 from yanflow_tui.rows import (GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, JOB_COLUMNS, JOB_HEADERS, JOB_STYLES,
                               STATE_STYLES, job_live_cells, job_sort_values)
@@ -37,6 +38,50 @@ COLUMNS = tuple(Column(key, label, style=JOB_STYLES.get(key, ""), **_COLUMN_OPTI
 NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whose data is old
 # actions whose key depends on the selected job or the data (see check_action)
 STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "submit")
+
+
+SLURM_EXAMPLE = """clusters:
+  - name: hpc
+    kind: slurm
+    ssh: you@login.hpc.example  # omit on the login node"""
+
+
+class QueueHint(Static):
+    """What to do when the Queue lists nothing: on a first start, how to submit and where clusters
+    are configured (with a minimal Slurm example); when a filter or "mine" hides every job, that."""
+
+    def show_for(self, shown: int, total: int, filtering: bool, mine: bool) -> None:
+        self.display = shown == 0
+        if shown:
+            return
+        if total:
+            hidden = f"{total} job{'s' if total != 1 else ''}"
+            if filtering:
+                self.update(Text(f"The filter hides {hidden}: esc clears it, / changes it."))
+            else:
+                self.update(Text(f"{hidden} of other users are hidden: u shows every user's jobs."))
+            return
+        self.update(self._first_steps())
+
+    def _first_steps(self) -> Text:
+        app = self.app
+        source = app.config.source
+        file = Path(source) if source != "auto-discovered" else default_config_path()
+        out = Text("No jobs listed. ", "bold")
+        if app.read_only:
+            out.append("Read-only: submitting is off.\n")
+        else:
+            out.append("s", "bold reverse")
+            out.append(" submits a job.\n")
+        out.append("5", "bold reverse")
+        out.append(" shows each cluster's state. ")
+        if source != "auto-discovered":
+            out.append(f"Clusters are configured in {display_path(file)}, e.g.:\n")
+        else:
+            out.append(f"No config file: these clusters were discovered. Add yours in {display_path(file)}, "
+                       "e.g. for a Slurm login node:\n")
+        out.append(SLURM_EXAMPLE, "dim")
+        return out
 
 
 class JobTable(VirtualTable):
@@ -173,6 +218,7 @@ class QueueScreen(DataScreen):
         yield Input(placeholder="filter: words, field:value (cluster id name user state reason node kind gpus nnodes),"
                                 " gpus:>4, -negate, \"quoted words\"", id="filter")
         yield Static(id="filter-error")
+        yield QueueHint(id="queue-hint")
         yield JobTable(id="jobs")
         yield Footer()
 
@@ -186,6 +232,8 @@ class QueueScreen(DataScreen):
     def refresh_data(self) -> None:
         table = self.query_one(JobTable)
         table.set_rows(self._visible_rows())
+        self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty,
+                                           not self.app.all_users)
         self._update_bindings()
         self.refresh_bar()
 

@@ -182,11 +182,19 @@ def test_unknown_cluster(env):
     assert_one_clear_line(run_cli("jobs", "--cluster", "nope"), "no cluster named 'nope' (configured: local)")
 
 
-def test_several_clusters_need_cluster_flag(env, tmp_path):
+def test_an_id_on_several_clusters_needs_the_cluster_flag(env, tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text("clusters:\n  - {name: a, kind: local}\n  - {name: b, kind: local}\n")
-    assert_one_clear_line(run_cli("--config", str(config), "logs", "1"), "several clusters", "--cluster")
+    assert_one_clear_line(run_cli("--config", str(config), "logs", "1"), "no job '1' on any configured cluster (a, b)")
     assert_one_clear_line(run_cli("--config", str(config), "logs", "1", "--cluster", "a"), "no job '1'")
+    spec = write_spec(tmp_path, {"name": "both", "command": "echo shared"})
+    job_id = run_cli("--config", str(config), "submit", str(spec), "--cluster", "a").stdout.strip()
+    assert job_id.isdigit()
+    # Two local clusters over one state dir both hold the job: the error names them.
+    assert_one_clear_line(run_cli("--config", str(config), "logs", job_id),
+                          f"job {job_id!r} is on several clusters (a, b); pass --cluster NAME")
+    wait_until(lambda: run_cli("--config", str(config), "logs", job_id, "--cluster", "b").stdout == "shared\n",
+               what="the log through --cluster")
 
 
 def test_unavailable_cluster_reports_and_fails_but_lists_the_others(env, tmp_path, monkeypatch, capsys):

@@ -5,6 +5,7 @@ module only routes data and modes."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import time
@@ -15,10 +16,11 @@ from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.css.query import NoMatches
+from textual.worker import Worker, WorkerState
 
-from yanflow_tui import keyfiles
+from yanflow_tui import applog, keyfiles
 from yanflow_tui.commands import YanflowCommands
-from yanflow_tui.config import Config
+from yanflow_tui.config import Config, check_names
 from yanflow_tui.hub import Hub, error_text
 from yanflow_tui.keys import SerialKeys, is_typing
 from yanflow_tui.messages import ClusterUpdated
@@ -32,12 +34,28 @@ from yanflow_tui.screens.submit import SubmitScreen
 from yanflow_tui.screens.widgets import ClusterBar
 
 HERE = Path(__file__).parent
+log = logging.getLogger(__name__)
 MUTATING_MODES = {"submit"}
 
 
 COALESCE_SECONDS = 0.1
 EXIT_GRACE_SECONDS = 5.0
 DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
+
+
+def binding_ids() -> set[str]:
+    """The registry a ``keymap:`` is checked against: the id of every binding of the app, its
+    screens, dialogs and widgets (each class of this package that is loaded; the app imports all)."""
+    from textual.dom import DOMNode
+
+    ids: set[str] = set()
+    todo = [DOMNode]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.startswith("yanflow_tui."):
+            ids.update(b.id for b in cls.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id)
+    return ids
 
 
 class YanflowApp(SerialKeys, App[None]):
@@ -69,6 +87,7 @@ class YanflowApp(SerialKeys, App[None]):
 
     def __init__(self, config: Config, hub: Hub | None = None) -> None:
         super().__init__()
+        check_names(config, self.available_themes, binding_ids())  # a typo is a located error, not ignored
         self.config = config
         self.hub = hub or Hub(config)
         self.read_only = config.read_only or all(c.read_only for c in config.clusters)
@@ -80,7 +99,7 @@ class YanflowApp(SerialKeys, App[None]):
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
-        if self.config.theme and self.config.theme in self.available_themes:
+        if self.config.theme:  # checked in __init__
             self.theme = self.config.theme
         if self.config.keymap:  # a key's read-only refusal moves with it
             keymap = dict(self.config.keymap)
@@ -168,6 +187,7 @@ class YanflowApp(SerialKeys, App[None]):
 
     @work(group="login", exit_on_error=False)
     async def _login(self, name: str, password: str) -> None:
+        applog.add_secret(password)  # whatever a failure says, the log never holds it
         try:
             await self.hub.call(self.hub.backend(name).login(password))
         except Exception as exc:  # noqa: BLE001 - shown, and the user may try again
@@ -176,6 +196,13 @@ class YanflowApp(SerialKeys, App[None]):
             return
         self.notify(clean(f"logged in to {name}"), markup=False)
         self.request_refresh(name)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Every worker that fails unhandled (``exit_on_error=False``) leaves its traceback in the
+        log, never on the screen; what the user sees is the worker's own notification."""
+        worker = event.worker
+        if event.state is WorkerState.ERROR and worker.error is not None:
+            log.error("worker %r (group %r) failed", worker.name, worker.group, exc_info=worker.error)
 
     def _drawable_screen(self):
         """The current screen; None at exit, when data may still arrive after the screens are gone."""

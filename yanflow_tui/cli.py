@@ -1,5 +1,5 @@
 """Command line: ``yanflow-tui`` starts the console; ``jobs``, ``nodes``, ``submit``, ``cancel`` and
-``logs`` run headless over the same backends. Errors go to stderr as one line, exit code non-zero,
+``logs`` run headless over the same backends; ``completion SHELL`` prints a completion script. Errors go to stderr as one line, exit code non-zero,
 never a traceback (``YANFLOW_DEBUG=1`` shows one)."""
 
 from __future__ import annotations
@@ -7,15 +7,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import shlex
 import sys
 import time
 from typing import Sequence
 
-from yanflow_tui import __version__, keyfiles
+from yanflow_tui import __version__, applog, keyfiles
 from yanflow_tui.capacity import Fit
 from yanflow_tui.errors import SubmitUnknown, YanflowError
+from yanflow_tui.locations import app_log_path, display_path
 from yanflow_tui.sanitize import clean
 
 EXIT_ERROR = 1
@@ -25,18 +27,25 @@ SUBMIT_EXITS = (
     "exit status: 0 submitted (the job id is printed), 1 not submitted, 3 unknown: the outcome could not "
     "be learned; the tag is printed: rerun with --tag TAG, which submits only if no job holds that tag"
 )
+log = logging.getLogger(__name__)
 VERDICT_TIMEOUT = 15.0  # s to read the nodes for submit's capacity verdict
 
 
 def _parser() -> argparse.ArgumentParser:
+    import shtab  # static completion scripts, made from this parser
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
-                        help="config file (default: $YANFLOW_CONFIG or $XDG_CONFIG_HOME/yanflow/config.yaml)")
+                        help="config file (default: $YANFLOW_CONFIG or $XDG_CONFIG_HOME/yanflow/config.yaml)"
+                        ).complete = shtab.FILE  # type: ignore[attr-defined]
     common.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
                         help="refuse every submit, cancel or other change, on every cluster")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="write more detail to the log (no secrets, ever)")
     parser = argparse.ArgumentParser(
         prog="yanflow-tui", parents=[common],
         description="A keyboard-driven console for ML training clusters. Without a command, starts the console.",
+        epilog=f"log: {display_path(app_log_path())} (mode 0600, rotated; more detail with --debug)",
     )
     parser.add_argument("--version", action="version", version=f"yanflow-tui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -45,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--cluster", metavar="NAME", help="only this cluster")
         p.add_argument("--json", action="store_true", help="print JSON")
     p = sub.add_parser("submit", parents=[common], help="submit a job spec file", epilog=SUBMIT_EXITS)
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE").complete = shtab.FILE  # type: ignore[attr-defined]
     p.add_argument("--tag", metavar="TAG", help="retry the submit that ended \"unknown\" with this tag: look "
                    "it up first, submit only if no job holds it")
     p.add_argument("--cluster", metavar="NAME", help="target cluster (default: the spec's, else the first scheduler that runs its kind, "
@@ -55,18 +64,39 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="submit even when the job can never fit the cluster's nodes")
     p = sub.add_parser("cancel", parents=[common], help="cancel a job")
     p.add_argument("job", metavar="JOB")
-    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when several are configured)")
+    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
     p = sub.add_parser("logs", parents=[common], help="print a job's log")
     p.add_argument("job", metavar="JOB")
-    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when several are configured)")
+    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
     p.add_argument("--stream", metavar="NAME", default="",
                    help="another of the job's logs, e.g. stderr for a Slurm job whose StdErr has its own file")
+    p = sub.add_parser("completion", help="print a shell completion script",
+                       description="Print the completion script for SHELL, e.g. "
+                       "`yanflow-tui completion bash > ~/.local/share/bash-completion/completions/yanflow-tui`, "
+                       "`yanflow-tui completion zsh > ~/.zfunc/_yanflow-tui`, "
+                       "`yanflow-tui completion fish > ~/.config/fish/completions/yanflow-tui.fish`.")
+    p.add_argument("shell", choices=COMPLETION_SHELLS)
     return parser
 
 
+COMPLETION_SHELLS = ("bash", "zsh", "fish")
+
+
+def _completion(parser: argparse.ArgumentParser, shell: str) -> int:
+    import shtab
+
+    sys.stdout.write(shtab.complete(parser, shell=shell))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "completion":  # needs no config, touches nothing
+        return _completion(parser, args.shell)
+    log_path = applog.setup(debug=getattr(args, "debug", False))
+    log.info("yanflow-tui %s: %s", __version__, args.command or "console")
     keyfiles.install_exit_signals()  # SIGHUP/SIGTERM: key files go first, then a clean exit
     keyfiles.sweep()  # key files left by a killed run
     try:
@@ -75,14 +105,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_app(config)
         return asyncio.run(_COMMANDS[args.command](config, args))
     except YanflowError as exc:
+        log.info("%s: %s", type(exc).__name__, exc)
         _error(str(exc))
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+        log.exception("unexpected error")
         if os.environ.get("YANFLOW_DEBUG"):
             raise
-        _error(f"unexpected {type(exc).__name__}: {exc} (set YANFLOW_DEBUG=1 for details)")
+        where = f"the traceback is in {display_path(log_path)}" if log_path else "set YANFLOW_DEBUG=1 for details"
+        _error(f"unexpected {type(exc).__name__}: {exc} ({where})")
         return EXIT_ERROR
 
 
@@ -114,13 +147,55 @@ def _hub(config, cluster: str | None = None):
     return Hub(config)
 
 
-def _one_cluster(hub, name: str | None) -> str:
+async def _job_cluster(hub, name: str | None, job_id: str) -> str:
+    """The cluster of ``job_id``: ``--cluster``, the only one configured, else the one cluster that
+    holds the job. Clusters whose id grammar the id does not fit are skipped with no I/O
+    (``Backend.check_id``); the rest are asked at once. Unique only when every one of them answered:
+    an id on several clusters, or one that could not be checked everywhere, needs ``--cluster``."""
+    from yanflow_tui.hub import Health
+
     if name:
         hub.config.cluster(name)
         return name
     if len(hub.names) == 1:
         return hub.names[0]
-    raise YanflowError(f"several clusters are configured ({', '.join(hub.names)}); pass --cluster NAME")
+    fits = []
+    for cluster in hub.names:
+        try:
+            hub.backend(cluster).check_id(job_id)
+        except YanflowError:
+            continue
+        fits.append(cluster)
+    if not fits:
+        raise YanflowError(f"no configured cluster has job ids like {job_id!r} ({', '.join(hub.names)})")
+    if len(fits) == 1:
+        return fits[0]
+
+    async def holds(cluster: str) -> bool | str:
+        """True / False: the cluster has the job or not; text: why it could not be asked."""
+        snapshot = await hub.refresh(cluster, jobs=True, nodes=False)
+        if snapshot.health is not Health.OK:
+            return snapshot.message or snapshot.health.value
+        if any(job.id == job_id for job in snapshot.jobs):
+            return True
+        try:  # finished jobs that the list no longer shows (Slurm's accounting, a local history)
+            await hub.call(hub.backend(cluster).get_job(job_id))
+        except Exception:  # noqa: BLE001 - the cluster answered the list: its get_job says "no such job"
+            return False
+        return True
+
+    answers = dict(zip(fits, await asyncio.gather(*(holds(c) for c in fits))))
+    found = [c for c, answer in answers.items() if answer is True]
+    unknown = {c: answer for c, answer in answers.items() if isinstance(answer, str)}
+    if len(found) > 1:
+        raise YanflowError(f"job {job_id!r} is on several clusters ({', '.join(found)}); pass --cluster NAME")
+    if unknown:
+        held = f"job {job_id!r} is on {found[0]!r}, but" if found else f"job {job_id!r} was not found, and"
+        why = "; ".join(f"{c}: {text}" for c, text in unknown.items())
+        raise YanflowError(f"{held} these clusters could not be checked ({why}); pass --cluster NAME")
+    if not found:
+        raise YanflowError(f"no job {job_id!r} on any configured cluster ({', '.join(fits)})")
+    return found[0]
 
 
 async def _list(config, args, what: str) -> int:
@@ -249,7 +324,7 @@ async def _verdict(hub, name: str, spec):
 async def _cancel(config, args) -> int:
     hub = _hub(config)
     try:
-        name = _one_cluster(hub, args.cluster)
+        name = await _job_cluster(hub, args.cluster, args.job)
         await hub.call(hub.backend(name).cancel(args.job))
     finally:
         await hub.close()
@@ -260,7 +335,7 @@ async def _cancel(config, args) -> int:
 async def _logs(config, args) -> int:
     hub = _hub(config)
     try:
-        name = _one_cluster(hub, args.cluster)
+        name = await _job_cluster(hub, args.cluster, args.job)
         backend = hub.backend(name)
         if not backend.capabilities.logs:
             raise YanflowError(f"cluster {name!r} cannot show logs")

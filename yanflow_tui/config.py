@@ -23,12 +23,13 @@ With no file at the default location, clusters are discovered: this machine alwa
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from yanflow_tui.errors import ConfigError, SpecError
 from yanflow_tui.locations import default_config_path
@@ -69,6 +70,9 @@ class Config:
     source: str = "auto-discovered"
     all_users: bool = False  # the queue starts on everyone's jobs instead of mine
     mouse: bool = True  # false: the terminal keeps the mouse (its own select and copy); f2 switches
+    # The file line of ``theme`` and of each ``keymap.<id>``: names the app checks at startup
+    # (``check_names``), since only it knows its themes and binding ids.
+    lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def cluster(self, name: str) -> ClusterConfig:
         for cluster in self.clusters:
@@ -152,8 +156,32 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ) -> Config:
     all_users = bool(check.boolean("all_users", top.get("all_users")))
     mouse = check.boolean("mouse", top.get("mouse")) is not False
     check.raise_if_any()
+    lines = {path: doc.line(path) for path in ("theme", *(join("keymap", key) for key in keymap))}
     return Config(tuple(clusters), read_only, refresh, theme, keymap, source=doc.file, all_users=all_users,
-                  mouse=mouse)
+                  mouse=mouse, lines=lines)
+
+
+def check_names(config: Config, themes: Iterable[str], binding_ids: Iterable[str]) -> None:
+    """Raise ``SpecError`` (``file:line: field: message``, with a "did you mean") for a ``theme:``
+    that is none of ``themes`` and each ``keymap:`` id that is none of ``binding_ids``. The app
+    calls it at startup with its own themes and the ids of its bindings (config imports no UI)."""
+    problems: list[tuple[str, int, str, str]] = []
+
+    def unknown(path: str, name: str, what: str, known: list[str]) -> None:
+        guess = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f'; did you mean "{guess[0]}"?' if guess else f"; one of: {', '.join(known)}"
+        problems.append((config.source, config.lines.get(path, 0), path, f"unknown {what} {name!r}{hint}"))
+
+    known_themes = sorted(themes)
+    if config.theme and config.theme not in known_themes:
+        unknown("theme", config.theme, "theme", known_themes)
+    known_ids = sorted(binding_ids)
+    for key in config.keymap:
+        if key not in known_ids:
+            unknown(join("keymap", key), key, "binding id", known_ids)
+    if problems:
+        problems.sort(key=lambda p: p[1])
+        raise SpecError(problems)
 
 
 def _anything(value: Any) -> list[str]:
@@ -242,4 +270,5 @@ def _kubeconfig(env: Mapping[str, str]) -> Path | None:
     return default if default.is_file() else None
 
 
-__all__ = ["ClusterConfig", "Config", "ConfigError", "SpecError", "discover", "load_config", "parse_config"]
+__all__ = ["ClusterConfig", "Config", "ConfigError", "SpecError", "check_names", "discover", "load_config",
+           "parse_config"]

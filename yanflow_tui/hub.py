@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import time
 from dataclasses import dataclass, field, replace
 from typing import Awaitable, TypeVar
@@ -18,6 +19,8 @@ from yanflow_tui.backends.base import Backend
 from yanflow_tui.config import Config
 from yanflow_tui.errors import AuthRequired, BackendError, BackendUnavailable, YanflowError
 from yanflow_tui.model import Job, Node
+
+log = logging.getLogger(__name__)
 
 CALL_TIMEOUT = 30.0
 MAX_BACKOFF = 60.0
@@ -108,8 +111,14 @@ class Hub:
             else:
                 health = Health.STALE if snap.updated is not None else Health.ERROR
             login_user = exc.user if isinstance(exc, AuthRequired) else ""
+            if snap.failures == 0:  # once per outage; each retry only with --debug
+                log.warning("cluster %s: refresh failed: %s", name, error_text(exc), exc_info=exc)
+            else:
+                log.debug("cluster %s: refresh failed again: %s", name, error_text(exc))
             snap = replace(snap, health=health, message=error_text(exc), failures=failures, login_user=login_user)
         else:
+            if snap.failures:
+                log.info("cluster %s: refresh works again after %d failure(s)", name, snap.failures)
             snap = replace(snap, health=Health.OK, message=backend.notice, updated=time.time(),
                            jobs=new_jobs, nodes=new_nodes, failures=0, login_user="")
         self.snapshots[name] = snap

@@ -31,6 +31,11 @@ def state_dir(env: Mapping[str, str] = os.environ) -> Path:
     return path
 
 
+def app_log_path(env: Mapping[str, str] = os.environ) -> Path:
+    """The console's own log (``yanflow_tui.applog``); its folder is made when logging starts."""
+    return _xdg(env, "XDG_STATE_HOME", ".local/state") / APP_DIR / "yanflow.log"
+
+
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
