@@ -29,8 +29,10 @@ from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
 from yanflow_tui.screens.vtable import Column, Row, VirtualTable
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
-_COLUMN_OPTIONS = {"name": {"flex": True}, "nodes": {"flex": True}, "reason": {"flex": True},
-                   "gpus": {"justify": "right"}, "age": {"min_width": 4, "justify": "right"}}
+NAME_FLOOR = 16  # a narrow terminal hides REASON, then NODES, then AGE before NAME gets narrower than this
+_COLUMN_OPTIONS = {"name": {"flex": True, "floor": NAME_FLOOR}, "nodes": {"flex": True, "give_way": 2},
+                   "reason": {"flex": True, "give_way": 1}, "gpus": {"justify": "right"},
+                   "age": {"min_width": 4, "justify": "right", "give_way": 3}}
 COLUMNS = tuple(Column(key, label, style=JOB_STYLES.get(key, ""), **_COLUMN_OPTIONS.get(key, {}))
                 for key, label in zip(JOB_COLUMNS, JOB_HEADERS))
 NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whose data is old
