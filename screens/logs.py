@@ -26,6 +26,7 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import ChoiceScreen, PromptScreen
 from yanflow_tui.screens.log_pane import ERROR_PATTERN, FLUSH_SECONDS, LogPane
 from yanflow_tui.screens.logview import LogView
+from yanflow_tui.screens.status_line import StatusLine
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
 
@@ -58,7 +59,7 @@ class LogsScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
-        yield Static(id="log-status")
+        yield StatusLine(id="log-status")
         yield Input(placeholder="search (enter: find, n/N: next/previous, escape: close)", id="log-search")
         yield TabbedContent(id="log-panes")
         yield Footer()

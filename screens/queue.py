@@ -26,6 +26,7 @@ from yanflow_tui.rows import (GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, JOB_COLUMNS
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
+from yanflow_tui.screens.status_line import StatusLine
 from yanflow_tui.screens.vtable import Column, Row, VirtualTable
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
@@ -169,7 +170,7 @@ class QueueScreen(DataScreen):
         yield ClusterBar()
         yield Input(placeholder="filter: words, field:value (cluster id name user state reason node kind gpus nnodes),"
                                 " gpus:>4, -negate, \"quoted words\"", id="filter")
-        yield Static(id="filter-error")
+        yield StatusLine(id="filter-error")
         yield JobTable(id="jobs")
         yield Footer()
 
