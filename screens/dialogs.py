@@ -1,4 +1,4 @@
-"""Modal dialogs: yes/no confirmation, text prompt, choice, and help."""
+"""Modal dialogs: yes/no confirmation, text prompt, choice, help, and the full text of status lines."""
 
 from __future__ import annotations
 
@@ -111,3 +111,20 @@ class HelpScreen(ModalScreen[None]):
             table.append(f"{binding_id}\n", "dim")
         with VerticalScroll(id="dialog"):
             yield Static(table, id="help-text")
+
+
+class FullTextScreen(ModalScreen[None]):
+    """The whole text of the screen's status lines (``StatusLine``), wrapped, for what the line cut."""
+
+    BINDINGS = [Binding("escape,q,i", "dismiss", "Close", id="full-text-close")]
+
+    def __init__(self, texts: list[Text]) -> None:
+        super().__init__()
+        self.texts = texts
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog"):
+            for i, text in enumerate(self.texts or [Text("Nothing here is cut.", style="dim")]):
+                shown = text.copy()
+                shown.no_wrap, shown.overflow = False, "fold"
+                yield Static(shown, classes="full-text", id=f"full-text-{i}")

@@ -46,6 +46,9 @@ SEP = "  "
 INDENT = ("", "  ", "    ")  # cluster header, pool header, node
 OPEN, CLOSED = "▾ ", "▸ "
 WIDE_CELL = 5  # glyph, three digits of utilisation, a space
+SHRINK_ORDER = (0, 2, 5, 1, 4, 3)  # text columns that give way to the GPU cells (the widest first, of these)
+MORE = " +{}›"  # drawn at the right edge over a node's GPU cells that are off-screen: how many
+CUT = "…"  # drawn at the right edge of a node line that goes on off-screen (a long note)
 CELL_STYLE = {Cell.FREE: "gpugrid--free", Cell.BUSY: "gpugrid--busy", Cell.IDLE: "gpugrid--idle",
               Cell.UNAVAILABLE: "gpugrid--unavailable"}
 STATE_STYLE = {"ok": "gpugrid--ok", "busy": "gpugrid--busy", "bad": "gpugrid--bad"}
@@ -164,6 +167,7 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
         self.cursor_gpu: int | None = None  # the GPU column asked for; None: the node's own fields
         self._widths: tuple[int, ...] = tuple(len(h) for h in HEADERS)
         self._wide = False
+        self._room = 0  # the width the layout was made for
         self._max_gpus = 0
         self._most: list[int] = [0] * 7
         self._any_util = False
@@ -332,12 +336,14 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
         """Column widths and the cell mode (utilisation digits when there is data and room for them)."""
         most = self._most
         widths = [min(max(len(h), w), cap) for h, w, cap in zip(HEADERS, most, MAX_WIDTHS)]
-        room = self.size.width or 80
+        # the width inside the scrollbars: a vertical scrollbar takes two columns from the cells
+        room = self._room = self.scrollable_content_region.width or self.size.width or 80
         fixed = len(INDENT[2]) + sum(widths) + len(SEP) * len(widths)
-        wide = self._any_util and fixed + self._max_gpus * WIDE_CELL <= room
+        reserve = len(CUT) if most[6] else 0  # a column to say a note goes on off-screen
+        wide = self._any_util and fixed + self._max_gpus * WIDE_CELL + reserve <= room
         cells = self._max_gpus * (WIDE_CELL if wide else 1)
-        while fixed + cells > room:  # narrow terminal: give up room from the widest text columns first
-            shrinkable = [i for i in (0, 2, 5, 1) if widths[i] > MIN_WIDTHS[i]]
+        while fixed + cells + reserve > room:  # narrow terminal: give up room from the widest text columns first
+            shrinkable = [i for i in SHRINK_ORDER if widths[i] > MIN_WIDTHS[i]]
             if not shrinkable:
                 break
             widest = max(shrinkable, key=lambda i: widths[i] - MIN_WIDTHS[i])
@@ -442,9 +448,51 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
             segments.append(Segment(text, style))
         return Strip(segments)
 
+    def render_lines(self, crop):
+        if self._room != self.scrollable_content_region.width:
+            self._layout()  # a scrollbar came or went: the width changed without a resize
+        return super().render_lines(crop)
+
+    def offscreen_cells(self, key: str, scroll_x: int | None = None) -> int:
+        """How many of a node's GPU cells lie right of the visible width (at ``scroll_x``, or now),
+        counting those the ``MORE`` marker would cover."""
+        gpus = len(self._gpus.get(key, ()))
+        if not gpus:
+            return 0
+        x = int(self.scroll_offset.x) if scroll_x is None else scroll_x
+        right = x + self.scrollable_content_region.width
+        step = self.cell_width
+        start = self.gpu_x
+        if start + gpus * step <= right:
+            return 0
+        for hidden in range(1, gpus + 1):  # the marker takes room from the last visible cells
+            edge = right - len(MORE.format(hidden))
+            shown = max(0, min(gpus, (edge - start) // step))
+            if gpus - shown <= hidden:
+                return gpus - shown
+        return gpus
+
+    def _mark_edge(self, key: RowKey, line: Strip, scroll_x: int, width: int, base: Style) -> Strip:
+        """``line`` cropped to the view, saying at the right edge what a node line has off-screen:
+        ``+N›`` GPU cells, or ``…`` text (a long note)."""
+        strip = line.crop_extend(scroll_x, scroll_x + width, base)
+        if not isinstance(key, str) or width <= 0:
+            return strip
+        hidden = self.offscreen_cells(key, scroll_x)
+        if hidden:
+            mark = MORE.format(hidden)
+        elif line.cell_length > scroll_x + width and (
+                scroll_x + width - len(CUT) >= self.gpu_x + len(self._gpus.get(key, ())) * self.cell_width):
+            mark = CUT  # never over a GPU cell
+        else:
+            return strip
+        mark = mark[-width:]
+        cut = strip.crop(0, width - len(mark))
+        return Strip.join([cut, Strip([Segment(mark, base + self._style("gpugrid--muted"))])])
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
-        width = self.size.width
+        width = self.scrollable_content_region.width
         base = self.rich_style
         if y == 0:
             if self._header is None:
@@ -457,11 +505,11 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
         if row == self.cursor_row:
             cursor_base = base + self._style("gpugrid--cursor")
             strip = self._strip(self.row_parts(key), cursor_base, self._cursor_part(key))
-            return strip.crop_extend(scroll_x, scroll_x + width, cursor_base)
+            return self._mark_edge(key, strip, scroll_x, width, cursor_base)
         strip = self._strips.get(key)
         if strip is None:
             strip = self._strips[key] = self._strip(self.row_parts(key), base)
-        return strip.crop_extend(scroll_x, scroll_x + width, base)
+        return self._mark_edge(key, strip, scroll_x, width, base)
 
     def _cursor_part(self, key: RowKey) -> int | None:
         """Index of the part the cell cursor is on: a GPU cell, or the node's name."""

@@ -79,6 +79,8 @@ class GridCursor:
             left = self.gpu_x + index * self.cell_width
             right = left + self.cell_width
             x, width = int(self.scroll_offset.x), self.scrollable_content_region.width
+            if index < len(self._gpus[self.cursor_key]) - 1:  # keep the cell clear of the off-screen count
+                width -= len(" +99›")
             if right > x + width:
                 self.scroll_to(x=right - width, animate=False, immediate=True)
             elif left < x:

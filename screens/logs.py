@@ -27,6 +27,7 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import ChoiceScreen, PromptScreen
 from yanflow_tui.screens.log_pane import ERROR_PATTERN, FLUSH_SECONDS, LogPane
 from yanflow_tui.screens.logview import LogView
+from yanflow_tui.screens.status_line import StatusLine
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
 
@@ -60,7 +61,7 @@ class LogsScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
-        yield Static(id="log-status")
+        yield StatusLine(id="log-status")
         search = Input(placeholder="search (enter: find, n/N: next/previous, escape: close)", id="log-search")
         search.display = False  # hidden from the start: a hidden box must never take the focus (and the keys)
         yield search

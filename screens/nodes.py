@@ -22,6 +22,7 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.gpugrid import GpuGrid, summary_parts
 from yanflow_tui.screens.node_jobs import NodeJobsScreen
+from yanflow_tui.screens.status_line import StatusLine
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
 LEGEND_STYLES = {Cell.FREE: "green", Cell.BUSY: "yellow", Cell.IDLE: "bold magenta", Cell.UNAVAILABLE: "red"}
@@ -60,7 +61,7 @@ class NodesScreen(DataScreen):
         yield Static(id="node-summary")
         yield Input(placeholder="filter: text in node name, partition, state, GPU type, reason", id="node-filter")
         yield GpuGrid(id="nodes")
-        yield Static(id="node-status")
+        yield StatusLine(id="node-status")
         yield Footer()
 
     def on_mount(self) -> None:

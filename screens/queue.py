@@ -28,11 +28,14 @@ from yanflow_tui.rows import (GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, JOB_COLUMNS
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
+from yanflow_tui.screens.status_line import StatusLine
 from yanflow_tui.screens.vtable import Column, Row, VirtualTable
 from yanflow_tui.screens.widgets import ClusterBar, DataScreen
 
-_COLUMN_OPTIONS = {"name": {"flex": True}, "nodes": {"flex": True}, "reason": {"flex": True},
-                   "gpus": {"justify": "right"}, "age": {"min_width": 4, "justify": "right"}}
+NAME_FLOOR = 16  # a narrow terminal hides REASON, then NODES, then AGE before NAME gets narrower than this
+_COLUMN_OPTIONS = {"name": {"flex": True, "floor": NAME_FLOOR}, "nodes": {"flex": True, "give_way": 2},
+                   "reason": {"flex": True, "give_way": 1}, "gpus": {"justify": "right"},
+                   "age": {"min_width": 4, "justify": "right", "give_way": 3}}
 COLUMNS = tuple(Column(key, label, style=JOB_STYLES.get(key, ""), **_COLUMN_OPTIONS.get(key, {}))
                 for key, label in zip(JOB_COLUMNS, JOB_HEADERS))
 NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whose data is old
@@ -217,7 +220,7 @@ class QueueScreen(DataScreen):
         yield ClusterBar()
         yield Input(placeholder="filter: words, field:value (cluster id name user state reason node kind gpus nnodes),"
                                 " gpus:>4, -negate, \"quoted words\"", id="filter")
-        yield Static(id="filter-error")
+        yield StatusLine(id="filter-error")
         yield QueueHint(id="queue-hint")
         yield JobTable(id="jobs")
         yield Footer()

@@ -38,7 +38,9 @@ class Column(NamedTuple):
     key: str
     label: str
     min_width: int = 0  # also the room kept for live cells, which are not measured ahead
-    flex: bool = False  # gives up width first (down to its label) when the table is too narrow
+    flex: bool = False  # gives up width first (down to its label, or ``floor``) when the table is too narrow
+    floor: int = 0  # a flexible column never shrinks below this (nor below its label)
+    give_way: int = 0  # 1, 2, ...: hidden in that order when shrinking is not enough; 0: never hidden
     justify: str = "left"  # or "right"
     style: str = ""  # a Rich style under every cell of the column (plain ``str`` cells get only this)
 
@@ -172,6 +174,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._live_widths = [0] * ncols
         self._widths: list[int] = [0] * ncols
         self._starts: list[int] = [0] * ncols
+        self._hidden: frozenset[int] = frozenset()  # columns given way (see Column.give_way)
         self._layout_key: tuple | None = None
         self._strips: dict[str, tuple[tuple, Strip]] = {}
         self._header: Strip | None = None
@@ -484,35 +487,56 @@ class VirtualTable(ScrollView, can_focus=True):
             out.append(max(column.min_width, label, self._live_widths[i], self._content_widths[i]))
         return out
 
+    def _fit_widths(self, available: int) -> tuple[list[int], frozenset[int]]:
+        """Widths that fit ``available`` cells, and the columns hidden: flexible columns shrink first,
+        the widest first, down to their floor; if that is not enough, columns with a ``give_way``
+        rank are hidden in rank order (and the others shrink only as far as they still must)."""
+        natural = self._natural_widths()
+        floors = {i: max(c.min_width, c.floor, Text(c.label).cell_len, 3)
+                  for i, c in enumerate(self.columns) if c.flex}
+        order = sorted((c.give_way, i) for i, c in enumerate(self.columns) if c.give_way)
+        hidden: frozenset[int] = frozenset()
+        for count in range(len(order) + 1):
+            hidden = frozenset(i for _, i in order[:count])
+            widths = [0 if i in hidden else w for i, w in enumerate(natural)]
+            excess = sum(w + 2 * PAD for i, w in enumerate(widths) if i not in hidden) - available
+            while excess > 0:
+                shrinkable = [i for i in floors if i not in hidden and widths[i] > floors[i]]
+                if not shrinkable:
+                    break
+                widths[max(shrinkable, key=lambda i: widths[i] - floors[i])] -= 1
+                excess -= 1
+            if excess <= 0:
+                break
+        return widths, hidden
+
+    @property
+    def hidden_columns(self) -> tuple[str, ...]:
+        """Keys of the columns hidden to make room (see ``Column.give_way``)."""
+        return tuple(c.key for i, c in enumerate(self.columns) if i in self._hidden)
+
     def _relayout(self) -> None:
         """Column widths for the current content and width; clears the strip cache if they moved."""
         available = self.scrollable_content_region.width
-        widths = self._natural_widths()
-        excess = sum(w + 2 * PAD for w in widths) - available
-        if excess > 0:  # too narrow: flexible columns give way, the widest first, down to their label
-            floors = {i: max(c.min_width, Text(c.label).cell_len, 3) for i, c in enumerate(self.columns) if c.flex}
-            while excess > 0:
-                shrinkable = [i for i in floors if widths[i] > floors[i]]
-                if not shrinkable:
-                    break
-                widths[max(shrinkable, key=lambda i: widths[i])] -= 1
-                excess -= 1
-        layout = (tuple(widths), available)
+        widths, hidden = self._fit_widths(available)
+        layout = (tuple(widths), hidden, available)
         if layout == self._layout_key:
             return
         self._layout_key = layout
         self._widths = widths
+        self._hidden = hidden
         starts, x = [], 0
-        for width in widths:
+        for i, width in enumerate(widths):
             starts.append(x)
-            x += width + 2 * PAD
+            if i not in hidden:
+                x += width + 2 * PAD
         self._starts = starts
         self._strips.clear()
         self._header = None
         self._update_virtual_size()
 
     def _total_width(self) -> int:
-        return sum(w + 2 * PAD for w in self._widths)
+        return sum(w + 2 * PAD for i, w in enumerate(self._widths) if i not in self._hidden)
 
     def _update_virtual_size(self) -> None:
         size = Size(self._total_width(), len(self._rows) + 1)
@@ -521,7 +545,7 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def _column_at(self, x: int) -> int | None:
         for i, (start, width) in enumerate(zip(self._starts, self._widths)):
-            if start <= x < start + width + 2 * PAD:
+            if i not in self._hidden and start <= x < start + width + 2 * PAD:
                 return i
         return None
 
@@ -536,7 +560,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._relayout()
 
     def render_lines(self, crop):
-        if self._layout_key is None or self._layout_key[1] != self.scrollable_content_region.width:
+        if self._layout_key is None or self._layout_key[-1] != self.scrollable_content_region.width:
             self._relayout()  # a scrollbar came or went: the width changed without a resize
         return super().render_lines(crop)
 
@@ -615,7 +639,10 @@ class VirtualTable(ScrollView, can_focus=True):
         pad = Segment(" " * PAD, style)
         segments: list[Segment] = []
         total = 0
+        hidden = self._hidden
         for i, column in enumerate(self.columns):
+            if i in hidden:
+                continue
             width = self._widths[i]
             cell = cells[i] if i < len(cells) else ""
             text = Text(cell) if isinstance(cell, str) else cell  # live cells were evaluated already

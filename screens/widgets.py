@@ -1,16 +1,20 @@
-"""Small widgets shared by the screens: the cluster status bar and the screen base class."""
+"""Small widgets shared by the screens: the cluster status bar and the screen base class (with the
+key that shows the full text of its status lines)."""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
 from yanflow_tui.hub import Health
 from yanflow_tui.rows import STATE_STYLES, duration
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.dialogs import FullTextScreen
+from yanflow_tui.screens.status_line import FULL_TEXT_BINDING, StatusLine
 
 HEALTH_STYLE = {Health.CONNECTING: "yellow", Health.OK: "green", Health.STALE: "bold yellow", Health.ERROR: "bold red"}
 
@@ -62,6 +66,12 @@ class DataScreen(Screen):
     """A screen that shows cluster data: redrawn when data arrives and when it becomes current."""
 
     TITLE_TEXT = ""
+    BINDINGS = [Binding("i", "full_text", "Full text", show=False, id=FULL_TEXT_BINDING)]
+
+    def action_full_text(self) -> None:
+        """The whole text of this screen's status lines, in a dialog (a cut line ends with this key)."""
+        texts = [line.full_text for line in self.query(StatusLine) if line.display and line.full_text.plain.strip()]
+        self.app.push_screen(FullTextScreen(texts))
 
     def refresh_data(self) -> None:
         """Redraw from ``app.hub.snapshots``. Must be cheap: it runs on every refresh."""

@@ -19,8 +19,8 @@ from yanflow_tui.screens.logs import LogsScreen
 from yanflow_tui.screens.node_jobs import NodeJobsScreen
 from yanflow_tui.screens.nodes import NodesScreen
 
-from fakes.backend import FakeBackend
-from uihelpers import make_app, wait_for
+from fakes.backend import FakeBackend, FakeLongBackend
+from uihelpers import make_app, screen_text, wait_for
 
 
 class GridBackend(FakeBackend):
@@ -60,9 +60,19 @@ def big_node(cluster: str, i: int, util: float = 60.0) -> Node:
     return Node(cluster, f"n{i:04d}", "mixed", (f"p{i % 4}",), 64, 8, 512000, 1000, "A100", 8, 2, gpus)
 
 
+class ManyLongBackend(FakeLongBackend):
+    """``FakeLongBackend``'s nodes and 20 more of 8 GPUs: enough rows for a vertical scrollbar at 80x24."""
+
+    kind = "fake-many-long"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.nodes += [replace(self.nodes[0], name=f"dgx-z-node-{i:04d}") for i in range(20)]
+
+
 @pytest.fixture
 def kinds(monkeypatch):
-    for backend in (FakeBackend, GridBackend, BigBackend):
+    for backend in (FakeBackend, GridBackend, BigBackend, FakeLongBackend, ManyLongBackend):
         monkeypatch.setitem(registry._BACKENDS, backend.kind, backend)
     FakeBackend.instances.clear()
 
@@ -334,3 +344,41 @@ async def test_clicking_a_gpu_cell_puts_the_cursor_on_it_and_a_second_click_open
         await pilot.click(GpuGrid, offset=where)
         detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
         assert detail.job.id == "101"
+
+
+async def test_at_80x24_every_gpu_cell_of_8_and_16_gpu_nodes_is_on_screen(home, kinds):
+    """Regression: the cells were laid out for the grid's whole width, scrollbar included, so a
+    vertical scrollbar hid the last two of a node's 8 cells."""
+    app = make_app(cluster("fake-many-long"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        grid = await open_nodes(pilot, app, 23)
+        await pilot.pause(0.2)
+        assert grid.scrollable_content_region.width < grid.size.width  # the scrollbar is there
+        text = screen_text(app)
+        assert "■■■■■■■■" in text  # dgx-a100-node-0041: all 8 busy
+        assert "■■■■■□□□" in text  # dgx-a100-node-0042: 5 of 8
+        assert "■■■□□□□□□□□□□□□□" in text  # dgx-h100-node-0101: 3 of 16
+        assert "+" not in text.split("GPUS", 1)[1].split("slurm", 1)[0]  # nothing said to be off-screen
+        for key in grid.row_keys():
+            if isinstance(key, str):
+                assert grid.offscreen_cells(key) == 0
+        # a node's long note goes on past the edge: the line says so, never over a cell
+        line = grid.render_line(1 + grid.row_keys().index("hpc/dgx-a100-node-0042")).text
+        assert "■■■■■□□□" in line and line.rstrip().endswith("…")
+
+
+async def test_gpu_cells_that_cannot_fit_are_counted_at_the_edge_and_reached_with_the_cursor(home, kinds):
+    app = make_app(cluster("fake-long"))
+    async with app.run_test(size=(50, 24)) as pilot:
+        grid = await open_nodes(pilot, app, 3)
+        await pilot.pause(0.2)
+        key = "hpc/dgx-h100-node-0101"
+        hidden = grid.offscreen_cells(key)
+        assert hidden > 0
+        row = 1 + grid.row_keys().index(key)
+        assert grid.render_line(row).text.rstrip().endswith(f"+{hidden}›")
+        assert f"+{hidden}›" in screen_text(app)
+        await put_cursor(pilot, grid, key, 15)  # the last GPU: the grid scrolls to it
+        await pilot.pause(0.2)
+        assert grid.cursor_cell.index == 15 and grid.offscreen_cells(key) == 0
+        assert not grid.render_line(row).text.rstrip().endswith("›")

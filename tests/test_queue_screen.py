@@ -15,7 +15,7 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.queue import JobTable
 
-from fakes.backend import FIXED, FakeActionsBackend, FakeBackend
+from fakes.backend import FIXED, LONG_NAMES, FakeActionsBackend, FakeBackend, FakeLongBackend
 from uihelpers import FIXED_NOW, make_app, screen_text, wait_for
 
 
@@ -23,6 +23,7 @@ from uihelpers import FIXED_NOW, make_app, screen_text, wait_for
 def fake_kinds(monkeypatch, home):
     monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
     monkeypatch.setitem(registry._BACKENDS, "fake-actions", FakeActionsBackend)
+    monkeypatch.setitem(registry._BACKENDS, "fake-long", FakeLongBackend)
     FakeBackend.instances.clear()
 
 
@@ -218,3 +219,22 @@ async def test_the_footer_follows_the_selected_job_but_is_redrawn_only_when_its_
         app.screen.refresh_data()
         await pilot.pause(0.2)
         assert redraws == []
+
+
+async def test_at_80_columns_reason_nodes_and_age_give_way_before_name_drops_under_16(home):
+    app = make_app(ClusterConfig("slurm-site-a", "fake-long", refresh_seconds=3600))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        for name in LONG_NAMES:  # at least 16 characters of every name on screen
+            assert name[:16] in text
+        assert "REASON" not in text and "QOSMax" not in text  # REASON gave way first
+        assert table(app).hidden_columns[:1] == ("reason",)
+        assert table(app).virtual_size.width <= 80  # nothing is left off to the right
+    async with make_app(ClusterConfig("slurm-site-a", "fake-long", refresh_seconds=3600)).run_test(
+            size=(200, 24)) as pilot:
+        app = pilot.app
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        await pilot.pause(0.2)
+        assert table(app).hidden_columns == () and "QOSMaxGRESPerUser" in screen_text(app)

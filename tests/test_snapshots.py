@@ -12,7 +12,7 @@ from textual.widgets import Input, TextArea
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 
-from fakes.backend import FakeBackend
+from fakes.backend import FakeBackend, FakeLongBackend
 from uihelpers import make_app, wait_for
 
 SIZES = [(80, 24), (200, 50)]
@@ -21,6 +21,7 @@ SIZES = [(80, 24), (200, 50)]
 @pytest.fixture(autouse=True)
 def fake_kind(monkeypatch, home):
     monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
+    monkeypatch.setitem(registry._BACKENDS, "fake-long", FakeLongBackend)
     FakeBackend.instances.clear()
 
 
@@ -67,3 +68,15 @@ SCREENS = {  # name: (keys pressed after the first refresh, read-only)
 def test_screen(snap_compare, screen, size):
     press, read_only = SCREENS[screen]
     snapshot(snap_compare, app_for_snapshot(read_only=read_only), press=press, size=size)
+
+
+NARROW = {  # name: keys pressed; over the long-names fake with 8- and 16-GPU nodes, at 80x24 only
+    "queue_long_names": (),
+    "nodes_8_gpu": ("2",),
+}
+
+
+@pytest.mark.parametrize("screen", NARROW)
+def test_80x24_hides_nothing(snap_compare, screen):
+    app = make_app(ClusterConfig("hpc", "fake-long", refresh_seconds=3600), pinned_clock=True)
+    snapshot(snap_compare, app, press=NARROW[screen], size=(80, 24))

@@ -171,3 +171,36 @@ class FakeLoginBackend(FakeBackend):
         if password != self.PASSWORD:
             raise BackendError("wrong password")
         self.logged_in = True
+
+
+LONG_NAMES = ("ddp-llama-70b-pretrain-stage2-bf16", "finetune-bert-large-squad-v2-lr3e-5",
+              "sweep-resnet152-imagenet-mixup-cutmix")
+
+
+class FakeLongBackend(FakeBackend):
+    """The fake as a busy site looks at 80 columns: long job names, node lists and reasons, 7-digit
+    ids, and nodes with 8 and 16 GPUs, long names and a long GPU type."""
+
+    kind = "fake-long"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.jobs = [
+            self.job("4815162", LONG_NAMES[0], JobState.RUNNING, gpus=16,
+                     nodes=("dgx-a100-node-0041", "dgx-a100-node-0042")),
+            self.job("4815163", LONG_NAMES[1], JobState.PENDING, gpus=8,
+                     reason="QOSMaxGRESPerUser (waiting for the user's GPU limit)"),
+            self.job("4815164", LONG_NAMES[2], JobState.RUNNING, gpus=8, nodes=("dgx-a100-node-0043",)),
+        ]
+
+        def node(name, count, used, reason=""):
+            gpus = tuple(Gpu(i, GpuState.ALLOCATED if i < used else GpuState.FREE, "4815162" if i < used else None,
+                             utilization=(87.0 if i < used else 0.0)) for i in range(count))
+            return Node(config.name, name, "mixed" if used else "idle", ("gpu-long", "gpu", "debug"), 128, 64,
+                        2048000, 1024000, "NVIDIA A100-SXM4-80GB", count, used, gpus, reason=reason)
+
+        self.nodes = [
+            node("dgx-a100-node-0041", 8, 8),
+            node("dgx-a100-node-0042", 8, 5, "NVML unavailable: NVML Shared Library Not Found on this host"),
+            node("dgx-h100-node-0101", 16, 3),
+        ]
