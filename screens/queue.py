@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input, Static
 
+from yanflow_tui.cluster_rows import cluster_problems
 from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
 from yanflow_tui.hub import Health, error_text
 from yanflow_tui.model import Job
@@ -168,6 +169,7 @@ class QueueScreen(DataScreen):
         yield Input(placeholder="filter: words, field:value (cluster id name user state reason node kind gpus nnodes),"
                                 " gpus:>4, -negate, \"quoted words\"", id="filter")
         yield Static(id="filter-error")
+        yield Static(id="cluster-problems")
         yield JobTable(id="jobs")
         yield Footer()
 
@@ -181,8 +183,23 @@ class QueueScreen(DataScreen):
     def refresh_data(self) -> None:
         table = self.query_one(JobTable)
         table.set_rows(self._visible_rows())
+        self._show_problems()
         self._update_bindings()
         self.refresh_bar()
+
+    def _show_problems(self) -> None:
+        """One line per cluster that lists no jobs because it is not healthy: its state and error."""
+        problems = cluster_problems(s for s in self.app.hub.snapshots.values() if not s.jobs)
+        box = self.query_one("#cluster-problems", Static)
+        box.display = bool(problems)
+        if problems:
+            out = Text(no_wrap=True, overflow="ellipsis")
+            for i, (name, problem) in enumerate(problems.items()):
+                out.append("\n" if i else "")
+                out.append(clean(name), "bold")
+                out.append(f": {clean(problem)}")
+            out.append("  (5: details)", "dim")
+            box.update(out)
 
     def _update_bindings(self) -> None:
         """Redraw the footer only when the keys on offer changed (it is rebuilt whole: too slow

@@ -5,6 +5,7 @@ whole error with its fix). No Textual here; nothing branches on the backend's ki
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from yanflow_tui.hub import ClusterSnapshot, Health
 from yanflow_tui.rows import duration
@@ -28,6 +29,13 @@ def short_state(snap: ClusterSnapshot, now: float) -> str:
 def has_note(snap: ClusterSnapshot) -> bool:
     """There is more to read about the cluster on the Clusters screen (an error, a notice)."""
     return bool(snap.detail or snap.message)
+
+
+def cluster_problems(snaps: Iterable[ClusterSnapshot]) -> dict[str, str]:
+    """Name -> "state: the error's first line", for the clusters that are not healthy (the Nodes and
+    Queue screens say these instead of an empty list)."""
+    return {snap.name: f"{short_state(snap, 0)}" + (f": {snap.message}" if snap.message else "")
+            for snap in snaps if snap.health in (Health.ERROR, Health.STALE)}
 
 
 @dataclass(frozen=True)
