@@ -213,8 +213,8 @@ class Backend(abc.ABC):
 
     @property
     def notice(self) -> str:
-        """A one-line note the header shows beside a healthy cluster, e.g. "history needs
-        accounting". Empty when there is nothing to say."""
+        """A note on a healthy cluster, e.g. "history needs accounting", shown on the Clusters screen
+        (the header only marks that there is one). Empty when there is nothing to say."""
         return ""
 
     async def login(self, password: str) -> None:

@@ -237,8 +237,18 @@ class Connection:
         env_pass = self.env.get("DET_PASS")
         if env_pass is not None and env_user and user in (None, env_user):
             return self._login(env_user, env_pass)
+        self.probe()  # a master that cannot be reached says so; a password would not help
         raise AuthRequired(self.cluster, user, self.master,
                            "the cached token expired" if user and store.get_token(user) else "")
+
+    def probe(self) -> None:
+        """Raise (as the SDK does) unless the master answers at all: GET /api/v1/master, which needs
+        no login. Any HTTP answer, even a refusal, means it is there."""
+        try:
+            bindings.get_GetMaster(TimedUnauthSession(self.master, self.cert, max_retries=0))
+        except (errors.APIException, errors.ForbiddenException, errors.UnauthenticatedException,
+                bindings.APIHttpError) as exc:
+            log.debug("master info refused: %s", describe_error(exc, self.master))
 
     def _login(self, user: str, password: str) -> TimedSession:
         """POST /api/v1/auth/login (the SDK salts and hashes the password before sending it),

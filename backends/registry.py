@@ -38,7 +38,10 @@ def backend_class(kind: str) -> type[Backend]:
 
 
 def create(config: ClusterConfig) -> Backend:
-    """A backend for ``config``; an ``UnavailableBackend`` carrying the reason if it cannot be made."""
+    """A backend for ``config``; an ``UnavailableBackend`` carrying the reason if it cannot be made
+    (its config entry is broken: every located problem, one a line)."""
+    if config.problems:
+        return UnavailableBackend(config, "\n".join(config.problems))
     try:
         return backend_class(config.kind)(config)
     except BackendUnavailable as exc:

@@ -417,20 +417,26 @@ class SshTransport(Transport):
             raise BackendError(f"ssh {self.target.label}: cannot connect: {reason}") from None
 
     async def _host_key_message(self, opts: dict) -> str:
-        """Refusal text naming the key's SHA256 fingerprint (fetched without trusting it)."""
+        """Refusal text naming the key's SHA256 fingerprint (fetched without trusting it) and the
+        exact known_hosts line that would trust it, once the user has checked the fingerprint."""
         import asyncssh
 
-        fingerprint = "unknown fingerprint"
+        fingerprint, line = "unknown fingerprint", ""
+        port = opts.get("port", 22)
         try:
             key = await asyncio.wait_for(asyncssh.get_server_host_key(
-                self.target.host, opts.get("port", 22), tunnel=opts.get("tunnel", ())), CONNECT_TIMEOUT)
+                self.target.host, port, tunnel=opts.get("tunnel", ())), CONNECT_TIMEOUT)
             if key is not None:
                 fingerprint = f"{key.get_algorithm()} {key.get_fingerprint('sha256')}"
+                host = self.target.host if port == 22 else f"[{self.target.host}]:{port}"
+                line = f"{host} {' '.join(key.export_public_key('openssh').decode().split()[:2])}"
         except Exception:  # noqa: BLE001 - the refusal stands either way
             pass
         source = opts.get("known_hosts") or "~/.ssh/known_hosts"
+        fix = f"If it is the login node's key, add this line to {source}:\n{line}" if line else \
+            "Check the fingerprint and add it to known_hosts."
         return (f"ssh {self.target.label}: host key not trusted: {fingerprint} is not in {source} "
-                f"(unknown or changed key); refusing to connect. Check the fingerprint and add it to known_hosts.")
+                f"(unknown or changed key); refusing to connect.\n{fix}")
 
     def _drop(self, conn) -> None:
         if self._conn is conn:

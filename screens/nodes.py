@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.widgets import Footer, Input, Static
 
 from yanflow_tui.capacity import PoolCapacity
+from yanflow_tui.cluster_rows import cluster_problems
 from yanflow_tui.gpu_cells import GLYPHS, LEGEND, Cell, describe_gpu, describe_node
 from yanflow_tui.model import GpuState
 from yanflow_tui.sanitize import clean
@@ -29,11 +30,20 @@ LEGEND_STYLES = {Cell.FREE: "green", Cell.BUSY: "yellow", Cell.IDLE: "bold magen
 
 
 def summary(pools_by_cluster: Mapping[str, tuple[int, list[PoolCapacity]]],
-            styles: Mapping[Cell, StyleType] = LEGEND_STYLES) -> Text:
+            styles: Mapping[Cell, StyleType] = LEGEND_STYLES, problems: Mapping[str, str] | None = None) -> Text:
     """Per cluster (its node count and its ``capacity.pools``, as ``GpuGrid.pools`` gives them) and
-    partition/pool: whole free nodes and free GPUs; then the cell legend (in the grid's cell ``styles``)."""
+    partition/pool: whole free nodes and free GPUs; then the cell legend (in the grid's cell ``styles``).
+    A cluster in ``problems`` (name: its state and error, as one line) with no nodes says that instead."""
     out = Text(no_wrap=True, overflow="ellipsis")
+    problems = problems or {}
+    for cluster, (count, _pools) in pools_by_cluster.items():  # one line each, before the counts
+        if not count and cluster in problems:
+            out.append(clean(cluster), "bold")
+            out.append(f": {clean(problems[cluster])}", "red")
+            out.append("  (5: details)\n", "dim")
     for cluster, (count, cluster_pools) in pools_by_cluster.items():
+        if not count and cluster in problems:
+            continue
         out.append(clean(cluster), "bold")
         out.append(f": {count} node(s)")
         for pool in cluster_pools:
@@ -75,7 +85,7 @@ class NodesScreen(DataScreen):
         grid.set_nodes(node for snap in snaps.values() for node in snap.nodes)
         by_cluster = {snap.name: (len(snap.nodes), grid.pools(snap.name)) for snap in snaps.values()}
         styles = {cell: grid.cell_style(cell) for cell, _ in LEGEND}
-        self.query_one("#node-summary", Static).update(summary(by_cluster, styles))
+        self.query_one("#node-summary", Static).update(summary(by_cluster, styles, cluster_problems(snaps.values())))
         self.show_status()
 
     # -- the status line ---------------------------------------------------------------------------

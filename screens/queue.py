@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input, Static
 
+from yanflow_tui.cluster_rows import cluster_problems
 from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
 from yanflow_tui.hub import Health, error_text
 from yanflow_tui.locations import default_config_path, display_path
@@ -222,6 +223,7 @@ class QueueScreen(DataScreen):
                                 " gpus:>4, -negate, \"quoted words\"", id="filter")
         yield StatusLine(id="filter-error")
         yield QueueHint(id="queue-hint")
+        yield Static(id="cluster-problems")
         yield JobTable(id="jobs")
         yield Footer()
 
@@ -237,8 +239,23 @@ class QueueScreen(DataScreen):
         table.set_rows(self._visible_rows())
         self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty,
                                            not self.app.all_users)
+        self._show_problems()
         self._update_bindings()
         self.refresh_bar()
+
+    def _show_problems(self) -> None:
+        """One line per cluster that lists no jobs because it is not healthy: its state and error."""
+        problems = cluster_problems(s for s in self.app.hub.snapshots.values() if not s.jobs)
+        box = self.query_one("#cluster-problems", Static)
+        box.display = bool(problems)
+        if problems:
+            out = Text(no_wrap=True, overflow="ellipsis")
+            for i, (name, problem) in enumerate(problems.items()):
+                out.append("\n" if i else "")
+                out.append(clean(name), "bold")
+                out.append(f": {clean(problem)}")
+            out.append("  (5: details)", "dim")
+            box.update(out)
 
     def _update_bindings(self) -> None:
         """Redraw the footer only when the keys on offer changed (it is rebuilt whole: too slow

@@ -586,44 +586,70 @@ async def test_job_detail_plots_metrics_lists_checkpoints_and_downloads_one(home
         await wait_for(pilot, lambda: detail.query_one("#download").progress == 4096, what="progress shown")
 
 
-async def test_a_cluster_that_needs_a_password_asks_once_and_logs_in(home, monkeypatch, caplog):
+def prompt_open(app) -> bool:
+    return type(app.screen).__name__ == "PromptScreen"
+
+
+async def test_a_cluster_that_needs_a_password_asks_once_and_a_failed_login_never_reopens_it(
+        home, monkeypatch, caplog):
     import logging
 
     caplog.set_level(logging.DEBUG)
     monkeypatch.setitem(registry._BACKENDS, "fake-login", FakeLoginBackend)
     app = make_app(ClusterConfig("det", "fake-login", refresh_seconds=0.5))
     async with app.run_test(size=(120, 30)) as pilot:
-        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen,
-                                what="password prompt")
+        prompt = await wait_for(pilot, lambda: prompt_open(app) and app.screen, what="password prompt")
         await pilot.pause(0.1)
-        assert "Password for alice on det" in screen_text(app)
+        text = screen_text(app)
+        assert "Password for alice on det" in text and "det login needed" in text
         box = prompt.query_one(Input)
         assert box.password
         box.value = "wrong"
         await pilot.press("enter")
         backend = app.hub.backend("det")
         await wait_for(pilot, lambda: backend.attempts == ["bad"], what="first attempt")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="asked again")
+        reads = backend.reads
+        await wait_for(pilot, lambda: backend.reads >= reads + 1, what="a refresh after the failure")
+        await pilot.pause(0.3)  # its snapshot reaches the app (the old code reopened the prompt here)
+        assert not prompt_open(app)  # never reopened by itself, so the next key is not swallowed
+        await pilot.press("2")
+        await wait_for(pilot, lambda: app.current_mode == "nodes", what="the key went to the app")
+        await pilot.press("5")
+        await wait_for(pilot, lambda: app.current_mode == "clusters", what="Clusters screen")
+        await pilot.pause(0.1)
+        assert "l: log in as alice" in screen_text(app)
+        await pilot.press("l")
+        await wait_for(pilot, lambda: prompt_open(app), what="asked on request")
         app.screen.query_one(Input).value = FakeLoginBackend.PASSWORD
         await pilot.press("enter")
-        await wait_for(pilot, lambda: "det/101" in rows(app), what="rows after login")
+        await wait_for(pilot, lambda: app.hub.snapshots["det"].jobs, what="jobs after login")
         assert backend.attempts == ["bad", "ok"]
         assert app.hub.snapshots["det"].login_user == ""
         assert FakeLoginBackend.PASSWORD not in screen_text(app)
     assert FakeLoginBackend.PASSWORD not in caplog.text
 
 
-async def test_a_login_that_expires_later_asks_for_the_password_again(home, monkeypatch):
+async def test_a_login_that_expires_later_says_login_needed_without_prompting(home, monkeypatch):
     monkeypatch.setitem(registry._BACKENDS, "fake-login", FakeLoginBackend)
     app = make_app(ClusterConfig("det", "fake-login", refresh_seconds=0.5))
     async with app.run_test(size=(120, 30)) as pilot:
-        box = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen.query(Input)
+        box = await wait_for(pilot, lambda: prompt_open(app) and app.screen.query(Input)
                              and app.screen.query_one(Input), what="password prompt")
         box.value = FakeLoginBackend.PASSWORD
         await pilot.press("enter")
         await wait_for(pilot, lambda: "det/101" in rows(app), what="rows after login")
-        app.hub.backend("det").logged_in = False  # the token expired on the master
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="asked again after expiry")
+        backend = app.hub.backend("det")
+        backend.logged_in = False  # the token expired on the master
+        await wait_for(pilot, lambda: app.hub.snapshots["det"].login_user, what="login needed again")
+        reads = backend.reads
+        await wait_for(pilot, lambda: backend.reads >= reads + 1, what="another refresh")
+        await pilot.pause(0.3)
+        assert not prompt_open(app)
+        assert "det login needed" in screen_text(app)
+        await app.run_action("app.show('clusters')")
+        await wait_for(pilot, lambda: app.current_mode == "clusters", what="Clusters screen")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: prompt_open(app), what="asked on request")
 
 
 async def test_all_users_in_the_config_reaches_backends_that_filter_on_the_server(home, actions_kind):

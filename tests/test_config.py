@@ -375,3 +375,22 @@ def test_mouse_false_leaves_the_mouse_to_the_terminal():
     assert parse_config(cluster_config("a"), "c.yaml").mouse
     with pytest.raises((ConfigError, SpecError), match='c.yaml:1: mouse: expected true or false, got "off"'):
         parse_config("mouse: 'off'\n" + cluster_config("a"), "c.yaml")
+
+
+def test_the_console_loads_a_broken_cluster_entry_as_a_cluster_in_error_and_keeps_the_others(tmp_path):
+    from yanflow_tui.backends import registry
+    from yanflow_tui.backends.registry import UnavailableBackend
+
+    text = (cluster_config("a") + "  - name: badkey\n    kind: slurm\n    sssh: login\n"
+            "  - kind: local\n")
+    with pytest.raises(SpecError):  # commands run from scripts stop at any problem
+        parse_config(text, "c.yaml")
+    config = parse_config(text, "c.yaml", lenient=True)
+    assert [c.name for c in config.clusters] == ["a", "badkey", "clusters[2]"]
+    assert config.clusters[0].problems == ()
+    assert config.clusters[1].problems == ('c.yaml:6: clusters[1].sssh: unknown key; did you mean "ssh"?',)
+    assert config.clusters[2].problems == ("c.yaml:7: clusters[2].name: required field is missing",)
+    backend = registry.create(config.clusters[1])
+    assert isinstance(backend, UnavailableBackend) and backend.reason == config.clusters[1].problems[0]
+    with pytest.raises(SpecError):  # a problem outside the clusters still stops the console
+        parse_config("refresh_seconds: fast\n" + text, "c.yaml", lenient=True)

@@ -1,6 +1,10 @@
-"""The Textual app: modes for Queue, Nodes, Submit and Logs, one refresh worker per cluster, and the
-app-wide keys (the keyboard model is in ``yanflow_tui.keys``). Screens own their own handlers; this
-module only routes data and modes."""
+"""The Textual app: modes for Queue, Nodes, Submit, Logs and Clusters, one refresh worker per cluster,
+and the app-wide keys (the keyboard model is in ``yanflow_tui.keys``). Screens own their own
+handlers; this module only routes data and modes.
+
+Logins never block: a cluster that needs a password shows ``login needed``; the prompt opens by
+itself at most once per cluster (and not over another dialog), is a dialog under which every screen
+keeps redrawing, and opens again only when asked (``l`` on the Clusters screen, or the palette)."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.css.query import NoMatches
+from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
 from yanflow_tui import applog, keyfiles
@@ -27,6 +32,7 @@ from yanflow_tui.messages import ClusterUpdated
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import HelpScreen, PromptScreen
+from yanflow_tui.screens.clusters import ClustersScreen
 from yanflow_tui.screens.logs import LogsScreen
 from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import QueueScreen
@@ -61,7 +67,8 @@ def binding_ids() -> set[str]:
 class YanflowApp(SerialKeys, App[None]):
     TITLE = "YanFlow"
     CSS_PATH = [HERE / "app.tcss"]
-    MODES = {"queue": QueueScreen, "nodes": NodesScreen, "submit": SubmitScreen, "logs": LogsScreen}
+    MODES = {"queue": QueueScreen, "nodes": NodesScreen, "submit": SubmitScreen, "logs": LogsScreen,
+             "clusters": ClustersScreen}
     DEFAULT_MODE = "queue"
     COMMANDS = App.COMMANDS | {YanflowCommands}
     # The app-wide keys are priority bindings: they run whatever widget has the focus, except where
@@ -93,7 +100,7 @@ class YanflowApp(SerialKeys, App[None]):
         self.read_only = config.read_only or all(c.read_only for c in config.clusters)
         self._wake: dict[str, asyncio.Event] = {}
         self.pending_logs: Job | None = None
-        self._asked_login: set[str] = set()
+        self._asked_login: set[str] = set()  # clusters whose prompt opened by itself: never again by itself
         self.all_users = config.all_users  # False: the queue shows my jobs where a cluster knows who I am
         self.mouse_reporting = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
 
@@ -158,24 +165,27 @@ class YanflowApp(SerialKeys, App[None]):
 
     @on(ClusterUpdated)
     def _cluster_updated(self, message: ClusterUpdated) -> None:
-        screen = self._drawable_screen()
-        # A screen just switched to may not have composed yet (its own on_mount draws it), and one
-        # being torn down at exit has lost its widgets already: neither has anything to redraw.
-        refresh_data = getattr(screen, "refresh_data", None)  # DataScreens, and dialogs that show live data
-        if refresh_data is not None and screen.is_mounted:
-            try:
-                refresh_data()
-            except NoMatches:
-                pass
+        for screen in self._drawable_screens():
+            # A screen just switched to may not have composed yet (its own on_mount draws it), and one
+            # being torn down at exit has lost its widgets already: neither has anything to redraw.
+            refresh_data = getattr(screen, "refresh_data", None)  # DataScreens, and dialogs that show live data
+            if refresh_data is not None and screen.is_mounted:
+                try:
+                    refresh_data()
+                except NoMatches:
+                    pass
         self._tick()
         snap = message.snapshot
-        if not snap.login_user:  # logged in (or never needed to): a later expiry asks again
-            self._asked_login.discard(snap.name)
-        elif snap.name not in self._asked_login:
+        if snap.login_user and snap.name not in self._asked_login and not self._dialog_open():
             self.ask_login(snap.name)
 
+    def _dialog_open(self) -> bool:
+        screen = self._drawable_screen()
+        return screen is None or isinstance(screen, ModalScreen)
+
     def ask_login(self, name: str) -> None:
-        """Prompt for the password of a cluster that needs one; it goes to the backend only."""
+        """Prompt for the password of a cluster that needs one; it goes to the backend only. The
+        other clusters keep refreshing, and the screens under the prompt keep redrawing."""
         user = self.hub.snapshots[name].login_user
         self._asked_login.add(name)
 
@@ -190,9 +200,9 @@ class YanflowApp(SerialKeys, App[None]):
         applog.add_secret(password)  # whatever a failure says, the log never holds it
         try:
             await self.hub.call(self.hub.backend(name).login(password))
-        except Exception as exc:  # noqa: BLE001 - shown, and the user may try again
-            self._asked_login.discard(name)
-            self.report_error("Login failed", error_text(exc))
+        except Exception as exc:  # noqa: BLE001 - shown; the user asks again when ready (never by itself)
+            self.report_error("Login failed", f"{name}: {error_text(exc)} (to try again: 5, then l)")
+            self.request_refresh(name)
             return
         self.notify(clean(f"logged in to {name}"), markup=False)
         self.request_refresh(name)
@@ -211,10 +221,23 @@ class YanflowApp(SerialKeys, App[None]):
         except ScreenStackError:
             return None
 
+    def _drawable_screens(self) -> list:
+        """The current screen and, while dialogs are open, every screen they show through to."""
+        try:
+            stack = list(self.screen_stack)
+        except ScreenStackError:
+            return []
+        shown = []
+        for screen in reversed(stack):
+            shown.append(screen)
+            if not isinstance(screen, ModalScreen):
+                break
+        return shown
+
     def _tick(self) -> None:
-        screen = self._drawable_screen()
-        for bar in screen.query(ClusterBar) if screen is not None else ():
-            bar.refresh()
+        for screen in self._drawable_screens():
+            for bar in screen.query(ClusterBar):
+                bar.redraw()
 
     # -- actions -----------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

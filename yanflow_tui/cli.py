@@ -127,7 +127,9 @@ def _error(message: str) -> None:
 def _config(args):
     from yanflow_tui.config import load_config
 
-    config = load_config(getattr(args, "config", None))
+    # The console keeps the other clusters when one entry is wrong (that one shows its file:line
+    # problems on the Clusters screen); a command run from a script stops at any problem.
+    config = load_config(getattr(args, "config", None), lenient=args.command is None)
     return config.with_read_only() if getattr(args, "read_only", False) else config
 
 

@@ -14,6 +14,7 @@ class YanflowCommands(Provider):
             ("queue: show", "The job queue of every cluster", partial(app.action_show, "queue")),
             ("nodes: show", "Nodes and GPUs", partial(app.action_show, "nodes")),
             ("logs: show", "The log pane", partial(app.action_show, "logs")),
+            ("clusters: show", "Every cluster's state, errors in full", partial(app.action_show, "clusters")),
             ("cluster: refresh", "Refresh every cluster now", app.action_refresh),
             ("app: help", "Every key on this screen", app.action_help),
             ("app: mouse on/off", "Capture the mouse, or leave it to the terminal's select and copy",

@@ -58,6 +58,9 @@ class ClusterConfig:
     description: str = ""
     options: dict[str, Any] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)  # spec fields the Submit form starts with
+    # ``file:line: field: message`` of a broken entry, loaded leniently (the console): the cluster is
+    # shown in error with these lines instead of stopping the app
+    problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,10 @@ def _replace(obj, **changes):
     return dataclasses.replace(obj, **changes)
 
 
-def load_config(path: str | None = None, env: Mapping[str, str] = os.environ) -> Config:
-    """Load the config from ``path``, ``$YANFLOW_CONFIG`` or the default location, or discover one."""
+def load_config(path: str | None = None, env: Mapping[str, str] = os.environ, lenient: bool = False) -> Config:
+    """Load the config from ``path``, ``$YANFLOW_CONFIG`` or the default location, or discover one.
+    ``lenient`` (the console): a problem inside one cluster's entry makes that cluster one in error
+    carrying the located problems (see ``config_from_doc``); any other problem still raises."""
     explicit = path or env.get("YANFLOW_CONFIG") or None
     file = Path(explicit) if explicit else default_config_path(env)
     if not file.exists():
@@ -105,11 +110,11 @@ def load_config(path: str | None = None, env: Mapping[str, str] = os.environ) ->
         data = file.read_bytes()
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read config {file}: {exc}") from None
-    return config_from_doc(load_yaml_bytes(data, str(file)), env)
+    return config_from_doc(load_yaml_bytes(data, str(file)), env, lenient=lenient)
 
 
-def parse_config(text: str, file: str, env: Mapping[str, str] = os.environ) -> Config:
-    return config_from_doc(load_yaml(text, file), env)
+def parse_config(text: str, file: str, env: Mapping[str, str] = os.environ, lenient: bool = False) -> Config:
+    return config_from_doc(load_yaml(text, file), env, lenient=lenient)
 
 
 _DEFAULTS = re.compile(r"^clusters\[\d+\]\.defaults\.")
@@ -123,7 +128,13 @@ def multiline(path: str) -> bool:
     return rest != path and specs.multiline(rest) or re.fullmatch(r"clusters\[\d+\]\.description", path) is not None
 
 
-def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ) -> Config:
+_CLUSTER_PATH = re.compile(r"^clusters\[(\d+)\]")
+
+
+def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ, lenient: bool = False) -> Config:
+    """The config in ``doc``; every problem raises one ``SpecError`` listing them all, except with
+    ``lenient``, where the problems inside ``clusters[i]`` become that cluster's ``problems`` (it is
+    kept under its name, or ``clusters[i]`` when it has none) so the other clusters still work."""
     check = Checker(doc)
     check.text(multiline)  # control characters, lone surrogates, bytes not UTF-8: in every field
     top = check.mapping("", doc.data, TOP_KEYS)
@@ -136,6 +147,7 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ) -> Config:
         if keys:
             keymap[str(key)] = keys
     clusters: list[ClusterConfig] = []
+    made: dict[int, ClusterConfig | None] = {}
     raw = top.get("clusters")
     if raw is None:
         clusters = discover(env)
@@ -143,8 +155,8 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ) -> Config:
         check.error("clusters", "expected a list of clusters")
     else:
         for i, item in enumerate(raw):
-            cluster = _cluster(check, join("clusters", i), item, read_only,
-                               refresh if "refresh_seconds" in top else None)
+            cluster = made[i] = _cluster(check, join("clusters", i), item, read_only,
+                                         refresh if "refresh_seconds" in top else None)
             if cluster is None:
                 continue
             if any(c.name == cluster.name for c in clusters):
@@ -155,6 +167,8 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ) -> Config:
             check.error("clusters", "no clusters configured")
     all_users = bool(check.boolean("all_users", top.get("all_users")))
     mouse = check.boolean("mouse", top.get("mouse")) is not False
+    if lenient and check.problems and isinstance(raw, list):
+        clusters = _keep_broken(check, clusters, made, raw, read_only)
     check.raise_if_any()
     lines = {path: doc.line(path) for path in ("theme", *(join("keymap", key) for key in keymap))}
     return Config(tuple(clusters), read_only, refresh, theme, keymap, source=doc.file, all_users=all_users,
@@ -182,6 +196,42 @@ def check_names(config: Config, themes: Iterable[str], binding_ids: Iterable[str
     if problems:
         problems.sort(key=lambda p: p[1])
         raise SpecError(problems)
+
+
+def _keep_broken(check: Checker, clusters: list[ClusterConfig], made: dict[int, ClusterConfig | None],
+                 raw: list, read_only: bool) -> list[ClusterConfig]:
+    """Move the problems located inside one cluster's entry onto that cluster (in the config's
+    order), leaving in ``check`` only those that concern the whole file."""
+    from yanflow_tui.errors import format_problem
+
+    by_index: dict[int, list[tuple[str, int, str, str]]] = {}
+    rest = []
+    for problem in check.problems:
+        found = _CLUSTER_PATH.match(problem[2])
+        if found and int(found.group(1)) < len(raw):
+            by_index.setdefault(int(found.group(1)), []).append(problem)
+        else:
+            rest.append(problem)
+    if not by_index:
+        return clusters
+    check.problems[:] = rest
+    kept: list[ClusterConfig] = []
+    names: set[str] = set()
+    for i in range(len(raw)):
+        cluster = made.get(i)
+        problems = sorted(by_index.get(i, ()), key=lambda p: p[1])
+        if problems:
+            item = raw[i] if isinstance(raw[i], dict) else {}
+            name = cluster.name if cluster is not None else str(item.get("name") or "") or join("clusters", i)
+            if name in names:
+                name = join("clusters", i)
+            kind = cluster.kind if cluster is not None else str(item.get("kind") or "unknown")
+            cluster = ClusterConfig(name, kind if kind in KINDS else "unknown", read_only=read_only,
+                                    problems=tuple(format_problem(*p) for p in problems))
+        if cluster is not None and cluster.name not in names:
+            names.add(cluster.name)
+            kept.append(cluster)
+    return kept
 
 
 def _anything(value: Any) -> list[str]:

@@ -48,9 +48,18 @@ class ClusterSnapshot:
     nodes: tuple[Node, ...] = ()
     failures: int = 0
     login_user: str = ""  # set while the cluster waits for this user's password (AuthRequired)
+    detail: str = ""  # the whole error (every line, with its fix) or the backend's notice, for the Clusters screen
 
     def age(self, now: float | None = None) -> float | None:
         return None if self.updated is None else max(0.0, (now or time.time()) - self.updated)
+
+
+def full_error_text(exc: BaseException) -> str:
+    """Every line of the error, its fix included (a host key's fingerprint, a config file:line...)."""
+    text = str(exc).strip()
+    if isinstance(exc, YanflowError) or not text:
+        return text or error_text(exc)
+    return f"{type(exc).__name__}: {text}"
 
 
 def error_text(exc: BaseException) -> str:
@@ -115,12 +124,13 @@ class Hub:
                 log.warning("cluster %s: refresh failed: %s", name, error_text(exc), exc_info=exc)
             else:
                 log.debug("cluster %s: refresh failed again: %s", name, error_text(exc))
-            snap = replace(snap, health=health, message=error_text(exc), failures=failures, login_user=login_user)
+            snap = replace(snap, health=health, message=error_text(exc), failures=failures, login_user=login_user,
+                           detail=full_error_text(exc))
         else:
             if snap.failures:
                 log.info("cluster %s: refresh works again after %d failure(s)", name, snap.failures)
             snap = replace(snap, health=Health.OK, message=backend.notice, updated=time.time(),
-                           jobs=new_jobs, nodes=new_nodes, failures=0, login_user="")
+                           jobs=new_jobs, nodes=new_nodes, failures=0, login_user="", detail=backend.notice)
         self.snapshots[name] = snap
         return snap
 

@@ -160,8 +160,10 @@ class FakeLoginBackend(FakeBackend):
         super().__init__(config)
         self.logged_in = False
         self.attempts: list[str] = []
+        self.reads = 0
 
     async def list_jobs(self):
+        self.reads += 1
         if not self.logged_in:
             raise AuthRequired(self.name, "alice")
         return await super().list_jobs()

@@ -216,7 +216,7 @@ class FakeMaster:
         if request.method == "POST" and request.path == self.refuse_next:
             self.refuse_next = None
             return web.json_response({"error": {"error": "invalid config: bad resources"}}, status=400)
-        if request.path != "/api/v1/auth/login":
+        if request.path not in ("/api/v1/auth/login", "/api/v1/master"):  # what a real master answers anyone
             token = request.headers.get("Authorization", "").removeprefix("Bearer ")
             if token not in self.tokens:
                 return web.json_response({"error": {"error": "invalid credentials"}}, status=401)
@@ -231,6 +231,7 @@ class FakeMaster:
         r = app.router
         r.add_post("/api/v1/auth/login", self._login)
         r.add_get("/api/v1/me", self._me)
+        r.add_get("/api/v1/master", self._master_info)
         r.add_get("/api/v1/agents", self._agents)
         r.add_get("/api/v1/experiments", self._experiments)
         r.add_post("/api/v1/experiments", self._create_experiment)
@@ -262,6 +263,10 @@ class FakeMaster:
             return web.json_response({"error": {"error": "invalid credentials"}}, status=403)
         token = self.token_for(body.username)
         return self._json(b.v1LoginResponse(token=token, user=b.v1User(active=True, admin=False, username=body.username)))
+
+    async def _master_info(self, request):
+        return self._json(b.v1GetMasterResponse(clusterId="fake", clusterName="fake", hasCustomLogo=False,
+                                                masterId="fake", strictJobQueueControl=False, version="0.38.1"))
 
     async def _me(self, request):
         return self._json(b.v1GetMeResponse(user=b.v1User(active=True, admin=False, username=request[USER])))

@@ -1,0 +1,99 @@
+"""The Clusters screen (``5``): one entry per configured cluster with its kind, health, the age of
+its last good refresh, the user it acts as, read-only, its description, and the whole error or note
+with its fix (an unknown host key's fingerprint and known_hosts line, a config file:line...). ``l``
+logs in to the highlighted cluster when it needs a password. Rendering is ``cluster_rows``'s."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, OptionList
+
+from yanflow_tui.cluster_rows import ClusterRow, cluster_row
+from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.widgets import HEALTH_STYLE, ClusterBar, DataScreen
+
+
+def row_text(row: ClusterRow, style: str) -> Text:
+    """One cluster, as the screen shows it: a heading line, a facts line, then the note in full."""
+    out = Text()
+    out.append("● ", style)
+    out.append(clean(row.name), "bold")
+    out.append(f"  {clean(row.kind)}  ")
+    out.append(row.health, style)
+    out.append(f"\n  last good refresh {row.last_good} · user {clean(row.user)} · {row.access}", "dim")
+    if row.description:
+        out.append(f"\n  {clean(row.description)}", "dim")
+    for line in row.note.splitlines():
+        out.append(f"\n  {clean(line)}", "red" if row.error else "")
+    if row.action:
+        out.append(f"\n  {row.action}", "bold cyan")
+    return out
+
+
+class ClusterList(OptionList):
+    """The clusters, one multi-line option each (long errors wrap, nothing is cut)."""
+
+
+class ClustersScreen(DataScreen):
+    TITLE_TEXT = "Clusters"
+    CSS_PATH = Path(__file__).parent / "clusters.tcss"
+    BINDINGS = [Binding("l", "login", "Log in", id="cluster-login")]
+
+    def compose(self) -> ComposeResult:
+        yield ClusterBar()
+        yield ClusterList(id="clusters")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(ClusterList).focus()
+        self.refresh_data()
+
+    def rows(self) -> list[ClusterRow]:
+        app = self.app
+        now = app.clock()
+        return [cluster_row(snap, now, app.hub.backend(name).current_user, app.config.cluster(name).description)
+                for name, snap in app.hub.snapshots.items()]
+
+    def refresh_data(self) -> None:
+        table = self.query_one(ClusterList)
+        snaps = list(self.app.hub.snapshots.values())
+        prompts = [row_text(row, HEALTH_STYLE[snap.health]) for row, snap in zip(self.rows(), snaps)]
+        if table.option_count != len(prompts):
+            highlighted = table.highlighted
+            table.set_options(prompts)
+            table.highlighted = min(highlighted or 0, len(prompts) - 1) if prompts else None
+        else:
+            for index, prompt in enumerate(prompts):
+                table.replace_option_prompt_at_index(index, prompt)
+        self.refresh_bar()
+        self.refresh_bindings()
+
+    def selected_cluster(self) -> str | None:
+        table = self.query(ClusterList)
+        index = table.first().highlighted if table else None
+        names = list(self.app.hub.snapshots)
+        return names[index] if index is not None and index < len(names) else None
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "login":
+            name = self.selected_cluster()
+            return bool(name and self.app.hub.snapshots[name].login_user) or None
+        return True
+
+    @on(OptionList.OptionHighlighted)
+    def _highlighted(self) -> None:
+        self.refresh_bindings()
+
+    @on(OptionList.OptionSelected)
+    def _selected(self) -> None:
+        self.action_login()
+
+    def action_login(self) -> None:
+        name = self.selected_cluster()
+        if name and self.app.hub.snapshots[name].login_user:
+            self.app.ask_login(name)
