@@ -17,7 +17,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Input, Static, TabbedContent
+from textual.widgets import Input, Static, TabbedContent
 
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.locations import safe_filename
@@ -26,7 +26,7 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import ChoiceScreen, PromptScreen
 from yanflow_tui.screens.log_pane import ERROR_PATTERN, FLUSH_SECONDS, LogPane
 from yanflow_tui.screens.logview import LogView
-from yanflow_tui.screens.widgets import ClusterBar, DataScreen
+from yanflow_tui.screens.widgets import ClusterBar, DataScreen, Footer
 
 
 class LogsScreen(DataScreen):

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
 from yanflow_tui.hub import Health, error_text
@@ -27,7 +27,7 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
 from yanflow_tui.screens.vtable import Column, Row, VirtualTable
-from yanflow_tui.screens.widgets import ClusterBar, DataScreen
+from yanflow_tui.screens.widgets import ClusterBar, DataScreen, Footer
 
 _COLUMN_OPTIONS = {"name": {"flex": True}, "nodes": {"flex": True}, "reason": {"flex": True},
                    "gpus": {"justify": "right"}, "age": {"min_width": 4, "justify": "right"}}
