@@ -1,8 +1,10 @@
 """The Slurm backend: jobs, nodes/GPUs, submit, cancel and logs of one Slurm cluster, reached through
 ``slurm_transport`` (SSH or local commands), parsed by ``slurm_parse``, rendered by ``slurm_script``.
 
-One ``squeue`` per job refresh (``-o`` text, JSON when a row is ambiguous) and one ``sinfo --json``
-per node refresh (cached for ``nodes_refresh_seconds``, 30 s by default; ``invalidate`` forces).
+One ``squeue`` per job refresh (``-o`` text; JSON while a row is ambiguous, never both in one
+refresh), filtered on the server to ``-u USER`` (from ``transport.user()``) while the console shows
+my jobs, and one ``sinfo --json`` per node refresh (cached for ``nodes_refresh_seconds``, 30 s by
+default; ``invalidate`` forces). At the default 10 s refresh that is 6 job and 2 node queries a minute.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ NODES_REFRESH = 30.0
 HISTORY_REFRESH = 60.0
 LOG_LINES = 10000
 LOG_POLL = 2.0
+JSON_STICKY = 300.0  # after an ambiguous -o row, read JSON (one query, not two) for this long
 HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {})"
 _JOB_ID = re.compile(r"\d+(_(\d+|\[[0-9,\-%]+\]))?")
 
@@ -58,33 +61,44 @@ class SlurmBackend(Backend):
         self._history_at = 0.0
         self.history_note = ""  # set when the cluster has no accounting
         self.use_json_squeue = False  # True once the -o text proved ambiguous or unsupported
+        self._json_until = 0.0  # monotonic time until which the -o text is not tried (it was ambiguous)
+        self.all_users = True  # the console says "mine" with set_all_users(False): squeue -u USER
         self._scontrol_json: bool | None = None
 
     # -- reads -----------------------------------------------------------------------------------
-    async def _squeue(self) -> list[parse.RawJob]:
-        if not self.use_json_squeue:
-            result = await self.transport.run(["squeue", "-h", "-a", "-t", "all", "-o", parse.SQUEUE_FORMAT])
+    async def _squeue(self, user: str = "") -> list[parse.RawJob]:
+        """The queue (only ``user``'s jobs when given): one squeue call, text or JSON."""
+        only = ["-u", user] if user else []
+        if not self.use_json_squeue and time.monotonic() >= self._json_until:
+            result = await self.transport.run(["squeue", "-h", "-a", "-t", "all", *only, "-o", parse.SQUEUE_FORMAT])
             if result.ok:
                 try:
                     return parse.parse_squeue_text(result.stdout)
                 except parse.AmbiguousRows:
-                    pass  # a newline in a name: this refresh reads JSON
+                    # A newline in a name: read JSON from now on for a while, instead of asking
+                    # twice (text, then JSON) on every refresh while that job stays in the queue.
+                    self._json_until = time.monotonic() + JSON_STICKY
             elif "invalid" in result.stderr.lower():
                 self.use_json_squeue = True  # this squeue rejects our -o format: JSON from now on
             else:
                 raise BackendError(f"squeue failed: {result.error()}")
-        return await self._squeue_json()
+        return await self._squeue_json(user)
 
-    async def _squeue_json(self) -> list[parse.RawJob]:
-        return parse.parse_squeue_json(await self.transport.check(["squeue", "-a", "-t", "all", "--json"]))
+    async def _squeue_json(self, user: str = "") -> list[parse.RawJob]:
+        only = ["-u", user] if user else []
+        raws = parse.parse_squeue_json(await self.transport.check(["squeue", "-a", "-t", "all", *only, "--json"]))
+        return [r for r in raws if r.user == user] if user else raws  # 22.05's --json ignores -u
 
     @property
     def current_user(self) -> str:
         return self.transport.known_user
 
+    def set_all_users(self, all_users: bool) -> None:
+        self.all_users = all_users  # the next squeue asks for everyone (True) or -u me (False)
+
     async def list_jobs(self) -> list[Job]:
-        await self.transport.user()  # once: who "mine" is (id -un, never $USER)
-        jobs = parse.build_jobs(await self._squeue(), self.name)
+        user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
+        jobs = parse.build_jobs(await self._squeue("" if self.all_users else user), self.name)
         await self._refresh_history()
         live = {j.id for j in jobs}
         return jobs + [j for j in self._history if j.id not in live]
