@@ -1,6 +1,8 @@
 """The connection to one Determined master: master URL and TLS settings, authentication (the det
 CLI's token cache, ``DET_USER``/``DET_PASS``/``DET_USER_TOKEN``, or a password the UI prompts for),
-and SDK sessions that always carry a request timeout.
+and SDK sessions that always carry a request timeout. A session keeps one HTTP connection pool
+for its life (the SDK's own sessions open a new connection per request unless used as a context
+manager), so a console holds one kept-alive connection to its master, not one per request.
 
 Everything here is synchronous and runs in worker threads; ``determined`` is imported by the caller
 (``backends/determined.py``) so a missing extra is reported before this module loads it.
@@ -212,7 +214,9 @@ class Connection:
 
     def _session_for(self, user: str, token: str) -> TimedSession:
         applog.add_secret(token)  # the log never holds a session token, whatever an error quotes
-        return TimedSession(self.master, user, token, self.cert, max_retries=self.retries)
+        session = TimedSession(self.master, user, token, self.cert, max_retries=self.retries)
+        session._persist_http_session()  # noqa: SLF001 - keep-alive: one pool, reused by every request
+        return session
 
     def _token_ok(self, session: TimedSession) -> bool:
         try:
@@ -310,8 +314,17 @@ class Connection:
         return self.call(lambda session: session, "connecting")
 
     def forget(self) -> None:
+        """Drop the session (after a 401): the next call logs in again. Its connection pool is left
+        to close when the last stream still reading through it lets go."""
         with self._lock:
             self._session = None
+
+    def close(self) -> None:
+        """Drop the session and close its connections."""
+        with self._lock:
+            session, self._session = self._session, None
+        if session is not None:
+            session.close()
 
     # -- calls --------------------------------------------------------------------------------
     def call(self, fn: Callable[[TimedSession], T], what: str = "request", retry_auth: bool = True) -> T:

@@ -25,6 +25,7 @@ import asyncio
 import copy
 import logging
 import threading
+import time
 from dataclasses import replace
 from datetime import timedelta, timezone
 from pathlib import Path
@@ -93,6 +94,7 @@ class DeterminedBackend(Backend):
         self._tasks: dict[str, tuple[str, str]] = {}  # job id -> (task kind, full task id)
         self._trials_done: dict[int, list[Any]] = {}  # trials of finished experiments never change
         self._streams: set[threading.Event] = set()
+        self._listed: tuple[float, list[Job]] = (float("-inf"), [])  # (monotonic time, jobs) of the last list
 
     # -- auth, for the UI ------------------------------------------------------------------------
     @property
@@ -114,7 +116,9 @@ class DeterminedBackend(Backend):
 
     # -- reads -----------------------------------------------------------------------------------
     async def list_jobs(self) -> list[Job]:
-        return await asyncio.to_thread(self.conn.call, self._list_jobs, "listing jobs")
+        jobs = await asyncio.to_thread(self.conn.call, self._list_jobs, "listing jobs")
+        self._listed = (time.monotonic(), jobs)
+        return jobs
 
     def _users(self, session) -> list[str] | None:
         return None if self.all_users else [session.username]
@@ -170,9 +174,12 @@ class DeterminedBackend(Backend):
                                f"{'/'.join(PREFIX_KIND)}-ID with at least {det_convert.SHORT_TASK} characters of ID)")
 
     async def get_job(self, job_id: str) -> Job:
-        """By id; a task job also by its full task id (``cmd-<full uuid>``)."""
+        """By id; a task job also by its full task id (``cmd-<full uuid>``). The last refresh's list
+        serves when it is younger than the refresh interval (opening a job lists nothing again)."""
         self.check_id(job_id)
-        jobs = await self.list_jobs()
+        at, jobs = self._listed
+        if time.monotonic() - at >= self.config.refresh_seconds or not any(j.id == job_id for j in jobs):
+            jobs = await self.list_jobs()
         prefix, _, rest = job_id.partition("-")
         for job in jobs:
             if job.id == job_id:
@@ -208,6 +215,7 @@ class DeterminedBackend(Backend):
 
     def invalidate(self) -> None:
         self._trials_done.clear()
+        self._listed = (float("-inf"), [])
 
     # -- ids -------------------------------------------------------------------------------------
     @staticmethod
@@ -535,7 +543,7 @@ class DeterminedBackend(Backend):
     async def close(self) -> None:
         for stop in list(self._streams):
             stop.set()
-        self.conn.forget()
+        self.conn.close()
 
 
 def _just_before(stamp: str) -> str | None:

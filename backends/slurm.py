@@ -1,8 +1,10 @@
 """The Slurm backend: jobs, nodes/GPUs, submit, cancel and logs of one Slurm cluster, reached through
 ``slurm_transport`` (SSH or local commands), parsed by ``slurm_parse``, rendered by ``slurm_script``.
 
-One ``squeue`` per job refresh (``-o`` text, JSON when a row is ambiguous) and one ``sinfo --json``
-per node refresh (cached for ``nodes_refresh_seconds``, 30 s by default; ``invalidate`` forces).
+One ``squeue`` per job refresh (``-o`` text; JSON while a row is ambiguous, never both in one
+refresh), filtered on the server to ``-u USER`` (from ``transport.user()``) while the console shows
+my jobs, and one ``sinfo --json`` per node refresh (cached for ``nodes_refresh_seconds``, 30 s by
+default; ``invalidate`` forces). At the default 10 s refresh that is 6 job and 2 node queries a minute.
 A submit tags its script (``--comment=yanflow:TAG``); whenever sbatch's answer may be lost, the job
 is looked up by that tag before answering: its id, a clear refusal, or ``SubmitUnknown``.
 """
@@ -37,6 +39,7 @@ LOG_LINES = 10000
 LOG_POLL = 2.0
 LOOKUP_SECONDS = 12.0  # how long a submit whose answer was lost looks for its tag before "unknown"
 LOOKUP_PAUSE = 2.0
+JSON_STICKY = 300.0  # after an ambiguous -o row, read JSON (one query, not two) for this long
 HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {})"
 # sacct's JSON breaks under the SLURM_TIME_FORMAT=%s every command gets (22.05: "Invalid time
 # specification" and no jobs), so sacct runs without it.
@@ -71,36 +74,49 @@ class SlurmBackend(Backend):
         self.history_window = history.check_window(opts.get("history"), config.name)
         self.history_note = ""  # set when the cluster has no accounting
         self.use_json_squeue = False  # True once the -o text proved ambiguous or unsupported
+        self._json_until = 0.0  # monotonic time until which the -o text is not tried (it was ambiguous)
+        self.all_users = True  # the console says "mine" with set_all_users(False): squeue -u USER
         self._scontrol_json: bool | None = None
+        self._states: tuple[float, dict[str, JobState]] = (0.0, {})  # the last job refresh's states
         self._gpu_jobs: list[str] | None = None  # running jobs holding GPUs, from the last job refresh
         self._placements: dict[str, gpus.Placement] = {}  # job -> node -> GPU indices (fixed while it runs)
 
     # -- reads -----------------------------------------------------------------------------------
-    async def _squeue(self) -> list[parse.RawJob]:
-        if not self.use_json_squeue:
-            result = await self.transport.run(["squeue", "-h", "-a", "-t", "all", "-o", parse.SQUEUE_FORMAT])
+    async def _squeue(self, user: str = "") -> list[parse.RawJob]:
+        """The queue (only ``user``'s jobs when given): one squeue call, text or JSON."""
+        only = ["-u", user] if user else []
+        if not self.use_json_squeue and time.monotonic() >= self._json_until:
+            result = await self.transport.run(["squeue", "-h", "-a", "-t", "all", *only, "-o", parse.SQUEUE_FORMAT])
             if result.ok:
                 try:
                     return parse.parse_squeue_text(result.stdout)
                 except parse.AmbiguousRows:
-                    pass  # a newline in a name: this refresh reads JSON
+                    # A newline in a name: read JSON from now on for a while, instead of asking
+                    # twice (text, then JSON) on every refresh while that job stays in the queue.
+                    self._json_until = time.monotonic() + JSON_STICKY
             elif "invalid" in result.stderr.lower():
                 self.use_json_squeue = True  # this squeue rejects our -o format: JSON from now on
             else:
                 raise BackendError(f"squeue failed: {result.error()}")
-        return await self._squeue_json()
+        return await self._squeue_json(user)
 
-    async def _squeue_json(self) -> list[parse.RawJob]:
-        return parse.parse_squeue_json(await self.transport.check(["squeue", "-a", "-t", "all", "--json"]))
+    async def _squeue_json(self, user: str = "") -> list[parse.RawJob]:
+        only = ["-u", user] if user else []
+        raws = parse.parse_squeue_json(await self.transport.check(["squeue", "-a", "-t", "all", *only, "--json"]))
+        return [r for r in raws if r.user == user] if user else raws  # 22.05's --json ignores -u
 
     @property
     def current_user(self) -> str:
         return self.transport.known_user
 
+    def set_all_users(self, all_users: bool) -> None:
+        self.all_users = all_users  # the next squeue asks for everyone (True) or -u me (False)
+
     async def list_jobs(self) -> list[Job]:
-        await self.transport.user()  # once: who "mine" is (id -un, never $USER)
-        jobs = parse.build_jobs(await self._squeue(), self.name)
+        user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
+        jobs = parse.build_jobs(await self._squeue("" if self.all_users else user), self.name)
         self._gpu_jobs = gpus.running_gpu_jobs(jobs)
+        self._states = (time.monotonic(), {j.id: j.state for j in jobs})
         await self._refresh_history()
         live = {j.id for j in jobs}
         return jobs + [j for j in self._history if j.id not in live]
@@ -241,9 +257,13 @@ class SlurmBackend(Backend):
         return ("", "stderr") if (await self._log_paths(raw))[1] else ("",)
 
     async def _job_state(self, job_id: str) -> JobState:
-        """One job's state, cheaply (one line of ``squeue``; polled while a log is followed). A job
+        """One job's state, cheaply: from the console's last job refresh when that listed it lately
+        (no query at all), else one line of ``squeue`` (polled while a log is followed). A job
         squeue no longer knows has ended; an array's state is that of a task still going, if any."""
         _check_id(job_id)
+        seen_at, states = self._states
+        if job_id in states and time.monotonic() - seen_at < 2 * max(self.config.refresh_seconds, LOG_POLL):
+            return states[job_id]
         result = await self.transport.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"])
         if not result.ok and "Invalid job id" not in result.stderr:
             raise BackendError(f"squeue failed: {result.error()}")

@@ -11,11 +11,11 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, OptionList
+from textual.widgets import OptionList
 
 from yanflow_tui.cluster_rows import ClusterRow, cluster_row
 from yanflow_tui.sanitize import clean
-from yanflow_tui.screens.widgets import HEALTH_STYLE, ClusterBar, DataScreen
+from yanflow_tui.screens.widgets import HEALTH_STYLE, ClusterBar, DataScreen, Footer
 
 
 def row_text(row: ClusterRow, style: str) -> Text:

@@ -18,7 +18,7 @@ from textual import on, work
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Input, Static, TabbedContent
+from textual.widgets import Input, Static, TabbedContent
 
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.locations import safe_filename
@@ -28,7 +28,7 @@ from yanflow_tui.screens.dialogs import ChoiceScreen, PromptScreen
 from yanflow_tui.screens.log_pane import ERROR_PATTERN, FLUSH_SECONDS, LogPane
 from yanflow_tui.screens.logview import LogView
 from yanflow_tui.screens.status_line import StatusLine
-from yanflow_tui.screens.widgets import ClusterBar, DataScreen
+from yanflow_tui.screens.widgets import ClusterBar, DataScreen, Footer
 
 
 class LogsScreen(DataScreen):

@@ -13,7 +13,7 @@ from textual import on
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from yanflow_tui.capacity import PoolCapacity
 from yanflow_tui.cluster_rows import cluster_problems
@@ -24,7 +24,7 @@ from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.gpugrid import GpuGrid, summary_parts
 from yanflow_tui.screens.node_jobs import NodeJobsScreen
 from yanflow_tui.screens.status_line import StatusLine
-from yanflow_tui.screens.widgets import ClusterBar, DataScreen
+from yanflow_tui.screens.widgets import ClusterBar, DataScreen, Footer
 
 LEGEND_STYLES = {Cell.FREE: "green", Cell.BUSY: "yellow", Cell.IDLE: "bold magenta", Cell.UNAVAILABLE: "red"}
 

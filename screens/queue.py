@@ -17,7 +17,7 @@ from textual import on, work
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from yanflow_tui.cluster_rows import cluster_problems
 from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
@@ -31,7 +31,7 @@ from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
 from yanflow_tui.screens.status_line import StatusLine
 from yanflow_tui.screens.vtable import Column, Row, VirtualTable
-from yanflow_tui.screens.widgets import ClusterBar, DataScreen
+from yanflow_tui.screens.widgets import ClusterBar, DataScreen, Footer
 
 NAME_FLOOR = 16  # a narrow terminal hides REASON, then NODES, then AGE before NAME gets narrower than this
 _COLUMN_OPTIONS = {"name": {"flex": True, "floor": NAME_FLOOR}, "nodes": {"flex": True, "give_way": 2},

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import DescendantFocus
 from textual.timer import Timer
-from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, Select, Static
 
 from yanflow_tui import drafts
 from yanflow_tui.capacity import Fit, Verdict, pools, verdict
@@ -30,7 +30,7 @@ from yanflow_tui.model import JobKind, JobSpec
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.submit_files import SpecFiles
 from yanflow_tui.screens.submit_form import SpecForm, select_options
-from yanflow_tui.screens.widgets import ClusterBar, DataScreen
+from yanflow_tui.screens.widgets import ClusterBar, DataScreen, Footer
 from yanflow_tui.spec import spec_from_data
 
 WIDGET_HELP = {  # the help line for the widgets outside the fields

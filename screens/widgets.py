@@ -1,5 +1,5 @@
-"""Small widgets shared by the screens: the cluster status bar and the screen base class (with the
-key that shows the full text of its status lines)."""
+"""Small widgets shared by the screens: the cluster status bar, the footer, and the screen base class
+(with the key that shows the full text of its status lines)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections import Counter
 from rich.text import Text
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.widgets import Footer as TextualFooter
 from textual.widgets import Static
 
 from yanflow_tui.cluster_rows import has_note, short_state
@@ -99,6 +100,24 @@ class ClusterBar(Static):
         for line in lines:
             line.no_wrap, line.overflow = True, "ellipsis"
         return lines
+
+
+class Footer(TextualFooter):
+    """Textual's Footer without its leak (8.2.8): each recompose binds every new ``FooterKey``'s
+    ``compact`` to the footer with ``data_bind``, a watcher kept on the footer that is only dropped
+    when ``compact`` changes, which it never does. Every focus change or ``refresh_bindings`` thus
+    kept ~19 dead keys (about 20 KB each, with their styles and caches) alive for good. Here the
+    watchers of keys no longer mounted are dropped after each recompose."""
+
+    async def recompose(self) -> None:
+        await super().recompose()
+        self.prune_watchers()
+
+    def prune_watchers(self) -> None:
+        watchers = getattr(self, "__watchers", None)  # textual.reactive keeps them under this name
+        for name, bound in (watchers or {}).items():
+            bound[:] = [(node, callback) for node, callback in bound
+                        if node is self or (not node._closing and node.is_attached)]
 
 
 class DataScreen(Screen):

@@ -669,12 +669,12 @@ async def test_the_queue_shows_my_jobs_and_u_switches_to_everyones(home, actions
         assert "  mine" in screen_text(app)
         await pilot.press("u")
         await wait_for(pilot, lambda: "det/105" in rows(app), what="bob's job")
-        assert FakeBackend.instances[-1].all_users_calls == [True]
+        assert FakeBackend.instances[-1].all_users_calls == [False, True]  # told "mine" at start
         await pilot.pause(0.1)
         assert "all users" in screen_text(app)
         await pilot.press("u")
         await wait_for(pilot, lambda: "det/105" not in rows(app), what="mine again")
-        assert FakeBackend.instances[-1].all_users_calls == [True, False]
+        assert FakeBackend.instances[-1].all_users_calls == [False, True, False]
 
 
 async def test_a_group_detail_lists_its_members_by_what_differs_and_sorts_them(home, actions_kind):

@@ -4,6 +4,7 @@ purged 5 s after they end), a finished job's StdOut and StdErr after slurmctld h
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -294,3 +295,28 @@ def test_each_slurm_runnable_sample_submits_and_runs_on_the_site_cluster(site_jo
         assert cli.main(["--config", str(SITE_CONFIG), "logs", job_id]) == 0
         out = capsys.readouterr().out
         assert "done" in out.splitlines(), (path.name, out[-300:])
+
+
+async def test_a_followed_log_reads_its_jobs_state_from_the_refresh_not_its_own_squeue(site_jobs):
+    """While the console refreshes the queue, a followed log asks slurmctld nothing more to know when
+    its job ends (22.05: each ``squeue -j`` is one more job query a minute per 2 s of polling)."""
+    job_id = _sbatch_stdin("follow-cheap", "#!/bin/bash\n#SBATCH -p serial\n#SBATCH -o %x-%j.out\n"
+                           "for i in 1 2 3 4 5 6; do echo line $i; sleep 1; done\n")
+    site_jobs.append(job_id)
+    async with site_backend() as backend:
+        await backend.list_jobs()
+
+        async def refresh():  # the console's refresh loop
+            while True:
+                await asyncio.sleep(1)
+                await backend.list_jobs()
+
+        refresher = asyncio.create_task(refresh())
+        try:
+            start = len(backend.transport.history)
+            lines = [line.text async for line in backend.stream_logs(job_id, follow=True) if not line.status]
+        finally:
+            refresher.cancel()
+        polls = [argv for argv in backend.transport.history[start:] if "-j" in argv and "squeue" in argv]
+    assert lines == [f"line {i}" for i in range(1, 7)]
+    assert polls == []

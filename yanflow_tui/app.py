@@ -114,8 +114,9 @@ class YanflowApp(SerialKeys, App[None]):
         for name in self.hub.names:
             self._wake[name] = asyncio.Event()
             self.hub.backend(name).set_change_callback(lambda name=name: self.request_refresh(name))
-            if self.all_users:  # servers that filter by user (Determined) must list everyone from the start
-                self.hub.backend(name).set_all_users(True)
+            # the view the queue starts in: backends that filter on the server (Slurm -u, Determined)
+            # ask for my jobs only, everyone's only after ``u`` or with ``all_users: true``
+            self.hub.backend(name).set_all_users(self.all_users)
             self.run_worker(self._refresh_loop(name), name=f"refresh {name}", group=f"refresh:{name}",
                             exclusive=True, exit_on_error=False)
         self.set_interval(1.0, self._tick)

@@ -59,6 +59,7 @@ class FakeMaster:
     lose_next_answer: str | None = None  # POST path: do the work, then drop the connection unanswered
     refuse_next: str | None = None  # POST path: answer 400 without doing anything
     requests: list[Request] = field(default_factory=list)
+    connections: set = field(default_factory=set)  # (peer host, peer port) of every TCP connection that sent a request
     drop_logs_after: int | None = None  # cut the next task-log stream after this many lines
     next_exp: int = 100
     port: int = 0
@@ -210,6 +211,8 @@ class FakeMaster:
                 body = raw.decode("utf-8", "replace")
         self.requests.append(Request(request.method, request.path, {k: request.query.getall(k) for k in request.query},
                                      body, request.headers.get("Authorization", "")))
+        if request.transport is not None:
+            self.connections.add(request.transport.get_extra_info("peername"))
         if self.fail_503 > 0:
             self.fail_503 -= 1
             return web.json_response({"error": {"error": "service unavailable"}}, status=503)
