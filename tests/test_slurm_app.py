@@ -84,8 +84,8 @@ async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, 
         busy = next(k for k in grid.row_keys() if isinstance(k, str) and grid_gpus(grid)[k.split("/", 1)[1]][0])
         await wait_for(pilot, lambda: (j := app.hub.find_job(c.name, job_id)) and busy.split("/", 1)[1] in j.nodes,
                        what="the job on the busy node")
-        grid.select_key(busy, 0)
-        await pilot.press("enter")  # Slurm does not say which job holds a GPU: the node's jobs are listed
+        grid.select_key(busy, None)
+        await pilot.press("enter")  # on the node's own fields: the node's live jobs are listed
         listing = await wait_for(pilot, lambda: isinstance(app.screen, NodeJobsScreen) and app.screen, what="jobs")
         assert job_id in [j.id for j in listing.jobs]
         await pilot.press("escape")

@@ -302,8 +302,10 @@ def test_cli_refusal_exits_1_and_a_bad_tag_is_refused_before_any_io(slurm_dir, t
     config = str(Path(slurm_dir) / "yanflow.yaml")
     spec_file = tmp_path / "job.yaml"
     spec_file.write_text(spec_text(unique("yf-refused-cli")).replace("partition: cpu", "partition: nope"))
-    assert cli.main(["--config", config, "submit", str(spec_file)]) == 1
+    assert cli.main(["--config", config, "submit", str(spec_file)]) == 1  # the capacity check stops it here
+    assert "never fits: there is no partition nope" in capsys.readouterr().err
+    assert cli.main(["--config", config, "submit", "--force", str(spec_file)]) == 1  # past it: sbatch's own no
     assert "not submitted: sbatch refused the job" in capsys.readouterr().err
-    assert cli.main(["--config", config, "submit", str(spec_file), "--tag", "x; touch /tmp/nope"]) == 1
+    assert cli.main(["--config", config, "submit", "--force", str(spec_file), "--tag", "x; touch /tmp/nope"]) == 1
     assert "not a submit tag" in capsys.readouterr().err
 

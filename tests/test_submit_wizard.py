@@ -311,7 +311,7 @@ async def test_a_sample_with_fields_the_form_lacks_keeps_and_names_them(home):
     app = make_app(small())
     async with app.run_test(size=(140, 50)) as pilot:
         screen = await open_submit(pilot)
-        screen.query_one("#spec-path", Input).value = str(SAMPLES / "k8s-torchrun.yaml")
+        screen.query_one("#spec-path", Input).value = str(SAMPLES.parent / "tests" / "data" / "k8s" / "torchrun-site.yaml")
         await pilot.press("ctrl+o")
         await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "llama-finetune-2x8", what="loaded")
         assert screen.query_one("#kind", Select).value == "multi-node"
