@@ -1,7 +1,8 @@
 """The Clusters screen (``5``): one entry per configured cluster with its kind, health, the age of
 its last good refresh, the user it acts as, read-only, its description, and the whole error or note
 with its fix (an unknown host key's fingerprint and known_hosts line, a config file:line...). ``l``
-logs in to the highlighted cluster when it needs a password. Rendering is ``cluster_rows``'s."""
+logs in to the highlighted cluster when it needs a password. The path of the console's own log is
+at the bottom, for bug reports. Rendering is ``cluster_rows``'s."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 
 from yanflow_tui.cluster_rows import ClusterRow, cluster_row
+from yanflow_tui.locations import app_log_path, display_path
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.widgets import HEALTH_STYLE, ClusterBar, DataScreen, Footer
 
@@ -47,6 +49,8 @@ class ClustersScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield ClusterBar()
         yield ClusterList(id="clusters")
+        yield Static(Text(f"The console's own log: {display_path(app_log_path())} (more with --debug)", "dim"),
+                     id="app-log")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -69,3 +69,4 @@ async def test_the_clusters_screen_shows_each_error_in_full_at_80x24(home, slurm
         assert "API server unreachable" in text
         assert squeezed(app.hub.snapshots["k8s"].detail) in flat
         assert "▁" not in text and "▇" not in text  # no scrollbar: nothing hidden below
+        assert "The console's own log: ~/.local/state/yanflow/yanflow.log" in text

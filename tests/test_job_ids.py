@@ -155,6 +155,16 @@ def assert_names_one_object(pods: dict[str, set[str]], job_id: str, method: str,
         assert target == name, f"{method} {raw}: {target!r} is not {name!r}"
 
 
+
+def run_fuzz(fuzz, loop, backend) -> None:
+    """The exact cases first, then hypothesis's own; the backend closed either way."""
+    try:
+        for case in EXACT:
+            fuzz.hypothesis.inner_test(case)
+        fuzz()
+    finally:
+        loop.run_until_complete(backend.close())
+
 def test_kubernetes_ids_reach_only_the_object_they_name(emulator, kubeconfig):
     emulator.put("jobs", make_job("train", "ml"))
     emulator.put("pods", make_pod("train-0", "ml", job="train"))
@@ -276,12 +286,7 @@ def test_determined_ids_are_checked_before_any_request(master):  # noqa: F811
                     assert any(s == number or (len(number) >= 8 and s.startswith(number)) for s in segments), \
                         f"{r.method} {r.path} for {job_id!r}"
 
-        try:
-            for case in EXACT:
-                fuzz.hypothesis.inner_test(case)
-            fuzz()
-        finally:
-            loop.run_until_complete(backend.close())
+        run_fuzz(fuzz, loop, backend)
 
 
 # -- local ----------------------------------------------------------------------------------------
@@ -314,12 +319,7 @@ def test_local_ids_are_checked_before_the_store_is_touched(home, fake_nvml):
                 assert touched == [], f"{job_id!r} is refused, yet it touched {touched}"
                 assert all(v != "ok" for v in outcome.values()), outcome
 
-        try:
-            for case in EXACT:
-                fuzz.hypothesis.inner_test(case)
-            fuzz()
-        finally:
-            loop.run_until_complete(backend.close())
+        run_fuzz(fuzz, loop, backend)
 
 
 def test_the_path_guard_refuses_dot_and_empty_segments():

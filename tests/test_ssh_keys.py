@@ -46,12 +46,19 @@ async def test_an_identity_file_others_can_read_is_refused_with_the_fix(slurm_di
     assert await run_id(SshTransport(target(identity_file=str(key)), timeout=15)) == "root"
 
 
-async def test_an_identity_file_from_ssh_config_is_checked(slurm_dir, home):
+
+def planted_key(home, name: str, mode: int):
+    """The cluster's client key copied to ``~/.ssh/NAME`` with ``mode``."""
     ssh_dir = home / ".ssh"
-    ssh_dir.mkdir(mode=0o700)
-    key = ssh_dir / "cluster_key"
+    ssh_dir.mkdir(mode=0o700, exist_ok=True)
+    key = ssh_dir / name
     shutil.copy(KEY, key)
-    key.chmod(0o644)
+    key.chmod(mode)
+    return key
+
+async def test_an_identity_file_from_ssh_config_is_checked(slurm_dir, home):
+    key = planted_key(home, "cluster_key", 0o644)
+    ssh_dir = key.parent
     (ssh_dir / "config").write_text(f"Host 127.0.0.1\n  IdentityFile {key}\n")
     transport = SshTransport(target(identity_file=None), timeout=15)
     with pytest.raises(BackendError, match=rf"private key {key} .*chmod 600 {key}$"):
@@ -61,11 +68,7 @@ async def test_an_identity_file_from_ssh_config_is_checked(slurm_dir, home):
 
 
 async def test_a_default_key_others_can_read_is_refused(slurm_dir, home):
-    ssh_dir = home / ".ssh"
-    ssh_dir.mkdir(mode=0o700)
-    key = ssh_dir / "id_ed25519"
-    shutil.copy(KEY, key)
-    key.chmod(0o640)
+    key = planted_key(home, "id_ed25519", 0o640)
     with pytest.raises(BackendError, match=rf"private key {key} .*mode 0640.*chmod 600 {key}$"):
         await run_id(SshTransport(target(identity_file=None), timeout=15))
     key.chmod(0o600)

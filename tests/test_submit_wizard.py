@@ -524,8 +524,7 @@ async def test_a_loaded_file_fills_the_form_with_what_it_says_not_yaml_1_1_numbe
     app = make_app(small())
     async with app.run_test(size=(140, 50)) as pilot:
         screen = await open_submit(pilot)
-        screen.query_one("#spec-path", Input).value = str(path)
-        await pilot.press("ctrl+o")
+        await load_path(pilot, screen, str(path))
         await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "n", what="loaded")
         assert screen.query_one("#slurm-partition", Input).value == "0x1F"  # not 31
         data = screen.form_data()[0]
