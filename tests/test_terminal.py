@@ -187,3 +187,35 @@ def test_keys_typed_in_one_burst_land_in_the_fields_they_were_typed_for(tty_home
     finally:
         term.close()
 
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_clusters_screen_is_reached_from_every_screen_and_every_screen_from_it(tty_home, size):
+    """``5`` from each screen, in its empty state and with a text field focused (where it is text),
+    then each screen's key from the Clusters screen; ``q`` quits from it."""
+    term = Terminal.console(tty_home, *size)
+    try:
+        term.wait_text("train-resnet", timeout=30)
+        for key in SCREENS:
+            go(term, key)
+            term.press("5")
+            term.wait_title("Clusters")
+            term.wait_text("hpc")
+            go(term, key)
+        # A text field focused: 5 is a character there; escape leaves the field (waited for: a lone
+        # ESC followed at once by 5 would read as alt+5), then 5 goes.
+        for key, box, footer in (("1", "filter: words", "l Logs"), ("2", "filter: text in node", "Collapse")):
+            go(term, key)
+            term.press("/")
+            term.wait_text(box)
+            term.press("5")
+            term.wait_gone(box)  # the placeholder gives way to the typed 5
+            assert term.title() == SCREENS[key]
+            term.press("escape")
+            term.wait_text(footer)
+            term.press("5")
+            term.wait_title("Clusters")
+        term.press("q")
+        assert term.exit_code() == 0
+    finally:
+        term.close()
