@@ -44,6 +44,7 @@ HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {
 # sacct's JSON breaks under the SLURM_TIME_FORMAT=%s every command gets (22.05: "Invalid time
 # specification" and no jobs), so sacct runs without it.
 SACCT_JSON = ("env", "-u", "SLURM_TIME_FORMAT", "sacct", "--json")
+clock = time.monotonic  # the backend's clock (a module attribute, so tests can move it alone)
 _JOB_ID = re.compile(r"[0-9]+(_([0-9]+|\[[0-9,%-]+\]))?")  # ASCII digits (\d also matches "٣")
 
 
@@ -85,7 +86,7 @@ class SlurmBackend(Backend):
     async def _squeue(self, user: str = "") -> list[parse.RawJob]:
         """The queue (only ``user``'s jobs when given): one squeue call, text or JSON."""
         only = ["-u", user] if user else []
-        if not self.use_json_squeue and time.monotonic() >= self._json_until:
+        if not self.use_json_squeue and clock() >= self._json_until:
             result = await self.transport.run(["squeue", "-h", "-a", "-t", "all", *only, "-o", parse.SQUEUE_FORMAT])
             if result.ok:
                 try:
@@ -93,7 +94,7 @@ class SlurmBackend(Backend):
                 except parse.AmbiguousRows:
                     # A newline in a name: read JSON from now on for a while, instead of asking
                     # twice (text, then JSON) on every refresh while that job stays in the queue.
-                    self._json_until = time.monotonic() + JSON_STICKY
+                    self._json_until = clock() + JSON_STICKY
             elif "invalid" in result.stderr.lower():
                 self.use_json_squeue = True  # this squeue rejects our -o format: JSON from now on
             else:
@@ -116,7 +117,7 @@ class SlurmBackend(Backend):
         user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
         jobs = parse.build_jobs(await self._squeue("" if self.all_users else user), self.name)
         self._gpu_jobs = gpus.running_gpu_jobs(jobs)
-        self._states = (time.monotonic(), {j.id: j.state for j in jobs})
+        self._states = (clock(), {j.id: j.state for j in jobs})
         await self._refresh_history()
         live = {j.id for j in jobs}
         return jobs + [j for j in self._history if j.id not in live]
@@ -126,9 +127,9 @@ class SlurmBackend(Backend):
         return "history needs accounting (no slurmdbd): finished jobs are not listed" if self.history_note else ""
 
     async def _refresh_history(self) -> None:
-        if self.history_note or time.monotonic() - self._history_at < HISTORY_REFRESH and self._history_at:
+        if self.history_note or clock() - self._history_at < HISTORY_REFRESH and self._history_at:
             return
-        self._history_at = time.monotonic()
+        self._history_at = clock()
         result = await self.transport.run(
             [*SACCT_JSON, "-X", "--starttime", history.starttime(self.history_window)])
         if not result.ok:
@@ -161,7 +162,7 @@ class SlurmBackend(Backend):
                 self._placements[job_id] = gpus.job_placement(result.stdout)
 
     async def _sinfo(self) -> list[Node]:
-        if self._nodes is not None and time.monotonic() - self._nodes_at < self.nodes_refresh:
+        if self._nodes is not None and clock() - self._nodes_at < self.nodes_refresh:
             return list(self._nodes)
         result = await self.transport.run(["sinfo", "-a", "--json"])
         if result.ok:
@@ -169,7 +170,7 @@ class SlurmBackend(Backend):
         else:
             nodes = parse.parse_sinfo_text(
                 await self.transport.check(["sinfo", "-a", "-h", "-N", "-O", parse.SINFO_FORMAT]), self.name)
-        self._nodes, self._nodes_at = nodes, time.monotonic()
+        self._nodes, self._nodes_at = nodes, clock()
         return list(nodes)
 
     def invalidate(self) -> None:
@@ -262,7 +263,7 @@ class SlurmBackend(Backend):
         squeue no longer knows has ended; an array's state is that of a task still going, if any."""
         _check_id(job_id)
         seen_at, states = self._states
-        if job_id in states and time.monotonic() - seen_at < 2 * max(self.config.refresh_seconds, LOG_POLL):
+        if job_id in states and clock() - seen_at < 2 * max(self.config.refresh_seconds, LOG_POLL):
             return states[job_id]
         result = await self.transport.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"])
         if not result.ok and "Invalid job id" not in result.stderr:
@@ -405,7 +406,7 @@ class SlurmBackend(Backend):
         ``(None, last error)`` when no query answered within ``LOOKUP_SECONDS`` (the transport
         reconnects between tries). One line of ``squeue`` per query, our jobs only."""
         wanted = f"yanflow:{tag}"
-        start = time.monotonic()
+        start = clock()
         while True:
             try:
                 user = await self.transport.user()
@@ -418,7 +419,7 @@ class SlurmBackend(Backend):
                     job_id, _, comment = line.strip().partition("|")
                     if comment == wanted and job_id.isdigit():
                         return job_id, ""
-            later = time.monotonic() - start + LOOKUP_PAUSE
+            later = clock() - start + LOOKUP_PAUSE
             if later > (max(keep_looking, LOOKUP_SECONDS) if error else keep_looking):
                 return None, error
             await asyncio.sleep(LOOKUP_PAUSE)

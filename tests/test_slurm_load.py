@@ -78,7 +78,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    monkeypatch.setattr(slurm_module.time, "monotonic", fake)
+    monkeypatch.setattr(slurm_module, "clock", fake)  # the backend's clock alone: the event loop keeps its own
     return fake
 
 
