@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from yanflow_tui.backends.slurm_parse import (
-    RawJob, _int, _loads, expand_output_path, format_minutes, raw_from_json,
+    RawJob, _int, _loads, expand_output_path, format_minutes, json_failure, raw_from_json,
 )
 from yanflow_tui.errors import BackendError
 
@@ -79,6 +79,7 @@ def _gpus_from_tres(tres: Any) -> int:
 def parse_sacct_json(text: str | bytes) -> list[RawJob]:
     """Jobs of ``sacct --json`` (every data_parser version above) as ``RawJob``s."""
     data = _loads(text, "sacct --json")
+    json_failure(data, "jobs", "sacct --json")
     out = []
     for raw in data.get("jobs") or []:
         if not isinstance(raw, dict):

@@ -244,7 +244,17 @@ def _reason(value: Any) -> str:
     return "" if text in ("none", "None", "(null)") else text
 
 
+def json_failure(data: dict, items: str, what: str) -> None:
+    """Raise when Slurm's JSON reports errors and holds no ``items``: 22.05's squeue/sinfo/sacct
+    ``--json`` exit 0 with ``{"errors": [...]}`` and no data when slurmctld cannot be reached."""
+    errors = [e for e in data.get("errors") or [] if isinstance(e, dict)]
+    if errors and not data.get(items):
+        text = "; ".join(" ".join(str(e.get(k)) for k in ("description", "error") if e.get(k)) for e in errors)
+        raise BackendError(f"{what} failed: {text or 'Slurm reported an error'}")
+
+
 def parse_sinfo_json(data: dict, cluster: str) -> list[Node]:
+    json_failure(data, "nodes", "sinfo --json")
     nodes = []
     for raw in data.get("nodes") or []:
         state = raw.get("state", "unknown")
@@ -406,6 +416,7 @@ def raw_from_json(raw: dict) -> RawJob:
 
 def parse_squeue_json(text: str | bytes | dict) -> list[RawJob]:
     data = text if isinstance(text, dict) else _loads(text, "squeue --json")
+    json_failure(data, "jobs", "squeue --json")
     return [raw_from_json(j) for j in data.get("jobs") or []]
 
 

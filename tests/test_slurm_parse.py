@@ -250,3 +250,22 @@ async def test_an_squeue_that_rejects_the_format_is_read_as_json_from_then_on():
     first, second = await backend._squeue(), await backend._squeue()
     assert first and [j.job_id for j in first] == [j.job_id for j in second]
     assert [("-o" in argv) for argv in transport.calls] == [True, False, False]
+
+
+def test_json_that_reports_errors_and_no_data_is_a_failure_not_an_empty_cluster():
+    """What 22.05's squeue and sinfo --json print, exit 0, while slurmctld is down (recorded)."""
+    import pytest
+
+    from yanflow_tui.backends import slurm_history
+    from yanflow_tui.errors import BackendError
+
+    squeue = {"meta": {}, "errors": [{"description": "Failed while looking for jobs", "error_number": -1,
+                                      "error": "Unspecified error", "source": "slurm_load_jobs"}], "jobs": []}
+    sinfo = {"meta": {}, "errors": [{"error": "Unspecified error", "errno": -1}], "nodes": []}
+    with pytest.raises(BackendError, match="squeue --json failed: Failed while looking for jobs Unspecified error"):
+        parse.parse_squeue_json(json.dumps(squeue))
+    with pytest.raises(BackendError, match="sinfo --json failed: Unspecified error"):
+        parse.parse_sinfo_json(sinfo, "c")
+    with pytest.raises(BackendError, match="sacct --json failed"):
+        slurm_history.parse_sacct_json(json.dumps({"errors": [{"error": "Unspecified error"}], "jobs": []}))
+    assert parse.parse_squeue_json(json.dumps({"errors": [], "jobs": []})) == []  # an empty queue is fine
