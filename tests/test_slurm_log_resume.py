@@ -86,7 +86,8 @@ def test_cli_keeps_following_across_a_drop_and_drains_a_job_that_ended_meanwhile
                                                                                    home):
     with PrivateSshd() as sshd:
         config = private_config(sshd, tmp_path)
-        job_id = numbered_job(slurm_jobs, "yf-resume-cli", n=60, delay=0.2)
+        # 30 s of lines, so a slow start on a loaded machine still drops mid-job
+        job_id = numbered_job(slurm_jobs, "yf-resume-cli", n=60, delay=0.5)
         out, err = tmp_path / "out", tmp_path / "err"
         with open(out, "wb") as stdout, open(err, "wb") as stderr:
             proc = subprocess.Popen([sys.executable, "-m", "yanflow_tui", "logs", "--follow", "--config", str(config),
@@ -95,6 +96,7 @@ def test_cli_keeps_following_across_a_drop_and_drains_a_job_that_ended_meanwhile
                 from slurmhelpers import wait_until
 
                 wait_until(lambda: out.read_bytes().count(b"\n") >= 10 or proc.poll() is not None, 90, "first lines")
+                assert proc.poll() is None and live_state(job_id) == "RUNNING", "the drop must come mid-job"
                 sshd.kill_sessions()
                 wait_until(lambda: b"reconnected" in err.read_bytes() or proc.poll() is not None, 30, "reconnected")
                 wait_until(lambda: out.read_bytes().count(b"\n") >= 25 or proc.poll() is not None, 60, "more lines")
@@ -116,7 +118,7 @@ def test_cli_keeps_following_across_a_drop_and_drains_a_job_that_ended_meanwhile
 async def test_the_logs_pane_shows_reconnecting_then_resumes_without_loss(home, slurm_dir, slurm_jobs):
     with PrivateSshd() as sshd:
         cluster = sshd.cluster(command_timeout=12)
-        job_id = numbered_job(slurm_jobs, "yf-resume-ui", n=60, delay=0.25)
+        job_id = numbered_job(slurm_jobs, "yf-resume-ui", n=60, delay=0.5)  # 30 s: the drop comes mid-job
         app = make_app(cluster)
         async with app.run_test(size=(160, 45)) as pilot:
             key = f"{cluster.name}/{job_id}"
