@@ -9,10 +9,10 @@ from yanflow_tui.errors import BackendUnavailable
 from yanflow_tui.backends.base import Backend, Capabilities
 
 _BACKENDS: dict[str, str] = {
-    "local": "yanflow_tui.backends.local:LocalBackend",
-    "slurm": "yanflow_tui.backends.slurm:SlurmBackend",
-    "kubernetes": "yanflow_tui.backends.kubernetes:KubernetesBackend",
-    "determined": "yanflow_tui.backends.determined:DeterminedBackend",
+    "local": "yanflow_tui.backends.local.backend:LocalBackend",
+    "slurm": "yanflow_tui.backends.slurm.backend:SlurmBackend",
+    "kubernetes": "yanflow_tui.backends.kubernetes.backend:KubernetesBackend",
+    "determined": "yanflow_tui.backends.determined.backend:DeterminedBackend",
 }
 
 

@@ -24,7 +24,7 @@ registered as the ``synthetic`` kind) and prints a table with the goals beside t
   a shared machine, and says so.
 
 The baseline is a tiny App with an ``Input`` and one ``DataTable``: on each change it rebuilds the
-same rows (the Queue's collapsed rows, cells from ``yanflow_tui.rows``) with ``clear()`` + ``add_rows``;
+same rows (the Queue's collapsed rows, cells from ``yanflow_tui.screens.render.rows``) with ``clear()`` + ``add_rows``;
 for Nodes, a ``DataTable`` of the node rows. Ratios are YanFlow / baseline: below 1 is faster.
 
 Each part runs in its own process (``--phase``) so that its peak RSS is its own. Everything that
@@ -180,7 +180,7 @@ def queue_rows_expected(jobs, needle: str = "") -> list[tuple[object, str, int]]
     """(job, id marker, child count) of the rows the Queue shows, in order: groups collapsed; with a
     filter, the matching jobs plus the groups of matching children (opened). The baseline shows
     exactly these rows, and the filter's keystrokes wait for this many rows."""
-    from yanflow_tui.rows import GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, natural_key
+    from yanflow_tui.screens.render.rows import GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, natural_key
 
     job_matches = job_matcher(needle)
     keys = {j.key for j in jobs}
@@ -606,7 +606,7 @@ def baseline_app_class():
 
 async def phase_baseline(args, out: dict) -> None:
     from textual.widgets import DataTable, Input
-    from yanflow_tui.rows import JOB_HEADERS, NODE_HEADERS, job_cells, node_cells
+    from yanflow_tui.screens.render.rows import JOB_HEADERS, NODE_HEADERS, job_cells, node_cells
 
     BaselineApp = baseline_app_class()
     _, _, backends = make_hub(cluster_configs(args))

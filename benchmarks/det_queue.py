@@ -29,7 +29,7 @@ async def main(args) -> None:
     from det_master import FakeMaster
     from determined.common.api import authentication
 
-    from yanflow_tui.backends.determined import DeterminedBackend
+    from yanflow_tui.backends.determined.backend import DeterminedBackend
     from yanflow_tui.config import ClusterConfig
 
     master = FakeMaster().start()

@@ -54,7 +54,7 @@ def main() -> int:
 
 async def measure(url: str, emulator: subprocess.Popen, args) -> int:
     from k8shelpers import write_kubeconfig
-    from yanflow_tui import rows
+    from yanflow_tui.screens.render import rows
     from yanflow_tui.config import ClusterConfig
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -62,7 +62,7 @@ async def measure(url: str, emulator: subprocess.Popen, args) -> int:
         cpu0, wall0 = time.process_time(), time.perf_counter()
         import kubernetes.client  # noqa: F401
         import kubernetes.config  # noqa: F401
-        from yanflow_tui.backends.kubernetes import KubernetesBackend
+        from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
         import_cpu = time.process_time() - cpu0
 
         backend = KubernetesBackend(ClusterConfig("bench", "kubernetes", options={"kubeconfig": str(kubeconfig)}))
@@ -106,7 +106,7 @@ async def measure(url: str, emulator: subprocess.Popen, args) -> int:
           f"{list_cpu:6.2f} s CPU, {list_wall:6.2f} s wall   (goal < 1.5 s CPU)")
     print(f"  of which backend (3 lists over HTTP, json.loads, extraction, domain rows): {backend_cpu:6.2f} s CPU,"
           f" {backend_wall:6.2f} s wall")
-    print(f"  of which table cells (yanflow_tui.rows.job_cells / node_cells):             {cells_cpu:6.2f} s CPU")
+    print(f"  of which table cells (yanflow_tui.screens.render.rows.job_cells / node_cells):             {cells_cpu:6.2f} s CPU")
     print(f"watch burst: {absorbed} events in {watch_wall:6.3f} s wall, {watch_cpu:6.3f} s CPU -> "
           f"{absorbed / watch_wall:,.0f} events/s wall, {absorbed / max(watch_cpu, 1e-9):,.0f} events/s CPU"
           "   (goal >= 20,000/s)")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from yanflow_tui.backends import slurm_parse as parse  # noqa: E402
+from yanflow_tui.backends.slurm import parse  # noqa: E402
 
 NAME = "yanflow-bench"
 RUNS = 3

@@ -14,10 +14,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import OptionList, Static
 
-from yanflow_tui.cluster_rows import ClusterRow, cluster_row
+from yanflow_tui.screens.render.cluster_rows import ClusterRow, cluster_row
 from yanflow_tui.locations import app_log_path, display_path
 from yanflow_tui.sanitize import clean
-from yanflow_tui.screens.widgets import HEALTH_STYLE, ClusterBar, DataScreen, Footer
+from yanflow_tui.screens.base import DataScreen
+from yanflow_tui.screens.widgets.cluster_bar import HEALTH_STYLE, ClusterBar
+from yanflow_tui.screens.widgets.footer import Footer
 
 
 def row_text(row: ClusterRow, style: str) -> Text:

@@ -17,11 +17,11 @@ from textual.widgets import DataTable, ProgressBar, Static
 from yanflow_tui.hub import error_text
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.model import Checkpoint, Job, MetricPoint
-from yanflow_tui.placement import placement_text
-from yanflow_tui.plot import line_plot
+from yanflow_tui.screens.render.placement import placement_text
+from yanflow_tui.screens.render.plot import line_plot
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import PromptScreen
-from yanflow_tui.screens.members import MembersTable
+from yanflow_tui.screens.widgets.members import MembersTable
 
 
 class JobDetailScreen(ModalScreen[None]):

@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from yanflow_tui.model import Job, Node
-from yanflow_tui.rows import STATE_STYLES, age_text, natural_key, text
+from yanflow_tui.screens.render.rows import STATE_STYLES, age_text, natural_key, text
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.detail import JobDetailScreen
 

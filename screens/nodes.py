@@ -16,15 +16,17 @@ from textual.binding import Binding
 from textual.widgets import Input, Static
 
 from yanflow_tui.capacity import PoolCapacity
-from yanflow_tui.cluster_rows import cluster_problems
-from yanflow_tui.gpu_cells import GLYPHS, LEGEND, Cell, describe_gpu, describe_node
+from yanflow_tui.screens.render.cluster_rows import cluster_problems
+from yanflow_tui.screens.render.gpu_cells import GLYPHS, LEGEND, Cell, describe_gpu, describe_node
 from yanflow_tui.model import GpuState
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.detail import JobDetailScreen
-from yanflow_tui.screens.gpugrid import GpuGrid, summary_parts
+from yanflow_tui.screens.widgets.gpugrid import GpuGrid, summary_parts
 from yanflow_tui.screens.node_jobs import NodeJobsScreen
-from yanflow_tui.screens.status_line import StatusLine
-from yanflow_tui.screens.widgets import ClusterBar, DataScreen, Footer
+from yanflow_tui.screens.widgets.status_line import StatusLine
+from yanflow_tui.screens.base import DataScreen
+from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+from yanflow_tui.screens.widgets.footer import Footer
 
 LEGEND_STYLES = {Cell.FREE: "green", Cell.BUSY: "yellow", Cell.IDLE: "bold magenta", Cell.UNAVAILABLE: "red"}
 

@@ -19,19 +19,21 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
-from yanflow_tui.cluster_rows import cluster_problems
+from yanflow_tui.screens.render.cluster_rows import cluster_problems
 from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
 from yanflow_tui.hub import Health, error_text
 from yanflow_tui.locations import default_config_path, display_path
 from yanflow_tui.model import Job
-from yanflow_tui.rows import (GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, JOB_COLUMNS, JOB_HEADERS, JOB_STYLES,
+from yanflow_tui.screens.render.rows import (GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, JOB_COLUMNS, JOB_HEADERS, JOB_STYLES,
                               STATE_STYLES, job_live_cells, job_sort_values)
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
-from yanflow_tui.screens.status_line import StatusLine
-from yanflow_tui.screens.vtable import Column, Row, VirtualTable
-from yanflow_tui.screens.widgets import ClusterBar, DataScreen, Footer
+from yanflow_tui.screens.widgets.status_line import StatusLine
+from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable
+from yanflow_tui.screens.base import DataScreen
+from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+from yanflow_tui.screens.widgets.footer import Footer
 
 NAME_FLOOR = 16  # a narrow terminal hides REASON, then NODES, then AGE before NAME gets narrower than this
 _COLUMN_OPTIONS = {"name": {"flex": True, "floor": NAME_FLOOR}, "nodes": {"flex": True, "give_way": 2},

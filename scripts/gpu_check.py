@@ -17,8 +17,8 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from yanflow_tui.backends.local import LocalBackend
-from yanflow_tui.backends.nvml import NvmlProbe
+from yanflow_tui.backends.local.backend import LocalBackend
+from yanflow_tui.backends.local.nvml import NvmlProbe
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import JobKind, JobSpec, Resources

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FAKES = Path(__file__).resolve().parent / "fakes"
-SAMPLES = ROOT / "sample_jobs"
+from paths import FAKES, ROOT, SAMPLES
+
+# The real clusters' fixtures, for every layer: loopback Slurm (two profiles), the Kubernetes API
+# emulator and the fake Determined master.
+pytest_plugins = ["slurmhelpers", "sitehelpers", "k8shelpers", "dethelpers"]
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ def cluster(master: FakeMaster, name: str = "det", read_only: bool = False, **op
 def make_backend(master: FakeMaster, env: dict | None = None, read_only: bool = False, retries=0,
                  name: str = "det", **options):
     """A backend on the fake master; ``env`` replaces os.environ for DET_* (retries=0: see 503s at once)."""
-    from yanflow_tui.backends.determined import DeterminedBackend
+    from yanflow_tui.backends.determined.backend import DeterminedBackend
 
     return DeterminedBackend(cluster(master, name, read_only=read_only, **options), env=env or {}, retries=retries)
 

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from yanflow_tui.backends import procs
-from yanflow_tui.backends.local_store import LocalStore
+from yanflow_tui.backends.local import procs
+from yanflow_tui.backends.local.store import LocalStore
 
 DEADLINE = 15.0
 
@@ -79,7 +79,7 @@ def cleanup_state_dir(state_dir: Path) -> None:
             cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "yanflow_tui.backends.local_" in cmdline and (marker + "/" in cmdline or marker + " " in cmdline):
+        if ("yanflow_tui.backends.local_" in cmdline or "yanflow_tui.backends.local." in cmdline) and (marker + "/" in cmdline or marker + " " in cmdline):
             try:
                 os.kill(int(entry.name), signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

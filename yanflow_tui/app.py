@@ -33,11 +33,11 @@ from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import HelpScreen, PromptScreen
 from yanflow_tui.screens.clusters import ClustersScreen
-from yanflow_tui.screens.logs import LogsScreen
+from yanflow_tui.screens.logs.screen import LogsScreen
 from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import QueueScreen
-from yanflow_tui.screens.submit import SubmitScreen
-from yanflow_tui.screens.widgets import ClusterBar
+from yanflow_tui.screens.submit.screen import SubmitScreen
+from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 
 HERE = Path(__file__).parent
 log = logging.getLogger(__name__)

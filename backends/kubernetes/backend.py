@@ -1,0 +1,460 @@
+"""The Kubernetes backend: clusters from kubeconfig, live data from list+watch caches (Nodes, Pods,
+batch/v1 Jobs), submits as batch/v1 Jobs (Indexed Job + headless Service for multi-node), cancel,
+describe with events, and per-rank merged logs.
+
+The official client is synchronous: every call runs in a thread with a ``_request_timeout``. It is
+imported lazily (it costs about a second of CPU) when a Kubernetes cluster is first used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import getpass
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import yaml
+
+from yanflow_tui.backends.kubernetes import manifests
+from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
+from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
+from yanflow_tui.backends.kubernetes.ids import guard_paths, parse_id
+from yanflow_tui.backends.kubernetes.logs import merged_logs
+from yanflow_tui.backends.kubernetes.views import build_jobs, build_nodes, job_id, rank_label
+from yanflow_tui import formfields as ff, keyfiles
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.errors import BackendError, SubmitUnknown
+from yanflow_tui.model import Job, JobKind, JobSpec, LogLine, Node
+
+REQUEST_TIMEOUT = 10.0
+SUBMIT_BUDGET = 25.0  # every create and retry of one submit fits in the hub's 30 s call timeout
+CONNECT_TIMEOUT = 5.0
+SYNC_WAIT = 20.0  # first read waits this long for the initial lists (the hub allows 30 s)
+CREATE_ATTEMPTS = 3
+RESOURCES = ("nodes", "pods", "jobs")
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name in some containers
+        return str(os.getuid())
+
+
+class KubernetesBackend(Backend):
+    kind = "kubernetes"
+    capabilities = Capabilities(
+        submit=True, cancel=True, logs=True, follow_logs=True,
+        job_kinds=frozenset({JobKind.SINGLE, JobKind.MULTI_NODE}),
+        history=True, rank_logs=True, raw_spec=True, submit_tags=True,
+    )
+
+    def __init__(self, config: ClusterConfig, request_timeout: float = REQUEST_TIMEOUT,
+                 connect_timeout: float = CONNECT_TIMEOUT, watch_seconds: int | None = None):
+        super().__init__(config)
+        opts = config.options
+        self.kubeconfig: str | None = os.path.expanduser(str(opts["kubeconfig"])) if opts.get("kubeconfig") else None
+        self.context: str | None = opts.get("context") or None
+        self.all_namespaces = bool(opts.get("all_namespaces"))
+        self._namespace: str | None = opts.get("namespace") or None
+        self.request_timeout = request_timeout
+        self.connect_timeout = connect_timeout
+        self.watch_seconds = watch_seconds
+        self._api = None
+        self._core = None
+        self._batch = None
+        self._reflectors: dict[str, Reflector] = {}
+        self._connect_lock: asyncio.Lock | None = None
+        self._throttle: ChangeThrottle | None = None
+        self._memo: dict[str, tuple[Any, list]] = {}
+
+    # -- connection ------------------------------------------------------------------------------
+    @property
+    def namespace(self) -> str:
+        """The configured namespace, else the kubeconfig context's, else ``default``."""
+        if self._namespace is None:
+            self._namespace = self._context_namespace() or "default"
+        return self._namespace
+
+    def _context_namespace(self) -> str | None:
+        path = self.kubeconfig or (os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or
+                                   str(Path.home() / ".kube" / "config"))
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+            wanted = self.context or data.get("current-context")
+            for entry in data.get("contexts") or ():
+                if entry.get("name") == wanted:
+                    return (entry.get("context") or {}).get("namespace")
+        except (OSError, yaml.YAMLError, AttributeError):
+            return None
+        return None
+
+    def _load_client(self) -> None:
+        """Build the API client from kubeconfig (exec and OIDC plugins included). Runs in a thread."""
+        from kubernetes import client, config as kconfig
+
+        configuration = type.__call__(client.Configuration)
+        configuration.retries = False  # we retry ourselves, with backoff, and never a create blindly
+        try:
+            # Key and certificate data the client copies to files go to our private directory,
+            # which is removed at exit and on SIGHUP/SIGTERM (see yanflow_tui.keyfiles).
+            kconfig.load_kube_config(config_file=self.kubeconfig, context=self.context, persist_config=False,
+                                     client_configuration=configuration, temp_file_path=keyfiles.private_dir())
+            api = client.ApiClient(configuration=configuration)
+        except kconfig.ConfigException as exc:
+            raise BackendError(f"kubeconfig: {exc}") from None
+        except OSError as exc:
+            raise BackendError(f"kubeconfig: {exc.strerror or exc}: {exc.filename or self.kubeconfig}") from None
+        guard_paths(api)  # no request path with an empty, dot or encoded-slash segment
+        self.namespace  # resolve once, off the event loop  # noqa: B018
+        self._core = client.CoreV1Api(api)
+        self._batch = client.BatchV1Api(api)
+        self._api = api
+
+    async def _ensure_started(self) -> None:
+        if self._reflectors and all(r.synced.is_set() for r in self._reflectors.values()):
+            return
+        if self._connect_lock is None:
+            self._connect_lock = asyncio.Lock()
+        async with self._connect_lock:
+            if not self._reflectors:
+                await self._start_reflectors()
+        await self._wait_synced()
+
+    async def _start_reflectors(self) -> None:
+        if self._api is None:
+            await asyncio.to_thread(self._load_client)
+        loop = asyncio.get_running_loop()
+        self._throttle = ChangeThrottle(loop, self.notify_changed)
+        core, batch, ns = self._core, self._batch, self.namespace
+        calls = {
+            "nodes": core.list_node,
+            "pods": core.list_pod_for_all_namespaces if self.all_namespaces
+            else functools.partial(core.list_namespaced_pod, ns),
+            "jobs": batch.list_job_for_all_namespaces if self.all_namespaces
+            else functools.partial(batch.list_namespaced_job, ns),
+        }
+        extra = {"watch_seconds": self.watch_seconds} if self.watch_seconds else {}
+        for name in RESOURCES:
+            self._reflectors[name] = Reflector(name, calls[name], EXTRACTORS[name], self._throttle.signal,
+                                               connect_timeout=self.connect_timeout, **extra)
+        for reflector in self._reflectors.values():
+            reflector.start()
+
+    async def _wait_synced(self) -> None:
+        deadline = asyncio.get_running_loop().time() + SYNC_WAIT
+        while not all(r.synced.is_set() for r in self._reflectors.values()):
+            for r in self._reflectors.values():
+                if not r.synced.is_set() and r.error and not self._tolerated(r):
+                    self._raise_for(r)
+                if not r.synced.is_set() and self._tolerated(r):
+                    r.synced.set()
+            if asyncio.get_running_loop().time() > deadline:
+                raise BackendError("API server did not answer the first lists in time")
+            await asyncio.sleep(0.02)
+
+    @staticmethod
+    def _tolerated(reflector: Reflector) -> bool:
+        """Users without cluster-scope rights may not list nodes: show jobs anyway."""
+        return reflector.resource == "nodes" and bool(reflector.error) and reflector.error.startswith("HTTP 403")
+
+    def _raise_for(self, reflector: Reflector) -> None:
+        if reflector.connection_lost:
+            raise BackendError(f"API server unreachable: {reflector.error}")
+        hint = " (all_namespaces needs cluster-wide list rights)" if self.all_namespaces and \
+            (reflector.error or "").startswith("HTTP 403") else ""
+        raise BackendError(f"listing {reflector.resource}: {reflector.error}{hint}")
+
+    def _check_health(self, *names: str) -> None:
+        for reflector in self._reflectors.values():  # a lost connection shows whatever is read
+            if reflector.error and reflector.connection_lost:
+                self._raise_for(reflector)
+        for name in names:
+            reflector = self._reflectors[name]
+            if reflector.error and not self._tolerated(reflector):
+                self._raise_for(reflector)
+
+    def _memoised(self, what: str, key: Any, build) -> list:
+        cached = self._memo.get(what)
+        if cached is None or cached[0] != key:
+            cached = (key, build())
+            self._memo[what] = cached
+        return cached[1]
+
+    # -- reads -------------------------------------------------------------------------------------
+    async def list_jobs(self) -> list[Job]:
+        await self._ensure_started()
+        self._check_health("jobs", "pods")
+        jobs, pods = self._reflectors["jobs"], self._reflectors["pods"]
+        return list(self._memoised("jobs", (jobs.version, pods.version),
+                                   lambda: build_jobs(self.name, jobs.values(), pods.values())))
+
+    async def list_nodes(self) -> list[Node]:
+        await self._ensure_started()
+        self._check_health("nodes", "pods")
+        nodes, pods = self._reflectors["nodes"], self._reflectors["pods"]
+        if self._tolerated(nodes):
+            return []
+        return list(self._memoised("nodes", (nodes.version, pods.version),
+                                   lambda: build_nodes(self.name, nodes.values(), pods.values())))
+
+    async def get_job(self, job_id_: str) -> Job:
+        self.check_id(job_id_)
+        for job in await self.list_jobs():
+            if job.id == job_id_:
+                return job
+        raise BackendError(f"no job {job_id_!r} on cluster {self.name!r} (ids are namespace/name)")
+
+    def check_id(self, job_id_: str) -> None:
+        parse_id(job_id_)
+
+    def _split(self, job_id_: str) -> tuple[str, str, str | None]:
+        return parse_id(job_id_)
+
+    def _job_pods(self, namespace: str, name: str, pod: str | None = None) -> list[PodInfo]:
+        reflector = self._reflectors.get("pods")
+        if reflector is None:  # closed
+            return []
+        found = [p for p in reflector.values()
+                 if p.job == name and p.namespace == namespace and (pod is None or p.name == pod)]
+        found.sort(key=lambda p: (p.index if p.index is not None else -1, p.created, p.name))
+        return found
+
+    async def describe(self, job_id_: str) -> str:
+        namespace, name, pod = self._split(job_id_)
+        job = await self.get_job(job_id_)
+        objects = [pod] if pod else [name] + [p.name for p in self._job_pods(namespace, name)]
+        text = describe_job(job)
+        try:
+            events = await asyncio.to_thread(self._events, namespace, objects)
+        except Exception as exc:  # noqa: BLE001 - describe still shows the fields
+            return text + f"\n\nEvents: unavailable ({error_text(exc)})"
+        if not events:
+            return text + "\n\nEvents: none"
+        lines = [f"{'LAST SEEN':<20} {'TYPE':<8} {'REASON':<20} {'OBJECT':<40} MESSAGE"]
+        for when, kind, reason, obj, message in events:
+            lines.append(f"{when:<20} {kind:<8} {reason:<20} {obj:<40} {message}")
+        return text + "\n\nEvents:\n" + "\n".join(lines)
+
+    async def raw_spec(self, job_id_: str) -> str:
+        namespace, name, pod = self._split(job_id_)
+        if self._api is None:
+            await asyncio.to_thread(self._load_client)
+
+        def read() -> str:
+            try:
+                if pod:
+                    obj = self._call_json(self._core.read_namespaced_pod, pod, namespace)
+                else:
+                    obj = self._call_json(self._batch.read_namespaced_job, name, namespace)
+            except Exception as exc:  # noqa: BLE001 - one line for the user, not the client's HTTP dump
+                raise BackendError(f"cannot read {job_id_}: {error_text(exc)}") from None
+            obj.get("metadata", {}).pop("managedFields", None)  # noise, as kubectl get -o yaml hides it
+            return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
+
+        return await asyncio.to_thread(read)
+
+    def _events(self, namespace: str, names: list[str]) -> list[tuple[str, str, str, str, str]]:
+        rows = []
+        for name in names:
+            response = self._core.list_namespaced_event(
+                namespace, field_selector=f"involvedObject.name={name}", _preload_content=False,
+                _request_timeout=(self.connect_timeout, self.request_timeout))
+            try:
+                data = json.loads(response.data)
+            finally:
+                response.release_conn()
+            for ev in data.get("items") or ():
+                obj = ev.get("involvedObject") or {}
+                stamp = ev.get("lastTimestamp") or ev.get("eventTime") or (ev.get("metadata") or {}).get(
+                    "creationTimestamp") or ""
+                when = parse_time(stamp)
+                rows.append((when.strftime("%Y-%m-%d %H:%M:%S") if when else "-", ev.get("type") or "",
+                             ev.get("reason") or "", f"{(obj.get('kind') or '').lower()}/{obj.get('name', '')}",
+                             " ".join((ev.get("message") or "").split())))
+        rows.sort(key=lambda r: r[0])
+        return rows
+
+    async def stream_logs(self, job_id_: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
+        namespace, name, pod = self._split(job_id_)
+        await self._ensure_started()
+        jobs = self._reflectors["jobs"]
+        info = jobs.items.get((namespace, name))
+        if info is None and not self._job_pods(namespace, name, pod):
+            raise BackendError(f"no job {job_id_!r} on cluster {self.name!r}")
+        multi = bool(info and info.indexed)
+        rank_of = rank_label if multi else (lambda p: "")
+
+        def finished() -> bool:
+            current = jobs.items.get((namespace, name))
+            return current is None or current.condition in ("Complete", "Failed") or current.deleting
+
+        async for line in merged_logs(self._core, job_id_, lambda: self._job_pods(namespace, name, pod),
+                                      rank_of, follow, finished):
+            yield line
+
+    def invalidate(self) -> None:
+        for reflector in self._reflectors.values():
+            reflector.wake()
+
+    async def close(self) -> None:
+        reflectors = list(self._reflectors.values())
+        for reflector in reflectors:
+            reflector.stop()
+
+        def join() -> None:
+            for reflector in reflectors:
+                reflector.join(2.0)
+            if self._api is not None:
+                self._api.rest_client.pool_manager.clear()
+
+        await asyncio.to_thread(join)
+        self._reflectors = {}
+
+    # -- writes (reached only through the gate) -----------------------------------------------------
+    def check_spec(self, spec: JobSpec) -> None:
+        super().check_spec(spec)
+        try:
+            manifests.check(spec)
+        except BackendError as exc:
+            if spec.source and not spec.source.startswith("<"):
+                raise BackendError(f"{spec.source}: {exc}") from None
+            raise
+
+    def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
+        fields = [ff.NAME, replace(ff.IMAGE, placeholder=manifests.DEFAULT_IMAGE), ff.COMMAND_FIELD, ff.WORKDIR]
+        if kind is JobKind.MULTI_NODE:
+            fields.append(ff.launcher(manifests.LAUNCHERS))
+        fields += ff.resources(kind)
+        fields += [
+            replace(ff.MOUNTS_FIELD, help="One source:target[:ro] a line; source is pvc:CLAIM[/SUBPATH], "
+                    "nfs://SERVER/PATH or a path on the node"),
+            ff.FormField("kubernetes.namespace", "Namespace", "Where the Job is created",
+                         default=str(self.config.options.get("namespace") or ""), placeholder="the kubeconfig's"),
+            ff.FormField("kubernetes.node_selector", "Node selector", "label: value lines (the pods' nodeSelector)",
+                         kind=ff.MAPPING, lines=2),
+            ff.FormField("kubernetes.priority_class", "Priority", "priorityClassName"),
+            ff.ENV_FIELD,
+        ]
+        return tuple(fields)
+
+    def _render(self, spec: JobSpec) -> str:
+        namespace = spec.kubernetes.get("namespace") or self.namespace
+        objects = manifests.manifests(spec, manifests.content_token(spec), namespace, _user())
+        return ("# metadata.name gets a fresh random suffix at each submit; a retried submit reuses it\n"
+                + manifests.to_yaml(objects))
+
+    @property
+    def submit_budget(self) -> float:
+        return SUBMIT_BUDGET + 2 * self.request_timeout + 5  # the Job's budget, then its Service's
+
+    async def _submit_tagged(self, spec: JobSpec, tag: str, retry: bool) -> str:
+        # The tag names the Job and marks it: every create below, and a later retry with the same
+        # tag, sends the same name, so a conflict with our own mark is the earlier attempt's job.
+        if self._api is None:
+            await asyncio.to_thread(self._load_client)
+        token = tag
+        namespace = spec.kubernetes.get("namespace") or self.namespace
+        objects = manifests.manifests(spec, token, namespace, _user())
+        job = objects[0]
+        deadline = asyncio.get_running_loop().time() + SUBMIT_BUDGET
+        created = await self._create("Job", self._batch.create_namespaced_job, self._batch.read_namespaced_job,
+                                     namespace, job, token, deadline)
+        for extra in objects[1:]:
+            uid = (created.get("metadata") or {}).get("uid")
+            if uid:
+                extra["metadata"]["ownerReferences"] = [{
+                    "apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"], "uid": uid}]
+            try:
+                await self._create("Service", self._core.create_namespaced_service,
+                                   self._core.read_namespaced_service, namespace, extra, token,
+                                   max(deadline, asyncio.get_running_loop().time() + 2 * self.request_timeout))
+            except BackendError as exc:
+                raise BackendError(f"job {namespace}/{job['metadata']['name']} was created but its Service "
+                                   f"failed ({exc}); cancel it and submit again") from None
+        return job_id(namespace, job["metadata"]["name"])
+
+    async def _create(self, kind: str, create, read, namespace: str, body: dict, token: str,
+                      deadline: float) -> dict:
+        """Create ``body``, retrying timeouts and 5xx with the same name until ``deadline``; a 409 on
+        an object carrying our submit id means an earlier attempt got through."""
+        loop = asyncio.get_running_loop()
+        name = body["metadata"]["name"]
+        last = ""
+        sent = False  # some attempt may have reached the server
+        for attempt in range(CREATE_ATTEMPTS):
+            if attempt:
+                pause = min(4.0, 0.5 * 2 ** attempt)
+                if loop.time() + pause + 1.0 > deadline:
+                    break
+                await asyncio.sleep(pause)
+            timeout = max(1.0, min(self.request_timeout, deadline - loop.time()))
+            try:
+                return await asyncio.to_thread(self._call_json, create, namespace, body, timeout=timeout)
+            except Exception as exc:  # noqa: BLE001
+                status = getattr(exc, "status", None)
+                if status == 409:
+                    try:
+                        existing = await asyncio.to_thread(self._call_json, read, name, namespace)
+                    except Exception as read_exc:  # noqa: BLE001
+                        raise SubmitUnknown(self.name, token, f"{kind} {namespace}/{name} exists but cannot "
+                                                              f"be read: {error_text(read_exc)}") from None
+                    annotations = (existing.get("metadata") or {}).get("annotations") or {}
+                    if annotations.get(manifests.ANN_SUBMIT_ID) == token:
+                        return existing  # our earlier attempt got through: not a second job
+                    raise BackendError(f"a {kind} named {name!r} already exists in namespace {namespace!r}")
+                if status and status < 500 and status != 429:
+                    raise BackendError(f"Kubernetes refused the {kind}: {error_text(exc)}") from None
+                last = error_text(exc)
+                sent = sent or not _never_sent(exc)
+        if sent:  # a timeout or a server error after sending: that attempt may have created it
+            raise SubmitUnknown(self.name, token, f"{kind} {namespace}/{name} not confirmed: {last}")
+        raise BackendError(f"could not create {kind} {namespace}/{name}: {last}")
+
+    def _call_json(self, method, *args, timeout: float | None = None, **kwargs) -> dict:
+        response = method(*args, **kwargs, _preload_content=False,
+                          _request_timeout=(self.connect_timeout, timeout or self.request_timeout))
+        try:
+            return json.loads(response.data or b"{}")
+        finally:
+            response.release_conn()
+
+    async def _cancel(self, job_id_: str) -> None:
+        namespace, name, pod = self._split(job_id_)
+        if pod:
+            raise BackendError(f"{job_id_!r} is one pod of {namespace}/{name}; cancel the whole job")
+        if self._api is None:
+            await asyncio.to_thread(self._load_client)
+
+        def delete() -> None:
+            try:
+                self._call_json(self._batch.delete_namespaced_job, name, namespace,
+                                propagation_policy="Background")
+            except Exception as exc:  # noqa: BLE001
+                if getattr(exc, "status", None) == 404:
+                    raise BackendError(f"no job {job_id_!r} on cluster {self.name!r}") from None
+                raise BackendError(f"cancel {job_id_}: {error_text(exc)}") from None
+            try:
+                self._call_json(self._core.delete_namespaced_service, name, namespace)
+            except Exception as exc:  # noqa: BLE001 - single jobs have no Service
+                if getattr(exc, "status", None) != 404:
+                    raise BackendError(f"job deleted, but its Service: {error_text(exc)}") from None
+
+        await asyncio.to_thread(delete)
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """The request cannot have reached the server: the connection itself failed (refused,
+    unresolvable, connect timeout)."""
+    from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError
+
+    reason = exc.reason if isinstance(exc, MaxRetryError) else exc
+    return isinstance(reason, (NewConnectionError, ConnectTimeoutError))
+
+
+__all__ = ["KubernetesBackend"]

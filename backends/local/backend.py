@@ -1,0 +1,496 @@
+"""The local backend: this machine as a one-node cluster.
+
+``single`` jobs run as child processes, each leading its own process group and session (so they
+outlive the console), under ``local_runner``, which records the exit status. GPUs come from NVML and
+are handed out through ``CUDA_VISIBLE_DEVICES``; a job waits, pending, until enough are free.
+Job state lives in SQLite and logs in files, both under the XDG state dir.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import pwd
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import AsyncIterator
+
+import yaml
+
+from yanflow_tui import formfields as ff, locations
+from yanflow_tui.backends.local import procs, runner, scheduler
+from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.local.store import JobRow, LocalStore
+from yanflow_tui.backends.local.nvml import GpuReading, NvmlProbe
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.errors import BackendError
+from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, Node
+from yanflow_tui.spec import spec_to_data
+
+CANCEL_GRACE_SECONDS = 5.0
+LOG_POLL_SECONDS = 0.2
+READ_CHUNK = 256 * 1024
+
+
+def current_user() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+HOST_ENV = "YANFLOW_HOST"  # names this machine in the local store instead of its hostname (tests, odd setups)
+
+
+def local_host() -> str:
+    """This machine's name in the local store, where jobs record the host that runs them."""
+    return os.environ.get(HOST_ENV) or socket.gethostname()
+
+
+def _memory_total_mb() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _when(stamp: float | None) -> datetime | None:
+    return datetime.fromtimestamp(stamp, tz=timezone.utc) if stamp else None
+
+
+class LocalBackend(Backend):
+    kind = "local"
+    capabilities = Capabilities(
+        submit=True,
+        cancel=True,
+        logs=True,
+        follow_logs=True,
+        job_kinds=frozenset({JobKind.SINGLE}),
+        gpu_metrics=True,
+        history=True,
+        raw_spec=True,
+        runs_here=True,
+    )
+    MONITOR_ONLY = "monitor_only"  # option discovery sets on a Slurm login node (a config cannot)
+
+    def __init__(self, config: ClusterConfig, state_dir: Path | None = None, probe: NvmlProbe | None = None,
+                 host: str | None = None):
+        super().__init__(config)
+        self.state_dir = Path(state_dir) if state_dir else locations.state_dir()
+        self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.jobs_dir = self.state_dir / "jobs"
+        self.jobs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.store = LocalStore(self.state_dir / "local.db")
+        self.probe = probe or NvmlProbe()
+        self.hostname = host or local_host()
+        self.user = current_user()
+        self._children: dict[int, subprocess.Popen] = {}  # job id -> runner started by this process
+        self._helpers: list[subprocess.Popen] = []  # background schedulers started by this process
+        if config.options.get(self.MONITOR_ONLY):
+            # A login node found by discovery: shown, never given jobs, unless the config names it.
+            self.capabilities = replace(type(self).capabilities, submit=False, job_kinds=frozenset())  # type: ignore[misc]
+            self.submit_refusal = (f"cluster {self.name!r} is this login node, shown for monitoring only; "
+                                   f"to run jobs on it, name it in the config with kind: local")
+
+    # -- reads ----------------------------------------------------------------------------------
+    async def list_jobs(self) -> list[Job]:
+        await asyncio.to_thread(self._schedule)
+        rows = await asyncio.to_thread(self.store.all)
+        return [self._job(row) for row in rows]
+
+    def check_id(self, job_id: str) -> None:
+        # ASCII digits only ("²".isdigit() is true), and small enough for an SQLite INTEGER.
+        if not (isinstance(job_id, str) and job_id.isascii() and job_id.isdigit() and len(job_id) <= 18):
+            raise BackendError(f"no job {job_id!r} on cluster {self.name!r} (local job ids are numbers, e.g. 12)")
+
+    async def get_job(self, job_id: str) -> Job:
+        self.check_id(job_id)
+        await asyncio.to_thread(self._schedule)
+        return self._job(await asyncio.to_thread(self._row, job_id))
+
+    async def describe(self, job_id: str) -> str:
+        self.check_id(job_id)
+        await asyncio.to_thread(self._schedule)
+        row = await asyncio.to_thread(self._row, job_id)
+        job = self._job(row)
+        fields = {k: v for k, v in row.spec_data.items() if k != "command"}  # the command is shown above
+        spec = yaml.safe_dump(fields, sort_keys=False, allow_unicode=True).rstrip()
+        extra = [f"Log:       {self._log_path(row.id)}", f"PID:       {row.pid or '-'} (process group leader)", "",
+                 "Spec:", *(f"  {line}" for line in spec.splitlines())]
+        return describe_job(job) + "\n" + "\n".join(extra)
+
+    async def raw_spec(self, job_id: str) -> str:
+        """The spec the job was submitted with, as the YAML a spec file holds."""
+        self.check_id(job_id)
+        row = await asyncio.to_thread(self._row, job_id)
+        return yaml.safe_dump(row.spec_data, sort_keys=False, allow_unicode=True)
+
+    async def list_nodes(self) -> list[Node]:
+        return [await asyncio.to_thread(self._node)]
+
+    def _mine(self, row: JobRow) -> bool:
+        """Started by a console on this host (rows from before hosts were recorded count as ours).
+        Only this host can tell whether its process lives, hand out its GPUs or cancel it."""
+        return row.host in ("", self.hostname)
+
+    def _node(self) -> Node:
+        readings = self.probe.read()
+        active = [r for r in self.store.active() if r.state == "running" and self._mine(r)]
+        holders = {i: r for r in active for i in r.indices}
+        cpus = os.cpu_count() or 1
+        gpus = tuple(self._gpu(g, holders.get(g.index)) for g in readings or [])
+        return Node(
+            cluster=self.name,
+            name=self.hostname,
+            state="up",
+            partitions=("local",),
+            cpus_total=cpus,
+            cpus_allocated=min(cpus, sum(r.cpus or 0 for r in active)),
+            memory_mb=_memory_total_mb(),
+            memory_allocated_mb=sum(r.memory_mb or 0 for r in active),
+            gpu_type=readings[0].name if readings else None,
+            gpus_total=len(gpus),
+            gpus_allocated=sum(1 for g in gpus if g.state is not GpuState.FREE),
+            gpus=gpus,
+            reason=self.probe.reason if readings is None else "",
+        )
+
+    def _gpu(self, reading: GpuReading, holder: JobRow | None) -> Gpu:
+        state, job_id, reason = GpuState.FREE, None, ""
+        if holder is not None:
+            state, job_id = GpuState.ALLOCATED, str(holder.id)
+        elif reading.pids:
+            state = GpuState.UNAVAILABLE
+            reason = f"used outside yanflow by PID {', '.join(map(str, reading.pids[:3]))}"
+        return Gpu(
+            index=reading.index, state=state, job_id=job_id, uuid=reading.uuid, name=reading.name,
+            utilization=reading.utilization, memory_used_mb=reading.memory_used_mb,
+            memory_total_mb=reading.memory_total_mb, reason=reason,
+        )
+
+    async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
+        self.check_id(job_id)
+        row = await asyncio.to_thread(self._row, job_id)
+        path = self._log_path(row.id)
+        offset, partial = 0, b""
+        last_state_check = 0.0
+        while True:
+            chunk = await asyncio.to_thread(_read_from, path, offset)
+            if chunk:
+                offset += len(chunk)
+                lines = (partial + chunk).split(b"\n")
+                partial = lines.pop()
+                for line in lines:
+                    yield LogLine(job_id, line.decode("utf-8", errors="replace"))
+                continue
+            if not follow:
+                break
+            now = time.monotonic()
+            if now - last_state_check > 1.0:
+                last_state_check = now
+                job = await self.get_job(job_id)
+                if job.state.terminal:
+                    # One last read: the job may have written just before it ended.
+                    if not await asyncio.to_thread(_read_from, path, offset):
+                        break
+                    continue
+            await asyncio.sleep(LOG_POLL_SECONDS)
+        if partial:
+            yield LogLine(job_id, partial.decode("utf-8", errors="replace"))
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._reap)
+        await asyncio.to_thread(self.probe.close)
+        await asyncio.to_thread(self.store.close)
+
+    # -- writes (called through the gate in Backend.submit / Backend.cancel) ---------------------
+    def check_spec(self, spec: JobSpec) -> None:
+        if self.submit_refusal:
+            raise BackendError(self.submit_refusal)
+        super().check_spec(spec)
+        if spec.image:
+            raise BackendError(
+                f"cluster {self.name!r} runs commands directly on this machine and cannot use an image "
+                f"({spec.image!r}); remove image: or choose a cluster that runs containers"
+            )
+        if spec.mounts:
+            raise BackendError(
+                f"cluster {self.name!r} runs on this machine's own filesystem and cannot mount "
+                f"{spec.mounts[0].source!r}; remove mounts: or choose a cluster that runs containers"
+            )
+        cpus = os.cpu_count() or 1
+        if spec.resources.cpus and spec.resources.cpus > cpus:
+            raise BackendError(f"the job asks for {spec.resources.cpus} CPUs but this machine has {cpus}")
+
+    async def _submit(self, spec: JobSpec) -> str:
+        # A stat can hang on a network home directory: keep it off the event loop (and out of
+        # check_spec, which the Submit screen calls on every keystroke).
+        if spec.workdir and not await asyncio.to_thread(Path(spec.workdir).expanduser().is_dir):
+            raise BackendError(f"workdir {spec.workdir!r} is not a directory on this machine")
+        readings = await asyncio.to_thread(self.probe.read)
+        total = len(readings or [])
+        if spec.resources.gpus > total:
+            why = f" ({self.probe.reason})" if readings is None and self.probe.reason else ""
+            raise BackendError(
+                f"the job asks for {spec.resources.gpus} GPU(s) but this machine has {total}{why}"
+            )
+        job_id = await asyncio.to_thread(
+            self.store.insert,
+            name=spec.name,
+            user=self.user,
+            kind=spec.kind.value,
+            spec=json.dumps(spec_to_data(spec)),
+            command=spec.command_text,
+            state="pending",
+            reason="waiting to start",
+            gpus=spec.resources.gpus,
+            cpus=spec.resources.cpus,
+            memory_mb=spec.resources.memory_mb,
+            host=self.hostname,
+        )
+        await asyncio.to_thread(self._schedule)
+        if (await asyncio.to_thread(self._row, str(job_id))).state == "pending":
+            await asyncio.to_thread(self._start_scheduler)
+        return str(job_id)
+
+    async def _cancel(self, job_id: str) -> None:
+        row = await asyncio.to_thread(self._mark_cancelled, job_id)
+        if row.state == "pending":
+            return
+        if row.pid and await asyncio.to_thread(_still_running, row):
+            procs.signal_group(row.pid, signal.SIGTERM)
+            if not await self._group_gone(row.pid, CANCEL_GRACE_SECONDS):
+                procs.signal_group(row.pid, signal.SIGKILL)
+                # SIGKILL is delivered asynchronously: wait for the group to go, so the state settles below.
+                await self._group_gone(row.pid, CANCEL_GRACE_SECONDS)
+        await asyncio.to_thread(self._schedule)
+
+    async def _group_gone(self, pgid: int, seconds: float) -> bool:
+        """Wait up to ``seconds`` for every process of group ``pgid`` to end; True if they did."""
+        deadline = time.monotonic() + seconds
+        while await asyncio.to_thread(self._group_alive, pgid):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.03)
+        return True
+
+    def _mark_cancelled(self, job_id: str) -> JobRow:
+        """Record the cancel under the schedule lock (so no scheduler starts a pending job meanwhile), after
+        settling a running job, so one that already ended is reported as such and not relabelled cancelled."""
+        with self._lock():
+            row = self._row(job_id)
+            if not self._mine(row):
+                raise BackendError(f"job {job_id} runs on host {row.host}, not on {self.hostname}: "
+                                   f"cancel it from a console on {row.host}")
+            if row.state == "running":
+                self._settle(row)
+                row = self._row(job_id)
+            if row.state == "pending":
+                self.store.update(row.id, state="cancelled", reason="cancelled before start", end_time=time.time())
+            elif row.state == "running":
+                self.store.update(row.id, cancel_requested=1)
+            else:
+                raise BackendError(f"job {job_id} is already {row.state}")
+            return row
+
+    def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
+        return (ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind, memory=False), ff.ENV_FIELD)
+
+    def _render(self, spec: JobSpec) -> str:
+        argv = self._argv(spec, Path("EXIT_FILE"))[5:]
+        env = {k: v for k, v in spec.env.items()}
+        if spec.resources.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = "<chosen at start from free GPUs>"
+        lines = [f"# local job on {self.hostname}: {spec.resources.gpus} GPU(s)"]
+        lines.append(f"cd {shlex.quote(str(Path(spec.workdir or '~').expanduser()))}")
+        lines.append(shlex.join(["env", *[f"{k}={v}" for k, v in env.items()], *argv]))
+        return "\n".join(lines) + "\n"
+
+    # -- scheduling and process management (blocking; run in threads) ----------------------------
+    def _row(self, job_id: str) -> JobRow:
+        text = str(job_id)
+        # ASCII digits only ("²".isdigit() is true), and small enough for an SQLite INTEGER.
+        row = self.store.get(int(text)) if text.isascii() and text.isdigit() and len(text) <= 18 else None
+        if row is None:
+            raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
+        return row
+
+    def _log_path(self, job_id: int) -> Path:
+        return self.jobs_dir / str(job_id) / "output.log"
+
+    def _group_alive(self, pgid: int) -> bool:
+        self._reap()
+        return bool(procs.group_members(pgid))
+
+    def _reap(self) -> None:
+        """Collect exited children (job runners and the scheduler) so none lingers as a zombie."""
+        for key, child in list(self._children.items()):
+            if child.poll() is not None:
+                del self._children[key]
+        self._helpers = [helper for helper in self._helpers if helper.poll() is None]
+
+    @contextmanager
+    def _lock(self):
+        fd = locations.open_private(self.state_dir / "schedule.lock", os.O_RDWR | os.O_CREAT)  # kept in place
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _schedule(self) -> None:
+        """Settle finished jobs, then start pending ones in order while GPUs allow."""
+        with self._lock():
+            self._reap()
+            active = [r for r in self.store.active() if self._mine(r)]  # other hosts judge their own
+            for row in active:
+                if row.state == "running":
+                    self._settle(row)
+            mine = [r for r in self.store.active() if self._mine(r)]
+            pending = [r for r in mine if r.state == "pending"]
+            if not pending:
+                return
+            readings = self.probe.read()
+            known = readings is not None  # None: NVML failed; never fail jobs on a transient error
+            readings = readings or []
+            used = {i for r in mine if r.state == "running" for i in r.indices}
+            free = [g.index for g in readings if g.index not in used and not g.pids]
+            blocked = False
+            for row in pending:
+                if known and row.gpus > len(readings):
+                    self.store.update(row.id, state="failed", end_time=time.time(),
+                                      reason=f"needs {row.gpus} GPU(s) but this machine has {len(readings)}")
+                elif row.gpus == 0:
+                    self._start(row, [], gpus_present=bool(readings))
+                elif not blocked and row.gpus <= len(free):
+                    chosen, free = free[: row.gpus], free[row.gpus :]
+                    self._start(row, chosen, gpus_present=True)
+                else:
+                    blocked = True  # first-come first-served for GPU jobs
+                    reason = f"waiting for {row.gpus} GPU(s): {len(free)} free"
+                    if row.reason != reason:
+                        self.store.update(row.id, reason=reason)
+
+    def _start_scheduler(self) -> None:
+        """Start the background scheduler so a waiting job starts even with no console open."""
+        self._helpers.append(subprocess.Popen(
+            [sys.executable, "-m", scheduler.__spec__.name, str(self.state_dir), self.name,
+             self.hostname],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True,
+        ))
+
+    def _settle(self, row: JobRow) -> None:
+        exit_file = self.jobs_dir / str(row.id) / "exit"
+        code = _read_exit(exit_file)
+        if code is None and _still_running(row):
+            return
+        if code is None:
+            code = _read_exit(exit_file)  # it may have ended between the two checks
+        now = time.time()
+        if row.cancel_requested:
+            self.store.update(row.id, state="cancelled", reason="cancelled by user", exit_code=code, end_time=now)
+        elif code is None:
+            self.store.update(row.id, state="failed", reason="the job's process vanished without an exit status",
+                              end_time=now)
+        elif code == 0:
+            self.store.update(row.id, state="completed", reason="", exit_code=0, end_time=now)
+        else:
+            reason = f"killed by {_signal_name(-code)}" if code < 0 else f"exit code {code}"
+            self.store.update(row.id, state="failed", reason=reason, exit_code=code, end_time=now)
+
+    def _argv(self, spec_or_command, exit_file: Path) -> list[str]:
+        command = spec_or_command.command if isinstance(spec_or_command, JobSpec) else spec_or_command
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        return [sys.executable, "-m", runner.__spec__.name, str(exit_file), "--", *argv]
+
+    def _start(self, row: JobRow, gpus: list[int], gpus_present: bool) -> None:
+        job_dir = self.jobs_dir / str(row.id)
+        job_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        spec = row.spec_data
+        env = dict(os.environ)
+        env.update({str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+        env.update(YANFLOW_JOB_ID=str(row.id), YANFLOW_JOB_NAME=row.name, YANFLOW_CLUSTER=self.name)
+        if gpus_present:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
+        command = spec["command"] if isinstance(spec["command"], str) else tuple(spec["command"])
+        workdir = Path(spec.get("workdir") or "~").expanduser()
+        if not workdir.is_dir():
+            self.store.update(row.id, state="failed", end_time=time.time(),
+                              reason=f"workdir {str(workdir)!r} is not a directory")
+            return
+        try:  # append-only, written by the job itself: opened in place, never through a symlink
+            log_fd = locations.open_private(self._log_path(row.id), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        except OSError as exc:
+            self.store.update(row.id, state="failed", reason=f"cannot open its log: {exc}", end_time=time.time())
+            return
+        try:
+            child = subprocess.Popen(
+                self._argv(command, job_dir / "exit"),
+                stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT,
+                cwd=workdir, env=env,
+                start_new_session=True, close_fds=True,
+            )
+        except OSError as exc:
+            self.store.update(row.id, state="failed", reason=f"cannot start: {exc}", end_time=time.time())
+            return
+        finally:
+            os.close(log_fd)
+        self._children[row.id] = child
+        self.store.update(
+            row.id, state="running", reason="", pid=child.pid, pid_start=procs.start_ticks(child.pid),
+            start_time=time.time(), gpu_indices=",".join(map(str, gpus)),
+        )
+
+    def _job(self, row: JobRow) -> Job:
+        host = row.host or self.hostname
+        reason = row.reason if self._mine(row) else "; ".join(filter(None, [f"on host {host}", row.reason]))
+        return Job(
+            id=str(row.id), cluster=self.name, name=row.name, user=row.user,
+            state=JobState(row.state), raw_state=row.state.upper(), reason=reason,
+            nodes=(host,) if row.state != "pending" else (), gpus=row.gpus, details=(("Host", host),),
+            submit_time=_when(row.submit_time), start_time=_when(row.start_time), end_time=_when(row.end_time),
+            kind=JobKind(row.kind), exit_code=row.exit_code, command=row.command,
+            gpu_indices=tuple(row.indices),
+        )
+
+
+def _still_running(row: JobRow) -> bool:
+    """The job's runner lives, or (it was killed) processes of its group live on."""
+    return bool(row.pid) and (procs.alive(row.pid, row.pid_start) or procs.leaderless_group(row.pid))
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read(READ_CHUNK)
+    except FileNotFoundError:
+        return b""
+
+
+def _read_exit(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

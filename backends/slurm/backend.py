@@ -1,0 +1,439 @@
+"""The Slurm backend: jobs, nodes/GPUs, submit, cancel and logs of one Slurm cluster, reached through
+``slurm_transport`` (SSH or local commands), parsed by ``slurm_parse``, rendered by ``slurm_script``.
+
+One ``squeue`` per job refresh (``-o`` text; JSON while a row is ambiguous, never both in one
+refresh), filtered on the server to ``-u USER`` (from ``transport.user()``) while the console shows
+my jobs, and one ``sinfo --json`` per node refresh (cached for ``nodes_refresh_seconds``, 30 s by
+default; ``invalidate`` forces). At the default 10 s refresh that is 6 job and 2 node queries a minute.
+A submit tags its script (``--comment=yanflow:TAG``); whenever sbatch's answer may be lost, the job
+is looked up by that tag before answering: its id, a clear refusal, or ``SubmitUnknown``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import replace
+from typing import AsyncIterator
+
+from yanflow_tui.backends.slurm import gpus
+from yanflow_tui.backends.slurm import history
+from yanflow_tui.backends.slurm import parse
+from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.slurm.logs import FileFollower, Status
+from yanflow_tui.backends.slurm.script import render
+from yanflow_tui.capacity import Request
+from yanflow_tui.backends.slurm.transport import (
+    DEFAULT_TIMEOUT, LocalTransport, SshTransport, Transport, parse_ssh_option,
+)
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui import formfields as ff
+from yanflow_tui.errors import BackendError, SubmitUnknown
+from yanflow_tui.model import Job, JobKind, JobSpec, JobState, LogLine, Node
+
+NODES_REFRESH = 30.0
+PLACEMENTS_PER_REFRESH = 16
+HISTORY_REFRESH = 60.0
+LOG_LINES = 10000
+LOG_POLL = 2.0
+LOOKUP_SECONDS = 12.0  # how long a submit whose answer was lost looks for its tag before "unknown"
+LOOKUP_PAUSE = 2.0
+JSON_STICKY = 300.0  # after an ambiguous -o row, read JSON (one query, not two) for this long
+HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {})"
+# sacct's JSON breaks under the SLURM_TIME_FORMAT=%s every command gets (22.05: "Invalid time
+# specification" and no jobs), so sacct runs without it.
+SACCT_JSON = ("env", "-u", "SLURM_TIME_FORMAT", "sacct", "--json")
+clock = time.monotonic  # the backend's clock (a module attribute, so tests can move it alone)
+_JOB_ID = re.compile(r"[0-9]+(_([0-9]+|\[[0-9,%-]+\]))?")  # ASCII digits (\d also matches "٣")
+
+
+class SlurmBackend(Backend):
+    kind = "slurm"
+    capabilities = Capabilities(
+        submit=True, cancel=True, logs=True, follow_logs=True,
+        job_kinds=frozenset({JobKind.SLURM, JobKind.SINGLE, JobKind.MULTI_NODE}), history=True,
+        raw_spec=True, submit_tags=True,
+    )
+
+    def __init__(self, config: ClusterConfig, transport: Transport | None = None):
+        super().__init__(config)
+        opts = config.options
+        timeout = float(opts.get("command_timeout") or DEFAULT_TIMEOUT)
+        if timeout <= 10:
+            raise BackendError(f"command_timeout must exceed Slurm's MessageTimeout (10 s), got {timeout}")
+        if transport is None:
+            ssh = opts.get("ssh")
+            transport = SshTransport(parse_ssh_option(ssh, config.name), timeout) if ssh else LocalTransport(timeout)
+        self.transport = transport
+        self.nodes_refresh = float(opts.get("nodes_refresh_seconds") or NODES_REFRESH)
+        self.defaults = {k: opts[k] for k in ("partition", "account") if opts.get(k)}
+        self._nodes: list[Node] | None = None
+        self._nodes_at = 0.0
+        self._history: list[Job] = []
+        self._history_at = 0.0
+        self.history_window = history.check_window(opts.get("history"), config.name)
+        self.history_note = ""  # set when the cluster has no accounting
+        self.use_json_squeue = False  # True once the -o text proved ambiguous or unsupported
+        self._json_until = 0.0  # monotonic time until which the -o text is not tried (it was ambiguous)
+        self.all_users = True  # the console says "mine" with set_all_users(False): squeue -u USER
+        self._scontrol_json: bool | None = None
+        self._states: tuple[float, dict[str, JobState]] = (0.0, {})  # the last job refresh's states
+        self._gpu_jobs: list[str] | None = None  # running jobs holding GPUs, from the last job refresh
+        self._placements: dict[str, gpus.Placement] = {}  # job -> node -> GPU indices (fixed while it runs)
+
+    # -- reads -----------------------------------------------------------------------------------
+    async def _squeue(self, user: str = "") -> list[parse.RawJob]:
+        """The queue (only ``user``'s jobs when given): one squeue call, text or JSON."""
+        only = ["-u", user] if user else []
+        if not self.use_json_squeue and clock() >= self._json_until:
+            result = await self.transport.run(["squeue", "-h", "-a", "-t", "all", *only, "-o", parse.SQUEUE_FORMAT])
+            if result.ok:
+                try:
+                    return parse.parse_squeue_text(result.stdout)
+                except parse.AmbiguousRows:
+                    # A newline in a name: read JSON from now on for a while, instead of asking
+                    # twice (text, then JSON) on every refresh while that job stays in the queue.
+                    self._json_until = clock() + JSON_STICKY
+            elif "invalid" in result.stderr.lower():
+                self.use_json_squeue = True  # this squeue rejects our -o format: JSON from now on
+            else:
+                raise BackendError(f"squeue failed: {result.error()}")
+        return await self._squeue_json(user)
+
+    async def _squeue_json(self, user: str = "") -> list[parse.RawJob]:
+        only = ["-u", user] if user else []
+        raws = parse.parse_squeue_json(await self.transport.check(["squeue", "-a", "-t", "all", *only, "--json"]))
+        return [r for r in raws if r.user == user] if user else raws  # 22.05's --json ignores -u
+
+    @property
+    def current_user(self) -> str:
+        return self.transport.known_user
+
+    def set_all_users(self, all_users: bool) -> None:
+        self.all_users = all_users  # the next squeue asks for everyone (True) or -u me (False)
+
+    async def list_jobs(self) -> list[Job]:
+        user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
+        jobs = parse.build_jobs(await self._squeue("" if self.all_users else user), self.name)
+        self._gpu_jobs = gpus.running_gpu_jobs(jobs)
+        self._states = (clock(), {j.id: j.state for j in jobs})
+        await self._refresh_history()
+        live = {j.id for j in jobs}
+        return jobs + [j for j in self._history if j.id not in live]
+
+    @property
+    def notice(self) -> str:
+        return "history needs accounting (no slurmdbd): finished jobs are not listed" if self.history_note else ""
+
+    async def _refresh_history(self) -> None:
+        if self.history_note or clock() - self._history_at < HISTORY_REFRESH and self._history_at:
+            return
+        self._history_at = clock()
+        result = await self.transport.run(
+            [*SACCT_JSON, "-X", "--starttime", history.starttime(self.history_window)])
+        if not result.ok:
+            text = result.error()
+            if "accounting storage is disabled" in text.lower() or "slurmdbd" in text.lower():
+                self.history_note = HISTORY_NOTE.format(text)
+            return
+        try:
+            raws = history.parse_sacct_json(result.stdout)
+        except BackendError:
+            return
+        self._history = [j for j in parse.build_jobs(raws, self.name) if j.state.terminal]
+
+    async def list_nodes(self) -> list[Node]:
+        nodes = await self._sinfo()
+        await self._learn_placements()
+        return gpus.with_holders(nodes, self._placements)
+
+    async def _learn_placements(self) -> None:
+        """Which GPUs each running GPU job holds: one ``scontrol -dd show job`` per job, once (a
+        running job's GPUs do not move), at most PLACEMENTS_PER_REFRESH new jobs a refresh."""
+        if self._gpu_jobs is None:  # nodes asked for before any job refresh (``nodes --json``)
+            self._gpu_jobs = gpus.running_gpu_jobs(parse.build_jobs(await self._squeue(), self.name))
+        live = set(self._gpu_jobs)
+        self._placements = {k: v for k, v in self._placements.items() if k in live}
+        todo = [j for j in self._gpu_jobs if j not in self._placements][:PLACEMENTS_PER_REFRESH]
+        for job_id in todo:
+            result = await self.transport.run(["scontrol", "-dd", "-o", "show", "job", "--", job_id])
+            if result.ok:
+                self._placements[job_id] = gpus.job_placement(result.stdout)
+
+    async def _sinfo(self) -> list[Node]:
+        if self._nodes is not None and clock() - self._nodes_at < self.nodes_refresh:
+            return list(self._nodes)
+        result = await self.transport.run(["sinfo", "-a", "--json"])
+        if result.ok:
+            nodes = parse.parse_sinfo_json(parse._loads(result.stdout, "sinfo --json"), self.name)
+        else:
+            nodes = parse.parse_sinfo_text(
+                await self.transport.check(["sinfo", "-a", "-h", "-N", "-O", parse.SINFO_FORMAT]), self.name)
+        self._nodes, self._nodes_at = nodes, clock()
+        return list(nodes)
+
+    def invalidate(self) -> None:
+        self._nodes = None
+        self._history_at = 0.0
+
+    def widen_history(self) -> str:
+        self.history_window = history.widen(self.history_window)
+        self._history_at = 0.0
+        return f"history: {history.describe_window(self.history_window)}"
+
+    async def _raw_job(self, job_id: str) -> parse.RawJob:
+        """Full details of one job (``scontrol show job --json`` where it exists, else squeue JSON)."""
+        _check_id(job_id)
+        raws: list[parse.RawJob] = []
+        if self._scontrol_json is not False:
+            result = await self.transport.run(["scontrol", "show", "job", job_id, "--json"])
+            if result.ok:
+                self._scontrol_json = True
+                raws = parse.parse_squeue_json(result.stdout)
+            elif "unrecognized option" in result.stderr or "invalid option" in result.stderr:
+                self._scontrol_json = False  # Slurm < 23.02
+            elif "Invalid job id" in result.stderr:
+                return await self._accounted_job(job_id)
+        if not raws:
+            raws = await self._squeue_json()
+        for raw in raws:
+            if job_id in (raw.display_id,) or (raw.job_id == job_id and not raw.array_task):
+                return raw
+        for raw in raws:  # an array's id names its first record
+            if raw.array_job_id == job_id:
+                return raw
+        return await self._accounted_job(job_id)
+
+    async def _accounted_job(self, job_id: str) -> parse.RawJob:
+        """A job slurmctld has forgotten (purged ``MinJobAge`` after it ended), from accounting."""
+        if not self.history_note:
+            result = await self.transport.run([*SACCT_JSON, "-j", job_id])
+            if result.ok:
+                for raw in history.parse_sacct_json(result.stdout):
+                    if raw.display_id == job_id or raw.array_job_id == job_id:
+                        return raw
+        raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
+
+    def check_id(self, job_id: str) -> None:
+        _check_id(job_id)
+
+    async def get_job(self, job_id: str) -> Job:
+        _check_id(job_id)
+        for job in await self.list_jobs():
+            if job.id == job_id:
+                return job
+        raw = await self._raw_job(job_id)
+        return parse.to_job(raw, self.name, parent=raw.array_job_id if raw.array_task else "")
+
+    async def describe(self, job_id: str) -> str:
+        raw = await self._raw_job(job_id)
+        job = parse.to_job(raw, self.name, parent=raw.array_job_id if raw.array_task else "")
+        stdout, stderr = await self._log_paths(raw)  # expanded, as Slurm writes them
+        extra = [("StdOut", stdout), ("StdErr", stderr or stdout)]
+        if self.history_note:
+            extra.append(("History", self.history_note))
+        return describe_job(job, extra)
+
+    async def raw_spec(self, job_id: str) -> str:
+        _check_id(job_id)
+        return await self.transport.check(["scontrol", "show", "job", "-dd", "--", job_id])
+
+    # -- logs ------------------------------------------------------------------------------------
+    async def _log_paths(self, raw: parse.RawJob) -> tuple[str, str]:
+        """(StdOut, StdErr or "" when it shares StdOut's file). slurmctld records both; for a job
+        known only to accounting, the batch script's directives say (where the site stores scripts)."""
+        script = ""
+        if not raw.stdout and not raw.script and not self.history_note:
+            for job_id in dict.fromkeys((raw.display_id, raw.array_job_id or raw.job_id)):
+                result = await self.transport.run(["sacct", "-j", job_id, "--batch-script"])
+                if result.ok and (script := history.batch_script(result.stdout)):
+                    break
+        return history.log_paths(raw, script)
+
+    async def log_streams(self, job_id: str) -> tuple[str, ...]:
+        raw = await self._raw_job(job_id)
+        if parse.normalise_state(raw.state) is JobState.PENDING:
+            return ("",)  # where StdErr goes is known once it runs; StdOut carries both by default
+        return ("", "stderr") if (await self._log_paths(raw))[1] else ("",)
+
+    async def _job_state(self, job_id: str) -> JobState:
+        """One job's state, cheaply: from the console's last job refresh when that listed it lately
+        (no query at all), else one line of ``squeue`` (polled while a log is followed). A job
+        squeue no longer knows has ended; an array's state is that of a task still going, if any."""
+        _check_id(job_id)
+        seen_at, states = self._states
+        if job_id in states and clock() - seen_at < 2 * max(self.config.refresh_seconds, LOG_POLL):
+            return states[job_id]
+        result = await self.transport.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"])
+        if not result.ok and "Invalid job id" not in result.stderr:
+            raise BackendError(f"squeue failed: {result.error()}")
+        states = [parse.normalise_state(s) for s in result.stdout.split()] if result.ok else []
+        if not states:
+            return JobState.COMPLETED
+        return next((s for s in states if not s.terminal), states[0])
+
+    async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
+        if stream not in ("", "stderr"):
+            raise BackendError(f"no log stream {stream!r} on Slurm (streams: stdout, stderr)")
+        raw = await self._raw_job(job_id)
+        # A pending job has no node (%N) and no file yet: wait until it starts.
+        if follow and parse.normalise_state(raw.state) is JobState.PENDING:
+            while await self._job_state(job_id) is JobState.PENDING:
+                await asyncio.sleep(LOG_POLL)
+            raw = await self._raw_job(job_id)
+        if parse.normalise_state(raw.state) is JobState.PENDING:
+            return
+        stdout, stderr = await self._log_paths(raw)
+        path = stderr if stream == "stderr" and stderr else stdout
+        follow = follow and not parse.normalise_state(raw.state).terminal  # a finished job: read it whole
+        reader = FileFollower(self.transport, path, LOG_LINES, follow)  # resumes after a dropped connection
+        queue: asyncio.Queue = asyncio.Queue(maxsize=1000)
+        done = object()
+
+        async def pump():
+            try:
+                async for item in reader.run():
+                    await queue.put(item)
+            except BackendError as exc:
+                await queue.put(exc)
+            await queue.put(done)
+
+        async def watch():  # with follow, end once the job is terminal (after a last drain)
+            while True:
+                await asyncio.sleep(LOG_POLL)
+                try:
+                    state = await self._job_state(job_id)
+                except BackendError:
+                    continue
+                if state.terminal:
+                    reader.finish()  # read what is left to the end of the file; the pump then ends
+                    return
+
+        tasks = [asyncio.create_task(pump())]
+        if follow:
+            tasks.append(asyncio.create_task(watch()))
+        try:
+            while True:
+                item = await queue.get()
+                if item is done:
+                    return
+                if isinstance(item, BackendError):
+                    raise item
+                yield LogLine(job_id, item.text, status=True) if isinstance(item, Status) else LogLine(job_id, item)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.shield(reader.close())
+
+    # -- writes ----------------------------------------------------------------------------------
+    def _render(self, spec: JobSpec) -> str:
+        return render(spec, "DRY-RUN", self.defaults).text()
+
+    def capacity_request(self, spec: JobSpec) -> Request:
+        return replace(super().capacity_request(spec), gpu_type=spec.slurm.get("gpu_type") or None,
+                       exclusive=bool(spec.slurm.get("exclusive")))
+
+    def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
+        fields = [ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind)]
+        fields.insert(fields.index(ff.CPUS), ff.FormField(
+            "slurm.gpu_type", "GPU type", "--gres=gpu:TYPE:N; empty takes any type", placeholder="any, e.g. a100"))
+        fields += [
+            ff.FormField("slurm.partition", "Partition", "-p; empty uses the cluster's default partition",
+                         default=self.defaults.get("partition", ""), pool=True),
+            ff.FormField("slurm.account", "Account", "-A", default=self.defaults.get("account", "")),
+            ff.FormField("slurm.qos", "QOS", "--qos"),
+            ff.FormField("slurm.time", "Time limit", "-t, e.g. 01:00:00 or 2-00:00:00"),
+            ff.FormField("slurm.output", "Output", "-o file; %j is the job id, %x the name",
+                         placeholder="slurm-%j.out in the workdir"),
+        ]
+        if kind is not JobKind.SINGLE:
+            fields.append(ff.FormField("slurm.exclusive", "Exclusive", "--exclusive: whole nodes", kind=ff.FLAG))
+        if kind is JobKind.MULTI_NODE:
+            fields.append(ff.launcher())
+        return (*fields, ff.ENV_FIELD)
+
+    @property
+    def submit_budget(self) -> float:
+        # a lookup before a retry, the send, a lookup after it (each lookup's window plus its last
+        # query), plus slack
+        return 3 * self.transport.timeout + 2 * LOOKUP_SECONDS + 5
+
+    async def _submit_tagged(self, spec: JobSpec, tag: str, retry: bool) -> str:
+        """sbatch once, the script carrying ``--comment=yanflow:TAG``. Whenever the answer may be
+        lost after the script was sent (drop, timeout, no exit status, no job id), the job is looked
+        up by its tag before answering: its id, or ``SubmitUnknown``; never "refused"."""
+        rendered = render(spec, tag, self.defaults)
+        if retry:
+            found, error = await self._lookup_tag(tag)
+            if found:
+                return found
+            if error:
+                raise SubmitUnknown(self.name, tag, f"cannot look the tag up, so nothing was sent: {error}")
+        try:
+            result = await self.transport.run(rendered.argv, stdin_data=rendered.script)
+        except BackendError as exc:  # a timeout or a dropped connection: the job may exist
+            return await self._settle(tag, str(exc))
+        job_id = result.stdout.strip().split(";")[0] if result.ok else ""
+        if job_id.isdigit():
+            return job_id
+        if result.ok:
+            return await self._settle(tag, f"sbatch printed no job id: {result.stdout.strip()[:80]!r}")
+        if result.returncode == 255 or "sbatch: error" not in result.stderr:
+            return await self._settle(tag, f"sbatch ended with {result.error()}")
+        # sbatch's own refusal: confirm no job holds the tag before saying so
+        found, error = await self._lookup_tag(tag)
+        if found:
+            return found
+        if error:
+            raise SubmitUnknown(self.name, tag, f"sbatch said {result.error()!r}, and the tag cannot be "
+                                                f"looked up: {error}")
+        raise BackendError(f"not submitted: sbatch refused the job: {result.error()}")
+
+    async def _settle(self, tag: str, why: str) -> str:
+        """The answer was lost: look for the tag for up to ``LOOKUP_SECONDS`` (reconnecting as
+        needed); the job's id, or ``SubmitUnknown``."""
+        found, error = await self._lookup_tag(tag, keep_looking=LOOKUP_SECONDS)
+        if found:
+            return found
+        if error:
+            why = f"{why}; lookup failed: {error}"
+        raise SubmitUnknown(self.name, tag, f"{why}; no job held the tag within {LOOKUP_SECONDS:.0f} s")
+
+    async def _lookup_tag(self, tag: str, keep_looking: float = 0.0) -> tuple[str | None, str]:
+        """``(job id, "")`` once one of our jobs carries the tag; ``(None, "")`` once a query said
+        none does and ``keep_looking`` seconds have passed (a job sbatch creates late still shows);
+        ``(None, last error)`` when no query answered within ``LOOKUP_SECONDS`` (the transport
+        reconnects between tries). One line of ``squeue`` per query, our jobs only."""
+        wanted = f"yanflow:{tag}"
+        start = clock()
+        while True:
+            try:
+                user = await self.transport.user()
+                out = await self.transport.check(["squeue", "-h", "-a", "-t", "all", "-u", user, "-o", "%F|%k"])
+            except BackendError as exc:
+                error = str(exc)
+            else:
+                error = ""
+                for line in out.splitlines():
+                    job_id, _, comment = line.strip().partition("|")
+                    if comment == wanted and job_id.isdigit():
+                        return job_id, ""
+            later = clock() - start + LOOKUP_PAUSE
+            if later > (max(keep_looking, LOOKUP_SECONDS) if error else keep_looking):
+                return None, error
+            await asyncio.sleep(LOOKUP_PAUSE)
+
+    async def _cancel(self, job_id: str) -> None:
+        _check_id(job_id)
+        result = await self.transport.run(["scancel", "--", job_id])
+        if not result.ok:
+            raise BackendError(f"scancel {job_id} failed: {result.error()}")
+
+    async def close(self) -> None:
+        await self.transport.close()
+
+
+def _check_id(job_id: str) -> None:
+    if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id):
+        raise BackendError(f"not a Slurm job id: {job_id!r} (expected e.g. 123 or 123_4)")

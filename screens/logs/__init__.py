@@ -1,0 +1,1 @@
+"""The Logs screen and its tabs."""

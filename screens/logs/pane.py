@@ -1,0 +1,240 @@
+"""One Logs tab: a followed job's log read from the backend's stream into a bounded ``LogStore``
+(plus one store per rank) and shown in ``LogView`` widgets -- whole, filtered to one rank, or split
+into one view per rank side by side. Lines are buffered and flushed in batches by the screen."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import HorizontalScroll
+from textual.content import Content
+from textual.events import DescendantFocus
+from textual.widgets import TabPane
+
+from yanflow_tui.hub import error_text
+from yanflow_tui.logstore import LogStore
+from yanflow_tui.model import Job
+from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.widgets.logview import LogView
+
+FLUSH_SECONDS = 0.05  # 20 Hz; a split pane flushes at 10 Hz
+YIELD_EVERY = 512  # lines taken from a backend stream between yields to the event loop
+FLUSH_LINES = 16_384  # most lines one pane takes per flush (a bigger batch would stall keys)
+MAX_PENDING = 65_536  # lines buffered before the stream waits for flushes to catch up
+RANK_KEEP_LINES = 5_000  # in-memory window of each per-rank store (the whole log keeps the default)
+SPLIT_VISIBLE = 4  # rank views side by side; more scroll sideways
+ERROR_PATTERN = re.compile(r"(?i:\berror\b)|Traceback")
+
+
+class LogPane(TabPane):
+    """One followed job: its stream, its stores (the whole log, and one per rank) and its views."""
+
+    def __init__(self, job: Job, ranked: bool, pane_id: str, stream: str = "") -> None:
+        title = f"{clean(job.cluster)}/{clean(job.id)}"
+        if job.name:
+            title += f" {clean(job.name)[:24]}"
+        if stream:
+            title += f" ({clean(stream)})"
+        super().__init__(Content(title), id=pane_id)
+        self.job = job
+        self.stream = stream  # which of the backend's log_streams(job) this pane follows
+        self.ranked = ranked  # lines carry a rank in their source (capabilities.rank_logs)
+        self.store = LogStore()  # every line, "rank │ " prefixed where the line has a source
+        self.source_stores: dict[str, LogStore] = {}  # ranked only: each rank's own lines
+        # Lines received but not yet flushed, as two parallel lists of str: no tuple per line, so the
+        # garbage collector has nothing to trace in a buffer that may hold a second's worth of lines.
+        self.pending_sources: list[str] = []
+        self.pending_texts: list[str] = []
+        self.source_filter: str | None = None
+        self.split = False
+        self.wrap = False
+        self.pattern: re.Pattern[str] | None = None
+        self.term = ""
+        self.ended = False
+        self.ended_shown = False  # the status line has said so
+        self.error = ""
+        self.notice = ""  # the stream's latest status line (e.g. reconnecting), until the next log line
+        self.notice_shown = ""  # what the status line last showed of it
+        self.added = None  # the AwaitComplete of mounting this pane
+        self._following = True
+        self._drained = asyncio.Event()
+        self._last_view: LogView | None = None
+        self.view = LogView(self.store, classes="main-view")
+        self.rank_views = HorizontalScroll(classes="rank-views")
+
+    def compose(self) -> ComposeResult:
+        yield self.view
+        yield self.rank_views
+
+    def on_mount(self) -> None:
+        self.rank_views.display = False
+        self.run_worker(self._stream(), group="log-stream", exit_on_error=False)
+
+    def on_unmount(self) -> None:
+        for store in [self.store, *self.source_stores.values()]:
+            store.close()
+
+    # -- what tests and benchmarks read --------------------------------------------------------------
+    @property
+    def sources(self) -> list[str]:
+        """Ranks seen so far, in arrival order."""
+        return list(self.source_stores)
+
+    @property
+    def line_count(self) -> int:
+        """Lines received so far (all ranks)."""
+        return len(self.store)
+
+    @property
+    def views(self) -> list[LogView]:
+        """The views on screen: the main one, or one per rank when split."""
+        return list(self.rank_views.query(LogView)) if self.split else [self.view]
+
+    @property
+    def active_view(self) -> LogView:
+        """The focused view of this pane, else the last focused one, else the first."""
+        views = self.views
+        focused = self.screen.focused if self.is_attached else None
+        if isinstance(focused, LogView) and focused in views:
+            return focused
+        if self._last_view in views:
+            return self._last_view
+        return views[0] if views else self.view
+
+    @property
+    def following(self) -> bool:
+        return self.active_view.following
+
+    def text_lines(self, start: int = 0, stop: int | None = None) -> list[str]:
+        """Lines [start, stop) of what the active view shows (read from disk where spilled)."""
+        return self.active_view.store.slice(start, stop)
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        if isinstance(event.widget, LogView):
+            self._last_view = event.widget
+
+    # -- streaming -----------------------------------------------------------------------------------
+    async def _stream(self) -> None:
+        backend = self.app.hub.backend(self.job.cluster)
+        taken = 0
+        sources, texts = self.pending_sources, self.pending_texts
+        try:
+            async for line in backend.stream_logs(self.job.id, follow=True, stream=self.stream):
+                if line.status:  # the stream's own state ("reconnecting…"): the status line shows it
+                    self.notice = clean(line.text)
+                    continue
+                if self.notice:
+                    self.notice = ""
+                if sources is not self.pending_sources:  # flushed: new buffers
+                    sources, texts = self.pending_sources, self.pending_texts
+                sources.append(clean(line.source))
+                texts.append(clean(line.text))
+                taken += 1
+                if taken >= YIELD_EVERY:  # a backend that yields many lines without awaiting: let keys in
+                    taken = 0
+                    await asyncio.sleep(0)
+                    while len(self.pending_texts) >= MAX_PENDING:
+                        self._drained.clear()
+                        await self._drained.wait()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - shown in the status line
+            self.error = error_text(exc)
+        self.ended = True
+
+    def flush(self) -> bool:
+        """Move buffered lines into the stores and views; True if there were any."""
+        if not self.pending_texts:
+            return False
+        if len(self.pending_texts) > FLUSH_LINES:  # the rest waits for the next tick
+            sources, texts = self.pending_sources[:FLUSH_LINES], self.pending_texts[:FLUSH_LINES]
+            del self.pending_sources[:FLUSH_LINES], self.pending_texts[:FLUSH_LINES]
+        else:
+            sources, texts = self.pending_sources, self.pending_texts
+            self.pending_sources, self.pending_texts = [], []
+        if len(self.pending_texts) < MAX_PENDING:
+            self._drained.set()
+        if any(sources):
+            combined = [f"{source} │ {text}" if source else text for source, text in zip(sources, texts)]
+        else:
+            combined = texts
+        self.store.append(combined)
+        added = {self.store: combined}
+        if self.ranked:
+            by_source: dict[str, list[str]] = {}
+            for source, text in zip(sources, texts):
+                if source:
+                    lines = by_source.get(source)
+                    if lines is None:
+                        lines = by_source[source] = []
+                    lines.append(text)
+            for source, lines in by_source.items():
+                store = self.source_stores.get(source)
+                if store is None:
+                    store = self.source_stores[source] = LogStore(keep_lines=RANK_KEEP_LINES)
+                    if self.split:
+                        self._add_rank_view(source)
+                store.append(lines)
+                added[store] = lines
+        for view in self.all_views():
+            lines = added.get(view.store)
+            if lines is not None:
+                view.lines_added(lines)
+        return True
+
+    def all_views(self) -> list[LogView]:
+        return [self.view, *self.rank_views.query(LogView)]
+
+    # -- pane-wide settings ----------------------------------------------------------------------------
+    def set_following(self, following: bool) -> None:
+        self._following = following
+        for view in self.all_views():
+            view.set_following(following)
+
+    def set_wrap(self, wrap: bool) -> None:
+        self.wrap = wrap
+        for view in self.all_views():
+            view.set_wrap(wrap)
+
+    def set_term(self, term: str) -> None:
+        """Search every view for ``term`` (plain text, any case); the active view jumps to its first match."""
+        self.term = term
+        self.pattern = re.compile(re.escape(term), re.IGNORECASE) if term else None
+        active = self.active_view
+        for view in self.all_views():
+            view.set_pattern(self.pattern, jump=view is active)
+
+    def set_source_filter(self, source: str | None) -> None:
+        """Show one rank's lines only (unprefixed), or every line again (None)."""
+        if self.split:
+            self.set_split(False)
+        self.source_filter = source if source in self.source_stores else None
+        self.view.set_store(self.source_stores[source] if self.source_filter else self.store)
+
+    def set_split(self, split: bool) -> None:
+        """One view per rank side by side (scrolling sideways beyond SPLIT_VISIBLE), or the joined view."""
+        if split == self.split or (split and not self.source_stores):
+            return
+        self.split = split
+        self.view.display = not split
+        self.rank_views.display = split
+        if split:
+            for source in self.source_stores:
+                self._add_rank_view(source)
+        else:
+            self.rank_views.remove_children()
+            self.view.focus()
+
+    def _add_rank_view(self, source: str) -> None:
+        view = LogView(self.source_stores[source], wrap=self.wrap, following=self._following, pattern=self.pattern,
+                       classes="rank-view")
+        view.border_title = Text(source)
+        self.rank_views.mount(view)
+        self.rank_views.set_class(len(self.source_stores) > SPLIT_VISIBLE, "-many")
+
+    def focus_view(self) -> None:
+        self.active_view.focus()

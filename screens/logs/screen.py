@@ -1,0 +1,410 @@
+"""The Logs screen: one tab (``LogPane``) per followed job, each reading an endless log into a bounded
+``LogStore`` and showing it in ``LogView`` widgets.
+
+Per pane: follow/pause, search with highlight and next/previous, wrap, save, jump to error and
+Traceback lines, and, for backends with ``capabilities.rank_logs``, a filter to one rank or a split
+view with one view per rank side by side. Lines arrive from the backend's async stream into a
+buffer that is flushed into the stores in batches (20 Hz), which keeps keys responsive at high
+line rates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.actions import SkipAction
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Input, Static, TabbedContent
+
+from yanflow_tui.logstore import LogStore
+from yanflow_tui.locations import safe_filename
+from yanflow_tui.model import Job
+from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.dialogs import ChoiceScreen, PromptScreen
+from yanflow_tui.screens.logs.pane import ERROR_PATTERN, FLUSH_SECONDS, LogPane
+from yanflow_tui.screens.widgets.logview import LogView
+from yanflow_tui.screens.widgets.status_line import StatusLine
+from yanflow_tui.screens.base import DataScreen
+from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+from yanflow_tui.screens.widgets.footer import Footer
+
+
+class LogsScreen(DataScreen):
+    TITLE_TEXT = "Logs"
+    CSS_PATH = Path(__file__).parent / "logs.tcss"
+    AUTO_FOCUS = "LogView"  # the main widget; with no pane, nothing (keys go to the screen's bindings)
+    BINDINGS = [
+        Binding("p", "toggle_follow", "Follow/Pause", id="toggle-follow"),
+        Binding("slash", "search", "Search", id="search-log"),
+        Binding("n", "next_match", "Next", id="next-match"),
+        Binding("N", "previous_match", "Prev", id="previous-match"),
+        Binding("e", "next_error", "Next error", id="next-error"),
+        Binding("z", "toggle_wrap", "Wrap", id="toggle-wrap"),
+        Binding("w", "save", "Save", id="save-log"),
+        Binding("f", "rank_filter", "Rank", id="rank-filter"),
+        Binding("s", "toggle_split", "Split ranks", id="split-ranks"),
+        Binding("right_square_bracket", "next_pane", "Next pane", id="next-pane"),
+        Binding("x", "close_pane", "Close pane", id="close-pane"),
+        Binding("left_square_bracket", "previous_pane", "Prev pane", id="previous-pane"),
+        Binding("E", "previous_error", "Prev error", id="previous-error"),
+        Binding("escape", "close_search", "Close search", show=False, id="close-search"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.panes: list[LogPane] = []  # in tab order
+        self._opened = 0
+        self._keys_state: tuple | None = None
+        self._ticks = 0
+
+    def compose(self) -> ComposeResult:
+        yield ClusterBar()
+        yield StatusLine(id="log-status")
+        search = Input(placeholder="search (enter: find, n/N: next/previous, escape: close)", id="log-search")
+        search.display = False  # hidden from the start: a hidden box must never take the focus (and the keys)
+        yield search
+        yield TabbedContent(id="log-panes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(FLUSH_SECONDS, self._flush)
+        self._update_status()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        job = self.app.take_pending_logs()
+        if job is not None:
+            self.run_worker(self.open_job(job), group="open-log", exit_on_error=False)
+
+    # -- panes -----------------------------------------------------------------------------------------
+    @property
+    def pane(self) -> LogPane | None:
+        """The pane on show."""
+        if not self.panes:
+            return None
+        active = self.query_one(TabbedContent).active
+        return next((pane for pane in self.panes if pane.id == active), self.panes[-1])
+
+    async def open_job(self, job: Job) -> LogPane:
+        """Show ``job``'s pane, adding one pane per log stream it has (its StdOut, and its StdErr
+        where that is a file of its own), each following from the start, if it has none yet."""
+        pane = next((p for p in self.panes if (p.job.cluster, p.job.id) == (job.cluster, job.id)), None)
+        if pane is None:
+            backend = self.app.hub.backend(job.cluster)
+            try:
+                streams = await backend.log_streams(job.id)
+            except Exception:  # noqa: BLE001 - the main pane shows the error when it streams
+                streams = ("",)
+            for stream in streams or ("",):
+                self._opened += 1
+                added = LogPane(job, backend.capabilities.rank_logs, f"log-pane-{self._opened}", stream)
+                self.panes.append(added)
+                added.added = self.query_one(TabbedContent).add_pane(added)
+                pane = pane or added
+        assert pane is not None
+        await pane.added
+        for other in self.panes:
+            if other.job is pane.job and other is not pane:
+                await other.added
+        if pane in self.panes:
+            self._activate(pane)
+        return pane
+
+    def _activate(self, pane: LogPane) -> None:
+        self.query_one(TabbedContent).active = pane.id
+        pane.focus_view()
+        self._changed()
+
+    async def close_pane(self, pane: LogPane) -> None:
+        """Stop following ``pane``'s job and drop its log."""
+        if pane not in self.panes:
+            return
+        index = self.panes.index(pane)
+        self.panes.remove(pane)
+        await self.query_one(TabbedContent).remove_pane(pane.id)
+        if self.panes:
+            self._activate(self.panes[min(index, len(self.panes) - 1)])
+        else:
+            self._changed()
+
+    @on(TabbedContent.TabActivated, "#log-panes")
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if isinstance(event.pane, LogPane) and self.focused not in event.pane.views:
+            event.pane.focus_view()
+        self._changed()
+
+    @on(LogView.Changed)
+    def _view_changed(self, event: LogView.Changed) -> None:
+        self._changed()
+
+    def _changed(self) -> None:
+        self._update_status()
+        self._refresh_keys()
+
+    def _refresh_keys(self) -> None:
+        """Refresh the footer only when a key's availability changed: every refresh rebuilds it."""
+        pane = self.pane
+        state = (pane is not None and pane.ranked, pane is not None and len(pane.source_stores) > 1,
+                 pane is not None and bool(pane.active_view.matches), len(self.panes))
+        if state != self._keys_state:
+            self._keys_state = state
+            self.refresh_bindings()
+
+    # -- compatibility: what the active pane shows ------------------------------------------------------
+    @property
+    def following(self) -> bool:
+        return self.pane.following if self.pane else False
+
+    @property
+    def source_filter(self) -> str | None:
+        return self.pane.source_filter if self.pane else None
+
+    @property
+    def matches(self) -> list[int]:
+        return list(self.pane.active_view.matches) if self.pane else []
+
+    @property
+    def match_index(self) -> int:
+        return self.pane.active_view.match_index if self.pane else -1
+
+    def text_lines(self, start: int = 0, stop: int | None = None) -> list[str]:
+        """What the active view shows, lines [start, stop); [] without a pane."""
+        return self.pane.text_lines(start, stop) if self.pane else []
+
+    def set_source_filter(self, source: str | None) -> None:
+        if self.pane:
+            self.pane.set_source_filter(source)
+            self._changed()
+
+    # -- streaming ---------------------------------------------------------------------------------------
+    def _flush(self) -> None:
+        if not self.is_mounted:
+            return
+        changed = False
+        self._ticks += 1
+        for pane in self.panes:
+            # Side-by-side views redraw several screens' worth of lines per flush: flush them at half rate.
+            if pane.is_mounted and (not pane.split or self._ticks % 2 == 0):
+                known = len(pane.source_stores)
+                changed = pane.flush() or changed
+                if len(pane.source_stores) != known:
+                    self._refresh_keys()
+                if pane.ended and not pane.ended_shown:
+                    pane.ended_shown = True
+                    changed = True
+                if pane.notice != pane.notice_shown:
+                    pane.notice_shown = pane.notice
+                    changed = True
+        if changed:
+            self._update_status()
+
+    def _update_status(self) -> None:
+        status = self.query_one("#log-status", Static)
+        pane = self.pane
+        if pane is None:
+            status.update(Text("No job selected: highlight a job in the Queue (1) and press l.", style="dim"))
+            return
+        view = pane.active_view
+        job = pane.job
+        out = Text(no_wrap=True, overflow="ellipsis")
+        out.append(f"{clean(job.cluster)}/{clean(job.id)} ", "bold")
+        out.append(clean(job.name))
+        out.append(f"  {len(view.store)} lines  ")
+        if pane.source_filter is not None:
+            out.append(f"only {pane.source_filter}  ", "bold cyan")
+        if pane.split:
+            out.append(f"{len(pane.source_stores)} ranks side by side  ", "cyan")
+        if pane.wrap:
+            out.append("wrap  ", "cyan")
+        if pane.notice and not pane.error:
+            out.append(f"{pane.notice}  ", "bold yellow")
+        if pane.error:
+            out.append(f"error: {clean(pane.error)}", "bold red")
+        elif not view.following:
+            out.append("PAUSED", "bold yellow")
+        elif pane.ended:
+            out.append("ended", "dim")
+        else:
+            out.append("following", "green")
+        if pane.term:
+            if view.scanning:
+                where = "searching…"
+            elif view.matches:
+                more = "+" if view.matches_capped else ""
+                where = f"{view.match_index + 1}/{len(view.matches)}{more}"
+            else:
+                where = "no match"
+            out.append(f"  search {pane.term!r}: {where}", "cyan")
+        status.update(out)
+
+    # -- actions -----------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters) -> bool | None:
+        pane = self.pane
+        if action in ("next_match", "previous_match"):
+            return True if pane is not None and pane.active_view.matches else None
+        if action in ("rank_filter", "toggle_split"):
+            if pane is None or not pane.ranked:
+                return False
+            return True if len(pane.source_stores) > 1 else None
+        if action in ("next_pane", "previous_pane"):
+            return True if len(self.panes) > 1 else None
+        if action in ("toggle_follow", "save", "search", "toggle_wrap", "next_error", "previous_error",
+                      "close_pane"):
+            return True if pane is not None else None
+        return True
+
+    def action_toggle_follow(self) -> None:
+        if self.pane:
+            self.pane.set_following(not self.pane.following)
+            self._changed()
+
+    def action_toggle_wrap(self) -> None:
+        if self.pane:
+            self.pane.set_wrap(not self.pane.wrap)
+            self._changed()
+
+    def action_toggle_split(self) -> None:
+        if self.pane:
+            self.pane.set_split(not self.pane.split)
+            self.pane.focus_view()
+            self._changed()
+
+    def action_next_pane(self) -> None:
+        self._step_pane(1)
+
+    def action_previous_pane(self) -> None:
+        self._step_pane(-1)
+
+    def _step_pane(self, step: int) -> None:
+        pane = self.pane
+        if pane is None or len(self.panes) < 2:
+            return
+        self._activate(self.panes[(self.panes.index(pane) + step) % len(self.panes)])
+
+    async def action_close_pane(self) -> None:
+        if self.pane:
+            await self.close_pane(self.pane)
+
+    def action_rank_filter(self) -> None:
+        """Show one rank only, or all of them again."""
+        pane = self.pane
+        if pane is None:
+            return
+        choices = ["all"] + pane.sources
+
+        def chosen(choice: str | None) -> None:
+            if choice is not None and pane in self.panes:
+                pane.set_source_filter(None if choice == "all" else choice)
+                self._changed()
+
+        self.app.push_screen(ChoiceScreen("Show the lines of:", choices), chosen)
+
+    def action_search(self) -> None:
+        box = self.query_one("#log-search", Input)
+        box.display = True
+        box.focus()
+
+    def action_close_search(self) -> None:
+        box = self.query_one("#log-search", Input)
+        if not box.display and self.focused is not box:
+            raise SkipAction()  # nothing to leave: escape goes back to the Queue
+        box.display = False
+        if self.pane:
+            self.pane.focus_view()
+        else:
+            self.set_focus(None)
+
+    @on(Input.Submitted, "#log-search")
+    def _search(self, event: Input.Submitted) -> None:
+        box = self.query_one("#log-search", Input)
+        box.display = False
+        if self.pane:
+            self.pane.focus_view()
+            self.pane.set_term(event.value.strip())
+        self._changed()
+
+    def action_next_match(self) -> None:
+        self._jump(1)
+
+    def action_previous_match(self) -> None:
+        self._jump(-1)
+
+    def _jump(self, step: int) -> None:
+        if self.pane:
+            self.pane.active_view.jump_match(step)  # looking at a match pauses that view's tail
+            self._changed()
+
+    def action_next_error(self) -> None:
+        self._jump_error(1)
+
+    def action_previous_error(self) -> None:
+        self._jump_error(-1)
+
+    def _jump_error(self, direction: int) -> None:
+        """Go to the next (or previous) line saying ``error`` or ``Traceback`` from where the view is:
+        after the error last jumped to while it is on show, else from the top (``E``: the bottom) of
+        the view; wrapping around once."""
+        pane = self.pane
+        if pane is None:
+            return
+        view = pane.active_view
+        total = len(view.store)
+        if not total:
+            return
+        top = view.top_line
+        bottom = min(total - 1, top + max(1, view.scrollable_content_region.height) - 1)
+        last = view.error_line
+        if last is not None and top <= last <= bottom:
+            start = last + direction
+        else:
+            start = top if direction > 0 else bottom
+        edge = 0 if direction > 0 else total - 1
+
+        def found(line: int | None, wrapped: bool = False) -> None:
+            if line is None and not wrapped and start != edge:
+                view.find(ERROR_PATTERN, 0 if direction > 0 else len(view.store) - 1, direction,
+                          lambda again: found(again, True))
+                return
+            if line is None:
+                self.notify("no line says error or Traceback", timeout=3, markup=False)
+                return
+            if wrapped:
+                self.notify("no more errors: back to the " + ("first" if direction > 0 else "last"),
+                            timeout=3, markup=False)
+            view.error_line = line
+            view.mark_line(line)
+            self._changed()
+
+        if 0 <= start < total:
+            view.find(ERROR_PATTERN, start, direction, found)
+        else:
+            found(None)  # past the last line: wrap around
+
+    def action_save(self) -> None:
+        pane = self.pane
+        if pane is None:
+            return
+        # A file named after the job, in the directory the console was started in, shown in full.
+        default = str(Path.cwd() / safe_filename(f"{pane.job.cluster}-{pane.job.id}-{pane.job.name}.log"))
+        store = pane.active_view.store
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self._save(Path(path).expanduser().absolute(), store)
+
+        self.app.push_screen(PromptScreen("Save the log to:", default), chosen)
+
+    @work(group="save-log", exit_on_error=False)
+    async def _save(self, path: Path, store: LogStore) -> None:
+        """Write the whole log (spilled lines streamed from disk) in a thread: atomic, mode 0600."""
+        try:
+            count = await asyncio.to_thread(store.write_to, path)
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.app.report_error("Save failed", f"{path}: {reason}")
+            return
+        self.notify(clean(f"saved {count} lines to {path}"), markup=False)

@@ -1,0 +1,425 @@
+"""The Submit screen, a wizard: choose a cluster, then a job type it runs; fill in the fields that
+backend uses for that type (starting from the cluster's defaults), or load a spec file or template.
+Errors show under their fields as you type, the preview shows what the backend will receive, and the
+capacity box says whether the request fits now. The unfinished form is kept as a draft across
+restarts; a submit goes through the backend's gate once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.actions import SkipAction
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import DescendantFocus
+from textual.timer import Timer
+from textual.widgets import Button, Input, Label, Select, Static
+
+from yanflow_tui import drafts
+from yanflow_tui.capacity import Fit, Verdict, pools, verdict
+from yanflow_tui.errors import SpecError, SubmitUnknown
+from yanflow_tui.formfields import KIND_LABELS, FormField, default_fields, field_for, leaf_paths, \
+    message_field
+from yanflow_tui.hub import error_text
+from yanflow_tui.keys import is_typing
+from yanflow_tui.model import JobKind, JobSpec
+from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.submit.files import SpecFiles
+from yanflow_tui.screens.submit.form import SpecForm, select_options
+from yanflow_tui.screens.base import DataScreen
+from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+from yanflow_tui.screens.widgets.footer import Footer
+from yanflow_tui.spec import spec_from_data
+
+WIDGET_HELP = {  # the help line for the widgets outside the fields
+    "spec-path": ("Spec file", "type a path, enter loads it; escape leaves the box"),
+    "cluster": ("Cluster", "where the job runs; tab goes down the form, 1-5 switch screens"),
+}
+PREVIEW_DELAY = 0.15  # s of quiet typing before the preview is rendered again
+
+
+class SubmitScreen(SpecFiles, DataScreen):
+    TITLE_TEXT = "Submit"
+    CSS_PATH = "submit.tcss"
+    AUTO_FOCUS = "#cluster"  # the main widget: the app-wide keys work, and tab goes on down the form
+    BINDINGS = [
+        Binding("ctrl+s", "submit", "Submit", id="submit-form"),
+        Binding("ctrl+o", "load", "Load file", id="load-spec"),
+        Binding("ctrl+l", "templates", "Templates", id="pick-template"),
+        Binding("ctrl+b", "save_template", "Save template", id="save-template"),
+        Binding("ctrl+r", "reset", "Reset form", id="reset-form"),
+        Binding("escape", "leave_field", "Leave field", id="leave-field"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._spec: JobSpec | None = None
+        self._data: dict[str, Any] = {}
+        self._submitting = False
+        self._cluster = ""
+        self._kind = JobKind.SINGLE
+        self._source = ""  # the file the form was loaded from
+        self._loaded_box = ""  # the file box's text when the form was last loaded from a file
+        self._loading = ""  # the file being loaded now: Submit waits for it
+        self._loads = 0  # loads started: only the latest one ends the wait
+        self._file_problems: list[tuple[str, str]] = []  # a loaded file's (field, located line), until an edit
+        self._listed: list[tuple[str, str]] = []  # the form's own (field, problem line), from the last check
+        self._preview_timer: Timer | None = None
+        self._draft_timer: Timer | None = None
+        self._draft_lock = asyncio.Lock()
+        self.draft_ready = False  # the saved draft was read (or there was none): saving may start
+        self._dirty = False
+        self.last_submitted: tuple[str, str] | None = None
+        # (cluster, spec, tag) of a submit whose outcome is unknown: sending that form again reuses the tag
+        self.unknown_submit: tuple[str, JobSpec, str] | None = None
+        self._form: SpecForm | None = None
+        self._verdict: Verdict | None = None  # the capacity verdict on the valid form, with node data
+
+    # -- clusters and kinds ---------------------------------------------------------------------------
+    def _writable(self) -> list[str]:
+        hub = self.app.hub
+        return [n for n in hub.names if not hub.backend(n).read_only and hub.backend(n).capabilities.submit]
+
+    def _kinds(self, cluster: str) -> list[JobKind]:
+        if not cluster:
+            return [JobKind.SINGLE]
+        runs = self.app.hub.backend(cluster).capabilities.job_kinds
+        return [k for k in JobKind if k in runs] or [JobKind.SINGLE]  # none: the check says why
+
+    def _defaults(self, cluster: str) -> dict[str, Any]:
+        return dict(self.app.hub.backend(cluster).config.defaults) if cluster else {}
+
+    def _default_kind(self, cluster: str) -> JobKind:
+        kinds = self._kinds(cluster)
+        wanted = self._defaults(cluster).get("kind")
+        for kind in kinds:
+            if kind.value == wanted:
+                return kind
+        return JobKind.SINGLE if JobKind.SINGLE in kinds else kinds[0]
+
+    def _fields(self, cluster: str, kind: JobKind) -> tuple[FormField, ...]:
+        return self.app.hub.backend(cluster).form_fields(kind) if cluster else default_fields(kind)
+
+    def _known_fields(self) -> list[FormField]:
+        """Every field any writable cluster shows for any kind (loaded values for them go to fields)."""
+        known: dict[str, FormField] = {}
+        for cluster in self._writable() or [""]:
+            for kind in JobKind:
+                for field in (*self._fields(cluster, kind), *default_fields(kind)):
+                    known.setdefault(field.key, field)
+        return list(known.values())
+
+    def _kind_options(self, cluster: str) -> list[tuple[str, str]]:
+        return [(KIND_LABELS[k], k.value) for k in self._kinds(cluster)]
+
+    # -- layout ---------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        clusters = self._writable()
+        self._cluster = self.app.hub.default_cluster(clusters) or (clusters[0] if clusters else "")
+        self._kind = self._default_kind(self._cluster)
+        yield ClusterBar()
+        yield Static(id="field-help")
+        with Horizontal(id="submit-body"):
+            with VerticalScroll(id="form"):
+                with Horizontal(classes="field", id="file-row"):
+                    yield Input(placeholder="spec file, e.g. sample_jobs/local-shell.yaml", id="spec-path", compact=True)
+                    yield Button("Load", id="load", compact=True, action="screen.load")
+                    yield Button("Templates", id="templates", compact=True, action="screen.templates")
+                    yield Button("Save template", id="save-template", compact=True, action="screen.save_template")
+                with Horizontal(classes="field"):
+                    yield Label("Cluster")
+                    yield Select(select_options(clusters), id="cluster", allow_blank=not clusters,
+                                 value=self._cluster or Select.NULL, compact=True)
+                with Horizontal(classes="field"):
+                    yield Label("Job type")
+                    yield Select(self._kind_options(self._cluster), id="kind", value=self._kind.value,
+                                 allow_blank=False, compact=True)
+                self._form = SpecForm(self._fields(self._cluster, self._kind), self._defaults(self._cluster),
+                                      id="spec-form")
+                yield self._form
+                yield Static(id="form-notes")
+                yield Button("Submit (ctrl+s)", id="submit", variant="success", compact=True)
+            with Vertical(id="side"):
+                yield Label("Problems", classes="heading")
+                yield Static(id="errors")
+                yield Label("Capacity now", classes="heading")
+                yield Static(id="capacity")
+                yield Label("Preview: what the backend receives", classes="heading")
+                with VerticalScroll(id="preview-box"):
+                    yield Static(id="preview")
+        yield Footer()
+
+    @property
+    def form(self) -> SpecForm:
+        assert self._form is not None, "composed first"
+        return self._form
+
+    def on_mount(self) -> None:
+        self._validate()
+        self._render_preview()
+        self._restore_draft()
+
+    # -- the form -> a spec ---------------------------------------------------------------------------
+    def form_data(self) -> tuple[dict[str, Any], dict[str, list[str]]]:
+        """The form as a spec mapping (kind and cluster included), and problems in the fields' text."""
+        data, problems = self.form.data()
+        data["kind"] = self._kind.value
+        if self._cluster:
+            data["cluster"] = self._cluster
+        return data, problems
+
+    def _validate(self) -> JobSpec | None:
+        """Check the form now (cheap: no rendering); errors go under their fields and to the list."""
+        form = self.form
+        data, text_problems = self.form_data()
+        per_field = {key: list(found) for key, found in text_problems.items()}
+        listed = [(key, f"{key}: {p}") for key, found in text_problems.items() for p in found]
+
+        def add(path: str, message: str, key: str | None) -> None:
+            listed.append((path, f"{path}: {message}" if path else message))
+            if key is not None:
+                per_field.setdefault(key, []).append(message)
+
+        spec = None
+        try:
+            spec = spec_from_data(data, self._source or "<form>")
+        except SpecError as exc:
+            for _file, _line, path, message in exc.problems:
+                add(path, message, field_for(path, form.fields) if path else None)
+        if not self._cluster:
+            add("cluster", "no cluster accepts submissions (read-only or unsupported)", None)
+        elif spec is not None and not listed:
+            try:
+                self.app.hub.backend(self._cluster).check_spec(spec)
+            except Exception as exc:  # noqa: BLE001 - a backend's refusal (or bug) is a problem line, never a crash
+                line = error_text(exc)
+                key, message = message_field(line, form.fields)
+                if key is None:
+                    add("", line, None)
+                else:
+                    add(key, message, key)
+        self._verdict = self._capacity_verdict(spec, data) if self._cluster else None
+        if self._verdict is not None and self._verdict.fit is Fit.NEVER:
+            add("", f"never fits: {self._verdict.reason}", None)
+        self._data = data
+        self._spec = spec if not listed else None
+        self._listed = listed
+        form.show_problems(per_field)
+        self._show_notes()
+        self._show_capacity()
+        return self._show_state()
+
+    def _not_shown(self) -> str | None:
+        """Why the form is not the one the file box shows (a load in flight, a path typed but not
+        loaded, or one that failed to load), or None when it is: the box is empty or names the file
+        the form was loaded from. A submit sends only the form the user sees under that box."""
+        if self._loading:
+            return f"spec file: loading {self._loading}; Submit waits for it"
+        box = self.query_one("#spec-path", Input).value.strip()
+        if box and box != self._loaded_box:
+            held = f"the form holds {self._loaded_box}" if self._loaded_box else "the form is not from a file"
+            return f"spec file: {box} is not loaded ({held}); Submit is off until you load it or clear the box"
+        return None
+
+    def _show_state(self) -> JobSpec | None:
+        """The problems list and the Submit button, from the last check and the file box. Returns
+        the spec a submit may send now: None while the form has problems or is not the one shown."""
+        blocked = self._not_shown()
+        located = {path for path, _line in self._file_problems if path}
+        lines = [line for _path, line in self._file_problems]
+        lines += [line for path, line in self._listed if not path or path not in located]  # each problem once
+        self._show_errors(lines + ([blocked] if blocked else []))
+        self.query_one("#submit", Button).disabled = self._spec is None or self._submitting or blocked is not None
+        return self._spec if blocked is None else None
+
+    def _show_errors(self, problems: list[str]) -> None:
+        errors = self.query_one("#errors", Static)
+        errors.update(Text("\n".join(clean(p) for p in problems) or "none", style="bold red" if problems else "green"))
+        errors.set_class(bool(problems), "has-errors")
+
+    def _show_notes(self) -> None:
+        notes = Text()
+        hidden = self.form.hidden_values()
+        if hidden:
+            notes.append(f"not used by {self._cluster or 'this cluster'} for {self._kind.value} jobs, not sent: ", "yellow")
+            notes.append(clean(", ".join(hidden)) + "\n")
+        extra = leaf_paths(self.form.base)
+        if extra:
+            notes.append("sent as the file has them (no field here): ", "dim")
+            notes.append(clean(", ".join(extra)))
+        widget = self.query_one("#form-notes", Static)
+        widget.update(notes)
+        widget.display = bool(notes.plain)
+
+    def _schedule_preview(self) -> None:
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(PREVIEW_DELAY, self._render_preview)
+
+    def _render_preview(self) -> None:
+        """Render the backend's native artifact (sbatch script, manifests, config) for a valid form."""
+        self._preview_timer = None
+        preview = self.query_one("#preview", Static)
+        if self._spec is None:
+            preview.update(Text("The preview shows once the form has no problems.", "dim"))
+            return
+        try:
+            text = self.app.hub.backend(self._cluster).render(self._spec)
+        except Exception as exc:  # noqa: BLE001 - shown in the preview pane, never a traceback
+            preview.update(Text(clean(error_text(exc)), "bold red"))
+            return
+        preview.update(Text(clean(text, keep_newlines=True)))
+
+    def refresh_data(self) -> None:
+        """New Nodes data: the capacity box and its verdict change (a never-fit is a problem); the
+        form is the user's."""
+        if self._form is not None and self.is_mounted:
+            self._validate()
+
+    def _capacity_verdict(self, spec: JobSpec | None, data: dict[str, Any]) -> Verdict | None:
+        """Fits now / waits / never fits for the request on the chosen cluster's nodes. While the name or
+        command is still missing, the request is read from the rest of the form. None without node
+        data, or while the request itself has problems."""
+        snapshot = self.app.hub.snapshots.get(self._cluster)
+        if snapshot is None or not snapshot.nodes:
+            return None
+        if spec is None:
+            try:
+                spec = spec_from_data({**data, "name": data.get("name") or "-", "command": data.get("command") or "-"},
+                                      "<form>")
+            except SpecError:
+                return None
+        return verdict(snapshot.nodes, self.app.hub.backend(self._cluster).capacity_request(spec))
+
+    def _show_capacity(self) -> None:
+        """Whole free nodes and free GPUs per partition/pool of the chosen cluster, and the verdict on
+        the request (fits now, waits or never fits, and why)."""
+        if self._form is None or not self.is_mounted:
+            return
+        out = Text()
+        snapshot = self.app.hub.snapshots.get(self._cluster)
+        if snapshot is None or not snapshot.nodes:
+            out.append("no node data yet", "dim")
+        else:
+            for pool in pools(snapshot.nodes):
+                if pool.gpus_total:
+                    out.append(f"{clean(pool.name)}: ", "bold")
+                    out.append(f"{pool.whole_free}/{pool.nodes} whole nodes free, "
+                               f"{pool.gpus_free}/{pool.gpus_total} GPUs free\n")
+            found = self._verdict
+            if found is None:
+                out.append("the verdict shows once the request has no problems", "dim")
+            else:
+                out.append(clean(str(found)), {Fit.NOW: "green", Fit.WAITS: "yellow"}.get(found.fit, "bold red"))
+        self.query_one("#capacity", Static).update(out)
+
+    # -- editing --------------------------------------------------------------------------------------
+    @on(SpecForm.Edited)
+    def _edited(self) -> None:
+        self._file_problems = []
+        self._validate()
+        self._schedule_preview()
+        self._schedule_draft()
+
+    @on(Select.Changed, "#cluster")
+    async def _cluster_changed(self, event: Select.Changed) -> None:
+        value = "" if event.select.value is Select.NULL else str(event.select.value)
+        if value != self._cluster:
+            await self._switch(value, self._kind)
+            self._schedule_draft()
+
+    @on(Select.Changed, "#kind")
+    async def _kind_changed(self, event: Select.Changed) -> None:
+        value = event.select.value
+        if value is not Select.NULL and value != self._kind.value:
+            await self._switch(self._cluster, JobKind(value))
+            self._schedule_draft()
+
+    async def _switch(self, cluster: str, kind: JobKind | None) -> None:
+        """Show ``cluster``'s fields for ``kind`` (or its default kind where it does not run that)."""
+        self._cluster = cluster
+        self._kind = kind if kind in self._kinds(cluster) else self._default_kind(cluster)
+        cluster_select = self.query_one("#cluster", Select)
+        if cluster and cluster_select.value != cluster:
+            cluster_select.value = cluster
+        kind_select = self.query_one("#kind", Select)
+        kind_select.set_options(self._kind_options(cluster))
+        kind_select.value = self._kind.value
+        await self.form.show(self._fields(cluster, self._kind), self._defaults(cluster))
+        self._validate()
+        self._render_preview()
+
+    @on(Input.Submitted, "#spec-path")
+    def _path_entered(self) -> None:
+        self.action_load()
+
+    @on(Input.Changed, "#spec-path")
+    def _path_changed(self) -> None:
+        self._show_state()  # a path typed but not loaded turns Submit off until it is loaded or cleared
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        """The line over the form says what the focused widget is (and so where keys go)."""
+        field = self.form.field_of(event.widget)
+        label, help_text = (field.label, field.help) if field else WIDGET_HELP.get(event.widget.id or "", ("", ""))
+        self.query_one("#field-help", Static).update(
+            Text.assemble((f"{label}: ", "bold"), clean(help_text)) if help_text else "")
+
+    async def on_unmount(self) -> None:
+        """Closing the app within the draft delay still keeps the last edits."""
+        if self._draft_timer is not None:
+            self._draft_timer.stop()
+            self._draft_timer = None
+            await self._draft_io(drafts.save_draft, self._draft())
+
+    # -- actions --------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "submit" and self.app.read_only:
+            return False
+        return True
+
+    def action_leave_field(self) -> None:
+        """Leave the text field for the cluster chooser, so single keys (1-5, ?) work again."""
+        if not is_typing(self.focused):
+            raise SkipAction()  # nothing to leave: escape goes back to the Queue
+        self.focus_main()
+
+    def focus_main(self) -> None:
+        self.query_one("#cluster", Select).focus()
+
+    @on(Button.Pressed, "#submit")
+    def action_submit(self) -> None:
+        spec = self._validate()
+        if spec is None or self._submitting:
+            return
+        self._submitting = True
+        self.query_one("#submit", Button).disabled = True
+        unknown = self.unknown_submit
+        tag = unknown[2] if unknown is not None and unknown[:2] == (self._cluster, spec) else None
+        self._submit(spec, self._cluster, tag)
+
+    @work(group="submit", exit_on_error=False)
+    async def _submit(self, spec: JobSpec, cluster: str, tag: str | None = None) -> None:
+        hub = self.app.hub
+        try:
+            job_id = await hub.submit(cluster, spec, tag)
+        except SubmitUnknown as exc:  # the job may exist: keep the form and draft, remember the tag
+            self.unknown_submit = (cluster, spec, exc.tag)
+            self.notify(clean(f"{exc}: Submit on this unchanged form does that"), title=exc.title, severity="warning",
+                        timeout=30, markup=False)
+            self.app.request_refresh(cluster)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a notification
+            self.app.report_error("Submit failed", error_text(exc))
+        else:
+            self.unknown_submit = None
+            self.last_submitted = (cluster, job_id)
+            self._clear_draft()
+            self.notify(clean(f"submitted job {job_id} to {cluster}"), title="Submitted", markup=False)
+            self.app.request_refresh(cluster)
+        finally:
+            self._submitting = False
+            if self.is_mounted:
+                self._validate()

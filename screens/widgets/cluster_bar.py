@@ -1,0 +1,97 @@
+"""The header bar every data screen shows: the screen's title, one short state per cluster, then
+job counts by state and READ-ONLY."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.text import Text
+from textual.widgets import Static
+
+from yanflow_tui.hub import Health
+from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.render.cluster_rows import has_note, short_state
+from yanflow_tui.screens.render.rows import STATE_STYLES
+
+HEALTH_STYLE = {Health.CONNECTING: "yellow", Health.OK: "green", Health.STALE: "bold yellow", Health.ERROR: "bold red"}
+
+
+class ClusterBar(Static):
+    """The header: the screen's title, then one short state per cluster (``cluster_rows.short_state``),
+    then job counts by state (or the screen's own ``count_summary()``), READ-ONLY. It takes as many
+    lines as its clusters need: a cluster's state is never cut to make room for another's; only the
+    counts at the end give way. Errors and notes are read in full on the Clusters screen (``5``)."""
+
+    DEFAULT_CSS = """
+    ClusterBar { height: auto; background: $panel; padding: 0 1; }
+    """
+
+    _height = 1
+
+    def redraw(self) -> None:
+        """Repaint; lay the screen out again only when the header's height changes."""
+        height = len(self._lines(self.content_size.width or self.app.size.width))
+        self.refresh(layout=height != self._height)
+        self._height = height
+
+    def render(self) -> Text:
+        return Text("\n", no_wrap=True, overflow="ellipsis").join(self._lines(self.content_size.width or self.app.size.width))
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return len(self._lines(width))
+
+    def _segments(self) -> tuple[Text, list[Text], Text | None]:
+        app = self.app
+        head = Text(f"YanFlow · {getattr(self.screen, 'TITLE_TEXT', '')}", "bold")
+        if getattr(app, "read_only", False):
+            head.append("  READ-ONLY ", "bold reverse red")
+        if getattr(self.screen, "SHOWS_USERS", False):
+            head.append("  all users" if getattr(app, "all_users", False) else "  mine", "cyan")
+        now = app.clock()
+        summary = getattr(self.screen, "count_summary", None)  # the screen counts what it shows
+        counts: Counter = Counter()
+        clusters: list[Text] = []
+        noted = False
+        for snap in app.hub.snapshots.values():
+            if summary is None:
+                counts.update(job.state for job in snap.jobs)
+            part = Text("● ", HEALTH_STYLE[snap.health])
+            part.append(clean(snap.name), "bold")
+            part.append(f" {short_state(snap, now)}",
+                        HEALTH_STYLE[snap.health] if snap.health is not Health.OK or snap.login_user else "dim")
+            if snap.read_only and not getattr(app, "read_only", False):
+                part.append(" ro", "red")
+            noted |= has_note(snap)
+            clusters.append(part)
+        if noted:
+            clusters.append(Text("5: details", "dim"))
+        tail: Text | None = None
+        if summary is not None:  # the Queue: its filtered rows
+            tail = summary()
+        elif counts:
+            tail = Text()
+            for state, n in sorted(counts.items(), key=lambda kv: kv[0].value):
+                tail.append(f"{state.value} {n}  ", STATE_STYLES.get(state, ""))
+            tail.rstrip()
+        return head, clusters, tail
+
+    def _lines(self, width: int) -> list[Text]:
+        """The header packed into ``width`` columns, a cluster's state never split across lines."""
+        head, clusters, tail = self._segments()
+        width = max(1, width)
+        lines = [head]
+        for part in clusters:
+            if lines[-1].cell_len and lines[-1].cell_len + 2 + part.cell_len > width:
+                lines.append(Text())
+            if lines[-1].cell_len:
+                lines[-1].append("  ")
+            lines[-1].append_text(part)
+        if tail is not None:
+            if lines[-1].cell_len + 4 + min(tail.cell_len, 12) > width:
+                lines.append(Text())
+            if lines[-1].cell_len:
+                lines[-1].append("  │ ")
+            lines[-1].append_text(tail)
+        for line in lines:
+            line.no_wrap, line.overflow = True, "ellipsis"
+        return lines

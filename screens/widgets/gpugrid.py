@@ -1,0 +1,573 @@
+"""The GPU grid of the Nodes screen: one line per node (name, state, partitions, CPU and memory use,
+GPU type, a cell per GPU, the reason), under group header lines per cluster and partition/pool
+with their totals, and a cursor over rows and over the GPU cells of a node.
+
+Drawn with Textual's line API: a ``ScrollView`` whose ``render_line`` draws only the lines on
+screen, from a rendered ``Strip`` kept per row. ``set_nodes`` compares the new nodes with the old
+by key and rebuilds only the strips (and group totals) of nodes that changed, so a refresh costs
+little more than the comparison even with thousands of nodes.
+
+A node in several partitions is listed once, under its first partition: every GPU is then counted
+exactly once, group totals add up to the cluster's, and the cursor never meets the same node
+twice. Its other partitions still show in its PARTITIONS column (and per-partition capacity that
+counts shared nodes in each is on the summary line above the grid, from ``capacity.pools``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Union
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from yanflow_tui.capacity import ALL, GroupSummary, PoolCapacity, summarize, usable_free_gpus
+from yanflow_tui.screens.render.gpu_cells import (GLYPHS, Cell, cell_kind, has_utilization, node_fields, node_gpus, node_matches,
+                                   state_kind, util_label)
+from yanflow_tui.model import Gpu, Node
+from yanflow_tui.screens.render.rows import natural_key
+from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.widgets.gpugrid_cursor import GridCursor
+
+GroupKey = tuple  # ("cluster", name) or ("pool", cluster, partition)
+RowKey = Union[str, GroupKey]  # a node's "cluster/name", or a group key
+
+HEADERS = ("NODE", "STATE", "PARTITIONS", "CPUS", "MEMORY", "GPU TYPE")
+MAX_WIDTHS = (40, 20, 32, 11, 13, 32)
+MIN_WIDTHS = (6, 5, 4, 4, 4, 4)
+SEP = "  "
+INDENT = ("", "  ", "    ")  # cluster header, pool header, node
+OPEN, CLOSED = "▾ ", "▸ "
+WIDE_CELL = 5  # glyph, three digits of utilisation, a space
+SHRINK_ORDER = (0, 2, 5, 1, 4, 3)  # text columns that give way to the GPU cells (the widest first, of these)
+MORE = " +{}›"  # drawn at the right edge over a node's GPU cells that are off-screen: how many
+CUT = "…"  # drawn at the right edge of a node line that goes on off-screen (a long note)
+CELL_STYLE = {Cell.FREE: "gpugrid--free", Cell.BUSY: "gpugrid--busy", Cell.IDLE: "gpugrid--idle",
+              Cell.UNAVAILABLE: "gpugrid--unavailable"}
+STATE_STYLE = {"ok": "gpugrid--ok", "busy": "gpugrid--busy", "bad": "gpugrid--bad"}
+
+Part = tuple[str, "str | None"]  # text, component class
+
+
+@dataclass
+class Group:
+    """A header row: a cluster (level 0) or one of its partitions/pools (level 1)."""
+
+    key: GroupKey
+    level: int
+    cluster: str
+    name: str
+    members: list = field(default_factory=list)  # level 0: pool group keys; level 1: node keys
+    summary: GroupSummary = GroupSummary()
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut (with an ellipsis) or padded to exactly ``width`` cells."""
+    length = cell_len(text)
+    if length <= width:
+        return text + " " * (width - length)
+    out, used = [], 0
+    for char in text:
+        size = cell_len(char)
+        if used + size > width - 1:
+            break
+        out.append(char)
+        used += size
+    return "".join(out) + "…" + " " * (width - 1 - used)
+
+
+def summary_parts(summary: GroupSummary) -> list[Part]:
+    parts: list[Part] = [(f"{summary.nodes} node{'s' if summary.nodes != 1 else ''}", None),
+                         (" · GPUs ", "gpugrid--muted"), (f"{summary.gpus_used}/{summary.gpus_total}", None),
+                         (" used · ", "gpugrid--muted"), (f"{summary.whole_free}", None),
+                         (" whole free", "gpugrid--muted")]
+    if summary.idle:
+        parts += [(" · ", "gpugrid--muted"), (f"{GLYPHS[Cell.IDLE]} {summary.idle} idle-allocated", "gpugrid--idle")]
+    return parts
+
+
+class GpuGrid(GridCursor, ScrollView, can_focus=True):
+    """Nodes by cluster and partition, one cell per GPU. Keyed rows: ``set_nodes`` updates in place."""
+
+    COMPONENT_CLASSES = {
+        "gpugrid--header", "gpugrid--group", "gpugrid--cursor", "gpugrid--cell-cursor", "gpugrid--muted",
+        "gpugrid--free", "gpugrid--busy", "gpugrid--idle", "gpugrid--unavailable", "gpugrid--ok", "gpugrid--bad",
+    }
+    DEFAULT_CSS = """
+    GpuGrid { background: $surface; }
+    GpuGrid > .gpugrid--header { color: $foreground-muted; text-style: bold; }
+    GpuGrid > .gpugrid--group { color: $foreground; text-style: bold; }
+    GpuGrid > .gpugrid--cursor { background: $block-cursor-blurred-background; }
+    GpuGrid:focus > .gpugrid--cursor { background: $primary 45%; }
+    GpuGrid > .gpugrid--cell-cursor { text-style: reverse bold; }
+    GpuGrid > .gpugrid--muted { color: $foreground-muted; }
+    GpuGrid > .gpugrid--free { color: $text-success; }
+    GpuGrid > .gpugrid--busy { color: $text-warning; }
+    GpuGrid > .gpugrid--idle { color: $text-primary; text-style: bold; }
+    GpuGrid > .gpugrid--unavailable { color: $text-error; }
+    GpuGrid > .gpugrid--ok { color: $text-success; }
+    GpuGrid > .gpugrid--bad { color: $text-error; }
+    """
+    BINDINGS = [
+        Binding("enter", "select", "Open", id="open-node"),
+        Binding("space", "toggle_group", "Collapse/expand", id="toggle-node-group"),
+        Binding("up", "cursor_up", "Previous row", show=False, id="node-cursor-up"),
+        Binding("down", "cursor_down", "Next row", show=False, id="node-cursor-down"),
+        Binding("left", "cursor_left", "Previous GPU", show=False, id="node-cursor-left"),
+        Binding("right", "cursor_right", "Next GPU", show=False, id="node-cursor-right"),
+        Binding("pageup", "page_up", "Page up", show=False, id="node-page-up"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="node-page-down"),
+        Binding("home", "first", "First row", show=False, id="node-first"),
+        Binding("end", "last", "Last row", show=False, id="node-last"),
+    ]
+
+    class CursorMoved(Message):
+        """The cursor moved, or what is under it changed."""
+
+        def __init__(self, grid: "GpuGrid") -> None:
+            super().__init__()
+            self.grid = grid
+
+    class NodeSelected(Message):
+        """``enter`` on a node row: ``gpu`` is the GPU cell under the cursor, None on the node's fields."""
+
+        def __init__(self, grid: "GpuGrid", node: Node, gpu: Gpu | None) -> None:
+            super().__init__()
+            self.grid = grid
+            self.node = node
+            self.gpu = gpu
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._node_map: dict[str, Node] = {}
+        self._fields: dict[str, tuple[str, ...]] = {}
+        self._field_widths: dict[str, tuple[int, ...]] = {}
+        self._gpus: dict[str, tuple[Gpu, ...]] = {}
+        self._util: set[str] = set()  # nodes with any known utilisation
+        self._counts: dict[str, tuple[int, ...]] = {}  # each node's GroupSummary fields, then its usable free GPUs
+        self._sort: dict[str, tuple] = {}
+        self._groups: dict[GroupKey, Group] = {}
+        self._node_group: dict[str, GroupKey] = {}
+        self._rows: list[RowKey] = []
+        self._index: dict[RowKey, int] = {}
+        self._parts: dict[RowKey, list[Part]] = {}
+        self._strips: dict[RowKey, Strip] = {}
+        self._header: Strip | None = None
+        self._styles: dict[str, Style] = {}
+        self.collapsed: set[GroupKey] = set()
+        self.filter_text = ""
+        self.cursor_row = 0
+        self.cursor_gpu: int | None = None  # the GPU column asked for; None: the node's own fields
+        self._widths: tuple[int, ...] = tuple(len(h) for h in HEADERS)
+        self._wide = False
+        self._room = 0  # the width the layout was made for
+        self._max_gpus = 0
+        self._most: list[int] = [0] * 7
+        self._any_util = False
+
+    # -- data --------------------------------------------------------------------------------------
+    @staticmethod
+    def node_key(node: Node) -> str:
+        return f"{node.cluster}/{node.name}"
+
+    def set_nodes(self, nodes: Iterable[Node]) -> None:
+        """Show ``nodes`` (in cluster order): only rows whose node changed are redrawn."""
+        before = self.cursor_key
+        new: dict[str, Node] = {}
+        changed: list[str] = []
+        old_nodes = self._node_map
+        for node in nodes:
+            key = self.node_key(node)
+            new[key] = node
+            old = old_nodes.get(key)
+            if old is None or (old is not node and old != node):
+                changed.append(key)
+        structural = len(new) != len(old_nodes) or any(k not in new for k in old_nodes)
+        if not structural and list(new) != list(old_nodes):
+            structural = [n.cluster for n in new.values()] != [n.cluster for n in old_nodes.values()]
+        measure = structural
+        for key in changed:
+            node = new[key]
+            old = old_nodes.get(key)
+            before_widths, before_gpus = self._field_widths.get(key), len(self._gpus.get(key, ()))
+            if old is None or old.partitions[:1] != node.partitions[:1] or (
+                    self.filter_text and node_matches(old, self.filter_text) != node_matches(node, self.filter_text)):
+                structural = True
+            fields = self._fields[key] = node_fields(node)
+            self._field_widths[key] = tuple(cell_len(f) for f in fields)
+            self._gpus[key] = node_gpus(node)
+            if key not in self._sort:
+                self._sort[key] = natural_key(node.name)
+            one = summarize((node,))
+            self._counts[key] = (one.nodes, one.gpus_used, one.gpus_total, one.whole_free, one.idle,
+                                 usable_free_gpus(node))
+            util = has_utilization(node)
+            if util != (key in self._util):
+                measure = True
+                if util:
+                    self._util.add(key)
+                else:
+                    self._util.discard(key)
+            if self._field_widths[key] != before_widths or len(self._gpus[key]) != before_gpus:
+                measure = True
+            self._parts.pop(key, None)
+            self._strips.pop(key, None)
+        for key in [k for k in old_nodes if k not in new]:
+            for store in (self._fields, self._field_widths, self._gpus, self._sort, self._counts, self._parts,
+                          self._strips):
+                store.pop(key, None)
+            self._util.discard(key)
+        self._node_map = new
+        if structural:
+            self._rebuild(before)
+        else:
+            self._resummarize({self._node_group[k] for k in changed if k in self._node_group})
+            if measure:
+                self._measure()
+            self._layout()
+        if changed or structural:
+            self.refresh()
+            self.post_message(self.CursorMoved(self))
+
+    def set_filter(self, text: str) -> None:
+        """Show only nodes whose name, partition, state, GPU type or reason contains ``text``."""
+        if text != self.filter_text:
+            self.filter_text = text
+            self._rebuild(self.cursor_key)
+            self.refresh()
+            self.post_message(self.CursorMoved(self))
+
+    def _rebuild(self, keep: RowKey | None) -> None:
+        """Regroup every node and rebuild the row list (nodes added, removed, regrouped or filtered)."""
+        old_row, old_top = self.cursor_row, int(self.scroll_offset.y)
+        groups: dict[GroupKey, Group] = {}
+        node_group: dict[str, GroupKey] = {}
+        pools: dict[GroupKey, list[str]] = {}
+        for key, node in self._node_map.items():
+            if self.filter_text and not node_matches(node, self.filter_text):
+                continue
+            ckey = ("cluster", node.cluster)
+            if ckey not in groups:
+                groups[ckey] = Group(ckey, 0, node.cluster, node.cluster)
+            partition = node.partitions[0] if node.partitions else ALL
+            pkey = ("pool", node.cluster, partition)
+            if pkey not in groups:
+                groups[pkey] = Group(pkey, 1, node.cluster, partition)
+                groups[ckey].members.append(pkey)
+                pools[pkey] = []
+            pools[pkey].append(key)
+            node_group[key] = pkey
+        sort = self._sort
+        for pkey, members in pools.items():
+            groups[pkey].members = sorted(members, key=sort.__getitem__)
+        self._groups, self._node_group = groups, node_group
+        self._resummarize(set(pools))
+        self._parts = {k: v for k, v in self._parts.items() if isinstance(k, str)}
+        self._strips = {k: v for k, v in self._strips.items() if isinstance(k, str)}
+        self._reflow_rows()
+        self._measure()
+        self._layout()
+        self._restore_cursor(keep, old_row, old_top)
+
+    def _reflow_rows(self) -> None:
+        """The visible rows: each cluster, its pools and their nodes, less what is collapsed."""
+        rows: list[RowKey] = []
+        for group in self._groups.values():
+            if group.level != 0:
+                continue
+            rows.append(group.key)
+            if group.key in self.collapsed:
+                continue
+            for pkey in group.members:
+                rows.append(pkey)
+                if pkey not in self.collapsed:
+                    rows.extend(self._groups[pkey].members)
+        self._rows = rows
+        self._index = {key: i for i, key in enumerate(rows)}
+
+    def _restore_cursor(self, keep: RowKey | None, old_row: int, old_top: int) -> None:
+        """Put the cursor back on the row ``keep`` (or its collapsed group, or the same line) and keep
+        it at the same place on screen."""
+        rows = self._rows
+        row = self._index.get(keep) if keep is not None else None
+        if row is None and isinstance(keep, str) and keep in self._node_group:  # its group is collapsed
+            pkey = self._node_group[keep]
+            row = self._index.get(pkey, self._index.get(("cluster", pkey[1])))
+        if row is None:
+            row = min(old_row, len(rows) - 1)
+        self.cursor_row = max(0, row)
+        if self.cursor_row != old_row:  # keep the cursor where it was on screen
+            self.scroll_to(y=max(0, self.cursor_row - (old_row - old_top)), animate=False, immediate=True)
+
+    def _resummarize(self, pool_keys: set[GroupKey]) -> None:
+        clusters = set()
+        for pkey in pool_keys:
+            group = self._groups.get(pkey)
+            if group is None:
+                continue
+            counts = self._counts
+            group.summary = GroupSummary(*list(map(sum, zip(*(counts[k] for k in group.members))))[:5])
+            clusters.add(("cluster", group.cluster))
+            self._parts.pop(pkey, None)
+            self._strips.pop(pkey, None)
+        for ckey in clusters:
+            group = self._groups[ckey]
+            group.summary = sum((self._groups[p].summary for p in group.members), GroupSummary())
+            self._parts.pop(ckey, None)
+            self._strips.pop(ckey, None)
+
+    # -- layout ------------------------------------------------------------------------------------
+    def _measure(self) -> None:
+        """The widest value of each column, the most GPUs on a node, whether any utilisation is known:
+        one pass over the shown nodes, needed only when nodes come, go or change width."""
+        shown = [self._field_widths[k] for k in self._node_group]
+        self._most = [max(column) for column in zip(*shown)] if shown else [0] * 7
+        self._max_gpus = max((len(self._gpus[k]) for k in self._node_group), default=0)
+        self._any_util = not self._util.isdisjoint(self._node_group)
+
+    def _layout(self) -> None:
+        """Column widths and the cell mode (utilisation digits when there is data and room for them)."""
+        most = self._most
+        widths = [min(max(len(h), w), cap) for h, w, cap in zip(HEADERS, most, MAX_WIDTHS)]
+        # the width inside the scrollbars: a vertical scrollbar takes two columns from the cells
+        room = self._room = self.scrollable_content_region.width or self.size.width or 80
+        fixed = len(INDENT[2]) + sum(widths) + len(SEP) * len(widths)
+        reserve = len(CUT) if most[6] else 0  # a column to say a note goes on off-screen
+        wide = self._any_util and fixed + self._max_gpus * WIDE_CELL + reserve <= room
+        cells = self._max_gpus * (WIDE_CELL if wide else 1)
+        while fixed + cells + reserve > room:  # narrow terminal: give up room from the widest text columns first
+            shrinkable = [i for i in SHRINK_ORDER if widths[i] > MIN_WIDTHS[i]]
+            if not shrinkable:
+                break
+            widest = max(shrinkable, key=lambda i: widths[i] - MIN_WIDTHS[i])
+            widths[widest] -= 1
+            fixed -= 1
+        if tuple(widths) != self._widths or wide != self._wide:
+            self._widths, self._wide = tuple(widths), wide
+            self._parts = {k: v for k, v in self._parts.items() if not isinstance(k, str)}
+            self._strips = {k: v for k, v in self._strips.items() if not isinstance(k, str)}
+            self._header = None
+        group_width = max((sum(cell_len(t) for t, _ in self._group_parts(g)) for g in self._groups.values()),
+                          default=0)
+        width = max(fixed + max(cells, len("GPUS")) + len(SEP) + most[6], group_width)
+        size = Size(width, len(self._rows) + 1)
+        if size != self.virtual_size:
+            self.virtual_size = size
+
+    @property
+    def gpu_x(self) -> int:
+        """Where the first GPU cell starts on a node line."""
+        return len(INDENT[2]) + sum(self._widths) + len(SEP) * len(self._widths)
+
+    @property
+    def cell_width(self) -> int:
+        return WIDE_CELL if self._wide else 1
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._layout()
+        self._scroll_to_cursor()
+        self.refresh()
+
+    # -- rows as text ------------------------------------------------------------------------------
+    def _group_parts(self, group: Group) -> list[Part]:
+        marker = CLOSED if group.key in self.collapsed else OPEN
+        label = clean(group.name)
+        return [(INDENT[group.level] + marker, "gpugrid--muted"), (label, "gpugrid--group"), (SEP, None),
+                *summary_parts(group.summary)]
+
+    def _node_parts(self, key: str) -> list[Part]:
+        fields = self._fields[key]
+        node = self._node_map[key]
+        parts: list[Part] = [(INDENT[2], None)]
+        styles = (None, STATE_STYLE[state_kind(node)], "gpugrid--muted", None, None, None)
+        for text, width, style in zip(fields, self._widths, styles):
+            parts.append((_fit(text, width), style))
+            parts.append((SEP, None))
+        gpus = self._gpus[key]
+        if not gpus:
+            parts.append((_fit("-", max(1, self._max_gpus * self.cell_width)), "gpugrid--muted"))
+        for gpu in gpus:
+            kind = cell_kind(gpu)
+            text = GLYPHS[kind] + (util_label(gpu) + " " if self._wide else "")
+            parts.append((text, CELL_STYLE[kind]))
+        pad = (self._max_gpus - len(gpus)) * self.cell_width if gpus else 0
+        if fields[6]:
+            parts.append((" " * pad + SEP, None))
+            parts.append((fields[6], "gpugrid--muted"))
+        return parts
+
+    def row_parts(self, key: RowKey) -> list[Part]:
+        parts = self._parts.get(key)
+        if parts is None:
+            parts = self._group_parts(self._groups[key]) if isinstance(key, tuple) else self._node_parts(key)
+            self._parts[key] = parts
+        return parts
+
+    def row_text(self, key: RowKey) -> str:
+        """A row as plain text (for the status line, tests and export)."""
+        return "".join(text for text, _ in self.row_parts(key)).rstrip()
+
+    def _header_parts(self) -> list[Part]:
+        text = INDENT[2] + "".join(_fit(h, w) + SEP for h, w in zip(HEADERS, self._widths))
+        text += "GPUS" + (" (util %)" if self._wide else "")
+        return [(text, "gpugrid--header")]
+
+    # -- drawing -----------------------------------------------------------------------------------
+    def _style(self, name: str | None) -> Style:
+        """A component's own style, its translucent colours blended over the grid's background."""
+        if not name:
+            return Style()
+        style = self._styles.get(name)
+        if style is None:
+            styles = self.get_component_styles(name)
+            under = self.background_colors[1]
+            color = (under + styles.color).rich_color if styles.has_rule("color") else None
+            background = (under + styles.background).rich_color if styles.has_rule("background") else None
+            style = self._styles[name] = Style(color=color, bgcolor=background) + styles.text_style
+        return style
+
+    def cell_style(self, cell: Cell) -> Style:
+        """The theme's style of a GPU cell kind (for a legend drawn elsewhere)."""
+        return self._style(CELL_STYLE[cell])
+
+    def _strip(self, parts: list[Part], base: Style, cell: int | None = None) -> Strip:
+        """``parts`` drawn over ``base``; ``cell`` is the index of the part under the cell cursor."""
+        cursor = self._style("gpugrid--cell-cursor") if cell is not None else None
+        segments = []
+        for i, (text, name) in enumerate(parts):
+            style = base + self._style(name)
+            if i == cell and cursor is not None:
+                style += cursor
+            segments.append(Segment(text, style))
+        return Strip(segments)
+
+    def render_lines(self, crop):
+        if self._room != self.scrollable_content_region.width:
+            self._layout()  # a scrollbar came or went: the width changed without a resize
+        return super().render_lines(crop)
+
+    def offscreen_cells(self, key: str, scroll_x: int | None = None) -> int:
+        """How many of a node's GPU cells lie right of the visible width (at ``scroll_x``, or now),
+        counting those the ``MORE`` marker would cover."""
+        gpus = len(self._gpus.get(key, ()))
+        if not gpus:
+            return 0
+        x = int(self.scroll_offset.x) if scroll_x is None else scroll_x
+        right = x + self.scrollable_content_region.width
+        step = self.cell_width
+        start = self.gpu_x
+        if start + gpus * step <= right:
+            return 0
+        for hidden in range(1, gpus + 1):  # the marker takes room from the last visible cells
+            edge = right - len(MORE.format(hidden))
+            shown = max(0, min(gpus, (edge - start) // step))
+            if gpus - shown <= hidden:
+                return gpus - shown
+        return gpus
+
+    def _mark_edge(self, key: RowKey, line: Strip, scroll_x: int, width: int, base: Style) -> Strip:
+        """``line`` cropped to the view, saying at the right edge what a node line has off-screen:
+        ``+N›`` GPU cells, or ``…`` text (a long note)."""
+        strip = line.crop_extend(scroll_x, scroll_x + width, base)
+        if not isinstance(key, str) or width <= 0:
+            return strip
+        hidden = self.offscreen_cells(key, scroll_x)
+        if hidden:
+            mark = MORE.format(hidden)
+        elif line.cell_length > scroll_x + width and (
+                scroll_x + width - len(CUT) >= self.gpu_x + len(self._gpus.get(key, ())) * self.cell_width):
+            mark = CUT  # never over a GPU cell
+        else:
+            return strip
+        mark = mark[-width:]
+        cut = strip.crop(0, width - len(mark))
+        return Strip.join([cut, Strip([Segment(mark, base + self._style("gpugrid--muted"))])])
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if y == 0:
+            if self._header is None:
+                self._header = self._strip(self._header_parts(), base)
+            return self._header.crop_extend(scroll_x, scroll_x + width, base)
+        row = scroll_y + y - 1
+        if row >= len(self._rows):
+            return Strip.blank(width, base)
+        key = self._rows[row]
+        if row == self.cursor_row:
+            cursor_base = base + self._style("gpugrid--cursor")
+            strip = self._strip(self.row_parts(key), cursor_base, self._cursor_part(key))
+            return self._mark_edge(key, strip, scroll_x, width, cursor_base)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = self._strip(self.row_parts(key), base)
+        return self._mark_edge(key, strip, scroll_x, width, base)
+
+    def _cursor_part(self, key: RowKey) -> int | None:
+        """Index of the part the cell cursor is on: a GPU cell, or the node's name."""
+        if isinstance(key, tuple):
+            return 1  # the group's name
+        gpu = self.cursor_gpu_index
+        return 1 if gpu is None else 1 + 2 * len(HEADERS) + gpu
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = {}
+        self._strips.clear()
+        self._header = None
+        self.refresh()
+
+    def on_focus(self) -> None:
+        self._styles.pop("gpugrid--cursor", None)
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self._styles.pop("gpugrid--cursor", None)
+        self.refresh()
+
+    # -- queries -----------------------------------------------------------------------------------
+    @property
+    def node_count(self) -> int:
+        """Nodes shown (after the filter), collapsed groups included."""
+        return len(self._node_group)
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    def row_keys(self) -> list[RowKey]:
+        return list(self._rows)
+
+    def group(self, cluster: str, partition: str | None = None) -> Group | None:
+        return self._groups.get(("cluster", cluster) if partition is None else ("pool", cluster, partition))
+
+    def pools(self, cluster: str) -> list[PoolCapacity]:
+        """``capacity.pools`` of one cluster's nodes (a node counts in each of its partitions), from the
+        counts kept per node, so a refresh does not walk every GPU again. The filter does not apply."""
+        found: dict[str, list[int]] = {}
+        counts = self._counts
+        for key, node in self._node_map.items():
+            if node.cluster != cluster:
+                continue
+            _, _, total, whole, _, free = counts[key]
+            for name in node.partitions or (ALL,):
+                acc = found.get(name)
+                if acc is None:
+                    acc = found[name] = [0, 0, 0, 0]
+                acc[0] += 1
+                acc[1] += whole
+                acc[2] += total
+                acc[3] += free
+        return [PoolCapacity(name, *acc) for name, acc in found.items()]
+
+    def gpus_of(self, key: str) -> tuple[Gpu, ...]:
+        """The GPU cells of a node row (per-GPU data, or cells made from its counts)."""
+        return self._gpus.get(key, ())

@@ -1,0 +1,670 @@
+"""A virtualised table on Textual's line API: thousands of keyed rows, only the visible ones drawn.
+
+``set_rows`` replaces the whole ordered row list in one call (cheap: unchanged rows are skipped by
+identity, a changed row is measured once); the cursor stays on its key and the scroll offset stays
+put. Each drawn row is cached as a ``Strip`` until its cells, the layout, the styles, its stripe or
+the cursor change. A cell is a plain ``str`` (styled by its column), a ``rich.text.Text``, or a
+zero-argument callable returning a ``Text`` (a live cell, e.g. an age: evaluated only when its line
+is drawn). Rows may name a ``parent``: sorting keeps them right under it. Header clicks, ``sort_by``,
+``cycle_sort`` and ``reverse_sort`` sort. Nothing here knows about jobs.
+"""
+
+from __future__ import annotations
+
+import re
+from operator import itemgetter
+from typing import Callable, ClassVar, Iterable, NamedTuple, Sequence, Union
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from yanflow_tui.screens.render.rows import natural_key
+
+Cell = Union[str, Text, Callable[[], Text]]
+PAD = 1  # blank cells each side of every column
+SORT_MARKS = {False: " ▲", True: " ▼"}
+_NUMBER = re.compile(r"^\s*-?\d+(?:\.\d*)?\s*$")
+
+
+class Column(NamedTuple):
+    key: str
+    label: str
+    min_width: int = 0  # also the room kept for live cells, which are not measured ahead
+    flex: bool = False  # gives up width first (down to its label, or ``floor``) when the table is too narrow
+    floor: int = 0  # a flexible column never shrinks below this (nor below its label)
+    give_way: int = 0  # 1, 2, ...: hidden in that order when shrinking is not enough; 0: never hidden
+    justify: str = "left"  # or "right"
+    style: str = ""  # a Rich style under every cell of the column (plain ``str`` cells get only this)
+
+
+class Row(NamedTuple):
+    key: str
+    cells: tuple[Cell, ...]
+    sort: tuple = ()  # one sort value per column; default: the cell's text, numbers as numbers
+    parent: str = ""  # key of the group row this one stays right under, whatever the sort
+    style: str = ""  # a Rich style under the whole row's cells, e.g. "dim"
+
+
+def sort_value(text: str) -> tuple:
+    """Numbers sort as numbers, before text; text sorts naturally (``a9`` before ``a10``)."""
+    if _NUMBER.match(text):
+        return (0, float(text), ())
+    return (1, 0.0, natural_key(text.lower()))
+
+
+def _width(cell: Cell) -> int:
+    """Cells a static cell takes (live cells: 0, measured when drawn)."""
+    if isinstance(cell, str):
+        plain = cell
+    elif isinstance(cell, Text):
+        plain = cell.plain
+    else:
+        return 0
+    return len(plain) if plain.isascii() else cell_len(plain)
+
+
+def _cell_text(cell: Cell) -> Text:
+    if isinstance(cell, Text):
+        return cell
+    return Text(cell) if isinstance(cell, str) else cell()
+
+
+def _is_live(cell: Cell) -> bool:
+    return not isinstance(cell, (str, Text))
+
+
+class VirtualTable(ScrollView, can_focus=True):
+    """Keyed rows under a fixed header; the cursor is a row, kept by key."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"vtable--header", "vtable--cursor", "vtable--even-row",
+                                              "vtable--odd-row"}
+    DEFAULT_CSS = """
+    VirtualTable {
+        height: 1fr;
+        background: $surface;
+        color: $foreground;
+        & > .vtable--header { text-style: bold; background: $panel; color: $foreground; }
+        &:ansi > .vtable--header { background: ansi_bright_blue; color: ansi_default; }
+        & > .vtable--even-row { background: $surface-lighten-1 50%; }
+        &:dark > .vtable--even-row { background: $surface-darken-1 40%; }
+        & > .vtable--odd-row { }
+        & > .vtable--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus > .vtable--cursor {
+            background: $block-cursor-background;
+            color: $block-cursor-foreground;
+            text-style: $block-cursor-text-style;
+        }
+        &:nocolor > .vtable--cursor { text-style: reverse; }
+    }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor_up", "Row up", show=False, id="table-row-up"),
+        Binding("down", "cursor_down", "Row down", show=False, id="table-row-down"),
+        Binding("pageup", "cursor_page_up", "Page up", show=False, id="table-page-up"),
+        Binding("pagedown", "cursor_page_down", "Page down", show=False, id="table-page-down"),
+        Binding("home,g", "cursor_first", "First row", show=False, id="table-first-row"),
+        Binding("end,G", "cursor_last", "Last row", show=False, id="table-last-row"),
+        Binding("enter", "select_cursor", "Select", show=False, id="table-select-row"),
+    ]
+
+    class RowHighlighted(Message):
+        """The cursor moved to another row (``key`` is None when the table emptied)."""
+
+        def __init__(self, table: "VirtualTable", key: str | None) -> None:
+            super().__init__()
+            self.table, self.key = table, key
+
+        @property
+        def control(self) -> "VirtualTable":
+            return self.table
+
+    class RowSelected(Message):
+        """Enter, or a click on the cursor row."""
+
+        def __init__(self, table: "VirtualTable", key: str) -> None:
+            super().__init__()
+            self.table, self.key = table, key
+
+        @property
+        def control(self) -> "VirtualTable":
+            return self.table
+
+    class HeaderSelected(Message):
+        """A click on a column label (the table has sorted by it already, when sortable)."""
+
+        def __init__(self, table: "VirtualTable", column: str) -> None:
+            super().__init__()
+            self.table, self.column = table, column
+
+        @property
+        def control(self) -> "VirtualTable":
+            return self.table
+
+    def __init__(self, columns: Sequence[Column], *, zebra_stripes: bool = True, sortable: bool = True,
+                 name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.columns: tuple[Column, ...] = tuple(columns)
+        self.zebra_stripes = zebra_stripes
+        self.sortable = sortable
+        self.sort_column: str | None = None
+        self.sort_reverse = False
+        self.render_count = 0  # rows drawn (strip cache misses): tests check that only visible ones are
+        self._given: list[Row] = []  # the order set_rows received
+        self._rows: list[Row] = []  # display order
+        self._by_key: dict[str, Row] = {}
+        self._index: dict[str, int] | None = {}  # key -> display index, built when first needed
+        self._cursor_key: str | None = None
+        self._cursor_index: int | None = None  # display index of the cursor's row
+        ncols = len(self.columns)
+        self._measured: dict[str, tuple[Row, tuple[int, ...]]] = {}  # key -> (row measured, its widths)
+        self._content_widths = [0] * ncols  # widest static cell per column, over the current rows
+        self._most_rows = 0  # the most rows set at once since widths were last pruned
+        self._live_widths = [0] * ncols
+        self._widths: list[int] = [0] * ncols
+        self._starts: list[int] = [0] * ncols
+        self._hidden: frozenset[int] = frozenset()  # columns given way (see Column.give_way)
+        self._layout_key: tuple | None = None
+        self._strips: dict[str, tuple[tuple, Strip]] = {}
+        self._header: Strip | None = None
+        self._sort_cache: dict[str, tuple[Row, object]] = {}
+
+    # -- public API --------------------------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    @property
+    def row_keys(self) -> list[str]:
+        """Keys in display order."""
+        return [row.key for row in self._rows]
+
+    @property
+    def cursor_key(self) -> str | None:
+        return self._cursor_key
+
+    @property
+    def cursor_row(self) -> int:
+        """The cursor's display index (0 when the table is empty)."""
+        return self._cursor_index or 0
+
+    def get_row(self, key: str) -> Row | None:
+        return self._by_key.get(key)
+
+    def cell_text(self, key: str, column: str) -> str:
+        """A cell's text as drawn now (live cells evaluated), for tests and export."""
+        row = self._by_key[key]
+        index = self._column_index(column)
+        return _cell_text(row.cells[index]).plain if index < len(row.cells) else ""
+
+    def row_text(self, key: str) -> str | None:
+        """A row's cells as drawn now, joined by spaces (None: no such row), for tests and export."""
+        row = self._by_key.get(key)
+        return None if row is None else " ".join(_cell_text(cell).plain for cell in row.cells)
+
+    def set_rows(self, rows: Iterable[Row]) -> None:
+        """Replace every row, in order. Unchanged ``Row`` objects (or equal cells) cost a lookup."""
+        rows = list(rows)
+        old = self._by_key
+        page = self._page_height()
+        top = self.scroll_offset.y
+        old_cursor = self._cursor_index
+        cursor_was_visible = old_cursor is not None and top <= old_cursor < top + page
+        by_key: dict[str, Row] = {}
+        measured = self._measured
+        added = same = 0
+        dirty = False  # rows added, changed or gone: the column widths may move
+        for row in rows:
+            key = row.key
+            by_key[key] = row
+            before = old.get(key)
+            if before is row:
+                same += 1
+                continue
+            if before is None:
+                added += 1
+                dirty = True
+            elif before.cells == row.cells and before.style == row.style:
+                continue
+            else:
+                dirty = True
+                self._strips.pop(key, None)
+            known = measured.get(key)
+            if known is None or (known[0] is not row and known[0].cells != row.cells):
+                measured[key] = (row, self._row_widths(row))
+        if len(by_key) != len(rows):
+            raise ValueError("duplicate row keys")
+        if len(old) > len(by_key) - added:  # some rows went away
+            dirty = True
+            for key in old:
+                if key not in by_key:
+                    self._strips.pop(key, None)
+                    self._sort_cache.pop(key, None)
+        widths_changed = dirty and self._update_content_widths(rows)
+        self._by_key = by_key
+        unchanged = same == len(rows) == len(old) and rows == self._given  # same Row objects, same order
+        self._given = rows
+        if not unchanged:
+            self._reorder()
+        if self._cursor_index is None:  # its row went away: the row now in its place
+            self._move_to_index(min(old_cursor or 0, len(self._rows) - 1), scroll=False)
+        if widths_changed:
+            self._relayout()
+        self._update_virtual_size()
+        index = self._cursor_index
+        if cursor_was_visible and index is not None and not top <= index < top + page:
+            self._scroll_to_index(index)
+        self.refresh()
+
+    def move_cursor_to_key(self, key: str) -> bool:
+        """Put the cursor on ``key`` (scrolling it into view); False when there is no such row."""
+        index = self._key_index(key)
+        if index is None:
+            return False
+        self._move_to_index(index)
+        return True
+
+    def sort_by(self, column: str | None, reverse: bool = False) -> None:
+        """Sort by ``column`` (None: the order ``set_rows`` gave); the cursor stays on its row."""
+        if column is not None:
+            self._column_index(column)  # KeyError for an unknown column
+        self.sort_column, self.sort_reverse = column, reverse
+        self._sort_cache.clear()
+        self._header = None
+        self._reorder()
+        self._relayout()  # the sorted column's label has a mark now
+        if self._cursor_index is not None:
+            self._scroll_to_index(self._cursor_index)
+        self.refresh()
+
+    def cycle_sort(self) -> None:
+        """Sort by the next column (from the given order, the first), keeping the direction."""
+        keys = [c.key for c in self.columns]
+        index = keys.index(self.sort_column) + 1 if self.sort_column in keys else 0
+        self.sort_by(keys[index % len(keys)], self.sort_reverse)
+
+    def reverse_sort(self) -> None:
+        """Flip the direction (sorting by the first column if nothing was sorted)."""
+        self.sort_by(self.sort_column or self.columns[0].key, not self.sort_reverse)
+
+    # -- actions -----------------------------------------------------------------------------------
+    def action_cursor_up(self) -> None:
+        self._move_to_index(self.cursor_row - 1)
+
+    def action_cursor_down(self) -> None:
+        self._move_to_index(self.cursor_row + 1)
+
+    def action_cursor_page_up(self) -> None:
+        self._move_to_index(self.cursor_row - self._page_height())
+
+    def action_cursor_page_down(self) -> None:
+        self._move_to_index(self.cursor_row + self._page_height())
+
+    def action_cursor_first(self) -> None:
+        self._move_to_index(0)
+
+    def action_cursor_last(self) -> None:
+        self._move_to_index(len(self._rows) - 1)
+
+    def action_select_cursor(self) -> None:
+        if self._cursor_key is not None:
+            self.post_message(self.RowSelected(self, self._cursor_key))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        if offset.y == 0:
+            column = self._column_at(offset.x + self.scroll_offset.x)
+            if column is not None:
+                event.stop()
+                if self.sortable:
+                    key = self.columns[column].key
+                    self.sort_by(key, not self.sort_reverse if key == self.sort_column else False)
+                self.post_message(self.HeaderSelected(self, self.columns[column].key))
+            return
+        index = offset.y - 1 + self.scroll_offset.y
+        if 0 <= index < len(self._rows):
+            event.stop()
+            key = self._rows[index].key
+            if key == self._cursor_key or event.chain > 1:
+                self._move_to_index(index)
+                self.post_message(self.RowSelected(self, key))
+            else:
+                self._move_to_index(index)
+
+    # -- cursor and order --------------------------------------------------------------------------
+    def _page_height(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _move_to_index(self, index: int, scroll: bool = True) -> None:
+        if not self._rows:
+            self._cursor_index = None
+            if self._cursor_key is not None:
+                self._cursor_key = None
+                self.post_message(self.RowHighlighted(self, None))
+            return
+        index = max(0, min(index, len(self._rows) - 1))
+        key = self._rows[index].key
+        if key != self._cursor_key:
+            self._strips.pop(self._cursor_key, None)
+            self._strips.pop(key, None)
+            old = self._cursor_index
+            self._cursor_key = key
+            self._refresh_row(old)
+            self._refresh_row(index)
+            self.post_message(self.RowHighlighted(self, key))
+        self._cursor_index = index
+        if scroll:
+            self._scroll_to_index(index)
+
+    def _refresh_row(self, index: int | None) -> None:
+        if index is not None:
+            self.refresh_line(index + 1)
+
+    def _scroll_to_index(self, index: int) -> None:
+        page = self._page_height()
+        top = self.scroll_offset.y
+        if index < top:
+            self.scroll_to(y=index, animate=False)
+        elif index >= top + page:
+            self.scroll_to(y=index - page + 1, animate=False)
+
+    def _reorder(self) -> None:
+        self._rows = self._sorted(self._given)
+        self._index = None
+        row = self._by_key.get(self._cursor_key) if self._cursor_key is not None else None
+        self._cursor_index = self._rows.index(row) if row is not None else None
+
+    def _key_index(self, key: str) -> int | None:
+        if self._index is None:
+            self._index = {row.key: i for i, row in enumerate(self._rows)}
+        return self._index.get(key)
+
+    def _sorted(self, rows: list[Row]) -> list[Row]:
+        if self.sort_column is None:
+            return rows
+        column = self._column_index(self.sort_column)
+        cache = self._sort_cache
+
+        def value(row: Row):
+            given = row.sort
+            if len(given) > column:
+                return given[column]
+            hit = cache.get(row.key)
+            if hit is not None and hit[0] is row:
+                return hit[1]
+            result = sort_value(_cell_text(row.cells[column]).plain if column < len(row.cells) else "")
+            cache[row.key] = (row, result)
+            return result
+
+        present = self._by_key
+        top: list[Row] = []
+        children: dict[str, list[Row]] = {}
+        for row in rows:
+            if row.parent and row.parent != row.key and row.parent in present:
+                children.setdefault(row.parent, []).append(row)
+            else:
+                top.append(row)
+        reverse = self.sort_reverse
+
+        def ordered(group: list[Row]) -> list[Row]:
+            try:
+                keys = [row.sort[column] for row in group]
+            except IndexError:  # some rows bring no sort values: use their cells' text
+                keys = [value(row) for row in group]
+            try:
+                order = sorted(range(len(group)), key=keys.__getitem__, reverse=reverse)
+            except TypeError:  # sort values of mixed types: fall back to their text
+                texts = [str(k) for k in keys]
+                order = sorted(range(len(group)), key=texts.__getitem__, reverse=reverse)
+            return [group[i] for i in order]
+
+        top = ordered(top)
+        for parent, kids in children.items():
+            children[parent] = ordered(kids)
+        if not children:
+            return top
+        out: list[Row] = []
+        placed: set[str] = set()
+
+        def place(row: Row, depth: int = 0) -> None:
+            out.append(row)
+            placed.add(row.key)
+            for kid in children.get(row.key, ()):
+                if kid.key not in placed and depth < 16:
+                    place(kid, depth + 1)
+
+        for row in top:
+            place(row)
+        if len(out) < len(rows):  # parent cycles: keep them, after the rest
+            out.extend(row for row in rows if row.key not in placed)
+        return out
+
+    # -- widths and layout -------------------------------------------------------------------------
+    def _column_index(self, key: str) -> int:
+        for i, column in enumerate(self.columns):
+            if column.key == key:
+                return i
+        raise KeyError(key)
+
+    def _row_widths(self, row: Row) -> tuple[int, ...]:
+        ncols = len(self.columns)
+        widths = tuple(_width(cell) for cell in row.cells[:ncols])
+        return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
+
+    def _update_content_widths(self, rows: list[Row]) -> bool:
+        """The widest cell per column from each row's cached widths (no text measured here); True
+        when that moved. Widths of rows that went away are kept a while, for when they come back
+        (a filter cleared), then dropped."""
+        measured = self._measured
+        per_row = [measured[row.key][1] for row in rows]
+        widths = [max(map(itemgetter(i), per_row), default=0) for i in range(len(self.columns))]
+        self._most_rows = max(self._most_rows, len(rows))
+        if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
+            self._measured = {row.key: measured[row.key] for row in rows}
+            self._most_rows = len(rows)
+        if widths == self._content_widths:
+            return False
+        self._content_widths = widths
+        return True
+
+    def _natural_widths(self) -> list[int]:
+        out = []
+        for i, column in enumerate(self.columns):
+            label = Text(column.label).cell_len + (len(SORT_MARKS[False]) if column.key == self.sort_column else 0)
+            out.append(max(column.min_width, label, self._live_widths[i], self._content_widths[i]))
+        return out
+
+    def _fit_widths(self, available: int) -> tuple[list[int], frozenset[int]]:
+        """Widths that fit ``available`` cells, and the columns hidden: flexible columns shrink first,
+        the widest first, down to their floor; if that is not enough, columns with a ``give_way``
+        rank are hidden in rank order (and the others shrink only as far as they still must)."""
+        natural = self._natural_widths()
+        floors = {i: max(c.min_width, c.floor, Text(c.label).cell_len, 3)
+                  for i, c in enumerate(self.columns) if c.flex}
+        order = sorted((c.give_way, i) for i, c in enumerate(self.columns) if c.give_way)
+        hidden: frozenset[int] = frozenset()
+        for count in range(len(order) + 1):
+            hidden = frozenset(i for _, i in order[:count])
+            widths = [0 if i in hidden else w for i, w in enumerate(natural)]
+            excess = sum(w + 2 * PAD for i, w in enumerate(widths) if i not in hidden) - available
+            while excess > 0:
+                shrinkable = [i for i in floors if i not in hidden and widths[i] > floors[i]]
+                if not shrinkable:
+                    break
+                widths[max(shrinkable, key=lambda i: widths[i] - floors[i])] -= 1
+                excess -= 1
+            if excess <= 0:
+                break
+        return widths, hidden
+
+    @property
+    def hidden_columns(self) -> tuple[str, ...]:
+        """Keys of the columns hidden to make room (see ``Column.give_way``)."""
+        return tuple(c.key for i, c in enumerate(self.columns) if i in self._hidden)
+
+    def _relayout(self) -> None:
+        """Column widths for the current content and width; clears the strip cache if they moved."""
+        available = self.scrollable_content_region.width
+        widths, hidden = self._fit_widths(available)
+        layout = (tuple(widths), hidden, available)
+        if layout == self._layout_key:
+            return
+        self._layout_key = layout
+        self._widths = widths
+        self._hidden = hidden
+        starts, x = [], 0
+        for i, width in enumerate(widths):
+            starts.append(x)
+            if i not in hidden:
+                x += width + 2 * PAD
+        self._starts = starts
+        self._strips.clear()
+        self._header = None
+        self._update_virtual_size()
+
+    def _total_width(self) -> int:
+        return sum(w + 2 * PAD for i, w in enumerate(self._widths) if i not in self._hidden)
+
+    def _update_virtual_size(self) -> None:
+        size = Size(self._total_width(), len(self._rows) + 1)
+        if size != self.virtual_size:
+            self.virtual_size = size
+
+    def _column_at(self, x: int) -> int | None:
+        for i, (start, width) in enumerate(zip(self._starts, self._widths)):
+            if i not in self._hidden and start <= x < start + width + 2 * PAD:
+                return i
+        return None
+
+    # -- drawing -----------------------------------------------------------------------------------
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+        self._header = None
+        self.refresh()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._relayout()
+
+    def render_lines(self, crop):
+        if self._layout_key is None or self._layout_key[-1] != self.scrollable_content_region.width:
+            self._relayout()  # a scrollbar came or went: the width changed without a resize
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        scroll_x, scroll_y = self.scroll_offset
+        if y == 0:
+            strip = self._header_strip()
+        else:
+            index = y - 1 + scroll_y
+            if index >= len(self._rows):
+                return Strip.blank(width, self.rich_style)
+            strip = self._row_strip(index, self._rows[index])
+        if scroll_x or strip.cell_length != width:
+            strip = strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, self.rich_style)
+        return strip
+
+    def _header_strip(self) -> Strip:
+        if self._header is None:
+            style = self.get_component_rich_style("vtable--header")
+            cells = []
+            for column in self.columns:
+                label = Text(column.label)
+                if column.key == self.sort_column:
+                    label.append(SORT_MARKS[self.sort_reverse])
+                cells.append(label)
+            self._header = self._build_strip(cells, style, header=True)
+        return self._header
+
+    def _row_strip(self, index: int, row: Row) -> Strip:
+        cells = row.cells
+        live = [(i, c()) for i, c in enumerate(cells) if _is_live(c)]
+        cursor = row.key == self._cursor_key
+        signature = (index % 2 if self.zebra_stripes else 0, cursor, tuple(t.plain for _, t in live))
+        hit = self._strips.get(row.key)
+        if hit is not None and hit[0] == signature:
+            return hit[1]
+        self.render_count += 1
+        if live:
+            drawn = list(cells)
+            for i, text in live:
+                drawn[i] = text
+            cells = tuple(drawn)
+            self._note_live_widths(live)
+        if cursor:
+            style = self.get_component_rich_style("vtable--cursor")
+        elif self.zebra_stripes:
+            style = self.get_component_rich_style("vtable--odd-row" if index % 2 else "vtable--even-row")
+        else:
+            style = self.rich_style
+        strip = self._build_strip(cells, style, Style.parse(row.style) if row.style else None)
+        self._strips[row.key] = (signature, strip)
+        return strip
+
+    def _note_live_widths(self, live: list[tuple[int, Text]]) -> None:
+        """Live cells are measured as they are drawn: a wider one widens its column (once)."""
+        grew = False
+        for i, text in live:
+            if i < len(self.columns) and text.cell_len > max(self._live_widths[i], self._widths[i]):
+                self._live_widths[i] = text.cell_len
+                grew = True
+        if grew:
+            self.call_later(self._relayout_and_refresh)
+
+    def _relayout_and_refresh(self) -> None:
+        self._relayout()
+        self.refresh()
+
+    def _build_strip(self, cells: Sequence[Cell], style: Style, under: Style | None = None,
+                     header: bool = False) -> Strip:
+        """One full-width line: each cell padded or cut (with an ellipsis) to its column's width.
+        ``style``: the line's (stripe, cursor, header); ``under``: the row's own, under its cells."""
+        console = self.app.console
+        get_style = console.get_style
+        row_style = style + under if under is not None else style
+        pad = Segment(" " * PAD, style)
+        segments: list[Segment] = []
+        total = 0
+        hidden = self._hidden
+        for i, column in enumerate(self.columns):
+            if i in hidden:
+                continue
+            width = self._widths[i]
+            cell = cells[i] if i < len(cells) else ""
+            text = Text(cell) if isinstance(cell, str) else cell  # live cells were evaluated already
+            if text.cell_len > width:
+                text = text.copy()
+                text.truncate(width, overflow="ellipsis")
+            room = width - text.cell_len
+            segments.append(pad)
+            if room and column.justify == "right":
+                segments.append(Segment(" " * room, style))
+            base = row_style
+            if column.style and not header:
+                base += get_style(column.style, default=Style.null())
+            if text.style:  # Text.render leaves the Text's own style out when it has no spans
+                base += get_style(text.style, default=Style.null())
+            segments.extend(Segment(s.text, base + s.style if s.style else base)
+                            for s in text.render(console, end="") if s.text)
+            if room and column.justify != "right":
+                segments.append(Segment(" " * room, style))
+            segments.append(pad)
+            total += width + 2 * PAD
+        width = max(total, self.scrollable_content_region.width)
+        if width > total:
+            segments.append(Segment(" " * (width - total), style))
+        return Strip(segments, width).simplify()

@@ -1,0 +1,22 @@
+"""Package discovery: ``screens/`` and ``backends/`` install as ``yanflow_tui.screens`` and
+``yanflow_tui.backends``; every sub-package under them (and under ``yanflow_tui/``) is found, never listed,
+so a new one can never be silently missing from the wheel. Every package ships its ``.tcss`` stylesheets."""
+
+from setuptools import find_packages, setup
+
+MAPPED = {"yanflow_tui.screens": "screens", "yanflow_tui.backends": "backends", "yanflow_tui.sample_jobs": "sample_jobs"}
+
+
+def packages() -> list[str]:
+    found = find_packages(include=["yanflow_tui", "yanflow_tui.*"])
+    for name, folder in MAPPED.items():
+        found += [name] + [f"{name}.{sub}" for sub in find_packages(folder)]
+    return found
+
+
+PACKAGES = packages()
+DATA = {name: ["*.tcss"] for name in PACKAGES}
+# The samples the template picker lists, as package data.
+DATA["yanflow_tui.sample_jobs"] = ["*.yaml", "det-hpsearch/*", "det-hpsearch/.detignore"]
+
+setup(packages=PACKAGES, package_dir=MAPPED, package_data=DATA)

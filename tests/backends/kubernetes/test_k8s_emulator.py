@@ -1,0 +1,116 @@
+"""The API emulator answers in real Kubernetes shapes: checked by the official client itself, which
+deserialises every answer into its own model classes (V1PodList, V1Job, V1Status...) and runs its own
+``watch.Watch`` over the event stream."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fakes.k8s_api import make_job, make_node, make_pod
+
+NS = "ml"
+
+
+@pytest.fixture
+def api(kubeconfig):
+    from kubernetes import client, config
+
+    api_client = config.new_client_from_config(config_file=str(kubeconfig), persist_config=False)
+    yield client.CoreV1Api(api_client), client.BatchV1Api(api_client), api_client
+    api_client.close()
+
+
+def deserialize(api_client, data: dict, klass: str):
+    return api_client._ApiClient__deserialize(data, klass)  # noqa: SLF001
+
+
+def test_lists_and_objects_deserialise_into_the_clients_models(emulator, api):
+    core, batch, _ = api
+    emulator.add_node("gpu-a", 8)
+    emulator.put("pods", make_pod("p1", NS, node="gpu-a", job="j1"))
+    emulator.put("pods", make_pod("p2", NS, node="gpu-a", job="j2", phase="Pending", unschedulable="no GPUs"))
+    emulator.put("pods", make_pod("p3", "other", node="gpu-a"))
+    pods = core.list_namespaced_pod(NS, _request_timeout=5)
+    assert [p.metadata.name for p in pods.items] == ["p1", "p2"]
+    assert int(pods.metadata.resource_version) == emulator.rv
+    assert pods.items[1].status.conditions[0].reason == "Unschedulable"
+    assert [p.metadata.name for p in core.list_namespaced_pod(NS, label_selector="job-name=j2").items] == ["p2"]
+    assert [p.metadata.name for p in core.list_pod_for_all_namespaces(
+        field_selector="metadata.namespace=other").items] == ["p3"]
+    node = core.read_node("gpu-a", _request_timeout=5)
+    assert node.status.allocatable["nvidia.com/gpu"] == "8"
+    assert core.list_node().items[0].metadata.labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB"
+
+
+def test_create_conflict_and_not_found_are_status_objects(emulator, api):
+    from kubernetes.client.rest import ApiException
+
+    _, batch, api_client = api
+    created = batch.create_namespaced_job(NS, make_job("train", NS), _request_timeout=5)
+    assert created.metadata.uid and created.metadata.namespace == NS
+    assert created.spec.template.metadata.labels["batch.kubernetes.io/job-name"] == "train"
+    assert api_client.last_response.status == 201
+    with pytest.raises(ApiException) as conflict:
+        batch.create_namespaced_job(NS, make_job("train", NS), _request_timeout=5)
+    status = deserialize(api_client, json.loads(conflict.value.body), "V1Status")
+    assert (conflict.value.status, status.reason, status.code) == (409, "AlreadyExists", 409)
+    with pytest.raises(ApiException) as missing:
+        batch.read_namespaced_job("nope", NS, _request_timeout=5)
+    assert deserialize(api_client, json.loads(missing.value.body), "V1Status").reason == "NotFound"
+    batch.delete_namespaced_job("train", NS, propagation_policy="Background", _request_timeout=5)
+    assert emulator.get("jobs", NS, "train") is None
+
+
+def test_watch_streams_typed_events_replays_from_a_version_and_expires_with_410(emulator, api):
+    from kubernetes import watch
+    from kubernetes.client.rest import ApiException
+
+    core, _, _ = api
+    emulator.put("pods", make_pod("p1", NS))
+    start = core.list_namespaced_pod(NS).metadata.resource_version
+    emulator.put("pods", make_pod("p2", NS))
+    emulator.patch("pods", NS, "p1", {"status": {"phase": "Succeeded"}})
+    emulator.remove("pods", NS, "p2")
+    seen = []
+    w = watch.Watch()
+    for event in w.stream(core.list_namespaced_pod, NS, resource_version=start, timeout_seconds=1):
+        seen.append((event["type"], event["object"].metadata.name, event["object"].status.phase))
+        if len(seen) == 3:
+            w.stop()
+    assert seen == [("ADDED", "p2", "Running"), ("MODIFIED", "p1", "Succeeded"), ("DELETED", "p2", "Running")]
+    watches = [p for m, p in emulator.requests if "watch=" in p]
+    assert watches and "watch=True" in watches[-1]  # the client's spelling is served as a watch
+
+    emulator.compact()
+    with pytest.raises(ApiException) as gone:
+        for _ in watch.Watch().stream(core.list_namespaced_pod, NS, resource_version=start, timeout_seconds=1):
+            pass
+    assert gone.value.status == 410
+
+
+def test_logs_events_and_restart_on_the_same_port(emulator, api):
+    core, _, api_client = api
+    emulator.put("pods", make_pod("p1", NS, node="gpu-a"))
+    emulator.write_log(NS, "p1", "line 1", "line 2")
+    # (the client's preloaded ``str`` answer is ``str(bytes)`` in kubernetes 36, so read raw bytes,
+    # as the backend does)
+    raw = core.read_namespaced_pod_log("p1", NS, _preload_content=False, _request_timeout=5)
+    assert raw.data == b"line 1\nline 2\n" and raw.headers["Content-Type"].startswith("text/plain")
+    stamped = core.read_namespaced_pod_log("p1", NS, timestamps=True, _preload_content=False,
+                                           _request_timeout=5).data.decode().splitlines()
+    assert stamped[0].endswith("Z line 1")
+    emulator.put("events", {"metadata": {"name": "p1.1", "namespace": NS}, "involvedObject": {"kind": "Pod",
+                            "name": "p1", "namespace": NS}, "reason": "Pulled", "type": "Normal",
+                            "message": "pulled", "lastTimestamp": "2026-11-29T12:00:00Z"})
+    events = core.list_namespaced_event(NS, field_selector="involvedObject.name=p1", _request_timeout=5)
+    assert [e.reason for e in events.items] == ["Pulled"]
+    assert core.list_namespaced_event(NS, field_selector="involvedObject.name=p9").items == []
+    port = emulator.port
+    emulator.stop()
+    with pytest.raises(Exception):
+        core.list_namespaced_pod(NS, _request_timeout=2)
+    emulator.start()
+    assert emulator.port == port and [p.metadata.name for p in core.list_namespaced_pod(NS).items] == ["p1"]
+    assert deserialize(api_client, make_node("x"), "V1Node").status.capacity["nvidia.com/gpu"] == "8"

@@ -1,0 +1,44 @@
+"""The console over the real Determined backend and the fake master: the password prompt,
+experiments grouped with their trials, and the slot map."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from yanflow_tui.screens.queue import JobTable
+
+from dethelpers import PASSWORD, cluster, seed
+from uihelpers import make_app, screen_text, wait_for
+
+
+def rows(app) -> list[str]:
+    return app.screen.query_one(JobTable).row_keys
+
+
+async def test_prompted_password_logs_in_and_experiments_show_with_their_trials(master, caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    seed(master)
+    app = make_app(cluster(master, user="alice"))
+    async with app.run_test(size=(160, 40)) as pilot:
+        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen,
+                                what="password prompt")
+        prompt.query_one(Input).value = PASSWORD
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "det/exp-12" in rows(app), what="experiment row")
+        assert not [r for r in rows(app) if "trial-" in r]  # trials start collapsed
+        table = app.screen.query_one(JobTable)
+        table.move_cursor_to_key("det/exp-12")
+        await pilot.press("space")
+        await wait_for(pilot, lambda: len([r for r in rows(app) if "trial-" in r]) == 3, what="trials")
+        assert "det/exp-13" not in rows(app)  # bob's experiment: mine by default, filtered by the master
+        experiments = [r for r in master.requests if r.path == "/api/v1/experiments"]
+        assert experiments and all(r.query.get("users") == ["alice"] for r in experiments)
+        await pilot.press("u")  # everyone's
+        await wait_for(pilot, lambda: "det/exp-13" in rows(app), what="bob's experiment")
+        assert "users" not in [r for r in master.requests if r.path == "/api/v1/experiments"][-1].query
+        await pilot.press("2")
+        await wait_for(pilot, lambda: "agent-a" in screen_text(app), what="agents on the Nodes screen")
+    assert PASSWORD not in caplog.text
+    assert all(PASSWORD not in repr(r) for r in master.requests)

@@ -1,0 +1,118 @@
+"""Pilot tests of the console over the real Kubernetes backend and the API emulator: the cluster goes
+stale while the API server is away and comes back with fresh data; read-only sends no write."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input
+
+from yanflow_tui.errors import ReadOnlyError
+from yanflow_tui.screens.dialogs import ConfirmScreen
+from yanflow_tui.screens.queue import JobTable, QueueScreen
+
+from fakes.k8s_api import make_job, make_pod
+from k8shelpers import cluster
+from uihelpers import make_app, screen_text, wait_for
+
+NS = "ml"
+
+
+def rows(app) -> list[str]:
+    return app.screen.query_one(JobTable).row_keys
+
+
+def select_row(app, key: str) -> None:
+    table = app.screen.query_one(JobTable)
+    table.move_cursor_to_key(key)
+
+
+
+def seed_train(emulator) -> None:
+    """One GPU node and job "train" with one pod holding 4 of its GPUs."""
+    emulator.add_node("gpu-a", 8)
+    emulator.put("jobs", make_job("train", NS))
+    emulator.put("pods", make_pod("train-1", NS, node="gpu-a", gpus=4, job="train"))
+
+async def test_the_api_server_going_away_marks_the_cluster_stale_and_data_returns(home, emulator, kubeconfig):
+    seed_train(emulator)
+    app = make_app(cluster(kubeconfig))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: "k8s/ml/train" in rows(app), what="rows")
+        emulator.stop()
+        await wait_for(pilot, lambda: app.hub.snapshots["k8s"].health.value == "stale", what="stale")
+        assert "unreachable" in app.hub.snapshots["k8s"].message
+        assert "stale" in screen_text(app)
+        assert "k8s/ml/train" in rows(app)  # last good data kept, the app runs on
+
+        emulator.put("jobs", make_job("while-away", NS))
+        emulator.start()
+        await pilot.press("r")  # refresh now: the backend cuts its reconnect backoff short
+        await wait_for(pilot, lambda: "k8s/ml/while-away" in rows(app) and
+                       app.hub.snapshots["k8s"].health.value == "ok", what="data back")
+        assert app.is_running
+
+
+async def test_read_only_console_sends_no_write_to_the_api_server(home, emulator, kubeconfig):
+    seed_train(emulator)
+    app = make_app(cluster(kubeconfig), read_only=True)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: "k8s/ml/train" in rows(app), what="rows")
+        select_row(app, "k8s/ml/train")
+        await pilot.pause(0.1)
+        for key in ("c", "s", "3"):
+            await pilot.press(key)
+            await pilot.pause(0.1)
+            assert isinstance(app.screen, QueueScreen) and not isinstance(app.screen, ConfirmScreen)
+        with pytest.raises(ReadOnlyError):
+            await app.hub.backend("k8s").cancel("ml/train")
+    assert emulator.mutations() == []
+    assert emulator.get("jobs", NS, "train") is not None
+
+
+async def test_writable_console_cancels_a_kubernetes_job_after_confirmation(home, emulator, kubeconfig):
+    seed_train(emulator)
+    app = make_app(cluster(kubeconfig))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: "k8s/ml/train" in rows(app), what="rows")
+        select_row(app, "k8s/ml/train")
+        await pilot.pause(0.1)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: "k8s/ml/train" not in rows(app), what="row gone")
+    assert [m for m, _ in emulator.mutations()] == ["DELETE", "DELETE"]  # the Job, then its Service
+    assert emulator.get("jobs", NS, "train") is None
+
+
+async def test_nodes_screen_shows_the_kubernetes_gpu_map_live(home, emulator, kubeconfig):
+    emulator.add_node("gpu-a", 8)
+    emulator.add_node("gpu-b", 8, unschedulable=True)
+    emulator.put("jobs", make_job("train", NS))
+    emulator.put("pods", make_pod("train-1", NS, node="gpu-a", gpus=4, job="train"))
+    app = make_app(cluster(kubeconfig))
+    async with app.run_test(size=(200, 30)) as pilot:
+        await pilot.press("2")
+        await wait_for(pilot, lambda: "■■■■□□□□" in screen_text(app), what="node map")
+        text = screen_text(app)
+        assert "gpu-a" in text and "NVIDIA-A100-SXM4-80GB" in text
+        assert "cordoned" in text and "✕✕✕✕✕✕✕✕" in text  # a cordoned node's GPUs are not free
+        emulator.put("pods", make_pod("train-2", NS, node="gpu-a", gpus=4, job="train"))
+        await wait_for(pilot, lambda: "■■■■■■■■" in screen_text(app), what="watch event on screen")
+
+
+async def test_queue_field_filter_over_kubernetes_jobs(home, emulator, kubeconfig):
+    seed_train(emulator)  # "train": running on gpu-a, 1 GPU per pod
+    emulator.put("jobs", make_job("prep", NS, gpus=0))
+    emulator.put("pods", make_pod("prep-1", NS, gpus=0, phase="Pending", job="prep"))
+    app = make_app(cluster(kubeconfig))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: {"k8s/ml/train", "k8s/ml/prep"} <= set(rows(app)), what="rows")
+        await pilot.press("slash", *"gpus:>0")
+        await wait_for(pilot, lambda: rows(app) == ["k8s/ml/train"], what="GPU filter")
+        box = app.screen.query_one("#filter", Input)
+        box.value = "state:pend cluster:k8s"
+        await wait_for(pilot, lambda: rows(app) == ["k8s/ml/prep"], what="state filter")
+        box.value = "-name:train node:gpu"
+        await wait_for(pilot, lambda: rows(app) == [], what="negated name, no node")
+        box.value = "nodes:gpu-a"
+        await wait_for(pilot, lambda: rows(app) == ["k8s/ml/train"], what="node filter")

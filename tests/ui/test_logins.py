@@ -1,0 +1,68 @@
+"""Logins that never block, over the real Slurm test cluster and fake Determined masters: the prompt
+of a master that needs a password leaves every other cluster refreshing (the screen under it keeps
+redrawing), a master that cannot be reached says so without asking for a password, and a failed or
+dismissed prompt never reopens by itself."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.screens.queue import JobTable, QueueScreen
+
+from dethelpers import cluster, seed
+from private_sshd import free_port
+from slurmhelpers import slurm, ssh_cluster
+from uihelpers import make_app, screen_text, wait_for
+
+
+def prompt_open(app) -> bool:
+    return type(app.screen).__name__ == "PromptScreen"
+
+
+async def test_a_login_prompt_never_delays_the_slurm_rows_and_an_unreachable_master_never_prompts(
+        master, slurm_jobs):
+    seed(master)
+    job = slurm_jobs.add(slurm("sbatch", "--parsable", "-J", "yf-login-wait", "-o", "/dev/null",
+                               "--wrap", "sleep 300").strip().split(";")[0])
+    dead = ClusterConfig("dead", "determined", options={"master": f"http://127.0.0.1:{free_port()}", "user": "alice"})
+    slurm_cluster = ssh_cluster()
+    app = make_app(cluster(master, user="alice"), dead, slurm_cluster)
+    asked: list[str] = []
+    ask = app.ask_login
+    app.ask_login = lambda name: (asked.append(name), ask(name))  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: prompt_open(app), what="password prompt")
+        queue = app.screen_stack[0]
+        assert isinstance(queue, QueueScreen)
+        key = f"{slurm_cluster.name}/{job}"
+        await wait_for(pilot, lambda: key in queue.query_one(JobTable).row_keys, what="Slurm row under the prompt")
+        assert prompt_open(app)  # the rows came while it was open
+        await wait_for(pilot, lambda: "cannot reach the master" in app.hub.snapshots["dead"].message,
+                       what="the dead master's error")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert f"{slurm_cluster.name} connecting" not in text and "dead error" in text and "det login needed" in text
+        assert asked == ["det"] and app.hub.snapshots["dead"].login_user == ""
+        await pilot.press("escape")  # not now
+        await wait_for(pilot, lambda: not prompt_open(app), what="prompt closed")
+        reads = app.hub.snapshots["det"].failures
+        app.request_refresh("det")
+        await wait_for(pilot, lambda: app.hub.snapshots["det"].failures > reads, what="another refresh of det")
+        await pilot.pause(0.3)
+        assert not prompt_open(app) and asked == ["det"]
+
+
+async def test_a_wrong_password_on_a_real_master_does_not_reopen_the_prompt(master):
+    seed(master)
+    app = make_app(cluster(master, user="alice"))
+    async with app.run_test(size=(120, 30)) as pilot:
+        prompt = await wait_for(pilot, lambda: prompt_open(app) and app.screen, what="password prompt")
+        prompt.query_one(Input).value = "not-the-password"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not prompt_open(app), what="prompt closed")
+        failures = app.hub.snapshots["det"].failures
+        await wait_for(pilot, lambda: app.hub.snapshots["det"].failures > failures, what="a refresh after the failure")
+        await pilot.pause(0.3)
+        assert not prompt_open(app)
+        assert "det login needed" in screen_text(app)

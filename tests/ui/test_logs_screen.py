@@ -1,0 +1,414 @@
+"""Pilot tests of the Logs screen: panes per job, split by rank, follow/pause, search, wrap, save,
+error jumps and spilled logs, against the fake backend and the real local backend."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import stat
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from yanflow_tui.backends import registry
+from yanflow_tui import logstore
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.logstore import LogStore
+from yanflow_tui.model import JobState, LogLine
+from yanflow_tui.screens.logs import pane as log_pane
+from yanflow_tui.screens.logs.pane import LogPane
+from yanflow_tui.screens.logs.screen import LogsScreen
+from yanflow_tui.screens.widgets.logview import LogView
+from yanflow_tui.spec import load_spec
+
+from fakes.backend import FakeActionsBackend, FakeBackend
+from uihelpers import make_app, screen_text, wait_for
+
+from paths import SAMPLES
+
+
+class StreamingBackend(FakeActionsBackend):
+    """The fake whose jobs' logs the test feeds line by line (``None`` ends a log)."""
+
+    kind = "fake-stream"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.feeds: dict[str, asyncio.Queue] = {}
+
+    def feed(self, job_id: str, *lines: str, source: str = "") -> None:
+        queue = self.feeds.setdefault(job_id, asyncio.Queue())
+        for line in lines:
+            queue.put_nowait(None if line is None else (source, line))
+
+    async def stream_logs(self, job_id, follow=False, stream=""):
+        if job_id not in self.feeds:
+            async for line in super().stream_logs(job_id, follow):
+                yield line
+            return
+        queue = self.feeds[job_id]
+        while (item := await queue.get()) is not None:
+            yield LogLine(job_id, item[1], item[0])
+
+
+@pytest.fixture
+def stream_kind(monkeypatch):
+    monkeypatch.setitem(registry._BACKENDS, "fake-stream", StreamingBackend)
+    FakeBackend.instances.clear()
+    return StreamingBackend
+
+
+@pytest.fixture
+def small_stores(monkeypatch):
+    """Stores that spill after a few hundred lines, so tests reach the disk quickly."""
+    monkeypatch.setattr(log_pane, "LogStore", functools.partial(LogStore, keep_lines=256))
+    monkeypatch.setattr(logstore, "SPILL_LINES", 128)
+    monkeypatch.setattr(log_pane, "RANK_KEEP_LINES", 128)
+
+
+def cluster() -> ClusterConfig:
+    return ClusterConfig("hpc", "fake-stream", refresh_seconds=0.5)
+
+
+async def open_logs(app, pilot, *job_ids: str) -> LogsScreen:
+    """Open a pane for each job (as the queue's ``l`` does); the Logs screen."""
+    await wait_for(pilot, lambda: app.hub.snapshots["hpc"].jobs, what="jobs")
+    for job_id in job_ids:
+        app.open_logs(app.hub.find_job("hpc", job_id))
+        logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs screen")
+        await wait_for(pilot, lambda: logs.pane is not None and logs.pane.job.id == job_id
+                       and logs.pane.view.size.height > 0, what=f"pane of {job_id}")
+    return logs
+
+
+def backend(app) -> StreamingBackend:
+    return app.hub.backend("hpc")
+
+
+def row_texts(view: LogView) -> list[str]:
+    """What each screen row of ``view`` shows, as plain text."""
+    return [strip.text.rstrip() for strip in (view.render_line(y) for y in range(view.scrollable_content_region.height))]
+
+
+async def test_two_jobs_get_two_panes_that_switch_and_close(home, stream_kind):
+    app = make_app(cluster())
+    async with app.run_test(size=(120, 30)) as pilot:
+        logs = await open_logs(app, pilot, "101", "104")
+        assert [pane.job.id for pane in logs.panes] == ["101", "104"]
+        assert logs.pane.job.id == "104"
+        await wait_for(pilot, lambda: app.focused is logs.pane.view, what="the new pane's view focused")
+        await wait_for(pilot, lambda: logs.panes[0].line_count == 30 and logs.panes[1].line_count == 8, what="lines")
+        text = screen_text(app)
+        assert "hpc/101 train-resnet" in text and "hpc/104 sweep" in text  # one tab each
+        assert "rank 0 │ step 0 from rank 0" in text
+
+        await pilot.press("right_square_bracket")
+        await wait_for(pilot, lambda: logs.pane.job.id == "101", what="next pane")
+        await wait_for(pilot, lambda: "epoch 29 loss=0.033" in screen_text(app), what="101 shown")
+        await pilot.press("left_square_bracket")
+        await wait_for(pilot, lambda: logs.pane.job.id == "104", what="previous pane")
+
+        app.open_logs(app.hub.find_job("hpc", "101"))  # an open job's pane comes to the front, no new pane
+        await wait_for(pilot, lambda: logs.pane.job.id == "101", what="existing pane shown")
+        assert len(logs.panes) == 2 and backend(app).calls.count(("stream_logs", "101")) == 1
+
+        await pilot.press("x")
+        await wait_for(pilot, lambda: [p.job.id for p in logs.panes] == ["104"] and logs.pane.job.id == "104",
+                       what="pane closed")
+        assert len(app.screen.query(LogPane)) == 1
+        await pilot.press("x")
+        await wait_for(pilot, lambda: not logs.panes and "No job selected" in screen_text(app), what="no panes")
+
+
+async def test_split_by_rank_shows_one_view_per_rank_side_by_side(home, stream_kind):
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        fake.ranked_logs["104"] += [(f"rank {r}", f"late line of rank {r}") for r in range(2, 6)]
+        logs = await open_logs(app, pilot, "104")
+        pane = logs.pane
+        await wait_for(pilot, lambda: pane.line_count == 12, what="lines")
+        assert pane.sources == [f"rank {r}" for r in range(6)]
+        await pilot.press("s")
+        await wait_for(pilot, lambda: len(pane.views) == 6 and all(v.size.height for v in pane.views[:4]),
+                       what="rank views")
+        assert pane.split and not pane.view.display
+        assert [v.border_title for v in pane.views] == [f"rank {r}" for r in range(6)]
+        assert row_texts(pane.views[1])[:5] == [f"step {i} from rank 1" for i in range(4)] + [""]
+        assert row_texts(pane.views[4])[0] == "late line of rank 4"
+        first, fourth, fifth = (pane.views[i].region for i in (0, 3, 4))
+        assert first.y == fourth.y and first.x < fourth.x and fourth.right <= 160  # four side by side
+        assert fifth.x >= fourth.right  # the rest scroll sideways
+        assert "6 ranks side by side" in screen_text(app)
+        await pilot.press("tab")
+        await wait_for(pilot, lambda: pane.active_view is pane.views[1], what="focus moves to rank 1")
+        await wait_for(pilot, lambda: "4 lines" in screen_text(app), what="status of rank 1's view")
+
+        await pilot.press("s")
+        await wait_for(pilot, lambda: not pane.split and pane.view.display and not pane.rank_views.children,
+                       what="joined")
+        assert len(pane.text_lines()) == 12
+
+
+async def test_follow_sticks_to_the_tail_and_pause_holds_the_view(home, stream_kind):
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        fake.feed("101", *(f"line {i}" for i in range(200)))
+        logs = await open_logs(app, pilot, "101")
+        view = logs.pane.view
+        await wait_for(pilot, lambda: len(view.store) == 200 and view.top_line > 0, what="first lines")
+        height = view.scrollable_content_region.height
+        await wait_for(pilot, lambda: view.top_line == 200 - height, what="at the tail")
+        assert row_texts(view)[-1] == "line 199"
+
+        await pilot.press("p")
+        assert not view.following and "PAUSED" in screen_text(app)
+        fake.feed("101", *(f"line {i}" for i in range(200, 400)))
+        await wait_for(pilot, lambda: len(view.store) == 400, what="more lines")
+        await pilot.pause(0.1)
+        assert view.top_line == 200 - height  # paused: the view stays put
+
+        await pilot.press("p")
+        await wait_for(pilot, lambda: view.top_line == 400 - height, what="back at the tail")
+        fake.feed("101", *(f"line {i}" for i in range(400, 450)))
+        await wait_for(pilot, lambda: view.top_line == 450 - height, what="following again")
+        assert "following" in screen_text(app)
+
+
+async def test_search_highlights_matches_and_steps_through_them(home, stream_kind):
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 40)) as pilot:
+        logs = await open_logs(app, pilot, "101")
+        view = logs.pane.view
+        await wait_for(pilot, lambda: len(view.store) == 30, what="lines")
+        await pilot.press("slash", *"EPOCH 2", "enter")
+        assert list(view.matches) == [2] + list(range(20, 30)) and view.current_line == 2
+        match_bg = view.get_component_rich_style("logview--match", partial=True).bgcolor
+        current_bg = view.get_component_rich_style("logview--current-match", partial=True).bgcolor
+        assert match_bg and current_bg and match_bg != current_bg
+
+        def backgrounds(line: int) -> dict[str, object]:
+            strip = view.render_line(line - view.top_line)
+            return {segment.text: segment.style and segment.style.bgcolor for segment in strip if segment.text.strip()}
+
+        assert backgrounds(2)["epoch 2"] == current_bg  # the current match
+        assert backgrounds(21)["epoch 2"] == match_bg  # another match
+        assert match_bg not in backgrounds(3).values() and current_bg not in backgrounds(3).values()
+        await pilot.press("n")
+        assert view.match_index == 1 and view.current_line == 20
+        assert backgrounds(20)["epoch 2"] == current_bg and backgrounds(2)["epoch 2"] == match_bg
+        await pilot.press("N", "N")
+        assert view.match_index == 10 and view.current_line == 29
+        assert "search 'EPOCH 2': 11/11" in screen_text(app)
+
+        await pilot.press("slash", *"no such text", "enter")
+        assert not view.matches and "no match" in screen_text(app)
+        assert app.screen.check_action("next_match", ()) is None  # n is shown disabled
+
+
+async def test_wrap_spreads_a_long_line_over_several_screen_rows(home, stream_kind):
+    app = make_app(cluster())
+    async with app.run_test(size=(80, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        long_line = "".join(f"<{i:03d}>" for i in range(100))  # 500 characters
+        fake.feed("101", "first", long_line, "last")
+        logs = await open_logs(app, pilot, "101")
+        view = logs.pane.view
+        await wait_for(pilot, lambda: len(view.store) == 3, what="lines")
+        assert view.row_count(1) == 1
+        assert row_texts(view)[:3] == ["first", long_line[:view.scrollable_content_region.width], "last"]
+        assert "<099>" not in screen_text(app)
+
+        await pilot.press("z")
+        width = view.scrollable_content_region.width
+        await wait_for(pilot, lambda: view.wrap and view.scrollable_content_region.width == width, what="wrapped")
+        rows = -(-500 // width)
+        assert view.row_count(1) == rows > 1
+        shown = row_texts(view)
+        assert shown[0] == "first" and shown[rows + 1] == "last"
+        assert "".join(shown[1:rows + 1]) == long_line
+        assert "<099>" in screen_text(app) and "wrap" in screen_text(app)
+
+        await pilot.press("z")
+        await wait_for(pilot, lambda: not view.wrap, what="unwrapped")
+        assert view.row_count(1) == 1 and row_texts(view)[2] == "last"
+
+
+async def test_wrap_scrolls_row_by_row_through_a_line_taller_than_the_view(home, stream_kind):
+    app = make_app(cluster())
+    async with app.run_test(size=(60, 20)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        fake.feed("101", *(f"before {i}" for i in range(50)), "".join(f"[{i:04d}]" for i in range(600)),
+                  *(f"after {i}" for i in range(50)))
+        logs = await open_logs(app, pilot, "101")
+        view = logs.pane.view
+        await wait_for(pilot, lambda: len(view.store) == 101, what="lines")
+        await pilot.press("z")
+        await wait_for(pilot, lambda: view.wrap and row_texts(view)[-1] == "after 49", what="wrapped at the tail")
+        height = view.scrollable_content_region.height
+        seen = []
+        for _ in range(400):  # scroll up a row at a time (as the mouse wheel does) through the long line
+            view.scroll_relative(y=-1, animate=False)
+            seen.append(row_texts(view)[0])
+            if seen[-1] == "before 40":
+                break
+        tall = [row for row in seen if not row.startswith(("before", "after"))]
+        assert "".join(reversed(tall)) == "".join(f"[{i:04d}]" for i in range(600))  # every row, once
+        assert height < len(tall)
+        await pilot.press("end")
+        await wait_for(pilot, lambda: row_texts(view)[-1] == "after 49", what="back at the bottom")
+
+
+async def test_save_writes_the_whole_spilled_log_with_mode_0600(home, stream_kind, small_stores, tmp_path,
+                                                               monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = make_app(cluster())
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        lines = [f"line {i} " + "é" * (i % 7) for i in range(5_000)]
+        fake.feed("101", *lines, None)
+        logs = await open_logs(app, pilot, "101")
+        store = logs.pane.store
+        await wait_for(pilot, lambda: len(store) == 5_000 and logs.pane.ended, what="all lines")
+        await asyncio.to_thread(store.sync)
+        assert store.spilled > 4_000 and store.in_memory < 1_000
+        await pilot.press("w")
+        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen,
+                                what="save prompt")
+        saved = tmp_path / "hpc-101-train-resnet.log"  # named after the job, in the current directory
+        assert prompt.query_one(Input).value == str(saved)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: saved.exists(), what="saved file")
+        await wait_for(pilot, lambda: f"saved 5000 lines to {saved}" in notes, what="the toast with the full path")
+        assert saved.read_text(encoding="utf-8").splitlines() == lines
+        assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+
+
+async def spilled_view(app, pilot):
+    """Job 101's pane after 3,000 lines, most of them spilled to disk (``small_stores``)."""
+    fake = backend(app)
+    await wait_for(pilot, lambda: fake.jobs, what="jobs")
+    fake.feed("101", *(f"line {i}" for i in range(3_000)))
+    logs = await open_logs(app, pilot, "101")
+    view = logs.pane.view
+    await wait_for(pilot, lambda: len(view.store) == 3_000, what="lines")
+    await asyncio.to_thread(view.store.sync)
+    assert view.store.spilled > 2_000
+    return view
+
+
+async def test_a_spilled_pane_shows_the_right_lines_when_scrolled_to_the_top(home, stream_kind, small_stores):
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        view = await spilled_view(app, pilot)
+        await pilot.press("home")
+        await wait_for(pilot, lambda: view.top_line == 0, what="top")
+        await pilot.pause(0.1)
+        assert row_texts(view)[:3] == ["line 0", "line 1", "line 2"]
+        assert "line 0" in screen_text(app)
+        view.scroll_to(y=1_234, animate=False)
+        await wait_for(pilot, lambda: view.top_line == 1_234, what="middle")
+        assert row_texts(view)[0] == "line 1234"
+
+
+async def test_search_of_a_spilled_log_keeps_up_with_new_lines(home, stream_kind, small_stores):
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        view = await spilled_view(app, pilot)
+        await pilot.press("slash", *"line 29", "enter")  # the spilled part is searched in a thread
+        expected = [29] + list(range(290, 300)) + list(range(2_900, 3_000))
+        await wait_for(pilot, lambda: not view.scanning and list(view.matches) == expected, what="matches")
+        assert view.current_line == 29 and view.top_line <= 29 < view.top_line + 20  # jumped to the first
+        backend(app).feed("101", "line 29 again", "unrelated")
+        await wait_for(pilot, lambda: len(view.store) == 3_002, what="new lines")
+        assert list(view.matches) == expected + [3_000]
+        assert "search 'line 29': 1/112" in screen_text(app)
+
+
+async def test_error_keys_jump_to_error_and_traceback_lines(home, stream_kind, small_stores):
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        special = {100: "RuntimeError: not a word match", 700: "an error occurred", 1_500: "errors are fine",
+                   2_000: "Traceback (most recent call last):", 2_500: "ERROR: disk full"}
+        fake.feed("101", *(special.get(i, f"line {i}") for i in range(3_000)))
+        logs = await open_logs(app, pilot, "101")
+        view = logs.pane.view
+        await wait_for(pilot, lambda: len(view.store) == 3_000, what="lines")
+        await asyncio.to_thread(view.store.sync)
+        assert view.store.spilled > 700  # the first error is read back from disk (in a thread)
+        for expected in (700, 2_000, 2_500):
+            await pilot.press("e")
+            await wait_for(pilot, lambda: view.current_line == expected, what=f"error line {expected}")
+            assert not view.following
+            assert special[expected] in row_texts(view)
+        await pilot.press("E")
+        await wait_for(pilot, lambda: view.current_line == 2_000, what="previous error")
+        await pilot.press("e", "e")
+        await wait_for(pilot, lambda: view.current_line == 700, what="wrapped to the first error")
+
+
+async def test_rank_filter_and_search_follow_the_rank_store(home, stream_kind):
+    app = make_app(cluster())
+    async with app.run_test(size=(120, 24)) as pilot:
+        logs = await open_logs(app, pilot, "104")
+        pane = logs.pane
+        await wait_for(pilot, lambda: pane.line_count == 8, what="lines")
+        await pilot.press("slash", *"step 3", "enter")
+        assert list(pane.view.matches) == [6, 7]
+        pane.set_source_filter("rank 1")
+        await wait_for(pilot, lambda: pane.text_lines() == [f"step {i} from rank 1" for i in range(4)], what="filter")
+        assert list(pane.view.matches) == [3]
+
+
+async def test_local_shell_job_log_streams_into_a_pane_and_jumps_to_its_traceback(home):
+    app = make_app(ClusterConfig("local", "local", refresh_seconds=0.5))
+    async with app.run_test(size=(120, 30)) as pilot:
+        local = app.hub.backend("local")
+        command = ("i=1; while [ $i -le 3000 ]; do echo \"row $i\"; i=$((i+1)); done; "
+                   "echo 'Traceback (most recent call last):'; echo done")
+        job_id = await local.submit(replace(load_spec(SAMPLES / "local-shell.yaml"), name="chatty", command=command))
+        job = await wait_for(pilot, lambda: (j := app.hub.find_job("local", job_id)) and j.state is JobState.COMPLETED
+                             and j, timeout=30, what="job completed")
+        app.open_logs(job)
+        pane = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen.pane, what="pane")
+        await wait_for(pilot, lambda: pane.line_count == 3002, timeout=30, what="every line")
+        assert pane.text_lines(0, 2) == ["row 1", "row 2"] and pane.text_lines(3000) == [
+            "Traceback (most recent call last):", "done"]
+        await pilot.press("e")
+        await wait_for(pilot, lambda: pane.view.current_line == 3000, what="traceback line")
+        assert "Traceback (most recent call last):" in screen_text(app)
+
+
+async def test_error_keys_search_from_where_the_view_is(home, stream_kind):
+    """e finds the next error after the lines on show, E the one before them; not the file's first."""
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        special = {100: "an error here", 700: "another error", 1_500: "Traceback (most recent call last):"}
+        fake.feed("101", *(special.get(i, f"line {i}") for i in range(2_000)))
+        logs = await open_logs(app, pilot, "101")
+        view = logs.pane.view
+        await wait_for(pilot, lambda: len(view.store) == 2_000, what="lines")
+        view.set_following(False)
+        view.go_to_line(1_000, center=False)
+        await wait_for(pilot, lambda: view.top_line == 1_000, what="view at line 1000")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: view.current_line == 1_500, what="the error after the view")
+        view.go_to_line(1_000, center=False)
+        await wait_for(pilot, lambda: view.top_line == 1_000, what="view at line 1000 again")
+        await pilot.press("E")
+        await wait_for(pilot, lambda: view.current_line == 700, what="the error before the view")

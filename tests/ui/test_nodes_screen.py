@@ -1,0 +1,384 @@
+"""Pilot tests of the Nodes screen's GPU grid against fake backends: group summaries, GPU cells and
+the status line, opening jobs from a cell or a node, the idle-but-allocated marker, keyed refreshes
+that keep the cursor, collapsing, the filter, and drawing only the lines on screen."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from textual.widgets import Static
+
+from yanflow_tui.backends import registry
+from yanflow_tui.capacity import GroupSummary
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.model import Gpu, GpuState, JobState, Node
+from yanflow_tui.screens.detail import JobDetailScreen
+from yanflow_tui.screens.widgets.gpugrid import GpuGrid
+from yanflow_tui.screens.logs.screen import LogsScreen
+from yanflow_tui.screens.node_jobs import NodeJobsScreen
+from yanflow_tui.screens.nodes import NodesScreen
+
+from fakes.backend import FakeBackend, FakeLongBackend
+from uihelpers import make_app, screen_text, wait_for
+
+
+class GridBackend(FakeBackend):
+    """The fake plus: gpu03 in partition debug holding job 104 on two GPUs at 1% (idle but
+    allocated), and gpu04 whose two allocated GPUs carry no job id (as Slurm reports them) while
+    job 105 lists gpu04 among its nodes."""
+
+    kind = "fake-grid"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.jobs.append(self.job("104", "idle-notebook", JobState.RUNNING, gpus=2, nodes=("gpu03",)))
+        self.jobs.append(self.job("105", "slurm-style", JobState.RUNNING, gpus=2, nodes=("gpu04",)))
+        self.nodes.append(Node(config.name, "gpu03", "mixed", ("debug", "gpu"), 32, 4, 256000, 8000, "H100", 4, 2,
+                               tuple(Gpu(i, GpuState.ALLOCATED if i < 2 else GpuState.FREE,
+                                         "104" if i < 2 else None, utilization=1.0 if i < 2 else 0.0,
+                                         memory_used_mb=1024 if i < 2 else 0, memory_total_mb=81920)
+                                     for i in range(4))))
+        self.nodes.append(Node(config.name, "gpu04", "mixed", ("debug",), 32, 8, 256000, 0, "H100", 4, 2,
+                               tuple(Gpu(i, GpuState.ALLOCATED if i < 2 else GpuState.FREE) for i in range(4))))
+
+
+class BigBackend(FakeBackend):
+    """2,000 nodes of 8 GPUs in four partitions (a quarter of the GPUs busy), no jobs."""
+
+    kind = "fake-big"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.jobs = []
+        self.nodes = [big_node(config.name, i) for i in range(2000)]
+
+
+def big_node(cluster: str, i: int, util: float = 60.0) -> Node:
+    gpus = tuple(Gpu(g, GpuState.ALLOCATED if g < 2 else GpuState.FREE, f"j{i}" if g < 2 else None,
+                     utilization=util if g < 2 else 0.0) for g in range(8))
+    return Node(cluster, f"n{i:04d}", "mixed", (f"p{i % 4}",), 64, 8, 512000, 1000, "A100", 8, 2, gpus)
+
+
+class ManyLongBackend(FakeLongBackend):
+    """``FakeLongBackend``'s nodes and 20 more of 8 GPUs: enough rows for a vertical scrollbar at 80x24."""
+
+    kind = "fake-many-long"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.nodes += [replace(self.nodes[0], name=f"dgx-z-node-{i:04d}") for i in range(20)]
+
+
+@pytest.fixture
+def kinds(monkeypatch):
+    for backend in (FakeBackend, GridBackend, BigBackend, FakeLongBackend, ManyLongBackend):
+        monkeypatch.setitem(registry._BACKENDS, backend.kind, backend)
+    FakeBackend.instances.clear()
+
+
+def cluster(kind="fake-grid", name="hpc") -> ClusterConfig:
+    return ClusterConfig(name, kind, refresh_seconds=0.5)
+
+
+async def open_nodes(pilot, app, nodes: int) -> GpuGrid:
+    await pilot.press("2")
+    grid = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen) and app.screen.query_one(GpuGrid),
+                          what="nodes screen")
+    await wait_for(pilot, lambda: grid.node_count == nodes, what=f"{nodes} nodes in the grid")
+    return grid
+
+
+def status(app) -> str:
+    return str(app.screen.query_one("#node-status", Static).render())
+
+
+async def put_cursor(pilot, grid: GpuGrid, key, gpu=None) -> None:
+    assert grid.select_key(key, gpu)
+    await pilot.pause()
+
+
+async def test_group_rows_summarise_each_cluster_and_partition(home, kinds):
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        # gpu03 is in debug and gpu: listed once, under its first partition
+        assert grid.group("hpc", "gpu").members == ["hpc/gpu01", "hpc/gpu02"]
+        assert grid.group("hpc", "debug").members == ["hpc/gpu03", "hpc/gpu04"]
+        assert grid.group("hpc", "gpu").summary == GroupSummary(nodes=2, gpus_used=4, gpus_total=16, whole_free=0)
+        assert grid.group("hpc", "debug").summary == GroupSummary(nodes=2, gpus_used=4, gpus_total=8, idle=2)
+        assert grid.group("hpc").summary == GroupSummary(nodes=4, gpus_used=8, gpus_total=24, idle=2)
+        assert grid.row_keys()[:3] == [("cluster", "hpc"), ("pool", "hpc", "gpu"), "hpc/gpu01"]
+        text = grid.row_text(("cluster", "hpc"))
+        assert "hpc" in text and "4 nodes · GPUs 8/24 used · 0 whole free · ▣ 2 idle-allocated" in text
+        assert "2 nodes · GPUs 4/16 used · 0 whole free" in grid.row_text(("pool", "hpc", "gpu"))
+        await put_cursor(pilot, grid, ("pool", "hpc", "debug"))
+        await wait_for(pilot, lambda: "hpc / debug: 2 nodes" in status(app), what="group status")
+
+
+async def test_gpu_cells_show_state_utilisation_and_the_status_line_describes_them(home, kinds):
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        assert [g.state for g in grid.gpus_of("hpc/gpu01")] == [GpuState.ALLOCATED] * 4 + [GpuState.FREE] * 4
+        assert "■ 90 ■ 90 ■ 90 ■ 90 □  0" in grid.row_text("hpc/gpu01")  # wide: utilisation in each cell
+        assert "✕  - ✕  -" in grid.row_text("hpc/gpu02") and "maintenance" in grid.row_text("hpc/gpu02")
+        await put_cursor(pilot, grid, "hpc/gpu01", None)
+        await pilot.press("right", "right")
+        assert grid.cursor_gpu_index == 1 and grid.cursor_cell.index == 1
+        await wait_for(pilot, lambda: "GPU 1" in status(app), what="cell status")
+        assert "allocated to job 101 · util 90%" in status(app) and "train-resnet (alice, running)" in status(app)
+        await pilot.press("down")  # same column on the next node
+        await wait_for(pilot, lambda: "hpc/gpu02 GPU 1" in status(app), what="next row")
+        assert "unavailable: drain (maintenance)" in status(app)
+        await pilot.press("left", "left")  # back to the node's own fields
+        await wait_for(pilot, lambda: grid.cursor_gpu_index is None and "enter: jobs on this node" in status(app),
+                       what="node status")
+        assert "drain: maintenance" in status(app)
+
+
+async def test_enter_on_a_gpu_cell_opens_the_job_holding_it(home, kinds):
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        await put_cursor(pilot, grid, "hpc/gpu01", 2)
+        await pilot.press("enter")
+        detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
+        assert detail.job.id == "101"
+
+
+async def test_enter_on_a_node_lists_its_jobs_which_open_and_show_logs(home, kinds):
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        await put_cursor(pilot, grid, "hpc/gpu01", None)
+        await pilot.press("enter")
+        listing = await wait_for(pilot, lambda: isinstance(app.screen, NodeJobsScreen) and app.screen, what="jobs")
+        assert [j.id for j in listing.jobs] == ["101"]
+        await pilot.press("enter")
+        detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
+        assert detail.job.id == "101"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is listing, what="back to the list")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen), what="logs")
+        await wait_for(pilot, lambda: ("stream_logs", "101") in app.hub.backend("hpc").calls, what="job 101's log read")
+
+
+async def test_an_allocated_gpu_without_a_job_id_falls_back_to_the_nodes_jobs_and_says_so(home, kinds):
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        await put_cursor(pilot, grid, "hpc/gpu04", 0)
+        await wait_for(pilot, lambda: "the cluster does not say to which job" in status(app), what="status says so")
+        await pilot.press("enter")
+        listing = await wait_for(pilot, lambda: isinstance(app.screen, NodeJobsScreen) and app.screen, what="jobs")
+        assert [j.id for j in listing.jobs] == ["105"]
+        assert "does not say which job holds GPU 0" in str(listing.query_one("#node-jobs-note", Static).render())
+
+
+async def test_idle_but_allocated_gpus_get_their_own_glyph_and_count(home, kinds):
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        assert "▣  1 ▣  1 □  0 □  0" in grid.row_text("hpc/gpu03")
+        assert "▣" not in grid.row_text("hpc/gpu01") and "▣" not in grid.row_text("hpc/gpu04")  # busy; unknown
+        assert "▣ allocated, idle (<5%)" in str(app.screen.query_one("#node-summary", Static).render())
+        await put_cursor(pilot, grid, "hpc/gpu03", 1)
+        await wait_for(pilot, lambda: "IDLE: under 5% busy" in status(app), what="idle in the status line")
+        assert "memory 1.0G/80.0G" in status(app)
+        backend = app.hub.backend("hpc")
+        backend.nodes[2] = replace(backend.nodes[2], gpus=tuple(replace(g, utilization=70.0) if g.job_id else g
+                                                                 for g in backend.nodes[2].gpus))
+        app.request_refresh("hpc")
+        await wait_for(pilot, lambda: grid.group("hpc").summary.idle == 0, what="busy again")
+        assert "■ 70 ■ 70" in grid.row_text("hpc/gpu03")
+
+
+async def test_cursor_and_scroll_survive_refreshes_that_add_and_change_nodes(home, kinds):
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 14)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        backend = app.hub.backend("hpc")
+        backend.nodes += [replace(backend.nodes[0], name=f"gpu9{i}") for i in range(10)]
+        app.request_refresh("hpc")
+        await wait_for(pilot, lambda: grid.node_count == 14, what="more nodes")
+        await put_cursor(pilot, grid, "hpc/gpu97", 3)
+        scrolled = grid.scroll_offset.y
+        assert scrolled > 0
+        screen_row = grid.cursor_row - scrolled
+        # one node added above the cursor (gpu00 sorts first), one changed, the cursor's own changed
+        backend.nodes.append(replace(backend.nodes[0], name="gpu00"))
+        backend.nodes[1] = replace(backend.nodes[1], state="down", reason="dead")
+        backend.nodes[-2] = replace(backend.nodes[-2], cpus_allocated=60)
+        app.request_refresh("hpc")
+        await wait_for(pilot, lambda: grid.node_count == 15 and "dead" in grid.row_text("hpc/gpu02"),
+                       what="refreshed")
+        assert grid.cursor_key == "hpc/gpu97" and grid.cursor_gpu_index == 3
+        assert grid.cursor_row - grid.scroll_offset.y == screen_row  # it stayed where it was on screen
+        await pilot.press("down")
+        assert grid.cursor_key == "hpc/gpu98"
+        await pilot.press("end")  # scrolled to the very bottom, a node comes in above
+        last, screen_row = grid.cursor_key, grid.cursor_row - grid.scroll_offset.y
+        backend.nodes.append(replace(backend.nodes[0], name="gpu000"))
+        app.request_refresh("hpc")
+        await wait_for(pilot, lambda: grid.node_count == 16, what="one more")
+        assert grid.cursor_key == last and grid.cursor_row - grid.scroll_offset.y == screen_row
+
+
+async def test_space_collapses_and_expands_groups(home, kinds):
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        assert grid.row_count == 7
+        await put_cursor(pilot, grid, "hpc/gpu02")
+        await pilot.press("space")  # from a node: its group collapses, the cursor lands on it
+        assert grid.cursor_key == ("pool", "hpc", "gpu") and grid.row_count == 5
+        assert grid.row_text(("pool", "hpc", "gpu")).lstrip().startswith("▸ gpu")
+        await pilot.press("home", "space")
+        assert grid.row_keys() == [("cluster", "hpc")]
+        await pilot.press("enter")  # enter on a group toggles it too
+        assert grid.row_count == 5
+        await pilot.press("down", "space")
+        assert grid.row_count == 7 and grid.cursor_key == ("pool", "hpc", "gpu")
+
+
+async def test_slash_filters_nodes_by_name_partition_or_state(home, kinds):
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        await pilot.press("slash", *"drain")
+        await wait_for(pilot, lambda: grid.node_count == 1, what="filtered")
+        assert grid.row_keys()[-1] == "hpc/gpu02"
+        await pilot.press("enter")  # back to the grid, the filter stays
+        assert app.focused is grid and grid.node_count == 1
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: grid.node_count == 4, what="filter cleared")
+
+
+async def test_narrow_terminals_get_one_glyph_per_gpu(home, kinds):
+    app = make_app(cluster())
+    async with app.run_test(size=(80, 24)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        await wait_for(pilot, lambda: "■■■■□□□□" in grid.row_text("hpc/gpu01"), what="compact cells")
+        assert "✕✕✕✕✕✕✕✕" in grid.row_text("hpc/gpu02") and "▣▣□□" in grid.row_text("hpc/gpu03")
+        assert max(len(grid.row_text(k).split("  maint")[0]) for k in grid.row_keys()) <= 80
+
+
+async def test_only_lines_on_screen_are_drawn_and_a_refresh_redraws_only_changed_rows(home, kinds, monkeypatch):
+    drawn: list = []
+    real = GpuGrid.row_parts
+
+    def counting(self, key):
+        drawn.append(key)
+        return real(self, key)
+
+    monkeypatch.setattr(GpuGrid, "row_parts", counting)
+    app = make_app(cluster("fake-big", "big"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        grid = await open_nodes(pilot, app, 2000)
+        await pilot.pause(0.2)
+        assert grid.row_count == 2005
+        first = set(drawn)
+        assert 0 < len(first) <= 40  # a screenful, not 2,005 rows
+        drawn.clear()
+        await pilot.press("pagedown", "pagedown")
+        await pilot.pause(0.2)
+        assert 0 < len(set(drawn)) <= 2 * 40
+        drawn.clear()
+        backend = app.hub.backend("big")
+        on_screen = [k for k in grid.row_keys()[grid.scroll_offset.y:grid.scroll_offset.y + 30] if isinstance(k, str)]
+        changed = {on_screen[3], on_screen[5], "big/n1999"}
+        for i, node in enumerate(backend.nodes):
+            if f"big/{node.name}" in changed:
+                backend.nodes[i] = big_node("big", i, util=2.0)
+        app.request_refresh("big")
+        await wait_for(pilot, lambda: "▣" in grid.row_text(on_screen[3]), what="changed rows")
+        await pilot.pause(0.2)
+        node_rows = {k for k in drawn if isinstance(k, str)}
+        assert node_rows <= changed | {grid.cursor_key}  # unchanged rows come from the strip cache
+        assert "big/n1999" not in drawn  # changed, but off screen: drawn when scrolled to
+
+
+def test_cluster_text_is_cleaned_and_counts_only_nodes_get_cells():
+    from yanflow_tui.screens.render.gpu_cells import describe_gpu, describe_node
+
+    grid = GpuGrid()
+    evil = Node("c", "n\x1b[31m1", "drain\x07", ("p\x1b]0;x\x07",), gpu_type="A\u202e100", gpus_total=2,
+                gpus=(Gpu(0, GpuState.UNAVAILABLE, reason="bad\x1b[2Jdisk"), Gpu(1)), reason="r\x1b[1m")
+    counts = Node("c", "old", "mixed", ("p",), gpus_total=3, gpus_allocated=1)  # no per-GPU data
+    grid.set_nodes([evil, counts])
+    text = "".join(grid.row_text(k) for k in grid.row_keys())
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "n1" in text and "A100" in text
+    assert "\x1b" not in describe_gpu(evil, evil.gpus[0]) + describe_node(evil)
+    assert "baddisk" in describe_gpu(evil, evil.gpus[0])
+    assert [g.state for g in grid.gpus_of("c/old")] == [GpuState.ALLOCATED, GpuState.FREE, GpuState.FREE]
+    assert "■□□" in grid.row_text("c/old")
+
+
+def test_the_grids_pool_totals_match_capacity_pools():
+    from yanflow_tui.capacity import pools
+
+    backend = GridBackend(cluster())
+    nodes = backend.nodes + [Node("hpc", "cpu01", "idle"), Node("other", "x", "idle", gpus_total=2)]
+    grid = GpuGrid()
+    grid.set_nodes(nodes)
+    assert grid.pools("hpc") == pools(n for n in nodes if n.cluster == "hpc")
+    assert grid.pools("other") == pools(nodes[-1:])
+    nodes[0] = replace(nodes[0], gpus=tuple(replace(g, state=GpuState.FREE, job_id=None) for g in nodes[0].gpus),
+                       gpus_allocated=0)
+    grid.set_nodes(nodes)  # a change in place updates them too
+    assert grid.pools("hpc") == pools(n for n in nodes if n.cluster == "hpc")
+    assert grid.pools("hpc")[0].whole_free == 1
+
+
+async def test_clicking_a_gpu_cell_puts_the_cursor_on_it_and_a_second_click_opens_it(home, kinds):
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        line = grid.row_keys().index("hpc/gpu01") + 1  # under the column header line
+        where = (grid.gpu_x + 2 * grid.cell_width, line)
+        await pilot.click(GpuGrid, offset=where)
+        await wait_for(pilot, lambda: grid.cursor_key == "hpc/gpu01" and grid.cursor_gpu_index == 2, what="cursor")
+        await pilot.click(GpuGrid, offset=where)
+        detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
+        assert detail.job.id == "101"
+
+
+async def test_at_80x24_every_gpu_cell_of_8_and_16_gpu_nodes_is_on_screen(home, kinds):
+    """Regression: the cells were laid out for the grid's whole width, scrollbar included, so a
+    vertical scrollbar hid the last two of a node's 8 cells."""
+    app = make_app(cluster("fake-many-long"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        grid = await open_nodes(pilot, app, 23)
+        await pilot.pause(0.2)
+        assert grid.scrollable_content_region.width < grid.size.width  # the scrollbar is there
+        text = screen_text(app)
+        assert "■■■■■■■■" in text  # dgx-a100-node-0041: all 8 busy
+        assert "■■■■■□□□" in text  # dgx-a100-node-0042: 5 of 8
+        assert "■■■□□□□□□□□□□□□□" in text  # dgx-h100-node-0101: 3 of 16
+        assert "+" not in text.split("GPUS", 1)[1].split("slurm", 1)[0]  # nothing said to be off-screen
+        for key in grid.row_keys():
+            if isinstance(key, str):
+                assert grid.offscreen_cells(key) == 0
+        # a node's long note goes on past the edge: the line says so, never over a cell
+        line = grid.render_line(1 + grid.row_keys().index("hpc/dgx-a100-node-0042")).text
+        assert "■■■■■□□□" in line and line.rstrip().endswith("…")
+
+
+async def test_gpu_cells_that_cannot_fit_are_counted_at_the_edge_and_reached_with_the_cursor(home, kinds):
+    app = make_app(cluster("fake-long"))
+    async with app.run_test(size=(50, 24)) as pilot:
+        grid = await open_nodes(pilot, app, 3)
+        await pilot.pause(0.2)
+        key = "hpc/dgx-h100-node-0101"
+        hidden = grid.offscreen_cells(key)
+        assert hidden > 0
+        row = 1 + grid.row_keys().index(key)
+        assert grid.render_line(row).text.rstrip().endswith(f"+{hidden}›")
+        assert f"+{hidden}›" in screen_text(app)
+        await put_cursor(pilot, grid, key, 15)  # the last GPU: the grid scrolls to it
+        await pilot.pause(0.2)
+        assert grid.cursor_cell.index == 15 and grid.offscreen_cells(key) == 0
+        assert not grid.render_line(row).text.rstrip().endswith("›")

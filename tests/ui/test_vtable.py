@@ -1,0 +1,264 @@
+"""Pilot tests of the virtualised table on a small host app: keyed cursor, kept scroll, sorting with
+groups, lazy drawing, widths, messages, and a cursor that shows in every theme and with NO_COLOR."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+
+from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable, sort_value
+
+from uihelpers import wait_for
+
+COLUMNS = [Column("id", "ID"), Column("name", "NAME", flex=True), Column("gpus", "GPUS", justify="right")]
+
+
+def row(i: int, name: str | None = None, gpus: int | None = None, parent: str = "", style: str = "") -> Row:
+    return Row(f"r{i}", (Text(f"r{i}"), Text(name if name is not None else f"job-{i}"),
+                         Text(str(gpus if gpus is not None else i % 7))), parent=parent, style=style)
+
+
+class Host(App):
+    def __init__(self, rows: list[Row], columns=COLUMNS) -> None:
+        super().__init__()
+        self.initial, self.columns = rows, columns
+        self.messages: list[tuple[str, object]] = []
+
+    def compose(self) -> ComposeResult:
+        yield VirtualTable(self.columns, id="t")
+
+    def on_mount(self) -> None:
+        table = self.query_one(VirtualTable)
+        table.set_rows(self.initial)
+        table.focus()
+
+    def on_virtual_table_row_highlighted(self, message: VirtualTable.RowHighlighted) -> None:
+        self.messages.append(("highlighted", message.key))
+
+    def on_virtual_table_row_selected(self, message: VirtualTable.RowSelected) -> None:
+        self.messages.append(("selected", message.key))
+
+    def on_virtual_table_header_selected(self, message: VirtualTable.HeaderSelected) -> None:
+        self.messages.append(("header", message.column))
+
+
+def lines(table: VirtualTable) -> list[str]:
+    """What the table draws now, line by line, as text."""
+    return [table.render_line(y).text.rstrip() for y in range(table.scrollable_content_region.height)]
+
+
+async def test_cursor_keeps_its_key_when_rows_come_and_go_around_it():
+    app = Host([row(i) for i in range(20)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        assert table.move_cursor_to_key("r5")
+        assert table.cursor_row == 5
+        table.set_rows([row(100), row(101)] + [row(i) for i in range(20) if i != 2])
+        assert table.cursor_key == "r5" and table.cursor_row == 6
+        assert table.row_keys[:3] == ["r100", "r101", "r0"]
+        # the cursor's own row goes: the cursor takes the row now in its place
+        table.set_rows([row(100), row(101)] + [row(i) for i in range(20) if i not in (2, 5)])
+        assert table.cursor_key == "r6"
+        await pilot.pause()
+        assert ("highlighted", "r6") in app.messages
+        assert not table.move_cursor_to_key("nope")
+        table.set_rows([])
+        assert table.row_count == 0 and table.cursor_key is None
+
+
+async def test_scroll_offset_survives_set_rows():
+    app = Host([row(i) for i in range(500)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        table.move_cursor_to_key("r250")
+        await pilot.pause()
+        top = table.scroll_offset.y
+        assert top > 200
+        rows = [row(i, name=f"renamed-{i}" if i % 3 == 0 else None) for i in range(500)]
+        table.set_rows(rows + [row(900)])
+        await pilot.pause()
+        assert table.scroll_offset.y == top and table.cursor_key == "r250"
+        assert f"renamed-{top + (3 - top % 3) % 3}" in "\n".join(lines(table))
+
+
+async def test_keys_move_the_cursor_and_enter_selects():
+    app = Host([row(i) for i in range(100)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        page = table.scrollable_content_region.height - 1
+        await pilot.press("down", "down")
+        assert table.cursor_key == "r2"
+        await pilot.press("pagedown")
+        assert table.cursor_row == 2 + page
+        await pilot.press("pageup", "up")
+        assert table.cursor_row == 1
+        await pilot.press("G")
+        assert table.cursor_key == "r99"
+        assert table.scroll_offset.y == table.max_scroll_y
+        await pilot.press("g")
+        assert table.cursor_key == "r0" and table.scroll_offset.y == 0
+        await pilot.press("end")
+        await pilot.press("home")
+        await pilot.press("up")  # stays at the top
+        assert table.cursor_row == 0
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: ("selected", "r0") in app.messages, what="selected")
+
+
+async def test_click_selects_a_row_and_a_second_click_opens_it():
+    app = Host([row(i) for i in range(10)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.click(table, offset=(2, 4))  # line 4 = the fourth row under the header
+        assert table.cursor_key == "r3"
+        assert ("selected", "r3") not in app.messages
+        await pilot.click(table, offset=(2, 4))
+        await wait_for(pilot, lambda: ("selected", "r3") in app.messages, what="selected")
+
+
+async def test_header_click_sorts_and_a_second_click_reverses_numbers_as_numbers():
+    app = Host([row(1, gpus=10), row(2, gpus=9), row(3, gpus=100)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        gpus_x = lines(table)[0].index("GPUS")
+        await pilot.click(table, offset=(gpus_x, 0))
+        assert table.sort_column == "gpus" and not table.sort_reverse
+        assert table.row_keys == ["r2", "r1", "r3"]  # 9 < 10 < 100, not text order
+        assert "GPUS ▲" in lines(table)[0]
+        await pilot.click(table, offset=(lines(table)[0].index("GPUS"), 0))
+        assert table.row_keys == ["r3", "r1", "r2"] and "GPUS ▼" in lines(table)[0]
+        await pilot.pause()
+        assert ("header", "gpus") in app.messages
+        table.sort_by(None)
+        assert table.row_keys == ["r1", "r2", "r3"] and "▲" not in lines(table)[0]
+
+
+async def test_sorting_keeps_children_right_under_their_group():
+    rows = [row(1, "b"), row(2, "a-group"), row(21, "z", parent="r2"), row(22, "c", parent="r2"), row(3, "c")]
+    app = Host(rows)
+    async with app.run_test(size=(60, 12)):
+        table = app.query_one(VirtualTable)
+        table.sort_by("name")
+        assert table.row_keys == ["r2", "r22", "r21", "r1", "r3"]
+        table.sort_by("name", reverse=True)
+        assert table.row_keys == ["r3", "r1", "r2", "r21", "r22"]
+        table.cycle_sort()  # next column: gpus, still reversed
+        assert table.sort_column == "gpus" and table.sort_reverse
+        table.reverse_sort()
+        assert not table.sort_reverse
+        # a sorted table keeps sorting what set_rows gives it
+        table.sort_by("name")
+        table.set_rows(rows + [row(4, "0-first")])
+        assert table.row_keys[0] == "r4"
+
+
+async def test_only_visible_rows_are_drawn_and_only_changed_ones_are_redrawn():
+    app = Host([row(i) for i in range(5000)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        visible = table.scrollable_content_region.height - 1
+        assert 0 < table.render_count <= visible
+        drawn = table.render_count
+        # changes far below the viewport: nothing redrawn
+        table.set_rows([row(i, name="changed" if i > 1000 else None) for i in range(5000)])
+        await pilot.pause()
+        assert table.render_count == drawn
+        # one visible row changes: that row is redrawn
+        table.set_rows([row(i, name="changed" if i > 1000 or i == 3 else None) for i in range(5000)])
+        await pilot.pause()
+        assert table.render_count == drawn + 1
+        # the cursor moves: the two rows it leaves and enters
+        await pilot.press("down")
+        await pilot.pause()
+        assert table.render_count == drawn + 3
+
+
+async def test_live_cells_are_evaluated_only_when_drawn():
+    calls: list[int] = []
+
+    def live(i: int):
+        def cell() -> Text:
+            calls.append(i)
+            return Text(f"{i}s")
+        return cell
+
+    rows = [Row(f"r{i}", (Text(f"r{i}"), Text("x"), live(i))) for i in range(2000)]
+    app = Host(rows)
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        assert calls and max(calls) < 20  # the first screenful only
+        assert table.cell_text("r1500", "gpus") == "1500s"
+        assert table.row_text("r1500") == "r1500 x 1500s" and table.row_text("nope") is None
+
+
+async def test_long_cells_end_in_an_ellipsis_and_the_flexible_column_gives_way():
+    long_name = "a-very-long-job-name-" * 4
+    app = Host([row(1, long_name, gpus=12345)])
+    async with app.run_test(size=(30, 6)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        line = lines(table)[1]
+        assert "…" in line and "12345" in line  # the flexible name shrank; the others kept their width
+        assert table.virtual_size.width <= 30
+    app = Host([row(1, long_name, gpus=12345)])
+    async with app.run_test(size=(120, 6)) as pilot:
+        await pilot.pause()
+        assert long_name in lines(app.query_one(VirtualTable))[1]
+
+
+async def test_widths_follow_content_as_rows_change():
+    app = Host([row(1, "short")])
+    async with app.run_test(size=(100, 6)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        narrow = lines(table)[0].index("GPUS")
+        table.set_rows([row(1, "a-much-longer-name")])
+        await pilot.pause()
+        wide = lines(table)[0].index("GPUS")
+        assert wide > narrow
+        table.set_rows([row(1, "short")])
+        await pilot.pause()
+        assert lines(table)[0].index("GPUS") == narrow
+
+
+def _line_styles(table: VirtualTable, y: int):
+    return {seg.style for seg in table.render_line(y) if seg.text.strip()}
+
+
+async def test_cursor_row_stands_out_in_light_and_dark_themes():
+    for theme in ("textual-dark", "textual-light"):
+        app = Host([row(i) for i in range(5)])
+        async with app.run_test(size=(60, 10)) as pilot:
+            app.theme = theme
+            await pilot.pause()
+            table = app.query_one(VirtualTable)
+            cursor_bg = {s.bgcolor for s in _line_styles(table, 1)}
+            other_bg = {s.bgcolor for s in _line_styles(table, 2)} | {s.bgcolor for s in _line_styles(table, 3)}
+            assert cursor_bg and not cursor_bg & other_bg, theme
+
+
+async def test_cursor_row_is_reversed_with_no_color(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = Host([row(i) for i in range(5)])
+    async with app.run_test(size=(60, 10)) as pilot:
+        await pilot.pause()
+        table = app.query_one(VirtualTable)
+        assert all(s.reverse for s in _line_styles(table, 1))
+        assert not any(s.reverse for s in _line_styles(table, 2))
+
+
+async def test_a_row_style_applies_under_its_cells():
+    app = Host([row(1, style="dim"), row(2)])
+    async with app.run_test(size=(60, 10)) as pilot:
+        await pilot.pause()
+        table = app.query_one(VirtualTable)
+        table.move_cursor_to_key("r2")
+        assert all(s.dim for s in _line_styles(table, 1))
+        assert not any(s.dim for s in _line_styles(table, 2))
+
+
+def test_sort_value_numbers_before_text_and_text_naturally():
+    values = ["b", "10", "a10", "9", "a9", "-1.5"]
+    assert sorted(values, key=sort_value) == ["-1.5", "9", "10", "a9", "a10", "b"]

@@ -1,0 +1,232 @@
+"""No key material outlives the process. The Kubernetes client copies a kubeconfig's
+client-key-data (and certificate and CA data) to files; they live in a private 0700 directory
+that goes on ``q``, SIGHUP, SIGTERM and a crash, and that the next start sweeps after a SIGKILL.
+
+Real parts: the API emulator over HTTPS (a CA, server and client certificate made with openssl),
+the CLI's ``logs --follow`` and the TUI under a pseudo-terminal, each in a subprocess."""
+
+from __future__ import annotations
+
+import base64
+import os
+import pty
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from yanflow_tui import keyfiles
+
+from fakes.k8s_api import K8sEmulator, make_job, make_pod
+
+from paths import ROOT
+
+
+def openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("pki")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
+            "-out", "ca.crt", "-days", "2", "-subj", "/CN=test-ca", cwd=d)
+    (d / "ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name, cn in (("server", "127.0.0.1"), ("client", "alice")):
+        openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f"{name}.key",
+                "-out", f"{name}.csr", "-subj", f"/CN={cn}", cwd=d)
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", f"{name}.crt", "-days", "2", *(["-extfile", "ext"] if name == "server" else []), cwd=d)
+    return d
+
+
+@pytest.fixture
+def tls_emulator(pki):
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(pki / "server.crt", pki / "server.key")
+    emu = K8sEmulator(ssl_context=context).start()
+    emu.put("jobs", make_job("train", "ml"))
+    emu.put("pods", make_pod("train-0", "ml", node=None, job="train"))
+    emu.write_log("ml", "train-0", "step 1")
+    yield emu
+    emu.shutdown()
+
+
+@pytest.fixture
+def env(tmp_path, pki, tls_emulator) -> dict[str, str]:
+    """A private TMPDIR and HOME; a config whose cluster's kubeconfig holds inline key data."""
+    b64 = lambda p: base64.b64encode(p.read_bytes()).decode()  # noqa: E731
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "emu",
+        "clusters": [{"name": "emu", "cluster": {"server": tls_emulator.url,
+                                                 "certificate-authority-data": b64(pki / "ca.crt")}}],
+        "users": [{"name": "alice", "user": {"client-certificate-data": b64(pki / "client.crt"),
+                                             "client-key-data": b64(pki / "client.key")}}],
+        "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "alice", "namespace": "ml"}}],
+    }))
+    kubeconfig.chmod(0o600)
+    config = tmp_path / "config.yaml"
+    config.write_text(f"clusters:\n  - name: k8s\n    kind: kubernetes\n    kubeconfig: {kubeconfig}\n")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    return {**os.environ, "TMPDIR": str(tmp), "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_STATE_HOME": str(home / ".state"), "YANFLOW_CONFIG": str(config), "TERM": "xterm-256color",
+            "PYTHONPATH": str(ROOT)}
+
+
+def key_marker(pki: Path) -> bytes:
+    """A line of the client key's base64 body: any file holding the key holds it."""
+    return [line for line in (pki / "client.key").read_bytes().splitlines() if not line.startswith(b"-")][0]
+
+
+def files_holding(marker: bytes, roots: list[Path], since: float, pki: Path | None = None) -> list[Path]:
+    found = []
+    for root in roots:
+        for dirpath, _, names in os.walk(root):
+            if pki is not None and Path(dirpath) == pki:
+                continue  # the test's own copy
+            for name in names:
+                path = Path(dirpath) / name
+                try:
+                    info = path.lstat()
+                    if path.is_symlink() or not path.is_file() or info.st_size > 1 << 20 or info.st_mtime < since:
+                        continue
+                    if marker in path.read_bytes():
+                        found.append(path)
+                except OSError:
+                    continue
+    return found
+
+
+def wait_for(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def key_files_written(env: dict[str, str], marker: bytes) -> list[Path]:
+    return files_holding(marker, [Path(env["TMPDIR"])], 0)
+
+
+def scan_roots(env) -> list[Path]:
+    return [Path(env["TMPDIR"]), Path(tempfile.gettempdir())]
+
+
+def start_cli(env) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "yanflow_tui", "logs", "--follow", "--cluster", "k8s", "ml/train"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def start_tui(env) -> tuple[subprocess.Popen, int]:
+    master, slave = pty.openpty()
+    os.set_inheritable(slave, True)
+    proc = subprocess.Popen([sys.executable, "-m", "yanflow_tui"], env={**env, "COLUMNS": "120", "LINES": "40"},
+                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True, close_fds=True)
+    os.close(slave)
+
+    def drain() -> None:  # a terminal that is read, as a real one is
+        try:
+            while os.read(master, 65536):
+                pass
+        except OSError:
+            pass
+
+    threading.Thread(target=drain, daemon=True).start()
+    return proc, master
+
+
+@pytest.mark.parametrize("how", ["cli", "tui"])
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
+def test_a_signal_leaves_no_key_file(env, pki, how, sig):
+    since = time.time() - 1
+    marker = key_marker(pki)
+    master = None
+    if how == "cli":
+        proc = start_cli(env)
+    else:
+        proc, master = start_tui(env)
+    try:
+        written = wait_for(lambda: key_files_written(env, marker), 60, "the client's key file")
+        assert all(p.stat().st_mode & 0o077 == 0 for p in written)
+        if how == "cli":  # it is following: a live stream, not a run that ends by itself
+            assert proc.stdout.readline().strip() == b"step 1"
+        time.sleep(0.5)  # the TUI's first refresh is under way
+        os.kill(proc.pid, sig)
+        rc = proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        if master is not None:
+            os.close(master)
+    assert rc == 128 + sig, (rc, proc.stderr.read().decode() if how == "cli" else "")
+    assert files_holding(marker, scan_roots(env), since, pki) == []
+    base = Path(env["TMPDIR"]) / f"yanflow-keys-{os.getuid()}"
+    assert not base.exists() or list(base.iterdir()) == []
+
+
+def test_quit_leaves_no_key_file(env, pki):
+    since = time.time() - 1
+    marker = key_marker(pki)
+    proc, master = start_tui(env)
+    try:
+        wait_for(lambda: key_files_written(env, marker), 60, "the client's key file")
+        time.sleep(0.5)
+        os.write(master, b"q")
+        rc = proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        os.close(master)
+    assert rc == 0
+    assert files_holding(marker, scan_roots(env), since, pki) == []
+
+
+def test_the_next_start_sweeps_a_killed_runs_key_files(env, pki):
+    marker = key_marker(pki)
+    proc = start_cli(env)
+    try:
+        written = wait_for(lambda: key_files_written(env, marker), 60, "the client's key file")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    assert all(p.exists() for p in written)  # SIGKILL: nothing could clean up
+    result = subprocess.run([sys.executable, "-m", "yanflow_tui", "nodes"], env=env, capture_output=True,
+                            timeout=60)
+    assert result.returncode in (0, 1)
+    assert not any(p.exists() for p in written)
+    assert key_files_written(env, marker) == []
+
+
+def test_the_key_directory_is_private_and_refuses_a_planted_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(keyfiles, "_dir", None)
+    planted = keyfiles.base_dir()
+    planted.mkdir(mode=0o755)
+    planted.chmod(0o755)
+    with pytest.raises(Exception, match="not a private directory"):
+        keyfiles.private_dir()
+    planted.rmdir()
+    path = Path(keyfiles.private_dir())
+    assert path.parent == planted and (planted.stat().st_mode & 0o777) == 0o700
+    assert (path.stat().st_mode & 0o777) == 0o700 and path.name.startswith(f"{os.getpid()}-")
+    dead = planted / "999999999-1"
+    dead.mkdir()
+    (dead / "key").write_text("secret")
+    assert keyfiles.sweep() == [dead] and path.exists()
+    keyfiles.remove()
+    assert not path.exists()
