@@ -4,7 +4,11 @@ so a new one can never be silently missing from the wheel. Every package ships i
 
 from setuptools import find_packages, setup
 
-MAPPED = {"yanflow_tui.screens": "screens", "yanflow_tui.backends": "backends", "yanflow_tui.sample_jobs": "sample_jobs"}
+MAPPED = {
+    "yanflow_tui.screens": "screens",
+    "yanflow_tui.backends": "backends",
+    "yanflow_tui.sample_jobs": "sample_jobs",
+}
 
 
 def packages() -> list[str]:

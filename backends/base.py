@@ -18,9 +18,10 @@ import abc
 import asyncio
 import re
 import uuid
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator, Callable, ClassVar, Iterable
+from typing import ClassVar
 
 from yanflow_tui.capacity import Request
 from yanflow_tui.config import ClusterConfig
@@ -41,6 +42,8 @@ def check_submit_tag(tag: str) -> str:
     if not SUBMIT_TAG.fullmatch(tag or ""):
         raise BackendError(f"not a submit tag: {tag!r} (expected the 12-64 hex digits a submit printed)")
     return tag
+
+
 MAX_ID = 512  # no backend's job id is longer
 
 
@@ -167,8 +170,9 @@ class Backend(abc.ABC):
                 value = values.get(key) if isinstance(values, dict) else None
                 pool, label = (str(value) if value else str(field_.default or "")) or None, field_.label.lower()
                 break
-        return Request(nodes=res.nodes, gpus=res.gpus, cpus=res.cpus, memory_mb=res.memory_mb, pool=pool,
-                       pool_label=label)
+        return Request(
+            nodes=res.nodes, gpus=res.gpus, cpus=res.cpus, memory_mb=res.memory_mb, pool=pool, pool_label=label
+        )
 
     def check_spec(self, spec: JobSpec) -> None:
         """Raise ``BackendError`` if this backend cannot run ``spec``."""
@@ -194,8 +198,9 @@ class Backend(abc.ABC):
         """Checkpoints of a job or trial."""
         raise BackendError(f"cluster {self.name!r} has no checkpoints")
 
-    async def download_checkpoint(self, checkpoint: Checkpoint, target: Path,
-                                  progress: Callable[[int, int | None], None] | None = None) -> Path:
+    async def download_checkpoint(
+        self, checkpoint: Checkpoint, target: Path, progress: Callable[[int, int | None], None] | None = None
+    ) -> Path:
         """Download into ``target`` atomically (temp dir beside it, renamed when complete).
         ``progress(done_bytes, total_bytes_or_None)`` is called as data arrives. Not gated: it
         writes only on this machine."""
@@ -267,7 +272,7 @@ class Backend(abc.ABC):
         budget = self.submit_budget
         try:
             return await asyncio.wait_for(self._submit_tagged(spec, tag, retry), budget)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise SubmitUnknown(self.name, tag, f"no answer within {budget:.0f} s") from None
 
     async def cancel(self, job_id: str) -> None:
@@ -312,12 +317,19 @@ def describe_job(job: Job, extra: Iterable[tuple[str, str]] = ()) -> str:
     extra = list(extra)
     replaced = {label for label, _ in extra}
     rows: list[tuple[str, object]] = [
-        ("Job", job.id), ("Cluster", job.cluster), ("Name", job.name), ("User", job.user),
-        ("Kind", job.kind.value), ("State", f"{job.state.value} ({job.raw_state})" if job.raw_state else job.state.value),
-        ("Reason", job.reason or "-"), ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
+        ("Job", job.id),
+        ("Cluster", job.cluster),
+        ("Name", job.name),
+        ("User", job.user),
+        ("Kind", job.kind.value),
+        ("State", f"{job.state.value} ({job.raw_state})" if job.raw_state else job.state.value),
+        ("Reason", job.reason or "-"),
+        ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
         ("Nodes", ", ".join(job.nodes) or "-"),
         ("GPUs", f"{job.gpus}" + (f" (indices {','.join(map(str, job.gpu_indices))})" if job.gpu_indices else "")),
-        ("Submitted", _time(job.submit_time)), ("Started", _time(job.start_time)), ("Ended", _time(job.end_time)),
+        ("Submitted", _time(job.submit_time)),
+        ("Started", _time(job.start_time)),
+        ("Ended", _time(job.end_time)),
         ("Command", job.command or "-"),
     ]
     rows += [(label, value) for label, value in job.details if label not in replaced]

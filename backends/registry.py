@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib
 
+from yanflow_tui.backends.base import Backend, Capabilities
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendUnavailable
-from yanflow_tui.backends.base import Backend, Capabilities
 
 _BACKENDS: dict[str, str] = {
     "local": "yanflow_tui.backends.local.backend:LocalBackend",
@@ -46,7 +46,7 @@ def create(config: ClusterConfig) -> Backend:
         return backend_class(config.kind)(config)
     except BackendUnavailable as exc:
         return UnavailableBackend(config, str(exc))
-    except Exception as exc:  # noqa: BLE001 - a broken backend must not take the console down
+    except Exception as exc:
         return UnavailableBackend(config, f"the {config.kind} backend failed to start: {type(exc).__name__}: {exc}")
 
 

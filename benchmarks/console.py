@@ -45,8 +45,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -72,7 +72,7 @@ def _on(app, mode: str, selector: str):
         if app.current_mode != mode:
             return None
         return app.screen.query_one(selector)
-    except (NoMatches, Exception):  # noqa: BLE001 - not composed yet, or torn down
+    except (NoMatches, Exception):
         return None
 
 
@@ -102,7 +102,7 @@ def _row_text(table, key: str) -> str | None:
         row = table.get_row(key)
         cells = getattr(row, "cells", row)
         return None if cells is None else " ".join(_plain(cell) for cell in cells)
-    except Exception:  # noqa: BLE001 - no such row (yet)
+    except Exception:
         return None
 
 
@@ -171,8 +171,12 @@ def job_matcher(needle: str) -> Callable[[object], bool]:
         from yanflow_tui.filters import compile_filter
     except ImportError:
         low = needle.lower()
-        return lambda j: not low or any(low in f.lower() for f in (
-            j.cluster, j.id, j.name, j.user, j.state.value, j.reason, " ".join(j.nodes)))
+        return lambda j: (
+            not low
+            or any(
+                low in f.lower() for f in (j.cluster, j.id, j.name, j.user, j.state.value, j.reason, " ".join(j.nodes))
+            )
+        )
     return compile_filter(needle).matches
 
 
@@ -230,8 +234,9 @@ class Clock:
         return {"wall": time.perf_counter() - self.wall, "cpu": time.process_time() - self.cpu}
 
 
-async def until(condition: Callable[[], object], timeout: float, what: str,
-                progress: Callable[[], object] | None = None):
+async def until(
+    condition: Callable[[], object], timeout: float, what: str, progress: Callable[[], object] | None = None
+):
     """Wait for ``condition()``; give up after ``timeout`` seconds (without a change in ``progress()``,
     when given: a long stream may take as long as it takes while it moves)."""
     deadline = time.perf_counter() + timeout
@@ -257,7 +262,7 @@ async def painted(widget_or_getter, timeout: float = 60.0) -> None:
         raise BenchTimeout("the widget to wait for is not on screen")
     try:
         await asyncio.wait_for(widget.wait_for_refresh(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise BenchTimeout(f"no repaint of {widget!r} within {timeout:.0f} s") from None
 
 
@@ -315,9 +320,20 @@ def cluster_configs(args, jobs: int | None = None, nodes: int | None = None, nam
     out = []
     for i, name in enumerate(names):
         share = lambda total: total // len(names) + (1 if i < total % len(names) else 0)  # noqa: E731
-        out.append(ClusterConfig(name, "synthetic", refresh_seconds=3600.0, options={
-            "jobs": share(jobs), "nodes": share(nodes), "gpus_per_node": args.gpus_per_node, "seed": args.seed,
-            **extra}))
+        out.append(
+            ClusterConfig(
+                name,
+                "synthetic",
+                refresh_seconds=3600.0,
+                options={
+                    "jobs": share(jobs),
+                    "nodes": share(nodes),
+                    "gpus_per_node": args.gpus_per_node,
+                    "seed": args.seed,
+                    **extra,
+                },
+            )
+        )
     return tuple(out)
 
 
@@ -325,6 +341,7 @@ def make_hub(clusters):
     """A Hub over synthetic clusters (built before the clock starts: generating data is the cluster's
     work, not the console's)."""
     from synthetic import SyntheticBackend
+
     from yanflow_tui.backends import registry
     from yanflow_tui.config import Config
     from yanflow_tui.hub import Hub
@@ -361,8 +378,13 @@ def summary(samples: list[float]) -> dict:
     if not samples:
         return {}
     ordered = sorted(samples)
-    return {"n": len(samples), "median": statistics.median(ordered), "p95": ordered[min(len(ordered) - 1,
-            int(0.95 * len(ordered)))], "max": ordered[-1], "min": ordered[0]}
+    return {
+        "n": len(samples),
+        "median": statistics.median(ordered),
+        "p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
+        "max": ordered[-1],
+        "min": ordered[0],
+    }
 
 
 # =====================================================================================================
@@ -390,8 +412,9 @@ async def phase_yanflow(args, out: dict) -> None:
         samples = []
         for _ in range(args.keys):
             before = queue_cursor(app)
-            samples.append(await key_latency(app, "down", lambda: queue_cursor(app) == before + 1,
-                                             lambda: queue_widget(app)))
+            samples.append(
+                await key_latency(app, "down", lambda: queue_cursor(app) == before + 1, lambda: queue_widget(app))
+            )
         out["cursor"] = summary(samples)
 
         # -- refresh on the Queue
@@ -417,19 +440,27 @@ async def phase_yanflow(args, out: dict) -> None:
             except ValueError:  # not a valid filter yet ("state:"): the Queue keeps the last good one
                 pass
             counts.append(want)
-            samples.append(await key_latency(
-                app, char, lambda: box() is not None and box().value == typed and queue_row_count(app) == want,
-                lambda: queue_widget(app), timeout=args.timeout))
+            samples.append(
+                await key_latency(
+                    app,
+                    char,
+                    lambda: box() is not None and box().value == typed and queue_row_count(app) == want,
+                    lambda: queue_widget(app),
+                    timeout=args.timeout,
+                )
+            )
         out["filter"], out["filter_samples"], out["filter_rows"] = summary(samples), samples, counts
         full = len(queue_rows_expected(all_jobs(backends)))
-        out["filter_clear"] = await key_latency(app, CLEAR_FILTER_KEY, lambda: queue_row_count(app) == full,
-                                                lambda: queue_widget(app), timeout=args.timeout)
+        out["filter_clear"] = await key_latency(
+            app, CLEAR_FILTER_KEY, lambda: queue_row_count(app) == full, lambda: queue_widget(app), timeout=args.timeout
+        )
         await pilot.pause(0.2)
 
         # -- the Nodes screen, then refreshes on it
         total_nodes = len(all_nodes(backends))
-        out["nodes_first"] = await key_latency(app, "2", lambda: nodes_row_count(app) == total_nodes,
-                                               lambda: nodes_widget(app), timeout=args.timeout)
+        out["nodes_first"] = await key_latency(
+            app, "2", lambda: nodes_row_count(app) == total_nodes, lambda: nodes_widget(app), timeout=args.timeout
+        )
         await pilot.pause(0.2)
         out["refresh_nodes"] = []
         for _ in range(args.refreshes):
@@ -452,8 +483,11 @@ async def refresh_queue(app, backends, gen: int, args) -> dict:
     clock = Clock()
     app.request_refresh()
     await until(lambda: all(b.served_gen == gen for b in backends), args.timeout, "the backends to be asked")
-    await until(lambda: queue_row_count(app) == want and all(marker in (queue_row_text(app, k) or "") for k in keys),
-                args.timeout, "the Queue to show the changes")
+    await until(
+        lambda: queue_row_count(app) == want and all(marker in (queue_row_text(app, k) or "") for k in keys),
+        args.timeout,
+        "the Queue to show the changes",
+    )
     await painted(lambda: queue_widget(app))
     result = clock.stop()
     result["ui"] = time.perf_counter() - max(b.served_at for b in backends)
@@ -466,8 +500,11 @@ async def refresh_nodes(app, backends, gen: int, args) -> dict:
     clock = Clock()
     app.request_refresh()
     await until(lambda: all(b.served_gen == gen for b in backends), args.timeout, "the backends to be asked")
-    await until(lambda: all(marker in (nodes_row_text(app, k) or "") for k in keys), args.timeout,
-                "the Nodes screen to show the changes")
+    await until(
+        lambda: all(marker in (nodes_row_text(app, k) or "") for k in keys),
+        args.timeout,
+        "the Nodes screen to show the changes",
+    )
     await painted(lambda: nodes_widget(app))
     result = clock.stop()
     result["ui"] = time.perf_counter() - max(b.served_at for b in backends)
@@ -489,8 +526,11 @@ async def follow_log(app, backend, job, args, probe_every: float, rss_cap_mb: fl
             await until(lambda: log_pane_lines(app) > 0, args.timeout, "the first log lines")
             while not done.is_set():
                 before = logs_following(app)
-                keys.append(await key_latency(app, LOGS_PAUSE_KEY, lambda: logs_following(app) is (not before),
-                                              lambda: logs_widget(app)))
+                keys.append(
+                    await key_latency(
+                        app, LOGS_PAUSE_KEY, lambda: logs_following(app) is (not before), lambda: logs_widget(app)
+                    )
+                )
                 await asyncio.sleep(probe_every)
         except BenchTimeout as exc:
             out["keys_error"] = str(exc)
@@ -509,10 +549,18 @@ async def follow_log(app, backend, job, args, probe_every: float, rss_cap_mb: fl
     app.open_logs(job)
     prober, watcher = asyncio.create_task(probe()), asyncio.create_task(watch_rss())
     try:
-        stats = await until(lambda: backend.log_stats if backend.log_stats.finished else None, args.stall_timeout,
-                            "the log stream to end", progress=lambda: (backend.log_stats.lines, log_pane_lines(app)))
-        await until(lambda: log_pane_lines(app) >= stats.lines, args.stall_timeout,
-                    f"all {stats.lines:,} log lines in the pane", progress=lambda: log_pane_lines(app))
+        stats = await until(
+            lambda: backend.log_stats if backend.log_stats.finished else None,
+            args.stall_timeout,
+            "the log stream to end",
+            progress=lambda: (backend.log_stats.lines, log_pane_lines(app)),
+        )
+        await until(
+            lambda: log_pane_lines(app) >= stats.lines,
+            args.stall_timeout,
+            f"all {stats.lines:,} log lines in the pane",
+            progress=lambda: log_pane_lines(app),
+        )
         await painted(lambda: logs_widget(app))
         out.update(clock.stop())
         stream_wall = time.perf_counter() - stats.started
@@ -521,9 +569,17 @@ async def follow_log(app, backend, job, args, probe_every: float, rss_cap_mb: fl
         prober.cancel()  # a key being timed now is dropped
         watcher.cancel()
         await asyncio.gather(prober, watcher, return_exceptions=True)
-    out.update(lines=stats.lines, bytes=stats.bytes, stream_wall=stream_wall, lines_per_s=stats.lines / stream_wall,
-               produced_wall=stats.finished - stats.started, keys=summary(keys), rss_peak_sampled_mb=peak[0],
-               rss_end_mb=rss_mb(), pane_lines=log_pane_lines(app))
+    out.update(
+        lines=stats.lines,
+        bytes=stats.bytes,
+        stream_wall=stream_wall,
+        lines_per_s=stats.lines / stream_wall,
+        produced_wall=stats.finished - stats.started,
+        keys=summary(keys),
+        rss_peak_sampled_mb=peak[0],
+        rss_end_mb=rss_mb(),
+        pane_lines=log_pane_lines(app),
+    )
     half = next(((b, r) for b, r in samples if b >= stats.bytes / 2), None)
     if half is not None and stats.bytes > half[0]:  # RSS growth over the second half, in MB per GB
         out["rss_mb_per_gb_late"] = (out["rss_end_mb"] - half[1]) / ((stats.bytes - half[0]) / 1e9)
@@ -538,8 +594,9 @@ async def follow_log(app, backend, job, args, probe_every: float, rss_cap_mb: fl
 async def phase_biglog(args, out: dict) -> None:
     from yanflow_tui.app import YanflowApp
 
-    config, hub, backends = make_hub(cluster_configs(args, jobs=60, nodes=8, names=("logs",),
-                                                     log_bytes=int(args.log_gb * 1e9)))
+    config, hub, backends = make_hub(
+        cluster_configs(args, jobs=60, nodes=8, names=("logs",), log_bytes=int(args.log_gb * 1e9))
+    )
     app = YanflowApp(config, hub)
     async with app.run_test(size=args.size) as pilot:
         expected = len(queue_rows_expected(all_jobs(backends)))
@@ -606,6 +663,7 @@ def baseline_app_class():
 
 async def phase_baseline(args, out: dict) -> None:
     from textual.widgets import DataTable, Input
+
     from yanflow_tui.screens.render.rows import JOB_HEADERS, NODE_HEADERS, job_cells, node_cells
 
     BaselineApp = baseline_app_class()
@@ -658,12 +716,16 @@ async def phase_baseline(args, out: dict) -> None:
                 want = len(queue_rows_expected(all_jobs(backends), typed))
             except ValueError:
                 pass
-            samples.append(await key_latency(app, char, lambda: box.value == typed and table.row_count == want, table,
-                                             timeout=args.timeout))
+            samples.append(
+                await key_latency(
+                    app, char, lambda: box.value == typed and table.row_count == want, table, timeout=args.timeout
+                )
+            )
         out["filter"], out["filter_samples"] = summary(samples), samples
         full = len(queue_rows_expected(all_jobs(backends)))
-        out["filter_clear"] = await key_latency(app, "escape", lambda: table.row_count == full and not box.value,
-                                                table, timeout=args.timeout)
+        out["filter_clear"] = await key_latency(
+            app, "escape", lambda: table.row_count == full and not box.value, table, timeout=args.timeout
+        )
 
     total_nodes = len(all_nodes(backends))
     clock = Clock()
@@ -681,8 +743,11 @@ async def phase_baseline(args, out: dict) -> None:
             clock = Clock()
             app.rebuild()
             marker = f"churn {gen}"
-            await until(lambda: table.row_count == total_nodes and marker in table.get_row_at(0)[-1].plain,
-                        args.timeout, "the baseline node refresh")
+            await until(
+                lambda: table.row_count == total_nodes and marker in table.get_row_at(0)[-1].plain,
+                args.timeout,
+                "the baseline node refresh",
+            )
             await painted(table)
             out["refresh_nodes"].append(clock.stop())
     out["peak_rss_mb"] = peak_rss_mb()
@@ -713,8 +778,9 @@ def parse_args(argv=None):
     parser.add_argument("--size", default="200x50", help="terminal size")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for any one step")
-    parser.add_argument("--stall-timeout", type=float, default=60,
-                        help="seconds a log stream may go without a new line in the pane")
+    parser.add_argument(
+        "--stall-timeout", type=float, default=60, help="seconds a log stream may go without a new line in the pane"
+    )
     parser.add_argument("--only", choices=sorted(PHASES), action="append", help="run only these phases")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
@@ -729,16 +795,18 @@ def parse_args(argv=None):
 
 def run_phase(name: str, argv: list[str], home: str) -> dict:
     os.makedirs(f"{home}/tmp", exist_ok=True)  # log spill files land here and go with it, even after a crash
-    env = dict(os.environ, HOME=home, XDG_CONFIG_HOME=f"{home}/.config", XDG_STATE_HOME=f"{home}/.state",
-               TMPDIR=f"{home}/tmp")
+    env = dict(
+        os.environ, HOME=home, XDG_CONFIG_HOME=f"{home}/.config", XDG_STATE_HOME=f"{home}/.state", TMPDIR=f"{home}/tmp"
+    )
     started = time.perf_counter()
     print(f"  {name} ...", end="", file=sys.stderr, flush=True)
-    proc = subprocess.run([sys.executable, __file__, "--phase", name, *argv], env=env, stdout=subprocess.PIPE,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--phase", name, *argv], env=env, stdout=subprocess.PIPE, text=True
+    )
     print(f" {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
+            return json.loads(line[len("RESULT ") :])
     return {"error": f"exited {proc.returncode} without a result"}
 
 
@@ -771,8 +839,16 @@ def print_table(args, res: dict) -> None:
     def add(metric, ours, theirs=None, goal="", status="", fmt=ms):
         if ours is None and theirs is None:  # that phase did not run (or failed: see the notes)
             return
-        rows.append((metric, "-" if ours is None else fmt(ours), "-" if theirs is None else fmt(theirs),
-                     ratio(ours, theirs) if theirs is not None else "", goal, status))
+        rows.append(
+            (
+                metric,
+                "-" if ours is None else fmt(ours),
+                "-" if theirs is None else fmt(theirs),
+                ratio(ours, theirs) if theirs is not None else "",
+                goal,
+                status,
+            )
+        )
 
     def key(metric, ours, theirs=None):
         add(metric, ours, theirs, key_goal, verdict(ours, GOALS["key"]))
@@ -786,8 +862,13 @@ def print_table(args, res: dict) -> None:
         if screen == "Nodes":
             add("Nodes screen first shown (key 2)", y.get("nodes_first"), b.get("nodes_first"))
         ui = median_of(y.get(name), "ui")
-        add(f"refresh, {screen}: data in hand -> painted", ui, median_of(b.get(name), "wall"), refresh_goal,
-            verdict(ui, GOALS["refresh"]))
+        add(
+            f"refresh, {screen}: data in hand -> painted",
+            ui,
+            median_of(b.get(name), "wall"),
+            refresh_goal,
+            verdict(ui, GOALS["refresh"]),
+        )
         add("  request_refresh -> painted (whole)", median_of(y.get(name), "wall"))
         add("  CPU seconds (whole; baseline: rebuild)", median_of(y.get(name), "cpu"), median_of(b.get(name), "cpu"))
     key("key: cursor down, median", part(y, "cursor").get("median"), part(b, "cursor").get("median"))
@@ -798,47 +879,87 @@ def print_table(args, res: dict) -> None:
     key("key: escape clears the filter", y.get("filter_clear"), b.get("filter_clear"))
     logs = part(y, "logs")
     rate = logs.get("lines_per_s")
-    add(f"log lines/s into the pane ({logs.get('lines', 0):,} lines)", rate, None, lines_goal,
-        verdict(rate, GOALS["log_lines_s"], False), fmt=per_s)
+    add(
+        f"log lines/s into the pane ({logs.get('lines', 0):,} lines)",
+        rate,
+        None,
+        lines_goal,
+        verdict(rate, GOALS["log_lines_s"], False),
+        fmt=per_s,
+    )
     key(f"key while streaming, median ({part(logs, 'keys').get('n', 0)} keys)", part(logs, "keys").get("median"))
     key("key while streaming, max", part(logs, "keys").get("max"))
     add("peak RSS, this run", y.get("peak_rss_mb"), b.get("peak_rss_mb"), fmt=mb)
     if g.get("bytes"):
         gb, peak, before = g["bytes"] / 1e9, g.get("peak_rss_mb", 0), g.get("rss_before_mb", 0)
         capped = f", stopped at the {args.rss_cap_mb:,.0f} MB cap" if g.get("stopped_at_cap") else ""
-        add(f"peak RSS following a {gb:.2f} GB log ({g.get('lines', 0):,} lines{capped})", peak, None,
-            f"{rss_goal} at 1 GB", verdict(peak, GOALS["rss_mb"]) if gb >= 0.999 else "", fmt=mb)
-        rows.append(("  RSS before the log / at its end", f"{before:,.0f} / {g.get('rss_end_mb', 0):,.0f} MB",
-                     "-", "", "", ""))
+        add(
+            f"peak RSS following a {gb:.2f} GB log ({g.get('lines', 0):,} lines{capped})",
+            peak,
+            None,
+            f"{rss_goal} at 1 GB",
+            verdict(peak, GOALS["rss_mb"]) if gb >= 0.999 else "",
+            fmt=mb,
+        )
+        rows.append(
+            ("  RSS before the log / at its end", f"{before:,.0f} / {g.get('rss_end_mb', 0):,.0f} MB", "-", "", "", "")
+        )
         if gb < 0.999 and "rss_mb_per_gb_late" in g:  # growing as over its second half, at 1 GB
             projected = peak + max(0.0, g["rss_mb_per_gb_late"]) * (1 - gb)
-            add("  projected to 1 GB (growth of the second half)", projected, None, rss_goal,
-                verdict(projected, GOALS["rss_mb"]) + " (projected)", fmt=mb)
-        add("  lines/s into the pane", g.get("lines_per_s"), None, lines_goal,
-            verdict(g.get("lines_per_s"), GOALS["log_lines_s"], False), fmt=per_s)
+            add(
+                "  projected to 1 GB (growth of the second half)",
+                projected,
+                None,
+                rss_goal,
+                verdict(projected, GOALS["rss_mb"]) + " (projected)",
+                fmt=mb,
+            )
+        add(
+            "  lines/s into the pane",
+            g.get("lines_per_s"),
+            None,
+            lines_goal,
+            verdict(g.get("lines_per_s"), GOALS["log_lines_s"], False),
+            fmt=per_s,
+        )
         gk = part(g, "keys")
-        rows.append((f"  key while streaming, median / max ({gk.get('n', 0)} keys)",
-                     f"{ms(gk.get('median'))} / {ms(gk.get('max'))}" if gk else "-", "-", "", key_goal,
-                     verdict(gk.get("max"), GOALS["key"])))
+        rows.append(
+            (
+                f"  key while streaming, median / max ({gk.get('n', 0)} keys)",
+                f"{ms(gk.get('median'))} / {ms(gk.get('max'))}" if gk else "-",
+                "-",
+                "",
+                key_goal,
+                verdict(gk.get("max"), GOALS["key"]),
+            )
+        )
 
     jobs, nodes, queue_rows = y.get("jobs", args.jobs), y.get("nodes", args.nodes), y.get("queue_rows")
     shown = f"{queue_rows:,}" if queue_rows else "?"
-    print(f"\nYanFlow console at scale: {jobs:,} jobs ({shown} Queue rows, groups collapsed) on {args.clusters} "
-          f"clusters, {nodes:,} nodes x {args.gpus_per_node} GPUs, {args.churn:.0%} changed per refresh, "
-          f"{args.size[0]}x{args.size[1]} headless")
+    print(
+        f"\nYanFlow console at scale: {jobs:,} jobs ({shown} Queue rows, groups collapsed) on {args.clusters} "
+        f"clusters, {nodes:,} nodes x {args.gpus_per_node} GPUs, {args.churn:.0%} changed per refresh, "
+        f"{args.size[0]}x{args.size[1]} headless"
+    )
     print("Wall clock on a shared machine: compare the ratio column more than the absolute figures.\n")
     header = ("metric", "YanFlow", "DataTable", "ratio", "goal", "")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(6)]
     for row in [header, *rows]:
-        print(f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]:>{widths[3]}}  "
-              f"{row[4]:<{widths[4]}}  {row[5]}".rstrip())
+        print(
+            f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]:>{widths[3]}}  "
+            f"{row[4]:<{widths[4]}}  {row[5]}".rstrip()
+        )
     notes = []
     if y.get("coalesce_s"):
-        notes.append(f"the whole refresh includes the app's {y['coalesce_s'] * 1000:.0f} ms coalescing wait "
-                     "(yanflow_tui.app.COALESCE_SECONDS); the goal applies to the UI part")
+        notes.append(
+            f"the whole refresh includes the app's {y['coalesce_s'] * 1000:.0f} ms coalescing wait "
+            "(yanflow_tui.app.COALESCE_SECONDS); the goal applies to the UI part"
+        )
     if y.get("filter_rows"):
-        notes.append(f"filter rows per keystroke: {', '.join(f'{n:,}' for n in y['filter_rows'])}"
-                     f" (keystrokes: {', '.join(ms(s) for s in y.get('filter_samples', []))})")
+        notes.append(
+            f"filter rows per keystroke: {', '.join(f'{n:,}' for n in y['filter_rows'])}"
+            f" (keystrokes: {', '.join(ms(s) for s in y.get('filter_samples', []))})"
+        )
     checks = {k: y.get(k) for k in ("first_screen_on_screen", "refresh_queue_on_screen", "refresh_nodes_on_screen")}
     if any(v is False for v in checks.values()):
         notes.append("not seen in the screen export: " + ", ".join(k for k, v in checks.items() if v is False))
@@ -858,7 +979,7 @@ def main() -> int:
         result: dict = {}
         try:
             asyncio.run(PHASES[args.phase](args, result))
-        except Exception as exc:  # noqa: BLE001 - keep the figures measured so far, say what broke
+        except Exception as exc:
             import traceback
 
             traceback.print_exc()
@@ -880,8 +1001,13 @@ def main() -> int:
             results[name] = run_phase(name, argv, home)
     print_table(args, results)
     if args.json:
-        args.json.write_text(json.dumps({"args": {k: v for k, v in vars(args).items() if k != "json"},
-                                         "results": results}, indent=2, default=str))
+        args.json.write_text(
+            json.dumps(
+                {"args": {k: v for k, v in vars(args).items() if k != "json"}, "results": results},
+                indent=2,
+                default=str,
+            )
+        )
     return 0
 
 

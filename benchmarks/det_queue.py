@@ -59,8 +59,10 @@ async def main(args) -> None:
         seconds, nodes = await timed(det.list_nodes())
         nodes_t.append(seconds)
     master.stop()
-    print(f"cluster: {args.experiments} experiments x {args.trials} trials, {args.commands} commands, "
-          f"{args.agents} agents x 8 GPUs -> {len(jobs)} job rows, {len(nodes)} nodes")
+    print(
+        f"cluster: {args.experiments} experiments x {args.trials} trials, {args.commands} commands, "
+        f"{args.agents} agents x 8 GPUs -> {len(jobs)} job rows, {len(nodes)} nodes"
+    )
     print(f"list_jobs first (all trials fetched):   {first * 1000:8.1f} ms")
     print(f"list_jobs steady (median of {args.runs}):      {statistics.median(steady) * 1000:8.1f} ms")
     print(f"list_nodes (median of {args.runs}):            {statistics.median(nodes_t) * 1000:8.1f} ms")

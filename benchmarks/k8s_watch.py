@@ -37,8 +37,18 @@ def main() -> int:
     args = parser.parse_args()
 
     emulator = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "fakes" / "k8s_api.py"), "--nodes", str(args.nodes),
-         "--pods", str(args.pods)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            str(ROOT / "tests" / "fakes" / "k8s_api.py"),
+            "--nodes",
+            str(args.nodes),
+            "--pods",
+            str(args.pods),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = emulator.stdout.readline().strip()
         return asyncio.run(measure(url, emulator, args))
@@ -54,15 +64,18 @@ def main() -> int:
 
 async def measure(url: str, emulator: subprocess.Popen, args) -> int:
     from k8shelpers import write_kubeconfig
-    from yanflow_tui.screens.render import rows
+
     from yanflow_tui.config import ClusterConfig
+    from yanflow_tui.screens.render import rows
 
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", url, namespace="default")
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        import kubernetes.client  # noqa: F401
+        import kubernetes.client
         import kubernetes.config  # noqa: F401
+
         from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
+
         import_cpu = time.process_time() - cpu0
 
         backend = KubernetesBackend(ClusterConfig("bench", "kubernetes", options={"kubeconfig": str(kubeconfig)}))
@@ -73,6 +86,7 @@ async def measure(url: str, emulator: subprocess.Popen, args) -> int:
         cpu1 = time.process_time()
         now = time.time()
         import gc
+
         if "--no-gc" in sys.argv:
             gc.disable()
         cells = [rows.job_cells(j, now) for j in jobs]
@@ -81,7 +95,7 @@ async def measure(url: str, emulator: subprocess.Popen, args) -> int:
         cells_cpu = time.process_time() - cpu1
         print(f"  (job cells {jobs_cells_cpu:.2f} s CPU, node cells {cells_cpu - jobs_cells_cpu:.2f} s CPU)")
         list_cpu, list_wall = time.process_time() - cpu0, time.perf_counter() - wall0
-        pods = backend._reflectors["pods"]  # noqa: SLF001
+        pods = backend._reflectors["pods"]
         assert len(pods.values()) == args.pods and len(jobs) == args.pods and len(cells) == args.pods + args.nodes
 
         start_events = pods.events
@@ -102,14 +116,22 @@ async def measure(url: str, emulator: subprocess.Popen, args) -> int:
         await backend.close()
 
     print(f"import kubernetes client:             {import_cpu:6.2f} s CPU")
-    print(f"{args.pods} pods / {args.nodes} nodes / {args.pods} jobs listed and shown: "
-          f"{list_cpu:6.2f} s CPU, {list_wall:6.2f} s wall   (goal < 1.5 s CPU)")
-    print(f"  of which backend (3 lists over HTTP, json.loads, extraction, domain rows): {backend_cpu:6.2f} s CPU,"
-          f" {backend_wall:6.2f} s wall")
-    print(f"  of which table cells (yanflow_tui.screens.render.rows.job_cells / node_cells):             {cells_cpu:6.2f} s CPU")
-    print(f"watch burst: {absorbed} events in {watch_wall:6.3f} s wall, {watch_cpu:6.3f} s CPU -> "
-          f"{absorbed / watch_wall:,.0f} events/s wall, {absorbed / max(watch_cpu, 1e-9):,.0f} events/s CPU"
-          "   (goal >= 20,000/s)")
+    print(
+        f"{args.pods} pods / {args.nodes} nodes / {args.pods} jobs listed and shown: "
+        f"{list_cpu:6.2f} s CPU, {list_wall:6.2f} s wall   (goal < 1.5 s CPU)"
+    )
+    print(
+        f"  of which backend (3 lists over HTTP, json.loads, extraction, domain rows): {backend_cpu:6.2f} s CPU,"
+        f" {backend_wall:6.2f} s wall"
+    )
+    print(
+        f"  of which table cells (yanflow_tui.screens.render.rows.job_cells / node_cells):             {cells_cpu:6.2f} s CPU"
+    )
+    print(
+        f"watch burst: {absorbed} events in {watch_wall:6.3f} s wall, {watch_cpu:6.3f} s CPU -> "
+        f"{absorbed / watch_wall:,.0f} events/s wall, {absorbed / max(watch_cpu, 1e-9):,.0f} events/s CPU"
+        "   (goal >= 20,000/s)"
+    )
     print(f"rows rebuilt after the burst:          {rebuild_cpu:6.2f} s CPU")
     return 0
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from yanflow_tui.backends.slurm import parse  # noqa: E402
+from yanflow_tui.backends.slurm import parse
 
 NAME = "yanflow-bench"
 RUNS = 3
@@ -27,7 +27,7 @@ def sh(argv, **kw) -> subprocess.CompletedProcess:
 
 def submit(n: int) -> None:
     # 10k separate sbatch calls, 8 at a time, each job held so nothing runs.
-    script = f'seq {n} | xargs -P 8 -I{{}} sbatch --hold --parsable -J {NAME}-{{}} -o /dev/null --wrap true >/dev/null'
+    script = f"seq {n} | xargs -P 8 -I{{}} sbatch --hold --parsable -J {NAME}-{{}} -o /dev/null --wrap true >/dev/null"
     subprocess.run(["/bin/sh", "-c", script], check=True)
 
 
@@ -46,13 +46,17 @@ def main() -> None:
     t0 = time.perf_counter()
     if queued < n:
         submit(n - queued)
-    print(f"queue: {len(sh(['squeue', '-h', '-o', '%i']).stdout.split())} jobs "
-          f"(submitted in {time.perf_counter() - t0:.1f} s)")
+    print(
+        f"queue: {len(sh(['squeue', '-h', '-o', '%i']).stdout.split())} jobs "
+        f"(submitted in {time.perf_counter() - t0:.1f} s)"
+    )
     text_form = ["squeue", "-h", "-a", "-t", "all", "-o", parse.SQUEUE_FORMAT]
     json_form = ["squeue", "-a", "-t", "all", "--json"]
     results = {}
-    for label, argv, parser in (("-o", text_form, parse.parse_squeue_text),
-                                ("--json", json_form, parse.parse_squeue_json)):
+    for label, argv, parser in (
+        ("-o", text_form, parse.parse_squeue_text),
+        ("--json", json_form, parse.parse_squeue_json),
+    ):
         cmd, prs, rows = [], [], 0
         for _ in range(RUNS):
             wall, out = timed(argv, env)
@@ -63,13 +67,17 @@ def main() -> None:
             rows = len(jobs)
         results[label] = (statistics.median(cmd), statistics.median(prs), rows, len(out))
     for label, (cmd, prs, rows, size) in results.items():
-        print(f"squeue {label:7s} command {cmd:6.2f} s  parse {prs:6.2f} s  total {cmd + prs:6.2f} s  "
-              f"rows {rows}  output {size / 1e6:.1f} MB")
+        print(
+            f"squeue {label:7s} command {cmd:6.2f} s  parse {prs:6.2f} s  total {cmd + prs:6.2f} s  "
+            f"rows {rows}  output {size / 1e6:.1f} MB"
+        )
     ratio = sum(results["--json"][:2]) / max(1e-9, sum(results["-o"][:2]))
     print(f"--json / -o total time: {ratio:.1f}x")
     if "--keep" not in sys.argv:
-        subprocess.run(["/bin/sh", "-c", f"squeue -h -o '%i %j' | awk '$2 ~ /^{NAME}-/ {{print $1}}' "
-                        f"| xargs -r -n 500 scancel"], check=False)
+        subprocess.run(
+            ["/bin/sh", "-c", f"squeue -h -o '%i %j' | awk '$2 ~ /^{NAME}-/ {{print $1}}' | xargs -r -n 500 scancel"],
+            check=False,
+        )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,9 @@ def sdiag() -> Counter:
     out = subprocess.run(["sdiag"], capture_output=True, text=True, env=SLURM_ENV, timeout=30, check=True).stdout
     section = out.split("Remote Procedure Call statistics by message type", 1)[1]
     section = section.split("Remote Procedure Call statistics by user", 1)[0]
-    return Counter({m.group(1): int(m.group(2)) for m in re.finditer(r"^\s*(\w+)\s+\(\s*\d+\)\s+count:(\d+)",
-                                                                      section, re.M)})
+    return Counter(
+        {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s*(\w+)\s+\(\s*\d+\)\s+count:(\d+)", section, re.M)}
+    )
 
 
 def per_minute(before: Counter, after: Counter, seconds: float) -> dict[str, float]:
@@ -54,9 +55,27 @@ def per_minute(before: Counter, after: Counter, seconds: float) -> dict[str, flo
 
 
 def submit_array(tasks: int) -> str:
-    out = subprocess.run(["sbatch", "--parsable", "--hold", f"--array=0-{tasks - 1}", "-J", "yf-rpcs-bench",
-                          "-o", "/dev/null", "-p", "cpu", "--wrap", "true"],
-                         capture_output=True, text=True, env=SLURM_ENV, timeout=60, check=True)
+    out = subprocess.run(
+        [
+            "sbatch",
+            "--parsable",
+            "--hold",
+            f"--array=0-{tasks - 1}",
+            "-J",
+            "yf-rpcs-bench",
+            "-o",
+            "/dev/null",
+            "-p",
+            "cpu",
+            "--wrap",
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+        env=SLURM_ENV,
+        timeout=60,
+        check=True,
+    )
     return out.stdout.strip().split(";")[0]
 
 
@@ -120,8 +139,10 @@ def main(argv=None) -> int:
         share[name] = out["console"][name] - base.get(name, 0.0)
         print(f"{name:<28} {out['console'][name]:>8.1f} {base.get(name, 0.0):>9.1f} {share[name]:>14.1f}")
     out["share"] = share
-    print("commands the console sent, per minute:",
-          ", ".join(f"{k} {v:.1f}" for k, v in sorted(out["commands_per_minute"].items())))
+    print(
+        "commands the console sent, per minute:",
+        ", ".join(f"{k} {v:.1f}" for k, v in sorted(out["commands_per_minute"].items())),
+    )
     job = sum(share[n] for n in JOB_RPCS)
     node = share["REQUEST_NODE_INFO"]
     print(f"job queries {job:.1f}/min (goal <= {GOALS['job']}), node queries {node:.1f}/min (goal <= {GOALS['node']})")

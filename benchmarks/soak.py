@@ -67,6 +67,7 @@ async def cycle(app, pilot, i: int, backends, refresh_every: int) -> None:
 
 async def soak(args) -> dict:
     from console import cluster_configs, make_hub, queue_row_count
+
     from yanflow_tui.app import YanflowApp
 
     ns = argparse.Namespace(clusters=3, jobs=args.jobs, nodes=args.nodes, gpus_per_node=8, seed=1)

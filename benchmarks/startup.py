@@ -10,6 +10,7 @@ is used) and prints a table of the figures. Not part of the test suite.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import pty
 import select
@@ -21,7 +22,6 @@ import struct
 import sys
 import tempfile
 import termios
-import fcntl
 import time
 
 

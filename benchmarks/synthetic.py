@@ -23,9 +23,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import AsyncIterator
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
-from typing import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
 from yanflow_tui.backends.base import Backend, Capabilities
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, LogLine, Node
@@ -34,8 +34,14 @@ USERS = ("alice", "bob", "carol", "dmitri", "erin", "farah", "gwen", "hiro")
 NAMES = ("train-llm", "finetune", "eval", "prep-data", "sweep", "tokenize", "infer", "distill", "rl-rollout")
 PENDING_REASONS = ("Resources", "Priority", "QOSMaxGpuPerUser", "Dependency")
 LOG_CHUNK = 1000  # lines yielded between two event-loop turns
-STATE_WEIGHTS = ((JobState.RUNNING, 40), (JobState.PENDING, 30), (JobState.COMPLETED, 14), (JobState.FAILED, 5),
-                 (JobState.CANCELLED, 5), (JobState.COMPLETING, 6))
+STATE_WEIGHTS = (
+    (JobState.RUNNING, 40),
+    (JobState.PENDING, 30),
+    (JobState.COMPLETED, 14),
+    (JobState.FAILED, 5),
+    (JobState.CANCELLED, 5),
+    (JobState.COMPLETING, 6),
+)
 NEXT_STATE = {
     JobState.PENDING: (JobState.RUNNING, JobState.PENDING),
     JobState.RUNNING: (JobState.COMPLETING, JobState.RUNNING, JobState.FAILED),
@@ -45,14 +51,15 @@ NEXT_STATE = {
     JobState.CANCELLED: (JobState.CANCELLED,),
     JobState.UNKNOWN: (JobState.PENDING,),
 }
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 class SyntheticBackend(Backend):
     kind = "synthetic"
-    capabilities = Capabilities(logs=True, follow_logs=True, job_kinds=frozenset(JobKind), gpu_metrics=True,
-                                history=True)
-    instances: dict[str, "SyntheticBackend"] = {}
+    capabilities = Capabilities(
+        logs=True, follow_logs=True, job_kinds=frozenset(JobKind), gpu_metrics=True, history=True
+    )
+    instances: dict[str, SyntheticBackend] = {}
 
     def __init__(self, config):
         super().__init__(config)
@@ -81,24 +88,45 @@ class SyntheticBackend(Backend):
         self._next_id += 1
         return str(self._next_id)
 
-    def _job(self, job_id: str, kind: JobKind, parent: str = "", user: str | None = None,
-             state: JobState | None = None) -> Job:
+    def _job(
+        self, job_id: str, kind: JobKind, parent: str = "", user: str | None = None, state: JobState | None = None
+    ) -> Job:
         rng = self.rng
         state = state or rng.choices([s for s, _ in STATE_WEIGHTS], [w for _, w in STATE_WEIGHTS])[0]
-        reason = rng.choice(PENDING_REASONS) if state is JobState.PENDING else (
-            "NonZeroExitCode" if state is JobState.FAILED else "")
-        return Job(job_id, self.name, f"{rng.choice(NAMES)}-{rng.randrange(1000)}", user or rng.choice(USERS), state,
-                   state.value.upper(), reason, (), rng.choice((0, 1, 1, 2, 4, 8)),
-                   NOW - timedelta(seconds=rng.randrange(3 * 86400)), kind=kind, parent=parent,
-                   exit_code=1 if state is JobState.FAILED else None, command="python train.py --config run.yaml")
+        reason = (
+            rng.choice(PENDING_REASONS)
+            if state is JobState.PENDING
+            else ("NonZeroExitCode" if state is JobState.FAILED else "")
+        )
+        return Job(
+            job_id,
+            self.name,
+            f"{rng.choice(NAMES)}-{rng.randrange(1000)}",
+            user or rng.choice(USERS),
+            state,
+            state.value.upper(),
+            reason,
+            (),
+            rng.choice((0, 1, 1, 2, 4, 8)),
+            NOW - timedelta(seconds=rng.randrange(3 * 86400)),
+            kind=kind,
+            parent=parent,
+            exit_code=1 if state is JobState.FAILED else None,
+            command="python train.py --config run.yaml",
+        )
 
     def _make_jobs(self, count: int) -> None:
         rng = self.rng
         while len(self.jobs) < count:
             room = count - len(self.jobs)
             if room > 4 and rng.random() < 0.025:  # a group: ~15 % of jobs end up as children
-                kind, size = rng.choice(((JobKind.SLURM, rng.randint(4, 16)), (JobKind.EXPERIMENT, rng.randint(3, 12)),
-                                         (JobKind.MULTI_NODE, rng.randint(2, 4))))
+                kind, size = rng.choice(
+                    (
+                        (JobKind.SLURM, rng.randint(4, 16)),
+                        (JobKind.EXPERIMENT, rng.randint(3, 12)),
+                        (JobKind.MULTI_NODE, rng.randint(2, 4)),
+                    )
+                )
                 size = min(size, room - 1)
                 parent = self._new_id()
                 user = rng.choice(USERS)
@@ -115,8 +143,11 @@ class SyntheticBackend(Backend):
     def _make_nodes(self, count: int) -> None:
         rng, per = self.rng, self.gpus_per_node
         names = [f"{self.name}-gpu{i:04d}" for i in range(count)]
-        broken = {n: ("drain", "maintenance") if rng.random() < 0.75 else ("down", "not responding")
-                  for n in names if rng.random() < 0.04}
+        broken = {
+            n: ("drain", "maintenance") if rng.random() < 0.75 else ("down", "not responding")
+            for n in names
+            if rng.random() < 0.04
+        }
         free = {n: list(range(per)) for n in names if n not in broken}
         alloc: dict[str, dict[int, str]] = {n: {} for n in names}
         order = [n for n in names if n not in broken]
@@ -127,8 +158,8 @@ class SyntheticBackend(Backend):
             for step in range(len(order)):
                 node = order[(cursor + step) % len(order)]
                 if len(free[node]) >= job.gpus:
-                    indices = tuple(free[node][:job.gpus])
-                    del free[node][:job.gpus]
+                    indices = tuple(free[node][: job.gpus])
+                    del free[node][: job.gpus]
                     for i in indices:
                         alloc[node][i] = job_id
                     self.jobs[job_id] = replace(job, nodes=(node,), gpu_indices=indices)
@@ -141,27 +172,52 @@ class SyntheticBackend(Backend):
             gpus = []
             for i in range(per):
                 if state_reason:
-                    gpus.append(Gpu(i, GpuState.UNAVAILABLE, reason=state_reason[0], name="H100",
-                                    memory_total_mb=81920))
+                    gpus.append(
+                        Gpu(i, GpuState.UNAVAILABLE, reason=state_reason[0], name="H100", memory_total_mb=81920)
+                    )
                 elif i in alloc[name]:
                     util = rng.uniform(0, 3) if rng.random() < 0.1 else rng.uniform(30, 100)  # some allocated but idle
-                    gpus.append(Gpu(i, GpuState.ALLOCATED, alloc[name][i], name="H100", utilization=util,
-                                    memory_used_mb=int(util * 800), memory_total_mb=81920))
+                    gpus.append(
+                        Gpu(
+                            i,
+                            GpuState.ALLOCATED,
+                            alloc[name][i],
+                            name="H100",
+                            utilization=util,
+                            memory_used_mb=int(util * 800),
+                            memory_total_mb=81920,
+                        )
+                    )
                 else:
-                    gpus.append(Gpu(i, GpuState.FREE, name="H100", utilization=0.0, memory_used_mb=0,
-                                    memory_total_mb=81920))
+                    gpus.append(
+                        Gpu(i, GpuState.FREE, name="H100", utilization=0.0, memory_used_mb=0, memory_total_mb=81920)
+                    )
             self.nodes[name] = self._node(name, tuple(gpus), state_reason)
 
-    def _node(self, name: str, gpus: tuple[Gpu, ...], state_reason: tuple[str, str] | None = None,
-              reason: str = "") -> Node:
+    def _node(
+        self, name: str, gpus: tuple[Gpu, ...], state_reason: tuple[str, str] | None = None, reason: str = ""
+    ) -> Node:
         used = sum(g.state is GpuState.ALLOCATED for g in gpus)
         if state_reason:
             state, reason = state_reason[0], reason or state_reason[1]
         else:
             state = "idle" if not used else ("allocated" if used == len(gpus) else "mixed")
         partition = "gpu-large" if name.endswith(("0", "5")) else "gpu"
-        return Node(self.name, name, state, (partition,), 128, 16 * used, 1_048_576, 131_072 * used, "H100",
-                    len(gpus), used, gpus, reason)
+        return Node(
+            self.name,
+            name,
+            state,
+            (partition,),
+            128,
+            16 * used,
+            1_048_576,
+            131_072 * used,
+            "H100",
+            len(gpus),
+            used,
+            gpus,
+            reason,
+        )
 
     # -- changes between two polls ---------------------------------------------------------------------
     def churn(self, fraction: float, gen: int) -> int:
@@ -175,8 +231,11 @@ class SyntheticBackend(Backend):
         first = self.marker_job = self.first_top_level()
         picked.add(first)
         churned = 0
-        removable = [i for i in picked if i != first and not self.jobs[i].parent and i not in self.children
-                     and self.jobs[i].state.terminal]
+        removable = [
+            i
+            for i in picked
+            if i != first and not self.jobs[i].parent and i not in self.children and self.jobs[i].state.terminal
+        ]
         for job_id in removable[: max(0, count // 10)]:  # finished jobs age out...
             del self.jobs[job_id]
             picked.discard(job_id)
@@ -193,9 +252,14 @@ class SyntheticBackend(Backend):
         self.marker_node = names[0] if names else ""
         for name in set(rng.sample(names, max(1, round(fraction * len(names))))) | {names[0]} if names else ():
             node = self.nodes[name]
-            gpus = tuple(replace(g, utilization=rng.uniform(0, 100)) if g.state is GpuState.ALLOCATED else
-                         replace(g, state=GpuState.ALLOCATED, job_id="churn", utilization=rng.uniform(30, 100))
-                         if g.state is GpuState.FREE and rng.random() < 0.2 else g for g in node.gpus)
+            gpus = tuple(
+                replace(g, utilization=rng.uniform(0, 100))
+                if g.state is GpuState.ALLOCATED
+                else replace(g, state=GpuState.ALLOCATED, job_id="churn", utilization=rng.uniform(30, 100))
+                if g.state is GpuState.FREE and rng.random() < 0.2
+                else g
+                for g in node.gpus
+            )
             broken = (node.state, node.reason) if node.state in ("drain", "down") else None
             self.nodes[name] = self._node(name, gpus, broken, reason=marker if name == names[0] else "")
         return churned
@@ -215,8 +279,10 @@ class SyntheticBackend(Backend):
 
     async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
         stats = self.log_stats = LogStats()
-        tails = [f" step={s} loss={1 / (s + 1):.4f} lr=3.0e-4 grad_norm={s % 7 + 0.5:.2f} tokens/s=181234 rank=0"
-                 for s in range(64)]
+        tails = [
+            f" step={s} loss={1 / (s + 1):.4f} lr=3.0e-4 grad_norm={s % 7 + 0.5:.2f} tokens/s=181234 rank=0"
+            for s in range(64)
+        ]
         limit_lines = self.log_lines or None
         limit_bytes = self.log_bytes or None
         stats.started = time.perf_counter()

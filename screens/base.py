@@ -10,6 +10,7 @@ from yanflow_tui.screens.dialogs import FullTextScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.status_line import FULL_TEXT_BINDING, StatusLine
 
+
 class DataScreen(Screen):
     """A screen that shows cluster data: redrawn when data arrives and when it becomes current."""
 

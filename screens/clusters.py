@@ -14,10 +14,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import OptionList, Static
 
-from yanflow_tui.screens.render.cluster_rows import ClusterRow, cluster_row
 from yanflow_tui.locations import app_log_path, display_path
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
+from yanflow_tui.screens.render.cluster_rows import ClusterRow, cluster_row
 from yanflow_tui.screens.widgets.cluster_bar import HEALTH_STYLE, ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
 
@@ -51,8 +51,9 @@ class ClustersScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield ClusterBar()
         yield ClusterList(id="clusters")
-        yield Static(Text(f"The console's own log: {display_path(app_log_path())} (more with --debug)", "dim"),
-                     id="app-log")
+        yield Static(
+            Text(f"The console's own log: {display_path(app_log_path())} (more with --debug)", "dim"), id="app-log"
+        )
         yield Footer()
 
     def on_mount(self) -> None:
@@ -62,8 +63,10 @@ class ClustersScreen(DataScreen):
     def rows(self) -> list[ClusterRow]:
         app = self.app
         now = app.clock()
-        return [cluster_row(snap, now, app.hub.backend(name).current_user, app.config.cluster(name).description)
-                for name, snap in app.hub.snapshots.items()]
+        return [
+            cluster_row(snap, now, app.hub.backend(name).current_user, app.config.cluster(name).description)
+            for name, snap in app.hub.snapshots.items()
+        ]
 
     def refresh_data(self) -> None:
         table = self.query_one(ClusterList)

@@ -17,10 +17,10 @@ from textual.widgets import DataTable, ProgressBar, Static
 from yanflow_tui.hub import error_text
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.model import Checkpoint, Job, MetricPoint
-from yanflow_tui.screens.render.placement import placement_text
-from yanflow_tui.screens.render.plot import line_plot
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.dialogs import PromptScreen
+from yanflow_tui.screens.render.placement import placement_text
+from yanflow_tui.screens.render.plot import line_plot
 from yanflow_tui.screens.widgets.members import MembersTable
 
 
@@ -56,13 +56,19 @@ class JobDetailScreen(ModalScreen[None]):
             yield Static(Text("loading…"), id="describe")
             yield Static(Text("Nodes and GPUs", style="bold"), classes="heading")
             yield Static(id="placement")
-            yield Static(Text("Members  (o: sort by the next column, O: reverse)", style="bold"), classes="heading",
-                         id="members-heading")
+            yield Static(
+                Text("Members  (o: sort by the next column, O: reverse)", style="bold"),
+                classes="heading",
+                id="members-heading",
+            )
             yield MembersTable(id="members")
             yield Static(Text("Metrics", style="bold"), classes="heading", id="metrics-heading")
             yield Static(id="metrics")
-            yield Static(Text("Checkpoints  (d: download the highlighted one)", style="bold"), classes="heading",
-                         id="checkpoints-heading")
+            yield Static(
+                Text("Checkpoints  (d: download the highlighted one)", style="bold"),
+                classes="heading",
+                id="checkpoints-heading",
+            )
             yield DataTable(id="checkpoints", cursor_type="row", zebra_stripes=True)
             yield ProgressBar(id="download", show_eta=False)
             yield Static(Text("Spec, as the cluster holds it", style="bold"), classes="heading", id="raw-spec-heading")
@@ -117,7 +123,7 @@ class JobDetailScreen(ModalScreen[None]):
         shown in its place as one line. True when the call answered."""
         try:
             body, ok = await self.app.hub.call(call), True
-        except Exception as exc:  # noqa: BLE001 - shown, never raised
+        except Exception as exc:
             body, ok = f"{failed}: {error_text(exc)}", False
         for widget in self.query(widget_id).results(Static):  # none while torn down at exit
             widget.update(Text(clean(body.rstrip("\n"), keep_newlines=True)))
@@ -136,7 +142,7 @@ class JobDetailScreen(ModalScreen[None]):
         target = self.query_one("#metrics", Static)
         try:
             self.metric_points = await self.app.hub.call(backend.metrics(self.job.id))
-        except Exception as exc:  # noqa: BLE001 - shown, never raised
+        except Exception as exc:
             target.update(Text(f"cannot read metrics: {clean(error_text(exc))}", style="red"))
             return
         series: dict[str, list[tuple[float, float]]] = {}
@@ -152,16 +158,27 @@ class JobDetailScreen(ModalScreen[None]):
         table = self.query_one("#checkpoints", DataTable)
         try:
             self.checkpoint_list = await self.app.hub.call(backend.checkpoints(self.job.id))
-        except Exception as exc:  # noqa: BLE001 - shown, never raised
+        except Exception as exc:
             self.query_one("#checkpoints-heading", Static).update(
-                Text(f"Checkpoints: cannot list: {clean(error_text(exc))}", style="red"))
+                Text(f"Checkpoints: cannot list: {clean(error_text(exc))}", style="red")
+            )
             return
         table.clear()
         for cp in self.checkpoint_list:
             metrics = ", ".join(f"{k}={v:.4g}" for k, v in cp.metrics)
-            table.add_row(*(Text(clean(str(v))) for v in (
-                cp.uuid, "-" if cp.steps is None else cp.steps, cp.state or "-",
-                "-" if cp.size_bytes is None else size_text(cp.size_bytes), metrics or "-")), key=cp.uuid)
+            table.add_row(
+                *(
+                    Text(clean(str(v)))
+                    for v in (
+                        cp.uuid,
+                        "-" if cp.steps is None else cp.steps,
+                        cp.state or "-",
+                        "-" if cp.size_bytes is None else size_text(cp.size_bytes),
+                        metrics or "-",
+                    )
+                ),
+                key=cp.uuid,
+            )
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters) -> bool | None:
@@ -218,7 +235,7 @@ class JobDetailScreen(ModalScreen[None]):
 
         try:
             path = await backend.download_checkpoint(checkpoint, target, progress)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a notification
+        except Exception as exc:
             self.app.report_error("Download failed", error_text(exc))
             bar.display = False
             return

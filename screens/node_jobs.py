@@ -11,9 +11,9 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from yanflow_tui.model import Job, Node
-from yanflow_tui.screens.render.rows import STATE_STYLES, age_text, natural_key, text
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.detail import JobDetailScreen
+from yanflow_tui.screens.render.rows import STATE_STYLES, age_text, natural_key, text
 
 
 def jobs_on(node: Node, jobs: tuple[Job, ...] | list[Job]) -> list[Job]:
@@ -22,8 +22,11 @@ def jobs_on(node: Node, jobs: tuple[Job, ...] | list[Job]) -> list[Job]:
     members, not again as itself."""
     holders = {g.job_id for g in node.gpus if g.job_id}
     groups = {(j.cluster, j.parent) for j in jobs if j.parent}
-    found = [j for j in jobs if not j.state.terminal and (j.cluster, j.id) not in groups
-             and (node.name in j.nodes or j.id in holders)]
+    found = [
+        j
+        for j in jobs
+        if not j.state.terminal and (j.cluster, j.id) not in groups and (node.name in j.nodes or j.id in holders)
+    ]
     return sorted(found, key=lambda j: natural_key(j.id))
 
 
@@ -72,9 +75,17 @@ class NodeJobsScreen(ModalScreen[None]):
             table.add_column(column, key=column.lower())
         now = self.app.clock()
         for job in self.jobs:
-            table.add_row(text(job.id), text(job.name), text(job.user),
-                          text(job.state.value, STATE_STYLES.get(job.state, "")), text(job.gpus or "-"),
-                          text(gpus_held(self.node, job)), text(age_text(job.submit_time, now)), text(job.reason, "dim"), key=job.key)
+            table.add_row(
+                text(job.id),
+                text(job.name),
+                text(job.user),
+                text(job.state.value, STATE_STYLES.get(job.state, "")),
+                text(job.gpus or "-"),
+                text(gpus_held(self.node, job)),
+                text(age_text(job.submit_time, now)),
+                text(job.reason, "dim"),
+                key=job.key,
+            )
         table.focus()
 
     def selected(self) -> Job | None:

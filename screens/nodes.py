@@ -5,7 +5,7 @@ holding it; on a node's fields, the list of jobs on that node (``node_jobs.NodeJ
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from rich.style import StyleType
 from rich.text import Text
@@ -16,23 +16,26 @@ from textual.binding import Binding
 from textual.widgets import Input, Static
 
 from yanflow_tui.capacity import PoolCapacity
-from yanflow_tui.screens.render.cluster_rows import cluster_problems
-from yanflow_tui.screens.render.gpu_cells import GLYPHS, LEGEND, Cell, describe_gpu, describe_node
 from yanflow_tui.model import GpuState
 from yanflow_tui.sanitize import clean
-from yanflow_tui.screens.detail import JobDetailScreen
-from yanflow_tui.screens.widgets.gpugrid import GpuGrid, summary_parts
-from yanflow_tui.screens.node_jobs import NodeJobsScreen
-from yanflow_tui.screens.widgets.status_line import StatusLine
 from yanflow_tui.screens.base import DataScreen
+from yanflow_tui.screens.detail import JobDetailScreen
+from yanflow_tui.screens.node_jobs import NodeJobsScreen
+from yanflow_tui.screens.render.cluster_rows import cluster_problems
+from yanflow_tui.screens.render.gpu_cells import GLYPHS, LEGEND, Cell, describe_gpu, describe_node
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
+from yanflow_tui.screens.widgets.gpugrid import GpuGrid, summary_parts
+from yanflow_tui.screens.widgets.status_line import StatusLine
 
 LEGEND_STYLES = {Cell.FREE: "green", Cell.BUSY: "yellow", Cell.IDLE: "bold magenta", Cell.UNAVAILABLE: "red"}
 
 
-def summary(pools_by_cluster: Mapping[str, tuple[int, list[PoolCapacity]]],
-            styles: Mapping[Cell, StyleType] = LEGEND_STYLES, problems: Mapping[str, str] | None = None) -> Text:
+def summary(
+    pools_by_cluster: Mapping[str, tuple[int, list[PoolCapacity]]],
+    styles: Mapping[Cell, StyleType] = LEGEND_STYLES,
+    problems: Mapping[str, str] | None = None,
+) -> Text:
     """Per cluster (its node count and its ``capacity.pools``, as ``GpuGrid.pools`` gives them) and
     partition/pool: whole free nodes and free GPUs; then the cell legend (in the grid's cell ``styles``).
     A cluster in ``problems`` (name: its state and error, as one line) with no nodes says that instead."""
@@ -50,8 +53,10 @@ def summary(pools_by_cluster: Mapping[str, tuple[int, list[PoolCapacity]]],
         out.append(f": {count} node(s)")
         for pool in cluster_pools:
             if pool.gpus_total:
-                out.append(f"  {clean(pool.name)} {pool.whole_free}/{pool.nodes} whole free, "
-                           f"{pool.gpus_free}/{pool.gpus_total} GPUs free")
+                out.append(
+                    f"  {clean(pool.name)} {pool.whole_free}/{pool.nodes} whole free, "
+                    f"{pool.gpus_free}/{pool.gpus_total} GPUs free"
+                )
         out.append("   ")
     out.append("  ")
     for cell, label in LEGEND:
@@ -135,8 +140,7 @@ class NodesScreen(DataScreen):
                     return
                 note = f"GPU {gpu.index} is held by job {gpu.job_id}, which is not in the job list."
             else:
-                note = (f"The cluster does not say which job holds GPU {gpu.index}: "
-                        f"these are the jobs on {node.name}.")
+                note = f"The cluster does not say which job holds GPU {gpu.index}: these are the jobs on {node.name}."
         elif gpu is not None:
             note = f"GPU {gpu.index} is {gpu.state.value}."
         self.app.push_screen(NodeJobsScreen(node, note))

@@ -19,28 +19,43 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
-from yanflow_tui.screens.render.cluster_rows import cluster_problems
 from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
 from yanflow_tui.hub import Health, error_text
 from yanflow_tui.locations import default_config_path, display_path
 from yanflow_tui.model import Job
-from yanflow_tui.screens.render.rows import (GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN, JOB_COLUMNS, JOB_HEADERS, JOB_STYLES,
-                              STATE_STYLES, job_live_cells, job_sort_values)
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
-from yanflow_tui.screens.widgets.status_line import StatusLine
-from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable
-from yanflow_tui.screens.base import DataScreen
+from yanflow_tui.screens.render.cluster_rows import cluster_problems
+from yanflow_tui.screens.render.rows import (
+    GROUP_CHILD,
+    GROUP_CLOSED,
+    GROUP_OPEN,
+    JOB_COLUMNS,
+    JOB_HEADERS,
+    JOB_STYLES,
+    STATE_STYLES,
+    job_live_cells,
+    job_sort_values,
+)
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
+from yanflow_tui.screens.widgets.status_line import StatusLine
+from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable
 
 NAME_FLOOR = 16  # a narrow terminal hides REASON, then NODES, then AGE before NAME gets narrower than this
-_COLUMN_OPTIONS = {"name": {"flex": True, "floor": NAME_FLOOR}, "nodes": {"flex": True, "give_way": 2},
-                   "reason": {"flex": True, "give_way": 1}, "gpus": {"justify": "right"},
-                   "age": {"min_width": 4, "justify": "right", "give_way": 3}}
-COLUMNS = tuple(Column(key, label, style=JOB_STYLES.get(key, ""), **_COLUMN_OPTIONS.get(key, {}))
-                for key, label in zip(JOB_COLUMNS, JOB_HEADERS))
+_COLUMN_OPTIONS = {
+    "name": {"flex": True, "floor": NAME_FLOOR},
+    "nodes": {"flex": True, "give_way": 2},
+    "reason": {"flex": True, "give_way": 1},
+    "gpus": {"justify": "right"},
+    "age": {"min_width": 4, "justify": "right", "give_way": 3},
+}
+COLUMNS = tuple(
+    Column(key, label, style=JOB_STYLES.get(key, ""), **_COLUMN_OPTIONS.get(key, {}))
+    for key, label in zip(JOB_COLUMNS, JOB_HEADERS)
+)
 NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whose data is old
 # actions whose key depends on the selected job or the data (see check_action)
 STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "submit")
@@ -84,8 +99,10 @@ class QueueHint(Static):
         if source != "auto-discovered":
             out.append(f"Clusters are configured in {display_path(file)}, e.g.:\n")
         else:
-            out.append(f"No config file: these clusters were discovered. Add yours in {display_path(file)}, "
-                       "e.g. for a Slurm login node:\n")
+            out.append(
+                f"No config file: these clusters were discovered. Add yours in {display_path(file)}, "
+                "e.g. for a Slurm login node:\n"
+            )
         out.append(SLURM_EXAMPLE, "dim")
         return out
 
@@ -221,8 +238,11 @@ class QueueScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
-        yield Input(placeholder="filter: words, field:value (cluster id name user state reason node kind gpus nnodes),"
-                                " gpus:>4, -negate, \"quoted words\"", id="filter")
+        yield Input(
+            placeholder="filter: words, field:value (cluster id name user state reason node kind gpus nnodes),"
+            ' gpus:>4, -negate, "quoted words"',
+            id="filter",
+        )
         yield StatusLine(id="filter-error")
         yield QueueHint(id="queue-hint")
         yield Static(id="cluster-problems")
@@ -239,8 +259,7 @@ class QueueScreen(DataScreen):
     def refresh_data(self) -> None:
         table = self.query_one(JobTable)
         table.set_rows(self._visible_rows())
-        self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty,
-                                           not self.app.all_users)
+        self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty, not self.app.all_users)
         self._show_problems()
         self._update_bindings()
         self.refresh_bar()
@@ -484,7 +503,7 @@ class QueueScreen(DataScreen):
             if backend.capabilities.history:
                 try:
                     said.append(f"{name}: {backend.widen_history()}")
-                except Exception as exc:  # noqa: BLE001 - a backend that cannot: say so
+                except Exception as exc:
                     said.append(f"{name}: {error_text(exc)}")
         if not said:
             self.notify("no cluster here keeps a history of finished jobs", timeout=3, markup=False)
@@ -500,18 +519,24 @@ class QueueScreen(DataScreen):
 
         def chosen(verb: str | None) -> None:
             if verb:
+
                 def answered(yes: bool | None) -> None:
                     if yes:
                         self._perform(job, verb)
 
-                self.app.push_screen(ConfirmScreen(f"{verb.capitalize()} job {job.id} ({job.name}) on {job.cluster}?"),
-                                     answered)
+                self.app.push_screen(
+                    ConfirmScreen(f"{verb.capitalize()} job {job.id} ({job.name}) on {job.cluster}?"), answered
+                )
 
         self.app.push_screen(ChoiceScreen(f"Action on {job.cluster}/{job.id}", verbs), chosen)
 
     def _perform(self, job: Job, verb: str) -> None:
-        self._mutate(job, self.app.hub.backend(job.cluster).perform(job.id, verb), f"{verb.capitalize()} failed",
-                     f"{verb}: job {job.id} on {job.cluster}")
+        self._mutate(
+            job,
+            self.app.hub.backend(job.cluster).perform(job.id, verb),
+            f"{verb.capitalize()} failed",
+            f"{verb}: job {job.id} on {job.cluster}",
+        )
 
     def action_submit(self) -> None:
         self.app.action_show("submit")
@@ -528,15 +553,19 @@ class QueueScreen(DataScreen):
         self.app.push_screen(ConfirmScreen(f"Cancel job {job.id} ({job.name}) on {job.cluster}?"), answered)
 
     def _cancel(self, job: Job) -> None:
-        self._mutate(job, self.app.hub.backend(job.cluster).cancel(job.id), "Cancel failed",
-                     f"cancelled job {job.id} on {job.cluster}")
+        self._mutate(
+            job,
+            self.app.hub.backend(job.cluster).cancel(job.id),
+            "Cancel failed",
+            f"cancelled job {job.id} on {job.cluster}",
+        )
 
     @work(group="mutate", exit_on_error=False)
     async def _mutate(self, job: Job, call, failed: str, done: str) -> None:
         """Await a gated backend call (cancel, perform) with the hub's timeout; say how it went."""
         try:
             await self.app.hub.call(call)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a notification
+        except Exception as exc:
             self.app.report_error(failed, error_text(exc))
             return
         self.notify(clean(done), markup=False)

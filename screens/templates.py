@@ -40,8 +40,9 @@ class TemplatePickerScreen(ModalScreen[Path | None]):
                     line.append(f"\n  {clean(template.description)}", "dim")
                 options.append(Option(line, id=str(i)))
             if not options:
-                options.append(Option(Text("no templates yet: save one with the Save template key", "dim"),
-                                      disabled=True))
+                options.append(
+                    Option(Text("no templates yet: save one with the Save template key", "dim"), disabled=True)
+                )
             yield OptionList(*options, id="templates")
 
     def on_mount(self) -> None:

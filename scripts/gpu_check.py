@@ -84,8 +84,9 @@ async def main(out: Path | None, ui_out: Path | None = None) -> int:
         return 1
     backend = LocalBackend(ClusterConfig("local", "local"))  # the XDG state dir, shared with the UI check
     total = len(readings)
-    spec = JobSpec(name="gpu-check", kind=JobKind.SINGLE, command=(sys.executable, "-c", WORK),
-                   resources=Resources(gpus=1))
+    spec = JobSpec(
+        name="gpu-check", kind=JobKind.SINGLE, command=(sys.executable, "-c", WORK), resources=Resources(gpus=1)
+    )
     try:
         await backend.submit(replace(spec, resources=Resources(gpus=total + 1)))
         checks["too_many_gpus_refused"] = False

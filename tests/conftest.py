@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from paths import FAKES, ROOT, SAMPLES
+from paths import FAKES
 
 # The real clusters' fixtures, for every layer: loopback Slurm (two profiles), the Kubernetes API
 # emulator and the fake Determined master.
@@ -43,8 +42,12 @@ class FakeNvml:
         self.path.write_text(json.dumps({"driver": driver, "devices": devices or []}))
 
     def gpus(self, count: int, **fields) -> None:
-        self.set(devices=[{"name": "NVIDIA A100-SXM4-80GB", "util": 0, "mem_used": 0, "mem_total": 81920,
-                           **fields} for _ in range(count)])
+        self.set(
+            devices=[
+                {"name": "NVIDIA A100-SXM4-80GB", "util": 0, "mem_used": 0, "mem_total": 81920, **fields}
+                for _ in range(count)
+            ]
+        )
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from yanflow_tui.config import ClusterConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fakes"))
 
-from det_master import FakeMaster  # noqa: E402,F401 - re-exported for the tests
+from det_master import FakeMaster
 
 PASSWORD = "s3cret-pw"  # alice's password on the fake master
 
@@ -41,8 +41,9 @@ def cluster(master: FakeMaster, name: str = "det", read_only: bool = False, **op
     return ClusterConfig(name, "determined", read_only=read_only, options={"master": master.url, **options})
 
 
-def make_backend(master: FakeMaster, env: dict | None = None, read_only: bool = False, retries=0,
-                 name: str = "det", **options):
+def make_backend(
+    master: FakeMaster, env: dict | None = None, read_only: bool = False, retries=0, name: str = "det", **options
+):
     """A backend on the fake master; ``env`` replaces os.environ for DET_* (retries=0: see 503s at once)."""
     from yanflow_tui.backends.determined.backend import DeterminedBackend
 
@@ -62,8 +63,9 @@ BOB_CMD = "0b0b0b0b-1111-4222-8333-944455556666"
 
 
 def seed(master: FakeMaster) -> None:
-    master.add_agent("agent-a", 5, pools=("a100", "default"),
-                     busy={0: "ctr-cmd", 1: "ctr-cmd", 2: "ctr-trial", 3: "ctr-other"})
+    master.add_agent(
+        "agent-a", 5, pools=("a100", "default"), busy={0: "ctr-cmd", 1: "ctr-cmd", 2: "ctr-trial", 3: "ctr-other"}
+    )
     master.add_agent("agent-b", 2, pools=("default",), enabled=False)
     master.add_experiment(12, "resnet-search", "alice", state="RUNNING", ntrials=3, best=0.2)
     master.add_experiment(13, "bobs-exp", "bob", state="COMPLETED", ntrials=1)

@@ -9,8 +9,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from yanflow_tui.backends.local import procs
 from yanflow_tui.backends.local.store import LocalStore
@@ -47,7 +48,11 @@ def run_cli(*args: str, timeout: float = 60, env: dict | None = None, cwd: str |
     """``python -m yanflow_tui ARGS`` in a subprocess with the (monkeypatched) environment."""
     return subprocess.run(
         [sys.executable, "-m", "yanflow_tui", *args],
-        capture_output=True, text=True, timeout=timeout, env=dict(env or os.environ), cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(env or os.environ),
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
     )
 
@@ -79,7 +84,9 @@ def cleanup_state_dir(state_dir: Path) -> None:
             cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if ("yanflow_tui.backends.local_" in cmdline or "yanflow_tui.backends.local." in cmdline) and (marker + "/" in cmdline or marker + " " in cmdline):
+        if ("yanflow_tui.backends.local_" in cmdline or "yanflow_tui.backends.local." in cmdline) and (
+            marker + "/" in cmdline or marker + " " in cmdline
+        ):
             try:
                 os.kill(int(entry.name), signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
+from fakes.k8s_api import K8sEmulator
 
 from yanflow_tui.config import ClusterConfig
-
-from fakes.k8s_api import K8sEmulator
 
 
 def write_kubeconfig(path: Path, url: str, namespace: str = "ml", context: str = "emu") -> Path:
     data = {
-        "apiVersion": "v1", "kind": "Config", "current-context": context,
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": context,
         "clusters": [{"name": "emu", "cluster": {"server": url}}],
         "users": [{"name": "alice", "user": {"token": "not-a-real-token"}}],
         "contexts": [{"name": context, "context": {"cluster": "emu", "user": "alice", "namespace": namespace}}],
@@ -41,8 +43,9 @@ def kubeconfig(tmp_path, emulator) -> Path:
 
 
 def cluster(kubeconfig: Path, name: str = "k8s", read_only: bool = False, **options: Any) -> ClusterConfig:
-    return ClusterConfig(name, "kubernetes", read_only=read_only, refresh_seconds=0.5,
-                         options={"kubeconfig": str(kubeconfig), **options})
+    return ClusterConfig(
+        name, "kubernetes", read_only=read_only, refresh_seconds=0.5, options={"kubeconfig": str(kubeconfig), **options}
+    )
 
 
 async def eventually(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition"):
@@ -56,7 +59,7 @@ async def eventually(check: Callable[[], Any], timeout: float = 10.0, what: str 
                 value = await value
             if value:
                 return value
-        except Exception as exc:  # noqa: BLE001 - keep polling; report the last error on timeout
+        except Exception as exc:
             last = exc
         await asyncio.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f" (last error: {last})" if last else ""))

@@ -62,7 +62,7 @@ class PrivateSshd:
         host_key = (DIR / "ssh" / "host_ed25519.pub").read_text().split()
         self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {host_key[0]} {host_key[1]}\n")
 
-    def __enter__(self) -> "PrivateSshd":
+    def __enter__(self) -> PrivateSshd:
         self.start()
         return self
 

@@ -19,21 +19,27 @@ SITE = Path(os.environ.get("YANFLOW_SLURM_SITE_DIR", "/tmp/yanflow-slurm-site"))
 SITE_CONF = SITE / "etc" / "slurm.conf"
 SITE_JOBS = SITE / "jobs"
 SITE_CONFIG = SITE / "yanflow.yaml"
-MISSING = ("the site Slurm cluster is not running: run YANFLOW_SLURM_PROFILE=site scripts/slurm-cluster up "
-           "(it needs root)")
+MISSING = (
+    "the site Slurm cluster is not running: run YANFLOW_SLURM_PROFILE=site scripts/slurm-cluster up (it needs root)"
+)
 
 
 def require_site() -> None:
-    status = subprocess.run([str(ROOT / "scripts" / "slurm-cluster"), "status"], capture_output=True, text=True,
-                            env=dict(os.environ, YANFLOW_SLURM_PROFILE="site", YANFLOW_SLURM_DIR=str(SITE)))
+    status = subprocess.run(
+        [str(ROOT / "scripts" / "slurm-cluster"), "status"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, YANFLOW_SLURM_PROFILE="site", YANFLOW_SLURM_DIR=str(SITE)),
+    )
     if not SITE_CONFIG.is_file() or status.returncode != 0:
         pytest.fail(f"{MISSING}\n{status.stdout}{status.stderr}", pytrace=False)
 
 
 def site_slurm(*argv: str, check: bool = True) -> str:
     """A Slurm command run directly against the site cluster (the ground truth)."""
-    result = subprocess.run(list(argv), capture_output=True, text=True, timeout=60,
-                            env=dict(os.environ, SLURM_CONF=str(SITE_CONF)))
+    result = subprocess.run(
+        list(argv), capture_output=True, text=True, timeout=60, env=dict(os.environ, SLURM_CONF=str(SITE_CONF))
+    )
     if check and result.returncode != 0:
         raise AssertionError(f"{argv[0]} failed: {result.stderr.strip()}")
     return result.stdout

@@ -8,34 +8,52 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pexpect
 import pyte
 
 ROOT = Path(__file__).resolve().parent.parent
-KEYS = {"escape": "\x1b", "tab": "\t", "shift+tab": "\x1b[Z", "enter": "\r", "ctrl+o": "\x0f",
-        "backspace": "\x7f", "down": "\x1b[B", "up": "\x1b[A", "f2": "\x1bOQ"}
+KEYS = {
+    "escape": "\x1b",
+    "tab": "\t",
+    "shift+tab": "\x1b[Z",
+    "enter": "\r",
+    "ctrl+o": "\x0f",
+    "backspace": "\x7f",
+    "down": "\x1b[B",
+    "up": "\x1b[A",
+    "f2": "\x1bOQ",
+}
 
 
 class Terminal:
     """One console process in a pty of ``columns`` x ``lines``."""
 
-    def __init__(self, argv: list[str], home: Path, columns: int = 80, lines: int = 24,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: list[str], home: Path, columns: int = 80, lines: int = 24, env: dict[str, str] | None = None
+    ) -> None:
         self.columns, self.lines = columns, lines
         self.screen = pyte.Screen(columns, lines)
         self.stream = pyte.ByteStream(self.screen)
         self.output = bytearray()  # every byte the console wrote
-        base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TERM": "xterm-256color", "HOME": str(home),
-                "XDG_CONFIG_HOME": str(home / ".config"), "XDG_STATE_HOME": str(home / ".local" / "state"),
-                "YANFLOW_DISCOVER": "local", "LANG": "C.UTF-8", "COLORTERM": "truecolor"}
-        self.child = pexpect.spawn(argv[0], argv[1:], cwd=str(ROOT), env={**base, **(env or {})},
-                                   dimensions=(lines, columns))
+        base = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "TERM": "xterm-256color",
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_STATE_HOME": str(home / ".local" / "state"),
+            "YANFLOW_DISCOVER": "local",
+            "LANG": "C.UTF-8",
+            "COLORTERM": "truecolor",
+        }
+        self.child = pexpect.spawn(
+            argv[0], argv[1:], cwd=str(ROOT), env={**base, **(env or {})}, dimensions=(lines, columns)
+        )
 
     @classmethod
-    def console(cls, home: Path, columns: int = 80, lines: int = 24, *args: str) -> "Terminal":
+    def console(cls, home: Path, columns: int = 80, lines: int = 24, *args: str) -> Terminal:
         """The console over the fake backend (``tests/fakes/console.py``)."""
         return cls([sys.executable, str(ROOT / "tests" / "fakes" / "console.py"), *args], home, columns, lines)
 

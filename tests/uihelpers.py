@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from yanflow_tui.app import YanflowApp
 from yanflow_tui.config import ClusterConfig, Config

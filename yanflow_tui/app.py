@@ -31,8 +31,8 @@ from yanflow_tui.keys import SerialKeys, is_typing
 from yanflow_tui.messages import ClusterUpdated
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
-from yanflow_tui.screens.dialogs import HelpScreen, PromptScreen
 from yanflow_tui.screens.clusters import ClustersScreen
+from yanflow_tui.screens.dialogs import HelpScreen, PromptScreen
 from yanflow_tui.screens.logs.screen import LogsScreen
 from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import QueueScreen
@@ -67,8 +67,13 @@ def binding_ids() -> set[str]:
 class YanflowApp(SerialKeys, App[None]):
     TITLE = "YanFlow"
     CSS_PATH = [HERE / "app.tcss"]
-    MODES = {"queue": QueueScreen, "nodes": NodesScreen, "submit": SubmitScreen, "logs": LogsScreen,
-             "clusters": ClustersScreen}
+    MODES = {
+        "queue": QueueScreen,
+        "nodes": NodesScreen,
+        "submit": SubmitScreen,
+        "logs": LogsScreen,
+        "clusters": ClustersScreen,
+    }
     DEFAULT_MODE = "queue"
     COMMANDS = App.COMMANDS | {YanflowCommands}
     # The app-wide keys are priority bindings: they run whatever widget has the focus, except where
@@ -84,8 +89,7 @@ class YanflowApp(SerialKeys, App[None]):
         Binding("f2", "toggle_mouse", "Mouse on/off", show=False, id="toggle-mouse"),
         Binding("question_mark", "help", "Help", id="help", priority=True),
         Binding("q", "quit", "Quit", id="quit", priority=True),
-        Binding("3", "refuse('submit')", "Submit (read-only)", show=False, id="show-submit-read-only",
-                priority=True),
+        Binding("3", "refuse('submit')", "Submit (read-only)", show=False, id="show-submit-read-only", priority=True),
         Binding("escape", "back", "Back to the Queue", show=False, id="back"),
     ]
     TYPED_ACTIONS = {"show", "refresh", "help", "quit", "refuse"}  # single-key actions: text while typing
@@ -117,8 +121,13 @@ class YanflowApp(SerialKeys, App[None]):
             # the view the queue starts in: backends that filter on the server (Slurm -u, Determined)
             # ask for my jobs only, everyone's only after ``u`` or with ``all_users: true``
             self.hub.backend(name).set_all_users(self.all_users)
-            self.run_worker(self._refresh_loop(name), name=f"refresh {name}", group=f"refresh:{name}",
-                            exclusive=True, exit_on_error=False)
+            self.run_worker(
+                self._refresh_loop(name),
+                name=f"refresh {name}",
+                group=f"refresh:{name}",
+                exclusive=True,
+                exit_on_error=False,
+            )
         self.set_interval(1.0, self._tick)
         self._signals = []
         loop = asyncio.get_running_loop()
@@ -155,7 +164,7 @@ class YanflowApp(SerialKeys, App[None]):
             try:
                 await asyncio.wait_for(wake.wait(), self.hub.next_delay(name))
                 await asyncio.sleep(COALESCE_SECONDS)  # a burst of pushed changes -> one refresh
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             wake.clear()
 
@@ -201,7 +210,7 @@ class YanflowApp(SerialKeys, App[None]):
         applog.add_secret(password)  # whatever a failure says, the log never holds it
         try:
             await self.hub.call(self.hub.backend(name).login(password))
-        except Exception as exc:  # noqa: BLE001 - shown; the user asks again when ready (never by itself)
+        except Exception as exc:
             self.report_error("Login failed", f"{name}: {error_text(exc)} (to try again: 5, then l)")
             self.request_refresh(name)
             return
@@ -285,8 +294,11 @@ class YanflowApp(SerialKeys, App[None]):
         """Capture the mouse, or leave it to the terminal (selecting and copying text without a modifier)."""
         self.mouse_reporting = not self.mouse_reporting
         self._set_mouse_reporting(self.mouse_reporting)
-        self.notify("mouse: the console's" if self.mouse_reporting else "mouse: the terminal's (select and copy)",
-                    timeout=2, markup=False)
+        self.notify(
+            "mouse: the console's" if self.mouse_reporting else "mouse: the terminal's (select and copy)",
+            timeout=2,
+            markup=False,
+        )
 
     def _set_mouse_reporting(self, on: bool) -> None:
         """Switch the terminal's mouse reporting (the DEC modes Textual's driver sets) on or off."""

@@ -15,8 +15,8 @@ import logging.handlers
 import os
 import re
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from yanflow_tui.locations import app_log_path, open_private
 
@@ -25,14 +25,18 @@ BACKUPS = 3  # yanflow.log.1 .. .3
 REDACTED = "[redacted]"
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
-_SECRET_KEYS = (r"pass(?:word|wd|phrase)?|token|secret|api[_-]?key|access[_-]?key|private[_-]?key|credentials?"
-                r"|client[_-]key[_-]data|client[_-]certificate[_-]data|id[_-]token|refresh[_-]token|auth")
+_SECRET_KEYS = (
+    r"pass(?:word|wd|phrase)?|token|secret|api[_-]?key|access[_-]?key|private[_-]?key|credentials?"
+    r"|client[_-]key[_-]data|client[_-]certificate[_-]data|id[_-]token|refresh[_-]token|auth"
+)
 _PATTERNS = (
     # Authorization: Bearer X / Basic X, in headers or text
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}"), rf"\1 {REDACTED}"),
     # key=value, key: value, "key": "value", 'key': 'value' (a key that names a secret)
-    (re.compile(rf"(?i)([\"']?\b[\w.-]*(?:{_SECRET_KEYS})\b[\"']?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;}}\])]+)"),
-     rf"\1{REDACTED}"),
+    (
+        re.compile(rf"(?i)([\"']?\b[\w.-]*(?:{_SECRET_KEYS})\b[\"']?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;}}\])]+)"),
+        rf"\1{REDACTED}",
+    ),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), REDACTED),  # JWTs
     (re.compile(r"\bv\d\.(?:public|local)\.[A-Za-z0-9_-]{10,}"), REDACTED),  # PASETO (Determined tokens)
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S), REDACTED),
@@ -72,7 +76,7 @@ class RedactFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a bad format string still leaves a line
+        except Exception:
             message = f"{record.msg!r} {record.args!r}"
         record.msg, record.args = redact(message), ()
         if record.exc_info:
@@ -111,8 +115,9 @@ def setup(debug: bool = False, env: Mapping[str, str] = os.environ) -> Path | No
     handler: logging.Handler
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        handler = PrivateRotatingFileHandler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8",
-                                             errors="backslashreplace")
+        handler = PrivateRotatingFileHandler(
+            path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8", errors="backslashreplace"
+        )
     except OSError:
         handler, path = logging.NullHandler(), None
     handler.addFilter(RedactFilter())

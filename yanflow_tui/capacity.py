@@ -6,8 +6,8 @@ GPUs/CPUs/memory per node, whole-node requests and node states. Pure functions o
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from yanflow_tui.model import Gpu, GpuState, Node
 
@@ -36,9 +36,16 @@ def pools(nodes: Iterable[Node]) -> list[PoolCapacity]:
     for node in nodes:
         for name in node.partitions or (ALL,):
             found.setdefault(name, []).append(node)
-    return [PoolCapacity(name, len(members), sum(1 for n in members if n.whole_free),
-                         sum(n.gpus_total for n in members), sum(usable_free_gpus(n) for n in members))
-            for name, members in found.items()]
+    return [
+        PoolCapacity(
+            name,
+            len(members),
+            sum(1 for n in members if n.whole_free),
+            sum(n.gpus_total for n in members),
+            sum(usable_free_gpus(n) for n in members),
+        )
+        for name, members in found.items()
+    ]
 
 
 class Fit(str, enum.Enum):
@@ -78,8 +85,24 @@ class Verdict:
 
 # Node states (as backends name them in ``Node.state``) that take no new job until someone acts on the
 # node (drained, down, cordoned, disabled...), and those that take none now but will by themselves.
-OUT_STATES = frozenset({"drain", "draining", "drained", "down", "fail", "failing", "future", "cordoned",
-                        "notready", "disabled", "maint", "inval", "power_down", "powered_down"})
+OUT_STATES = frozenset(
+    {
+        "drain",
+        "draining",
+        "drained",
+        "down",
+        "fail",
+        "failing",
+        "future",
+        "cordoned",
+        "notready",
+        "disabled",
+        "maint",
+        "inval",
+        "power_down",
+        "powered_down",
+    }
+)
 BUSY_STATES = frozenset({"planned", "reserved", "completing", "unknown"})
 
 
@@ -115,8 +138,12 @@ def _takes_now(node: Node, req: Request) -> bool:
     """Has this node the free resources for one of the job's nodes now?"""
     if _out(node) or node.state.lower() in BUSY_STATES:
         return False
-    if req.exclusive and (node.gpus_allocated or node.cpus_allocated or node.memory_allocated_mb
-                          or any(g.state is not GpuState.FREE for g in node.gpus)):
+    if req.exclusive and (
+        node.gpus_allocated
+        or node.cpus_allocated
+        or node.memory_allocated_mb
+        or any(g.state is not GpuState.FREE for g in node.gpus)
+    ):
         return False
     if req.gpus and not req.spread and usable_free_gpus(node) < req.gpus:
         return False
@@ -174,13 +201,18 @@ def verdict(nodes: Iterable[Node], req: Request) -> Verdict:
             kind = f"{req.gpu_type} " if req.gpu_type else ""
             return Verdict(Fit.NEVER, f"{where} has {total} {kind}GPUs in all; the job asks for {req.gpus}")
     elif len(capable) < req.nodes:
-        return Verdict(Fit.NEVER, f"{where} has {_count(len(capable), 'node')} that can take {share}; "
-                                  f"the job needs {req.nodes}{whole}")
+        return Verdict(
+            Fit.NEVER,
+            f"{where} has {_count(len(capable), 'node')} that can take {share}; the job needs {req.nodes}{whole}",
+        )
     serving = [n for n in capable if not _out(n)]
     if (sum(n.gpus_total for n in serving) < req.gpus) if req.spread else len(serving) < req.nodes:
         out = sorted({n.state for n in capable if _out(n)})
-        return Verdict(Fit.NEVER, f"only {len(serving)} of {_count(len(capable), 'node')} in {where} that could "
-                                  f"take it are in service ({', '.join(out)}); the job needs {req.nodes}")
+        return Verdict(
+            Fit.NEVER,
+            f"only {len(serving)} of {_count(len(capable), 'node')} in {where} that could "
+            f"take it are in service ({', '.join(out)}); the job needs {req.nodes}",
+        )
     ready = [n for n in serving if _takes_now(n, req)]
     if req.spread:
         free = sum(usable_free_gpus(n) for n in ready)
@@ -188,10 +220,14 @@ def verdict(nodes: Iterable[Node], req: Request) -> Verdict:
             return Verdict(Fit.NOW, f"{free} free GPUs in {where}, {req.gpus} needed")
         return Verdict(Fit.WAITS, f"{free} free GPUs in {where}, {req.gpus} needed")
     if len(ready) >= req.nodes:
-        return Verdict(Fit.NOW, f"{_count(len(ready), 'node')} in {where} can take {share}{whole} now, "
-                                f"{req.nodes} needed")
-    return Verdict(Fit.WAITS, f"{_count(len(ready), 'node')} in {where} can take {share}{whole} now, "
-                              f"{req.nodes} needed ({len(serving)} could once free)")
+        return Verdict(
+            Fit.NOW, f"{_count(len(ready), 'node')} in {where} can take {share}{whole} now, {req.nodes} needed"
+        )
+    return Verdict(
+        Fit.WAITS,
+        f"{_count(len(ready), 'node')} in {where} can take {share}{whole} now, "
+        f"{req.nodes} needed ({len(serving)} could once free)",
+    )
 
 
 IDLE_BELOW = 5.0  # percent: an allocated GPU busy less than this is "idle but allocated"
@@ -212,10 +248,14 @@ class GroupSummary:
     whole_free: int = 0
     idle: int = 0
 
-    def __add__(self, other: "GroupSummary") -> "GroupSummary":
-        return GroupSummary(self.nodes + other.nodes, self.gpus_used + other.gpus_used,
-                            self.gpus_total + other.gpus_total, self.whole_free + other.whole_free,
-                            self.idle + other.idle)
+    def __add__(self, other: GroupSummary) -> GroupSummary:
+        return GroupSummary(
+            self.nodes + other.nodes,
+            self.gpus_used + other.gpus_used,
+            self.gpus_total + other.gpus_total,
+            self.whole_free + other.whole_free,
+            self.idle + other.idle,
+        )
 
 
 def summarize(nodes: Iterable[Node], below: float = IDLE_BELOW) -> GroupSummary:

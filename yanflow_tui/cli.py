@@ -12,7 +12,7 @@ import os
 import shlex
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from yanflow_tui import __version__, applog, keyfiles
 from yanflow_tui.capacity import Fit
@@ -35,15 +35,27 @@ def _parser() -> argparse.ArgumentParser:
     import shtab  # static completion scripts, made from this parser
 
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
-                        help="config file (default: $YANFLOW_CONFIG or $XDG_CONFIG_HOME/yanflow/config.yaml)"
-                        ).complete = shtab.FILE  # type: ignore[attr-defined]
-    common.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
-                        help="refuse every submit, cancel or other change, on every cluster")
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                        help="write more detail to the log (no secrets, ever)")
+    common.add_argument(
+        "--config",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="config file (default: $YANFLOW_CONFIG or $XDG_CONFIG_HOME/yanflow/config.yaml)",
+    ).complete = shtab.FILE  # type: ignore[attr-defined]
+    common.add_argument(
+        "--read-only",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="refuse every submit, cancel or other change, on every cluster",
+    )
+    common.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="write more detail to the log (no secrets, ever)",
+    )
     parser = argparse.ArgumentParser(
-        prog="yanflow-tui", parents=[common],
+        prog="yanflow-tui",
+        parents=[common],
         description="A keyboard-driven console for ML training clusters. Without a command, starts the console.",
         epilog=f"log: {display_path(app_log_path())} (mode 0600, rotated; more detail with --debug)",
     )
@@ -55,12 +67,21 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print JSON")
     p = sub.add_parser("submit", parents=[common], help="submit a job spec file", epilog=SUBMIT_EXITS)
     p.add_argument("file", metavar="FILE").complete = shtab.FILE  # type: ignore[attr-defined]
-    p.add_argument("--tag", metavar="TAG", help="retry the submit that ended \"unknown\" with this tag: look "
-                   "it up first, submit only if no job holds it")
-    p.add_argument("--cluster", metavar="NAME", help="target cluster (default: the spec's, else the first scheduler that runs its kind, "
-                        "else this machine)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print what would be sent, in the backend's native form (and the capacity verdict on stderr)")
+    p.add_argument(
+        "--tag",
+        metavar="TAG",
+        help='retry the submit that ended "unknown" with this tag: look it up first, submit only if no job holds it',
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="target cluster (default: the spec's, else the first scheduler that runs its kind, else this machine)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would be sent, in the backend's native form (and the capacity verdict on stderr)",
+    )
     p.add_argument("--force", action="store_true", help="submit even when the job can never fit the cluster's nodes")
     p = sub.add_parser("cancel", parents=[common], help="cancel a job")
     p.add_argument("job", metavar="JOB")
@@ -69,13 +90,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("job", metavar="JOB")
     p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
-    p.add_argument("--stream", metavar="NAME", default="",
-                   help="another of the job's logs, e.g. stderr for a Slurm job whose StdErr has its own file")
-    p = sub.add_parser("completion", help="print a shell completion script",
-                       description="Print the completion script for SHELL, e.g. "
-                       "`yanflow-tui completion bash > ~/.local/share/bash-completion/completions/yanflow-tui`, "
-                       "`yanflow-tui completion zsh > ~/.zfunc/_yanflow-tui`, "
-                       "`yanflow-tui completion fish > ~/.config/fish/completions/yanflow-tui.fish`.")
+    p.add_argument(
+        "--stream",
+        metavar="NAME",
+        default="",
+        help="another of the job's logs, e.g. stderr for a Slurm job whose StdErr has its own file",
+    )
+    p = sub.add_parser(
+        "completion",
+        help="print a shell completion script",
+        description="Print the completion script for SHELL, e.g. "
+        "`yanflow-tui completion bash > ~/.local/share/bash-completion/completions/yanflow-tui`, "
+        "`yanflow-tui completion zsh > ~/.zfunc/_yanflow-tui`, "
+        "`yanflow-tui completion fish > ~/.config/fish/completions/yanflow-tui.fish`.",
+    )
     p.add_argument("shell", choices=COMPLETION_SHELLS)
     return parser
 
@@ -110,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+    except Exception as exc:
         log.exception("unexpected error")
         if os.environ.get("YANFLOW_DEBUG"):
             raise
@@ -182,7 +210,7 @@ async def _job_cluster(hub, name: str | None, job_id: str) -> str:
             return True
         try:  # finished jobs that the list no longer shows (Slurm's accounting, a local history)
             await hub.call(hub.backend(cluster).get_job(job_id))
-        except Exception:  # noqa: BLE001 - the cluster answered the list: its get_job says "no such job"
+        except Exception:
             return False
         return True
 
@@ -215,13 +243,26 @@ async def _list(config, args, what: str) -> int:
     rows = [item for s in snaps if s.health is Health.OK for item in (s.jobs if what == "jobs" else s.nodes)]
     if what == "jobs":
         data = [job_json(j) for j in rows]
-        table = [(j.cluster, j.id, j.name, j.user, j.state.value, str(j.gpus), ",".join(j.nodes) or "-", j.reason)
-                 for j in rows]
+        table = [
+            (j.cluster, j.id, j.name, j.user, j.state.value, str(j.gpus), ",".join(j.nodes) or "-", j.reason)
+            for j in rows
+        ]
         header = ("CLUSTER", "ID", "NAME", "USER", "STATE", "GPUS", "NODES", "REASON")
     else:
         data = [node_json(n) for n in rows]
-        table = [(n.cluster, n.name, n.state, f"{n.gpus_allocated}/{n.gpus_total}", n.gpu_type or "-",
-                  f"{n.cpus_allocated}/{n.cpus_total}", f"{n.memory_mb // 1024}G", n.reason) for n in rows]
+        table = [
+            (
+                n.cluster,
+                n.name,
+                n.state,
+                f"{n.gpus_allocated}/{n.gpus_total}",
+                n.gpu_type or "-",
+                f"{n.cpus_allocated}/{n.cpus_total}",
+                f"{n.memory_mb // 1024}G",
+                n.reason,
+            )
+            for n in rows
+        ]
         header = ("CLUSTER", "NODE", "STATE", "GPUS", "GPU TYPE", "CPUS", "MEMORY", "NOTE")
     if args.json:
         print(json.dumps(data, indent=2))
@@ -243,22 +284,47 @@ def _iso(value) -> str | None:
 
 def job_json(job) -> dict:
     return {
-        "id": job.id, "cluster": job.cluster, "name": job.name, "user": job.user, "state": job.state.value,
-        "raw_state": job.raw_state, "reason": job.reason, "kind": job.kind.value, "nodes": list(job.nodes),
-        "gpus": job.gpus, "gpu_indices": list(job.gpu_indices), "exit_code": job.exit_code,
-        "submit_time": _iso(job.submit_time), "start_time": _iso(job.start_time), "end_time": _iso(job.end_time),
+        "id": job.id,
+        "cluster": job.cluster,
+        "name": job.name,
+        "user": job.user,
+        "state": job.state.value,
+        "raw_state": job.raw_state,
+        "reason": job.reason,
+        "kind": job.kind.value,
+        "nodes": list(job.nodes),
+        "gpus": job.gpus,
+        "gpu_indices": list(job.gpu_indices),
+        "exit_code": job.exit_code,
+        "submit_time": _iso(job.submit_time),
+        "start_time": _iso(job.start_time),
+        "end_time": _iso(job.end_time),
     }
 
 
 def node_json(node) -> dict:
     return {
-        "name": node.name, "cluster": node.cluster, "state": node.state, "partitions": list(node.partitions),
-        "gpus_total": node.gpus_total, "gpus_used": node.gpus_allocated, "gpu_type": node.gpu_type,
-        "cpus_total": node.cpus_total, "cpus_used": node.cpus_allocated, "memory_mb": node.memory_mb,
+        "name": node.name,
+        "cluster": node.cluster,
+        "state": node.state,
+        "partitions": list(node.partitions),
+        "gpus_total": node.gpus_total,
+        "gpus_used": node.gpus_allocated,
+        "gpu_type": node.gpu_type,
+        "cpus_total": node.cpus_total,
+        "cpus_used": node.cpus_allocated,
+        "memory_mb": node.memory_mb,
         "reason": node.reason,
         "gpus": [
-            {"index": g.index, "state": g.state.value, "job": g.job_id, "utilization": g.utilization,
-             "memory_used_mb": g.memory_used_mb, "memory_total_mb": g.memory_total_mb, "reason": g.reason}
+            {
+                "index": g.index,
+                "state": g.state.value,
+                "job": g.job_id,
+                "utilization": g.utilization,
+                "memory_used_mb": g.memory_used_mb,
+                "memory_total_mb": g.memory_total_mb,
+                "reason": g.reason,
+            }
             for g in node.gpus
         ],
     }
@@ -297,8 +363,10 @@ async def _submit(config, args) -> int:
         job_id = await hub.submit(name, spec, args.tag)
     except SubmitUnknown as exc:
         _error(str(exc))
-        _error(f"retry without a duplicate: yanflow-tui submit {shlex.quote(args.file)} --cluster {shlex.quote(name)} "
-               f"--tag {exc.tag}")
+        _error(
+            f"retry without a duplicate: yanflow-tui submit {shlex.quote(args.file)} --cluster {shlex.quote(name)} "
+            f"--tag {exc.tag}"
+        )
         return EXIT_UNKNOWN
     finally:
         await hub.close()
@@ -345,8 +413,10 @@ async def _logs(config, args) -> int:
         out = sys.stdout
         last_flush = time.monotonic()
         if args.stream and args.stream not in (streams := await hub.call(backend.log_streams(args.job))):
-            raise YanflowError(f"job {args.job} has no separate {args.stream!r} log; its logs: "
-                               + ", ".join(s or "main" for s in streams))
+            raise YanflowError(
+                f"job {args.job} has no separate {args.stream!r} log; its logs: "
+                + ", ".join(s or "main" for s in streams)
+            )
         async for line in backend.stream_logs(args.job, follow=args.follow, stream=args.stream):
             if line.status:  # the stream's own state (reconnecting...): stderr, so stdout stays the log
                 out.flush()

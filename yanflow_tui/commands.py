@@ -17,15 +17,21 @@ class YanflowCommands(Provider):
             ("clusters: show", "Every cluster's state, errors in full", partial(app.action_show, "clusters")),
             ("cluster: refresh", "Refresh every cluster now", app.action_refresh),
             ("app: help", "Every key on this screen", app.action_help),
-            ("app: mouse on/off", "Capture the mouse, or leave it to the terminal's select and copy",
-             app.action_toggle_mouse),
+            (
+                "app: mouse on/off",
+                "Capture the mouse, or leave it to the terminal's select and copy",
+                app.action_toggle_mouse,
+            ),
         ]
         for name, snap in app.hub.snapshots.items():
             if snap.login_user:
-                commands.append((f"cluster: log in to {name}", f"Password for {snap.login_user}",
-                                 partial(app.ask_login, name)))
+                commands.append(
+                    (f"cluster: log in to {name}", f"Password for {snap.login_user}", partial(app.ask_login, name))
+                )
         if not app.read_only:
-            commands.append(("submit: open", "Submit a job from a spec file or the form", partial(app.action_show, "submit")))
+            commands.append(
+                ("submit: open", "Submit a job from a spec file or the form", partial(app.action_show, "submit"))
+            )
         screen = self.screen
         job = getattr(screen, "selected_job", lambda: None)()
         if job is not None:

@@ -27,9 +27,10 @@ import difflib
 import os
 import re
 import shutil
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from yanflow_tui.errors import ConfigError, SpecError
 from yanflow_tui.locations import default_config_path
@@ -84,7 +85,7 @@ class Config:
         known = ", ".join(c.name for c in self.clusters) or "none"
         raise ConfigError(f"no cluster named {name!r} (configured: {known})")
 
-    def with_read_only(self) -> "Config":
+    def with_read_only(self) -> Config:
         """A copy with every cluster's gate closed (``--read-only``)."""
         clusters = tuple(_replace(c, read_only=True) for c in self.clusters)
         return _replace(self, clusters=clusters, read_only=True)
@@ -155,8 +156,9 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ, lenient: bool
         check.error("clusters", "expected a list of clusters")
     else:
         for i, item in enumerate(raw):
-            cluster = made[i] = _cluster(check, join("clusters", i), item, read_only,
-                                         refresh if "refresh_seconds" in top else None)
+            cluster = made[i] = _cluster(
+                check, join("clusters", i), item, read_only, refresh if "refresh_seconds" in top else None
+            )
             if cluster is None:
                 continue
             if any(c.name == cluster.name for c in clusters):
@@ -171,8 +173,17 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ, lenient: bool
         clusters = _keep_broken(check, clusters, made, raw, read_only)
     check.raise_if_any()
     lines = {path: doc.line(path) for path in ("theme", *(join("keymap", key) for key in keymap))}
-    return Config(tuple(clusters), read_only, refresh, theme, keymap, source=doc.file, all_users=all_users,
-                  mouse=mouse, lines=lines)
+    return Config(
+        tuple(clusters),
+        read_only,
+        refresh,
+        theme,
+        keymap,
+        source=doc.file,
+        all_users=all_users,
+        mouse=mouse,
+        lines=lines,
+    )
 
 
 def check_names(config: Config, themes: Iterable[str], binding_ids: Iterable[str]) -> None:
@@ -198,8 +209,9 @@ def check_names(config: Config, themes: Iterable[str], binding_ids: Iterable[str
         raise SpecError(problems)
 
 
-def _keep_broken(check: Checker, clusters: list[ClusterConfig], made: dict[int, ClusterConfig | None],
-                 raw: list, read_only: bool) -> list[ClusterConfig]:
+def _keep_broken(
+    check: Checker, clusters: list[ClusterConfig], made: dict[int, ClusterConfig | None], raw: list, read_only: bool
+) -> list[ClusterConfig]:
     """Move the problems located inside one cluster's entry onto that cluster (in the config's
     order), leaving in ``check`` only those that concern the whole file."""
     from yanflow_tui.errors import format_problem
@@ -226,8 +238,12 @@ def _keep_broken(check: Checker, clusters: list[ClusterConfig], made: dict[int, 
             if name in names:
                 name = join("clusters", i)
             kind = cluster.kind if cluster is not None else str(item.get("kind") or "unknown")
-            cluster = ClusterConfig(name, kind if kind in KINDS else "unknown", read_only=read_only,
-                                    problems=tuple(format_problem(*p) for p in problems))
+            cluster = ClusterConfig(
+                name,
+                kind if kind in KINDS else "unknown",
+                read_only=read_only,
+                problems=tuple(format_problem(*p) for p in problems),
+            )
         if cluster is not None and cluster.name not in names:
             names.add(cluster.name)
             kept.append(cluster)
@@ -255,7 +271,8 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
         kind=kind,
         read_only=read_only or bool(check.boolean(join(path, "read_only"), entry.get("read_only"))),
         refresh_seconds=check.number(join(path, "refresh_seconds"), entry.get("refresh_seconds"), minimum=0.5)
-        or refresh or KIND_REFRESH.get(kind, DEFAULT_REFRESH),
+        or refresh
+        or KIND_REFRESH.get(kind, DEFAULT_REFRESH),
         description=check.string(join(path, "description"), entry.get("description"), nonempty=False) or "",
         options=options,
         defaults=defaults,
@@ -275,11 +292,15 @@ def _defaults(check: Checker, path: str, value: Any) -> dict[str, Any]:
     keys = [k for k in specs.TOP_KEYS if k != "cluster"]
     check.mapping(path, value, keys)
     prefix = path + "."
-    lines = {k[len(prefix):]: v for k, v in check.doc.lines.items() if k.startswith(prefix)}
-    raw = {k[len(prefix):]: v for k, v in check.doc.raw.items() if k.startswith(prefix)}
+    lines = {k[len(prefix) :]: v for k, v in check.doc.lines.items() if k.startswith(prefix)}
+    raw = {k[len(prefix) :]: v for k, v in check.doc.raw.items() if k.startswith(prefix)}
     # Stand-ins for what every spec needs, so only the defaults' own problems are reported.
-    probe = {"name": "defaults", "command": "true", "kind": "multi-node",
-             **{k: v for k, v in value.items() if k in keys}}
+    probe = {
+        "name": "defaults",
+        "command": "true",
+        "kind": "multi-node",
+        **{k: v for k, v in value.items() if k in keys},
+    }
     try:
         specs.spec_from_doc(Doc(check.doc.file, probe, {"": check.doc.line(path), **lines}, raw))
     except SpecError as exc:
@@ -293,8 +314,9 @@ def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:
     """Clusters visible from here without any config."""
     found = [ClusterConfig("local", "local", description="this machine")]
     if shutil.which("squeue", path=env.get("PATH")):
-        found.append(ClusterConfig("slurm", "slurm", refresh_seconds=KIND_REFRESH["slurm"],
-                                   description="local Slurm commands"))
+        found.append(
+            ClusterConfig("slurm", "slurm", refresh_seconds=KIND_REFRESH["slurm"], description="local Slurm commands")
+        )
     kubeconfig = _kubeconfig(env)
     if kubeconfig:
         found.append(ClusterConfig("kubernetes", "kubernetes", options={"kubeconfig": str(kubeconfig)}))
@@ -306,8 +328,9 @@ def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:
         found = [c for c in found if c.kind in kinds]
     if any(c.kind == "slurm" for c in found) and found[0].kind == "local":
         # A Slurm login node: training must not land on it; it is shown for monitoring only.
-        found[0] = ClusterConfig("local", "local", description="this login node (monitoring only)",
-                                 options={"monitor_only": True})
+        found[0] = ClusterConfig(
+            "local", "local", description="this login node (monitoring only)", options={"monitor_only": True}
+        )
     return found
 
 
@@ -320,5 +343,13 @@ def _kubeconfig(env: Mapping[str, str]) -> Path | None:
     return default if default.is_file() else None
 
 
-__all__ = ["ClusterConfig", "Config", "ConfigError", "SpecError", "check_names", "discover", "load_config",
-           "parse_config"]
+__all__ = [
+    "ClusterConfig",
+    "Config",
+    "ConfigError",
+    "SpecError",
+    "check_names",
+    "discover",
+    "load_config",
+    "parse_config",
+]

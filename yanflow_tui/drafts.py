@@ -8,9 +8,10 @@ call these from a thread.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -41,8 +42,15 @@ def draft_path(env: Mapping[str, str] = os.environ) -> Path:
 
 
 def save_draft(draft: Draft, env: Mapping[str, str] = os.environ) -> Path:
-    data = {"version": VERSION, "cluster": draft.cluster, "kind": draft.kind, "source": draft.source,
-            "touched": list(draft.touched), "form": dict(draft.form), "spec": draft.spec}
+    data = {
+        "version": VERSION,
+        "cluster": draft.cluster,
+        "kind": draft.kind,
+        "source": draft.source,
+        "touched": list(draft.touched),
+        "form": dict(draft.form),
+        "spec": draft.spec,
+    }
     path = draft_path(env)
     private_file(path, HEADER + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return path

@@ -85,5 +85,7 @@ class SubmitUnknown(BackendError):
         self.tag = tag
         self.why = why
         because = f" ({why})" if why else ""
-        super().__init__(f"unknown: check tag {tag} on cluster {cluster!r}: sent, but no job was found by "
-                         f"the tag{because}; a retry with this tag looks it up first")
+        super().__init__(
+            f"unknown: check tag {tag} on cluster {cluster!r}: sent, but no job was found by "
+            f"the tag{because}; a retry with this tag looks it up first"
+        )

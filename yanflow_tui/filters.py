@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from yanflow_tui.model import Job
 
@@ -23,8 +23,7 @@ NUMBER_FIELDS = ("gpus", "nnodes")
 ALIASES = {"nodes": "node", "gpu": "gpus"}
 FIELDS = TEXT_FIELDS + NUMBER_FIELDS
 _COMPARE = (">=", "<=", "!=", ">", "<", "=")
-_OPS = {">=": operator.ge, "<=": operator.le, "!=": operator.ne, ">": operator.gt, "<": operator.lt,
-        "=": operator.eq}
+_OPS = {">=": operator.ge, "<=": operator.le, "!=": operator.ne, ">": operator.gt, "<": operator.lt, "=": operator.eq}
 _FIELD = re.compile(r"([A-Za-z_]+):")
 
 
@@ -35,8 +34,20 @@ class FilterError(ValueError):
 class JobFields:
     """A job's searchable text, lower-cased once (cache it per job: matching then costs no copies)."""
 
-    __slots__ = ("cluster", "id", "name", "user", "state", "raw_state", "reason", "node", "kind", "gpus",
-                 "nnodes", "any")
+    __slots__ = (
+        "cluster",
+        "id",
+        "name",
+        "user",
+        "state",
+        "raw_state",
+        "reason",
+        "node",
+        "kind",
+        "gpus",
+        "nnodes",
+        "any",
+    )
 
     def __init__(self, job: Job) -> None:
         self.cluster = job.cluster.lower()
@@ -106,7 +117,7 @@ def _tokens(text: str):
             end = text.find(quote, i + 1)
             if end < 0:
                 raise FilterError(f"unclosed {quote} in {text[start:].strip()!r}")
-            value = text[i + 1:end]
+            value = text[i + 1 : end]
             i = end + 1
             if i < n and not text[i].isspace():
                 raise FilterError(f"put a space after the closing {quote}")
@@ -165,7 +176,7 @@ def _text(field: str, needle: str) -> Predicate:
 
 def _number(field: str, value: str) -> Predicate:
     op_text = next((op for op in _COMPARE if value.startswith(op)), "=")
-    number = value[len(op_text):] if value.startswith(op_text) else value
+    number = value[len(op_text) :] if value.startswith(op_text) else value
     try:
         limit = float(number.strip())
     except ValueError:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 
@@ -71,8 +72,14 @@ MOUNTS_FIELD = FormField("mounts", "Mounts", "One source:target[:ro] a line", ki
 
 
 def launcher(choices: Iterable[str] = LAUNCHERS, default: str = "none") -> FormField:
-    return FormField("launcher", "Launcher", "Starts one process per GPU on every node and sets up the "
-                     "rendezvous", default=default, kind=CHOICE, choices=tuple(choices))
+    return FormField(
+        "launcher",
+        "Launcher",
+        "Starts one process per GPU on every node and sets up the rendezvous",
+        default=default,
+        kind=CHOICE,
+        choices=tuple(choices),
+    )
 
 
 def resources(kind: JobKind, cpus: bool = True, memory: bool = True) -> list[FormField]:
@@ -94,6 +101,7 @@ def default_fields(kind: JobKind) -> tuple[FormField, ...]:
 
 
 # -- mapping paths ---------------------------------------------------------------------------------
+
 
 def get_path(data: Any, key: str) -> Any:
     for part in key.split("."):
@@ -137,6 +145,7 @@ def leaf_paths(data: Any, prefix: str = "") -> list[str]:
 
 
 # -- text <-> data -----------------------------------------------------------------------------------
+
 
 def to_text(field: FormField, value: Any) -> str:
     """A spec value as the field's text (a best effort for values of the wrong type)."""
@@ -240,8 +249,10 @@ def _mapping(text: str) -> tuple[dict | None, list[str]]:
 
 # -- whole forms --------------------------------------------------------------------------------------
 
-def form_data(fields: Iterable[FormField], values: Mapping[str, str], base: Mapping[str, Any] | None = None
-              ) -> tuple[dict[str, Any], dict[str, list[str]]]:
+
+def form_data(
+    fields: Iterable[FormField], values: Mapping[str, str], base: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """The shown fields' texts over ``base`` (what the form does not show), as a spec mapping; and
     the problems found in the texts themselves, by field key."""
     data = copy.deepcopy(dict(base or {}))
@@ -303,5 +314,5 @@ def message_field(message: str, fields: Iterable[FormField]) -> tuple[str | None
         if _PATH.match(part):
             key = field_for(part, fields)
             if key is not None:
-                return key, ": ".join(parts[i + 1:])
+                return key, ": ".join(parts[i + 1 :])
     return None, message

@@ -11,8 +11,9 @@ import asyncio
 import enum
 import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
-from typing import Awaitable, TypeVar
+from typing import TypeVar
 
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import Backend
@@ -113,7 +114,7 @@ class Hub:
         try:
             new_jobs = tuple(await self.call(backend.list_jobs())) if jobs else snap.jobs
             new_nodes = tuple(await self.call(backend.list_nodes())) if nodes else snap.nodes
-        except Exception as exc:  # noqa: BLE001 - any backend failure becomes a status line
+        except Exception as exc:
             failures = snap.failures + 1
             if isinstance(exc, BackendUnavailable):
                 health = Health.ERROR
@@ -124,13 +125,28 @@ class Hub:
                 log.warning("cluster %s: refresh failed: %s", name, error_text(exc), exc_info=exc)
             else:
                 log.debug("cluster %s: refresh failed again: %s", name, error_text(exc))
-            snap = replace(snap, health=health, message=error_text(exc), failures=failures, login_user=login_user,
-                           detail=full_error_text(exc))
+            snap = replace(
+                snap,
+                health=health,
+                message=error_text(exc),
+                failures=failures,
+                login_user=login_user,
+                detail=full_error_text(exc),
+            )
         else:
             if snap.failures:
                 log.info("cluster %s: refresh works again after %d failure(s)", name, snap.failures)
-            snap = replace(snap, health=Health.OK, message=backend.notice, updated=time.time(),
-                           jobs=new_jobs, nodes=new_nodes, failures=0, login_user="", detail=backend.notice)
+            snap = replace(
+                snap,
+                health=Health.OK,
+                message=backend.notice,
+                updated=time.time(),
+                jobs=new_jobs,
+                nodes=new_nodes,
+                failures=0,
+                login_user="",
+                detail=backend.notice,
+            )
         self.snapshots[name] = snap
         return snap
 
@@ -153,6 +169,7 @@ class Hub:
         """Of ``names``, where a spec without ``cluster:`` goes: the first scheduler (its jobs do not run
         on this machine) that runs ``kind`` jobs (any kind: None) and is not read-only, else the first
         such cluster of any sort, else the first that runs the kind at all (its gate then says why)."""
+
         def runs(name: str) -> bool:
             kinds = self.backends[name].capabilities.job_kinds
             return bool(kinds) if kind is None else kind in kinds
@@ -177,7 +194,5 @@ class Hub:
         for backend in self.backends.values():
             try:
                 await asyncio.wait_for(backend.close(), 5)
-            except Exception:  # noqa: BLE001 - closing is best effort
+            except Exception:
                 pass
-
-

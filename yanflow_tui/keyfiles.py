@@ -15,8 +15,8 @@ import signal
 import stat
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from yanflow_tui.errors import YanflowError
 
@@ -111,6 +111,7 @@ def install_exit_signals(on_signal: Callable[[int], None] | None = None) -> None
     """SIGHUP (terminal closed) and SIGTERM remove the key files at once, then end the process
     cleanly: ``on_signal(signum)`` when given (the TUI asks the app to exit), else ``SystemExit``
     so finally blocks and atexit handlers run."""
+
     def handler(signum, frame) -> None:
         remove()
         if on_signal is not None:

@@ -22,13 +22,19 @@ RESERVED_ENV = ("MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "NPROC_PER_
 
 # One launcher per node; each is told its node rank.
 PER_NODE = {
-    "torchrun": ('torchrun --nnodes="$NNODES" --node_rank="$NODE_RANK" --nproc_per_node="$NPROC_PER_NODE"'
-                 ' --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT"'),
-    "deepspeed": ('deepspeed --num_nodes="$NNODES" --num_gpus="$NPROC_PER_NODE" --node_rank="$NODE_RANK"'
-                  ' --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" --no_ssh'),
-    "accelerate": ('accelerate launch --multi_gpu --num_machines="$NNODES" --num_processes="$WORLD_SIZE"'
-                   ' --machine_rank="$NODE_RANK" --main_process_ip="$MASTER_ADDR"'
-                   ' --main_process_port="$MASTER_PORT"'),
+    "torchrun": (
+        'torchrun --nnodes="$NNODES" --node_rank="$NODE_RANK" --nproc_per_node="$NPROC_PER_NODE"'
+        ' --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT"'
+    ),
+    "deepspeed": (
+        'deepspeed --num_nodes="$NNODES" --num_gpus="$NPROC_PER_NODE" --node_rank="$NODE_RANK"'
+        ' --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" --no_ssh'
+    ),
+    "accelerate": (
+        'accelerate launch --multi_gpu --num_machines="$NNODES" --num_processes="$WORLD_SIZE"'
+        ' --machine_rank="$NODE_RANK" --main_process_ip="$MASTER_ADDR"'
+        ' --main_process_port="$MASTER_PORT"'
+    ),
 }
 # One driver for the whole job, on the first node: it starts every process on every host itself.
 HOROVODRUN = 'horovodrun -np "$WORLD_SIZE" -H "$HOSTS"'
@@ -57,7 +63,7 @@ def handed_words(launcher: str, words: tuple[str, ...] | list[str]) -> list[str]
     if launcher not in RUNS_PYTHON or not words or not _PYTHON.fullmatch(words[0]):
         return words
     head = _python_head(words)
-    return _replace_python(launcher, head, words[len(head):]) + words[len(head):]
+    return _replace_python(launcher, head, words[len(head) :]) + words[len(head) :]
 
 
 def handed_line(launcher: str, line: str) -> str:
@@ -65,8 +71,10 @@ def handed_line(launcher: str, line: str) -> str:
     ``|`` or second line), kept as shell text, with a leading python word handled as for argv."""
     text = line.strip()
     if "\n" in text or "\r" in text:
-        raise BackendError(f"command: {_name(launcher)} takes one command, not several lines; put the steps "
-                           "in a script, or write command as a list of words")
+        raise BackendError(
+            f"command: {_name(launcher)} takes one command, not several lines; put the steps "
+            "in a script, or write command as a list of words"
+        )
     try:
         lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
@@ -77,11 +85,15 @@ def handed_line(launcher: str, line: str) -> str:
         raise BackendError("command: empty")
     operator = next((t for t in tokens if t in _OPERATORS), None)
     if operator:
-        raise BackendError(f"command: {_name(launcher)} takes one command, but this line has {operator!r}; put "
-                           "the steps in a script, or write command as a list of words")
+        raise BackendError(
+            f"command: {_name(launcher)} takes one command, but this line has {operator!r}; put "
+            "the steps in a script, or write command as a list of words"
+        )
     if re.match(r"[A-Za-z_][A-Za-z0-9_]*=", tokens[0]):
-        raise BackendError(f"command: {_name(launcher)} comes first on the line, so {tokens[0].split('=')[0]}= "
-                           "would be taken as the program; set it in env: instead")
+        raise BackendError(
+            f"command: {_name(launcher)} comes first on the line, so {tokens[0].split('=')[0]}= "
+            "would be taken as the program; set it in env: instead"
+        )
     if launcher not in RUNS_PYTHON:
         return text
     plain: list[str] = []  # the leading words that need no unquoting, with where each ends
@@ -96,7 +108,7 @@ def handed_line(launcher: str, line: str) -> str:
     if not plain or not _PYTHON.fullmatch(plain[0]):
         return text
     head = _python_head(plain)
-    rest = text[ends[len(head) - 1]:].strip()
+    rest = text[ends[len(head) - 1] :].strip()
     replaced = _replace_python(launcher, head, [rest] if rest else [])
     return " ".join([*(shlex.quote(w) for w in replaced), rest]).strip()
 
@@ -109,7 +121,7 @@ def _python_head(words: list[str]) -> list[str]:
             break
         head.append(words[i])
         if words[i] == "-m":
-            head.extend(words[i + 1:i + 2])
+            head.extend(words[i + 1 : i + 2])
             break
     return head
 
@@ -119,15 +131,16 @@ def _replace_python(launcher: str, head: list[str], rest: list[str]) -> list[str
     options = [w for w in head[1:] if w != "-u"]  # every one of them already runs ``python -u``
     if not options:
         if not rest:
-            raise BackendError(f"command: {head[0]} with no script; {_name(launcher)} needs a script "
-                               "or -m MODULE")
+            raise BackendError(f"command: {head[0]} with no script; {_name(launcher)} needs a script or -m MODULE")
         return []
     if options[0] == "-m":
         if len(options) < 2:
             raise BackendError("command: -m with no module name")
         return [RUNS_PYTHON[launcher], options[1]]
-    raise BackendError(f"command: {_name(launcher)} runs Python itself, so the Python option {options[0]} "
-                       "cannot reach it; drop it, or set the matching PYTHON* variable in env:")
+    raise BackendError(
+        f"command: {_name(launcher)} runs Python itself, so the Python option {options[0]} "
+        "cannot reach it; drop it, or set the matching PYTHON* variable in env:"
+    )
 
 
 def _name(launcher: str) -> str:

@@ -7,8 +7,9 @@ import errno
 import os
 import re
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import BinaryIO, Iterator, Mapping
+from typing import BinaryIO
 
 APP_DIR = "yanflow"
 

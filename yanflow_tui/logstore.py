@@ -25,9 +25,10 @@ import threading
 import weakref
 from array import array
 from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterable, Iterator, Pattern
+from re import Pattern
 
 from yanflow_tui.locations import CLOEXEC, NOFOLLOW, private_writer
 
@@ -130,8 +131,9 @@ def _release(spill: _SpillFile) -> Future | None:
 class LogStore:
     """A sequence of log lines of unbounded length in bounded memory."""
 
-    def __init__(self, keep_lines: int = KEEP_LINES, keep_chars: int = KEEP_CHARS,
-                 tmp_dir: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self, keep_lines: int = KEEP_LINES, keep_chars: int = KEEP_CHARS, tmp_dir: str | os.PathLike | None = None
+    ) -> None:
         self.keep_lines = max(BLOCK, keep_lines)
         self.keep_chars = max(1, keep_chars)
         self._lock = threading.Lock()
@@ -226,8 +228,9 @@ class LogStore:
             self._unspilled_chars += chars
             self._drop_written()
             if self._spill.error is None and (
-                    self._total - self._spill_end > self.keep_lines + SPILL_LINES
-                    or self._unspilled_chars > self.keep_chars + SPILL_CHARS):
+                self._total - self._spill_end > self.keep_lines + SPILL_LINES
+                or self._unspilled_chars > self.keep_chars + SPILL_CHARS
+            ):
                 self._start_spill()
         return len(batch)
 
@@ -235,7 +238,7 @@ class LogStore:
         """Forget the in-memory copies of lines the writer has put on disk (lock held)."""
         written = self._spill.written
         if written > self._mem_start:
-            del self._mem[:written - self._mem_start]
+            del self._mem[: written - self._mem_start]
             self._mem_start = written
 
     def _start_spill(self) -> None:
@@ -244,9 +247,10 @@ class LogStore:
         start = pos = self._spill_end
         offset = self._index[-1]
         chunks = []
-        while pos + BLOCK <= self._total and (self._total - pos > self.keep_lines
-                                              or self._unspilled_chars > self.keep_chars):
-            block = self._mem[pos - self._mem_start:pos + BLOCK - self._mem_start]
+        while pos + BLOCK <= self._total and (
+            self._total - pos > self.keep_lines or self._unspilled_chars > self.keep_chars
+        ):
+            block = self._mem[pos - self._mem_start : pos + BLOCK - self._mem_start]
             data = ("\n".join(block) + "\n").encode(_ENCODING, _ERRORS)
             chunks.append(data)
             offset += len(data)
@@ -281,10 +285,10 @@ class LogStore:
                 k = pos // BLOCK
                 block = self._block(k)
                 end = min(stop, self._mem_start, (k + 1) * BLOCK)
-                out.extend(block[pos - k * BLOCK:end - k * BLOCK])
+                out.extend(block[pos - k * BLOCK : end - k * BLOCK])
                 pos = end
             if pos < stop:
-                out.extend(self._mem[pos - self._mem_start:stop - self._mem_start])
+                out.extend(self._mem[pos - self._mem_start : stop - self._mem_start])
             return out
 
     def _block(self, k: int) -> list[str]:
@@ -313,7 +317,7 @@ class LogStore:
                     raise ValueError("log store is closed")
                 if pos >= self._mem_start:
                     end = min(stop, pos + READ_LINES)
-                    data: bytes | list[str] = self._mem[pos - self._mem_start:end - self._mem_start]
+                    data: bytes | list[str] = self._mem[pos - self._mem_start : end - self._mem_start]
                     first = pos
                 else:
                     k = pos // BLOCK
@@ -337,10 +341,11 @@ class LogStore:
         stop = self._total if stop is None else min(stop, self._total)
         for first, end, data in self._spans(max(0, start), stop):
             lines = data if isinstance(data, list) else self._text(data).split("\n")
-            yield from lines[max(0, start - first):stop - first]
+            yield from lines[max(0, start - first) : stop - first]
 
-    def find_all(self, pattern: Pattern[str], start: int = 0, stop: int | None = None,
-                 limit: int | None = None) -> array:
+    def find_all(
+        self, pattern: Pattern[str], start: int = 0, stop: int | None = None, limit: int | None = None
+    ) -> array:
         """Numbers of the lines in [start, stop) that ``pattern`` matches, in order, at most ``limit``."""
         stop = self._total if stop is None else min(stop, self._total)
         found = array("Q")
@@ -381,7 +386,7 @@ class LogStore:
                     cut = -1
                     for _ in range(stop - first):
                         cut = data.index(b"\n", cut + 1)
-                    out.write(data[:cut + 1])
+                    out.write(data[: cut + 1])
         return stop
 
     # -- closing ---------------------------------------------------------------------------------
@@ -397,8 +402,9 @@ class LogStore:
             future.result()
 
 
-def match_lines(pattern: Pattern[str], text: str, first: int, lo: int, hi: int, found: array,
-                 limit: int | None) -> bool:
+def match_lines(
+    pattern: Pattern[str], text: str, first: int, lo: int, hi: int, found: array, limit: int | None
+) -> bool:
     """Append to ``found`` the numbers of the lines of ``text`` (line ``first`` onwards, joined by
     "\\n") in [lo, hi) that ``pattern`` matches. True once ``limit`` is reached."""
     search = pattern.search

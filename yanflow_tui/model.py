@@ -101,8 +101,11 @@ class Node:
     def whole_free(self) -> bool:
         """Every GPU free and usable: a whole node a multi-node job could take now. A drained,
         cordoned or down node (its GPUs marked unavailable) does not count."""
-        return (self.gpus_total > 0 and self.gpus_allocated == 0
-                and not any(g.state is GpuState.UNAVAILABLE for g in self.gpus))
+        return (
+            self.gpus_total > 0
+            and self.gpus_allocated == 0
+            and not any(g.state is GpuState.UNAVAILABLE for g in self.gpus)
+        )
 
 
 @dataclass(frozen=True)

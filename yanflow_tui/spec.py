@@ -30,25 +30,56 @@ from yanflow_tui.model import JobKind, JobSpec, Mount, Resources
 from yanflow_tui.yamldoc import Checker, Doc, join, load_yaml, load_yaml_bytes, show
 
 TOP_KEYS = (
-    "name", "kind", "cluster", "command", "image", "workdir", "env", "mounts",
-    "resources", "launcher", "description", "slurm", "kubernetes", "determined",
+    "name",
+    "kind",
+    "cluster",
+    "command",
+    "image",
+    "workdir",
+    "env",
+    "mounts",
+    "resources",
+    "launcher",
+    "description",
+    "slurm",
+    "kubernetes",
+    "determined",
 )
 RESOURCE_KEYS = ("nodes", "gpus", "cpus", "memory")
 SECTION_KEYS = {
     "slurm": {
-        "partition": "text", "account": "text", "qos": "text", "time": "text", "array": "text",
-        "output": "text", "error": "text", "gpu_type": "text", "constraint": "text",
+        "partition": "text",
+        "account": "text",
+        "qos": "text",
+        "time": "text",
+        "array": "text",
+        "output": "text",
+        "error": "text",
+        "gpu_type": "text",
+        "constraint": "text",
         "exclusive": "bool",
     },
     "kubernetes": {
-        "namespace": "text", "node_selector": "map", "tolerations": "list", "priority_class": "text",
-        "service_account": "text", "gpu_resource": "text", "ttl_seconds_after_finished": "whole",
-        "master_port": "whole", "image_pull_policy": "text",
+        "namespace": "text",
+        "node_selector": "map",
+        "tolerations": "list",
+        "priority_class": "text",
+        "service_account": "text",
+        "gpu_resource": "text",
+        "ttl_seconds_after_finished": "whole",
+        "master_port": "whole",
+        "image_pull_policy": "text",
     },
     "determined": {
-        "resource_pool": "text", "searcher": "map", "hyperparameters": "map", "context": "text",
-        "entrypoint": "text", "max_restarts": "whole", "description": "text",
-        "checkpoint_storage": "map", "labels": "list",
+        "resource_pool": "text",
+        "searcher": "map",
+        "hyperparameters": "map",
+        "context": "text",
+        "entrypoint": "text",
+        "max_restarts": "whole",
+        "description": "text",
+        "checkpoint_storage": "map",
+        "labels": "list",
     },
 }
 MAX_NAME = 200
@@ -218,9 +249,7 @@ def spec_to_data(spec: JobSpec) -> dict[str, Any]:
     if spec.env:
         data["env"] = dict(spec.env)
     if spec.mounts:
-        data["mounts"] = [
-            {"source": m.source, "target": m.target, "read_only": m.read_only} for m in spec.mounts
-        ]
+        data["mounts"] = [{"source": m.source, "target": m.target, "read_only": m.read_only} for m in spec.mounts]
     res: dict[str, Any] = {"nodes": spec.resources.nodes, "gpus": spec.resources.gpus}
     if spec.resources.cpus is not None:
         res["cpus"] = spec.resources.cpus

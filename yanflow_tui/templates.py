@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -105,12 +106,14 @@ def template_text(data: Mapping[str, Any]) -> str:
     """The spec mapping as a template file, keys in the spec format's order."""
     order = {key: i for i, key in enumerate(TOP_KEYS)}
     ordered = dict(sorted(data.items(), key=lambda kv: order.get(kv[0], len(order))))
-    return HEADER + yaml.dump(ordered, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
-                              default_flow_style=False, width=1000)
+    return HEADER + yaml.dump(
+        ordered, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000
+    )
 
 
-def save_template(data: Mapping[str, Any], name: str, env: Mapping[str, str] = os.environ,
-                  overwrite: bool = False) -> Path:
+def save_template(
+    data: Mapping[str, Any], name: str, env: Mapping[str, str] = os.environ, overwrite: bool = False
+) -> Path:
     """Write ``data`` as template ``name``. Raises ``FileExistsError`` if it exists and not ``overwrite``."""
     path = template_path(name, env)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -7,8 +7,9 @@ import difflib
 import json
 import re
 import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import yaml
 
@@ -64,7 +65,7 @@ class Doc:
 # parsing and swapped back in the values after, so ``Checker.text`` can name the field that holds it.
 _UNREADABLE = yaml.reader.Reader.NON_PRINTABLE
 _STAND_IN = 0xF0000
-_STAND_INS = re.compile("[\U000F0000-\U000FFFFF]")
+_STAND_INS = re.compile("[\U000f0000-\U000fffff]")
 
 
 def _restore(text: str) -> str:
@@ -275,17 +276,16 @@ class Checker:
 
         walk(self.doc.data, "")
         for line, char in self.doc.unread:  # in a comment, or between tokens: still not a file we take
-            self.problems.append((self.doc.file, line, "", f"{char_problem(char, self.doc.undecodable)} "
-                                  "outside any field"))
+            self.problems.append(
+                (self.doc.file, line, "", f"{char_problem(char, self.doc.undecodable)} outside any field")
+            )
 
     def raise_if_any(self) -> None:
         if self.problems:
             self.problems.sort(key=lambda p: p[1])
             raise SpecError(self.problems)
 
-    def mapping(
-        self, path: Path, value: Any, allowed: Iterable[str], required: Iterable[str] = ()
-    ) -> dict[str, Any]:
+    def mapping(self, path: Path, value: Any, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, Any]:
         """Check that ``value`` is a mapping with only ``allowed`` keys and every ``required`` one."""
         if value is None:
             value = {}
@@ -358,7 +358,7 @@ class Checker:
             return value
         match = _MEMORY.match(value) if isinstance(value, str) else None
         if not match:
-            self.error(path, f'expected a size such as 16G or 512M, got {show(value)}')
+            self.error(path, f"expected a size such as 16G or 512M, got {show(value)}")
             return None
         unit = (match.group(2) or "").upper().rstrip("B").rstrip("I") or ("B" if match.group(2) else "")
         return max(0, int(round(float(match.group(1)) * _UNIT_MB[unit])))

@@ -24,27 +24,33 @@ except ModuleNotFoundError as _exc:
 import asyncio
 import copy
 import logging
+import re
 import threading
 import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
-from datetime import timedelta, timezone
+from datetime import UTC, timedelta
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Mapping
-
-import re
+from typing import Any
 
 import requests
 import yaml
 from determined.common.api import bindings, errors
 
+from yanflow_tui import formfields as ff
+from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.determined import checkpoints as det_checkpoints
 from yanflow_tui.backends.determined import convert as det_convert
 from yanflow_tui.backends.determined import submit as det_submit
-from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.determined.session import (
-    CONNECT_TIMEOUT, DEFAULT_RETRIES, READ_TIMEOUT, AuthRequired, Connection, describe_error, is_ambiguous,
+    CONNECT_TIMEOUT,
+    DEFAULT_RETRIES,
+    READ_TIMEOUT,
+    AuthRequired,
+    Connection,
+    describe_error,
+    is_ambiguous,
 )
-from yanflow_tui import formfields as ff
 from yanflow_tui.capacity import Request
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SubmitUnknown
@@ -71,8 +77,10 @@ TASK_KILL = {
 PREFIX_KIND = {prefix: kind for kind, prefix in det_convert.TASK_PREFIX.items()}
 # exp-N, trial-N (N as the master writes it: no leading zeros), or a task's kind prefix and its id
 # (a uuid), shortened to at least 8 characters.
-JOB_ID = re.compile(r"(?:exp|trial)-(?:0|[1-9][0-9]{0,17})"
-                    rf"|(?:{'|'.join(PREFIX_KIND)})-[0-9a-f][0-9a-f-]{{{det_convert.SHORT_TASK - 1},63}}")
+JOB_ID = re.compile(
+    r"(?:exp|trial)-(?:0|[1-9][0-9]{0,17})"
+    rf"|(?:{'|'.join(PREFIX_KIND)})-[0-9a-f][0-9a-f-]{{{det_convert.SHORT_TASK - 1},63}}"
+)
 METRICS_READ_TIMEOUT = 5.0  # a running trial's metric stream may stay open: stop after a quiet spell
 LOG_RECONNECT_MAX = 30.0
 LOG_QUEUE = 10_000  # log entries read ahead of the console before the reader thread waits
@@ -81,10 +89,18 @@ LOG_QUEUE = 10_000  # log entries read ahead of the console before the reader th
 class DeterminedBackend(Backend):
     kind = "determined"
     capabilities = Capabilities(
-        submit=True, cancel=True, logs=True, follow_logs=True,
+        submit=True,
+        cancel=True,
+        logs=True,
+        follow_logs=True,
         job_kinds=frozenset({JobKind.SINGLE, JobKind.EXPERIMENT}),
-        history=True, actions=("pause", "activate", "kill"),
-        rank_logs=True, metrics=True, checkpoints=True, raw_spec=True, submit_tags=True,
+        history=True,
+        actions=("pause", "activate", "kill"),
+        rank_logs=True,
+        metrics=True,
+        checkpoints=True,
+        raw_spec=True,
+        submit_tags=True,
     )
 
     def __init__(self, config: ClusterConfig, env: Mapping[str, str] | None = None, retries=DEFAULT_RETRIES):
@@ -128,8 +144,11 @@ class DeterminedBackend(Backend):
     def _list_jobs(self, session) -> list[Job]:
         users = self._users(session)
         exps = bindings.get_GetExperiments(
-            session, users=users, limit=EXPERIMENT_LIMIT,
-            orderBy=bindings.v1OrderBy.DESC, sortBy=bindings.v1GetExperimentsRequestSortBy.ID,
+            session,
+            users=users,
+            limit=EXPERIMENT_LIMIT,
+            orderBy=bindings.v1OrderBy.DESC,
+            sortBy=bindings.v1GetExperimentsRequestSortBy.ID,
         ).experiments
         jobs: list[Job] = []
         task_jobs: dict[str, str] = {}
@@ -172,8 +191,10 @@ class DeterminedBackend(Backend):
 
     def check_id(self, job_id: str) -> None:
         if not isinstance(job_id, str) or not JOB_ID.fullmatch(job_id):
-            raise BackendError(f"not a Determined job id: {job_id!r} (expected exp-N, trial-N, or "
-                               f"{'/'.join(PREFIX_KIND)}-ID with at least {det_convert.SHORT_TASK} characters of ID)")
+            raise BackendError(
+                f"not a Determined job id: {job_id!r} (expected exp-N, trial-N, or "
+                f"{'/'.join(PREFIX_KIND)}-ID with at least {det_convert.SHORT_TASK} characters of ID)"
+            )
 
     async def get_job(self, job_id: str) -> Job:
         """By id; a task job also by its full task id (``cmd-<full uuid>``). The last refresh's list
@@ -210,8 +231,11 @@ class DeterminedBackend(Backend):
                 config = answer.experiment.config or answer.config or {}
                 return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
             found = bindings.get_GetTrial(session, trialId=trial).trial
-            return yaml.safe_dump({"experiment": found.experimentId, "trial": found.id,
-                                   "hyperparameters": found.hparams or {}}, sort_keys=False, allow_unicode=True)
+            return yaml.safe_dump(
+                {"experiment": found.experimentId, "trial": found.id, "hyperparameters": found.hparams or {}},
+                sort_keys=False,
+                allow_unicode=True,
+            )
 
         return await asyncio.to_thread(self.conn.call, fetch, "reading the config")
 
@@ -222,9 +246,9 @@ class DeterminedBackend(Backend):
     # -- ids -------------------------------------------------------------------------------------
     @staticmethod
     def _number(job_id: str, prefix: str) -> int | None:
-        number = job_id[len(prefix) + 1:]
+        number = job_id[len(prefix) + 1 :]
         if job_id.startswith(prefix + "-") and number.isascii() and number.isdigit():
-            return int(job_id[len(prefix) + 1:])
+            return int(job_id[len(prefix) + 1 :])
         return None
 
     def _task(self, session, job_id: str) -> tuple[str, str]:
@@ -285,7 +309,7 @@ class DeterminedBackend(Backend):
                     if stop.is_set():
                         return
                     put(("line", det_convert.log_line(job_id, entry)))
-            except BaseException as exc:  # noqa: BLE001 - handed to the reader
+            except BaseException as exc:
                 put(("error", exc))
             finally:
                 put(("end", None))
@@ -317,8 +341,9 @@ class DeterminedBackend(Backend):
         while not stop.is_set():
             try:
                 session = self.conn.session()
-                for entry in bindings.get_TaskLogs(session, taskId=task_id, follow=follow or None,
-                                                   timestampAfter=after):
+                for entry in bindings.get_TaskLogs(
+                    session, taskId=task_id, follow=follow or None, timestampAfter=after
+                ):
                     delay = 0.5
                     if entry.id in seen:
                         continue
@@ -330,8 +355,12 @@ class DeterminedBackend(Backend):
                 return
             except errors.UnauthenticatedException:
                 self.conn.forget()
-            except (requests.exceptions.RequestException, bindings.APIHttpStreamError,
-                    errors.MasterNotFoundException, errors.BadRequestException) as exc:
+            except (
+                requests.exceptions.RequestException,
+                bindings.APIHttpStreamError,
+                errors.MasterNotFoundException,
+                errors.BadRequestException,
+            ) as exc:
                 if not follow or isinstance(exc, (errors.NotFoundException, errors.ForbiddenException)):
                     raise
                 log.debug("log stream of %s reopened after %s", task_id, type(exc).__name__)
@@ -385,8 +414,9 @@ class DeterminedBackend(Backend):
 
         return await asyncio.to_thread(self.conn.call, fetch, "listing checkpoints")
 
-    async def download_checkpoint(self, checkpoint: Checkpoint, target: Path,
-                                  progress: Callable[[int, int | None], None] | None = None) -> Path:
+    async def download_checkpoint(
+        self, checkpoint: Checkpoint, target: Path, progress: Callable[[int, int | None], None] | None = None
+    ) -> Path:
         loop = asyncio.get_running_loop()
 
         def report(done: int, total: int | None) -> None:
@@ -409,37 +439,77 @@ class DeterminedBackend(Backend):
     def capacity_request(self, spec: JobSpec) -> Request:
         """A trial's slots may span agents: the request counts them in all, in the chosen pool."""
         slots = spec.resources.gpus * (1 if spec.kind is JobKind.SINGLE else spec.resources.nodes)
-        return replace(super().capacity_request(spec), nodes=1, gpus=slots, cpus=None, memory_mb=None,
-                       pool_label="resource pool", spread=True)
+        return replace(
+            super().capacity_request(spec),
+            nodes=1,
+            gpus=slots,
+            cpus=None,
+            memory_mb=None,
+            pool_label="resource pool",
+            spread=True,
+        )
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
-        pool = ff.FormField("determined.resource_pool", "Pool", "Resource pool; empty uses the default pool",
-                            pool=True)
+        pool = ff.FormField("determined.resource_pool", "Pool", "Resource pool; empty uses the default pool", pool=True)
         if kind is not JobKind.EXPERIMENT:  # a command: one container
-            return (ff.NAME, ff.IMAGE, ff.COMMAND_FIELD, replace(ff.GPUS, label="GPUs", help="Slots"), pool,
-                    ff.MOUNTS_FIELD, ff.ENV_FIELD)
+            return (
+                ff.NAME,
+                ff.IMAGE,
+                ff.COMMAND_FIELD,
+                replace(ff.GPUS, label="GPUs", help="Slots"),
+                pool,
+                ff.MOUNTS_FIELD,
+                ff.ENV_FIELD,
+            )
         return (
-            ff.NAME, ff.IMAGE,
-            replace(ff.COMMAND_FIELD, label="Entrypoint", help="Run in the context directory, e.g. python3 train.py",
-                    lines=2),
-            ff.FormField("determined.context", "Context dir", "Model definition directory, uploaded at submit "
-                         "(.detignore honoured); relative to the loaded file"),
+            ff.NAME,
+            ff.IMAGE,
+            replace(
+                ff.COMMAND_FIELD,
+                label="Entrypoint",
+                help="Run in the context directory, e.g. python3 train.py",
+                lines=2,
+            ),
+            ff.FormField(
+                "determined.context",
+                "Context dir",
+                "Model definition directory, uploaded at submit (.detignore honoured); relative to the loaded file",
+            ),
             ff.launcher(det_submit.LAUNCHERS),
             replace(ff.NODES, label="Nodes/trial", help="Slots per trial = nodes x GPUs per node"),
             replace(ff.GPUS, help="Slots per trial = nodes x GPUs per node"),
-            ff.FormField("determined.searcher.name", "Searcher", "How trials are chosen", default="single",
-                         kind=ff.CHOICE, choices=("single", "random", "grid", "adaptive_asha")),
-            ff.FormField("determined.searcher.metric", "Metric", "The validation metric to optimise",
-                         default="validation_loss"),
-            ff.FormField("determined.searcher.smaller_is_better", "Smaller better", "Lower metric is better",
-                         default="true", kind=ff.FLAG),
-            ff.FormField("determined.searcher.max_trials", "Max trials", "random/grid/asha: trials to run",
-                         kind=ff.NUMBER),
-            ff.FormField("determined.hyperparameters", "Hyperparams", "name: value or name: {type: ..} lines",
-                         kind=ff.MAPPING, lines=4),
+            ff.FormField(
+                "determined.searcher.name",
+                "Searcher",
+                "How trials are chosen",
+                default="single",
+                kind=ff.CHOICE,
+                choices=("single", "random", "grid", "adaptive_asha"),
+            ),
+            ff.FormField(
+                "determined.searcher.metric", "Metric", "The validation metric to optimise", default="validation_loss"
+            ),
+            ff.FormField(
+                "determined.searcher.smaller_is_better",
+                "Smaller better",
+                "Lower metric is better",
+                default="true",
+                kind=ff.FLAG,
+            ),
+            ff.FormField(
+                "determined.searcher.max_trials", "Max trials", "random/grid/asha: trials to run", kind=ff.NUMBER
+            ),
+            ff.FormField(
+                "determined.hyperparameters",
+                "Hyperparams",
+                "name: value or name: {type: ..} lines",
+                kind=ff.MAPPING,
+                lines=4,
+            ),
             pool,
             ff.FormField("determined.max_restarts", "Max restarts", "Restarts of a failed trial", kind=ff.NUMBER),
-            ff.MOUNTS_FIELD, ff.ENV_FIELD,
+            ff.MOUNTS_FIELD,
+            ff.ENV_FIELD,
         )
 
     @property
@@ -487,9 +557,12 @@ class DeterminedBackend(Backend):
         if retry:
             try:
                 found = lookup(self.conn.connected())
-            except Exception as exc:  # noqa: BLE001
-                raise SubmitUnknown(self.name, tag, "cannot look the tag up, so nothing was sent: "
-                                                    f"{describe_error(exc, self.conn.master)}") from None
+            except Exception as exc:
+                raise SubmitUnknown(
+                    self.name,
+                    tag,
+                    f"cannot look the tag up, so nothing was sent: {describe_error(exc, self.conn.master)}",
+                ) from None
             if found:
                 return found
         last: BaseException | None = None
@@ -501,7 +574,7 @@ class DeterminedBackend(Backend):
                 self.conn.forget()
                 last = None
                 continue
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 if not is_ambiguous(exc):
                     verb = "refused" if isinstance(exc, errors.APIException) else "failed"
                     raise BackendError(
@@ -511,9 +584,13 @@ class DeterminedBackend(Backend):
             log.info("submit answer lost (%s); looking for tag %s", type(last).__name__, tag)
             try:
                 found = lookup(self.conn.connected())
-            except Exception as exc:  # noqa: BLE001
-                raise SubmitUnknown(self.name, tag, f"{describe_error(last, self.conn.master)}; the lookup "
-                                                    f"failed: {describe_error(exc, self.conn.master)}") from None
+            except Exception as exc:
+                raise SubmitUnknown(
+                    self.name,
+                    tag,
+                    f"{describe_error(last, self.conn.master)}; the lookup "
+                    f"failed: {describe_error(exc, self.conn.master)}",
+                ) from None
             if found:
                 return found
         if last is not None:  # the last send's answer was lost too: it may still land
@@ -527,8 +604,11 @@ class DeterminedBackend(Backend):
         def run(session) -> None:
             exp = self._number(job_id, "exp")
             if exp is not None:
-                {"kill": bindings.post_KillExperiment, "pause": bindings.post_PauseExperiment,
-                 "activate": bindings.post_ActivateExperiment}[action](session, id=exp)
+                {
+                    "kill": bindings.post_KillExperiment,
+                    "pause": bindings.post_PauseExperiment,
+                    "activate": bindings.post_ActivateExperiment,
+                }[action](session, id=exp)
                 return
             trial = self._number(job_id, "trial")
             if action != "kill":
@@ -554,7 +634,7 @@ def _just_before(stamp: str) -> str | None:
     when = det_convert.when(stamp)
     if when is None:
         return None
-    return (when - timedelta(microseconds=1)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return (when - timedelta(microseconds=1)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _is_read_timeout(exc: BaseException) -> bool:

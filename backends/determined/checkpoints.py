@@ -11,9 +11,9 @@ import shutil
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
-from typing import Callable
 
 import requests
 
@@ -24,8 +24,9 @@ PROGRESS_EVERY = 0.1  # seconds between progress calls (and one at the end)
 Progress = Callable[[int, int | None], None]
 
 
-def download(session, uuid: str, target: Path, progress: Progress | None = None,
-             timeout: tuple[float, float] = (10.0, 60.0)) -> Path:
+def download(
+    session, uuid: str, target: Path, progress: Progress | None = None, timeout: tuple[float, float] = (10.0, 60.0)
+) -> Path:
     """Download checkpoint ``uuid`` into the new directory ``target``; return it."""
     target = Path(target).expanduser()
     if target.exists():
@@ -50,9 +51,10 @@ def download(session, uuid: str, target: Path, progress: Progress | None = None,
 
 def _fetch(session, uuid: str, archive: Path, progress: Progress | None, timeout) -> None:
     try:
-        response = session.get(f"checkpoints/{quote(uuid, safe='')}", headers={"Accept": "application/gzip"},
-                               stream=True, timeout=timeout)
-    except Exception as exc:  # noqa: BLE001 - SDK errors for 404/403/5xx and network failures
+        response = session.get(
+            f"checkpoints/{quote(uuid, safe='')}", headers={"Accept": "application/gzip"}, stream=True, timeout=timeout
+        )
+    except Exception as exc:
         raise BackendError(f"checkpoint {uuid}: download failed: {_why(exc)}") from None
     total_header = response.headers.get("Content-Length")
     total = int(total_header) if total_header and total_header.isdigit() else None

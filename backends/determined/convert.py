@@ -9,8 +9,9 @@ followed by the first 8 characters of the task id (the full id is kept in ``deta
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 from determined.common import util as det_util
 from determined.common.api import bindings
@@ -126,14 +127,26 @@ def agent_node(cluster: str, agent: bindings.v1Agent, holders: dict[str, str]) -
         name = present(device.brand) if device else None
         gpu_type = gpu_type or name
         index = present(device.id) if device else None
-        gpus.append(Gpu(index=index if isinstance(index, int) else position, state=state, job_id=job_id,
-                        uuid=present(device.uuid) if device else None, name=name, reason=reason))
+        gpus.append(
+            Gpu(
+                index=index if isinstance(index, int) else position,
+                state=state,
+                job_id=job_id,
+                uuid=present(device.uuid) if device else None,
+                name=name,
+                reason=reason,
+            )
+        )
     state = "disabled" if not enabled else "draining" if draining else "up"
     return Node(
-        cluster=cluster, name=agent.id, state=state,
+        cluster=cluster,
+        name=agent.id,
+        state=state,
         partitions=tuple(present(agent.resourcePools) or ()),
-        cpus_total=cpus_total, cpus_allocated=cpus_used,
-        gpu_type=gpu_type, gpus_total=len(gpus),
+        cpus_total=cpus_total,
+        cpus_allocated=cpus_used,
+        gpu_type=gpu_type,
+        gpus_total=len(gpus),
         gpus_allocated=sum(1 for g in gpus if g.state is GpuState.ALLOCATED),
         gpus=tuple(gpus),
         reason="" if state == "up" else state,
@@ -187,10 +200,19 @@ def experiment_job(cluster: str, exp: bindings.v1Experiment, trials: list[bindin
     if present(exp.description):
         details.append(("Description", str(exp.description)))
     return Job(
-        id=f"exp-{exp.id}", cluster=cluster, name=exp.name, user=exp.username, state=norm, raw_state=raw,
-        reason=reason, gpus=slots_per_trial(exp.config) * max(1, len(running)) if running else 0,
-        submit_time=when(exp.startTime), start_time=when(exp.startTime), end_time=when(exp.endTime),
-        kind=JobKind.EXPERIMENT, command=str((exp.config or {}).get("entrypoint") or ""),
+        id=f"exp-{exp.id}",
+        cluster=cluster,
+        name=exp.name,
+        user=exp.username,
+        state=norm,
+        raw_state=raw,
+        reason=reason,
+        gpus=slots_per_trial(exp.config) * max(1, len(running)) if running else 0,
+        submit_time=when(exp.startTime),
+        start_time=when(exp.startTime),
+        end_time=when(exp.endTime),
+        kind=JobKind.EXPERIMENT,
+        command=str((exp.config or {}).get("entrypoint") or ""),
         details=tuple(details),
     )
 
@@ -225,11 +247,20 @@ def trial_job(cluster: str, exp: bindings.v1Experiment, trial: bindings.trialv1T
         ("Task ID", task_of_trial(trial) or "-"),
     ]
     return Job(
-        id=f"trial-{trial.id}", cluster=cluster, name=f"{exp.name} #{trial.id}", user=exp.username,
-        state=norm, raw_state=raw, reason=reason,
+        id=f"trial-{trial.id}",
+        cluster=cluster,
+        name=f"{exp.name} #{trial.id}",
+        user=exp.username,
+        state=norm,
+        raw_state=raw,
+        reason=reason,
         gpus=slots_per_trial(exp.config) if norm is JobState.RUNNING else 0,
-        submit_time=when(trial.startTime), start_time=when(trial.startTime), end_time=when(trial.endTime),
-        kind=JobKind.EXPERIMENT, parent=f"exp-{exp.id}", details=tuple(details),
+        submit_time=when(trial.startTime),
+        start_time=when(trial.startTime),
+        end_time=when(trial.endTime),
+        kind=JobKind.EXPERIMENT,
+        parent=f"exp-{exp.id}",
+        details=tuple(details),
     )
 
 
@@ -258,10 +289,19 @@ def task_job(cluster: str, kind: str, task: Any) -> Job:
     if exit_status:
         details.append(("Exit status", exit_status))
     return Job(
-        id=task_job_id(kind, task.id), cluster=cluster, name=task_name(task.description), user=task.username,
-        state=norm, raw_state=raw, reason=reason, gpus=gpus, submit_time=when(task.startTime),
+        id=task_job_id(kind, task.id),
+        cluster=cluster,
+        name=task_name(task.description),
+        user=task.username,
+        state=norm,
+        raw_state=raw,
+        reason=reason,
+        gpus=gpus,
+        submit_time=when(task.startTime),
         start_time=when(task.startTime) if norm is not JobState.PENDING else None,
-        kind=JobKind.SINGLE, exit_code=code, details=tuple(details),
+        kind=JobKind.SINGLE,
+        exit_code=code,
+        details=tuple(details),
     )
 
 
@@ -315,8 +355,11 @@ def checkpoint(job_id: str, ckpt: bindings.v1Checkpoint) -> Checkpoint:
     steps = (ckpt.metadata or {}).get("steps_completed")
     sizes = [int(v) for v in (ckpt.resources or {}).values() if str(v).isdigit()]
     return Checkpoint(
-        uuid=ckpt.uuid, job_id=job_id, steps=int(steps) if isinstance(steps, (int, float)) else None,
+        uuid=ckpt.uuid,
+        job_id=job_id,
+        steps=int(steps) if isinstance(steps, (int, float)) else None,
         state=getattr(ckpt.state, "name", str(ckpt.state)).replace("STATE_", ""),
-        size_bytes=sum(sizes) if sizes else None, metrics=tuple(sorted(metrics.items())),
+        size_bytes=sum(sizes) if sizes else None,
+        metrics=tuple(sorted(metrics.items())),
         time=when(ckpt.reportTime),
     )

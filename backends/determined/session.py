@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 import requests
 import urllib3
@@ -33,8 +34,13 @@ READ_TIMEOUT = 30.0
 # Idempotent reads retry 502/503/504 a little (the SDK's default is 5 tries, ~15 s); POSTs never
 # retry inside urllib3 (``allowed_methods`` leaves POST out), so a submit is never sent twice here.
 DEFAULT_RETRIES = urllib3.util.retry.Retry(
-    total=2, connect=2, read=0, backoff_factor=0.2, status_forcelist=[502, 503, 504],
-    allowed_methods=frozenset({"GET", "HEAD"}), raise_on_status=False,
+    total=2,
+    connect=2,
+    read=0,
+    backoff_factor=0.2,
+    status_forcelist=[502, 503, 504],
+    allowed_methods=frozenset({"GET", "HEAD"}),
+    raise_on_status=False,
 )
 
 
@@ -50,9 +56,10 @@ class AuthRequired(errors_module.AuthRequired):
         detail = f" ({why})" if why else ""
         how = "enter the password" if user else "set user: in the config"
         super().__init__(
-            cluster, user or "",
+            cluster,
+            user or "",
             f"log in to {master}{who}{detail}: {how}, run 'det -m {master} user login "
-            f"{user or '<user>'}', or set DET_USER and DET_PASS"
+            f"{user or '<user>'}', or set DET_USER and DET_PASS",
         )
 
 
@@ -96,7 +103,7 @@ def master_url(options: Mapping[str, Any], env: Mapping[str, str]) -> str:
         raise BackendUnavailable("no Determined master configured: set 'master:' for the cluster or $DET_MASTER")
     try:
         return api.canonicalize_master_url(str(raw))
-    except Exception as exc:  # noqa: BLE001 - the SDK raises plain ValueError/AssertionError
+    except Exception as exc:
         raise BackendUnavailable(f"bad Determined master address {raw!r}: {exc}") from None
 
 
@@ -123,8 +130,10 @@ def describe_error(exc: BaseException, master: str) -> str:
     if isinstance(exc, errors.UnauthenticatedException):
         return "not logged in (the token was refused)"
     if isinstance(exc, requests.exceptions.SSLError):
-        return (f"the TLS certificate of {master} could not be verified "
-                "(set cert: to its certificate file, or noverify: true)")
+        return (
+            f"the TLS certificate of {master} could not be verified "
+            "(set cert: to its certificate file, or noverify: true)"
+        )
     if isinstance(exc, errors.ForbiddenException):
         return f"permission denied: {exc}" if str(exc) else "permission denied"
     if isinstance(exc, errors.NotFoundException):
@@ -163,8 +172,13 @@ def never_sent(exc: BaseException) -> bool:
         for arg in getattr(seen, "args", ()):
             reason = getattr(arg, "reason", None)
             if isinstance(arg, urllib3.exceptions.MaxRetryError) and isinstance(
-                    reason, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError,
-                             urllib3.exceptions.NameResolutionError)):
+                reason,
+                (
+                    urllib3.exceptions.NewConnectionError,
+                    urllib3.exceptions.ConnectTimeoutError,
+                    urllib3.exceptions.NameResolutionError,
+                ),
+            ):
                 return True
         seen = seen.__cause__ or seen.__context__
     return False
@@ -176,15 +190,21 @@ def is_ambiguous(exc: BaseException) -> bool:
         return False
     if isinstance(exc, errors.APIException) and not is_timeout(exc):
         return (getattr(exc, "status_code", 0) or 0) >= 500
-    return isinstance(exc, (errors.MasterNotFoundException, errors.BadRequestException,
-                            requests.exceptions.RequestException)) or is_timeout(exc)
+    return isinstance(
+        exc, (errors.MasterNotFoundException, errors.BadRequestException, requests.exceptions.RequestException)
+    ) or is_timeout(exc)
 
 
 class Connection:
     """One master, one logged-in ``Session`` (made lazily, remade after a 401)."""
 
-    def __init__(self, cluster: str, options: Mapping[str, Any], env: Mapping[str, str] | None = None,
-                 retries: urllib3.util.retry.Retry | int = DEFAULT_RETRIES):
+    def __init__(
+        self,
+        cluster: str,
+        options: Mapping[str, Any],
+        env: Mapping[str, str] | None = None,
+        retries: urllib3.util.retry.Retry | int = DEFAULT_RETRIES,
+    ):
         self.cluster = cluster
         self.options = dict(options)
         self.env = env if env is not None else os.environ
@@ -215,7 +235,7 @@ class Connection:
     def _session_for(self, user: str, token: str) -> TimedSession:
         applog.add_secret(token)  # the log never holds a session token, whatever an error quotes
         session = TimedSession(self.master, user, token, self.cert, max_retries=self.retries)
-        session._persist_http_session()  # noqa: SLF001 - keep-alive: one pool, reused by every request
+        session._persist_http_session()
         return session
 
     def _token_ok(self, session: TimedSession) -> bool:
@@ -242,16 +262,21 @@ class Connection:
         if env_pass is not None and env_user and user in (None, env_user):
             return self._login(env_user, env_pass)
         self.probe()  # a master that cannot be reached says so; a password would not help
-        raise AuthRequired(self.cluster, user, self.master,
-                           "the cached token expired" if user and store.get_token(user) else "")
+        raise AuthRequired(
+            self.cluster, user, self.master, "the cached token expired" if user and store.get_token(user) else ""
+        )
 
     def probe(self) -> None:
         """Raise (as the SDK does) unless the master answers at all: GET /api/v1/master, which needs
         no login. Any HTTP answer, even a refusal, means it is there."""
         try:
             bindings.get_GetMaster(TimedUnauthSession(self.master, self.cert, max_retries=0))
-        except (errors.APIException, errors.ForbiddenException, errors.UnauthenticatedException,
-                bindings.APIHttpError) as exc:
+        except (
+            errors.APIException,
+            errors.ForbiddenException,
+            errors.UnauthenticatedException,
+            bindings.APIHttpError,
+        ) as exc:
             log.debug("master info refused: %s", describe_error(exc, self.master))
 
     def _login(self, user: str, password: str) -> TimedSession:
@@ -288,7 +313,7 @@ class Connection:
         except AuthRequired as exc:
             self.auth_error = exc
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise BackendError(f"cluster {self.cluster!r}: login failed: {describe_error(exc, self.master)}") from None
         with self._lock:
             self._session = session
@@ -339,7 +364,7 @@ class Connection:
             return self.call(fn, what, retry_auth=False)
         except BackendError:
             raise
-        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes one line
+        except Exception as exc:
             raise BackendError(f"{what}: {describe_error(exc, self.master)}") from exc
 
 

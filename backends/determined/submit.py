@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from determined.common import constants, detignore, util as det_util, v1file_utils
+from determined.common import constants, detignore, v1file_utils
+from determined.common import util as det_util
 from determined.common.api import bindings
 
 from yanflow_tui.errors import BackendError
@@ -42,14 +43,17 @@ def check(spec: JobSpec) -> None:
     det = spec.determined
     if spec.kind is JobKind.EXPERIMENT:
         if not isinstance(det.get("searcher"), dict) or not det["searcher"].get("name"):
-            raise BackendError("determined.searcher: an experiment needs a searcher with a name "
-                               "(e.g. {name: single, metric: loss})")
+            raise BackendError(
+                "determined.searcher: an experiment needs a searcher with a name (e.g. {name: single, metric: loss})"
+            )
         if spec.launcher == "accelerate":
-            raise BackendError("launcher: Determined has no accelerate launcher; use torchrun, deepspeed, "
-                               "horovod or none")
+            raise BackendError(
+                "launcher: Determined has no accelerate launcher; use torchrun, deepspeed, horovod or none"
+            )
     if spec.workdir:
-        raise BackendError("workdir: Determined runs in the task's own directory; remove workdir: "
-                           "(experiments use determined.context)")
+        raise BackendError(
+            "workdir: Determined runs in the task's own directory; remove workdir: (experiments use determined.context)"
+        )
 
 
 def _environment(spec: JobSpec) -> dict[str, Any]:

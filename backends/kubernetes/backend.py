@@ -13,20 +13,22 @@ import functools
 import getpass
 import json
 import os
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import yaml
 
-from yanflow_tui.backends.kubernetes import manifests
+from yanflow_tui import formfields as ff
+from yanflow_tui import keyfiles
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.kubernetes import manifests
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
 from yanflow_tui.backends.kubernetes.ids import guard_paths, parse_id
 from yanflow_tui.backends.kubernetes.logs import merged_logs
 from yanflow_tui.backends.kubernetes.views import build_jobs, build_nodes, job_id, rank_label
-from yanflow_tui import formfields as ff, keyfiles
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.model import Job, JobKind, JobSpec, LogLine, Node
@@ -42,20 +44,31 @@ RESOURCES = ("nodes", "pods", "jobs")
 def _user() -> str:
     try:
         return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no login name in some containers
+    except Exception:
         return str(os.getuid())
 
 
 class KubernetesBackend(Backend):
     kind = "kubernetes"
     capabilities = Capabilities(
-        submit=True, cancel=True, logs=True, follow_logs=True,
+        submit=True,
+        cancel=True,
+        logs=True,
+        follow_logs=True,
         job_kinds=frozenset({JobKind.SINGLE, JobKind.MULTI_NODE}),
-        history=True, rank_logs=True, raw_spec=True, submit_tags=True,
+        history=True,
+        rank_logs=True,
+        raw_spec=True,
+        submit_tags=True,
     )
 
-    def __init__(self, config: ClusterConfig, request_timeout: float = REQUEST_TIMEOUT,
-                 connect_timeout: float = CONNECT_TIMEOUT, watch_seconds: int | None = None):
+    def __init__(
+        self,
+        config: ClusterConfig,
+        request_timeout: float = REQUEST_TIMEOUT,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        watch_seconds: int | None = None,
+    ):
         super().__init__(config)
         opts = config.options
         self.kubeconfig: str | None = os.path.expanduser(str(opts["kubeconfig"])) if opts.get("kubeconfig") else None
@@ -82,8 +95,9 @@ class KubernetesBackend(Backend):
         return self._namespace
 
     def _context_namespace(self) -> str | None:
-        path = self.kubeconfig or (os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or
-                                   str(Path.home() / ".kube" / "config"))
+        path = self.kubeconfig or (
+            os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(Path.home() / ".kube" / "config")
+        )
         try:
             data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
             wanted = self.context or data.get("current-context")
@@ -96,15 +110,21 @@ class KubernetesBackend(Backend):
 
     def _load_client(self) -> None:
         """Build the API client from kubeconfig (exec and OIDC plugins included). Runs in a thread."""
-        from kubernetes import client, config as kconfig
+        from kubernetes import client
+        from kubernetes import config as kconfig
 
         configuration = type.__call__(client.Configuration)
         configuration.retries = False  # we retry ourselves, with backoff, and never a create blindly
         try:
             # Key and certificate data the client copies to files go to our private directory,
             # which is removed at exit and on SIGHUP/SIGTERM (see yanflow_tui.keyfiles).
-            kconfig.load_kube_config(config_file=self.kubeconfig, context=self.context, persist_config=False,
-                                     client_configuration=configuration, temp_file_path=keyfiles.private_dir())
+            kconfig.load_kube_config(
+                config_file=self.kubeconfig,
+                context=self.context,
+                persist_config=False,
+                client_configuration=configuration,
+                temp_file_path=keyfiles.private_dir(),
+            )
             api = client.ApiClient(configuration=configuration)
         except kconfig.ConfigException as exc:
             raise BackendError(f"kubeconfig: {exc}") from None
@@ -134,15 +154,23 @@ class KubernetesBackend(Backend):
         core, batch, ns = self._core, self._batch, self.namespace
         calls = {
             "nodes": core.list_node,
-            "pods": core.list_pod_for_all_namespaces if self.all_namespaces
+            "pods": core.list_pod_for_all_namespaces
+            if self.all_namespaces
             else functools.partial(core.list_namespaced_pod, ns),
-            "jobs": batch.list_job_for_all_namespaces if self.all_namespaces
+            "jobs": batch.list_job_for_all_namespaces
+            if self.all_namespaces
             else functools.partial(batch.list_namespaced_job, ns),
         }
         extra = {"watch_seconds": self.watch_seconds} if self.watch_seconds else {}
         for name in RESOURCES:
-            self._reflectors[name] = Reflector(name, calls[name], EXTRACTORS[name], self._throttle.signal,
-                                               connect_timeout=self.connect_timeout, **extra)
+            self._reflectors[name] = Reflector(
+                name,
+                calls[name],
+                EXTRACTORS[name],
+                self._throttle.signal,
+                connect_timeout=self.connect_timeout,
+                **extra,
+            )
         for reflector in self._reflectors.values():
             reflector.start()
 
@@ -166,8 +194,11 @@ class KubernetesBackend(Backend):
     def _raise_for(self, reflector: Reflector) -> None:
         if reflector.connection_lost:
             raise BackendError(f"API server unreachable: {reflector.error}")
-        hint = " (all_namespaces needs cluster-wide list rights)" if self.all_namespaces and \
-            (reflector.error or "").startswith("HTTP 403") else ""
+        hint = (
+            " (all_namespaces needs cluster-wide list rights)"
+            if self.all_namespaces and (reflector.error or "").startswith("HTTP 403")
+            else ""
+        )
         raise BackendError(f"listing {reflector.resource}: {reflector.error}{hint}")
 
     def _check_health(self, *names: str) -> None:
@@ -191,8 +222,11 @@ class KubernetesBackend(Backend):
         await self._ensure_started()
         self._check_health("jobs", "pods")
         jobs, pods = self._reflectors["jobs"], self._reflectors["pods"]
-        return list(self._memoised("jobs", (jobs.version, pods.version),
-                                   lambda: build_jobs(self.name, jobs.values(), pods.values())))
+        return list(
+            self._memoised(
+                "jobs", (jobs.version, pods.version), lambda: build_jobs(self.name, jobs.values(), pods.values())
+            )
+        )
 
     async def list_nodes(self) -> list[Node]:
         await self._ensure_started()
@@ -200,8 +234,11 @@ class KubernetesBackend(Backend):
         nodes, pods = self._reflectors["nodes"], self._reflectors["pods"]
         if self._tolerated(nodes):
             return []
-        return list(self._memoised("nodes", (nodes.version, pods.version),
-                                   lambda: build_nodes(self.name, nodes.values(), pods.values())))
+        return list(
+            self._memoised(
+                "nodes", (nodes.version, pods.version), lambda: build_nodes(self.name, nodes.values(), pods.values())
+            )
+        )
 
     async def get_job(self, job_id_: str) -> Job:
         self.check_id(job_id_)
@@ -220,8 +257,11 @@ class KubernetesBackend(Backend):
         reflector = self._reflectors.get("pods")
         if reflector is None:  # closed
             return []
-        found = [p for p in reflector.values()
-                 if p.job == name and p.namespace == namespace and (pod is None or p.name == pod)]
+        found = [
+            p
+            for p in reflector.values()
+            if p.job == name and p.namespace == namespace and (pod is None or p.name == pod)
+        ]
         found.sort(key=lambda p: (p.index if p.index is not None else -1, p.created, p.name))
         return found
 
@@ -232,7 +272,7 @@ class KubernetesBackend(Backend):
         text = describe_job(job)
         try:
             events = await asyncio.to_thread(self._events, namespace, objects)
-        except Exception as exc:  # noqa: BLE001 - describe still shows the fields
+        except Exception as exc:
             return text + f"\n\nEvents: unavailable ({error_text(exc)})"
         if not events:
             return text + "\n\nEvents: none"
@@ -252,7 +292,7 @@ class KubernetesBackend(Backend):
                     obj = self._call_json(self._core.read_namespaced_pod, pod, namespace)
                 else:
                     obj = self._call_json(self._batch.read_namespaced_job, name, namespace)
-            except Exception as exc:  # noqa: BLE001 - one line for the user, not the client's HTTP dump
+            except Exception as exc:
                 raise BackendError(f"cannot read {job_id_}: {error_text(exc)}") from None
             obj.get("metadata", {}).pop("managedFields", None)  # noise, as kubectl get -o yaml hides it
             return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
@@ -263,20 +303,33 @@ class KubernetesBackend(Backend):
         rows = []
         for name in names:
             response = self._core.list_namespaced_event(
-                namespace, field_selector=f"involvedObject.name={name}", _preload_content=False,
-                _request_timeout=(self.connect_timeout, self.request_timeout))
+                namespace,
+                field_selector=f"involvedObject.name={name}",
+                _preload_content=False,
+                _request_timeout=(self.connect_timeout, self.request_timeout),
+            )
             try:
                 data = json.loads(response.data)
             finally:
                 response.release_conn()
             for ev in data.get("items") or ():
                 obj = ev.get("involvedObject") or {}
-                stamp = ev.get("lastTimestamp") or ev.get("eventTime") or (ev.get("metadata") or {}).get(
-                    "creationTimestamp") or ""
+                stamp = (
+                    ev.get("lastTimestamp")
+                    or ev.get("eventTime")
+                    or (ev.get("metadata") or {}).get("creationTimestamp")
+                    or ""
+                )
                 when = parse_time(stamp)
-                rows.append((when.strftime("%Y-%m-%d %H:%M:%S") if when else "-", ev.get("type") or "",
-                             ev.get("reason") or "", f"{(obj.get('kind') or '').lower()}/{obj.get('name', '')}",
-                             " ".join((ev.get("message") or "").split())))
+                rows.append(
+                    (
+                        when.strftime("%Y-%m-%d %H:%M:%S") if when else "-",
+                        ev.get("type") or "",
+                        ev.get("reason") or "",
+                        f"{(obj.get('kind') or '').lower()}/{obj.get('name', '')}",
+                        " ".join((ev.get("message") or "").split()),
+                    )
+                )
         rows.sort(key=lambda r: r[0])
         return rows
 
@@ -294,8 +347,9 @@ class KubernetesBackend(Backend):
             current = jobs.items.get((namespace, name))
             return current is None or current.condition in ("Complete", "Failed") or current.deleting
 
-        async for line in merged_logs(self._core, job_id_, lambda: self._job_pods(namespace, name, pod),
-                                      rank_of, follow, finished):
+        async for line in merged_logs(
+            self._core, job_id_, lambda: self._job_pods(namespace, name, pod), rank_of, follow, finished
+        ):
             yield line
 
     def invalidate(self) -> None:
@@ -332,12 +386,25 @@ class KubernetesBackend(Backend):
             fields.append(ff.launcher(manifests.LAUNCHERS))
         fields += ff.resources(kind)
         fields += [
-            replace(ff.MOUNTS_FIELD, help="One source:target[:ro] a line; source is pvc:CLAIM[/SUBPATH], "
-                    "nfs://SERVER/PATH or a path on the node"),
-            ff.FormField("kubernetes.namespace", "Namespace", "Where the Job is created",
-                         default=str(self.config.options.get("namespace") or ""), placeholder="the kubeconfig's"),
-            ff.FormField("kubernetes.node_selector", "Node selector", "label: value lines (the pods' nodeSelector)",
-                         kind=ff.MAPPING, lines=2),
+            replace(
+                ff.MOUNTS_FIELD,
+                help="One source:target[:ro] a line; source is pvc:CLAIM[/SUBPATH], "
+                "nfs://SERVER/PATH or a path on the node",
+            ),
+            ff.FormField(
+                "kubernetes.namespace",
+                "Namespace",
+                "Where the Job is created",
+                default=str(self.config.options.get("namespace") or ""),
+                placeholder="the kubeconfig's",
+            ),
+            ff.FormField(
+                "kubernetes.node_selector",
+                "Node selector",
+                "label: value lines (the pods' nodeSelector)",
+                kind=ff.MAPPING,
+                lines=2,
+            ),
             ff.FormField("kubernetes.priority_class", "Priority", "priorityClassName"),
             ff.ENV_FIELD,
         ]
@@ -346,8 +413,10 @@ class KubernetesBackend(Backend):
     def _render(self, spec: JobSpec) -> str:
         namespace = spec.kubernetes.get("namespace") or self.namespace
         objects = manifests.manifests(spec, manifests.content_token(spec), namespace, _user())
-        return ("# metadata.name gets a fresh random suffix at each submit; a retried submit reuses it\n"
-                + manifests.to_yaml(objects))
+        return (
+            "# metadata.name gets a fresh random suffix at each submit; a retried submit reuses it\n"
+            + manifests.to_yaml(objects)
+        )
 
     @property
     def submit_budget(self) -> float:
@@ -363,24 +432,33 @@ class KubernetesBackend(Backend):
         objects = manifests.manifests(spec, token, namespace, _user())
         job = objects[0]
         deadline = asyncio.get_running_loop().time() + SUBMIT_BUDGET
-        created = await self._create("Job", self._batch.create_namespaced_job, self._batch.read_namespaced_job,
-                                     namespace, job, token, deadline)
+        created = await self._create(
+            "Job", self._batch.create_namespaced_job, self._batch.read_namespaced_job, namespace, job, token, deadline
+        )
         for extra in objects[1:]:
             uid = (created.get("metadata") or {}).get("uid")
             if uid:
-                extra["metadata"]["ownerReferences"] = [{
-                    "apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"], "uid": uid}]
+                extra["metadata"]["ownerReferences"] = [
+                    {"apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"], "uid": uid}
+                ]
             try:
-                await self._create("Service", self._core.create_namespaced_service,
-                                   self._core.read_namespaced_service, namespace, extra, token,
-                                   max(deadline, asyncio.get_running_loop().time() + 2 * self.request_timeout))
+                await self._create(
+                    "Service",
+                    self._core.create_namespaced_service,
+                    self._core.read_namespaced_service,
+                    namespace,
+                    extra,
+                    token,
+                    max(deadline, asyncio.get_running_loop().time() + 2 * self.request_timeout),
+                )
             except BackendError as exc:
-                raise BackendError(f"job {namespace}/{job['metadata']['name']} was created but its Service "
-                                   f"failed ({exc}); cancel it and submit again") from None
+                raise BackendError(
+                    f"job {namespace}/{job['metadata']['name']} was created but its Service "
+                    f"failed ({exc}); cancel it and submit again"
+                ) from None
         return job_id(namespace, job["metadata"]["name"])
 
-    async def _create(self, kind: str, create, read, namespace: str, body: dict, token: str,
-                      deadline: float) -> dict:
+    async def _create(self, kind: str, create, read, namespace: str, body: dict, token: str, deadline: float) -> dict:
         """Create ``body``, retrying timeouts and 5xx with the same name until ``deadline``; a 409 on
         an object carrying our submit id means an earlier attempt got through."""
         loop = asyncio.get_running_loop()
@@ -389,21 +467,24 @@ class KubernetesBackend(Backend):
         sent = False  # some attempt may have reached the server
         for attempt in range(CREATE_ATTEMPTS):
             if attempt:
-                pause = min(4.0, 0.5 * 2 ** attempt)
+                pause = min(4.0, 0.5 * 2**attempt)
                 if loop.time() + pause + 1.0 > deadline:
                     break
                 await asyncio.sleep(pause)
             timeout = max(1.0, min(self.request_timeout, deadline - loop.time()))
             try:
                 return await asyncio.to_thread(self._call_json, create, namespace, body, timeout=timeout)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 status = getattr(exc, "status", None)
                 if status == 409:
                     try:
                         existing = await asyncio.to_thread(self._call_json, read, name, namespace)
-                    except Exception as read_exc:  # noqa: BLE001
-                        raise SubmitUnknown(self.name, token, f"{kind} {namespace}/{name} exists but cannot "
-                                                              f"be read: {error_text(read_exc)}") from None
+                    except Exception as read_exc:
+                        raise SubmitUnknown(
+                            self.name,
+                            token,
+                            f"{kind} {namespace}/{name} exists but cannot be read: {error_text(read_exc)}",
+                        ) from None
                     annotations = (existing.get("metadata") or {}).get("annotations") or {}
                     if annotations.get(manifests.ANN_SUBMIT_ID) == token:
                         return existing  # our earlier attempt got through: not a second job
@@ -417,8 +498,12 @@ class KubernetesBackend(Backend):
         raise BackendError(f"could not create {kind} {namespace}/{name}: {last}")
 
     def _call_json(self, method, *args, timeout: float | None = None, **kwargs) -> dict:
-        response = method(*args, **kwargs, _preload_content=False,
-                          _request_timeout=(self.connect_timeout, timeout or self.request_timeout))
+        response = method(
+            *args,
+            **kwargs,
+            _preload_content=False,
+            _request_timeout=(self.connect_timeout, timeout or self.request_timeout),
+        )
         try:
             return json.loads(response.data or b"{}")
         finally:
@@ -433,15 +518,14 @@ class KubernetesBackend(Backend):
 
         def delete() -> None:
             try:
-                self._call_json(self._batch.delete_namespaced_job, name, namespace,
-                                propagation_policy="Background")
-            except Exception as exc:  # noqa: BLE001
+                self._call_json(self._batch.delete_namespaced_job, name, namespace, propagation_policy="Background")
+            except Exception as exc:
                 if getattr(exc, "status", None) == 404:
                     raise BackendError(f"no job {job_id_!r} on cluster {self.name!r}") from None
                 raise BackendError(f"cancel {job_id_}: {error_text(exc)}") from None
             try:
                 self._call_json(self._core.delete_namespaced_service, name, namespace)
-            except Exception as exc:  # noqa: BLE001 - single jobs have no Service
+            except Exception as exc:
                 if getattr(exc, "status", None) != 404:
                     raise BackendError(f"job deleted, but its Service: {error_text(exc)}") from None
 

@@ -15,7 +15,8 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 WATCH_SECONDS = 120  # server-side timeoutSeconds of one watch request
@@ -24,7 +25,6 @@ LIST_READ_TIMEOUT = 60.0
 READ_SLACK = 30.0  # a watch read may be quiet this much longer than WATCH_SECONDS
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
-
 
 
 @contextlib.contextmanager
@@ -37,6 +37,7 @@ def _gc_paused():
     finally:
         if was_enabled:
             gc.enable()
+
 
 class Gone(Exception):
     """The watch's resourceVersion is too old (HTTP 410 or an ERROR event with code 410)."""
@@ -73,9 +74,15 @@ def _object_key(obj: dict) -> tuple[str, str]:
 class Reflector:
     """List-then-watch of one resource into a dict of extracted records, in a daemon thread."""
 
-    def __init__(self, resource: str, list_call: Callable[..., Any], extract: Callable[[dict], Any],
-                 on_change: Callable[[], None] | None = None, connect_timeout: float = CONNECT_TIMEOUT,
-                 watch_seconds: int = WATCH_SECONDS):
+    def __init__(
+        self,
+        resource: str,
+        list_call: Callable[..., Any],
+        extract: Callable[[dict], Any],
+        on_change: Callable[[], None] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        watch_seconds: int = WATCH_SECONDS,
+    ):
         self.resource = resource
         self.list_call = list_call
         self.extract = extract
@@ -141,7 +148,7 @@ class Reflector:
                 self._watch()  # returns when the server ends the stream: re-watch from our resourceVersion
             except Gone:
                 need_list = True
-            except Exception as exc:  # noqa: BLE001 - every failure is retried with backoff
+            except Exception as exc:
                 if self._stop.is_set():
                     break
                 if self.error is None:  # once per outage, with the traceback
@@ -155,8 +162,7 @@ class Reflector:
                 delay = min(BACKOFF_MAX, delay * 2)
 
     def _list(self) -> None:
-        response = self.list_call(_preload_content=False,
-                                  _request_timeout=(self.connect_timeout, LIST_READ_TIMEOUT))
+        response = self.list_call(_preload_content=False, _request_timeout=(self.connect_timeout, LIST_READ_TIMEOUT))
         try:
             body = response.data
         finally:
@@ -182,8 +188,11 @@ class Reflector:
     def _watch(self) -> None:
         try:
             response = self.list_call(
-                watch=True, resource_version=self.resource_version, timeout_seconds=self.watch_seconds,
-                allow_watch_bookmarks=True, _preload_content=False,
+                watch=True,
+                resource_version=self.resource_version,
+                timeout_seconds=self.watch_seconds,
+                allow_watch_bookmarks=True,
+                _preload_content=False,
                 _request_timeout=(self.connect_timeout, self.watch_seconds + READ_SLACK),
             )
         except Exception as exc:
@@ -251,7 +260,7 @@ def _shutdown(response) -> None:
             shutdown()
         response.close()  # a half-read stream's connection must never go back to the pool open
         response.release_conn()
-    except Exception:  # noqa: BLE001 - best effort
+    except Exception:
         pass
 
 

@@ -7,7 +7,7 @@ Pure functions, no I/O, cheap enough for tens of thousands of watch events per s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 GPU_SUFFIX = "/gpu"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
@@ -19,8 +19,15 @@ ANN_KIND = "yanflow.io/kind"
 ANN_USER = "yanflow.io/user"
 ANN_COMMAND = "yanflow.io/command"
 ANN_SUBMIT_ID = "yanflow.io/submit-id"
-WAITING_REASONS = ("ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff", "CreateContainerConfigError",
-                   "InvalidImageName", "CreateContainerError", "RunContainerError")
+WAITING_REASONS = (
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "InvalidImageName",
+    "CreateContainerError",
+    "RunContainerError",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +102,7 @@ def parse_time(value: str) -> datetime | None:
     if not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
     except ValueError:
         return None
 
@@ -120,8 +127,19 @@ def quantity(value) -> float:
 
 
 _SUFFIXES = (
-    ("Ki", 2**10), ("Mi", 2**20), ("Gi", 2**30), ("Ti", 2**40), ("Pi", 2**50), ("Ei", 2**60),
-    ("m", 1e-3), ("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12), ("P", 1e15), ("E", 1e18),
+    ("Ki", 2**10),
+    ("Mi", 2**20),
+    ("Gi", 2**30),
+    ("Ti", 2**40),
+    ("Pi", 2**50),
+    ("Ei", 2**60),
+    ("m", 1e-3),
+    ("k", 1e3),
+    ("M", 1e6),
+    ("G", 1e9),
+    ("T", 1e12),
+    ("P", 1e15),
+    ("E", 1e18),
 )
 
 
@@ -152,8 +170,7 @@ def node_info(obj: dict) -> NodeInfo:
     taints = tuple(
         f"{t.get('key', '')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect', '')}"
         for t in spec.get("taints") or ()
-        if t.get("effect") in ("NoSchedule", "NoExecute")
-        and t.get("key") != "node.kubernetes.io/unschedulable"
+        if t.get("effect") in ("NoSchedule", "NoExecute") and t.get("key") != "node.kubernetes.io/unschedulable"
     )
     pool = next((labels[k] for k in POOL_LABELS if labels.get(k)), "")
     return NodeInfo(

@@ -38,12 +38,16 @@ def parse_id(job_id: str) -> tuple[str, str, str | None]:
         raise BackendError(f"not a Kubernetes job id: {job_id!r} (expected namespace/name or namespace/name/pod)")
     namespace, name, pod = parts[0], parts[1], parts[2] if len(parts) == 3 else None
     if not is_label(namespace):
-        raise BackendError(f"not a Kubernetes job id: {job_id!r}: namespace {namespace!r} is not a DNS-1123 label "
-                           "(lowercase letters, digits and '-', at most 63)")
+        raise BackendError(
+            f"not a Kubernetes job id: {job_id!r}: namespace {namespace!r} is not a DNS-1123 label "
+            "(lowercase letters, digits and '-', at most 63)"
+        )
     for what, value in (("name", name), ("pod", pod)):
         if value is not None and not is_subdomain(value):
-            raise BackendError(f"not a Kubernetes job id: {job_id!r}: {what} {value!r} is not a DNS-1123 name "
-                               "(lowercase letters, digits, '-' and '.', at most 253)")
+            raise BackendError(
+                f"not a Kubernetes job id: {job_id!r}: {what} {value!r} is not a DNS-1123 name "
+                "(lowercase letters, digits, '-' and '.', at most 253)"
+            )
     return namespace, name, pod
 
 

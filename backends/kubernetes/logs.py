@@ -16,8 +16,8 @@ import asyncio
 import re
 import threading
 import time
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
-from typing import AsyncIterator, Callable
 
 from yanflow_tui.backends.kubernetes.cache import CONNECT_TIMEOUT, _shutdown
 from yanflow_tui.backends.kubernetes.extract import PodInfo
@@ -33,8 +33,16 @@ _DONE = object()
 class PodLogReader:
     """Reads one pod's log in a thread; calls ``emit(list[LogLine])`` for each batch of lines."""
 
-    def __init__(self, core, pod: PodInfo, job_id: str, source: str, follow: bool,
-                 emit: Callable[[object], None], pod_alive: Callable[[], bool]):
+    def __init__(
+        self,
+        core,
+        pod: PodInfo,
+        job_id: str,
+        source: str,
+        follow: bool,
+        emit: Callable[[object], None],
+        pod_alive: Callable[[], bool],
+    ):
         self.core = core
         self.pod = pod
         self.job_id = job_id
@@ -71,11 +79,17 @@ class PodLogReader:
         if since_time:
             query.append(("sinceTime", since_time))
         return self.core.api_client.call_api(
-            "/api/v1/namespaces/{namespace}/pods/{name}/log", "GET",
-            {"namespace": self.pod.namespace, "name": self.pod.name}, query, {"Accept": "text/plain"},
-            auth_settings=["BearerToken"], response_types_map={200: "str"}, _return_http_data_only=True,
+            "/api/v1/namespaces/{namespace}/pods/{name}/log",
+            "GET",
+            {"namespace": self.pod.namespace, "name": self.pod.name},
+            query,
+            {"Accept": "text/plain"},
+            auth_settings=["BearerToken"],
+            response_types_map={200: "str"},
+            _return_http_data_only=True,
             _preload_content=False,
-            _request_timeout=(CONNECT_TIMEOUT, FOLLOW_READ_TIMEOUT if follow else READ_TIMEOUT))
+            _request_timeout=(CONNECT_TIMEOUT, FOLLOW_READ_TIMEOUT if follow else READ_TIMEOUT),
+        )
 
     def _status(self, text: str, source: str) -> None:
         self.emit([LogLine(self.job_id, text, source, status=True)])
@@ -92,12 +106,11 @@ class PodLogReader:
                 since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._last[0]))
             try:
                 response = self._open(follow, previous, since)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 status = getattr(exc, "status", None)
                 if previous or not follow or status in (404, 403) or not self.pod_alive():
                     if status not in (400, 404):  # 400: not started yet / no previous container
-                        self.emit([LogLine(self.job_id, f"[log unavailable: {status or type(exc).__name__}]",
-                                           source)])
+                        self.emit([LogLine(self.job_id, f"[log unavailable: {status or type(exc).__name__}]", source)])
                     return
                 if self._last is not None and not outage:  # it was streaming: say so while it is away
                     outage = _reason(exc)
@@ -111,7 +124,7 @@ class PodLogReader:
             leftover = b""
             try:
                 leftover = self._pump(response, source)
-            except Exception as exc:  # noqa: BLE001 - read timeout or a dropped connection: reconnect
+            except Exception as exc:
                 if not follow or not self.pod_alive():
                     return
                 if "Timeout" not in type(exc).__name__:  # a quiet log's read timeout is no outage
@@ -191,8 +204,14 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:120]}" if text else type(exc).__name__
 
 
-async def merged_logs(core, job_id: str, pods: Callable[[], list[PodInfo]], rank_of: Callable[[PodInfo], str],
-                      follow: bool, finished: Callable[[], bool]) -> AsyncIterator[LogLine]:
+async def merged_logs(
+    core,
+    job_id: str,
+    pods: Callable[[], list[PodInfo]],
+    rank_of: Callable[[PodInfo], str],
+    follow: bool,
+    finished: Callable[[], bool],
+) -> AsyncIterator[LogLine]:
     """Lines from every pod ``pods()`` returns (re-asked while following, so late pods join),
     merged in arrival order. Ends when every reader is done and, with ``follow``, the job finished."""
     loop = asyncio.get_running_loop()
@@ -210,7 +229,7 @@ async def merged_logs(core, job_id: str, pods: Callable[[], list[PodInfo]], rank
         for pod in pods():
             if pod.name in readers:
                 continue
-            alive = (lambda name=pod.name: any(p.name == name and not p.terminal for p in pods()))
+            alive = lambda name=pod.name: any(p.name == name and not p.terminal for p in pods())
             reader = PodLogReader(core, pod, job_id, rank_of(pod), follow, emit, alive)
             readers[pod.name] = reader
             reader.start()
@@ -220,7 +239,7 @@ async def merged_logs(core, job_id: str, pods: Callable[[], list[PodInfo]], rank
         while True:
             try:
                 item = await asyncio.wait_for(queue.get(), POLL_SECONDS)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 if follow:
                     start_new()
                 if done >= len(readers) and (not follow or finished()):

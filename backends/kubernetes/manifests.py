@@ -18,8 +18,15 @@ from typing import Any
 
 import yaml
 
-from yanflow_tui.backends.kubernetes.extract import ANN_COMMAND, ANN_KIND, ANN_NAME, ANN_SUBMIT_ID, ANN_USER, INDEX_ANNOTATION
 from yanflow_tui import launchers
+from yanflow_tui.backends.kubernetes.extract import (
+    ANN_COMMAND,
+    ANN_KIND,
+    ANN_NAME,
+    ANN_SUBMIT_ID,
+    ANN_USER,
+    INDEX_ANNOTATION,
+)
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import JobKind, JobSpec
 
@@ -32,6 +39,7 @@ JOB_LABEL = "yanflow.io/job"
 NAME_PREFIX_MAX = 40
 LAUNCHERS = tuple(name for name in launchers.LAUNCHERS if name != "horovod")  # horovod: MPI Operator
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
 
 def dns_name(name: str, token: str) -> str:
     """A DNS-1035 label from any spec name plus a short token: ``[a-z]([-a-z0-9]*[a-z0-9])?``."""
@@ -62,14 +70,18 @@ def check(spec: JobSpec) -> None:
     """Raise ``BackendError`` for what Kubernetes cannot run as asked."""
     opts = spec.kubernetes
     if spec.launcher == "horovod":
-        raise BackendError("launcher: horovod needs MPI (or SSH) between the pods, which a batch/v1 Job does "
-                           "not set up; run it as an MPIJob with the Kubeflow MPI Operator, or use torchrun, "
-                           "deepspeed or accelerate")
+        raise BackendError(
+            "launcher: horovod needs MPI (or SSH) between the pods, which a batch/v1 Job does "
+            "not set up; run it as an MPIJob with the Kubeflow MPI Operator, or use torchrun, "
+            "deepspeed or accelerate"
+        )
     if spec.kind is JobKind.MULTI_NODE:
         clash = sorted(set(spec.env) & set(launchers.RESERVED_ENV))
         if clash:
-            raise BackendError(f"env: {', '.join(clash)} are set by the launcher for multi-node jobs; "
-                               "use kubernetes.master_port to change the port")
+            raise BackendError(
+                f"env: {', '.join(clash)} are set by the launcher for multi-node jobs; "
+                "use kubernetes.master_port to change the port"
+            )
     namespace = opts.get("namespace")
     if namespace is not None and not _DNS_LABEL.match(namespace):
         raise BackendError(f"kubernetes.namespace: not a valid namespace name: {namespace!r}")
@@ -102,8 +114,9 @@ def volume(source: str, index: int) -> tuple[dict, str | None]:
         return {"name": name, "nfs": {"server": server, "path": "/" + path}}, None
     if source.startswith("/"):
         return {"name": name, "hostPath": {"path": source}}, None
-    raise BackendError(f"mounts[{index}].source: expected pvc:CLAIM[/SUBPATH], nfs://SERVER/PATH or an "
-                       f"absolute path, got {source!r}")
+    raise BackendError(
+        f"mounts[{index}].source: expected pvc:CLAIM[/SUBPATH], nfs://SERVER/PATH or an absolute path, got {source!r}"
+    )
 
 
 def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list[dict[str, Any]]:
@@ -117,8 +130,12 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
     gpu_resource = opts.get("gpu_resource") or DEFAULT_GPU_RESOURCE
     port = opts.get("master_port", DEFAULT_MASTER_PORT)
     labels = {"app.kubernetes.io/managed-by": MANAGED_BY, JOB_LABEL: name}
-    annotations = {ANN_NAME: spec.name, ANN_KIND: spec.kind.value, ANN_SUBMIT_ID: token,
-                   ANN_COMMAND: spec.command_text[:1000]}
+    annotations = {
+        ANN_NAME: spec.name,
+        ANN_KIND: spec.kind.value,
+        ANN_SUBMIT_ID: token,
+        ANN_COMMAND: spec.command_text[:1000],
+    }
     if user:
         annotations[ANN_USER] = user
 
@@ -129,8 +146,10 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
             {"name": "MASTER_ADDR", "value": master},
             {"name": "MASTER_PORT", "value": str(port)},
             {"name": "NNODES", "value": str(nodes)},
-            {"name": "NODE_RANK", "valueFrom": {"fieldRef": {
-                "fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}},
+            {
+                "name": "NODE_RANK",
+                "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}},
+            },
             {"name": "NPROC_PER_NODE", "value": str(max(1, gpus))},
             {"name": "WORLD_SIZE", "value": str(nodes * max(1, gpus))},
         ]
@@ -169,10 +188,16 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
         pod_spec["volumes"] = volumes
     if multi:
         pod_spec["subdomain"] = name
-        pod_spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-            "labelSelector": {"matchLabels": {JOB_LABEL: name}},
-            "topologyKey": "kubernetes.io/hostname",
-        }]}}
+        pod_spec["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {JOB_LABEL: name}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        }
     if opts.get("node_selector"):
         pod_spec["nodeSelector"] = {str(k): str(v) for k, v in opts["node_selector"].items()}
     if opts.get("tolerations"):
@@ -190,19 +215,31 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
     if multi:
         job_spec.update(completionMode="Indexed", completions=nodes, parallelism=nodes)
     job = {
-        "apiVersion": "batch/v1", "kind": "Job",
+        "apiVersion": "batch/v1",
+        "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations},
         "spec": job_spec,
     }
     out = [job]
     if multi:
-        out.append({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels),
-                         "annotations": {ANN_SUBMIT_ID: token}},
-            "spec": {"clusterIP": "None", "selector": {JOB_LABEL: name},
-                     "ports": [{"name": "rendezvous", "port": port}], "publishNotReadyAddresses": True},
-        })
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": dict(labels),
+                    "annotations": {ANN_SUBMIT_ID: token},
+                },
+                "spec": {
+                    "clusterIP": "None",
+                    "selector": {JOB_LABEL: name},
+                    "ports": [{"name": "rendezvous", "port": port}],
+                    "publishNotReadyAddresses": True,
+                },
+            }
+        )
     return out
 
 

@@ -4,7 +4,7 @@ children), Nodes with a notional per-index GPU map, and normalised job states. P
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from yanflow_tui.backends.kubernetes.extract import WAITING_REASONS, JobInfo, NodeInfo, PodInfo, parse_time
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
@@ -30,7 +30,9 @@ def pod_state(pod: PodInfo) -> JobState:
     if pod.deleting and not pod.terminal:
         return JobState.COMPLETING
     return {
-        "Pending": JobState.PENDING, "Running": JobState.RUNNING, "Succeeded": JobState.COMPLETED,
+        "Pending": JobState.PENDING,
+        "Running": JobState.RUNNING,
+        "Succeeded": JobState.COMPLETED,
         "Failed": JobState.FAILED,
     }.get(pod.phase, JobState.UNKNOWN)
 
@@ -82,30 +84,56 @@ def build_jobs(cluster: str, jobs: Iterable[JobInfo], pods: Iterable[PodInfo]) -
             exit_code = 0
         pods_text = ", ".join(p.name for p in job_pods) or "-"
         details = (
-            ("Namespace", info.namespace), ("Kubernetes name", info.name), ("Image", info.image or "-"),
+            ("Namespace", info.namespace),
+            ("Kubernetes name", info.name),
+            ("Image", info.image or "-"),
             ("Pods", f"{info.active} active, {info.succeeded} succeeded, {info.failed} failed"),
             ("Pod names", pods_text),
         ) + ((("Message", info.condition_message),) if info.condition_message else ())
-        out.append(Job(
-            id=jid, cluster=cluster, name=info.display_name, user=info.user, state=state, raw_state=raw,
-            reason=reason, nodes=tuple(sorted({p.node for p in live if p.node})),
-            gpus=info.gpus_per_pod * max(1, info.parallelism if multi else 1),
-            submit_time=parse_time(info.created), start_time=parse_time(info.started),
-            end_time=parse_time(info.finished), kind=kind, exit_code=exit_code, command=info.command,
-            details=details,
-        ))
+        out.append(
+            Job(
+                id=jid,
+                cluster=cluster,
+                name=info.display_name,
+                user=info.user,
+                state=state,
+                raw_state=raw,
+                reason=reason,
+                nodes=tuple(sorted({p.node for p in live if p.node})),
+                gpus=info.gpus_per_pod * max(1, info.parallelism if multi else 1),
+                submit_time=parse_time(info.created),
+                start_time=parse_time(info.started),
+                end_time=parse_time(info.finished),
+                kind=kind,
+                exit_code=exit_code,
+                command=info.command,
+                details=details,
+            )
+        )
         if multi:
             for pod in job_pods:
                 pstate = pod_state(pod)
-                out.append(Job(
-                    id=pod_job_id(pod), cluster=cluster, name=f"{info.display_name} [{rank_label(pod)}]",
-                    user=info.user, state=pstate, raw_state=pod.phase, reason=pod.reason,
-                    nodes=(pod.node,) if pod.node else (), gpus=pod.gpus, submit_time=parse_time(pod.created),
-                    start_time=parse_time(pod.started), kind=JobKind.MULTI_NODE, exit_code=pod.exit_code,
-                    command=info.command, parent=jid,
-                    details=(("Pod", pod.name), ("Namespace", pod.namespace), ("Restarts", str(pod.restarts)))
-                    + ((("Message", pod.message),) if pod.message else ()),
-                ))
+                out.append(
+                    Job(
+                        id=pod_job_id(pod),
+                        cluster=cluster,
+                        name=f"{info.display_name} [{rank_label(pod)}]",
+                        user=info.user,
+                        state=pstate,
+                        raw_state=pod.phase,
+                        reason=pod.reason,
+                        nodes=(pod.node,) if pod.node else (),
+                        gpus=pod.gpus,
+                        submit_time=parse_time(pod.created),
+                        start_time=parse_time(pod.started),
+                        kind=JobKind.MULTI_NODE,
+                        exit_code=pod.exit_code,
+                        command=info.command,
+                        parent=jid,
+                        details=(("Pod", pod.name), ("Namespace", pod.namespace), ("Restarts", str(pod.restarts)))
+                        + ((("Message", pod.message),) if pod.message else ()),
+                    )
+                )
     return out
 
 
@@ -137,13 +165,24 @@ def build_nodes(cluster: str, nodes: Iterable[NodeInfo], pods: Iterable[PodInfo]
         allocated = len(gpus)
         free_state = GpuState.FREE if state in ("ready", "tainted") else GpuState.UNAVAILABLE
         while len(gpus) < info.gpus:
-            gpus.append(Gpu(len(gpus), free_state, name=info.gpu_product,
-                            reason="" if free_state is GpuState.FREE else state))
-        out.append(Node(
-            cluster=cluster, name=info.name, state=state, partitions=(info.pool,) if info.pool else (),
-            cpus_total=info.cpus_milli // 1000, cpus_allocated=sum(p.cpus_milli for p in pods_here) // 1000,
-            memory_mb=info.memory_mb, memory_allocated_mb=sum(p.memory_mb for p in pods_here),
-            gpu_type=info.gpu_product, gpus_total=info.gpus, gpus_allocated=allocated, gpus=tuple(gpus),
-            reason=reason,
-        ))
+            gpus.append(
+                Gpu(len(gpus), free_state, name=info.gpu_product, reason="" if free_state is GpuState.FREE else state)
+            )
+        out.append(
+            Node(
+                cluster=cluster,
+                name=info.name,
+                state=state,
+                partitions=(info.pool,) if info.pool else (),
+                cpus_total=info.cpus_milli // 1000,
+                cpus_allocated=sum(p.cpus_milli for p in pods_here) // 1000,
+                memory_mb=info.memory_mb,
+                memory_allocated_mb=sum(p.memory_mb for p in pods_here),
+                gpu_type=info.gpu_product,
+                gpus_total=info.gpus,
+                gpus_allocated=allocated,
+                gpus=tuple(gpus),
+                reason=reason,
+            )
+        )
     return out

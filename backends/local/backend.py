@@ -19,19 +19,20 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import AsyncIterator
 
 import yaml
 
-from yanflow_tui import formfields as ff, locations
-from yanflow_tui.backends.local import procs, runner, scheduler
+from yanflow_tui import formfields as ff
+from yanflow_tui import locations
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
-from yanflow_tui.backends.local.store import JobRow, LocalStore
+from yanflow_tui.backends.local import procs, runner, scheduler
 from yanflow_tui.backends.local.nvml import GpuReading, NvmlProbe
+from yanflow_tui.backends.local.store import JobRow, LocalStore
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, Node
@@ -68,7 +69,7 @@ def _memory_total_mb() -> int:
 
 
 def _when(stamp: float | None) -> datetime | None:
-    return datetime.fromtimestamp(stamp, tz=timezone.utc) if stamp else None
+    return datetime.fromtimestamp(stamp, tz=UTC) if stamp else None
 
 
 class LocalBackend(Backend):
@@ -86,8 +87,13 @@ class LocalBackend(Backend):
     )
     MONITOR_ONLY = "monitor_only"  # option discovery sets on a Slurm login node (a config cannot)
 
-    def __init__(self, config: ClusterConfig, state_dir: Path | None = None, probe: NvmlProbe | None = None,
-                 host: str | None = None):
+    def __init__(
+        self,
+        config: ClusterConfig,
+        state_dir: Path | None = None,
+        probe: NvmlProbe | None = None,
+        host: str | None = None,
+    ):
         super().__init__(config)
         self.state_dir = Path(state_dir) if state_dir else locations.state_dir()
         self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -102,8 +108,10 @@ class LocalBackend(Backend):
         if config.options.get(self.MONITOR_ONLY):
             # A login node found by discovery: shown, never given jobs, unless the config names it.
             self.capabilities = replace(type(self).capabilities, submit=False, job_kinds=frozenset())  # type: ignore[misc]
-            self.submit_refusal = (f"cluster {self.name!r} is this login node, shown for monitoring only; "
-                                   f"to run jobs on it, name it in the config with kind: local")
+            self.submit_refusal = (
+                f"cluster {self.name!r} is this login node, shown for monitoring only; "
+                f"to run jobs on it, name it in the config with kind: local"
+            )
 
     # -- reads ----------------------------------------------------------------------------------
     async def list_jobs(self) -> list[Job]:
@@ -128,8 +136,13 @@ class LocalBackend(Backend):
         job = self._job(row)
         fields = {k: v for k, v in row.spec_data.items() if k != "command"}  # the command is shown above
         spec = yaml.safe_dump(fields, sort_keys=False, allow_unicode=True).rstrip()
-        extra = [f"Log:       {self._log_path(row.id)}", f"PID:       {row.pid or '-'} (process group leader)", "",
-                 "Spec:", *(f"  {line}" for line in spec.splitlines())]
+        extra = [
+            f"Log:       {self._log_path(row.id)}",
+            f"PID:       {row.pid or '-'} (process group leader)",
+            "",
+            "Spec:",
+            *(f"  {line}" for line in spec.splitlines()),
+        ]
         return describe_job(job) + "\n" + "\n".join(extra)
 
     async def raw_spec(self, job_id: str) -> str:
@@ -176,9 +189,15 @@ class LocalBackend(Backend):
             state = GpuState.UNAVAILABLE
             reason = f"used outside yanflow by PID {', '.join(map(str, reading.pids[:3]))}"
         return Gpu(
-            index=reading.index, state=state, job_id=job_id, uuid=reading.uuid, name=reading.name,
-            utilization=reading.utilization, memory_used_mb=reading.memory_used_mb,
-            memory_total_mb=reading.memory_total_mb, reason=reason,
+            index=reading.index,
+            state=state,
+            job_id=job_id,
+            uuid=reading.uuid,
+            name=reading.name,
+            utilization=reading.utilization,
+            memory_used_mb=reading.memory_used_mb,
+            memory_total_mb=reading.memory_total_mb,
+            reason=reason,
         )
 
     async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
@@ -244,9 +263,7 @@ class LocalBackend(Backend):
         total = len(readings or [])
         if spec.resources.gpus > total:
             why = f" ({self.probe.reason})" if readings is None and self.probe.reason else ""
-            raise BackendError(
-                f"the job asks for {spec.resources.gpus} GPU(s) but this machine has {total}{why}"
-            )
+            raise BackendError(f"the job asks for {spec.resources.gpus} GPU(s) but this machine has {total}{why}")
         job_id = await asyncio.to_thread(
             self.store.insert,
             name=spec.name,
@@ -293,8 +310,10 @@ class LocalBackend(Backend):
         with self._lock():
             row = self._row(job_id)
             if not self._mine(row):
-                raise BackendError(f"job {job_id} runs on host {row.host}, not on {self.hostname}: "
-                                   f"cancel it from a console on {row.host}")
+                raise BackendError(
+                    f"job {job_id} runs on host {row.host}, not on {self.hostname}: "
+                    f"cancel it from a console on {row.host}"
+                )
             if row.state == "running":
                 self._settle(row)
                 row = self._row(job_id)
@@ -371,8 +390,12 @@ class LocalBackend(Backend):
             blocked = False
             for row in pending:
                 if known and row.gpus > len(readings):
-                    self.store.update(row.id, state="failed", end_time=time.time(),
-                                      reason=f"needs {row.gpus} GPU(s) but this machine has {len(readings)}")
+                    self.store.update(
+                        row.id,
+                        state="failed",
+                        end_time=time.time(),
+                        reason=f"needs {row.gpus} GPU(s) but this machine has {len(readings)}",
+                    )
                 elif row.gpus == 0:
                     self._start(row, [], gpus_present=bool(readings))
                 elif not blocked and row.gpus <= len(free):
@@ -386,12 +409,16 @@ class LocalBackend(Backend):
 
     def _start_scheduler(self) -> None:
         """Start the background scheduler so a waiting job starts even with no console open."""
-        self._helpers.append(subprocess.Popen(
-            [sys.executable, "-m", scheduler.__spec__.name, str(self.state_dir), self.name,
-             self.hostname],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
-        ))
+        self._helpers.append(
+            subprocess.Popen(
+                [sys.executable, "-m", scheduler.__spec__.name, str(self.state_dir), self.name, self.hostname],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
+        )
 
     def _settle(self, row: JobRow) -> None:
         exit_file = self.jobs_dir / str(row.id) / "exit"
@@ -404,8 +431,9 @@ class LocalBackend(Backend):
         if row.cancel_requested:
             self.store.update(row.id, state="cancelled", reason="cancelled by user", exit_code=code, end_time=now)
         elif code is None:
-            self.store.update(row.id, state="failed", reason="the job's process vanished without an exit status",
-                              end_time=now)
+            self.store.update(
+                row.id, state="failed", reason="the job's process vanished without an exit status", end_time=now
+            )
         elif code == 0:
             self.store.update(row.id, state="completed", reason="", exit_code=0, end_time=now)
         else:
@@ -429,8 +457,9 @@ class LocalBackend(Backend):
         command = spec["command"] if isinstance(spec["command"], str) else tuple(spec["command"])
         workdir = Path(spec.get("workdir") or "~").expanduser()
         if not workdir.is_dir():
-            self.store.update(row.id, state="failed", end_time=time.time(),
-                              reason=f"workdir {str(workdir)!r} is not a directory")
+            self.store.update(
+                row.id, state="failed", end_time=time.time(), reason=f"workdir {str(workdir)!r} is not a directory"
+            )
             return
         try:  # append-only, written by the job itself: opened in place, never through a symlink
             log_fd = locations.open_private(self._log_path(row.id), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
@@ -440,9 +469,13 @@ class LocalBackend(Backend):
         try:
             child = subprocess.Popen(
                 self._argv(command, job_dir / "exit"),
-                stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT,
-                cwd=workdir, env=env,
-                start_new_session=True, close_fds=True,
+                stdin=subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=subprocess.STDOUT,
+                cwd=workdir,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
             )
         except OSError as exc:
             self.store.update(row.id, state="failed", reason=f"cannot start: {exc}", end_time=time.time())
@@ -451,19 +484,35 @@ class LocalBackend(Backend):
             os.close(log_fd)
         self._children[row.id] = child
         self.store.update(
-            row.id, state="running", reason="", pid=child.pid, pid_start=procs.start_ticks(child.pid),
-            start_time=time.time(), gpu_indices=",".join(map(str, gpus)),
+            row.id,
+            state="running",
+            reason="",
+            pid=child.pid,
+            pid_start=procs.start_ticks(child.pid),
+            start_time=time.time(),
+            gpu_indices=",".join(map(str, gpus)),
         )
 
     def _job(self, row: JobRow) -> Job:
         host = row.host or self.hostname
         reason = row.reason if self._mine(row) else "; ".join(filter(None, [f"on host {host}", row.reason]))
         return Job(
-            id=str(row.id), cluster=self.name, name=row.name, user=row.user,
-            state=JobState(row.state), raw_state=row.state.upper(), reason=reason,
-            nodes=(host,) if row.state != "pending" else (), gpus=row.gpus, details=(("Host", host),),
-            submit_time=_when(row.submit_time), start_time=_when(row.start_time), end_time=_when(row.end_time),
-            kind=JobKind(row.kind), exit_code=row.exit_code, command=row.command,
+            id=str(row.id),
+            cluster=self.name,
+            name=row.name,
+            user=row.user,
+            state=JobState(row.state),
+            raw_state=row.state.upper(),
+            reason=reason,
+            nodes=(host,) if row.state != "pending" else (),
+            gpus=row.gpus,
+            details=(("Host", host),),
+            submit_time=_when(row.submit_time),
+            start_time=_when(row.start_time),
+            end_time=_when(row.end_time),
+            kind=JobKind(row.kind),
+            exit_code=row.exit_code,
+            command=row.command,
             gpu_indices=tuple(row.indices),
         )
 

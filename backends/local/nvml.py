@@ -10,7 +10,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-
 RETRY_SECONDS = 60.0
 
 

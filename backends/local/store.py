@@ -44,8 +44,26 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 """
 COLUMNS = (
-    "id", "name", "user", "kind", "spec", "command", "state", "reason", "gpus", "gpu_indices", "cpus",
-    "memory_mb", "submit_time", "start_time", "end_time", "exit_code", "pid", "pid_start", "cancel_requested", "host",
+    "id",
+    "name",
+    "user",
+    "kind",
+    "spec",
+    "command",
+    "state",
+    "reason",
+    "gpus",
+    "gpu_indices",
+    "cpus",
+    "memory_mb",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "exit_code",
+    "pid",
+    "pid_start",
+    "cancel_requested",
+    "host",
 )
 
 

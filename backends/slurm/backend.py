@@ -14,21 +14,23 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import AsyncIterator
 
-from yanflow_tui.backends.slurm import gpus
-from yanflow_tui.backends.slurm import history
-from yanflow_tui.backends.slurm import parse
+from yanflow_tui import formfields as ff
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.slurm import gpus, history, parse
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.script import render
-from yanflow_tui.capacity import Request
 from yanflow_tui.backends.slurm.transport import (
-    DEFAULT_TIMEOUT, LocalTransport, SshTransport, Transport, parse_ssh_option,
+    DEFAULT_TIMEOUT,
+    LocalTransport,
+    SshTransport,
+    Transport,
+    parse_ssh_option,
 )
+from yanflow_tui.capacity import Request
 from yanflow_tui.config import ClusterConfig
-from yanflow_tui import formfields as ff
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.model import Job, JobKind, JobSpec, JobState, LogLine, Node
 
@@ -51,9 +53,14 @@ _JOB_ID = re.compile(r"[0-9]+(_([0-9]+|\[[0-9,%-]+\]))?")  # ASCII digits (\d al
 class SlurmBackend(Backend):
     kind = "slurm"
     capabilities = Capabilities(
-        submit=True, cancel=True, logs=True, follow_logs=True,
-        job_kinds=frozenset({JobKind.SLURM, JobKind.SINGLE, JobKind.MULTI_NODE}), history=True,
-        raw_spec=True, submit_tags=True,
+        submit=True,
+        cancel=True,
+        logs=True,
+        follow_logs=True,
+        job_kinds=frozenset({JobKind.SLURM, JobKind.SINGLE, JobKind.MULTI_NODE}),
+        history=True,
+        raw_spec=True,
+        submit_tags=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -130,8 +137,7 @@ class SlurmBackend(Backend):
         if self.history_note or clock() - self._history_at < HISTORY_REFRESH and self._history_at:
             return
         self._history_at = clock()
-        result = await self.transport.run(
-            [*SACCT_JSON, "-X", "--starttime", history.starttime(self.history_window)])
+        result = await self.transport.run([*SACCT_JSON, "-X", "--starttime", history.starttime(self.history_window)])
         if not result.ok:
             text = result.error()
             if "accounting storage is disabled" in text.lower() or "slurmdbd" in text.lower():
@@ -169,7 +175,8 @@ class SlurmBackend(Backend):
             nodes = parse.parse_sinfo_json(parse._loads(result.stdout, "sinfo --json"), self.name)
         else:
             nodes = parse.parse_sinfo_text(
-                await self.transport.check(["sinfo", "-a", "-h", "-N", "-O", parse.SINFO_FORMAT]), self.name)
+                await self.transport.check(["sinfo", "-a", "-h", "-N", "-O", parse.SINFO_FORMAT]), self.name
+            )
         self._nodes, self._nodes_at = nodes, clock()
         return list(nodes)
 
@@ -331,21 +338,37 @@ class SlurmBackend(Backend):
         return render(spec, "DRY-RUN", self.defaults).text()
 
     def capacity_request(self, spec: JobSpec) -> Request:
-        return replace(super().capacity_request(spec), gpu_type=spec.slurm.get("gpu_type") or None,
-                       exclusive=bool(spec.slurm.get("exclusive")))
+        return replace(
+            super().capacity_request(spec),
+            gpu_type=spec.slurm.get("gpu_type") or None,
+            exclusive=bool(spec.slurm.get("exclusive")),
+        )
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
         fields = [ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind)]
-        fields.insert(fields.index(ff.CPUS), ff.FormField(
-            "slurm.gpu_type", "GPU type", "--gres=gpu:TYPE:N; empty takes any type", placeholder="any, e.g. a100"))
+        fields.insert(
+            fields.index(ff.CPUS),
+            ff.FormField(
+                "slurm.gpu_type", "GPU type", "--gres=gpu:TYPE:N; empty takes any type", placeholder="any, e.g. a100"
+            ),
+        )
         fields += [
-            ff.FormField("slurm.partition", "Partition", "-p; empty uses the cluster's default partition",
-                         default=self.defaults.get("partition", ""), pool=True),
+            ff.FormField(
+                "slurm.partition",
+                "Partition",
+                "-p; empty uses the cluster's default partition",
+                default=self.defaults.get("partition", ""),
+                pool=True,
+            ),
             ff.FormField("slurm.account", "Account", "-A", default=self.defaults.get("account", "")),
             ff.FormField("slurm.qos", "QOS", "--qos"),
             ff.FormField("slurm.time", "Time limit", "-t, e.g. 01:00:00 or 2-00:00:00"),
-            ff.FormField("slurm.output", "Output", "-o file; %j is the job id, %x the name",
-                         placeholder="slurm-%j.out in the workdir"),
+            ff.FormField(
+                "slurm.output",
+                "Output",
+                "-o file; %j is the job id, %x the name",
+                placeholder="slurm-%j.out in the workdir",
+            ),
         ]
         if kind is not JobKind.SINGLE:
             fields.append(ff.FormField("slurm.exclusive", "Exclusive", "--exclusive: whole nodes", kind=ff.FLAG))
@@ -386,8 +409,9 @@ class SlurmBackend(Backend):
         if found:
             return found
         if error:
-            raise SubmitUnknown(self.name, tag, f"sbatch said {result.error()!r}, and the tag cannot be "
-                                                f"looked up: {error}")
+            raise SubmitUnknown(
+                self.name, tag, f"sbatch said {result.error()!r}, and the tag cannot be looked up: {error}"
+            )
         raise BackendError(f"not submitted: sbatch refused the job: {result.error()}")
 
     async def _settle(self, tag: str, why: str) -> str:

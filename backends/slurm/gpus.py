@@ -6,8 +6,8 @@ says nothing of indices. Pure functions, no I/O."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Iterable, Mapping
 
 from yanflow_tui.backends.slurm.parse import expand_hostlist, parse_gres
 from yanflow_tui.model import GpuState, Job, JobState, Node
@@ -51,7 +51,8 @@ def with_holders(nodes: Iterable[Node], placements: Mapping[str, Placement]) -> 
             continue
         gpus = tuple(
             replace(g, job_id=holder[(node.name, g.index)], state=GpuState.ALLOCATED)
-            if (node.name, g.index) in holder else g
+            if (node.name, g.index) in holder
+            else g
             for g in node.gpus
         )
         out.append(replace(node, gpus=gpus))

@@ -20,7 +20,13 @@ from dataclasses import replace
 from typing import Any
 
 from yanflow_tui.backends.slurm.parse import (
-    RawJob, _int, _loads, expand_output_path, format_minutes, json_failure, raw_from_json,
+    RawJob,
+    _int,
+    _loads,
+    expand_output_path,
+    format_minutes,
+    json_failure,
+    raw_from_json,
 )
 from yanflow_tui.errors import BackendError
 
@@ -67,6 +73,7 @@ def widen(window: str) -> str:
 
 # -- sacct JSON ----------------------------------------------------------------------------------
 
+
 def _gpus_from_tres(tres: Any) -> int:
     """GPUs from sacct's ``tres.allocated`` list (``{"type": "gres", "name": "gpu", "count": 8}``);
     typed entries (``gpu:h100``) count when the untyped one is absent."""
@@ -103,8 +110,12 @@ def parse_sacct_json(text: str | bytes) -> list[RawJob]:
         fixed["time_limit"] = format_minutes(time.get("limit"))
         job = raw_from_json(fixed)
         exit_code = raw.get("exit_code") or {}
-        if (job.exit_code == 0 and isinstance(exit_code, dict) and exit_code.get("status") in ("SUCCESS", ["SUCCESS"])
-                and str(state.get("current")).strip("[]'\"").upper().startswith("FAILED")):
+        if (
+            job.exit_code == 0
+            and isinstance(exit_code, dict)
+            and exit_code.get("status") in ("SUCCESS", ["SUCCESS"])
+            and str(state.get("current")).strip("[]'\"").upper().startswith("FAILED")
+        ):
             job = replace(job, exit_code=None)  # 22.05 reports 0 for a failed job: unknown, not success
         out.append(replace(job, submit_line=str(raw.get("submit_line") or ""), script=str(raw.get("script") or "")))
     return out
@@ -142,7 +153,7 @@ def script_outputs(script: str) -> dict[str, str]:
         if stripped and not stripped.startswith("#"):
             break
         if stripped.startswith("#SBATCH"):
-            body = stripped[len("#SBATCH"):].split(" #", 1)[0]
+            body = stripped[len("#SBATCH") :].split(" #", 1)[0]
             try:
                 found.update(_outputs(shlex.split(body)))
             except ValueError:
@@ -155,7 +166,7 @@ def batch_script(sacct_output: str) -> str:
     lines = sacct_output.splitlines()
     for i, line in enumerate(lines[:3]):
         if line.startswith("----"):
-            body = "\n".join(lines[i + 1:]).strip("\n")
+            body = "\n".join(lines[i + 1 :]).strip("\n")
             return "" if body.strip() in ("", "NONE", "(null)") else body + "\n"
     return ""
 

@@ -13,8 +13,8 @@ iteration ends.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import AsyncIterator
 
 from yanflow_tui.backends.slurm.transport import CONNECT_TIMEOUT, LineStream, Transport
 from yanflow_tui.errors import BackendError
@@ -61,13 +61,14 @@ class FileFollower:
     async def _open(self, following: bool) -> LineStream:
         return await asyncio.wait_for(
             self.transport.read_from(self.path, self.offset, following, self.window, self.lines),
-            self.transport.timeout + CONNECT_TIMEOUT)
+            self.transport.timeout + CONNECT_TIMEOUT,
+        )
 
     async def _pause(self, attempt: int) -> None:
         delay = min(RECONNECT_MAX, RECONNECT_MIN * 2 ** (attempt - 1))
         try:
             await asyncio.wait_for(self._finish.wait(), delay)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             pass
 
     async def _chunks(self, stream: LineStream, following: bool) -> AsyncIterator[bytes]:
@@ -131,7 +132,7 @@ class FileFollower:
                             continue
                         yield raw.decode("utf-8", errors="replace")
                 ended = True
-            except (BackendError, asyncio.TimeoutError, TimeoutError) as exc:
+            except (BackendError, TimeoutError) as exc:
                 if not self.follow and (not opened or attempt + 1 >= READ_TRIES):
                     raise
                 if not opened:
@@ -162,8 +163,12 @@ class FileFollower:
             raise BackendError(f"cannot read {self.path}: unexpected output {header[:40]!r}") from None
         items = []
         if self.offset >= 0 and start != self.offset:
-            items.append(Status(f"the log is shorter than the {self.offset} bytes shown (truncated or "
-                                f"replaced): reading it again from the start"))
+            items.append(
+                Status(
+                    f"the log is shorter than the {self.offset} bytes shown (truncated or "
+                    f"replaced): reading it again from the start"
+                )
+            )
             self._skip_partial = False
         elif self.offset < 0:
             self._skip_partial = partial == 1

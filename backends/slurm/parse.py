@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
@@ -19,43 +20,80 @@ SEP = "\x1f"
 # squeue -o fields; the job name (the only free text a user chooses) is LAST, so a name holding the
 # delimiter still splits right. A newline in a name breaks the row count: the caller falls back to JSON.
 SQUEUE_FIELDS = (
-    ("job_id", "%A"), ("array_job_id", "%F"), ("array_task", "%K"), ("state", "%T"), ("reason", "%r"),
-    ("user", "%u"), ("node_count", "%D"), ("nodes", "%N"), ("tres_per_node", "%b"),
-    ("submit", "%V"), ("start", "%S"), ("end", "%e"), ("partition", "%P"), ("account", "%a"),
-    ("qos", "%q"), ("time_limit", "%l"), ("cpus", "%C"), ("display_id", "%i"), ("name", "%j"),
+    ("job_id", "%A"),
+    ("array_job_id", "%F"),
+    ("array_task", "%K"),
+    ("state", "%T"),
+    ("reason", "%r"),
+    ("user", "%u"),
+    ("node_count", "%D"),
+    ("nodes", "%N"),
+    ("tres_per_node", "%b"),
+    ("submit", "%V"),
+    ("start", "%S"),
+    ("end", "%e"),
+    ("partition", "%P"),
+    ("account", "%a"),
+    ("qos", "%q"),
+    ("time_limit", "%l"),
+    ("cpus", "%C"),
+    ("display_id", "%i"),
+    ("name", "%j"),
 )
 SQUEUE_FORMAT = SEP.join(code for _, code in SQUEUE_FIELDS)
 
-SINFO_FIELDS = ("NodeList", "StateLong", "Gres", "GresUsed", "Partition", "CPUsState", "Memory",
-                "AllocMem", "Reason")
-SINFO_FORMAT = ",".join(f"{f}:0{SEP}" if i < len(SINFO_FIELDS) - 1 else f"{f}:0"
-                        for i, f in enumerate(SINFO_FIELDS))
+SINFO_FIELDS = ("NodeList", "StateLong", "Gres", "GresUsed", "Partition", "CPUsState", "Memory", "AllocMem", "Reason")
+SINFO_FORMAT = ",".join(f"{f}:0{SEP}" if i < len(SINFO_FIELDS) - 1 else f"{f}:0" for i, f in enumerate(SINFO_FIELDS))
 
 _STATES: dict[str, JobState] = {
-    "PENDING": JobState.PENDING, "PD": JobState.PENDING,
-    "REQUEUED": JobState.PENDING, "RQ": JobState.PENDING,
-    "REQUEUE_HOLD": JobState.PENDING, "RH": JobState.PENDING,
-    "REQUEUE_FED": JobState.PENDING, "RF": JobState.PENDING,
-    "RESV_DEL_HOLD": JobState.PENDING, "RD": JobState.PENDING,
-    "CONFIGURING": JobState.PENDING, "CF": JobState.PENDING,
-    "RUNNING": JobState.RUNNING, "R": JobState.RUNNING,
-    "SUSPENDED": JobState.RUNNING, "S": JobState.RUNNING,
-    "STOPPED": JobState.RUNNING, "ST": JobState.RUNNING,
-    "SIGNALING": JobState.RUNNING, "SI": JobState.RUNNING,
-    "RESIZING": JobState.RUNNING, "RS": JobState.RUNNING,
-    "STAGE_OUT": JobState.COMPLETING, "SO": JobState.COMPLETING,
-    "COMPLETING": JobState.COMPLETING, "CG": JobState.COMPLETING,
-    "COMPLETED": JobState.COMPLETED, "CD": JobState.COMPLETED,
-    "FAILED": JobState.FAILED, "F": JobState.FAILED,
-    "TIMEOUT": JobState.FAILED, "TO": JobState.FAILED,
-    "NODE_FAIL": JobState.FAILED, "NF": JobState.FAILED,
-    "OUT_OF_MEMORY": JobState.FAILED, "OOM": JobState.FAILED,
-    "BOOT_FAIL": JobState.FAILED, "BF": JobState.FAILED,
-    "DEADLINE": JobState.FAILED, "DL": JobState.FAILED,
-    "PREEMPTED": JobState.CANCELLED, "PR": JobState.CANCELLED,
-    "CANCELLED": JobState.CANCELLED, "CA": JobState.CANCELLED,
-    "REVOKED": JobState.CANCELLED, "RV": JobState.CANCELLED,
-    "SPECIAL_EXIT": JobState.FAILED, "SE": JobState.FAILED,
+    "PENDING": JobState.PENDING,
+    "PD": JobState.PENDING,
+    "REQUEUED": JobState.PENDING,
+    "RQ": JobState.PENDING,
+    "REQUEUE_HOLD": JobState.PENDING,
+    "RH": JobState.PENDING,
+    "REQUEUE_FED": JobState.PENDING,
+    "RF": JobState.PENDING,
+    "RESV_DEL_HOLD": JobState.PENDING,
+    "RD": JobState.PENDING,
+    "CONFIGURING": JobState.PENDING,
+    "CF": JobState.PENDING,
+    "RUNNING": JobState.RUNNING,
+    "R": JobState.RUNNING,
+    "SUSPENDED": JobState.RUNNING,
+    "S": JobState.RUNNING,
+    "STOPPED": JobState.RUNNING,
+    "ST": JobState.RUNNING,
+    "SIGNALING": JobState.RUNNING,
+    "SI": JobState.RUNNING,
+    "RESIZING": JobState.RUNNING,
+    "RS": JobState.RUNNING,
+    "STAGE_OUT": JobState.COMPLETING,
+    "SO": JobState.COMPLETING,
+    "COMPLETING": JobState.COMPLETING,
+    "CG": JobState.COMPLETING,
+    "COMPLETED": JobState.COMPLETED,
+    "CD": JobState.COMPLETED,
+    "FAILED": JobState.FAILED,
+    "F": JobState.FAILED,
+    "TIMEOUT": JobState.FAILED,
+    "TO": JobState.FAILED,
+    "NODE_FAIL": JobState.FAILED,
+    "NF": JobState.FAILED,
+    "OUT_OF_MEMORY": JobState.FAILED,
+    "OOM": JobState.FAILED,
+    "BOOT_FAIL": JobState.FAILED,
+    "BF": JobState.FAILED,
+    "DEADLINE": JobState.FAILED,
+    "DL": JobState.FAILED,
+    "PREEMPTED": JobState.CANCELLED,
+    "PR": JobState.CANCELLED,
+    "CANCELLED": JobState.CANCELLED,
+    "CA": JobState.CANCELLED,
+    "REVOKED": JobState.CANCELLED,
+    "RV": JobState.CANCELLED,
+    "SPECIAL_EXIT": JobState.FAILED,
+    "SE": JobState.FAILED,
 }
 
 
@@ -74,6 +112,7 @@ def _state_text(raw: Any) -> str:
 
 
 # -- hostlists and GRES ---------------------------------------------------------------------------
+
 
 def expand_hostlist(text: str) -> tuple[str, ...]:
     """``gpu[01-02,04],cpu01`` -> ``("gpu01", "gpu02", "gpu04", "cpu01")``."""
@@ -155,19 +194,54 @@ def parse_gres(text: str | None) -> Gres:
 
 # Flags that keep a node's free resources from new jobs, by the state word the grid shows
 # (22.05's JSON says "idle" with the flag ["PLANNED"] where sinfo's text says "planned").
-_HOLDING_FLAGS = (("MAINT", "maint"), ("RESERVED", "reserved"), ("PLANNED", "planned"),
-                  ("POWERED_DOWN", "powered_down"), ("POWERING_DOWN", "powered_down"), ("POWER_DOWN", "powered_down"),
-                  ("POWERING_UP", "powering_up"), ("REBOOT_REQUESTED", "reboot"), ("REBOOT_ISSUED", "reboot"))
-_STATE_WORDS = ("idle", "mixed", "allocated", "down", "completing", "future", "fail", "reserved", "planned",
-                "maint", "inval", "powered_down", "power_down", "powering_up", "reboot", "blocked", "unknown")
+_HOLDING_FLAGS = (
+    ("MAINT", "maint"),
+    ("RESERVED", "reserved"),
+    ("PLANNED", "planned"),
+    ("POWERED_DOWN", "powered_down"),
+    ("POWERING_DOWN", "powered_down"),
+    ("POWER_DOWN", "powered_down"),
+    ("POWERING_UP", "powering_up"),
+    ("REBOOT_REQUESTED", "reboot"),
+    ("REBOOT_ISSUED", "reboot"),
+)
+_STATE_WORDS = (
+    "idle",
+    "mixed",
+    "allocated",
+    "down",
+    "completing",
+    "future",
+    "fail",
+    "reserved",
+    "planned",
+    "maint",
+    "inval",
+    "powered_down",
+    "power_down",
+    "powering_up",
+    "reboot",
+    "blocked",
+    "unknown",
+)
 # States whose free GPUs no new job can take now, and why, for the grid's status line.
 HELD_STATES = {
-    "drain": "drained", "draining": "draining: takes no new jobs", "down": "down", "fail": "failed",
-    "failing": "failing", "future": "not in service yet", "inval": "invalid node configuration",
-    "maint": "in a maintenance reservation", "reserved": "in a reservation",
-    "planned": "held by the scheduler for a pending job", "powered_down": "powered down",
-    "power_down": "powered down", "powering_up": "powering up", "reboot": "rebooting",
-    "blocked": "blocked", "unknown": "state unknown",
+    "drain": "drained",
+    "draining": "draining: takes no new jobs",
+    "down": "down",
+    "fail": "failed",
+    "failing": "failing",
+    "future": "not in service yet",
+    "inval": "invalid node configuration",
+    "maint": "in a maintenance reservation",
+    "reserved": "in a reservation",
+    "planned": "held by the scheduler for a pending job",
+    "powered_down": "powered down",
+    "power_down": "powered down",
+    "powering_up": "powering up",
+    "reboot": "rebooting",
+    "blocked": "blocked",
+    "unknown": "state unknown",
 }
 
 
@@ -196,19 +270,47 @@ def node_state_text(state: str, flags: Iterable[str] = ()) -> str:
     return base or "unknown"
 
 
-def _node(cluster: str, name: str, state: str, partitions: tuple[str, ...], gres: Gres, used: Gres,
-          cpus: int, cpus_alloc: int, mem: int, mem_alloc: int, reason: str) -> Node:
+def _node(
+    cluster: str,
+    name: str,
+    state: str,
+    partitions: tuple[str, ...],
+    gres: Gres,
+    used: Gres,
+    cpus: int,
+    cpus_alloc: int,
+    mem: int,
+    mem_alloc: int,
+    reason: str,
+) -> Node:
     unusable = state in HELD_STATES
     used_idx = set(used.indices)
     if not used_idx and used.count:  # counts without indices: mark the first N
         used_idx = set(range(used.count))
     gpus = tuple(
-        Gpu(i, GpuState.ALLOCATED if i in used_idx else (GpuState.UNAVAILABLE if unusable else GpuState.FREE),
-            name=gres.gpu_type, reason=(reason or HELD_STATES[state]) if unusable and i not in used_idx else "")
+        Gpu(
+            i,
+            GpuState.ALLOCATED if i in used_idx else (GpuState.UNAVAILABLE if unusable else GpuState.FREE),
+            name=gres.gpu_type,
+            reason=(reason or HELD_STATES[state]) if unusable and i not in used_idx else "",
+        )
         for i in range(gres.count)
     )
-    return Node(cluster, name, state, partitions, cpus, cpus_alloc, mem, mem_alloc, gres.gpu_type, gres.count,
-                min(used.count, gres.count) if gres.count else used.count, gpus, reason)
+    return Node(
+        cluster,
+        name,
+        state,
+        partitions,
+        cpus,
+        cpus_alloc,
+        mem,
+        mem_alloc,
+        gres.gpu_type,
+        gres.count,
+        min(used.count, gres.count) if gres.count else used.count,
+        gpus,
+        reason,
+    )
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -262,12 +364,21 @@ def parse_sinfo_json(data: dict, cluster: str) -> list[Node]:
         if isinstance(state, list):  # Slurm >= 23: ["IDLE", "DRAIN"]
             flags, state = list(state[1:]) + list(flags), (state[0] if state else "unknown")
         parts = raw.get("partitions") or []
-        nodes.append(_node(
-            cluster, str(raw.get("name", "")), node_state_text(str(state), flags),
-            tuple(str(p) for p in parts), parse_gres(raw.get("gres")), parse_gres(raw.get("gres_used")),
-            _int(raw.get("cpus")), _int(raw.get("alloc_cpus")), _int(raw.get("real_memory")),
-            _int(raw.get("alloc_memory")), _reason(raw.get("reason")),
-        ))
+        nodes.append(
+            _node(
+                cluster,
+                str(raw.get("name", "")),
+                node_state_text(str(state), flags),
+                tuple(str(p) for p in parts),
+                parse_gres(raw.get("gres")),
+                parse_gres(raw.get("gres_used")),
+                _int(raw.get("cpus")),
+                _int(raw.get("alloc_cpus")),
+                _int(raw.get("real_memory")),
+                _int(raw.get("alloc_memory")),
+                _reason(raw.get("reason")),
+            )
+        )
     return _merge_nodes(nodes)
 
 
@@ -282,9 +393,21 @@ def parse_sinfo_text(text: str, cluster: str) -> list[Node]:
             raise BackendError(f"unexpected sinfo row: {line[:80]!r}")
         name, state, gres, used, part, cpus, mem, mem_alloc, reason = cols
         alloc, _idle, _other, total = (cpus.split("/") + ["0"] * 4)[:4]
-        nodes.append(_node(cluster, name.strip(), node_state_text(state.strip()), (part.strip().rstrip("*"),),
-                           parse_gres(gres), parse_gres(used), _int(total), _int(alloc), _int(mem),
-                           _int(mem_alloc), _reason(reason.strip())))
+        nodes.append(
+            _node(
+                cluster,
+                name.strip(),
+                node_state_text(state.strip()),
+                (part.strip().rstrip("*"),),
+                parse_gres(gres),
+                parse_gres(used),
+                _int(total),
+                _int(alloc),
+                _int(mem),
+                _int(mem_alloc),
+                _reason(reason.strip()),
+            )
+        )
     return _merge_nodes(nodes)
 
 
@@ -302,6 +425,7 @@ def _merge_nodes(nodes: list[Node]) -> list[Node]:
 
 
 # -- squeue ---------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RawJob:
@@ -348,7 +472,7 @@ def _time(value: Any) -> datetime | None:
     if number <= 0:
         return None
     try:
-        return datetime.fromtimestamp(number, tz=timezone.utc)
+        return datetime.fromtimestamp(number, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -453,37 +577,73 @@ def parse_squeue_text(text: str) -> list[RawJob]:
             task = task[1:-1]
         node_count = _int(row["node_count"], 1)
         tres = row["tres_per_node"] if row["tres_per_node"] not in ("N/A", "(null)") else ""
-        jobs.append(RawJob(
-            job_id=row["job_id"], array_job_id=array_job, array_task=task, name=row["name"],
-            user=row["user"], state=row["state"], reason=_reason(row["reason"]),
-            nodes=expand_hostlist(row["nodes"]), gpus=_gpus_from_tres(tres, node_count), gpu_indices=(),
-            submit=_time(row["submit"]), start=_time(row["start"]), end=_time(row["end"]),
-            partition=row["partition"], account=_reason(row["account"]), qos=_reason(row["qos"]),
-            time_limit=row["time_limit"], cpus=_int(row["cpus"]),
-        ))
+        jobs.append(
+            RawJob(
+                job_id=row["job_id"],
+                array_job_id=array_job,
+                array_task=task,
+                name=row["name"],
+                user=row["user"],
+                state=row["state"],
+                reason=_reason(row["reason"]),
+                nodes=expand_hostlist(row["nodes"]),
+                gpus=_gpus_from_tres(tres, node_count),
+                gpu_indices=(),
+                submit=_time(row["submit"]),
+                start=_time(row["start"]),
+                end=_time(row["end"]),
+                partition=row["partition"],
+                account=_reason(row["account"]),
+                qos=_reason(row["qos"]),
+                time_limit=row["time_limit"],
+                cpus=_int(row["cpus"]),
+            )
+        )
     return jobs
 
 
 # -- domain jobs ----------------------------------------------------------------------------------
 
+
 def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
     state = normalise_state(raw.state)
     # A pending job's start time is when Slurm expects to start it, not a start.
     expected = _local(raw.start) if raw.start and state is JobState.PENDING else ""
-    details = tuple((k, v) for k, v in (
-        ("Expected start", expected),
-        ("Partition", raw.partition), ("Account", raw.account), ("QOS", raw.qos),
-        ("Time limit", raw.time_limit), ("CPUs", str(raw.cpus) if raw.cpus else ""),
-        ("Work dir", raw.workdir), ("StdOut", raw.stdout), ("StdErr", raw.stderr),
-        ("Comment", raw.comment),
-    ) if v)
+    details = tuple(
+        (k, v)
+        for k, v in (
+            ("Expected start", expected),
+            ("Partition", raw.partition),
+            ("Account", raw.account),
+            ("QOS", raw.qos),
+            ("Time limit", raw.time_limit),
+            ("CPUs", str(raw.cpus) if raw.cpus else ""),
+            ("Work dir", raw.workdir),
+            ("StdOut", raw.stdout),
+            ("StdErr", raw.stderr),
+            ("Comment", raw.comment),
+        )
+        if v
+    )
     return Job(
-        id=raw.display_id, cluster=cluster, name=raw.name, user=raw.user, state=state,
-        raw_state=raw.state, reason=raw.reason, nodes=raw.nodes, gpus=raw.gpus, submit_time=raw.submit,
+        id=raw.display_id,
+        cluster=cluster,
+        name=raw.name,
+        user=raw.user,
+        state=state,
+        raw_state=raw.state,
+        reason=raw.reason,
+        nodes=raw.nodes,
+        gpus=raw.gpus,
+        submit_time=raw.submit,
         start_time=None if state is JobState.PENDING else raw.start,
         end_time=raw.end if state.terminal else None,
-        kind=JobKind.SLURM, exit_code=raw.exit_code if state.terminal else None, command=raw.command,
-        gpu_indices=raw.gpu_indices, parent=parent, details=details,
+        kind=JobKind.SLURM,
+        exit_code=raw.exit_code if state.terminal else None,
+        command=raw.command,
+        gpu_indices=raw.gpu_indices,
+        parent=parent,
+        details=details,
     )
 
 
@@ -491,8 +651,15 @@ def _local(value: datetime) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
-_AGGREGATE = (JobState.RUNNING, JobState.COMPLETING, JobState.PENDING, JobState.FAILED, JobState.CANCELLED,
-              JobState.COMPLETED, JobState.UNKNOWN)
+_AGGREGATE = (
+    JobState.RUNNING,
+    JobState.COMPLETING,
+    JobState.PENDING,
+    JobState.FAILED,
+    JobState.CANCELLED,
+    JobState.COMPLETED,
+    JobState.UNKNOWN,
+)
 
 
 def build_jobs(raws: Iterable[RawJob], cluster: str) -> list[Job]:
@@ -518,20 +685,29 @@ def build_jobs(raws: Iterable[RawJob], cluster: str) -> list[Job]:
         state = next((s for s in _AGGREGATE if s in states), JobState.UNKNOWN)
         first = min(members, key=lambda m: (m.job_id != group, m.job_id))
         nodes = tuple(dict.fromkeys(n for m in members for n in m.nodes))
-        jobs.append(Job(
-            id=group, cluster=cluster, name=first.name, user=first.user, state=state, raw_state="ARRAY",
-            reason=next((c.reason for c in children if c.reason), ""), nodes=nodes,
-            gpus=sum(c.gpus for c in children if c.state is JobState.RUNNING),
-            submit_time=min((m.submit for m in members if m.submit), default=None),
-            start_time=min((m.start for m in members if m.start), default=None),
-            kind=JobKind.SLURM, details=(("Array tasks", str(len(children)) + " rows"),
-                                         ("Partition", first.partition)),
-        ))
+        jobs.append(
+            Job(
+                id=group,
+                cluster=cluster,
+                name=first.name,
+                user=first.user,
+                state=state,
+                raw_state="ARRAY",
+                reason=next((c.reason for c in children if c.reason), ""),
+                nodes=nodes,
+                gpus=sum(c.gpus for c in children if c.state is JobState.RUNNING),
+                submit_time=min((m.submit for m in members if m.submit), default=None),
+                start_time=min((m.start for m in members if m.start), default=None),
+                kind=JobKind.SLURM,
+                details=(("Array tasks", str(len(children)) + " rows"), ("Partition", first.partition)),
+            )
+        )
         jobs.extend(children)
     return jobs
 
 
 # -- StdOut/StdErr patterns -----------------------------------------------------------------------
+
 
 def expand_output_path(pattern: str, raw: RawJob, node: str = "", workdir: str = "") -> str:
     """Expand ``%j %x %A %a %N %u %%`` (and ``%J``, ``%s``=batch, ``%t``=0, ``%n``=0, zero padding like
@@ -539,8 +715,16 @@ def expand_output_path(pattern: str, raw: RawJob, node: str = "", workdir: str =
     array_job = raw.array_job_id or raw.job_id
     task = raw.array_task if raw.array_task.isdigit() else ""
     values = {
-        "j": raw.job_id, "J": raw.job_id, "x": raw.name, "A": array_job, "a": task or "4294967294",
-        "N": node or (raw.nodes[0] if raw.nodes else ""), "n": "0", "t": "0", "u": raw.user, "s": "batch",
+        "j": raw.job_id,
+        "J": raw.job_id,
+        "x": raw.name,
+        "A": array_job,
+        "a": task or "4294967294",
+        "N": node or (raw.nodes[0] if raw.nodes else ""),
+        "n": "0",
+        "t": "0",
+        "u": raw.user,
+        "s": "batch",
     }
 
     def sub(match: re.Match) -> str:

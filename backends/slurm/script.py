@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from yanflow_tui import launchers
 from yanflow_tui.errors import BackendError, SpecError
-from yanflow_tui.yamldoc import ENV_KEY
 from yanflow_tui.model import JobKind, JobSpec
+from yanflow_tui.yamldoc import ENV_KEY
 
 PORT_BASE, PORT_RANGE = 20000, 20000  # MASTER_PORT: one per job id, so jobs sharing a node differ
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_.:/@+,=%\[\]-]+")
@@ -45,8 +45,14 @@ def render(spec: JobSpec, tag: str, defaults: dict | None = None) -> Rendered:
     options: list[tuple[str, str | None]] = [("job-name", spec.name), ("nodes", str(res.nodes))]
     partition = s.get("partition") or defaults.get("partition")
     account = s.get("account") or defaults.get("account")
-    for key, value in (("partition", partition), ("account", account), ("qos", s.get("qos")),
-                       ("time", s.get("time")), ("array", s.get("array")), ("constraint", s.get("constraint"))):
+    for key, value in (
+        ("partition", partition),
+        ("account", account),
+        ("qos", s.get("qos")),
+        ("time", s.get("time")),
+        ("array", s.get("array")),
+        ("constraint", s.get("constraint")),
+    ):
         if value:
             options.append((key, str(value)))
     if res.gpus:
@@ -81,8 +87,9 @@ def render(spec: JobSpec, tag: str, defaults: dict | None = None) -> Rendered:
     if multi:
         clash = sorted(set(spec.env) & set(launchers.reserved_env(spec.launcher)))
         if clash:
-            raise BackendError(f"env: {', '.join(clash)} are set for every node of a multi-node job; "
-                               "remove them from env:")
+            raise BackendError(
+                f"env: {', '.join(clash)} are set for every node of a multi-node job; remove them from env:"
+            )
         lines += _rendezvous(spec)
     for key, value in spec.env.items():
         if not ENV_KEY.fullmatch(key):
@@ -102,16 +109,18 @@ def _rendezvous(spec: JobSpec) -> list[str]:
         'MASTER_NODE=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
         # The address Slurm itself reaches that node at (NodeAddr); its name where none is set.
         'MASTER_ADDR=$(scontrol -o show node "$MASTER_NODE" '
-        '| sed -n \'s/.*[[:space:]]NodeAddr=\\([^[:space:]]*\\).*/\\1/p\')',
-        'MASTER_ADDR=${MASTER_ADDR:-$MASTER_NODE}',
+        "| sed -n 's/.*[[:space:]]NodeAddr=\\([^[:space:]]*\\).*/\\1/p')",
+        "MASTER_ADDR=${MASTER_ADDR:-$MASTER_NODE}",
         f"MASTER_PORT=$(( {PORT_BASE} + SLURM_JOB_ID % {PORT_RANGE} ))",
         f"NNODES=$SLURM_NNODES NPROC_PER_NODE={nproc}",
         "WORLD_SIZE=$(( NNODES * NPROC_PER_NODE ))",
         "export MASTER_ADDR MASTER_PORT NNODES NPROC_PER_NODE WORLD_SIZE",
     ]
     if spec.launcher == "horovod":
-        lines.append('HOSTS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/\\$/:$NPROC_PER_NODE/" '
-                     '| paste -s -d , -); export HOSTS')
+        lines.append(
+            'HOSTS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/\\$/:$NPROC_PER_NODE/" '
+            "| paste -s -d , -); export HOSTS"
+        )
     return lines
 
 

@@ -14,9 +14,10 @@ import re
 import shlex
 import stat
 import time
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Sequence
+from typing import Any
 
 from yanflow_tui.errors import BackendError, ConfigError
 
@@ -81,18 +82,18 @@ def read_from_script(path: str, start: int, follow: bool, window: int, lines: in
     begin, and PARTIAL is 1 when that is mid-line (a window too small for them). A file now shorter
     than ``start`` (truncated or replaced) is read from 0. Every value is an argv word of ``set --``."""
     setup = shlex.join(["set", "--", path, str(start), str(window), str(lines)])
-    read = 'tail -c +$((st + 1)) ' + ("-F " if follow else "") + '-- "$1" </dev/null'
+    read = "tail -c +$((st + 1)) " + ("-F " if follow else "") + '-- "$1" </dev/null'
     body = (
         'if s=$(wc -c 2>/dev/null <"$1"); then s=$((s)); else s=-1; fi\n'
-        'p=0\n'
+        "p=0\n"
         'if [ "$s" -lt 0 ]; then st=0\n'
         'elif [ "$2" -lt 0 ]; then\n'
         '  w=$3; [ "$s" -lt "$w" ] && w=$s\n'
         '  b=$(tail -c +$((s - w + 1)) -- "$1" | head -c "$w" | tail -n "$4" | wc -c); b=$((b))\n'
-        '  st=$((s - b))\n'
+        "  st=$((s - b))\n"
         '  [ "$b" -ge "$w" ] && [ "$st" -gt 0 ] && [ -n "$(tail -c +$st -- "$1" | head -c 1)" ] && p=1\n'
         'elif [ "$s" -lt "$2" ]; then st=0\n'
-        'else st=$2; fi\n'
+        "else st=$2; fi\n"
         'printf "%s %s %s\\n" "$s" "$st" "$p"\n'
     )
     if not follow:
@@ -131,19 +132,17 @@ class Transport(abc.ABC):
         self.history: list[tuple[str, ...]] = []
         self._user: str | None = None
 
-    async def run(self, argv: Sequence[str], stdin_data: str | None = None,
-                  timeout: float | None = None) -> Result:
+    async def run(self, argv: Sequence[str], stdin_data: str | None = None, timeout: float | None = None) -> Result:
         argv = tuple(str(a) for a in argv)
         self.history.append(argv)
         script = script_for(argv, stdin_data)
         try:
             rc, out, err = await asyncio.wait_for(self._exec(script), timeout or self.timeout)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise CommandTimeout(f"{argv[0]} did not answer within {timeout or self.timeout:.0f} s") from None
         return Result(argv, rc, out, err)
 
-    async def check(self, argv: Sequence[str], stdin_data: str | None = None,
-                    timeout: float | None = None) -> str:
+    async def check(self, argv: Sequence[str], stdin_data: str | None = None, timeout: float | None = None) -> str:
         result = await self.run(argv, stdin_data, timeout)
         if not result.ok:
             raise BackendError(f"{argv[0]} failed: {result.error()}")
@@ -166,8 +165,9 @@ class Transport(abc.ABC):
 
     async def read_from(self, path: str, start: int, follow: bool, window: int, lines: int) -> LineStream:
         """Raw byte chunks of ``read_from_script``: the header line, then the file from ``start``."""
-        self.history.append(("tail", "-c", f"+{start + 1}" if start >= 0 else f"-{lines}l",
-                             *(["-F"] if follow else []), "--", path))
+        self.history.append(
+            ("tail", "-c", f"+{start + 1}" if start >= 0 else f"-{lines}l", *(["-F"] if follow else []), "--", path)
+        )
         return await self._stream(read_from_script(path, start, follow, window, lines), binary=True)
 
     @abc.abstractmethod
@@ -194,8 +194,14 @@ class LocalTransport(Transport):
     async def _spawn(self):
         try:
             return await asyncio.create_subprocess_exec(
-                "/bin/sh", "-s", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=self.env, start_new_session=True)
+                "/bin/sh",
+                "-s",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self.env,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise BackendError(f"cannot run /bin/sh: {exc}") from None
 
@@ -224,11 +230,11 @@ class LocalTransport(Transport):
         async def closer():
             try:
                 proc.stdin.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             try:
                 await asyncio.wait_for(proc.wait(), 3)
-            except (asyncio.TimeoutError, TimeoutError):
+            except TimeoutError:
                 _kill(proc)
                 await proc.wait()
 
@@ -243,6 +249,7 @@ def _kill(proc) -> None:
 
 
 # -- SSH ------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class SshTarget:
@@ -280,8 +287,10 @@ def parse_ssh_option(value: Any, cluster: str = "") -> SshTarget:
         port = value.get("port")
         if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
             raise ConfigError(f"{where}.port: expected a port number, got {port!r}")
-        text = {k: (os.path.expanduser(str(value[k])) if value.get(k) is not None else None)
-                for k in ("user", "identity_file", "known_hosts", "proxy_jump")}
+        text = {
+            k: (os.path.expanduser(str(value[k])) if value.get(k) is not None else None)
+            for k in ("user", "identity_file", "known_hosts", "proxy_jump")
+        }
         if text["user"]:
             text["user"] = str(value["user"])
         if text["proxy_jump"]:
@@ -301,14 +310,16 @@ def check_key_permissions(path: Path) -> None:
     except OSError:
         return
     if mode & 0o077:
-        raise BackendError(f"ssh: private key {path} is accessible by others (mode {stat.S_IMODE(mode):04o}); "
-                           f"refusing to use it. Fix: chmod 600 {shlex.quote(str(path))}")
+        raise BackendError(
+            f"ssh: private key {path} is accessible by others (mode {stat.S_IMODE(mode):04o}); "
+            f"refusing to use it. Fix: chmod 600 {shlex.quote(str(path))}"
+        )
 
 
 def _local_user() -> str:
     try:
         return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no login name in some containers
+    except Exception:
         return str(os.getuid())
 
 
@@ -336,7 +347,9 @@ class SshTransport(Transport):
 
         t = self.target
         opts: dict[str, Any] = dict(
-            keepalive_interval=KEEPALIVE_SECONDS, keepalive_count_max=3, connect_timeout=CONNECT_TIMEOUT,
+            keepalive_interval=KEEPALIVE_SECONDS,
+            keepalive_count_max=3,
+            connect_timeout=CONNECT_TIMEOUT,
             login_timeout=CONNECT_TIMEOUT,
         )
         if t.port:
@@ -367,10 +380,11 @@ class SshTransport(Transport):
 
             config = Path("~", ".ssh", "config").expanduser()
             paths = [config] if os.access(config, os.R_OK) else []
-            loaded = SSHClientConfig.load(None, paths, False, False, False, _local_user(), t.user or (),
-                                          t.host, t.port or ())
+            loaded = SSHClientConfig.load(
+                None, paths, False, False, False, _local_user(), t.user or (), t.host, t.port or ()
+            )
             identity = [Path(str(p)).expanduser() for p in loaded.get("IdentityFile", ()) or ()]
-        except Exception:  # noqa: BLE001 - asyncssh reports a broken config itself when it connects
+        except Exception:
             identity = []
         if identity:
             return identity
@@ -412,7 +426,7 @@ class SshTransport(Transport):
             raise BackendError(f"ssh {self.target.label}: permission denied ({exc.reason})") from None
         except asyncssh.Error as exc:
             raise BackendError(f"ssh {self.target.label}: {exc.reason}") from None
-        except (OSError, asyncio.TimeoutError, TimeoutError) as exc:
+        except (OSError, TimeoutError) as exc:
             reason = "timed out" if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) else exc.strerror or exc
             raise BackendError(f"ssh {self.target.label}: cannot connect: {reason}") from None
 
@@ -424,26 +438,32 @@ class SshTransport(Transport):
         fingerprint, line = "unknown fingerprint", ""
         port = opts.get("port", 22)
         try:
-            key = await asyncio.wait_for(asyncssh.get_server_host_key(
-                self.target.host, port, tunnel=opts.get("tunnel", ())), CONNECT_TIMEOUT)
+            key = await asyncio.wait_for(
+                asyncssh.get_server_host_key(self.target.host, port, tunnel=opts.get("tunnel", ())), CONNECT_TIMEOUT
+            )
             if key is not None:
                 fingerprint = f"{key.get_algorithm()} {key.get_fingerprint('sha256')}"
                 host = self.target.host if port == 22 else f"[{self.target.host}]:{port}"
                 line = f"{host} {' '.join(key.export_public_key('openssh').decode().split()[:2])}"
-        except Exception:  # noqa: BLE001 - the refusal stands either way
+        except Exception:
             pass
         source = opts.get("known_hosts") or "~/.ssh/known_hosts"
-        fix = f"If it is the login node's key, add this line to {source}:\n{line}" if line else \
-            "Check the fingerprint and add it to known_hosts."
-        return (f"ssh {self.target.label}: host key not trusted: {fingerprint} is not in {source} "
-                f"(unknown or changed key); refusing to connect.\n{fix}")
+        fix = (
+            f"If it is the login node's key, add this line to {source}:\n{line}"
+            if line
+            else "Check the fingerprint and add it to known_hosts."
+        )
+        return (
+            f"ssh {self.target.label}: host key not trusted: {fingerprint} is not in {source} "
+            f"(unknown or changed key); refusing to connect.\n{fix}"
+        )
 
     def _drop(self, conn) -> None:
         if self._conn is conn:
             self._conn = None
         try:
             conn.abort()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
     async def _exec(self, script: str) -> tuple[int, str, str]:
@@ -457,8 +477,11 @@ class SshTransport(Transport):
                 self._drop(conn)
                 log.warning("ssh %s: connection lost (%s)", self.target.label, _reason(exc))
                 raise BackendError(f"ssh {self.target.label}: connection lost ({_reason(exc)})") from None
-        return (result.exit_status if result.exit_status is not None else 255,
-                _text(result.stdout), _text(result.stderr))
+        return (
+            result.exit_status if result.exit_status is not None else 255,
+            _text(result.stdout),
+            _text(result.stderr),
+        )
 
     async def _stream(self, script: str, binary: bool = False) -> LineStream:
         import asyncssh
@@ -467,11 +490,14 @@ class SshTransport(Transport):
         try:
             await asyncio.wait_for(self._channels.acquire(), self.timeout)
         except TimeoutError:
-            raise BackendError(f"ssh {self.target.label}: all {MAX_CHANNELS} channels stayed busy for "
-                               f"{self.timeout:.0f} s (too many logs followed at once?)") from None
+            raise BackendError(
+                f"ssh {self.target.label}: all {MAX_CHANNELS} channels stayed busy for "
+                f"{self.timeout:.0f} s (too many logs followed at once?)"
+            ) from None
         try:
             proc = await asyncio.wait_for(
-                conn.create_process(SHELL, **({"encoding": None} if binary else {})), self.timeout)
+                conn.create_process(SHELL, **({"encoding": None} if binary else {})), self.timeout
+            )
         except (asyncssh.Error, OSError) as exc:  # OSError includes the timeout
             self._channels.release()
             if isinstance(exc, (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError)):
@@ -501,11 +527,11 @@ class SshTransport(Transport):
             try:
                 proc.stdin.write_eof()  # the remote watcher kills tail
                 await asyncio.wait_for(proc.wait_closed(), 3)
-            except Exception:  # noqa: BLE001 - then close the channel hard
+            except Exception:
                 pass
             try:
                 proc.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             if not released:
                 released = True
@@ -519,7 +545,7 @@ class SshTransport(Transport):
             conn.close()
             try:
                 await asyncio.wait_for(conn.wait_closed(), 3)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
 
 

@@ -29,7 +29,7 @@ def main(core: det.core.Context, hparams: dict) -> None:
     for epoch in range(int(hparams["epochs"])):
         for i in range(0, len(x_train), 128):
             optimizer.zero_grad()
-            loss = loss_fn(model(x_train[i:i + 128]), y_train[i:i + 128])
+            loss = loss_fn(model(x_train[i : i + 128]), y_train[i : i + 128])
             loss.backward()
             optimizer.step()
             steps += 1

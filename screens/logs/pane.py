@@ -8,7 +8,6 @@ import asyncio
 import re
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.containers import HorizontalScroll
 from textual.content import Content
@@ -142,7 +141,7 @@ class LogPane(TabPane):
                         await self._drained.wait()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - shown in the status line
+        except Exception as exc:
             self.error = error_text(exc)
         self.ended = True
 
@@ -230,8 +229,13 @@ class LogPane(TabPane):
             self.view.focus()
 
     def _add_rank_view(self, source: str) -> None:
-        view = LogView(self.source_stores[source], wrap=self.wrap, following=self._following, pattern=self.pattern,
-                       classes="rank-view")
+        view = LogView(
+            self.source_stores[source],
+            wrap=self.wrap,
+            following=self._following,
+            pattern=self.pattern,
+            classes="rank-view",
+        )
         view.border_title = Text(source)
         self.rank_views.mount(view)
         self.rank_views.set_class(len(self.source_stores) > SPLIT_VISIBLE, "-many")

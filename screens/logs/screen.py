@@ -20,17 +20,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static, TabbedContent
 
-from yanflow_tui.logstore import LogStore
 from yanflow_tui.locations import safe_filename
+from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen, PromptScreen
 from yanflow_tui.screens.logs.pane import ERROR_PATTERN, FLUSH_SECONDS, LogPane
-from yanflow_tui.screens.widgets.logview import LogView
-from yanflow_tui.screens.widgets.status_line import StatusLine
-from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
+from yanflow_tui.screens.widgets.logview import LogView
+from yanflow_tui.screens.widgets.status_line import StatusLine
 
 
 class LogsScreen(DataScreen):
@@ -97,7 +97,7 @@ class LogsScreen(DataScreen):
             backend = self.app.hub.backend(job.cluster)
             try:
                 streams = await backend.log_streams(job.id)
-            except Exception:  # noqa: BLE001 - the main pane shows the error when it streams
+            except Exception:
                 streams = ("",)
             for stream in streams or ("",):
                 self._opened += 1
@@ -148,8 +148,12 @@ class LogsScreen(DataScreen):
     def _refresh_keys(self) -> None:
         """Refresh the footer only when a key's availability changed: every refresh rebuilds it."""
         pane = self.pane
-        state = (pane is not None and pane.ranked, pane is not None and len(pane.source_stores) > 1,
-                 pane is not None and bool(pane.active_view.matches), len(self.panes))
+        state = (
+            pane is not None and pane.ranked,
+            pane is not None and len(pane.source_stores) > 1,
+            pane is not None and bool(pane.active_view.matches),
+            len(self.panes),
+        )
         if state != self._keys_state:
             self._keys_state = state
             self.refresh_bindings()
@@ -252,8 +256,7 @@ class LogsScreen(DataScreen):
             return True if len(pane.source_stores) > 1 else None
         if action in ("next_pane", "previous_pane"):
             return True if len(self.panes) > 1 else None
-        if action in ("toggle_follow", "save", "search", "toggle_wrap", "next_error", "previous_error",
-                      "close_pane"):
+        if action in ("toggle_follow", "save", "search", "toggle_wrap", "next_error", "previous_error", "close_pane"):
             return True if pane is not None else None
         return True
 
@@ -366,15 +369,20 @@ class LogsScreen(DataScreen):
 
         def found(line: int | None, wrapped: bool = False) -> None:
             if line is None and not wrapped and start != edge:
-                view.find(ERROR_PATTERN, 0 if direction > 0 else len(view.store) - 1, direction,
-                          lambda again: found(again, True))
+                view.find(
+                    ERROR_PATTERN,
+                    0 if direction > 0 else len(view.store) - 1,
+                    direction,
+                    lambda again: found(again, True),
+                )
                 return
             if line is None:
                 self.notify("no line says error or Traceback", timeout=3, markup=False)
                 return
             if wrapped:
-                self.notify("no more errors: back to the " + ("first" if direction > 0 else "last"),
-                            timeout=3, markup=False)
+                self.notify(
+                    "no more errors: back to the " + ("first" if direction > 0 else "last"), timeout=3, markup=False
+                )
             view.error_line = line
             view.mark_line(line)
             self._changed()

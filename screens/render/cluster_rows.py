@@ -4,8 +4,8 @@ whole error with its fix). No Textual here; nothing branches on the backend's ki
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from yanflow_tui.hub import ClusterSnapshot, Health
 from yanflow_tui.screens.render.rows import duration
@@ -34,8 +34,11 @@ def has_note(snap: ClusterSnapshot) -> bool:
 def cluster_problems(snaps: Iterable[ClusterSnapshot]) -> dict[str, str]:
     """Name -> "state: the error's first line", for the clusters that are not healthy (the Nodes and
     Queue screens say these instead of an empty list)."""
-    return {snap.name: f"{short_state(snap, 0)}" + (f": {snap.message}" if snap.message else "")
-            for snap in snaps if snap.health in (Health.ERROR, Health.STALE)}
+    return {
+        snap.name: f"{short_state(snap, 0)}" + (f": {snap.message}" if snap.message else "")
+        for snap in snaps
+        if snap.health in (Health.ERROR, Health.STALE)
+    }
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,14 @@ def cluster_row(snap: ClusterSnapshot, now: float, user: str = "", description: 
     note = snap.detail or snap.message
     action = f"l: log in as {snap.login_user}" if snap.login_user else ""
     return ClusterRow(
-        name=snap.name, kind=snap.kind, health=short_state(snap, now),
+        name=snap.name,
+        kind=snap.kind,
+        health=short_state(snap, now),
         last_good="never" if age is None else f"{duration(age)} ago",
-        user=user or "-", access="read-only" if snap.read_only else "read-write",
-        description=description, note=note, error=snap.health is not Health.OK, action=action,
+        user=user or "-",
+        access="read-only" if snap.read_only else "read-write",
+        description=description,
+        note=note,
+        error=snap.health is not Health.OK,
+        action=action,
     )

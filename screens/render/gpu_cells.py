@@ -87,8 +87,9 @@ def node_matches(node: Node, needle: str) -> bool:
     if not needle:
         return True
     needle = needle.lower()
-    return any(needle in field.lower() for field in (node.name, node.state, node.gpu_type or "", node.reason,
-                                                      *node.partitions))
+    return any(
+        needle in field.lower() for field in (node.name, node.state, node.gpu_type or "", node.reason, *node.partitions)
+    )
 
 
 def _mib(value: int) -> str:
@@ -134,8 +135,13 @@ def describe_node(node: Node) -> str:
     gpus = node_gpus(node)
     used = sum(1 for g in gpus if g.state is GpuState.ALLOCATED)
     free = sum(1 for g in gpus if g.state is GpuState.FREE)
-    parts = [f"{clean(node.cluster)}/{name}", state + (f": {note}" if note else ""), f"partitions {partitions}",
-             f"CPUs {cpus}", f"memory {memory}"]
+    parts = [
+        f"{clean(node.cluster)}/{name}",
+        state + (f": {note}" if note else ""),
+        f"partitions {partitions}",
+        f"CPUs {cpus}",
+        f"memory {memory}",
+    ]
     if gpus:
         parts.append(f"{len(gpus)}× {gpu_type}: {used} allocated, {free} free")
     parts.append("enter: jobs on this node")

@@ -45,8 +45,11 @@ def placement_text(job: Job, nodes: tuple[Node, ...] | list[Node]) -> Text:
             if idle:
                 out.append(f"  {len(idle)} idle", "bold yellow")
         elif node.gpus_total:
-            out.append(f"GPUs {node.gpus_allocated}/{node.gpus_total} allocated on the node; which are this job's "
-                       "is not reported", "dim")
+            out.append(
+                f"GPUs {node.gpus_allocated}/{node.gpus_total} allocated on the node; which are this job's "
+                "is not reported",
+                "dim",
+            )
         else:
             out.append("no GPUs", "dim")
         out.append(f"  {clean(node.state)}\n", "dim")

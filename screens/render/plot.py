@@ -7,7 +7,7 @@ Several series share the axes, each in its own colour; the y range and step rang
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from rich.text import Text
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable
 
 from rich.text import Text
 
@@ -61,13 +61,19 @@ def job_cells(job: Job, now: float | None = None, marker: str = "", children: in
     shows how many jobs it holds after its name."""
     now = time.time() if now is None else now
     cells = job_live_cells(job, lambda: now, marker, children)
-    return tuple(c if isinstance(c, Text) else Text(c, style=JOB_STYLES.get(column, ""), no_wrap=True,
-                                                     overflow="ellipsis") if isinstance(c, str) else c()
-                 for column, c in zip(JOB_COLUMNS, cells))
+    return tuple(
+        c
+        if isinstance(c, Text)
+        else Text(c, style=JOB_STYLES.get(column, ""), no_wrap=True, overflow="ellipsis")
+        if isinstance(c, str)
+        else c()
+        for column, c in zip(JOB_COLUMNS, cells)
+    )
 
 
-def job_live_cells(job: Job, clock: Callable[[], float], marker: str = "", children: int = 0,
-                   note: str = "") -> tuple[str | Text | Callable[[], Text], ...]:
+def job_live_cells(
+    job: Job, clock: Callable[[], float], marker: str = "", children: int = 0, note: str = ""
+) -> tuple[str | Text | Callable[[], Text], ...]:
     """``job_cells`` for a table that draws lazily: plain cells are cleaned strings (styled by
     ``JOB_STYLES`` per column), the state a ``Text``, and the age a callable evaluated (with
     ``clock``) only when its line is drawn. ``note`` (e.g. "stale") follows the cluster name."""
@@ -141,7 +147,11 @@ def util_text(gpus: tuple[Gpu, ...]) -> Text:
 
 
 def node_cells(node: Node) -> tuple[Text, ...]:
-    state_style = "green" if node.state in ("up", "idle", "ready") else ("yellow" if node.state in ("mixed", "allocated", "alloc") else "red")
+    state_style = (
+        "green"
+        if node.state in ("up", "idle", "ready")
+        else ("yellow" if node.state in ("mixed", "allocated", "alloc") else "red")
+    )
     memory = f"{node.memory_allocated_mb // 1024}/{node.memory_mb // 1024}G" if node.memory_mb else "-"
     return (
         text(node.cluster, "bold"),

@@ -31,8 +31,15 @@ def located(exc: SpecError) -> list[tuple[str, str]]:
 class SpecFiles:
     """Loading, templates and the draft, for ``SubmitScreen``."""
 
-    async def _fill(self, data: dict[str, Any], source: str, form: dict[str, str] | None = None,
-                    touched: list[str] | None = None, cluster: str = "", kind: str = "") -> None:
+    async def _fill(
+        self,
+        data: dict[str, Any],
+        source: str,
+        form: dict[str, str] | None = None,
+        touched: list[str] | None = None,
+        cluster: str = "",
+        kind: str = "",
+    ) -> None:
         """Put a spec mapping into the form: its cluster and kind are chosen, its values fill the
         fields (texts in ``form`` win), the rest is kept and sent as it is."""
         values, base = split_data(data, self._known_fields())
@@ -119,16 +126,22 @@ class SpecFiles:
     def action_save_template(self) -> None:
         data, text_problems = self.form_data()
         if text_problems:
-            self.notify("fix the marked fields first: their text cannot be saved as it is", severity="warning",
-                        markup=False)
+            self.notify(
+                "fix the marked fields first: their text cannot be saved as it is", severity="warning", markup=False
+            )
             return
 
         def named(name: str | None) -> None:
             if name:
                 self._save_template(data, name, False)
 
-        self.app.push_screen(PromptScreen(f"Save the form as a template in {templates.user_dir()}/ named:",
-                                          templates.template_name(str(data.get("name") or ""))), named)
+        self.app.push_screen(
+            PromptScreen(
+                f"Save the form as a template in {templates.user_dir()}/ named:",
+                templates.template_name(str(data.get("name") or "")),
+            ),
+            named,
+        )
 
     @work(group="save-template", exit_on_error=False)
     async def _save_template(self, data: dict[str, Any], name: str, overwrite: bool) -> None:
@@ -161,9 +174,14 @@ class SpecFiles:
     # -- the draft ------------------------------------------------------------------------------------
     def _draft(self) -> drafts.Draft:
         form = self.form
-        return drafts.Draft(self._cluster, self._kind.value, self.form_data()[0],
-                            {k: form.values[k] for k in sorted(form.touched) if k in form.values},
-                            tuple(sorted(form.touched)), self._source)
+        return drafts.Draft(
+            self._cluster,
+            self._kind.value,
+            self.form_data()[0],
+            {k: form.values[k] for k in sorted(form.touched) if k in form.values},
+            tuple(sorted(form.touched)),
+            self._source,
+        )
 
     def _schedule_draft(self) -> None:
         self._dirty = True
@@ -197,15 +215,25 @@ class SpecFiles:
             async with self._draft_lock:
                 draft = await asyncio.to_thread(drafts.load_draft)
         except (drafts.DraftError, OSError) as exc:
-            self.notify(clean(f"ignored the saved Submit draft: {exc}"), title="Draft", severity="warning",
-                        markup=False, timeout=8)
+            self.notify(
+                clean(f"ignored the saved Submit draft: {exc}"),
+                title="Draft",
+                severity="warning",
+                markup=False,
+                timeout=8,
+            )
             draft = None
         if draft is not None and not self.form.touched:
             try:
                 await self._fill(draft.spec, draft.source, draft.form, list(draft.touched), draft.cluster, draft.kind)
-            except Exception as exc:  # noqa: BLE001 - a draft that does not fit is dropped, never a crash
-                self.notify(clean(f"ignored the saved Submit draft: {type(exc).__name__}: {exc}"), title="Draft",
-                            severity="warning", markup=False, timeout=8)
+            except Exception as exc:
+                self.notify(
+                    clean(f"ignored the saved Submit draft: {type(exc).__name__}: {exc}"),
+                    title="Draft",
+                    severity="warning",
+                    markup=False,
+                    timeout=8,
+                )
                 self.form.load({}, (), {})
                 await self._switch(self._cluster, self._kind)
             else:

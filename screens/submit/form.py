@@ -6,7 +6,8 @@ shows. Fields the user did not set follow the chosen cluster's defaults."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -46,13 +47,19 @@ def field_widget(field: FormField, text: str) -> Widget:
     wid = field.widget_id
     if field.kind == CHOICE:
         choices = list(field.choices) + ([text] if text and text not in field.choices else [])
-        widget: Widget = Select(select_options(choices), id=wid, allow_blank=not field.default, compact=True,
-                                value=text if text else Select.NULL)
+        widget: Widget = Select(
+            select_options(choices),
+            id=wid,
+            allow_blank=not field.default,
+            compact=True,
+            value=text if text else Select.NULL,
+        )
     elif field.kind == FLAG:
         widget = Checkbox(flag_label(text == "true"), text == "true", id=wid, compact=True)
     elif field.multiline:
-        widget = TextArea(text, id=wid, soft_wrap=True, show_line_numbers=False, compact=True,
-                          classes=f"lines-{field.lines}")
+        widget = TextArea(
+            text, id=wid, soft_wrap=True, show_line_numbers=False, compact=True, classes=f"lines-{field.lines}"
+        )
     else:
         widget = Input(text, placeholder=field.placeholder, id=wid, compact=True)
     if field.help:
@@ -87,7 +94,9 @@ class SpecForm(Vertical):
         error = Static(id=f"err-{field.widget_id}", classes="field-error")
         row = Vertical(
             Horizontal(Label(field.label), field_widget(field, self.values.get(field.key, "")), classes="field"),
-            error, classes="field-row", id=f"row-{field.widget_id}",
+            error,
+            classes="field-row",
+            id=f"row-{field.widget_id}",
         )
         self._rows[field.key] = (row, error)
         return row
@@ -107,8 +116,9 @@ class SpecForm(Vertical):
                 await self.remove_children()
                 await self.mount_all([self._row(f) for f in self.fields])
 
-    def load(self, values: dict[str, str], touched: Iterable[str], base: dict[str, Any],
-             argv: tuple[str, list] | None = None) -> None:
+    def load(
+        self, values: dict[str, str], touched: Iterable[str], base: dict[str, Any], argv: tuple[str, list] | None = None
+    ) -> None:
         """Replace the whole form state (a loaded file, a template, a draft, a reset); ``show`` draws it."""
         self.values, self.touched, self.base, self.argv = dict(values), set(touched), base, argv
 

@@ -22,15 +22,14 @@ from textual.widgets import Button, Input, Label, Select, Static
 from yanflow_tui import drafts
 from yanflow_tui.capacity import Fit, Verdict, pools, verdict
 from yanflow_tui.errors import SpecError, SubmitUnknown
-from yanflow_tui.formfields import KIND_LABELS, FormField, default_fields, field_for, leaf_paths, \
-    message_field
+from yanflow_tui.formfields import KIND_LABELS, FormField, default_fields, field_for, leaf_paths, message_field
 from yanflow_tui.hub import error_text
 from yanflow_tui.keys import is_typing
 from yanflow_tui.model import JobKind, JobSpec
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.submit.files import SpecFiles
 from yanflow_tui.screens.submit.form import SpecForm, select_options
-from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
 from yanflow_tui.spec import spec_from_data
@@ -126,20 +125,33 @@ class SubmitScreen(SpecFiles, DataScreen):
         with Horizontal(id="submit-body"):
             with VerticalScroll(id="form"):
                 with Horizontal(classes="field", id="file-row"):
-                    yield Input(placeholder="spec file, e.g. sample_jobs/local-shell.yaml", id="spec-path", compact=True)
+                    yield Input(
+                        placeholder="spec file, e.g. sample_jobs/local-shell.yaml", id="spec-path", compact=True
+                    )
                     yield Button("Load", id="load", compact=True, action="screen.load")
                     yield Button("Templates", id="templates", compact=True, action="screen.templates")
                     yield Button("Save template", id="save-template", compact=True, action="screen.save_template")
                 with Horizontal(classes="field"):
                     yield Label("Cluster")
-                    yield Select(select_options(clusters), id="cluster", allow_blank=not clusters,
-                                 value=self._cluster or Select.NULL, compact=True)
+                    yield Select(
+                        select_options(clusters),
+                        id="cluster",
+                        allow_blank=not clusters,
+                        value=self._cluster or Select.NULL,
+                        compact=True,
+                    )
                 with Horizontal(classes="field"):
                     yield Label("Job type")
-                    yield Select(self._kind_options(self._cluster), id="kind", value=self._kind.value,
-                                 allow_blank=False, compact=True)
-                self._form = SpecForm(self._fields(self._cluster, self._kind), self._defaults(self._cluster),
-                                      id="spec-form")
+                    yield Select(
+                        self._kind_options(self._cluster),
+                        id="kind",
+                        value=self._kind.value,
+                        allow_blank=False,
+                        compact=True,
+                    )
+                self._form = SpecForm(
+                    self._fields(self._cluster, self._kind), self._defaults(self._cluster), id="spec-form"
+                )
                 yield self._form
                 yield Static(id="form-notes")
                 yield Button("Submit (ctrl+s)", id="submit", variant="success", compact=True)
@@ -195,7 +207,7 @@ class SubmitScreen(SpecFiles, DataScreen):
         elif spec is not None and not listed:
             try:
                 self.app.hub.backend(self._cluster).check_spec(spec)
-            except Exception as exc:  # noqa: BLE001 - a backend's refusal (or bug) is a problem line, never a crash
+            except Exception as exc:
                 line = error_text(exc)
                 key, message = message_field(line, form.fields)
                 if key is None:
@@ -245,7 +257,9 @@ class SubmitScreen(SpecFiles, DataScreen):
         notes = Text()
         hidden = self.form.hidden_values()
         if hidden:
-            notes.append(f"not used by {self._cluster or 'this cluster'} for {self._kind.value} jobs, not sent: ", "yellow")
+            notes.append(
+                f"not used by {self._cluster or 'this cluster'} for {self._kind.value} jobs, not sent: ", "yellow"
+            )
             notes.append(clean(", ".join(hidden)) + "\n")
         extra = leaf_paths(self.form.base)
         if extra:
@@ -269,7 +283,7 @@ class SubmitScreen(SpecFiles, DataScreen):
             return
         try:
             text = self.app.hub.backend(self._cluster).render(self._spec)
-        except Exception as exc:  # noqa: BLE001 - shown in the preview pane, never a traceback
+        except Exception as exc:
             preview.update(Text(clean(error_text(exc)), "bold red"))
             return
         preview.update(Text(clean(text, keep_newlines=True)))
@@ -289,8 +303,9 @@ class SubmitScreen(SpecFiles, DataScreen):
             return None
         if spec is None:
             try:
-                spec = spec_from_data({**data, "name": data.get("name") or "-", "command": data.get("command") or "-"},
-                                      "<form>")
+                spec = spec_from_data(
+                    {**data, "name": data.get("name") or "-", "command": data.get("command") or "-"}, "<form>"
+                )
             except SpecError:
                 return None
         return verdict(snapshot.nodes, self.app.hub.backend(self._cluster).capacity_request(spec))
@@ -308,8 +323,10 @@ class SubmitScreen(SpecFiles, DataScreen):
             for pool in pools(snapshot.nodes):
                 if pool.gpus_total:
                     out.append(f"{clean(pool.name)}: ", "bold")
-                    out.append(f"{pool.whole_free}/{pool.nodes} whole nodes free, "
-                               f"{pool.gpus_free}/{pool.gpus_total} GPUs free\n")
+                    out.append(
+                        f"{pool.whole_free}/{pool.nodes} whole nodes free, "
+                        f"{pool.gpus_free}/{pool.gpus_total} GPUs free\n"
+                    )
             found = self._verdict
             if found is None:
                 out.append("the verdict shows once the request has no problems", "dim")
@@ -366,7 +383,8 @@ class SubmitScreen(SpecFiles, DataScreen):
         field = self.form.field_of(event.widget)
         label, help_text = (field.label, field.help) if field else WIDGET_HELP.get(event.widget.id or "", ("", ""))
         self.query_one("#field-help", Static).update(
-            Text.assemble((f"{label}: ", "bold"), clean(help_text)) if help_text else "")
+            Text.assemble((f"{label}: ", "bold"), clean(help_text)) if help_text else ""
+        )
 
     async def on_unmount(self) -> None:
         """Closing the app within the draft delay still keeps the last edits."""
@@ -408,10 +426,15 @@ class SubmitScreen(SpecFiles, DataScreen):
             job_id = await hub.submit(cluster, spec, tag)
         except SubmitUnknown as exc:  # the job may exist: keep the form and draft, remember the tag
             self.unknown_submit = (cluster, spec, exc.tag)
-            self.notify(clean(f"{exc}: Submit on this unchanged form does that"), title=exc.title, severity="warning",
-                        timeout=30, markup=False)
+            self.notify(
+                clean(f"{exc}: Submit on this unchanged form does that"),
+                title=exc.title,
+                severity="warning",
+                timeout=30,
+                markup=False,
+            )
             self.app.request_refresh(cluster)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a notification
+        except Exception as exc:
             self.app.report_error("Submit failed", error_text(exc))
         else:
             self.unknown_submit = None

@@ -35,7 +35,9 @@ class ClusterBar(Static):
         self._height = height
 
     def render(self) -> Text:
-        return Text("\n", no_wrap=True, overflow="ellipsis").join(self._lines(self.content_size.width or self.app.size.width))
+        return Text("\n", no_wrap=True, overflow="ellipsis").join(
+            self._lines(self.content_size.width or self.app.size.width)
+        )
 
     def get_content_height(self, container, viewport, width: int) -> int:
         return len(self._lines(width))
@@ -57,8 +59,10 @@ class ClusterBar(Static):
                 counts.update(job.state for job in snap.jobs)
             part = Text("● ", HEALTH_STYLE[snap.health])
             part.append(clean(snap.name), "bold")
-            part.append(f" {short_state(snap, now)}",
-                        HEALTH_STYLE[snap.health] if snap.health is not Health.OK or snap.login_user else "dim")
+            part.append(
+                f" {short_state(snap, now)}",
+                HEALTH_STYLE[snap.health] if snap.health is not Health.OK or snap.login_user else "dim",
+            )
             if snap.read_only and not getattr(app, "read_only", False):
                 part.append(" ro", "red")
             noted |= has_note(snap)

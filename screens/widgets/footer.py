@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Footer as TextualFooter
 
+
 class Footer(TextualFooter):
     """Textual's Footer without its leak (8.2.8): each recompose binds every new ``FooterKey``'s
     ``compact`` to the footer with ``data_bind``, a watcher kept on the footer that is only dropped
@@ -18,5 +19,6 @@ class Footer(TextualFooter):
     def prune_watchers(self) -> None:
         watchers = getattr(self, "__watchers", None)  # textual.reactive keeps them under this name
         for name, bound in (watchers or {}).items():
-            bound[:] = [(node, callback) for node, callback in bound
-                        if node is self or (not node._closing and node.is_attached)]
+            bound[:] = [
+                (node, callback) for node, callback in bound if node is self or (not node._closing and node.is_attached)
+            ]

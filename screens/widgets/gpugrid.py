@@ -15,8 +15,9 @@ counts shared nodes in each is on the summary line above the grid, from ``capaci
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Union
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -29,11 +30,20 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from yanflow_tui.capacity import ALL, GroupSummary, PoolCapacity, summarize, usable_free_gpus
-from yanflow_tui.screens.render.gpu_cells import (GLYPHS, Cell, cell_kind, has_utilization, node_fields, node_gpus, node_matches,
-                                   state_kind, util_label)
 from yanflow_tui.model import Gpu, Node
-from yanflow_tui.screens.render.rows import natural_key
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.render.gpu_cells import (
+    GLYPHS,
+    Cell,
+    cell_kind,
+    has_utilization,
+    node_fields,
+    node_gpus,
+    node_matches,
+    state_kind,
+    util_label,
+)
+from yanflow_tui.screens.render.rows import natural_key
 from yanflow_tui.screens.widgets.gpugrid_cursor import GridCursor
 
 GroupKey = tuple  # ("cluster", name) or ("pool", cluster, partition)
@@ -49,8 +59,12 @@ WIDE_CELL = 5  # glyph, three digits of utilisation, a space
 SHRINK_ORDER = (0, 2, 5, 1, 4, 3)  # text columns that give way to the GPU cells (the widest first, of these)
 MORE = " +{}›"  # drawn at the right edge over a node's GPU cells that are off-screen: how many
 CUT = "…"  # drawn at the right edge of a node line that goes on off-screen (a long note)
-CELL_STYLE = {Cell.FREE: "gpugrid--free", Cell.BUSY: "gpugrid--busy", Cell.IDLE: "gpugrid--idle",
-              Cell.UNAVAILABLE: "gpugrid--unavailable"}
+CELL_STYLE = {
+    Cell.FREE: "gpugrid--free",
+    Cell.BUSY: "gpugrid--busy",
+    Cell.IDLE: "gpugrid--idle",
+    Cell.UNAVAILABLE: "gpugrid--unavailable",
+}
 STATE_STYLE = {"ok": "gpugrid--ok", "busy": "gpugrid--busy", "bad": "gpugrid--bad"}
 
 Part = tuple[str, "str | None"]  # text, component class
@@ -84,10 +98,14 @@ def _fit(text: str, width: int) -> str:
 
 
 def summary_parts(summary: GroupSummary) -> list[Part]:
-    parts: list[Part] = [(f"{summary.nodes} node{'s' if summary.nodes != 1 else ''}", None),
-                         (" · GPUs ", "gpugrid--muted"), (f"{summary.gpus_used}/{summary.gpus_total}", None),
-                         (" used · ", "gpugrid--muted"), (f"{summary.whole_free}", None),
-                         (" whole free", "gpugrid--muted")]
+    parts: list[Part] = [
+        (f"{summary.nodes} node{'s' if summary.nodes != 1 else ''}", None),
+        (" · GPUs ", "gpugrid--muted"),
+        (f"{summary.gpus_used}/{summary.gpus_total}", None),
+        (" used · ", "gpugrid--muted"),
+        (f"{summary.whole_free}", None),
+        (" whole free", "gpugrid--muted"),
+    ]
     if summary.idle:
         parts += [(" · ", "gpugrid--muted"), (f"{GLYPHS[Cell.IDLE]} {summary.idle} idle-allocated", "gpugrid--idle")]
     return parts
@@ -97,8 +115,17 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
     """Nodes by cluster and partition, one cell per GPU. Keyed rows: ``set_nodes`` updates in place."""
 
     COMPONENT_CLASSES = {
-        "gpugrid--header", "gpugrid--group", "gpugrid--cursor", "gpugrid--cell-cursor", "gpugrid--muted",
-        "gpugrid--free", "gpugrid--busy", "gpugrid--idle", "gpugrid--unavailable", "gpugrid--ok", "gpugrid--bad",
+        "gpugrid--header",
+        "gpugrid--group",
+        "gpugrid--cursor",
+        "gpugrid--cell-cursor",
+        "gpugrid--muted",
+        "gpugrid--free",
+        "gpugrid--busy",
+        "gpugrid--idle",
+        "gpugrid--unavailable",
+        "gpugrid--ok",
+        "gpugrid--bad",
     }
     DEFAULT_CSS = """
     GpuGrid { background: $surface; }
@@ -131,14 +158,14 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
     class CursorMoved(Message):
         """The cursor moved, or what is under it changed."""
 
-        def __init__(self, grid: "GpuGrid") -> None:
+        def __init__(self, grid: GpuGrid) -> None:
             super().__init__()
             self.grid = grid
 
     class NodeSelected(Message):
         """``enter`` on a node row: ``gpu`` is the GPU cell under the cursor, None on the node's fields."""
 
-        def __init__(self, grid: "GpuGrid", node: Node, gpu: Gpu | None) -> None:
+        def __init__(self, grid: GpuGrid, node: Node, gpu: Gpu | None) -> None:
             super().__init__()
             self.grid = grid
             self.node = node
@@ -197,8 +224,11 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
             node = new[key]
             old = old_nodes.get(key)
             before_widths, before_gpus = self._field_widths.get(key), len(self._gpus.get(key, ()))
-            if old is None or old.partitions[:1] != node.partitions[:1] or (
-                    self.filter_text and node_matches(old, self.filter_text) != node_matches(node, self.filter_text)):
+            if (
+                old is None
+                or old.partitions[:1] != node.partitions[:1]
+                or (self.filter_text and node_matches(old, self.filter_text) != node_matches(node, self.filter_text))
+            ):
                 structural = True
             fields = self._fields[key] = node_fields(node)
             self._field_widths[key] = tuple(cell_len(f) for f in fields)
@@ -206,8 +236,14 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
             if key not in self._sort:
                 self._sort[key] = natural_key(node.name)
             one = summarize((node,))
-            self._counts[key] = (one.nodes, one.gpus_used, one.gpus_total, one.whole_free, one.idle,
-                                 usable_free_gpus(node))
+            self._counts[key] = (
+                one.nodes,
+                one.gpus_used,
+                one.gpus_total,
+                one.whole_free,
+                one.idle,
+                usable_free_gpus(node),
+            )
             util = has_utilization(node)
             if util != (key in self._util):
                 measure = True
@@ -220,8 +256,15 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
             self._parts.pop(key, None)
             self._strips.pop(key, None)
         for key in [k for k in old_nodes if k not in new]:
-            for store in (self._fields, self._field_widths, self._gpus, self._sort, self._counts, self._parts,
-                          self._strips):
+            for store in (
+                self._fields,
+                self._field_widths,
+                self._gpus,
+                self._sort,
+                self._counts,
+                self._parts,
+                self._strips,
+            ):
                 store.pop(key, None)
             self._util.discard(key)
         self._node_map = new
@@ -354,8 +397,7 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
             self._parts = {k: v for k, v in self._parts.items() if not isinstance(k, str)}
             self._strips = {k: v for k, v in self._strips.items() if not isinstance(k, str)}
             self._header = None
-        group_width = max((sum(cell_len(t) for t, _ in self._group_parts(g)) for g in self._groups.values()),
-                          default=0)
+        group_width = max((sum(cell_len(t) for t, _ in self._group_parts(g)) for g in self._groups.values()), default=0)
         width = max(fixed + max(cells, len("GPUS")) + len(SEP) + most[6], group_width)
         size = Size(width, len(self._rows) + 1)
         if size != self.virtual_size:
@@ -379,8 +421,12 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
     def _group_parts(self, group: Group) -> list[Part]:
         marker = CLOSED if group.key in self.collapsed else OPEN
         label = clean(group.name)
-        return [(INDENT[group.level] + marker, "gpugrid--muted"), (label, "gpugrid--group"), (SEP, None),
-                *summary_parts(group.summary)]
+        return [
+            (INDENT[group.level] + marker, "gpugrid--muted"),
+            (label, "gpugrid--group"),
+            (SEP, None),
+            *summary_parts(group.summary),
+        ]
 
     def _node_parts(self, key: str) -> list[Part]:
         fields = self._fields[key]
@@ -482,7 +528,8 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
         if hidden:
             mark = MORE.format(hidden)
         elif line.cell_length > scroll_x + width and (
-                scroll_x + width - len(CUT) >= self.gpu_x + len(self._gpus.get(key, ())) * self.cell_width):
+            scroll_x + width - len(CUT) >= self.gpu_x + len(self._gpus.get(key, ())) * self.cell_width
+        ):
             mark = CUT  # never over a GPU cell
         else:
             return strip

@@ -15,7 +15,8 @@ laid out backwards from the last line).
 from __future__ import annotations
 
 from array import array
-from typing import Callable, Pattern
+from collections.abc import Callable
+from re import Pattern
 
 from rich.cells import chop_cells
 from rich.style import Style
@@ -43,12 +44,20 @@ class LogView(ScrollView, can_focus=True):
     class Changed(Message):
         """The view's search state or position changed (the screen redraws its status line)."""
 
-        def __init__(self, view: "LogView") -> None:
+        def __init__(self, view: LogView) -> None:
             super().__init__()
             self.view = view
 
-    def __init__(self, store: LogStore, *, wrap: bool = False, following: bool = True,
-                 pattern: Pattern[str] | None = None, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self,
+        store: LogStore,
+        *,
+        wrap: bool = False,
+        following: bool = True,
+        pattern: Pattern[str] | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.store = store
         self.wrap = wrap
@@ -93,8 +102,9 @@ class LogView(ScrollView, can_focus=True):
         if self.pattern is not None and not self.matches_capped and self._scanned == start:
             if lines is not None and len(lines) == total - start:
                 found = array("Q")
-                self.matches_capped = match_lines(self.pattern, "\n".join(lines), start, start, total, found,
-                                                  MAX_MATCHES - len(self.matches))
+                self.matches_capped = match_lines(
+                    self.pattern, "\n".join(lines), start, start, total, found, MAX_MATCHES - len(self.matches)
+                )
                 self.matches.extend(found)
                 self._scanned = total
                 if found:
@@ -183,8 +193,7 @@ class LogView(ScrollView, can_focus=True):
             self.go_to_line(line)
         self.refresh()
 
-    def find(self, pattern: Pattern[str], start: int, direction: int,
-             done: Callable[[int | None], None]) -> None:
+    def find(self, pattern: Pattern[str], start: int, direction: int, done: Callable[[int | None], None]) -> None:
         """Find the first line matching ``pattern`` from ``start`` forwards (``direction`` 1) or
         backwards (-1); ``done(line or None)`` runs on the event loop. Big stores are read in a thread."""
         store = self.store
@@ -248,8 +257,7 @@ class LogView(ScrollView, can_focus=True):
             self._scan(generation, store, self.pattern, start, stop, MAX_MATCHES - len(self.matches))
 
     @work(thread=True, group="log-scan", exit_on_error=False)
-    def _scan(self, generation: int, store: LogStore, pattern: Pattern[str], start: int, stop: int,
-              limit: int) -> None:
+    def _scan(self, generation: int, store: LogStore, pattern: Pattern[str], start: int, stop: int, limit: int) -> None:
         try:
             found = store.find_all(pattern, start, stop, limit)
         except (OSError, ValueError):
@@ -279,8 +287,9 @@ class LogView(ScrollView, can_focus=True):
         self.post_message(self.Changed(self))
 
     @work(thread=True, group="log-find", exclusive=True, exit_on_error=False)
-    def _find_in_thread(self, store: LogStore, pattern: Pattern[str], start: int, direction: int,
-                        done: Callable[[int | None], None]) -> None:
+    def _find_in_thread(
+        self, store: LogStore, pattern: Pattern[str], start: int, direction: int, done: Callable[[int | None], None]
+    ) -> None:
         try:
             line = store.search(pattern, start, direction)
         except (OSError, ValueError):
@@ -491,7 +500,7 @@ class LogView(ScrollView, can_focus=True):
         if strip is None:
             text = self._text(line)
             if len(text) > limit:
-                text = text[:limit + (len(self.pattern.pattern) if self.pattern is not None else 0)]
+                text = text[: limit + (len(self.pattern.pattern) if self.pattern is not None else 0)]
             styled = self._styled(line, text)
             strip = Strip(styled.render(self.app.console), styled.cell_len)
             self._strips[key] = strip

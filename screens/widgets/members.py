@@ -21,8 +21,9 @@ def varying_details(jobs: list[Job]) -> list[str]:
     for job in jobs:
         for label, value in job.details:
             labels.setdefault(label, set()).add(value)
-    return [label for label, values in labels.items()
-            if len(values) > 1 or any(label not in dict(j.details) for j in jobs)]
+    return [
+        label for label, values in labels.items() if len(values) > 1 or any(label not in dict(j.details) for j in jobs)
+    ]
 
 
 def sort_value(value: str) -> tuple:
@@ -49,8 +50,13 @@ class MembersTable(DataTable):
             self.add_column(text(label), key=str(index))
         for job in sorted(jobs, key=lambda j: natural_key(j.id)):
             values = dict(job.details)
-            self.add_row(text(job.id), text(job.state.value, STATE_STYLES.get(job.state, "")), text(job.reason, "dim"),
-                         *(text(values.get(label, "-")) for label in self.labels[3:]), key=job.key)
+            self.add_row(
+                text(job.id),
+                text(job.state.value, STATE_STYLES.get(job.state, "")),
+                text(job.reason, "dim"),
+                *(text(values.get(label, "-")) for label in self.labels[3:]),
+                key=job.key,
+            )
 
     def action_sort_next(self) -> None:
         if self.labels:
@@ -62,8 +68,11 @@ class MembersTable(DataTable):
 
     def sort_by(self, column: int, reverse: bool = False) -> None:
         self.sort_column, self.reverse = column, reverse
-        self.sort(str(column), key=lambda cell: sort_value(cell.plain if isinstance(cell, Text) else str(cell)),
-                  reverse=reverse)
+        self.sort(
+            str(column),
+            key=lambda cell: sort_value(cell.plain if isinstance(cell, Text) else str(cell)),
+            reverse=reverse,
+        )
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()

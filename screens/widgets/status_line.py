@@ -40,7 +40,7 @@ def cut_at_word(text: Text, width: int, hint: str = "") -> Text:
     out = text[:end]
     out.rstrip()
     while out.plain.endswith((" ·", "·", ",", ":", ";")):  # no dangling separator before the ellipsis
-        out = out[:len(out.plain.rstrip(" ·,:;"))]
+        out = out[: len(out.plain.rstrip(" ·,:;"))]
     out.append(tail, "dim")
     out.no_wrap, out.overflow = True, "ellipsis"
     return out
@@ -69,12 +69,20 @@ class StatusLine(Static):
     def _hint(self) -> str:
         """``i: full text``, with the key the binding has now (a keymap may move it); "" if none."""
         app = self.app
-        found = next((active.binding for active in self.screen.active_bindings.values()
-                      if active.binding.id == FULL_TEXT_BINDING), None)
+        found = next(
+            (
+                active.binding
+                for active in self.screen.active_bindings.values()
+                if active.binding.id == FULL_TEXT_BINDING
+            ),
+            None,
+        )
         if found is None:  # not active yet (the screen is still mounting): the screen's own bindings
             for cls in type(self.screen).__mro__:
-                found = next((b for b in getattr(cls, "BINDINGS", ()) if isinstance(b, Binding)
-                              and b.id == FULL_TEXT_BINDING), None)
+                found = next(
+                    (b for b in getattr(cls, "BINDINGS", ()) if isinstance(b, Binding) and b.id == FULL_TEXT_BINDING),
+                    None,
+                )
                 if found is not None:
                     keymap = getattr(getattr(app, "config", None), "keymap", None) or {}
                     if FULL_TEXT_BINDING in keymap:

@@ -12,8 +12,9 @@ is drawn). Rows may name a ``parent``: sorting keeps them right under it. Header
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
-from typing import Callable, ClassVar, Iterable, NamedTuple, Sequence, Union
+from typing import ClassVar, NamedTuple, Union
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -84,8 +85,7 @@ def _is_live(cell: Cell) -> bool:
 class VirtualTable(ScrollView, can_focus=True):
     """Keyed rows under a fixed header; the cursor is a row, kept by key."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"vtable--header", "vtable--cursor", "vtable--even-row",
-                                              "vtable--odd-row"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"vtable--header", "vtable--cursor", "vtable--even-row", "vtable--odd-row"}
     DEFAULT_CSS = """
     VirtualTable {
         height: 1fr;
@@ -122,38 +122,46 @@ class VirtualTable(ScrollView, can_focus=True):
     class RowHighlighted(Message):
         """The cursor moved to another row (``key`` is None when the table emptied)."""
 
-        def __init__(self, table: "VirtualTable", key: str | None) -> None:
+        def __init__(self, table: VirtualTable, key: str | None) -> None:
             super().__init__()
             self.table, self.key = table, key
 
         @property
-        def control(self) -> "VirtualTable":
+        def control(self) -> VirtualTable:
             return self.table
 
     class RowSelected(Message):
         """Enter, or a click on the cursor row."""
 
-        def __init__(self, table: "VirtualTable", key: str) -> None:
+        def __init__(self, table: VirtualTable, key: str) -> None:
             super().__init__()
             self.table, self.key = table, key
 
         @property
-        def control(self) -> "VirtualTable":
+        def control(self) -> VirtualTable:
             return self.table
 
     class HeaderSelected(Message):
         """A click on a column label (the table has sorted by it already, when sortable)."""
 
-        def __init__(self, table: "VirtualTable", column: str) -> None:
+        def __init__(self, table: VirtualTable, column: str) -> None:
             super().__init__()
             self.table, self.column = table, column
 
         @property
-        def control(self) -> "VirtualTable":
+        def control(self) -> VirtualTable:
             return self.table
 
-    def __init__(self, columns: Sequence[Column], *, zebra_stripes: bool = True, sortable: bool = True,
-                 name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self,
+        columns: Sequence[Column],
+        *,
+        zebra_stripes: bool = True,
+        sortable: bool = True,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.columns: tuple[Column, ...] = tuple(columns)
         self.zebra_stripes = zebra_stripes
@@ -492,8 +500,7 @@ class VirtualTable(ScrollView, can_focus=True):
         the widest first, down to their floor; if that is not enough, columns with a ``give_way``
         rank are hidden in rank order (and the others shrink only as far as they still must)."""
         natural = self._natural_widths()
-        floors = {i: max(c.min_width, c.floor, Text(c.label).cell_len, 3)
-                  for i, c in enumerate(self.columns) if c.flex}
+        floors = {i: max(c.min_width, c.floor, Text(c.label).cell_len, 3) for i, c in enumerate(self.columns) if c.flex}
         order = sorted((c.give_way, i) for i, c in enumerate(self.columns) if c.give_way)
         hidden: frozenset[int] = frozenset()
         for count in range(len(order) + 1):
@@ -629,8 +636,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self._relayout()
         self.refresh()
 
-    def _build_strip(self, cells: Sequence[Cell], style: Style, under: Style | None = None,
-                     header: bool = False) -> Strip:
+    def _build_strip(
+        self, cells: Sequence[Cell], style: Style, under: Style | None = None, header: bool = False
+    ) -> Strip:
         """One full-width line: each cell padded or cut (with an ellipsis) to its column's width.
         ``style``: the line's (stripe, cursor, header); ``under``: the row's own, under its cells."""
         console = self.app.console
@@ -658,8 +666,9 @@ class VirtualTable(ScrollView, can_focus=True):
                 base += get_style(column.style, default=Style.null())
             if text.style:  # Text.render leaves the Text's own style out when it has no spans
                 base += get_style(text.style, default=Style.null())
-            segments.extend(Segment(s.text, base + s.style if s.style else base)
-                            for s in text.render(console, end="") if s.text)
+            segments.extend(
+                Segment(s.text, base + s.style if s.style else base) for s in text.render(console, end="") if s.text
+            )
             if room and column.justify != "right":
                 segments.append(Segment(" " * room, style))
             segments.append(pad)

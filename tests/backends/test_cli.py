@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from jobhelpers import cleanup_state_dir, run_cli, wait_until
 
 from yanflow_tui import cli, locations
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.local.store import LocalStore
-
-from jobhelpers import cleanup_state_dir, run_cli, wait_until
 
 JOB_KEYS = {"id", "cluster", "name", "user", "state", "nodes", "gpus"}
 NODE_KEYS = {"name", "cluster", "state", "gpus_total", "gpus_used", "gpu_type"}
@@ -112,8 +111,9 @@ def test_nodes_without_driver(home, fake_nvml):
 
 
 def test_submit_dry_run_prints_native_form_and_submits_nothing(env, tmp_path):
-    path = write_spec(tmp_path, {"name": "dry", "command": "python train.py", "env": {"SEED": "1"},
-                                 "resources": {"gpus": 1}})
+    path = write_spec(
+        tmp_path, {"name": "dry", "command": "python train.py", "env": {"SEED": "1"}, "resources": {"gpus": 1}}
+    )
     result = run_cli("submit", "--dry-run", str(path))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("# local job on ")
@@ -130,7 +130,9 @@ def test_submit_dry_run_still_checks_the_spec(env, tmp_path):
 
 
 def test_logs_and_follow(env, tmp_path):
-    job_id = submit(tmp_path, "for i in 1 2 3 4 5; do echo \"line $i\"; sleep 0.1; done; printf '\\033[31mred\\033[0m\\n'")
+    job_id = submit(
+        tmp_path, "for i in 1 2 3 4 5; do echo \"line $i\"; sleep 0.1; done; printf '\\033[31mred\\033[0m\\n'"
+    )
     result = run_cli("logs", "--follow", job_id)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["line 1", "line 2", "line 3", "line 4", "line 5", "red"]
@@ -157,8 +159,13 @@ def test_unknown_job(env, command, job):
 
 @pytest.mark.parametrize(
     "args",
-    [["--read-only", "submit", "{spec}"], ["submit", "--read-only", "{spec}"], ["submit", "{spec}", "--read-only"],
-     ["--read-only", "cancel", "{job}"], ["cancel", "{job}", "--read-only"]],
+    [
+        ["--read-only", "submit", "{spec}"],
+        ["submit", "--read-only", "{spec}"],
+        ["submit", "{spec}", "--read-only"],
+        ["--read-only", "cancel", "{job}"],
+        ["cancel", "{job}", "--read-only"],
+    ],
 )
 def test_read_only_before_or_after_the_command(env, tmp_path, args):
     job_id = submit(tmp_path, "sleep 300")
@@ -191,10 +198,14 @@ def test_an_id_on_several_clusters_needs_the_cluster_flag(env, tmp_path):
     job_id = run_cli("--config", str(config), "submit", str(spec), "--cluster", "a").stdout.strip()
     assert job_id.isdigit()
     # Two local clusters over one state dir both hold the job: the error names them.
-    assert_one_clear_line(run_cli("--config", str(config), "logs", job_id),
-                          f"job {job_id!r} is on several clusters (a, b); pass --cluster NAME")
-    wait_until(lambda: run_cli("--config", str(config), "logs", job_id, "--cluster", "b").stdout == "shared\n",
-               what="the log through --cluster")
+    assert_one_clear_line(
+        run_cli("--config", str(config), "logs", job_id),
+        f"job {job_id!r} is on several clusters (a, b); pass --cluster NAME",
+    )
+    wait_until(
+        lambda: run_cli("--config", str(config), "logs", job_id, "--cluster", "b").stdout == "shared\n",
+        what="the log through --cluster",
+    )
 
 
 def test_unavailable_cluster_reports_and_fails_but_lists_the_others(env, tmp_path, monkeypatch, capsys):
@@ -262,18 +273,22 @@ def test_a_job_that_never_fits_is_refused_before_it_is_sent_unless_forced(env, t
     forced = run_cli("submit", "--force", str(path))  # past the verdict: the backend's own refusal
     assert_one_clear_line(forced, "asks for 4 GPU(s) but this machine has 0")
     fake_nvml.gpus(2)
-    fits = run_cli("submit", "--dry-run", str(write_spec(tmp_path, {"name": "small", "command": "true",
-                                                                    "resources": {"gpus": 2}})))
+    fits = run_cli(
+        "submit", "--dry-run", str(write_spec(tmp_path, {"name": "small", "command": "true", "resources": {"gpus": 2}}))
+    )
     assert fits.stderr.strip() == "yanflow-tui: fits now: 1 node in cluster local can take 2 GPUs now, 1 needed"
 
 
-@pytest.mark.parametrize("content,where,message", [
-    (b"name: n\ncommand: c\nworkdir: /w\x00x\n", "3: workdir", "U+0000 NUL"),
-    (b'name: n\ncommand: c\nenv: {A: "\\ud800"}\n', "3: env.A", "lone surrogate (U+D800)"),
-    ("name: n\ncommand: c\nimage: a\ud800\n".encode("utf-8", "surrogatepass"), "3: image", "not valid UTF-8"),
-    (b"name: n\ncommand: [echo, \"a\\0b\"]\n", "2: command[1]", "U+0000 NUL"),
-    (b"name: n\xff\ncommand: c\n", "1: name", "not valid UTF-8 (byte 0xFF)"),
-])
+@pytest.mark.parametrize(
+    "content,where,message",
+    [
+        (b"name: n\ncommand: c\nworkdir: /w\x00x\n", "3: workdir", "U+0000 NUL"),
+        (b'name: n\ncommand: c\nenv: {A: "\\ud800"}\n', "3: env.A", "lone surrogate (U+D800)"),
+        ("name: n\ncommand: c\nimage: a\ud800\n".encode("utf-8", "surrogatepass"), "3: image", "not valid UTF-8"),
+        (b'name: n\ncommand: [echo, "a\\0b"]\n', "2: command[1]", "U+0000 NUL"),
+        (b"name: n\xff\ncommand: c\n", "1: name", "not valid UTF-8 (byte 0xFF)"),
+    ],
+)
 def test_submit_dry_run_refuses_bad_characters_with_one_located_line(env, tmp_path, content, where, message):
     path = tmp_path / "bad.yaml"
     path.write_bytes(content)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import time
 
+import slurmhelpers
 from jobhelpers import cleanup_state_dir, run_cli, wait_until
 from k8shelpers import write_kubeconfig
-from yanflow_tui import locations
 
-import slurmhelpers
+from yanflow_tui import locations
 
 
 def _config(tmp_path, text: str):
@@ -32,8 +32,10 @@ def test_logs_skip_clusters_whose_ids_differ_without_asking_them(home, fake_nvml
     (``namespace/name``), so it is never asked, and the logs come from the local cluster."""
     state = locations.state_dir()
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9")  # nothing listens there
-    config = _config(tmp_path, f"clusters:\n  - {{name: here, kind: local}}\n"
-                               f"  - {{name: k8s, kind: kubernetes, kubeconfig: {kubeconfig}}}\n")
+    config = _config(
+        tmp_path,
+        f"clusters:\n  - {{name: here, kind: local}}\n  - {{name: k8s, kind: kubernetes, kubeconfig: {kubeconfig}}}\n",
+    )
     try:
         job_id = _submit_local(tmp_path, config, "echo found")
         started = time.monotonic()
@@ -42,8 +44,9 @@ def test_logs_skip_clusters_whose_ids_differ_without_asking_them(home, fake_nvml
         result = run_cli("--config", config, "logs", "ns/missing")  # only the Kubernetes form: asked, and it is dead
         assert result.returncode != 0 and "API server unreachable" in result.stderr, result.stderr
         no_form = run_cli("--config", config, "cancel", "exp-1")
-        assert no_form.stderr.strip() == ("yanflow-tui: error: no configured cluster has job ids like 'exp-1' "
-                                          "(here, k8s)")
+        assert no_form.stderr.strip() == (
+            "yanflow-tui: error: no configured cluster has job ids like 'exp-1' (here, k8s)"
+        )
     finally:
         cleanup_state_dir(state)
 
@@ -51,15 +54,19 @@ def test_logs_skip_clusters_whose_ids_differ_without_asking_them(home, fake_nvml
 def test_an_id_not_checked_everywhere_is_refused(home, fake_nvml, tmp_path):
     """A Slurm cluster that cannot be reached might hold the same id: no guess, --cluster is asked for."""
     state = locations.state_dir()
-    config = _config(tmp_path, "clusters:\n  - {name: here, kind: local}\n"
-                               "  - {name: far, kind: slurm, ssh: {host: 127.0.0.1, port: 9, user: nobody}}\n")
+    config = _config(
+        tmp_path,
+        "clusters:\n  - {name: here, kind: local}\n"
+        "  - {name: far, kind: slurm, ssh: {host: 127.0.0.1, port: 9, user: nobody}}\n",
+    )
     try:
         job_id = _submit_local(tmp_path, config, "sleep 60")
         result = run_cli("--config", config, "cancel", job_id)
         assert result.returncode != 0, result.stderr
         line = result.stderr.strip()
-        assert line.startswith(f"yanflow-tui: error: job {job_id!r} is on 'here', but these clusters could not be "
-                               "checked (far: "), line
+        assert line.startswith(
+            f"yanflow-tui: error: job {job_id!r} is on 'here', but these clusters could not be checked (far: "
+        ), line
         assert line.endswith("; pass --cluster NAME") and "\n" not in line
         done = run_cli("--config", config, "cancel", job_id, "--cluster", "here")
         assert done.returncode == 0, done.stderr
@@ -73,8 +80,13 @@ def test_cancel_finds_a_slurm_job_beside_the_local_machine(home, fake_nvml, tmp_
     slurmhelpers.require_cluster()
     state = locations.state_dir()
     config = _config(tmp_path, "clusters:\n  - {name: here, kind: local}\n  - {name: hpc, kind: slurm}\n")
-    job_id = slurmhelpers.slurm("sbatch", "--parsable", "-J", "yanflow-find-cluster", "-p", "cpu",
-                                "-o", "/dev/null", "--wrap", "sleep 300").strip().split(";")[0]
+    job_id = (
+        slurmhelpers.slurm(
+            "sbatch", "--parsable", "-J", "yanflow-find-cluster", "-p", "cpu", "-o", "/dev/null", "--wrap", "sleep 300"
+        )
+        .strip()
+        .split(";")[0]
+    )
     try:
         env = slurmhelpers.env()
         result = run_cli("--config", config, "cancel", job_id, env=env)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from jobhelpers import cleanup_state_dir
 
 from yanflow_tui import cli
 from yanflow_tui.backends import registry
@@ -13,15 +14,12 @@ from yanflow_tui.errors import BackendError, ReadOnlyError
 from yanflow_tui.model import JobKind
 from yanflow_tui.spec import parse_spec
 
-from jobhelpers import cleanup_state_dir
-
 SPEC = parse_spec("name: gated\ncommand: 'true'\n")
 
 
 class SpyBackend(Backend):
     kind = "spy"
-    capabilities = Capabilities(submit=True, cancel=True, job_kinds=frozenset({JobKind.SINGLE}),
-                                actions=("pause",))
+    capabilities = Capabilities(submit=True, cancel=True, job_kinds=frozenset({JobKind.SINGLE}), actions=("pause",))
 
     def __init__(self, config):
         super().__init__(config)
@@ -55,7 +53,8 @@ def test_overriding_a_gated_method_fails_at_class_creation(method):
 
 def test_overriding_gated_method_of_a_real_backend_fails():
     with pytest.raises(TypeError):
-        class SneakyLocal(LocalBackend):  # noqa: F841 - the class statement itself must fail
+
+        class SneakyLocal(LocalBackend):
             async def cancel(self, job_id):
                 return None
 
@@ -120,6 +119,7 @@ async def test_closed_gate_on_local_backend_touches_nothing(tmp_path):
 
 
 # -- through the CLI, in-process, with a spy in the registry ---------------------------------------
+
 
 class SpyLocal(LocalBackend):
     calls: list[tuple] = []

@@ -127,8 +127,15 @@ async def test_refresh_only_what_is_asked():
 
 @pytest.mark.parametrize(
     "exc",
-    [RuntimeError("x"), KeyError("k"), ValueError(""), OSError(5, "I/O error"), TimeoutError(), ZeroDivisionError(),
-     BackendError("")],
+    [
+        RuntimeError("x"),
+        KeyError("k"),
+        ValueError(""),
+        OSError(5, "I/O error"),
+        TimeoutError(),
+        ZeroDivisionError(),
+        BackendError(""),
+    ],
 )
 async def test_refresh_never_raises(exc):
     hub = make_hub(scripted(jobs_script=[exc], nodes_script=[exc]))
@@ -210,8 +217,7 @@ async def test_unavailable_backend_is_an_error_with_one_line(monkeypatch):
 
 
 async def test_backend_missing_a_package_says_which(tmp_path, monkeypatch):
-    (tmp_path / "needs_missing_pkg.py").write_text(
-        "import yanflow_definitely_missing_sdk\nclass B: pass\n")
+    (tmp_path / "needs_missing_pkg.py").write_text("import yanflow_definitely_missing_sdk\nclass B: pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "needs_missing_pkg", raising=False)
     monkeypatch.setitem(registry._BACKENDS, "determined", "needs_missing_pkg:B")
@@ -265,10 +271,15 @@ async def test_close_closes_every_backend_even_if_one_fails():
 
 @pytest.mark.parametrize(
     "exc, text",
-    [(asyncio.TimeoutError(), "timed out"), (TimeoutError(), "timed out"),
-     (BackendError("first\nsecond"), "first"), (BackendError(""), "BackendError"),
-     (RuntimeError("first\nsecond"), "RuntimeError: first"), (KeyError("k"), "KeyError: 'k'"),
-     (RuntimeError(), "RuntimeError")],
+    [
+        (TimeoutError(), "timed out"),
+        (TimeoutError(), "timed out"),
+        (BackendError("first\nsecond"), "first"),
+        (BackendError(""), "BackendError"),
+        (RuntimeError("first\nsecond"), "RuntimeError: first"),
+        (KeyError("k"), "KeyError: 'k'"),
+        (RuntimeError(), "RuntimeError"),
+    ],
 )
 def test_error_text(exc, text):
     assert error_text(exc) == text

@@ -13,11 +13,14 @@ import string
 import subprocess
 import sys
 from contextlib import contextmanager
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote
 
 import pytest
+from dethelpers import CMD_ID, cache_token, make_backend, seed
+from fakes.k8s_api import make_job, make_pod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from k8shelpers import cluster as k8s_cluster
 
 from yanflow_tui.backends.base import Backend
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
@@ -27,24 +30,109 @@ from yanflow_tui.backends.slurm.transport import LineStream, Transport
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 
-from dethelpers import CMD_ID, cache_token, make_backend, seed
-from fakes.k8s_api import make_job, make_pod
-from k8shelpers import cluster as k8s_cluster
-
 # The cases that once reached a collection or a namespace, and their relatives.
 EXACT = [
-    ".", "..", "ml/.", "ml/..", "ml/", "/x", "a/b/c/d", "%2e%2e", "ml/%2e%2e", "ml/%2E%2E", "ml/%2F",
-    "ml/a b", "ml/ tr", "ml/train ", "ml/trаin", "ml/ünïcode", "ML/train", "ml/Train", "", "/", "//", "ml//",
-    "ml//x", "ml/x/", "./x", "../x", "./..", "ml/../x", "ml/x/..", "ml/x/.", "ml/train/.", "ml/train/..",
-    "ml/train/", "ml/-x", "ml/x-", "ml/.x", "ml/x.", "ml/a..b", "-ml/x", "m_l/x", "ml/x\n", "ml/x\x00",
-    "ml/" + "a" * 254, ("n" * 64) + "/x", "train", "ml/train", "ml/train/train-0", "default/x",
-    "1", "12_3", "12_[1-3]", "٣", "1 2", "1;true", "-1", "--help", "1\n2", "exp-1", "exp-٣", "trial-120",
-    "trial-", "exp-12/..", f"cmd-{CMD_ID[:8]}", f"cmd-{CMD_ID}", "cmd-a", "cmd-", "cmd-../../x", "nb-XYZXYZXY",
+    ".",
+    "..",
+    "ml/.",
+    "ml/..",
+    "ml/",
+    "/x",
+    "a/b/c/d",
+    "%2e%2e",
+    "ml/%2e%2e",
+    "ml/%2E%2E",
+    "ml/%2F",
+    "ml/a b",
+    "ml/ tr",
+    "ml/train ",
+    "ml/trаin",
+    "ml/ünïcode",
+    "ML/train",
+    "ml/Train",
+    "",
+    "/",
+    "//",
+    "ml//",
+    "ml//x",
+    "ml/x/",
+    "./x",
+    "../x",
+    "./..",
+    "ml/../x",
+    "ml/x/..",
+    "ml/x/.",
+    "ml/train/.",
+    "ml/train/..",
+    "ml/train/",
+    "ml/-x",
+    "ml/x-",
+    "ml/.x",
+    "ml/x.",
+    "ml/a..b",
+    "-ml/x",
+    "m_l/x",
+    "ml/x\n",
+    "ml/x\x00",
+    "ml/" + "a" * 254,
+    ("n" * 64) + "/x",
+    "train",
+    "ml/train",
+    "ml/train/train-0",
+    "default/x",
+    "1",
+    "12_3",
+    "12_[1-3]",
+    "٣",
+    "1 2",
+    "1;true",
+    "-1",
+    "--help",
+    "1\n2",
+    "exp-1",
+    "exp-٣",
+    "trial-120",
+    "trial-",
+    "exp-12/..",
+    f"cmd-{CMD_ID[:8]}",
+    f"cmd-{CMD_ID}",
+    "cmd-a",
+    "cmd-",
+    "cmd-../../x",
+    "nb-XYZXYZXY",
 ]
-SEGMENTS = st.sampled_from(
-    [".", "..", "", "ml", "train", "Train", "a b", "ü", "%2e%2e", "%2F", "x" * 64, "a" * 254, "a.b", "-a", "a-",
-     "default", "train-0", " ", "\t", "?", "#", "%", "&", "="]
-) | st.text(max_size=10) | st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,8}[a-z0-9])?", fullmatch=True)
+SEGMENTS = (
+    st.sampled_from(
+        [
+            ".",
+            "..",
+            "",
+            "ml",
+            "train",
+            "Train",
+            "a b",
+            "ü",
+            "%2e%2e",
+            "%2F",
+            "x" * 64,
+            "a" * 254,
+            "a.b",
+            "-a",
+            "a-",
+            "default",
+            "train-0",
+            " ",
+            "\t",
+            "?",
+            "#",
+            "%",
+            "&",
+            "=",
+        ]
+    )
+    | st.text(max_size=10)
+    | st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,8}[a-z0-9])?", fullmatch=True)
+)
 IDS = (
     st.sampled_from(EXACT)
     | st.lists(SEGMENTS, min_size=1, max_size=4).map("/".join)
@@ -52,19 +140,30 @@ IDS = (
     | st.from_regex(r"[0-9]{1,6}(_[0-9]{1,3})?", fullmatch=True)
     | st.from_regex(r"(exp|trial)-[0-9]{1,4}|(cmd|nb|shell|tb)-[0-9a-f]{1,12}", fullmatch=True)
 )
-FUZZ = settings(max_examples=120, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=120,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def verbs(backend: Backend):
     """Every call that takes a job id, as (label, coroutine factory)."""
+
     async def logs(job_id):
         async for _ in backend.stream_logs(job_id, follow=False):
             pass
 
-    out = [("get_job", backend.get_job), ("describe", backend.describe), ("raw_spec", backend.raw_spec),
-           ("stream_logs", logs), ("cancel", backend.cancel), ("metrics", backend.metrics),
-           ("checkpoints", backend.checkpoints)]
+    out = [
+        ("get_job", backend.get_job),
+        ("describe", backend.describe),
+        ("raw_spec", backend.raw_spec),
+        ("stream_logs", logs),
+        ("cancel", backend.cancel),
+        ("metrics", backend.metrics),
+        ("checkpoints", backend.checkpoints),
+    ]
     out += [(f"perform {a}", lambda job_id, a=a: backend.perform(job_id, a)) for a in backend.capabilities.actions]
     return out
 
@@ -93,6 +192,7 @@ def event_loop():
 
 # -- Kubernetes -----------------------------------------------------------------------------------
 
+
 def dns_label(text: str) -> bool:
     allowed = set(string.ascii_lowercase + string.digits + "-")
     return 0 < len(text) <= 63 and set(text) <= allowed and text[0] != "-" and text[-1] != "-"
@@ -109,8 +209,10 @@ def k8s_parts(job_id: str) -> tuple[str, str, str | None] | None:
 
 
 COLLECTIONS = {"/api/v1/nodes", "/api/v1/namespaces/ml/pods", "/apis/batch/v1/namespaces/ml/jobs"}
-OBJECT = re.compile(r"/(?:api/v1|apis/batch/v1)/namespaces/(?P<ns>[^/]+)/(?P<kind>jobs|pods|services|events)"
-                    r"(?:/(?P<name>[^/]+)(?P<sub>/log)?)?")
+OBJECT = re.compile(
+    r"/(?:api/v1|apis/batch/v1)/namespaces/(?P<ns>[^/]+)/(?P<kind>jobs|pods|services|events)"
+    r"(?:/(?P<name>[^/]+)(?P<sub>/log)?)?"
+)
 
 
 def background(method: str, raw: str) -> bool:
@@ -155,7 +257,6 @@ def assert_names_one_object(pods: dict[str, set[str]], job_id: str, method: str,
         assert target == name, f"{method} {raw}: {target!r} is not {name!r}"
 
 
-
 def run_fuzz(fuzz, loop, backend) -> None:
     """The exact cases first, then hypothesis's own; the backend closed either way."""
     try:
@@ -164,6 +265,7 @@ def run_fuzz(fuzz, loop, backend) -> None:
         fuzz()
     finally:
         loop.run_until_complete(backend.close())
+
 
 def test_kubernetes_ids_reach_only_the_object_they_name(emulator, kubeconfig):
     emulator.put("jobs", make_job("train", "ml"))
@@ -183,8 +285,10 @@ def test_kubernetes_ids_reach_only_the_object_they_name(emulator, kubeconfig):
             if k8s_parts(job_id) is None:
                 assert not sent, f"{job_id!r} is refused, yet it sent {sent}"
                 assert all(v != "ok" for v in outcome.values()), outcome
-                assert all("not a Kubernetes job id" in v or "cannot" in v or "no metrics" in v
-                           or "no checkpoints" in v for v in outcome.values()), outcome
+                assert all(
+                    "not a Kubernetes job id" in v or "cannot" in v or "no metrics" in v or "no checkpoints" in v
+                    for v in outcome.values()
+                ), outcome
             for method, raw in sent:
                 assert_names_one_object(pods, job_id, method, raw)
             if emulator.get("jobs", "ml", "train") is None:  # a fuzzed cancel of ml/train: put it back
@@ -205,8 +309,12 @@ def test_cli_cancel_of_a_dot_id_sends_nothing(emulator, kubeconfig, tmp_path):
     config.write_text(f"clusters:\n  - name: k8s\n    kind: kubernetes\n    kubeconfig: {kubeconfig}\n")
     for job_id in ("..", ".", "ml/..", "ml/."):
         before = len(emulator.raw_requests)
-        result = subprocess.run([sys.executable, "-m", "yanflow_tui", "--config", str(config), "cancel",
-                                 "--cluster", "k8s", "--", job_id], capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-m", "yanflow_tui", "--config", str(config), "cancel", "--cluster", "k8s", "--", job_id],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode != 0
         assert result.stderr.count("\n") == 1 and "not a Kubernetes job id" in result.stderr, result.stderr
         assert "cancelled" not in result.stdout + result.stderr
@@ -214,6 +322,7 @@ def test_cli_cancel_of_a_dot_id_sends_nothing(emulator, kubeconfig, tmp_path):
 
 
 # -- Slurm ----------------------------------------------------------------------------------------
+
 
 class RecordingTransport(Transport):
     """Answers every command with success and no jobs; ``history`` keeps every argv."""
@@ -239,6 +348,7 @@ def test_slurm_ids_are_checked_before_any_command():
     transport = RecordingTransport()
     backend = SlurmBackend(ClusterConfig("slurm", "slurm"), transport=transport)
     with event_loop() as loop:
+
         @FUZZ
         @given(IDS)
         def fuzz(job_id):
@@ -263,7 +373,7 @@ def test_slurm_ids_are_checked_before_any_command():
 DET_ID = re.compile(r"(exp|trial)-(0|[1-9][0-9]{0,17})|(cmd|nb|shell|tb)-[0-9a-f][0-9a-f-]{7,63}", re.ASCII)
 
 
-def test_determined_ids_are_checked_before_any_request(master):  # noqa: F811
+def test_determined_ids_are_checked_before_any_request(master):
     cache_token(master)
     seed(master)
     backend = make_backend(master)
@@ -283,13 +393,15 @@ def test_determined_ids_are_checked_before_any_request(master):  # noqa: F811
             for r in sent:  # a mutation names the object of the id, nothing else
                 if r.method != "GET":
                     segments = r.path.split("/")
-                    assert any(s == number or (len(number) >= 8 and s.startswith(number)) for s in segments), \
+                    assert any(s == number or (len(number) >= 8 and s.startswith(number)) for s in segments), (
                         f"{r.method} {r.path} for {job_id!r}"
+                    )
 
         run_fuzz(fuzz, loop, backend)
 
 
 # -- local ----------------------------------------------------------------------------------------
+
 
 def test_local_ids_are_checked_before_the_store_is_touched(home, fake_nvml):
     from yanflow_tui.backends.local.backend import LocalBackend
@@ -309,6 +421,7 @@ def test_local_ids_are_checked_before_the_store_is_touched(home, fake_nvml):
     schedule = backend._schedule
     backend._schedule = lambda: (touched.append("schedule"), schedule())[1]
     with event_loop() as loop:
+
         @FUZZ
         @given(IDS)
         def fuzz(job_id):
@@ -323,8 +436,13 @@ def test_local_ids_are_checked_before_the_store_is_touched(home, fake_nvml):
 
 
 def test_the_path_guard_refuses_dot_and_empty_segments():
-    for bad in ("/api/v1/namespaces/ml/", "/apis/batch/v1/namespaces/ml/jobs/.", "/api/v1/namespaces/%2e%2E/pods",
-                "/api/v1/namespaces/ml/pods/a%2Fb", "/api//v1"):
+    for bad in (
+        "/api/v1/namespaces/ml/",
+        "/apis/batch/v1/namespaces/ml/jobs/.",
+        "/api/v1/namespaces/%2e%2E/pods",
+        "/api/v1/namespaces/ml/pods/a%2Fb",
+        "/api//v1",
+    ):
         with pytest.raises(BackendError):
             check_path("https://h:6443" + bad)
     check_path("https://h:6443/apis/batch/v1/namespaces/ml/jobs/train?propagationPolicy=Background")

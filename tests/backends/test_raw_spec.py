@@ -4,25 +4,25 @@ Determined experiment's config from the fake master."""
 
 from __future__ import annotations
 
-import yaml
 import pytest
+import yaml
+from fakes.k8s_api import make_job
+from k8shelpers import cluster as k8s_cluster
+from slurmhelpers import ssh_cluster
 
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.errors import BackendError
 from yanflow_tui.spec import parse_spec
 
-from fakes.k8s_api import make_job
-from k8shelpers import cluster as k8s_cluster
-from dethelpers import backend as det_backend
-from slurmhelpers import ssh_cluster
-
 
 async def test_slurm_raw_spec_is_scontrol_show_job_with_the_gres_indices(slurm_dir, slurm_jobs):
     backend = SlurmBackend(ssh_cluster())
     try:
-        text = ("name: yf-raw\nkind: slurm\ncommand: sleep 60\nresources: {nodes: 1, gpus: 2}\n"
-                "slurm: {partition: gpu, time: '00:02:00'}\n")
+        text = (
+            "name: yf-raw\nkind: slurm\ncommand: sleep 60\nresources: {nodes: 1, gpus: 2}\n"
+            "slurm: {partition: gpu, time: '00:02:00'}\n"
+        )
         job_id = slurm_jobs.add(await backend.submit(parse_spec(text, "raw.yaml")))
         raw = await backend.raw_spec(job_id)
         assert f"JobId={job_id}" in raw and "JobName=yf-raw" in raw and "Partition=gpu" in raw

@@ -6,20 +6,28 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from yanflow_tui.backends.base import Backend, Capabilities
 from yanflow_tui.errors import AuthRequired, BackendError
 from yanflow_tui.model import Checkpoint, Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, MetricPoint, Node
 
-FIXED = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+FIXED = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 class FakeBackend(Backend):
     kind = "fake"
-    capabilities = Capabilities(submit=True, cancel=True, logs=True, follow_logs=True,
-                                job_kinds=frozenset(JobKind), gpu_metrics=True, history=True, raw_spec=True)
-    instances: list["FakeBackend"] = []
+    capabilities = Capabilities(
+        submit=True,
+        cancel=True,
+        logs=True,
+        follow_logs=True,
+        job_kinds=frozenset(JobKind),
+        gpu_metrics=True,
+        history=True,
+        raw_spec=True,
+    )
+    instances: list[FakeBackend] = []
 
     def __init__(self, config):
         super().__init__(config)
@@ -30,11 +38,43 @@ class FakeBackend(Backend):
             self.job("103", "prep-data", JobState.COMPLETED),
         ]
         self.nodes: list[Node] = [
-            Node(config.name, "gpu01", "mixed", ("gpu",), 64, 16, 512000, 128000, "A100", 8, 4,
-                 tuple(Gpu(i, GpuState.ALLOCATED if i < 4 else GpuState.FREE, "101" if i < 4 else None,
-                           utilization=90.0 if i < 4 else 0.0) for i in range(8))),
-            Node(config.name, "gpu02", "drain", ("gpu",), 64, 0, 512000, 0, "A100", 8, 0,
-                 tuple(Gpu(i, GpuState.UNAVAILABLE, reason="drain") for i in range(8)), reason="maintenance"),
+            Node(
+                config.name,
+                "gpu01",
+                "mixed",
+                ("gpu",),
+                64,
+                16,
+                512000,
+                128000,
+                "A100",
+                8,
+                4,
+                tuple(
+                    Gpu(
+                        i,
+                        GpuState.ALLOCATED if i < 4 else GpuState.FREE,
+                        "101" if i < 4 else None,
+                        utilization=90.0 if i < 4 else 0.0,
+                    )
+                    for i in range(8)
+                ),
+            ),
+            Node(
+                config.name,
+                "gpu02",
+                "drain",
+                ("gpu",),
+                64,
+                0,
+                512000,
+                0,
+                "A100",
+                8,
+                0,
+                tuple(Gpu(i, GpuState.UNAVAILABLE, reason="drain") for i in range(8)),
+                reason="maintenance",
+            ),
         ]
         self.logs: dict[str, list[str]] = {"101": [f"epoch {i} loss={1 / (i + 1):.3f}" for i in range(30)]}
         self.fail_reads: Exception | None = None
@@ -42,8 +82,21 @@ class FakeBackend(Backend):
         FakeBackend.instances.append(self)
 
     def job(self, job_id, name, state, reason="", gpus=0, nodes=()):
-        return Job(job_id, self.name, name, "alice", state, state.value.upper(), reason, tuple(nodes), gpus,
-                   FIXED, None, None, JobKind.SINGLE)
+        return Job(
+            job_id,
+            self.name,
+            name,
+            "alice",
+            state,
+            state.value.upper(),
+            reason,
+            tuple(nodes),
+            gpus,
+            FIXED,
+            None,
+            None,
+            JobKind.SINGLE,
+        )
 
     async def list_jobs(self):
         self.calls.append(("list_jobs", None))
@@ -100,16 +153,22 @@ class FakeActionsBackend(FakeBackend):
     """The fake with extra verbs and a group: array job 104 holding three tasks."""
 
     kind = "fake-actions"
-    capabilities = replace(FakeBackend.capabilities, actions=("pause", "activate"), rank_logs=True,
-                           metrics=True, checkpoints=True)
+    capabilities = replace(
+        FakeBackend.capabilities, actions=("pause", "activate"), rank_logs=True, metrics=True, checkpoints=True
+    )
 
     def __init__(self, config):
         super().__init__(config)
         self.jobs.append(replace(self.job("104", "sweep", JobState.RUNNING, gpus=3)))
         trials = {0: ("0.1", "loss=0.5"), 1: ("0.01", "loss=0.2"), 10: ("0.001", "loss=0.9")}
-        self.jobs.extend(replace(self.job(f"104_{i}", f"sweep-{i}", JobState.RUNNING, gpus=1), parent="104",
-                                 details=(("Experiment", "104"), ("hp.lr", lr), ("Best validation", best)))
-                         for i, (lr, best) in trials.items())
+        self.jobs.extend(
+            replace(
+                self.job(f"104_{i}", f"sweep-{i}", JobState.RUNNING, gpus=1),
+                parent="104",
+                details=(("Experiment", "104"), ("hp.lr", lr), ("Best validation", best)),
+            )
+            for i, (lr, best) in trials.items()
+        )
         self.jobs.append(replace(self.job("105", "bobs-run", JobState.RUNNING), user="bob"))
         self.all_users_calls: list[bool] = []
         self.points = [MetricPoint("loss", step, 1.0 / (step + 1)) for step in range(0, 100, 10)]
@@ -175,8 +234,11 @@ class FakeLoginBackend(FakeBackend):
         self.logged_in = True
 
 
-LONG_NAMES = ("ddp-llama-70b-pretrain-stage2-bf16", "finetune-bert-large-squad-v2-lr3e-5",
-              "sweep-resnet152-imagenet-mixup-cutmix")
+LONG_NAMES = (
+    "ddp-llama-70b-pretrain-stage2-bf16",
+    "finetune-bert-large-squad-v2-lr3e-5",
+    "sweep-resnet152-imagenet-mixup-cutmix",
+)
 
 
 class FakeLongBackend(FakeBackend):
@@ -188,18 +250,44 @@ class FakeLongBackend(FakeBackend):
     def __init__(self, config):
         super().__init__(config)
         self.jobs = [
-            self.job("4815162", LONG_NAMES[0], JobState.RUNNING, gpus=16,
-                     nodes=("dgx-a100-node-0041", "dgx-a100-node-0042")),
-            self.job("4815163", LONG_NAMES[1], JobState.PENDING, gpus=8,
-                     reason="QOSMaxGRESPerUser (waiting for the user's GPU limit)"),
+            self.job(
+                "4815162", LONG_NAMES[0], JobState.RUNNING, gpus=16, nodes=("dgx-a100-node-0041", "dgx-a100-node-0042")
+            ),
+            self.job(
+                "4815163",
+                LONG_NAMES[1],
+                JobState.PENDING,
+                gpus=8,
+                reason="QOSMaxGRESPerUser (waiting for the user's GPU limit)",
+            ),
             self.job("4815164", LONG_NAMES[2], JobState.RUNNING, gpus=8, nodes=("dgx-a100-node-0043",)),
         ]
 
         def node(name, count, used, reason=""):
-            gpus = tuple(Gpu(i, GpuState.ALLOCATED if i < used else GpuState.FREE, "4815162" if i < used else None,
-                             utilization=(87.0 if i < used else 0.0)) for i in range(count))
-            return Node(config.name, name, "mixed" if used else "idle", ("gpu-long", "gpu", "debug"), 128, 64,
-                        2048000, 1024000, "NVIDIA A100-SXM4-80GB", count, used, gpus, reason=reason)
+            gpus = tuple(
+                Gpu(
+                    i,
+                    GpuState.ALLOCATED if i < used else GpuState.FREE,
+                    "4815162" if i < used else None,
+                    utilization=(87.0 if i < used else 0.0),
+                )
+                for i in range(count)
+            )
+            return Node(
+                config.name,
+                name,
+                "mixed" if used else "idle",
+                ("gpu-long", "gpu", "debug"),
+                128,
+                64,
+                2048000,
+                1024000,
+                "NVIDIA A100-SXM4-80GB",
+                count,
+                used,
+                gpus,
+                reason=reason,
+            )
 
         self.nodes = [
             node("dgx-a100-node-0041", 8, 8),

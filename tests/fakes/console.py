@@ -9,10 +9,10 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent.parent
 sys.path[0] = str(TESTS)  # not tests/fakes: its pynvml would stand in for the real one
 
+from fakes.backend import FakeBackend  # noqa: E402
+
 from yanflow_tui.backends import registry  # noqa: E402
 from yanflow_tui.config import ClusterConfig, Config  # noqa: E402
-
-from fakes.backend import FakeBackend  # noqa: E402
 
 
 def main() -> None:

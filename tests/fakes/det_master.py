@@ -66,7 +66,7 @@ class FakeMaster:
     tls: Any = None  # an ssl.SSLContext: serve HTTPS
 
     # -- lifecycle ----------------------------------------------------------------------------------
-    def start(self) -> "FakeMaster":
+    def start(self) -> FakeMaster:
         self._loop = asyncio.new_event_loop()
         ready = threading.Event()
 
@@ -78,7 +78,7 @@ class FakeMaster:
             self._loop.run_until_complete(self._runner.setup())
             site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self.tls)
             self._loop.run_until_complete(site.start())
-            self.port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001 - the bound port
+            self.port = site._server.sockets[0].getsockname()[1]
             ready.set()
             self._loop.run_forever()
 
@@ -101,6 +101,7 @@ class FakeMaster:
 
     def call(self, fn, *args) -> Any:
         """Run ``fn`` on the server's loop (to change state a handler may be reading)."""
+
         async def go():
             return fn(*args)
 
@@ -112,71 +113,180 @@ class FakeMaster:
         self.tokens[token] = user
         return token
 
-    def add_agent(self, agent_id: str, gpus: int, pools=("default",), busy: dict[int, str] | None = None,
-                  enabled=True, draining=False, brand="NVIDIA A100-SXM4-80GB") -> None:
+    def add_agent(
+        self,
+        agent_id: str,
+        gpus: int,
+        pools=("default",),
+        busy: dict[int, str] | None = None,
+        enabled=True,
+        draining=False,
+        brand="NVIDIA A100-SXM4-80GB",
+    ) -> None:
         slots = {}
         for i in range(gpus):
             container = None
             if busy and i in busy:
-                container = b.v1Container(id=busy[i], state=b.containerv1State.RUNNING,
-                                          devices=[b.v1Device(id=i, brand=brand, type=b.devicev1Type.CUDA)])
-            slots[str(i)] = b.v1Slot(id=str(i), enabled=True, draining=False, container=container,
-                                     device=b.v1Device(id=i, brand=brand, type=b.devicev1Type.CUDA,
-                                                       uuid=f"GPU-{agent_id}-{i}"))
-        stats = b.v1SlotStats(typeStats={"cuda": b.v1DeviceStats(disabled=0, draining=0, total=gpus)},
-                              brandStats={brand: b.v1DeviceStats(disabled=0, draining=0, total=gpus)})
-        self.agents.append(b.v1Agent(id=agent_id, slotStats=stats, slots=slots, resourcePools=list(pools),
-                                     enabled=enabled, draining=draining, registeredTime=T0, version="0.38.1"))
+                container = b.v1Container(
+                    id=busy[i],
+                    state=b.containerv1State.RUNNING,
+                    devices=[b.v1Device(id=i, brand=brand, type=b.devicev1Type.CUDA)],
+                )
+            slots[str(i)] = b.v1Slot(
+                id=str(i),
+                enabled=True,
+                draining=False,
+                container=container,
+                device=b.v1Device(id=i, brand=brand, type=b.devicev1Type.CUDA, uuid=f"GPU-{agent_id}-{i}"),
+            )
+        stats = b.v1SlotStats(
+            typeStats={"cuda": b.v1DeviceStats(disabled=0, draining=0, total=gpus)},
+            brandStats={brand: b.v1DeviceStats(disabled=0, draining=0, total=gpus)},
+        )
+        self.agents.append(
+            b.v1Agent(
+                id=agent_id,
+                slotStats=stats,
+                slots=slots,
+                resourcePools=list(pools),
+                enabled=enabled,
+                draining=draining,
+                registeredTime=T0,
+                version="0.38.1",
+            )
+        )
 
-    def add_experiment(self, exp_id: int, name: str, user: str, state="RUNNING", ntrials=3,
-                       metric="validation_loss", best: float | None = None, slots=2, labels=()) -> None:
-        config = {"name": name, "searcher": {"name": "random", "metric": metric, "smaller_is_better": True},
-                  "resources": {"slots_per_trial": slots}, "entrypoint": "python3 train.py", "labels": list(labels)}
+    def add_experiment(
+        self,
+        exp_id: int,
+        name: str,
+        user: str,
+        state="RUNNING",
+        ntrials=3,
+        metric="validation_loss",
+        best: float | None = None,
+        slots=2,
+        labels=(),
+    ) -> None:
+        config = {
+            "name": name,
+            "searcher": {"name": "random", "metric": metric, "smaller_is_better": True},
+            "resources": {"slots_per_trial": slots},
+            "entrypoint": "python3 train.py",
+            "labels": list(labels),
+        }
         trial_ids = [exp_id * 10 + i for i in range(ntrials)]
         self.experiments[exp_id] = b.v1Experiment(
-            archived=False, config=config, id=exp_id, jobId=f"job-{exp_id}", name=name, numTrials=ntrials,
-            originalConfig=json.dumps(config), projectId=1, projectOwnerId=1, searcherType="random",
-            startTime=T0, state=getattr(b.experimentv1State, state), username=user, progress=0.5,
-            bestTrialId=trial_ids[0] if best is not None else None, bestTrialSearcherMetric=best,
-            labels=list(labels), resourcePool="default", searcherMetric=metric, trialIds=trial_ids)
+            archived=False,
+            config=config,
+            id=exp_id,
+            jobId=f"job-{exp_id}",
+            name=name,
+            numTrials=ntrials,
+            originalConfig=json.dumps(config),
+            projectId=1,
+            projectOwnerId=1,
+            searcherType="random",
+            startTime=T0,
+            state=getattr(b.experimentv1State, state),
+            username=user,
+            progress=0.5,
+            bestTrialId=trial_ids[0] if best is not None else None,
+            bestTrialSearcherMetric=best,
+            labels=list(labels),
+            resourcePool="default",
+            searcherMetric=metric,
+            trialIds=trial_ids,
+        )
         self.trials[exp_id] = [
             b.trialv1Trial(
-                experimentId=exp_id, hparams={"lr": 0.01 * (i + 1), "layers": i + 2}, id=tid, restarts=0,
-                startTime=T0, state=b.trialv1State.RUNNING if i < 2 else b.trialv1State.COMPLETED,
-                totalBatchesProcessed=100 * (i + 1), taskId=f"{exp_id}.{tid}", searcherMetricValue=0.5 - 0.1 * i,
-                bestValidation=b.v1MetricsWorkload(metrics=b.v1Metrics(avgMetrics={metric: 0.4 - 0.1 * i}),
-                                                   numInputs=0, totalBatches=100 * (i + 1)),
-                checkpointCount=1)
+                experimentId=exp_id,
+                hparams={"lr": 0.01 * (i + 1), "layers": i + 2},
+                id=tid,
+                restarts=0,
+                startTime=T0,
+                state=b.trialv1State.RUNNING if i < 2 else b.trialv1State.COMPLETED,
+                totalBatchesProcessed=100 * (i + 1),
+                taskId=f"{exp_id}.{tid}",
+                searcherMetricValue=0.5 - 0.1 * i,
+                bestValidation=b.v1MetricsWorkload(
+                    metrics=b.v1Metrics(avgMetrics={metric: 0.4 - 0.1 * i}), numInputs=0, totalBatches=100 * (i + 1)
+                ),
+                checkpointCount=1,
+            )
             for i, tid in enumerate(trial_ids)
         ]
 
-    def add_command(self, task_id: str, description: str, user: str, state="RUNNING", container: str | None = None,
-                    exit_status: str | None = None) -> b.v1Command:
-        cont = (b.v1Container(id=container, state=b.containerv1State.RUNNING,
-                              devices=[b.v1Device(id=0, type=b.devicev1Type.CUDA)]) if container else None)
-        command = b.v1Command(description=description, id=task_id, jobId=f"job-{task_id[:8]}", resourcePool="default",
-                              startTime=T0, state=getattr(b.taskv1State, state), username=user, workspaceId=1,
-                              container=cont, exitStatus=exit_status)
+    def add_command(
+        self,
+        task_id: str,
+        description: str,
+        user: str,
+        state="RUNNING",
+        container: str | None = None,
+        exit_status: str | None = None,
+    ) -> b.v1Command:
+        cont = (
+            b.v1Container(
+                id=container, state=b.containerv1State.RUNNING, devices=[b.v1Device(id=0, type=b.devicev1Type.CUDA)]
+            )
+            if container
+            else None
+        )
+        command = b.v1Command(
+            description=description,
+            id=task_id,
+            jobId=f"job-{task_id[:8]}",
+            resourcePool="default",
+            startTime=T0,
+            state=getattr(b.taskv1State, state),
+            username=user,
+            workspaceId=1,
+            container=cont,
+            exitStatus=exit_status,
+        )
         self.commands[task_id] = command
         return command
 
     def add_allocation(self, task_id: str, container: str) -> None:
         alloc = f"{task_id}.alloc"
         self.allocations[alloc] = b.v1AllocationSummary(
-            allocationId=alloc, taskId=task_id, name=task_id, resourcePool="default", slotsNeeded=1,
-            resources=[b.v1ResourcesSummary(allocationId=alloc, containerId=container, resourcesId=container)])
+            allocationId=alloc,
+            taskId=task_id,
+            name=task_id,
+            resourcePool="default",
+            slotsNeeded=1,
+            resources=[b.v1ResourcesSummary(allocationId=alloc, containerId=container, resourcesId=container)],
+        )
 
     def add_log(self, task_id: str, text: str, rank: int | None = None) -> None:
         entries = self.logs.setdefault(task_id, [])
         n = len(entries)
-        entries.append(b.v1TaskLogsResponse(id=f"{task_id}-{n}", level=b.v1LogLevel.INFO, log=text + "\n",
-                                            message=text, taskId=task_id, timestamp=ts(n), rankId=rank))
+        entries.append(
+            b.v1TaskLogsResponse(
+                id=f"{task_id}-{n}",
+                level=b.v1LogLevel.INFO,
+                log=text + "\n",
+                message=text,
+                taskId=task_id,
+                timestamp=ts(n),
+                rankId=rank,
+            )
+        )
 
     def add_metrics(self, trial: int, group: str, steps_values: list[tuple[int, dict[str, float]]]) -> None:
         key = "validation_metrics" if group == "validation" else "avg_metrics"
         self.metrics[(trial, group)] = [
-            b.v1MetricsReport(archived=False, endTime=ts(i), group=group, id=i, metrics={key: values},
-                              totalBatches=step, trialId=trial, trialRunId=1)
+            b.v1MetricsReport(
+                archived=False,
+                endTime=ts(i),
+                group=group,
+                id=i,
+                metrics={key: values},
+                totalBatches=step,
+                trialId=trial,
+                trialRunId=1,
+            )
             for i, (step, values) in enumerate(steps_values)
         ]
 
@@ -188,16 +298,27 @@ class FakeMaster:
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
         self.checkpoint_tars[ckpt_uuid] = buf.getvalue()
-        self.checkpoints.setdefault(trial, []).append(b.v1Checkpoint(
-            metadata={"steps_completed": 200}, resources={name: str(len(d)) for name, d in files.items()},
-            state=b.checkpointv1State.COMPLETED, uuid=ckpt_uuid, reportTime=T0,
-            training=b.v1CheckpointTrainingMetadata(
-                trialId=trial, experimentId=exp_id,
-                validationMetrics=b.v1Metrics(avgMetrics={"validation_loss": 0.25}))))
+        self.checkpoints.setdefault(trial, []).append(
+            b.v1Checkpoint(
+                metadata={"steps_completed": 200},
+                resources={name: str(len(d)) for name, d in files.items()},
+                state=b.checkpointv1State.COMPLETED,
+                uuid=ckpt_uuid,
+                reportTime=T0,
+                training=b.v1CheckpointTrainingMetadata(
+                    trialId=trial,
+                    experimentId=exp_id,
+                    validationMetrics=b.v1Metrics(avgMetrics={"validation_loss": 0.25}),
+                ),
+            )
+        )
 
     def mutations(self, include_login: bool = True) -> list[Request]:
-        return [r for r in self.requests if r.method in ("POST", "PATCH", "PUT", "DELETE")
-                and (include_login or r.path != "/api/v1/auth/login")]
+        return [
+            r
+            for r in self.requests
+            if r.method in ("POST", "PATCH", "PUT", "DELETE") and (include_login or r.path != "/api/v1/auth/login")
+        ]
 
     # -- HTTP -----------------------------------------------------------------------------------------
     @web.middleware
@@ -209,8 +330,15 @@ class FakeMaster:
                 body = json.loads(raw) if raw else None
             except ValueError:
                 body = raw.decode("utf-8", "replace")
-        self.requests.append(Request(request.method, request.path, {k: request.query.getall(k) for k in request.query},
-                                     body, request.headers.get("Authorization", "")))
+        self.requests.append(
+            Request(
+                request.method,
+                request.path,
+                {k: request.query.getall(k) for k in request.query},
+                body,
+                request.headers.get("Authorization", ""),
+            )
+        )
         if request.transport is not None:
             self.connections.add(request.transport.get_extra_info("peername"))
         if self.fail_503 > 0:
@@ -265,11 +393,21 @@ class FakeMaster:
         if password is None or salt_and_hash(password) != body.password:
             return web.json_response({"error": {"error": "invalid credentials"}}, status=403)
         token = self.token_for(body.username)
-        return self._json(b.v1LoginResponse(token=token, user=b.v1User(active=True, admin=False, username=body.username)))
+        return self._json(
+            b.v1LoginResponse(token=token, user=b.v1User(active=True, admin=False, username=body.username))
+        )
 
     async def _master_info(self, request):
-        return self._json(b.v1GetMasterResponse(clusterId="fake", clusterName="fake", hasCustomLogo=False,
-                                                masterId="fake", strictJobQueueControl=False, version="0.38.1"))
+        return self._json(
+            b.v1GetMasterResponse(
+                clusterId="fake",
+                clusterName="fake",
+                hasCustomLogo=False,
+                masterId="fake",
+                strictJobQueueControl=False,
+                version="0.38.1",
+            )
+        )
 
     async def _me(self, request):
         return self._json(b.v1GetMeResponse(user=b.v1User(active=True, admin=False, username=request[USER])))
@@ -280,8 +418,11 @@ class FakeMaster:
     async def _experiments(self, request):
         users = request.query.getall("users", [])
         labels = request.query.getall("labels", [])
-        exps = [e for e in sorted(self.experiments.values(), key=lambda e: -e.id)
-                if (not users or e.username in users) and all(label in (e.labels or []) for label in labels)]
+        exps = [
+            e
+            for e in sorted(self.experiments.values(), key=lambda e: -e.id)
+            if (not users or e.username in users) and all(label in (e.labels or []) for label in labels)
+        ]
         return self._json(b.v1GetExperimentsResponse(experiments=exps, pagination=b.v1Pagination(total=len(exps))))
 
     async def _experiment(self, request):
@@ -301,15 +442,19 @@ class FakeMaster:
         config = yaml.safe_load(body.config)
         self.next_exp += 1
         exp_id = self.next_exp
-        self.add_experiment(exp_id, config["name"], request[USER], state="QUEUED", ntrials=1,
-                            labels=config.get("labels") or ())
+        self.add_experiment(
+            exp_id, config["name"], request[USER], state="QUEUED", ntrials=1, labels=config.get("labels") or ()
+        )
         return self._json(b.v1CreateExperimentResponse(config=config, experiment=self.experiments[exp_id]))
 
     async def _exp_action(self, request):
         verb = request.match_info["verb"]
         exp = self.experiments[int(request.match_info["id"])]
-        exp.state = {"kill": b.experimentv1State.STOPPING_KILLED, "pause": b.experimentv1State.PAUSED,
-                     "activate": b.experimentv1State.ACTIVE}[verb]
+        exp.state = {
+            "kill": b.experimentv1State.STOPPING_KILLED,
+            "pause": b.experimentv1State.PAUSED,
+            "activate": b.experimentv1State.ACTIVE,
+        }[verb]
         return web.json_response({})
 
     async def _exp_checkpoints(self, request):
@@ -340,8 +485,9 @@ class FakeMaster:
         reports = [m for t in request.query.getall("trialIds") for m in self.metrics.get((int(t), group), [])]
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         await resp.prepare(request)
-        await resp.write((json.dumps({"result": b.v1GetMetricsResponse(metrics=reports).to_json(omit_unset=True)})
-                          + "\n").encode())
+        await resp.write(
+            (json.dumps({"result": b.v1GetMetricsResponse(metrics=reports).to_json(omit_unset=True)}) + "\n").encode()
+        )
         await resp.write_eof()
         return resp
 
@@ -362,8 +508,11 @@ class FakeMaster:
         return self._json(b.v1KillCommandResponse(command=command))
 
     def _empty(self, kind):
-        response = {"notebooks": b.v1GetNotebooksResponse, "shells": b.v1GetShellsResponse,
-                    "tensorboards": b.v1GetTensorboardsResponse}[kind]
+        response = {
+            "notebooks": b.v1GetNotebooksResponse,
+            "shells": b.v1GetShellsResponse,
+            "tensorboards": b.v1GetTensorboardsResponse,
+        }[kind]
 
         async def handler(request):
             return self._json(response(**{kind: []}))
@@ -413,6 +562,6 @@ class FakeMaster:
             request.transport.close()  # the connection drops mid-tar
             return resp
         for i in range(0, len(data), 4096):
-            await resp.write(data[i:i + 4096])
+            await resp.write(data[i : i + 4096])
         await resp.write_eof()
         return resp

@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
@@ -41,12 +41,20 @@ JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 
 
 def now_text(offset: float = 0.0) -> str:
-    return (datetime.now(timezone.utc) + timedelta(seconds=offset)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (datetime.now(UTC) + timedelta(seconds=offset)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def status(code: int, reason: str, message: str, details: dict | None = None) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "details": details or {}, "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": details or {},
+        "code": code,
+    }
 
 
 def _get(obj: dict, path: str):
@@ -120,7 +128,7 @@ class K8sEmulator:
     def url(self) -> str:
         return f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{self.port}"
 
-    def start(self) -> "K8sEmulator":
+    def start(self) -> K8sEmulator:
         if self.loop is None:
             ready = threading.Event()
 
@@ -180,10 +188,12 @@ class K8sEmulator:
 
     def patch(self, resource: str, namespace: str, name: str, changes: dict) -> dict:
         """Deep-merge ``changes`` into an object (MODIFIED event)."""
+
         async def run():
             obj = copy.deepcopy(self.store[resource][(namespace, name)])
             _merge(obj, changes)
             return await self._aput(resource, obj)
+
         return self._call(run())
 
     def remove(self, resource: str, namespace: str, name: str) -> None:
@@ -191,24 +201,30 @@ class K8sEmulator:
 
     def bulk(self, resource: str, objects: list[dict]) -> None:
         """Many puts in one go (one loop turn), as a burst of events."""
+
         async def run():
             for obj in objects:
                 await self._aput(resource, obj, notify=False)
             self._wake_watchers()
+
         self._call(run())
 
     def end_watches(self) -> None:
         """End every open watch stream cleanly (as the server does at timeoutSeconds)."""
+
         async def run():
             for queue in list(self._watchers):
                 queue.put_nowait(None)
+
         self._call(run())
 
     def compact(self) -> None:
         """Forget the event history: watches from any older resourceVersion now get 410 Gone."""
+
         async def run():
             self.compacted = self.rv + 1
             self.history.clear()
+
         self._call(run())
 
     def get(self, resource: str, namespace: str, name: str) -> dict | None:
@@ -218,14 +234,17 @@ class K8sEmulator:
     def objects(self, resource: str) -> list[dict]:
         return [copy.deepcopy(o) for o in self.store[resource].values()]
 
-    def write_log(self, namespace: str, pod: str, *lines: str, previous: bool = False,
-                  stamp: str | None = None) -> None:
+    def write_log(
+        self, namespace: str, pod: str, *lines: str, previous: bool = False, stamp: str | None = None
+    ) -> None:
         """Append lines to a pod's log, stamped now (or all with ``stamp``, as a burst in one tick)."""
+
         async def run():
             for line in lines:
                 self.logs[(namespace, pod, previous)].append((stamp or _nano_now(), line))
             for waiter in list(self._log_waiters):
                 waiter.set()
+
         self._call(run())
 
     def cut_log_streams(self, after_bytes: int = 0) -> None:
@@ -237,8 +256,16 @@ class K8sEmulator:
         return [(m, p) for m, p in self.requests if m in ("POST", "PUT", "PATCH", "DELETE")]
 
     # -- convenience objects -----------------------------------------------------------------------
-    def add_node(self, name: str, gpus: int = 8, product: str = "NVIDIA-A100-SXM4-80GB", ready: bool = True,
-                 unschedulable: bool = False, taints: list | None = None, labels: dict | None = None) -> dict:
+    def add_node(
+        self,
+        name: str,
+        gpus: int = 8,
+        product: str = "NVIDIA-A100-SXM4-80GB",
+        ready: bool = True,
+        unschedulable: bool = False,
+        taints: list | None = None,
+        labels: dict | None = None,
+    ) -> dict:
         return self.put("nodes", make_node(name, gpus, product, ready, unschedulable, taints, labels))
 
     def run_job_pods(self, namespace: str, job: str, nodes: list[str], phase: str = "Running") -> list[dict]:
@@ -258,9 +285,15 @@ class K8sEmulator:
                 meta.setdefault("annotations", {})["batch.kubernetes.io/job-completion-index"] = str(i)
                 meta["labels"]["batch.kubernetes.io/job-completion-index"] = str(i)
                 template["spec"]["hostname"] = f"{job}-{i}"
-            meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": job,
-                                        "uid": self.store["jobs"][(namespace, job)]["metadata"]["uid"],
-                                        "controller": True}]
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": job,
+                    "uid": self.store["jobs"][(namespace, job)]["metadata"]["uid"],
+                    "controller": True,
+                }
+            ]
             template["spec"]["nodeName"] = nodes[i % len(nodes)] if nodes else None
             template["status"] = pod_status(phase)
             pods.append(self.put("pods", template))
@@ -336,8 +369,12 @@ class K8sEmulator:
         resource, name, sub = rest[0], (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
         if resource in self.forbidden:
             scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-            return _status(403, "Forbidden", f'{resource} is forbidden: User "alice" cannot {request.method.lower()} '
-                           f'resource "{resource}" in API group "" {scope}')
+            return _status(
+                403,
+                "Forbidden",
+                f'{resource} is forbidden: User "alice" cannot {request.method.lower()} '
+                f'resource "{resource}" in API group "" {scope}',
+            )
         group = "/apis/batch/v1" if parts[0] == "apis" else "/api/v1"
         if RESOURCES[resource][0] != group:
             return _status(404, "NotFound", f"the server could not find the requested resource ({request.path})")
@@ -370,8 +407,12 @@ class K8sEmulator:
             items = [o for o in items if label_match(o, q["labelSelector"])]
         if q.get("fieldSelector"):
             items = [o for o in items if field_match(o, q["fieldSelector"])]
-        body = {"kind": RESOURCES[resource][3] + "List", "apiVersion": API_VERSION[resource],
-                "metadata": {"resourceVersion": str(self.rv)}, "items": items}
+        body = {
+            "kind": RESOURCES[resource][3] + "List",
+            "apiVersion": API_VERSION[resource],
+            "metadata": {"resourceVersion": str(self.rv)},
+            "items": items,
+        }
         return web.Response(body=json.dumps(body, separators=(",", ":")).encode(), content_type="application/json")
 
     async def _watch(self, request: web.Request, resource: str, namespace: str | None) -> web.StreamResponse:
@@ -423,7 +464,7 @@ class K8sEmulator:
                     break
                 try:
                     item = await asyncio.wait_for(queue.get(), left)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     break
                 while item is not None and not queue.empty():
                     item = queue.get_nowait()
@@ -460,8 +501,9 @@ class K8sEmulator:
             return _status(400, "BadRequest", "the namespace of the object does not match the request")
         meta["namespace"] = namespace
         if (namespace, name) in self.store[resource]:
-            return _status(409, "AlreadyExists", f'{resource} "{name}" already exists',
-                           {"name": name, "kind": resource})
+            return _status(
+                409, "AlreadyExists", f'{resource} "{name}" already exists', {"name": name, "kind": resource}
+            )
         if resource == "jobs":
             template = obj.setdefault("spec", {}).setdefault("template", {}).setdefault("metadata", {})
             labels = template.setdefault("labels", {})
@@ -472,8 +514,9 @@ class K8sEmulator:
         delay = self.create_delay.pop(resource, 0.0)
         if delay:
             await asyncio.sleep(delay)  # stored, but the client gives up waiting
-        return web.Response(status=201, body=json.dumps(_with_kind(resource, stored)).encode(),
-                            content_type="application/json")
+        return web.Response(
+            status=201, body=json.dumps(_with_kind(resource, stored)).encode(), content_type="application/json"
+        )
 
     async def _delete(self, request: web.Request, resource: str, namespace: str, name: str) -> web.Response:
         obj = await self._aremove(resource, namespace, name)
@@ -485,8 +528,13 @@ class K8sEmulator:
                 labels = (pod.get("metadata") or {}).get("labels") or {}
                 if ns == namespace and any(labels.get(k) == name for k in JOB_NAME_LABELS):
                     await self._aremove("pods", ns, pod_name)
-        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                "details": {"name": name, "kind": resource, "uid": obj["metadata"].get("uid")}}
+        body = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": {"name": name, "kind": resource, "uid": obj["metadata"].get("uid")},
+        }
         return web.json_response(body)
 
     async def _log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
@@ -499,14 +547,14 @@ class K8sEmulator:
         stamps = q.get("timestamps", "").lower() in ("true", "1")
         container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name", "main")
         if previous and not self.logs.get((namespace, name, True)):
-            return _status(400, "BadRequest",
-                           f'previous terminated container "{container}" in pod "{name}" not found')
+            return _status(400, "BadRequest", f'previous terminated container "{container}" in pod "{name}" not found')
         if not previous and (pod.get("status") or {}).get("phase", "Pending") == "Pending":
-            return _status(400, "BadRequest",
-                           f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
+            return _status(
+                400, "BadRequest", f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+            )
         since = None
         if q.get("sinceSeconds"):
-            since = _nano(datetime.now(timezone.utc) - timedelta(seconds=int(q["sinceSeconds"])))
+            since = _nano(datetime.now(UTC) - timedelta(seconds=int(q["sinceSeconds"])))
         if q.get("sinceTime"):  # RFC 3339, whole seconds, as the API server takes it
             since = _nano(datetime.fromisoformat(q["sinceTime"].replace("Z", "+00:00")).replace(microsecond=0))
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
@@ -525,7 +573,7 @@ class K8sEmulator:
                 if chunk:
                     data = "".join(chunk).encode()
                     if self.log_cut is not None:  # the fault switch: part of it, then the connection drops
-                        data, self.log_cut = data[:self.log_cut], None
+                        data, self.log_cut = data[: self.log_cut], None
                         await response.write(data)
                         await asyncio.sleep(0.05)
                         request.transport.abort()
@@ -537,14 +585,15 @@ class K8sEmulator:
                     if follow and current is not None and phase in ("Succeeded", "Failed"):
                         rest = self.logs.get((namespace, name, previous), [])[sent:]
                         if rest:
-                            await response.write("".join(
-                                f"{s} {t}\n" if stamps else f"{t}\n" for s, t in rest).encode())
+                            await response.write(
+                                "".join(f"{s} {t}\n" if stamps else f"{t}\n" for s, t in rest).encode()
+                            )
                     break
                 waiter = asyncio.Event()
                 self._log_waiters.add(waiter)
                 try:
                     await asyncio.wait_for(waiter.wait(), 0.5)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
                 finally:
                     self._log_waiters.discard(waiter)
@@ -559,12 +608,13 @@ class K8sEmulator:
         async def wake():
             for waiter in list(self._log_waiters):
                 waiter.set()
+
         self._call(wake())
         return obj
 
 
 def _nano_now() -> str:
-    return _nano(datetime.now(timezone.utc))
+    return _nano(datetime.now(UTC))
 
 
 def _nano(when: datetime) -> str:
@@ -597,24 +647,53 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def make_node(name: str, gpus: int = 8, product: str = "NVIDIA-A100-SXM4-80GB", ready: bool = True,
-              unschedulable: bool = False, taints: list | None = None, labels: dict | None = None) -> dict:
+def make_node(
+    name: str,
+    gpus: int = 8,
+    product: str = "NVIDIA-A100-SXM4-80GB",
+    ready: bool = True,
+    unschedulable: bool = False,
+    taints: list | None = None,
+    labels: dict | None = None,
+) -> dict:
     node: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "nvidia.com/gpu.product": product,
-                                              "node.kubernetes.io/instance-type": "p4d.24xlarge",
-                                              **(labels or {})}},
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "nvidia.com/gpu.product": product,
+                "node.kubernetes.io/instance-type": "p4d.24xlarge",
+                **(labels or {}),
+            },
+        },
         "spec": {},
         "status": {
             "capacity": {"cpu": "96", "memory": "1152Gi", "nvidia.com/gpu": str(gpus), "pods": "110"},
             "allocatable": {"cpu": "95500m", "memory": "1140Gi", "nvidia.com/gpu": str(gpus), "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False",
-                            "reason": "KubeletReady" if ready else "KubeletNotReady",
-                            "message": "kubelet is posting ready status" if ready else "container runtime is down",
-                            "lastHeartbeatTime": now_text(), "lastTransitionTime": now_text()}],
-            "nodeInfo": {"architecture": "amd64", "bootID": "", "containerRuntimeVersion": "containerd://1.7.0",
-                         "kernelVersion": "6.1.0", "kubeProxyVersion": "v1.31.0", "kubeletVersion": "v1.31.0",
-                         "machineID": "", "operatingSystem": "linux", "osImage": "Debian", "systemUUID": ""},
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "KubeletReady" if ready else "KubeletNotReady",
+                    "message": "kubelet is posting ready status" if ready else "container runtime is down",
+                    "lastHeartbeatTime": now_text(),
+                    "lastTransitionTime": now_text(),
+                }
+            ],
+            "nodeInfo": {
+                "architecture": "amd64",
+                "bootID": "",
+                "containerRuntimeVersion": "containerd://1.7.0",
+                "kernelVersion": "6.1.0",
+                "kubeProxyVersion": "v1.31.0",
+                "kubeletVersion": "v1.31.0",
+                "machineID": "",
+                "operatingSystem": "linux",
+                "osImage": "Debian",
+                "systemUUID": "",
+            },
         },
     }
     if unschedulable:
@@ -624,30 +703,63 @@ def make_node(name: str, gpus: int = 8, product: str = "NVIDIA-A100-SXM4-80GB", 
     return node
 
 
-def pod_status(phase: str, exit_code: int | None = None, waiting: str | None = None,
-               unschedulable: str | None = None) -> dict:
+def pod_status(
+    phase: str, exit_code: int | None = None, waiting: str | None = None, unschedulable: str | None = None
+) -> dict:
     st: dict[str, Any] = {"phase": phase}
     if phase == "Pending" and unschedulable:
-        st["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                             "message": unschedulable, "lastTransitionTime": now_text()}]
+        st["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": unschedulable,
+                "lastTransitionTime": now_text(),
+            }
+        ]
     if phase == "Running" or waiting:
         st["startTime"] = now_text()
-        state = {"waiting": {"reason": waiting, "message": f"Back-off: {waiting}"}} if waiting else \
-            {"running": {"startedAt": now_text()}}
-        st["containerStatuses"] = [{"name": "main", "image": "img", "imageID": "", "ready": not waiting,
-                                    "restartCount": 0, "state": state}]
+        state = (
+            {"waiting": {"reason": waiting, "message": f"Back-off: {waiting}"}}
+            if waiting
+            else {"running": {"startedAt": now_text()}}
+        )
+        st["containerStatuses"] = [
+            {"name": "main", "image": "img", "imageID": "", "ready": not waiting, "restartCount": 0, "state": state}
+        ]
     if phase in ("Succeeded", "Failed"):
         st["startTime"] = now_text(-60)
         code = exit_code if exit_code is not None else (0 if phase == "Succeeded" else 1)
-        st["containerStatuses"] = [{"name": "main", "image": "img", "imageID": "", "ready": False,
-                                    "restartCount": 0, "state": {"terminated": {
-                                        "exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                                        "startedAt": now_text(-60), "finishedAt": now_text()}}}]
+        st["containerStatuses"] = [
+            {
+                "name": "main",
+                "image": "img",
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "state": {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": "Completed" if code == 0 else "Error",
+                        "startedAt": now_text(-60),
+                        "finishedAt": now_text(),
+                    }
+                },
+            }
+        ]
     return st
 
 
-def make_pod(name: str, namespace: str = "default", node: str | None = None, gpus: int = 1,
-             phase: str = "Running", job: str | None = None, index: int | None = None, **status_kw) -> dict:
+def make_pod(
+    name: str,
+    namespace: str = "default",
+    node: str | None = None,
+    gpus: int = 1,
+    phase: str = "Running",
+    job: str | None = None,
+    index: int | None = None,
+    **status_kw,
+) -> dict:
     labels = {"app": "bench"}
     annotations = {}
     if job:
@@ -656,28 +768,59 @@ def make_pod(name: str, namespace: str = "default", node: str | None = None, gpu
         annotations["batch.kubernetes.io/job-completion-index"] = str(index)
     limits = {"nvidia.com/gpu": str(gpus)} if gpus else {}
     return {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations},
-        "spec": {"nodeName": node, "restartPolicy": "Never", "containers": [{
-            "name": "main", "image": "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime",
-            "command": ["/bin/sh", "-c", "python train.py"],
-            "resources": {"limits": {**limits, "cpu": "8", "memory": "64Gi"},
-                          "requests": {**limits, "cpu": "8", "memory": "64Gi"}}}]},
+        "spec": {
+            "nodeName": node,
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime",
+                    "command": ["/bin/sh", "-c", "python train.py"],
+                    "resources": {
+                        "limits": {**limits, "cpu": "8", "memory": "64Gi"},
+                        "requests": {**limits, "cpu": "8", "memory": "64Gi"},
+                    },
+                }
+            ],
+        },
         "status": pod_status(phase, **status_kw),
     }
 
 
-def make_job(name: str, namespace: str = "default", parallelism: int = 1, indexed: bool = False,
-             gpus: int = 1, status_: dict | None = None) -> dict:
-    spec: dict[str, Any] = {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 0,
-                            "template": {"metadata": {"labels": {"job-name": name}},
-                                         "spec": {"restartPolicy": "Never", "containers": [{
-                                             "name": "main", "image": "busybox",
-                                             "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}}
+def make_job(
+    name: str,
+    namespace: str = "default",
+    parallelism: int = 1,
+    indexed: bool = False,
+    gpus: int = 1,
+    status_: dict | None = None,
+) -> dict:
+    spec: dict[str, Any] = {
+        "parallelism": parallelism,
+        "completions": parallelism,
+        "backoffLimit": 0,
+        "template": {
+            "metadata": {"labels": {"job-name": name}},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {"name": "main", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+                ],
+            },
+        },
+    }
     if indexed:
         spec["completionMode"] = "Indexed"
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace},
-            "spec": spec, "status": status_ or {}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+        "status": status_ or {},
+    }
 
 
 def _main(argv: list[str]) -> int:
@@ -691,8 +834,13 @@ def _main(argv: list[str]) -> int:
     emu.bulk("nodes", nodes)
     per_node = 8
     emu.bulk("jobs", [make_job(f"job-{i:05d}") for i in range(args.pods)])
-    emu.bulk("pods", [make_pod(f"job-{i:05d}-x", node=f"node-{(i // per_node) % max(1, args.nodes):05d}",
-                               job=f"job-{i:05d}") for i in range(args.pods)])
+    emu.bulk(
+        "pods",
+        [
+            make_pod(f"job-{i:05d}-x", node=f"node-{(i // per_node) % max(1, args.nodes):05d}", job=f"job-{i:05d}")
+            for i in range(args.pods)
+        ],
+    )
     print(emu.url, flush=True)
     churn = 0
     for line in sys.stdin:  # "churn N": N pod MODIFIED events in one burst; "quit"
@@ -704,8 +852,11 @@ def _main(argv: list[str]) -> int:
             pods = []
             for i in range(count):
                 churn += 1
-                pod = make_pod(f"job-{i % max(1, args.pods):05d}-x", node=f"node-{(i // per_node) % max(1, args.nodes):05d}",
-                               job=f"job-{i % max(1, args.pods):05d}")
+                pod = make_pod(
+                    f"job-{i % max(1, args.pods):05d}-x",
+                    node=f"node-{(i // per_node) % max(1, args.nodes):05d}",
+                    job=f"job-{i % max(1, args.pods):05d}",
+                )
                 pod["metadata"]["annotations"]["churn"] = str(churn)
                 pods.append(pod)
             emu.bulk("pods", pods)

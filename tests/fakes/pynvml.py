@@ -78,8 +78,11 @@ def nvmlDeviceGetUtilizationRates(handle):
 def nvmlDeviceGetMemoryInfo(handle):
     dev = _device(handle)
     mib = 2**20
-    return SimpleNamespace(used=dev.get("mem_used", 0) * mib, total=dev.get("mem_total", 81920) * mib,
-                           free=(dev.get("mem_total", 81920) - dev.get("mem_used", 0)) * mib)
+    return SimpleNamespace(
+        used=dev.get("mem_used", 0) * mib,
+        total=dev.get("mem_total", 81920) * mib,
+        free=(dev.get("mem_total", 81920) - dev.get("mem_used", 0)) * mib,
+    )
 
 
 def nvmlDeviceGetComputeRunningProcesses(handle):

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-from pathlib import Path
-
 import pytest
+from fakes.backend import FakeActionsBackend, FakeBackend, FakeLoginBackend
+from paths import SAMPLES
 from textual.app import ScreenStackError
 from textual.widgets import Input
+from uihelpers import make_app, screen_text, wait_for
 
+from yanflow_tui.app import YanflowApp
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.local import procs
-from yanflow_tui.app import YanflowApp
+from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import ClusterConfig, Config
-from yanflow_tui.hub import Hub
 from yanflow_tui.errors import ReadOnlyError
+from yanflow_tui.hub import Hub
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ConfirmScreen, HelpScreen
@@ -23,12 +23,7 @@ from yanflow_tui.screens.logs.screen import LogsScreen
 from yanflow_tui.screens.queue import JobTable, QueueScreen
 from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.spec import load_spec
-from yanflow_tui.commands import YanflowCommands
 
-from fakes.backend import FakeActionsBackend, FakeBackend, FakeLoginBackend
-from uihelpers import make_app, screen_text, wait_for
-
-from paths import SAMPLES
 LOCAL = ClusterConfig("local", "local", refresh_seconds=0.5)
 
 
@@ -74,11 +69,14 @@ async def palette_names(app) -> list[str]:
 
 # -- the local backend end to end -------------------------------------------------------------------
 
+
 async def test_submit_screen_runs_local_shell_to_completion_and_logs_show(home):
     app = make_app(LOCAL)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("3")
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit screen")
+        screen = await wait_for(
+            pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit screen"
+        )
         screen.query_one("#spec-path", Input).value = str(SAMPLES / "local-shell.yaml")
         await pilot.click("#load")
         await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "local-shell-demo", what="spec loaded")
@@ -89,8 +87,11 @@ async def test_submit_screen_runs_local_shell_to_completion_and_logs_show(home):
         assert cluster == "local"
         await pilot.press("1")
         job = await wait_for(
-            pilot, lambda: (j := app.hub.find_job("local", job_id)) and j.state is JobState.COMPLETED and j,
-            timeout=30, what="job completed")
+            pilot,
+            lambda: (j := app.hub.find_job("local", job_id)) and j.state is JobState.COMPLETED and j,
+            timeout=30,
+            what="job completed",
+        )
         assert job.exit_code == 0
         select_row(app, f"local/{job_id}")
         await pilot.press("l")
@@ -115,8 +116,12 @@ async def test_cancel_from_queue_asks_then_kills_the_process_group(home):
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm dialog")
         await pilot.press("y")
-        await wait_for(pilot, lambda: (j := app.hub.find_job("local", job_id)) and j.state is JobState.CANCELLED,
-                       timeout=15, what="cancelled")
+        await wait_for(
+            pilot,
+            lambda: (j := app.hub.find_job("local", job_id)) and j.state is JobState.CANCELLED,
+            timeout=15,
+            what="cancelled",
+        )
         assert procs.group_members(row.pid) == []
 
 
@@ -124,8 +129,9 @@ async def test_restarted_console_still_shows_the_job_and_its_log(home):
     first = make_app(LOCAL)
     async with first.run_test(size=(120, 40)) as pilot:
         job_id = await first.hub.backend("local").submit(load_spec(SAMPLES / "local-shell.yaml"))
-        await wait_for(pilot, lambda: (j := first.hub.find_job("local", job_id)) and j.state.terminal,
-                       timeout=30, what="finished")
+        await wait_for(
+            pilot, lambda: (j := first.hub.find_job("local", job_id)) and j.state.terminal, timeout=30, what="finished"
+        )
     second = make_app(LOCAL)
     async with second.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: f"local/{job_id}" in rows(second), what="row after restart")
@@ -175,8 +181,10 @@ async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_
         await screen.query_one("#nodes").remove()  # as at exit: the screen is still mounted, its widgets gone
         app._cluster_updated(ClusterUpdated(app.hub.snapshots["hpc"]))  # must not raise either
         real = type(app).screen
+
         def gone(self):
             raise ScreenStackError("No screens on stack")  # later at exit: no screens at all
+
         type(app).screen = property(gone)
         try:
             app._cluster_updated(ClusterUpdated(app.hub.snapshots["hpc"]))
@@ -187,6 +195,7 @@ async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_
 
 # -- the fake backend: read-only, rendering, keys ---------------------------------------------------
 
+
 async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_the_backend(home, fake_kind):
     app = make_app(fake_cluster(), read_only=True)
     async with app.run_test(size=(120, 30)) as pilot:
@@ -195,9 +204,17 @@ async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_
         await pilot.pause(0.1)
         active = {key: b.binding.action for key, b in app.screen.active_bindings.items() if b.enabled}
         assert {key: active.get(key, "").split("(")[0] for key in ("c", "s", "3", "ctrl+s")} == {
-            "c": "app.refuse", "s": "app.refuse", "3": "refuse", "ctrl+s": ""}  # only the refusals
+            "c": "app.refuse",
+            "s": "app.refuse",
+            "3": "refuse",
+            "ctrl+s": "",
+        }  # only the refusals
         assert not {b.binding.id for b in app.screen.active_bindings.values() if b.binding.show} & {
-            "cancel-job", "submit-job", "show-submit", "cancel-job-read-only"}  # the footer shows none of them
+            "cancel-job",
+            "submit-job",
+            "show-submit",
+            "cancel-job-read-only",
+        }  # the footer shows none of them
         assert "READ-ONLY" in screen_text(app)
         names = await palette_names(app)
         assert "job: logs" in names and "job: cancel" not in names and "submit: open" not in names
@@ -206,8 +223,11 @@ async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_
         app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
         for key, what in (("c", "cancel"), ("s", "submit"), ("3", "submit")):
             await pilot.press(key)
-            await wait_for(pilot, lambda: notes and notes[-1].startswith(f"read-only: {what} refused"),
-                           what=f"the refusal of {key}")
+            await wait_for(
+                pilot,
+                lambda: notes and notes[-1].startswith(f"read-only: {what} refused"),
+                what=f"the refusal of {key}",
+            )
             notes.clear()
             assert isinstance(app.screen, QueueScreen)
         await assert_gate_refuses(FakeBackend.instances[-1], "cancel", "101")
@@ -233,7 +253,9 @@ async def test_hostile_job_name_renders_as_plain_text(home, fake_kind):
     app = make_app(fake_cluster())
     async with app.run_test(size=(160, 30)) as pilot:
         backend = await wait_for(pilot, lambda: FakeBackend.instances and FakeBackend.instances[-1], what="backend")
-        backend.jobs.append(backend.job("666", "x[0];rm -rf ~ \x1b[31mRED\x1b]0;title\x07[/] [bold]b", JobState.RUNNING))
+        backend.jobs.append(
+            backend.job("666", "x[0];rm -rf ~ \x1b[31mRED\x1b]0;title\x07[/] [bold]b", JobState.RUNNING)
+        )
         app.request_refresh()
         await wait_for(pilot, lambda: "hpc/666" in rows(app), what="hostile row")
         await pilot.pause(0.2)
@@ -334,8 +356,11 @@ async def test_submit_form_shows_errors_inline_as_you_type(home, fake_kind):
         screen.query_one("#gpus", Input).value = "2"
         await pilot.pause(0.1)
         assert str(screen.query_one("#errors").render()) == "none"
-        await wait_for(pilot, lambda: "command: python train.py" in str(screen.query_one("#preview").render()),
-                       what="preview (debounced)")
+        await wait_for(
+            pilot,
+            lambda: "command: python train.py" in str(screen.query_one("#preview").render()),
+            what="preview (debounced)",
+        )
         await pilot.press("ctrl+s")
         backend = FakeBackend.instances[-1]
         await wait_for(pilot, lambda: backend.mutations, what="submitted")
@@ -352,12 +377,14 @@ async def test_submit_form_says_whether_the_request_fits_now(home, fake_kind):
         screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
         capacity = lambda: str(screen.query_one("#capacity").render())  # noqa: E731
         screen.query_one("#gpus", Input).value = "4"  # the verdict shows before the name and command are in
-        await wait_for(pilot, lambda: "fits now: 1 node in cluster hpc can take 4 GPUs now, 1 needed" in capacity(),
-                       what="fits")
+        await wait_for(
+            pilot, lambda: "fits now: 1 node in cluster hpc can take 4 GPUs now, 1 needed" in capacity(), what="fits"
+        )
         assert "gpu: 0/2 whole nodes free, 4/16 GPUs free" in capacity()  # gpu02 is drained: not free
         screen.query_one("#gpus", Input).value = "8"
-        await wait_for(pilot, lambda: "waits: 0 nodes in cluster hpc can take 8 GPUs now, 1 needed" in capacity(),
-                       what="waits")
+        await wait_for(
+            pilot, lambda: "waits: 0 nodes in cluster hpc can take 8 GPUs now, 1 needed" in capacity(), what="waits"
+        )
         screen.query_one("#name", Input).value = "my job"
         screen.query_one("#command").text = "python train.py"
         await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="a job that waits can be sent")
@@ -439,8 +466,11 @@ async def test_nodes_screen_marks_gpus_held_by_a_local_job(home, fake_nvml):
         try:
             await pilot.press("2")
             app.request_refresh()
-            await wait_for(pilot, lambda: any(g.job_id == job_id for n in app.hub.snapshots["local"].nodes
-                                              for g in n.gpus), what="allocated GPUs")
+            await wait_for(
+                pilot,
+                lambda: any(g.job_id == job_id for n in app.hub.snapshots["local"].nodes for g in n.gpus),
+                what="allocated GPUs",
+            )
             await pilot.pause(0.2)
             assert "■ 50 ■ 50 □ 50 □ 50" in screen_text(app)
             assert "local 0/1 whole free, 2/4 GPUs free" in screen_text(app)
@@ -473,6 +503,7 @@ async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_kind):
 
 # -- groups and extra actions -------------------------------------------------------------------------
 
+
 @pytest.fixture
 def actions_kind(monkeypatch):
     monkeypatch.setitem(registry._BACKENDS, "fake-actions", FakeActionsBackend)
@@ -495,7 +526,7 @@ async def test_group_rows_start_collapsed_and_space_expands_them_in_natural_orde
         await wait_for(pilot, lambda: "det/104_0" in rows(app), what="expanded")
         await pilot.pause(0.1)
         order = rows(app)
-        assert order[order.index("det/104"):] == ["det/104", "det/104_0", "det/104_1", "det/104_10"]
+        assert order[order.index("det/104") :] == ["det/104", "det/104_0", "det/104_1", "det/104_10"]
         assert "▾ 104" in screen_text(app) and "└ 104_10" in screen_text(app)
         await pilot.pause(1.2)  # a refresh keeps the group open and the rows in place
         assert rows(app)[-4:] == ["det/104", "det/104_0", "det/104_1", "det/104_10"]
@@ -542,8 +573,11 @@ async def test_read_only_has_no_actions_key_and_perform_is_refused(home, actions
         notify = app.notify
         app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
         await pilot.press("a")
-        await wait_for(pilot, lambda: notes == ["read-only: job actions refused (--read-only / read_only: true)"],
-                       what="the refusal")
+        await wait_for(
+            pilot,
+            lambda: notes == ["read-only: job actions refused (--read-only / read_only: true)"],
+            what="the refusal",
+        )
         assert isinstance(app.screen, QueueScreen)
         await assert_gate_refuses(FakeBackend.instances[-1], "perform", "101", "pause")
 
@@ -581,7 +615,9 @@ async def test_job_detail_plots_metrics_lists_checkpoints_and_downloads_one(home
         assert "training.loss (last 0.01099)" in text and "validation.accuracy (last 1)" in text
         assert "ckpt-aaa" in text and "4.0 KiB" in text and "accuracy=0.9" in text
         await pilot.press("d")
-        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="prompt")
+        prompt = await wait_for(
+            pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="prompt"
+        )
         prompt.query_one(Input).value = str(tmp_path / "dl")
         await pilot.press("enter")
         await wait_for(pilot, lambda: (tmp_path / "dl" / "state.bin").exists(), what="download")
@@ -592,8 +628,7 @@ def prompt_open(app) -> bool:
     return type(app.screen).__name__ == "PromptScreen"
 
 
-async def test_a_cluster_that_needs_a_password_asks_once_and_a_failed_login_never_reopens_it(
-        home, monkeypatch, caplog):
+async def test_a_cluster_that_needs_a_password_asks_once_and_a_failed_login_never_reopens_it(home, monkeypatch, caplog):
     import logging
 
     caplog.set_level(logging.DEBUG)
@@ -635,8 +670,11 @@ async def test_a_login_that_expires_later_says_login_needed_without_prompting(ho
     monkeypatch.setitem(registry._BACKENDS, "fake-login", FakeLoginBackend)
     app = make_app(ClusterConfig("det", "fake-login", refresh_seconds=0.5))
     async with app.run_test(size=(120, 30)) as pilot:
-        box = await wait_for(pilot, lambda: prompt_open(app) and app.screen.query(Input)
-                             and app.screen.query_one(Input), what="password prompt")
+        box = await wait_for(
+            pilot,
+            lambda: prompt_open(app) and app.screen.query(Input) and app.screen.query_one(Input),
+            what="password prompt",
+        )
         box.value = FakeLoginBackend.PASSWORD
         await pilot.press("enter")
         await wait_for(pilot, lambda: "det/101" in rows(app), what="rows after login")
@@ -697,8 +735,10 @@ async def test_a_group_detail_lists_its_members_by_what_differs_and_sorts_them(h
 
 
 async def test_a_read_only_clusters_cancel_key_says_why(home, fake_kind):
-    app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600, read_only=True),
-                   ClusterConfig("lab", "fake", refresh_seconds=3600))
+    app = make_app(
+        ClusterConfig("hpc", "fake", refresh_seconds=3600, read_only=True),
+        ClusterConfig("lab", "fake", refresh_seconds=3600),
+    )
     notes: list[str] = []
     notify = app.notify
     app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
@@ -708,8 +748,9 @@ async def test_a_read_only_clusters_cancel_key_says_why(home, fake_kind):
         select_row(app, "hpc/101")
         await pilot.pause(0.1)
         await pilot.press("c")
-        await wait_for(pilot, lambda: "read-only: cancel refused (the cluster is read_only: true)" in notes,
-                       what="the refusal")
+        await wait_for(
+            pilot, lambda: "read-only: cancel refused (the cluster is read_only: true)" in notes, what="the refusal"
+        )
         assert isinstance(app.screen, QueueScreen)
         select_row(app, "lab/101")
         await pilot.pause(0.1)

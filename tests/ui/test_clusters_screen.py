@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import subprocess
 
-from yanflow_tui.app import YanflowApp
-from yanflow_tui.config import load_config
-from yanflow_tui.hub import Health, Hub
-
 from k8shelpers import write_kubeconfig
 from private_sshd import free_port
 from slurmhelpers import DIR
 from uihelpers import screen_text, wait_for
+
+from yanflow_tui.app import YanflowApp
+from yanflow_tui.config import load_config
+from yanflow_tui.hub import Health, Hub
 
 
 def squeezed(text: str) -> str:
@@ -28,8 +28,9 @@ def broken_config(tmp_path):
     known = tmp_path / "kh"
     known.write_text(f"[127.0.0.1]:2222 {' '.join(other.with_suffix('.pub').read_text().split()[:2])}\n")
     pub = (DIR / "ssh" / "host_ed25519.pub").read_text().split()
-    fingerprint = subprocess.run(["ssh-keygen", "-lf", str(DIR / "ssh" / "host_ed25519.pub")], capture_output=True,
-                                 text=True, check=True).stdout.split()[1]
+    fingerprint = subprocess.run(
+        ["ssh-keygen", "-lf", str(DIR / "ssh" / "host_ed25519.pub")], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
     kubeconfig = write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{free_port()}")
     path = tmp_path / "c.yaml"
     path.write_text(
@@ -48,8 +49,12 @@ async def test_the_clusters_screen_shows_each_error_in_full_at_80x24(home, slurm
     config = load_config(str(path), lenient=True)  # as the console loads it: the bad entry does not stop it
     app = YanflowApp(config, Hub(config))
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: all(s.health is Health.ERROR for s in app.hub.snapshots.values()),
-                       timeout=40, what="three clusters in error")
+        await wait_for(
+            pilot,
+            lambda: all(s.health is Health.ERROR for s in app.hub.snapshots.values()),
+            timeout=40,
+            what="three clusters in error",
+        )
         await pilot.pause(0.3)
         text = screen_text(app)
         assert "hostkey error" in text and "badkey error" in text and "k8s error" in text  # the header
@@ -63,7 +68,7 @@ async def test_the_clusters_screen_shows_each_error_in_full_at_80x24(home, slurm
         await pilot.pause(0.3)
         text = screen_text(app)
         flat = squeezed(text)
-        assert squeezed(f"{path}:7: clusters[1].sssh: unknown key; did you mean \"ssh\"?") in flat
+        assert squeezed(f'{path}:7: clusters[1].sssh: unknown key; did you mean "ssh"?') in flat
         assert squeezed(f"ssh-ed25519 {fingerprint} is not in {known}") in flat
         assert squeezed(f"add this line to {known}: {line}") in flat
         assert "API server unreachable" in text

@@ -10,7 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fakes.backend import FakeBackend
+from jobhelpers import run_cli
+from slurmhelpers import CONF
 from textual.widgets import Select
+from uihelpers import make_app, wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig, Config, load_config, parse_config
@@ -19,11 +23,6 @@ from yanflow_tui.hub import Hub
 from yanflow_tui.model import JobKind
 from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.spec import parse_spec
-
-from fakes.backend import FakeBackend
-from jobhelpers import run_cli
-from slurmhelpers import CONF
-from uihelpers import make_app, wait_for
 
 SPEC = {"name": "train", "kind": "single", "command": "python train.py"}  # no cluster:
 
@@ -43,8 +42,9 @@ def discovered(tmp_path: Path, monkeypatch) -> Config:
     return load_config()
 
 
-def test_on_a_slurm_login_node_a_spec_without_cluster_goes_to_slurm_and_local_takes_no_jobs(home, tmp_path,
-                                                                                             monkeypatch):
+def test_on_a_slurm_login_node_a_spec_without_cluster_goes_to_slurm_and_local_takes_no_jobs(
+    home, tmp_path, monkeypatch
+):
     config = discovered(tmp_path, monkeypatch)
     assert [c.kind for c in config.clusters] == ["local", "slurm"]
     hub = Hub(config)
@@ -53,8 +53,9 @@ def test_on_a_slurm_login_node_a_spec_without_cluster_goes_to_slurm_and_local_ta
     assert not local.capabilities.submit and not local.capabilities.job_kinds
     assert local.capabilities.cancel  # its own jobs, started before, can still be ended
     spec = parse_spec(json.dumps(SPEC), "job.yaml")
-    with pytest.raises(BackendError, match="shown for monitoring only; to run jobs on it, name it in the config "
-                                           "with kind: local"):
+    with pytest.raises(
+        BackendError, match="shown for monitoring only; to run jobs on it, name it in the config with kind: local"
+    ):
         local.check_spec(spec)
 
 
@@ -71,8 +72,9 @@ def test_an_explicit_kind_local_takes_jobs_but_the_scheduler_stays_the_default(h
 
 def test_a_read_only_scheduler_is_passed_over_for_a_writable_one(home, monkeypatch):
     monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    config = Config((ClusterConfig("box", "local"), ClusterConfig("ro", "fake", read_only=True),
-                     ClusterConfig("hpc", "fake")))
+    config = Config(
+        (ClusterConfig("box", "local"), ClusterConfig("ro", "fake", read_only=True), ClusterConfig("hpc", "fake"))
+    )
     assert Hub(config).cluster_for_submit(None, None, JobKind.SINGLE) == "hpc"
 
 
@@ -90,7 +92,8 @@ def test_cli_submit_without_cluster_on_a_real_slurm_login_node_renders_sbatch(ho
     assert refused.returncode == 1
     assert refused.stderr.splitlines() == [
         "yanflow-tui: error: cluster 'local' is this login node, shown for monitoring only; to run jobs on it, "
-        "name it in the config with kind: local"]
+        "name it in the config with kind: local"
+    ]
 
 
 async def test_the_submit_form_starts_on_the_scheduler(home, fake_nvml, monkeypatch):

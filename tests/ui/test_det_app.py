@@ -3,12 +3,11 @@ experiments grouped with their trials, and the slot map."""
 
 from __future__ import annotations
 
+from dethelpers import PASSWORD, cluster, seed
 from textual.widgets import Input
+from uihelpers import make_app, screen_text, wait_for
 
 from yanflow_tui.screens.queue import JobTable
-
-from dethelpers import PASSWORD, cluster, seed
-from uihelpers import make_app, screen_text, wait_for
 
 
 def rows(app) -> list[str]:
@@ -22,8 +21,9 @@ async def test_prompted_password_logs_in_and_experiments_show_with_their_trials(
     seed(master)
     app = make_app(cluster(master, user="alice"))
     async with app.run_test(size=(160, 40)) as pilot:
-        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen,
-                                what="password prompt")
+        prompt = await wait_for(
+            pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="password prompt"
+        )
         prompt.query_one(Input).value = PASSWORD
         await pilot.press("enter")
         await wait_for(pilot, lambda: "det/exp-12" in rows(app), what="experiment row")

@@ -6,16 +6,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from fakes.backend import FakeBackend
+from slurmhelpers import ssh_cluster
 from textual.widgets import Static
+from uihelpers import make_app, wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.spec import parse_spec
-
-from fakes.backend import FakeBackend
-from slurmhelpers import ssh_cluster
-from uihelpers import make_app, wait_for
 
 
 def section(screen, widget_id: str) -> str:
@@ -59,11 +58,14 @@ async def test_detail_of_a_real_slurm_job_shows_scontrol_and_its_node(slurm_dir,
         name = app.hub.names[0]
         backend = app.hub.backend(name)
 
-        text = "name: yf-detail\nkind: slurm\ncommand: sleep 60\nresources: {nodes: 1, gpus: 2}\nslurm: {partition: gpu}\n"
+        text = (
+            "name: yf-detail\nkind: slurm\ncommand: sleep 60\nresources: {nodes: 1, gpus: 2}\nslurm: {partition: gpu}\n"
+        )
         job_id = slurm_jobs.add(await backend.submit(parse_spec(text, "d.yaml")))
         app.request_refresh()
-        job = await wait_for(pilot, lambda: (j := app.hub.find_job(name, job_id)) and j.nodes and j, timeout=30,
-                             what="job running")
+        job = await wait_for(
+            pilot, lambda: (j := app.hub.find_job(name, job_id)) and j.nodes and j, timeout=30, what="job running"
+        )
         app.push_screen(JobDetailScreen(job))
         detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
         await wait_for(pilot, lambda: f"JobId={job_id}" in section(detail, "#raw-spec"), what="scontrol output")

@@ -4,15 +4,14 @@ stale while the API server is away and comes back with fresh data; read-only sen
 from __future__ import annotations
 
 import pytest
+from fakes.k8s_api import make_job, make_pod
+from k8shelpers import cluster
 from textual.widgets import Input
+from uihelpers import make_app, screen_text, wait_for
 
 from yanflow_tui.errors import ReadOnlyError
 from yanflow_tui.screens.dialogs import ConfirmScreen
 from yanflow_tui.screens.queue import JobTable, QueueScreen
-
-from fakes.k8s_api import make_job, make_pod
-from k8shelpers import cluster
-from uihelpers import make_app, screen_text, wait_for
 
 NS = "ml"
 
@@ -26,12 +25,12 @@ def select_row(app, key: str) -> None:
     table.move_cursor_to_key(key)
 
 
-
 def seed_train(emulator) -> None:
     """One GPU node and job "train" with one pod holding 4 of its GPUs."""
     emulator.add_node("gpu-a", 8)
     emulator.put("jobs", make_job("train", NS))
     emulator.put("pods", make_pod("train-1", NS, node="gpu-a", gpus=4, job="train"))
+
 
 async def test_the_api_server_going_away_marks_the_cluster_stale_and_data_returns(home, emulator, kubeconfig):
     seed_train(emulator)
@@ -47,8 +46,11 @@ async def test_the_api_server_going_away_marks_the_cluster_stale_and_data_return
         emulator.put("jobs", make_job("while-away", NS))
         emulator.start()
         await pilot.press("r")  # refresh now: the backend cuts its reconnect backoff short
-        await wait_for(pilot, lambda: "k8s/ml/while-away" in rows(app) and
-                       app.hub.snapshots["k8s"].health.value == "ok", what="data back")
+        await wait_for(
+            pilot,
+            lambda: "k8s/ml/while-away" in rows(app) and app.hub.snapshots["k8s"].health.value == "ok",
+            what="data back",
+        )
         assert app.is_running
 
 

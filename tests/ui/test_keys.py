@@ -37,7 +37,9 @@ def own_bindings(cls: type) -> list[Binding]:
 
 
 def test_every_binding_has_an_id_and_a_description():
-    missing = [(cls.__name__, b.key) for cls in our_classes() for b in own_bindings(cls) if not b.id or not b.description]
+    missing = [
+        (cls.__name__, b.key) for cls in our_classes() for b in own_bindings(cls) if not b.id or not b.description
+    ]
     assert missing == []
     assert len([b for cls in our_classes() for b in own_bindings(cls)]) > 40  # the walk found the screens
 
@@ -56,24 +58,25 @@ def test_every_action_a_screen_defines_is_on_a_key():
         bound = {b.action.split("(")[0] for b in own_bindings(cls)}
         for name, _ in inspect.getmembers(cls, inspect.isfunction):
             if name.startswith("action_") and name in cls.__dict__:
-                action = name[len("action_"):]
+                action = name[len("action_") :]
                 if action not in bound and (cls.__name__, action) not in NOT_KEYED:
                     unkeyed.append(f"{cls.__name__}.{action}")
     assert unkeyed == []
 
 
 async def test_keymap_remaps_keys_of_the_new_screens_by_id(home, monkeypatch):
+    from fakes.backend import FakeBackend
     from textual.widgets import Input
+    from uihelpers import make_app, wait_for
 
     from yanflow_tui.backends import registry
     from yanflow_tui.config import ClusterConfig
 
-    from fakes.backend import FakeBackend
-    from uihelpers import make_app, wait_for
-
     monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600),
-                   keymap={"filter-nodes": "f", "toggle-theme": "f5", "sort-jobs": "S"})
+    app = make_app(
+        ClusterConfig("hpc", "fake", refresh_seconds=3600),
+        keymap={"filter-nodes": "f", "toggle-theme": "f5", "sort-jobs": "S"},
+    )
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: app.hub.snapshots["hpc"].jobs, what="jobs")
         await pilot.press("S")
@@ -88,12 +91,13 @@ async def test_keymap_remaps_keys_of_the_new_screens_by_id(home, monkeypatch):
 
 # -- the keyboard model (yanflow_tui/keys.py), with the pilot; tests/test_terminal.py has it in a real pty --
 
-def fake_app():
-    from yanflow_tui.backends import registry
-    from yanflow_tui.config import ClusterConfig
 
+def fake_app():
     from fakes.backend import FakeBackend
     from uihelpers import make_app
+
+    from yanflow_tui.backends import registry
+    from yanflow_tui.config import ClusterConfig
 
     registry._BACKENDS["fake"] = FakeBackend
     return make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
@@ -120,7 +124,6 @@ async def test_the_app_keys_work_on_the_empty_logs_screen(home):
 
 async def test_submit_starts_on_the_cluster_chooser_and_escape_leaves_a_field_for_it(home):
     from textual.widgets import Input
-
     from uihelpers import wait_for
 
     app = fake_app()
@@ -130,11 +133,15 @@ async def test_submit_starts_on_the_cluster_chooser_and_escape_leaves_a_field_fo
         await pilot.press("1")  # a screen key, not text in the spec-file box
         await wait_for(pilot, lambda: app.current_mode == "queue", what="queue")
         await pilot.press("3", "tab", "tab")
-        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "name", what="name, in reading order")
+        await wait_for(
+            pilot, lambda: app.focused is not None and app.focused.id == "name", what="name, in reading order"
+        )
         await pilot.press("1", "q", "r", "question_mark")
         assert app.current_mode == "submit" and app.screen.query_one("#name", Input).value == "1qr?"
         await pilot.press("escape")
-        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "cluster", what="back on the chooser")
+        await wait_for(
+            pilot, lambda: app.focused is not None and app.focused.id == "cluster", what="back on the chooser"
+        )
         await pilot.press("escape")  # nothing left to leave
         await wait_for(pilot, lambda: app.current_mode == "queue", what="escape to the queue")
 

@@ -5,26 +5,27 @@ dismissed prompt never reopens by itself."""
 
 from __future__ import annotations
 
-from textual.widgets import Input
-
-from yanflow_tui.config import ClusterConfig
-from yanflow_tui.screens.queue import JobTable, QueueScreen
-
 from dethelpers import cluster, seed
 from private_sshd import free_port
 from slurmhelpers import slurm, ssh_cluster
+from textual.widgets import Input
 from uihelpers import make_app, screen_text, wait_for
+
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.screens.queue import JobTable, QueueScreen
 
 
 def prompt_open(app) -> bool:
     return type(app.screen).__name__ == "PromptScreen"
 
 
-async def test_a_login_prompt_never_delays_the_slurm_rows_and_an_unreachable_master_never_prompts(
-        master, slurm_jobs):
+async def test_a_login_prompt_never_delays_the_slurm_rows_and_an_unreachable_master_never_prompts(master, slurm_jobs):
     seed(master)
-    job = slurm_jobs.add(slurm("sbatch", "--parsable", "-J", "yf-login-wait", "-o", "/dev/null",
-                               "--wrap", "sleep 300").strip().split(";")[0])
+    job = slurm_jobs.add(
+        slurm("sbatch", "--parsable", "-J", "yf-login-wait", "-o", "/dev/null", "--wrap", "sleep 300")
+        .strip()
+        .split(";")[0]
+    )
     dead = ClusterConfig("dead", "determined", options={"master": f"http://127.0.0.1:{free_port()}", "user": "alice"})
     slurm_cluster = ssh_cluster()
     app = make_app(cluster(master, user="alice"), dead, slurm_cluster)
@@ -38,8 +39,11 @@ async def test_a_login_prompt_never_delays_the_slurm_rows_and_an_unreachable_mas
         key = f"{slurm_cluster.name}/{job}"
         await wait_for(pilot, lambda: key in queue.query_one(JobTable).row_keys, what="Slurm row under the prompt")
         assert prompt_open(app)  # the rows came while it was open
-        await wait_for(pilot, lambda: "cannot reach the master" in app.hub.snapshots["dead"].message,
-                       what="the dead master's error")
+        await wait_for(
+            pilot,
+            lambda: "cannot reach the master" in app.hub.snapshots["dead"].message,
+            what="the dead master's error",
+        )
         await pilot.pause(0.2)
         text = screen_text(app)
         assert f"{slurm_cluster.name} connecting" not in text and "dead error" in text and "det login needed" in text

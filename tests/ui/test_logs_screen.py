@@ -7,13 +7,15 @@ import asyncio
 import functools
 import stat
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from fakes.backend import FakeActionsBackend, FakeBackend
+from paths import SAMPLES
 from textual.widgets import Input
+from uihelpers import make_app, screen_text, wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui import logstore
+from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import JobState, LogLine
@@ -22,11 +24,6 @@ from yanflow_tui.screens.logs.pane import LogPane
 from yanflow_tui.screens.logs.screen import LogsScreen
 from yanflow_tui.screens.widgets.logview import LogView
 from yanflow_tui.spec import load_spec
-
-from fakes.backend import FakeActionsBackend, FakeBackend
-from uihelpers import make_app, screen_text, wait_for
-
-from paths import SAMPLES
 
 
 class StreamingBackend(FakeActionsBackend):
@@ -78,8 +75,11 @@ async def open_logs(app, pilot, *job_ids: str) -> LogsScreen:
     for job_id in job_ids:
         app.open_logs(app.hub.find_job("hpc", job_id))
         logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs screen")
-        await wait_for(pilot, lambda: logs.pane is not None and logs.pane.job.id == job_id
-                       and logs.pane.view.size.height > 0, what=f"pane of {job_id}")
+        await wait_for(
+            pilot,
+            lambda: logs.pane is not None and logs.pane.job.id == job_id and logs.pane.view.size.height > 0,
+            what=f"pane of {job_id}",
+        )
     return logs
 
 
@@ -89,7 +89,9 @@ def backend(app) -> StreamingBackend:
 
 def row_texts(view: LogView) -> list[str]:
     """What each screen row of ``view`` shows, as plain text."""
-    return [strip.text.rstrip() for strip in (view.render_line(y) for y in range(view.scrollable_content_region.height))]
+    return [
+        strip.text.rstrip() for strip in (view.render_line(y) for y in range(view.scrollable_content_region.height))
+    ]
 
 
 async def test_two_jobs_get_two_panes_that_switch_and_close(home, stream_kind):
@@ -115,8 +117,9 @@ async def test_two_jobs_get_two_panes_that_switch_and_close(home, stream_kind):
         assert len(logs.panes) == 2 and backend(app).calls.count(("stream_logs", "101")) == 1
 
         await pilot.press("x")
-        await wait_for(pilot, lambda: [p.job.id for p in logs.panes] == ["104"] and logs.pane.job.id == "104",
-                       what="pane closed")
+        await wait_for(
+            pilot, lambda: [p.job.id for p in logs.panes] == ["104"] and logs.pane.job.id == "104", what="pane closed"
+        )
         assert len(app.screen.query(LogPane)) == 1
         await pilot.press("x")
         await wait_for(pilot, lambda: not logs.panes and "No job selected" in screen_text(app), what="no panes")
@@ -133,8 +136,9 @@ async def test_split_by_rank_shows_one_view_per_rank_side_by_side(home, stream_k
         await wait_for(pilot, lambda: pane.line_count == 12, what="lines")
         assert pane.sources == [f"rank {r}" for r in range(6)]
         await pilot.press("s")
-        await wait_for(pilot, lambda: len(pane.views) == 6 and all(v.size.height for v in pane.views[:4]),
-                       what="rank views")
+        await wait_for(
+            pilot, lambda: len(pane.views) == 6 and all(v.size.height for v in pane.views[:4]), what="rank views"
+        )
         assert pane.split and not pane.view.display
         assert [v.border_title for v in pane.views] == [f"rank {r}" for r in range(6)]
         assert row_texts(pane.views[1])[:5] == [f"step {i} from rank 1" for i in range(4)] + [""]
@@ -148,8 +152,9 @@ async def test_split_by_rank_shows_one_view_per_rank_side_by_side(home, stream_k
         await wait_for(pilot, lambda: "4 lines" in screen_text(app), what="status of rank 1's view")
 
         await pilot.press("s")
-        await wait_for(pilot, lambda: not pane.split and pane.view.display and not pane.rank_views.children,
-                       what="joined")
+        await wait_for(
+            pilot, lambda: not pane.split and pane.view.display and not pane.rank_views.children, what="joined"
+        )
         assert len(pane.text_lines()) == 12
 
 
@@ -222,7 +227,7 @@ async def test_wrap_spreads_a_long_line_over_several_screen_rows(home, stream_ki
         view = logs.pane.view
         await wait_for(pilot, lambda: len(view.store) == 3, what="lines")
         assert view.row_count(1) == 1
-        assert row_texts(view)[:3] == ["first", long_line[:view.scrollable_content_region.width], "last"]
+        assert row_texts(view)[:3] == ["first", long_line[: view.scrollable_content_region.width], "last"]
         assert "<099>" not in screen_text(app)
 
         await pilot.press("z")
@@ -232,7 +237,7 @@ async def test_wrap_spreads_a_long_line_over_several_screen_rows(home, stream_ki
         assert view.row_count(1) == rows > 1
         shown = row_texts(view)
         assert shown[0] == "first" and shown[rows + 1] == "last"
-        assert "".join(shown[1:rows + 1]) == long_line
+        assert "".join(shown[1 : rows + 1]) == long_line
         assert "<099>" in screen_text(app) and "wrap" in screen_text(app)
 
         await pilot.press("z")
@@ -245,8 +250,12 @@ async def test_wrap_scrolls_row_by_row_through_a_line_taller_than_the_view(home,
     async with app.run_test(size=(60, 20)) as pilot:
         fake = backend(app)
         await wait_for(pilot, lambda: fake.jobs, what="jobs")
-        fake.feed("101", *(f"before {i}" for i in range(50)), "".join(f"[{i:04d}]" for i in range(600)),
-                  *(f"after {i}" for i in range(50)))
+        fake.feed(
+            "101",
+            *(f"before {i}" for i in range(50)),
+            "".join(f"[{i:04d}]" for i in range(600)),
+            *(f"after {i}" for i in range(50)),
+        )
         logs = await open_logs(app, pilot, "101")
         view = logs.pane.view
         await wait_for(pilot, lambda: len(view.store) == 101, what="lines")
@@ -266,8 +275,7 @@ async def test_wrap_scrolls_row_by_row_through_a_line_taller_than_the_view(home,
         await wait_for(pilot, lambda: row_texts(view)[-1] == "after 49", what="back at the bottom")
 
 
-async def test_save_writes_the_whole_spilled_log_with_mode_0600(home, stream_kind, small_stores, tmp_path,
-                                                               monkeypatch):
+async def test_save_writes_the_whole_spilled_log_with_mode_0600(home, stream_kind, small_stores, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     app = make_app(cluster())
     notes: list[str] = []
@@ -284,8 +292,9 @@ async def test_save_writes_the_whole_spilled_log_with_mode_0600(home, stream_kin
         await asyncio.to_thread(store.sync)
         assert store.spilled > 4_000 and store.in_memory < 1_000
         await pilot.press("w")
-        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen,
-                                what="save prompt")
+        prompt = await wait_for(
+            pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="save prompt"
+        )
         saved = tmp_path / "hpc-101-train-resnet.log"  # named after the job, in the current directory
         assert prompt.query_one(Input).value == str(saved)
         await pilot.press("enter")
@@ -341,8 +350,13 @@ async def test_error_keys_jump_to_error_and_traceback_lines(home, stream_kind, s
     async with app.run_test(size=(100, 24)) as pilot:
         fake = backend(app)
         await wait_for(pilot, lambda: fake.jobs, what="jobs")
-        special = {100: "RuntimeError: not a word match", 700: "an error occurred", 1_500: "errors are fine",
-                   2_000: "Traceback (most recent call last):", 2_500: "ERROR: disk full"}
+        special = {
+            100: "RuntimeError: not a word match",
+            700: "an error occurred",
+            1_500: "errors are fine",
+            2_000: "Traceback (most recent call last):",
+            2_500: "ERROR: disk full",
+        }
         fake.feed("101", *(special.get(i, f"line {i}") for i in range(3_000)))
         logs = await open_logs(app, pilot, "101")
         view = logs.pane.view
@@ -377,16 +391,24 @@ async def test_local_shell_job_log_streams_into_a_pane_and_jumps_to_its_tracebac
     app = make_app(ClusterConfig("local", "local", refresh_seconds=0.5))
     async with app.run_test(size=(120, 30)) as pilot:
         local = app.hub.backend("local")
-        command = ("i=1; while [ $i -le 3000 ]; do echo \"row $i\"; i=$((i+1)); done; "
-                   "echo 'Traceback (most recent call last):'; echo done")
+        command = (
+            'i=1; while [ $i -le 3000 ]; do echo "row $i"; i=$((i+1)); done; '
+            "echo 'Traceback (most recent call last):'; echo done"
+        )
         job_id = await local.submit(replace(load_spec(SAMPLES / "local-shell.yaml"), name="chatty", command=command))
-        job = await wait_for(pilot, lambda: (j := app.hub.find_job("local", job_id)) and j.state is JobState.COMPLETED
-                             and j, timeout=30, what="job completed")
+        job = await wait_for(
+            pilot,
+            lambda: (j := app.hub.find_job("local", job_id)) and j.state is JobState.COMPLETED and j,
+            timeout=30,
+            what="job completed",
+        )
         app.open_logs(job)
         pane = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen.pane, what="pane")
         await wait_for(pilot, lambda: pane.line_count == 3002, timeout=30, what="every line")
         assert pane.text_lines(0, 2) == ["row 1", "row 2"] and pane.text_lines(3000) == [
-            "Traceback (most recent call last):", "done"]
+            "Traceback (most recent call last):",
+            "done",
+        ]
         await pilot.press("e")
         await wait_for(pilot, lambda: pane.view.current_line == 3000, what="traceback line")
         assert "Traceback (most recent call last):" in screen_text(app)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from fakes.backend import FakeBackend
+from uihelpers import make_app, screen_text, wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
-
-from fakes.backend import FakeBackend
-from uihelpers import make_app, screen_text, wait_for
 
 
 @pytest.fixture
@@ -24,7 +23,7 @@ def colours(svg: str) -> set[str]:
 
 
 def is_grey(colour: str) -> bool:
-    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
     return max(r, g, b) - min(r, g, b) <= 8
 
 

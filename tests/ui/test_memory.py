@@ -7,13 +7,12 @@ from __future__ import annotations
 import gc
 
 import pytest
+from fakes.backend import FakeBackend
 from textual.widgets._footer import FooterKey
+from uihelpers import make_app, wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
-
-from fakes.backend import FakeBackend
-from uihelpers import make_app, wait_for
 
 
 @pytest.fixture(autouse=True)

@@ -7,20 +7,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from fakes.backend import FakeBackend, FakeLongBackend
 from textual.widgets import Static
+from uihelpers import make_app, screen_text, wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.capacity import GroupSummary
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import Gpu, GpuState, JobState, Node
 from yanflow_tui.screens.detail import JobDetailScreen
-from yanflow_tui.screens.widgets.gpugrid import GpuGrid
 from yanflow_tui.screens.logs.screen import LogsScreen
 from yanflow_tui.screens.node_jobs import NodeJobsScreen
 from yanflow_tui.screens.nodes import NodesScreen
-
-from fakes.backend import FakeBackend, FakeLongBackend
-from uihelpers import make_app, screen_text, wait_for
+from yanflow_tui.screens.widgets.gpugrid import GpuGrid
 
 
 class GridBackend(FakeBackend):
@@ -34,13 +33,48 @@ class GridBackend(FakeBackend):
         super().__init__(config)
         self.jobs.append(self.job("104", "idle-notebook", JobState.RUNNING, gpus=2, nodes=("gpu03",)))
         self.jobs.append(self.job("105", "slurm-style", JobState.RUNNING, gpus=2, nodes=("gpu04",)))
-        self.nodes.append(Node(config.name, "gpu03", "mixed", ("debug", "gpu"), 32, 4, 256000, 8000, "H100", 4, 2,
-                               tuple(Gpu(i, GpuState.ALLOCATED if i < 2 else GpuState.FREE,
-                                         "104" if i < 2 else None, utilization=1.0 if i < 2 else 0.0,
-                                         memory_used_mb=1024 if i < 2 else 0, memory_total_mb=81920)
-                                     for i in range(4))))
-        self.nodes.append(Node(config.name, "gpu04", "mixed", ("debug",), 32, 8, 256000, 0, "H100", 4, 2,
-                               tuple(Gpu(i, GpuState.ALLOCATED if i < 2 else GpuState.FREE) for i in range(4))))
+        self.nodes.append(
+            Node(
+                config.name,
+                "gpu03",
+                "mixed",
+                ("debug", "gpu"),
+                32,
+                4,
+                256000,
+                8000,
+                "H100",
+                4,
+                2,
+                tuple(
+                    Gpu(
+                        i,
+                        GpuState.ALLOCATED if i < 2 else GpuState.FREE,
+                        "104" if i < 2 else None,
+                        utilization=1.0 if i < 2 else 0.0,
+                        memory_used_mb=1024 if i < 2 else 0,
+                        memory_total_mb=81920,
+                    )
+                    for i in range(4)
+                ),
+            )
+        )
+        self.nodes.append(
+            Node(
+                config.name,
+                "gpu04",
+                "mixed",
+                ("debug",),
+                32,
+                8,
+                256000,
+                0,
+                "H100",
+                4,
+                2,
+                tuple(Gpu(i, GpuState.ALLOCATED if i < 2 else GpuState.FREE) for i in range(4)),
+            )
+        )
 
 
 class BigBackend(FakeBackend):
@@ -55,8 +89,15 @@ class BigBackend(FakeBackend):
 
 
 def big_node(cluster: str, i: int, util: float = 60.0) -> Node:
-    gpus = tuple(Gpu(g, GpuState.ALLOCATED if g < 2 else GpuState.FREE, f"j{i}" if g < 2 else None,
-                     utilization=util if g < 2 else 0.0) for g in range(8))
+    gpus = tuple(
+        Gpu(
+            g,
+            GpuState.ALLOCATED if g < 2 else GpuState.FREE,
+            f"j{i}" if g < 2 else None,
+            utilization=util if g < 2 else 0.0,
+        )
+        for g in range(8)
+    )
     return Node(cluster, f"n{i:04d}", "mixed", (f"p{i % 4}",), 64, 8, 512000, 1000, "A100", 8, 2, gpus)
 
 
@@ -83,8 +124,9 @@ def cluster(kind="fake-grid", name="hpc") -> ClusterConfig:
 
 async def open_nodes(pilot, app, nodes: int) -> GpuGrid:
     await pilot.press("2")
-    grid = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen) and app.screen.query_one(GpuGrid),
-                          what="nodes screen")
+    grid = await wait_for(
+        pilot, lambda: isinstance(app.screen, NodesScreen) and app.screen.query_one(GpuGrid), what="nodes screen"
+    )
     await wait_for(pilot, lambda: grid.node_count == nodes, what=f"{nodes} nodes in the grid")
     return grid
 
@@ -132,8 +174,11 @@ async def test_gpu_cells_show_state_utilisation_and_the_status_line_describes_th
         await wait_for(pilot, lambda: "hpc/gpu02 GPU 1" in status(app), what="next row")
         assert "unavailable: drain (maintenance)" in status(app)
         await pilot.press("left", "left")  # back to the node's own fields
-        await wait_for(pilot, lambda: grid.cursor_gpu_index is None and "enter: jobs on this node" in status(app),
-                       what="node status")
+        await wait_for(
+            pilot,
+            lambda: grid.cursor_gpu_index is None and "enter: jobs on this node" in status(app),
+            what="node status",
+        )
         assert "drain: maintenance" in status(app)
 
 
@@ -188,8 +233,9 @@ async def test_idle_but_allocated_gpus_get_their_own_glyph_and_count(home, kinds
         await wait_for(pilot, lambda: "IDLE: under 5% busy" in status(app), what="idle in the status line")
         assert "memory 1.0G/80.0G" in status(app)
         backend = app.hub.backend("hpc")
-        backend.nodes[2] = replace(backend.nodes[2], gpus=tuple(replace(g, utilization=70.0) if g.job_id else g
-                                                                 for g in backend.nodes[2].gpus))
+        backend.nodes[2] = replace(
+            backend.nodes[2], gpus=tuple(replace(g, utilization=70.0) if g.job_id else g for g in backend.nodes[2].gpus)
+        )
         app.request_refresh("hpc")
         await wait_for(pilot, lambda: grid.group("hpc").summary.idle == 0, what="busy again")
         assert "■ 70 ■ 70" in grid.row_text("hpc/gpu03")
@@ -212,8 +258,7 @@ async def test_cursor_and_scroll_survive_refreshes_that_add_and_change_nodes(hom
         backend.nodes[1] = replace(backend.nodes[1], state="down", reason="dead")
         backend.nodes[-2] = replace(backend.nodes[-2], cpus_allocated=60)
         app.request_refresh("hpc")
-        await wait_for(pilot, lambda: grid.node_count == 15 and "dead" in grid.row_text("hpc/gpu02"),
-                       what="refreshed")
+        await wait_for(pilot, lambda: grid.node_count == 15 and "dead" in grid.row_text("hpc/gpu02"), what="refreshed")
         assert grid.cursor_key == "hpc/gpu97" and grid.cursor_gpu_index == 3
         assert grid.cursor_row - grid.scroll_offset.y == screen_row  # it stayed where it was on screen
         await pilot.press("down")
@@ -287,7 +332,7 @@ async def test_only_lines_on_screen_are_drawn_and_a_refresh_redraws_only_changed
         assert 0 < len(set(drawn)) <= 2 * 40
         drawn.clear()
         backend = app.hub.backend("big")
-        on_screen = [k for k in grid.row_keys()[grid.scroll_offset.y:grid.scroll_offset.y + 30] if isinstance(k, str)]
+        on_screen = [k for k in grid.row_keys()[grid.scroll_offset.y : grid.scroll_offset.y + 30] if isinstance(k, str)]
         changed = {on_screen[3], on_screen[5], "big/n1999"}
         for i, node in enumerate(backend.nodes):
             if f"big/{node.name}" in changed:
@@ -304,8 +349,16 @@ def test_cluster_text_is_cleaned_and_counts_only_nodes_get_cells():
     from yanflow_tui.screens.render.gpu_cells import describe_gpu, describe_node
 
     grid = GpuGrid()
-    evil = Node("c", "n\x1b[31m1", "drain\x07", ("p\x1b]0;x\x07",), gpu_type="A\u202e100", gpus_total=2,
-                gpus=(Gpu(0, GpuState.UNAVAILABLE, reason="bad\x1b[2Jdisk"), Gpu(1)), reason="r\x1b[1m")
+    evil = Node(
+        "c",
+        "n\x1b[31m1",
+        "drain\x07",
+        ("p\x1b]0;x\x07",),
+        gpu_type="A\u202e100",
+        gpus_total=2,
+        gpus=(Gpu(0, GpuState.UNAVAILABLE, reason="bad\x1b[2Jdisk"), Gpu(1)),
+        reason="r\x1b[1m",
+    )
     counts = Node("c", "old", "mixed", ("p",), gpus_total=3, gpus_allocated=1)  # no per-GPU data
     grid.set_nodes([evil, counts])
     text = "".join(grid.row_text(k) for k in grid.row_keys())
@@ -326,8 +379,9 @@ def test_the_grids_pool_totals_match_capacity_pools():
     grid.set_nodes(nodes)
     assert grid.pools("hpc") == pools(n for n in nodes if n.cluster == "hpc")
     assert grid.pools("other") == pools(nodes[-1:])
-    nodes[0] = replace(nodes[0], gpus=tuple(replace(g, state=GpuState.FREE, job_id=None) for g in nodes[0].gpus),
-                       gpus_allocated=0)
+    nodes[0] = replace(
+        nodes[0], gpus=tuple(replace(g, state=GpuState.FREE, job_id=None) for g in nodes[0].gpus), gpus_allocated=0
+    )
     grid.set_nodes(nodes)  # a change in place updates them too
     assert grid.pools("hpc") == pools(n for n in nodes if n.cluster == "hpc")
     assert grid.pools("hpc")[0].whole_free == 1

@@ -3,16 +3,15 @@ goes (the real path) with a minimal Slurm example; when a filter hides every job
 
 from __future__ import annotations
 
+from fakes.backend import FakeBackend
 from textual.widgets import Input
+from uihelpers import make_app, screen_text, wait_for
 
 from yanflow_tui.app import YanflowApp
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig, Config
 from yanflow_tui.hub import Hub
 from yanflow_tui.screens.queue import QueueHint
-
-from fakes.backend import FakeBackend
-from uihelpers import make_app, screen_text, wait_for
 
 
 def _hint(app) -> str:

@@ -8,15 +8,14 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from fakes.backend import FIXED, LONG_NAMES, FakeActionsBackend, FakeBackend, FakeLongBackend
 from textual.widgets import Input, Static
+from uihelpers import FIXED_NOW, make_app, screen_text, wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.queue import JobTable
-
-from fakes.backend import FIXED, LONG_NAMES, FakeActionsBackend, FakeBackend, FakeLongBackend
-from uihelpers import FIXED_NOW, make_app, screen_text, wait_for
 
 
 @pytest.fixture(autouse=True)
@@ -84,8 +83,9 @@ async def test_header_counts_the_rows_shown_by_state(home):
     app = make_app(hpc())
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
-        await wait_for(pilot, lambda: "shown 3 of 3: completed 1 · pending 1 · running 1" in screen_text(app),
-                       what="counts")
+        await wait_for(
+            pilot, lambda: "shown 3 of 3: completed 1 · pending 1 · running 1" in screen_text(app), what="counts"
+        )
         app.screen.query_one("#filter", Input).value = "state:r"
         await wait_for(pilot, lambda: "shown 1 of 3: running 1" in screen_text(app), what="filtered counts")
         assert "pending 1" not in screen_text(app)
@@ -96,8 +96,9 @@ async def test_sorting_by_gpus_and_age_is_numeric_not_textual(home):
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         backend = FakeBackend.instances[-1]
-        backend.jobs.append(replace(backend.job("110", "big", JobState.RUNNING, gpus=10),
-                                    submit_time=FIXED + timedelta(minutes=1)))  # 9 minutes old
+        backend.jobs.append(
+            replace(backend.job("110", "big", JobState.RUNNING, gpus=10), submit_time=FIXED + timedelta(minutes=1))
+        )  # 9 minutes old
         backend.jobs[0] = replace(backend.jobs[0], submit_time=FIXED - timedelta(hours=2))  # 101: 2 hours old
         await refreshed(pilot, app, backend)
         await wait_for(pilot, lambda: len(rows(app)) == 4, what="new job")
@@ -135,7 +136,7 @@ async def test_sorting_keeps_an_expanded_groups_members_under_it(home):
         await pilot.press("O")  # names z..a: sweep-* children would scatter if sorted on their own
         order = rows(app)
         at = order.index("det/104")
-        assert order[at:at + 4] == ["det/104", "det/104_10", "det/104_1", "det/104_0"]
+        assert order[at : at + 4] == ["det/104", "det/104_10", "det/104_1", "det/104_0"]
         assert order[0] == "det/101"  # train-resnet first, reversed
         await pilot.pause(1.2)  # refreshes keep the sort and the group together
         assert rows(app) == order
@@ -233,7 +234,8 @@ async def test_at_80_columns_reason_nodes_and_age_give_way_before_name_drops_und
         assert table(app).hidden_columns[:1] == ("reason",)
         assert table(app).virtual_size.width <= 80  # nothing is left off to the right
     async with make_app(ClusterConfig("slurm-site-a", "fake-long", refresh_seconds=3600)).run_test(
-            size=(200, 24)) as pilot:
+        size=(200, 24)
+    ) as pilot:
         app = pilot.app
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         await pilot.pause(0.2)

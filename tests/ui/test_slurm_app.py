@@ -8,21 +8,20 @@ import os
 import subprocess
 from dataclasses import replace
 
+from slurmhelpers import DIR, ROOT, async_wait, live_state, short_spec_text, sinfo_gpus, squeue_job, ssh_cluster
 from textual.widgets import Input
+from uihelpers import make_app, screen_text, wait_for
 
-from yanflow_tui.model import JobState
 from yanflow_tui.hub import Health
+from yanflow_tui.model import JobState
 from yanflow_tui.screens.dialogs import ConfirmScreen
 from yanflow_tui.screens.logs.screen import LogsScreen
-from yanflow_tui.screens.widgets.gpugrid import GpuGrid
 from yanflow_tui.screens.node_jobs import NodeJobsScreen
 from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import JobTable
 from yanflow_tui.screens.submit.screen import SubmitScreen
+from yanflow_tui.screens.widgets.gpugrid import GpuGrid
 from yanflow_tui.spec import parse_spec
-
-from slurmhelpers import DIR, ROOT, async_wait, live_state, short_spec_text, sinfo_gpus, squeue_job, ssh_cluster
-from uihelpers import make_app, screen_text, wait_for
 
 
 def cluster():
@@ -39,8 +38,11 @@ def node_gpus(app, name: str) -> dict[str, tuple[int, int]]:
 
 def grid_gpus(grid: GpuGrid) -> dict[str, tuple[int, int]]:
     """node -> (allocated GPU cells, GPU cells) as the Nodes grid draws them."""
-    return {key.split("/", 1)[1]: (sum(g.state.value == "allocated" for g in grid.gpus_of(key)), len(grid.gpus_of(key)))
-            for key in grid.row_keys() if isinstance(key, str)}
+    return {
+        key.split("/", 1)[1]: (sum(g.state.value == "allocated" for g in grid.gpus_of(key)), len(grid.gpus_of(key)))
+        for key in grid.row_keys()
+        if isinstance(key, str)
+    }
 
 
 async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, slurm_jobs, tmp_path):
@@ -51,8 +53,9 @@ async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, 
     app = make_app(c)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("2")
-        await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen) and app.hub.snapshots[c.name].nodes,
-                       what="nodes")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, NodesScreen) and app.hub.snapshots[c.name].nodes, what="nodes"
+        )
         assert node_gpus(app, c.name) == sinfo_gpus()  # before the job
         await pilot.press("3")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
@@ -71,16 +74,23 @@ async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, 
         assert record["node_count"] == 2 and record["tres_per_node"] == "gres:gpu:a100:4"
         # Nodes screen agrees with sinfo during the job.
         await pilot.press("2")
-        await wait_for(pilot, lambda: node_gpus(app, c.name) == sinfo_gpus() and
-                       sum(u for u, _ in node_gpus(app, c.name).values()) >= 8, timeout=15, what="nodes during job")
+        await wait_for(
+            pilot,
+            lambda: node_gpus(app, c.name) == sinfo_gpus() and sum(u for u, _ in node_gpus(app, c.name).values()) >= 8,
+            timeout=15,
+            what="nodes during job",
+        )
         grid = app.screen.query_one("#nodes", GpuGrid)
         assert grid.node_count == len(sinfo_gpus())
         await wait_for(pilot, lambda: grid_gpus(grid) == sinfo_gpus(), timeout=15, what="grid cells agree with sinfo")
         used = sum(u for u, _ in sinfo_gpus().values())
         await wait_for(pilot, lambda: grid.group(c.name).summary.gpus_used == used, what="cluster summary")
         busy = next(k for k in grid.row_keys() if isinstance(k, str) and grid_gpus(grid)[k.split("/", 1)[1]][0])
-        await wait_for(pilot, lambda: (j := app.hub.find_job(c.name, job_id)) and busy.split("/", 1)[1] in j.nodes,
-                       what="the job on the busy node")
+        await wait_for(
+            pilot,
+            lambda: (j := app.hub.find_job(c.name, job_id)) and busy.split("/", 1)[1] in j.nodes,
+            what="the job on the busy node",
+        )
         grid.select_key(busy, None)
         await pilot.press("enter")  # on the node's own fields: the node's live jobs are listed
         listing = await wait_for(pilot, lambda: isinstance(app.screen, NodeJobsScreen) and app.screen, what="jobs")
@@ -91,8 +101,12 @@ async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, 
         key = f"{c.name}/{job_id}"
         await wait_for(pilot, lambda: key in rows(app), what="queue row")
         app.request_refresh(c.name)  # the row may come from a refresh taken while it was still pending
-        job = await wait_for(pilot, lambda: (j := app.hub.find_job(c.name, job_id)) and j.state is JobState.RUNNING
-                             and j, timeout=20, what="running in the queue")
+        job = await wait_for(
+            pilot,
+            lambda: (j := app.hub.find_job(c.name, job_id)) and j.state is JobState.RUNNING and j,
+            timeout=20,
+            what="running in the queue",
+        )
         assert job.gpus == 8 and len(job.nodes) == 2
         table = app.screen.query_one(JobTable)
         table.move_cursor_to_key(key)
@@ -109,8 +123,10 @@ async def test_cancel_from_the_queue_ends_the_job_in_squeue(home, slurm_dir, slu
     app = make_app(c)
     async with app.run_test(size=(160, 45)) as pilot:
         backend = app.hub.backend(c.name)
-        spec = parse_spec("name: yf-ui-cancel\nkind: slurm\ncommand: sleep 300\nresources: {cpus: 1, memory: 100M}\n"
-                          "slurm: {partition: cpu, output: /dev/null}\n")
+        spec = parse_spec(
+            "name: yf-ui-cancel\nkind: slurm\ncommand: sleep 300\nresources: {cpus: 1, memory: 100M}\n"
+            "slurm: {partition: cpu, output: /dev/null}\n"
+        )
         job_id = slurm_jobs.add(await backend.submit(spec))
         key = f"{c.name}/{job_id}"
         await wait_for(pilot, lambda: key in rows(app), what="row")
@@ -121,8 +137,12 @@ async def test_cancel_from_the_queue_ends_the_job_in_squeue(home, slurm_dir, slu
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
         await pilot.press("y")
         await async_wait(lambda: live_state(job_id) in ("CANCELLED", None), 20, "cancelled in squeue")
-        await wait_for(pilot, lambda: (j := app.hub.find_job(c.name, job_id)) is None or j.state.terminal,
-                       timeout=15, what="queue updated")
+        await wait_for(
+            pilot,
+            lambda: (j := app.hub.find_job(c.name, job_id)) is None or j.state.terminal,
+            timeout=15,
+            what="queue updated",
+        )
 
 
 async def test_controller_outage_marks_the_cluster_stale_and_the_app_recovers(home, slurm_dir):
@@ -133,8 +153,7 @@ async def test_controller_outage_marks_the_cluster_stale_and_the_app_recovers(ho
         pid = int((DIR / "run" / "slurmctld.pid").read_text())
         try:
             os.kill(pid, 15)
-            await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.STALE, timeout=40,
-                           what="stale")
+            await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.STALE, timeout=40, what="stale")
             assert "stale" in screen_text(app) and app.is_running
         finally:
             up = subprocess.run([str(ROOT / "scripts" / "slurm-cluster"), "up"], capture_output=True, text=True)

@@ -7,14 +7,12 @@ the report before committing.
 from __future__ import annotations
 
 import pytest
-from textual.widgets import Input, TextArea
+from fakes.backend import FakeBackend, FakeLongBackend
+from uihelpers import make_app, wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
-
-from fakes.backend import FakeBackend, FakeLongBackend
 from yanflow_tui.errors import BackendError
-from uihelpers import make_app, wait_for
 
 SIZES = [(80, 24), (200, 50)]
 
@@ -87,9 +85,12 @@ HOST_KEY_ERROR = (
     "ssh alice@login.hpc.example: host key not trusted: ssh-ed25519 SHA256:d6GGz1I/IBxze/xfVchVHOutZRf4QT5uWF25pfhuhCk"
     " is not in ~/.ssh/known_hosts (unknown or changed key); refusing to connect.\n"
     "If it is the login node's key, add this line to ~/.ssh/known_hosts:\n"
-    "login.hpc.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM0+jystmzjtispgv8sRl/wDu9+bOqrIHfireI/0tyKL")
-DEAD_API_ERROR = ("API server unreachable: NewConnectionError: HTTPConnection(host='10.0.0.7', port=6443): "
-                  "Failed to establish a new connection: [Errno 111] Connection refused")
+    "login.hpc.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM0+jystmzjtispgv8sRl/wDu9+bOqrIHfireI/0tyKL"
+)
+DEAD_API_ERROR = (
+    "API server unreachable: NewConnectionError: HTTPConnection(host='10.0.0.7', port=6443): "
+    "Failed to establish a new connection: [Errno 111] Connection refused"
+)
 
 
 class FailingBackend(FakeBackend):
@@ -105,26 +106,35 @@ class FailingBackend(FakeBackend):
 def test_clusters_screen(snap_compare, monkeypatch):
     """At 80x24: an unknown host key (fingerprint and known_hosts line), a bad config key
     (file:line) and a dead Kubernetes API, each in full, beside a healthy cluster."""
+    from uihelpers import FIXED_NOW
+
     from yanflow_tui.app import YanflowApp
     from yanflow_tui.config import Config, parse_config
     from yanflow_tui.hub import Hub
-    from uihelpers import FIXED_NOW
 
     monkeypatch.setitem(registry._BACKENDS, "fake-failing", FailingBackend)
-    bad = parse_config("clusters:\n  - name: badkey\n    kind: slurm\n    sssh: login\n",
-                       "/home/alice/.config/yanflow/config.yaml", lenient=True).clusters[0]
-    config = Config(clusters=(
-        ClusterConfig("hpc", "fake", refresh_seconds=3600, description="the fake cluster"),
-        ClusterConfig("login", "fake-failing", refresh_seconds=3600, options={"error": HOST_KEY_ERROR}),
-        bad,
-        ClusterConfig("k8s", "fake-failing", refresh_seconds=3600, options={"error": DEAD_API_ERROR}),
-    ))
+    bad = parse_config(
+        "clusters:\n  - name: badkey\n    kind: slurm\n    sssh: login\n",
+        "/home/alice/.config/yanflow/config.yaml",
+        lenient=True,
+    ).clusters[0]
+    config = Config(
+        clusters=(
+            ClusterConfig("hpc", "fake", refresh_seconds=3600, description="the fake cluster"),
+            ClusterConfig("login", "fake-failing", refresh_seconds=3600, options={"error": HOST_KEY_ERROR}),
+            bad,
+            ClusterConfig("k8s", "fake-failing", refresh_seconds=3600, options={"error": DEAD_API_ERROR}),
+        )
+    )
     app = YanflowApp(config, Hub(config))
     app.clock = lambda: FIXED_NOW  # type: ignore[method-assign]
 
     async def run_before(pilot):
-        await wait_for(pilot, lambda: all(s.failures or s.updated for s in app.hub.snapshots.values()),
-                       what="every cluster refreshed once")
+        await wait_for(
+            pilot,
+            lambda: all(s.failures or s.updated for s in app.hub.snapshots.values()),
+            what="every cluster refreshed once",
+        )
         await pilot.press("5")
         await pilot.pause(0.3)
 

@@ -4,18 +4,17 @@ away in a dialog (Nodes, Logs, the Queue's filter note); ``cut_at_word`` on its 
 from __future__ import annotations
 
 import pytest
+from fakes.backend import FakeBackend, FakeLongBackend
 from rich.text import Text
+from uihelpers import make_app, screen_text, wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 from yanflow_tui.screens.dialogs import FullTextScreen
-from yanflow_tui.screens.widgets.gpugrid import GpuGrid
 from yanflow_tui.screens.nodes import NodesScreen
+from yanflow_tui.screens.widgets.gpugrid import GpuGrid
 from yanflow_tui.screens.widgets.status_line import StatusLine, cut_at_word
-
-from fakes.backend import FakeBackend, FakeLongBackend
-from uihelpers import make_app, screen_text, wait_for
 
 
 def dialog_text(app) -> str:
@@ -24,6 +23,7 @@ def dialog_text(app) -> str:
     held = " ".join(str(w.render()) for w in app.screen.query(".full-text"))
     assert " ".join(held.split()[-2:]) in screen_text(app)  # drawn to the end, wrapped, not cut
     return " ".join(held.split())
+
 
 NOTE = "NVML unavailable: NVML Shared Library Not Found on this host"
 
@@ -52,7 +52,7 @@ def check_cut(line: StatusLine) -> str:
     drawn = str(line.render())
     full = line.full_text.plain
     assert len(drawn) <= line.content_region.width and drawn.endswith("… i: full text"), drawn
-    kept = drawn[:-len("… i: full text")]
+    kept = drawn[: -len("… i: full text")]
     assert full.startswith(kept) and full[len(kept)] in " ·,:;", (kept, full)
     return drawn
 
@@ -61,8 +61,9 @@ async def test_the_nodes_status_line_is_cut_at_a_word_and_i_shows_all_of_it(home
     app = make_app(site())
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("2")
-        grid = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen) and app.screen.query_one(GpuGrid),
-                              what="nodes")
+        grid = await wait_for(
+            pilot, lambda: isinstance(app.screen, NodesScreen) and app.screen.query_one(GpuGrid), what="nodes"
+        )
         await wait_for(pilot, lambda: grid.node_count == 3, what="nodes in the grid")
         assert grid.select_key("slurm-site-a/dgx-a100-node-0042", None)
         await pilot.pause(0.2)
@@ -86,14 +87,19 @@ async def test_the_logs_status_line_with_a_long_error_is_cut_at_a_word(home):
         backend = app.hub.backend("slurm-site-a")
 
         async def failing(job_id, follow=False, stream=""):
-            raise BackendError("the login node closed the connection while reading the job's output file "
-                               "/scratch/alice/ddp-llama-70b/slurm-4815162.out")
+            raise BackendError(
+                "the login node closed the connection while reading the job's output file "
+                "/scratch/alice/ddp-llama-70b/slurm-4815162.out"
+            )
             yield  # pragma: no cover - an async generator
 
         backend.stream_logs = failing
         await pilot.press("l")
-        line = await wait_for(pilot, lambda: app.screen.query("#log-status") and app.screen.query_one(
-            "#log-status", StatusLine), what="logs")
+        line = await wait_for(
+            pilot,
+            lambda: app.screen.query("#log-status") and app.screen.query_one("#log-status", StatusLine),
+            what="logs",
+        )
         await wait_for(pilot, lambda: "error:" in line.full_text.plain, what="the error in the status")
         await pilot.pause(0.2)
         assert line.truncated

@@ -8,13 +8,16 @@ from __future__ import annotations
 import asyncio
 import stat
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import yaml
+from fakes.backend import FakeBackend
+from paths import SAMPLES
 from textual.widgets import Input, OptionList, Select
+from uihelpers import make_app, screen_text, wait_for
 
-from yanflow_tui import drafts, formfields as ff
+from yanflow_tui import drafts
+from yanflow_tui import formfields as ff
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
@@ -25,11 +28,6 @@ from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.screens.templates import TemplatePickerScreen
 from yanflow_tui.spec import spec_from_data
 
-from fakes.backend import FakeBackend
-from uihelpers import make_app, screen_text, wait_for
-
-from paths import SAMPLES
-
 
 class NarrowBackend(FakeBackend):
     """A fake that runs only single and multi-node jobs, with fields of its own."""
@@ -38,9 +36,14 @@ class NarrowBackend(FakeBackend):
     capabilities = replace(FakeBackend.capabilities, job_kinds=frozenset({JobKind.SINGLE, JobKind.MULTI_NODE}))
 
     def form_fields(self, kind):
-        fields = [ff.NAME, ff.COMMAND_FIELD, *ff.resources(kind, cpus=False, memory=False),
-                  FormField("slurm.partition", "Partition", "the pool", pool=True,
-                            default=self.config.options.get("partition", ""))]
+        fields = [
+            ff.NAME,
+            ff.COMMAND_FIELD,
+            *ff.resources(kind, cpus=False, memory=False),
+            FormField(
+                "slurm.partition", "Partition", "the pool", pool=True, default=self.config.options.get("partition", "")
+            ),
+        ]
         if kind is JobKind.MULTI_NODE:
             fields += [ff.launcher(), FormField("kubernetes.namespace", "Namespace", "where it runs")]
         return (*fields, ff.ENV_FIELD)
@@ -118,6 +121,7 @@ def field_error(screen, widget_id: str) -> str:
 
 # -- kinds and fields ------------------------------------------------------------------------------------
 
+
 async def test_kinds_are_the_clusters_and_only_the_chosen_kinds_fields_show(home):
     app = make_app(hpc(), small(options={"partition": "gpu"}))
     async with app.run_test(size=(140, 50)) as pilot:
@@ -128,12 +132,23 @@ async def test_kinds_are_the_clusters_and_only_the_chosen_kinds_fields_show(home
         await choose(pilot, screen, "#cluster", "small")
         await wait_for(pilot, lambda: kind_options(screen) == ["single", "multi-node"], what="small's kinds")
         assert screen.query_one("#kind", Select).value == "single"  # small runs no experiments
-        await wait_for(pilot, lambda: rows(screen) == ["name", "command", "gpus", "slurm-partition", "env"],
-                       what="small's single fields")
+        await wait_for(
+            pilot,
+            lambda: rows(screen) == ["name", "command", "gpus", "slurm-partition", "env"],
+            what="small's single fields",
+        )
         assert screen.query_one("#slurm-partition", Input).value == "gpu"  # the cluster's kind option
         await choose(pilot, screen, "#kind", "multi-node", "kubernetes-namespace")
-        assert rows(screen) == ["name", "command", "nodes", "gpus", "slurm-partition", "launcher",
-                                "kubernetes-namespace", "env"]
+        assert rows(screen) == [
+            "name",
+            "command",
+            "nodes",
+            "gpus",
+            "slurm-partition",
+            "launcher",
+            "kubernetes-namespace",
+            "env",
+        ]
         assert "image" not in rows(screen)  # small's backend does not use it
 
 
@@ -170,6 +185,7 @@ async def test_the_wizard_keys_show_in_the_help_with_their_ids(home):
 
 # -- errors, preview, capacity -------------------------------------------------------------------------
 
+
 async def test_errors_show_under_their_fields_as_you_type(home):
     app = make_app(small())
     async with app.run_test(size=(140, 50)) as pilot:
@@ -177,8 +193,11 @@ async def test_errors_show_under_their_fields_as_you_type(home):
         await type_into(pilot, screen, "#name", "demo")
         await type_into(pilot, screen, "#command", "python train.py")
         await type_into(pilot, screen, "#gpus", "two")
-        await wait_for(pilot, lambda: 'expected a whole number >= 0, got "two"' in field_error(screen, "gpus"),
-                       what="error under GPUs")
+        await wait_for(
+            pilot,
+            lambda: 'expected a whole number >= 0, got "two"' in field_error(screen, "gpus"),
+            what="error under GPUs",
+        )
         assert 'resources.gpus: expected a whole number >= 0, got "two"' in text(screen, "#errors")
         assert field_error(screen, "name") == "" and screen.query_one("#submit").disabled
         await type_into(pilot, screen, "#gpus", "1")
@@ -193,8 +212,11 @@ async def test_errors_show_under_their_fields_as_you_type(home):
         # A backend's own check lands under the field it names.
         await choose(pilot, screen, "#kind", "multi-node", "kubernetes-namespace")
         await type_into(pilot, screen, "#kubernetes-namespace", "ML")
-        await wait_for(pilot, lambda: "not a valid namespace name" in field_error(screen, "kubernetes-namespace"),
-                       what="backend error under its field")
+        await wait_for(
+            pilot,
+            lambda: "not a valid namespace name" in field_error(screen, "kubernetes-namespace"),
+            what="backend error under its field",
+        )
         assert screen.query_one("#row-kubernetes-namespace").has_class("has-error")
 
 
@@ -220,38 +242,68 @@ async def test_fits_now_follows_the_request_the_pool_and_the_nodes_data(home):
         await choose(pilot, screen, "#kind", "multi-node", "nodes")
         await type_into(pilot, screen, "#nodes", "2")
         await type_into(pilot, screen, "#gpus", "4")
-        await wait_for(pilot, lambda: "never fits: only 1 of 2 nodes in partition gpu that could take it are in "
-                       "service (drain); the job needs 2" in capacity(), what="never: gpu02 is drained")
+        await wait_for(
+            pilot,
+            lambda: (
+                "never fits: only 1 of 2 nodes in partition gpu that could take it are in "
+                "service (drain); the job needs 2" in capacity()
+            ),
+            what="never: gpu02 is drained",
+        )
         assert "gpu: 0/2 whole nodes free, 4/16 GPUs free" in capacity()
         await type_into(pilot, screen, "#slurm-partition", "cpu")
-        await wait_for(pilot, lambda: "never fits: there is no partition cpu (there are: gpu)" in capacity(),
-                       what="other pool")
+        await wait_for(
+            pilot, lambda: "never fits: there is no partition cpu (there are: gpu)" in capacity(), what="other pool"
+        )
         assert "never fits: there is no partition cpu" in text(screen, "#errors")
         await type_into(pilot, screen, "#slurm-partition", "gpu")
         await type_into(pilot, screen, "#nodes", "1")
         await type_into(pilot, screen, "#gpus", "8")
-        await wait_for(pilot, lambda: "waits: 0 nodes in partition gpu can take 8 GPUs now, 1 needed" in capacity(),
-                       what="waits: gpu01 is half busy")
+        await wait_for(
+            pilot,
+            lambda: "waits: 0 nodes in partition gpu can take 8 GPUs now, 1 needed" in capacity(),
+            what="waits: gpu01 is half busy",
+        )
         assert "never" not in text(screen, "#errors")
         await type_into(pilot, screen, "#nodes", "2")
         await type_into(pilot, screen, "#gpus", "4")
         backend = NarrowBackend.instances[-1]
-        backend.nodes[1] = Node("small", "gpu02", "idle", ("gpu",), 64, 0, 512000, 0, "A100", 8, 0,
-                                tuple(Gpu(i, GpuState.FREE) for i in range(8)))  # back from maintenance
+        backend.nodes[1] = Node(
+            "small",
+            "gpu02",
+            "idle",
+            ("gpu",),
+            64,
+            0,
+            512000,
+            0,
+            "A100",
+            8,
+            0,
+            tuple(Gpu(i, GpuState.FREE) for i in range(8)),
+        )  # back from maintenance
         app.request_refresh("small")
-        await wait_for(pilot, lambda: "fits now: 2 nodes in partition gpu can take 4 GPUs now, 2 needed"
-                       in capacity(), what="fits after the nodes refresh")
+        await wait_for(
+            pilot,
+            lambda: "fits now: 2 nodes in partition gpu can take 4 GPUs now, 2 needed" in capacity(),
+            what="fits after the nodes refresh",
+        )
         assert "gpu: 1/2 whole nodes free, 12/16 GPUs free" in capacity()
 
 
 # -- templates ------------------------------------------------------------------------------------------
 
+
 def form_state(screen) -> dict:
     """What the form shows: cluster, kind, the fields and each field's text."""
     from yanflow_tui.screens.submit.form import widget_text
 
-    return {"cluster": screen.query_one("#cluster", Select).value, "kind": screen.query_one("#kind", Select).value,
-            "rows": rows(screen), **{f.key: widget_text(screen.query_one(f"#{f.widget_id}")) for f in screen.form.fields}}
+    return {
+        "cluster": screen.query_one("#cluster", Select).value,
+        "kind": screen.query_one("#kind", Select).value,
+        "rows": rows(screen),
+        **{f.key: widget_text(screen.query_one(f"#{f.widget_id}")) for f in screen.form.fields},
+    }
 
 
 async def test_saved_template_loads_back_into_the_same_form(home):
@@ -264,8 +316,15 @@ async def test_saved_template_loads_back_into_the_same_form(home):
         await type_into(pilot, screen, "#gpus", "8")
         screen.query_one("#launcher", Select).value = "deepspeed"
         screen.query_one("#env").text = "NCCL_DEBUG=WARN\nA=1:2"
-        await wait_for(pilot, lambda: text(screen, "#errors") == "none" and screen.form_data()[0].get("env") == {"NCCL_DEBUG": "WARN", "A": "1:2"}
-                       and screen.form_data()[0].get("launcher") == "deepspeed", what="valid form")
+        await wait_for(
+            pilot,
+            lambda: (
+                text(screen, "#errors") == "none"
+                and screen.form_data()[0].get("env") == {"NCCL_DEBUG": "WARN", "A": "1:2"}
+                and screen.form_data()[0].get("launcher") == "deepspeed"
+            ),
+            what="valid form",
+        )
         saved = form_state(screen)
 
         await pilot.press("escape", "ctrl+b")
@@ -291,12 +350,16 @@ async def test_saved_template_loads_back_into_the_same_form(home):
         await pilot.press("ctrl+r")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="reset?")
         await pilot.press("y")
-        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "" and "launcher" not in rows(screen),
-                       what="form reset")
+        await wait_for(
+            pilot,
+            lambda: screen.query_one("#name", Input).value == "" and "launcher" not in rows(screen),
+            what="form reset",
+        )
 
         await pilot.press("ctrl+l")
-        picker = await wait_for(pilot, lambda: isinstance(app.screen, TemplatePickerScreen) and app.screen,
-                                what="picker")
+        picker = await wait_for(
+            pilot, lambda: isinstance(app.screen, TemplatePickerScreen) and app.screen, what="picker"
+        )
         assert picker.templates[0].name == "ddp-run-0" and picker.templates[0].origin == "mine"
         assert {"slurm-batch", "k8s-torchrun"} <= {t.name for t in picker.templates if t.origin == "sample"}
         await pilot.press("enter")
@@ -309,7 +372,9 @@ async def test_a_sample_with_fields_the_form_lacks_keeps_and_names_them(home):
     app = make_app(small())
     async with app.run_test(size=(140, 50)) as pilot:
         screen = await open_submit(pilot)
-        screen.query_one("#spec-path", Input).value = str(SAMPLES.parent / "tests" / "data" / "k8s" / "torchrun-site.yaml")
+        screen.query_one("#spec-path", Input).value = str(
+            SAMPLES.parent / "tests" / "data" / "k8s" / "torchrun-site.yaml"
+        )
         await pilot.press("ctrl+o")
         await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "llama-finetune-2x8", what="loaded")
         assert screen.query_one("#kind", Select).value == "multi-node"
@@ -323,6 +388,7 @@ async def test_a_sample_with_fields_the_form_lacks_keeps_and_names_them(home):
 
 
 # -- the draft -------------------------------------------------------------------------------------------
+
 
 async def test_the_unfinished_form_survives_an_app_restart_and_goes_after_a_submit(home):
     path = home / ".local" / "state" / "yanflow" / drafts.DRAFT_NAME
@@ -375,26 +441,43 @@ def test_draft_file_checks():
         drafts.parse_draft({"version": 1, "cluster": "a", "kind": "single", "spec": {}, "form": {"name": 3}})
     with pytest.raises(drafts.DraftError):
         drafts.parse_draft(["not", "a", "mapping"])
-    draft = drafts.parse_draft({"version": 1, "cluster": "a", "kind": "single", "spec": {"name": "x"},
-                                "form": {"name": "x"}, "touched": ["name"]})
+    draft = drafts.parse_draft(
+        {
+            "version": 1,
+            "cluster": "a",
+            "kind": "single",
+            "spec": {"name": "x"},
+            "form": {"name": "x"},
+            "touched": ["name"],
+        }
+    )
     assert draft.touched == ("name",) and draft.spec == {"name": "x"}
 
 
 # -- the field texts ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("field, text, value", [
-    (ff.GPUS, "8", 8),
-    (ff.GPUS, "two", "two"),
-    (ff.MEMORY, "32G", "32G"),
-    (ff.ENV_FIELD, "A=1\nB=x=y", {"A": "1", "B": "x=y"}),
-    (ff.MOUNTS_FIELD, "pvc:team/imagenet:/data:ro\n/scratch:/scratch",
-     [{"source": "pvc:team/imagenet", "target": "/data", "read_only": True},
-      {"source": "/scratch", "target": "/scratch", "read_only": False}]),
-    (FormField("k.sel", "Sel", kind=ff.MAPPING), "a: b\nc: 1", {"a": "b", "c": 1}),
-    (FormField("s.x", "X", kind=ff.FLAG), "true", True),
-    (FormField("s.x", "X", kind=ff.FLAG), "", None),
-    (FormField("s.x", "X", kind=ff.FLAG, default="true"), "", False),
-])
+
+@pytest.mark.parametrize(
+    "field, text, value",
+    [
+        (ff.GPUS, "8", 8),
+        (ff.GPUS, "two", "two"),
+        (ff.MEMORY, "32G", "32G"),
+        (ff.ENV_FIELD, "A=1\nB=x=y", {"A": "1", "B": "x=y"}),
+        (
+            ff.MOUNTS_FIELD,
+            "pvc:team/imagenet:/data:ro\n/scratch:/scratch",
+            [
+                {"source": "pvc:team/imagenet", "target": "/data", "read_only": True},
+                {"source": "/scratch", "target": "/scratch", "read_only": False},
+            ],
+        ),
+        (FormField("k.sel", "Sel", kind=ff.MAPPING), "a: b\nc: 1", {"a": "b", "c": 1}),
+        (FormField("s.x", "X", kind=ff.FLAG), "true", True),
+        (FormField("s.x", "X", kind=ff.FLAG), "", None),
+        (FormField("s.x", "X", kind=ff.FLAG, default="true"), "", False),
+    ],
+)
 def test_field_text_round_trip(field, text, value):
     assert ff.from_text(field, text) == (value, [])
     if not isinstance(value, str) or field.kind != ff.NUMBER:
@@ -442,11 +525,15 @@ def test_every_real_backend_form_renders_for_every_kind_it_runs(kind, home):
 
 # -- against the real Slurm cluster and the Kubernetes emulator -------------------------------------------------
 
+
 async def test_slurm_form_shows_partition_previews_sbatch_and_submits_a_real_job(home, slurm_dir, slurm_jobs):
     from slurmhelpers import async_wait, squeue_job, ssh_cluster
 
-    cluster = replace(ssh_cluster(nodes_refresh_seconds=0.5, partition="cpu"), refresh_seconds=0.5,
-                      defaults={"resources": {"cpus": 1, "memory": "100M"}})
+    cluster = replace(
+        ssh_cluster(nodes_refresh_seconds=0.5, partition="cpu"),
+        refresh_seconds=0.5,
+        defaults={"resources": {"cpus": 1, "memory": "100M"}},
+    )
     app = make_app(cluster)
     async with app.run_test(size=(160, 50)) as pilot:
         screen = await open_submit(pilot)
@@ -479,8 +566,15 @@ async def test_kubernetes_multi_node_form_previews_an_indexed_job(home, emulator
         screen = await open_submit(pilot)
         assert kind_options(screen) == ["single", "multi-node"]
         await choose(pilot, screen, "#kind", "multi-node", "launcher")
-        assert {"image", "launcher", "nodes", "gpus", "mounts", "kubernetes-namespace",
-                "kubernetes-node_selector"} <= set(rows(screen))
+        assert {
+            "image",
+            "launcher",
+            "nodes",
+            "gpus",
+            "mounts",
+            "kubernetes-namespace",
+            "kubernetes-node_selector",
+        } <= set(rows(screen))
         assert screen.query_one("#kubernetes-namespace", Input).value == "ml"
         await type_into(pilot, screen, "#name", "ddp")
         await type_into(pilot, screen, "#command", "python train.py")
@@ -491,7 +585,9 @@ async def test_kubernetes_multi_node_form_previews_an_indexed_job(home, emulator
         preview = text(screen, "#preview")
         assert "completionMode: Indexed" in preview and "completions: 2" in preview and "kind: Service" in preview
         assert "nvidia.com/gpu: '8'" in preview
-        await wait_for(pilot, lambda: "fits now: 2 nodes in cluster" in text(screen, "#capacity"), what="fits on the nodes")
+        await wait_for(
+            pilot, lambda: "fits now: 2 nodes in cluster" in text(screen, "#capacity"), what="fits on the nodes"
+        )
 
 
 async def test_a_choice_value_that_looks_like_markup_is_shown_as_text():
@@ -530,6 +626,7 @@ async def test_a_loaded_file_fills_the_form_with_what_it_says_not_yaml_1_1_numbe
 
 
 # -- a failed load never leaves an old form armed (issue 18.3) ---------------------------------------------
+
 
 async def load_path(pilot, screen, path: str) -> None:
     box = screen.query_one("#spec-path", Input)
@@ -645,8 +742,10 @@ class WatchOnlyBackend(FakeBackend):
 
 async def test_a_cluster_that_cannot_submit_then_submit_does_not_crash(home, monkeypatch):
     monkeypatch.setitem(registry._BACKENDS, "watch-only", WatchOnlyBackend)
-    app = make_app(ClusterConfig("watch", "watch-only", refresh_seconds=0.5),
-                   ClusterConfig("ro", "fake", read_only=True, refresh_seconds=0.5))
+    app = make_app(
+        ClusterConfig("watch", "watch-only", refresh_seconds=0.5),
+        ClusterConfig("ro", "fake", read_only=True, refresh_seconds=0.5),
+    )
     async with app.run_test(size=(140, 50)) as pilot:
         await pilot.press("3")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
@@ -666,8 +765,11 @@ async def test_a_file_with_control_characters_is_not_loaded_and_the_form_refuses
         await load_path(pilot, screen, str(good))
         await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="valid")
         await load_path(pilot, screen, str(bad))
-        await wait_for(pilot, lambda: f"{bad}:3: workdir: contains a control character (U+0000 NUL)"
-                       in problems(screen), what="the located problem")
+        await wait_for(
+            pilot,
+            lambda: f"{bad}:3: workdir: contains a control character (U+0000 NUL)" in problems(screen),
+            what="the located problem",
+        )
         assert screen.query_one("#name", Input).value == "kept"  # nothing of that file reached the form
         assert screen.query_one("#submit").disabled
         screen.query_one("#spec-path", Input).value = ""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from terminal import Terminal
 
 SIZES = [(80, 24), (120, 40)]
@@ -88,7 +87,11 @@ def open_field(term: Terminal, screen: str) -> None:
 # Every ordered pair of the four screens once: 1->2, 2->3, ... 2->1 (an Euler circuit of the 12 moves).
 CIRCUIT = ["1", "2", "3", "4", "1", "3", "2", "4", "3", "1", "4", "2", "1"]
 STATES = {  # focus state: the screens it applies to
-    "empty": "1234", "field": "1234", "dialog": "1234", "load": "3", "confirm": "1",
+    "empty": "1234",
+    "field": "1234",
+    "dialog": "1234",
+    "load": "3",
+    "confirm": "1",
 }
 
 
@@ -118,7 +121,12 @@ def test_every_screen_reaches_every_other_by_its_key_from_every_focus_state(tty_
         enter_state(term, "4", "pane")  # then with one: its search box is the text field
         moves.update({state: walk(term, state) for state in ("field", "dialog", "load", "confirm")})
         assert {state: len(found) for state, found in moves.items()} == {
-            "empty": 12, "field": 12, "dialog": 12, "load": 3, "confirm": 3}
+            "empty": 12,
+            "field": 12,
+            "dialog": 12,
+            "load": 3,
+            "confirm": 3,
+        }
         # Escape with nothing to leave goes back to the Queue (the Logs now has a pane, Submit a file).
         for screen in ("2", "3", "4"):
             go(term, screen)
@@ -186,7 +194,6 @@ def test_keys_typed_in_one_burst_land_in_the_fields_they_were_typed_for(tty_home
         assert f"{SAMPLE}2" not in term.text()
     finally:
         term.close()
-
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -8,12 +8,10 @@ from __future__ import annotations
 import sys
 
 import yaml
-
-from terminal import Terminal
-
 from dethelpers import seed
-from slurmhelpers import DIR, require_cluster
 from private_sshd import free_port
+from slurmhelpers import DIR, require_cluster
+from terminal import Terminal
 
 
 def test_a_password_prompt_never_delays_another_cluster_and_fails_without_coming_back(master, home, tmp_path):
@@ -21,18 +19,37 @@ def test_a_password_prompt_never_delays_another_cluster_and_fails_without_coming
     seed(master)
     slurm = yaml.safe_load((DIR / "yanflow.yaml").read_text())["clusters"][0]
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"clusters": [
-        {"name": "det", "kind": "determined", "master": master.url, "user": "alice"},
-        {"name": "dead", "kind": "determined", "master": f"http://127.0.0.1:{free_port()}", "user": "alice"},
-        {**slurm, "refresh_seconds": 1},
-    ]}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [
+                    {"name": "det", "kind": "determined", "master": master.url, "user": "alice"},
+                    {
+                        "name": "dead",
+                        "kind": "determined",
+                        "master": f"http://127.0.0.1:{free_port()}",
+                        "user": "alice",
+                    },
+                    {**slurm, "refresh_seconds": 1},
+                ]
+            }
+        )
+    )
     term = Terminal([sys.executable, "-m", "yanflow_tui", "--config", str(config)], home, 100, 30)
     try:
         term.wait_text("Password for alice on det:", timeout=40)
         # While the prompt is open the Slurm cluster refreshes: its age in the header, never "connecting".
-        term.wait(lambda text: "Password for alice on det:" in text and "slurm-test connecting" not in text
-                  and "slurm-test " in text and "dead error" in text and text, "Slurm healthy under the prompt",
-                  timeout=40)
+        term.wait(
+            lambda text: (
+                "Password for alice on det:" in text
+                and "slurm-test connecting" not in text
+                and "slurm-test " in text
+                and "dead error" in text
+                and text
+            ),
+            "Slurm healthy under the prompt",
+            timeout=40,
+        )
         term.press("wrong-password", "enter")
         term.wait_gone("Password for alice on det:")
         term.wait_text("det login needed", timeout=20)

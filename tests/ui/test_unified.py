@@ -9,15 +9,14 @@ import asyncio
 from dataclasses import replace
 
 import pytest
+from fakes.backend import FakeBackend
+from uihelpers import make_app, screen_text, wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendUnavailable
 from yanflow_tui.hub import Health
 from yanflow_tui.model import JobState
-
-from fakes.backend import FakeBackend
-from uihelpers import make_app, screen_text, wait_for
 
 
 class SlowBackend(FakeBackend):
@@ -54,8 +53,11 @@ def kinds(monkeypatch, home):
 
 
 def clusters():
-    return (ClusterConfig("fast", "fake", refresh_seconds=3600), ClusterConfig("slow", "fake-slow", refresh_seconds=3600),
-            ClusterConfig("broken", "fake-broken", refresh_seconds=3600))
+    return (
+        ClusterConfig("fast", "fake", refresh_seconds=3600),
+        ClusterConfig("slow", "fake-slow", refresh_seconds=3600),
+        ClusterConfig("broken", "fake-broken", refresh_seconds=3600),
+    )
 
 
 async def test_a_slow_or_broken_cluster_does_not_delay_another_clusters_rows(kinds):
@@ -85,7 +87,9 @@ async def test_a_slow_or_broken_cluster_does_not_delay_another_clusters_rows(kin
 
 
 async def test_a_cluster_that_goes_away_keeps_its_rows_marked_stale(kinds):
-    app = make_app(ClusterConfig("fast", "fake", refresh_seconds=3600), ClusterConfig("other", "fake", refresh_seconds=3600))
+    app = make_app(
+        ClusterConfig("fast", "fake", refresh_seconds=3600), ClusterConfig("other", "fake", refresh_seconds=3600)
+    )
     async with app.run_test(size=(200, 40)) as pilot:
         await wait_for(pilot, lambda: all(s.health is Health.OK for s in app.hub.snapshots.values()), what="both up")
         other = app.hub.backend("other")

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import App, ComposeResult
+from uihelpers import wait_for
 
 from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable, sort_value
-
-from uihelpers import wait_for
 
 COLUMNS = [Column("id", "ID"), Column("name", "NAME", flex=True), Column("gpus", "GPUS", justify="right")]
 
 
 def row(i: int, name: str | None = None, gpus: int | None = None, parent: str = "", style: str = "") -> Row:
-    return Row(f"r{i}", (Text(f"r{i}"), Text(name if name is not None else f"job-{i}"),
-                         Text(str(gpus if gpus is not None else i % 7))), parent=parent, style=style)
+    return Row(
+        f"r{i}",
+        (Text(f"r{i}"), Text(name if name is not None else f"job-{i}"), Text(str(gpus if gpus is not None else i % 7))),
+        parent=parent,
+        style=style,
+    )
 
 
 class Host(App):
@@ -181,6 +184,7 @@ async def test_live_cells_are_evaluated_only_when_drawn():
         def cell() -> Text:
             calls.append(i)
             return Text(f"{i}s")
+
         return cell
 
     rows = [Row(f"r{i}", (Text(f"r{i}"), Text("x"), live(i))) for i in range(2000)]

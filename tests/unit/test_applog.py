@@ -8,13 +8,12 @@ import logging
 import stat
 
 import pytest
-
-from yanflow_tui import applog, locations
-
 from dethelpers import PASSWORD
 from jobhelpers import run_cli
 from k8shelpers import write_kubeconfig
 from uihelpers import make_app, wait_for
+
+from yanflow_tui import applog, locations
 
 CANARY = "canary-Zx81-not-for-logs"
 
@@ -82,7 +81,7 @@ def test_no_secret_reaches_the_log(applog_on):
     log.info("login as alice with %s", CANARY)
     log.info("request headers: {'Authorization': 'Bearer tok-%s'}", CANARY)
     log.info("kubeconfig user: {'token': 'k8s-%s', 'client-key-data': 'LS0t%s'}", CANARY, CANARY)
-    log.info("DET_PASS=hunter2-%s password: \"pw-%s\" api_key=ak-%s", CANARY, CANARY, CANARY)
+    log.info('DET_PASS=hunter2-%s password: "pw-%s" api_key=ak-%s', CANARY, CANARY, CANARY)
     log.info("id token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjYW5hcnkifQ.c2lnbmF0dXJlY2FuYXJ5")
     try:
         raise RuntimeError(f"server said: token={CANARY}x refused")
@@ -99,7 +98,7 @@ def test_help_names_the_log(home):
     assert "log: ~/.local/state/yanflow/yanflow.log" in " ".join(result.stdout.split())
 
 
-def test_a_determined_login_leaves_no_password_or_token_in_the_debug_log(home, master, tmp_path):  # noqa: F811
+def test_a_determined_login_leaves_no_password_or_token_in_the_debug_log(home, master, tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text(f"clusters:\n  - {{name: det, kind: determined, master: '{master.url}', user: alice}}\n")
     env = {**__import__("os").environ, "DET_USER": "alice", "DET_PASS": PASSWORD}
@@ -114,7 +113,7 @@ def test_a_determined_login_leaves_no_password_or_token_in_the_debug_log(home, m
     assert "logged in to" in text  # --debug: the backends' own records are there
 
 
-def test_a_kubernetes_token_never_reaches_the_debug_log(home, emulator, tmp_path):  # noqa: F811
+def test_a_kubernetes_token_never_reaches_the_debug_log(home, emulator, tmp_path):
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", emulator.url)
     kubeconfig.write_text(kubeconfig.read_text().replace("not-a-real-token", CANARY))
     config = tmp_path / "config.yaml"

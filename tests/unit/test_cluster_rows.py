@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from yanflow_tui.screens.render.cluster_rows import cluster_problems, cluster_row, has_note, short_state
 from yanflow_tui.hub import ClusterSnapshot, Health
+from yanflow_tui.screens.render.cluster_rows import cluster_problems, cluster_row, has_note, short_state
 
 NOW = 1_000_000.0
 
@@ -33,6 +33,9 @@ def test_a_row_carries_the_whole_error_and_what_to_do():
 
 
 def test_problems_name_clusters_in_error_only():
-    snaps = [snap(name="ok", health=Health.OK, updated=NOW), snap(name="new"),
-             snap(name="bad", health=Health.ERROR, message="timed out")]
+    snaps = [
+        snap(name="ok", health=Health.OK, updated=NOW),
+        snap(name="new"),
+        snap(name="bad", health=Health.ERROR, message="timed out"),
+    ]
     assert cluster_problems(snaps) == {"bad": "error: timed out"}

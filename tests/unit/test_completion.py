@@ -7,13 +7,17 @@ import shutil
 import subprocess
 
 import pytest
-
 from jobhelpers import run_cli
 
 
-@pytest.mark.parametrize("shell,marker", [("bash", "complete -o bashdefault -F _shtab_yanflow_tui yanflow-tui"),
-                                          ("zsh", "#compdef yanflow-tui"),
-                                          ("fish", "complete -c yanflow-tui")])
+@pytest.mark.parametrize(
+    "shell,marker",
+    [
+        ("bash", "complete -o bashdefault -F _shtab_yanflow_tui yanflow-tui"),
+        ("zsh", "#compdef yanflow-tui"),
+        ("fish", "complete -c yanflow-tui"),
+    ],
+)
 def test_each_shell_gets_its_script(home, shell, marker):
     result = run_cli("completion", shell)
     assert result.returncode == 0, result.stderr
@@ -34,14 +38,17 @@ def test_an_unknown_shell_is_a_usage_error(home):
 def _complete(script, words: list[str]) -> list[str]:
     """What bash offers for the last of ``words``, with ``script`` sourced."""
     line = " ".join(words)
-    program = (f'source "{script}"\n'
-               'complete -p yanflow-tui || exit 9\n'
-               f'COMP_WORDS=({" ".join(repr(w) for w in words)}); COMP_CWORD={len(words) - 1}\n'
-               f'COMP_LINE={line!r}; COMP_POINT=${{#COMP_LINE}}\n'
-               '_shtab_yanflow_tui\n'
-               'printf "%s\\n" "${COMPREPLY[@]}"\n')
-    result = subprocess.run(["bash", "--norc", "--noprofile", "-c", program], capture_output=True, text=True,
-                            timeout=30)
+    program = (
+        f'source "{script}"\n'
+        "complete -p yanflow-tui || exit 9\n"
+        f"COMP_WORDS=({' '.join(repr(w) for w in words)}); COMP_CWORD={len(words) - 1}\n"
+        f"COMP_LINE={line!r}; COMP_POINT=${{#COMP_LINE}}\n"
+        "_shtab_yanflow_tui\n"
+        'printf "%s\\n" "${COMPREPLY[@]}"\n'
+    )
+    result = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", program], capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()[1:]  # the first line is complete -p's
 

@@ -8,12 +8,11 @@ import stat
 from pathlib import Path
 
 import pytest
+from jobhelpers import run_cli
 
 from yanflow_tui.config import ClusterConfig, Config, discover, load_config, parse_config
 from yanflow_tui.errors import ConfigError, SpecError
 from yanflow_tui.locations import default_config_path, private_file, state_dir
-
-from jobhelpers import run_cli
 
 
 def cluster_config(name: str, kind: str = "local") -> str:
@@ -33,6 +32,7 @@ def base_env(tmp_path: Path) -> dict[str, str]:
 
 
 # -- parsing -------------------------------------------------------------------------------------
+
 
 def test_full_config():
     config = parse_config(
@@ -68,8 +68,9 @@ clusters:
 
 
 def test_global_read_only_closes_every_cluster():
-    config = parse_config("read_only: true\n" + cluster_config("a") + "  - name: b\n    kind: slurm\n    read_only: false\n",
-                          "c.yaml")
+    config = parse_config(
+        "read_only: true\n" + cluster_config("a") + "  - name: b\n    kind: slurm\n    read_only: false\n", "c.yaml"
+    )
     assert config.read_only is True
     assert all(c.read_only for c in config.clusters)
 
@@ -92,28 +93,46 @@ def test_unknown_cluster_name():
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("refresh_seconds: fast\n" + cluster_config("a"),
-         ['c.yaml:1: refresh_seconds: expected a number >= 0.5, got "fast"']),
+        (
+            "refresh_seconds: fast\n" + cluster_config("a"),
+            ['c.yaml:1: refresh_seconds: expected a number >= 0.5, got "fast"'],
+        ),
         ("read_ony: true\n" + cluster_config("a"), ['c.yaml:1: read_ony: unknown key; did you mean "read_only"?']),
-        ("read_only: yes please\n" + cluster_config("a"),
-         ['c.yaml:1: read_only: expected true or false, got "yes please"']),
-        ("clusters:\n  - name: a\n    kind: slurm\n    sssh: login\n",
-         ['c.yaml:4: clusters[0].sssh: unknown key; did you mean "ssh"?']),
-        ("clusters:\n  - name: a\n    kind: slrum\n",
-         ['c.yaml:3: clusters[0].kind: expected one of local, slurm, kubernetes, determined, got "slrum"; '
-          'did you mean "slurm"?']),
+        (
+            "read_only: yes please\n" + cluster_config("a"),
+            ['c.yaml:1: read_only: expected true or false, got "yes please"'],
+        ),
+        (
+            "clusters:\n  - name: a\n    kind: slurm\n    sssh: login\n",
+            ['c.yaml:4: clusters[0].sssh: unknown key; did you mean "ssh"?'],
+        ),
+        (
+            "clusters:\n  - name: a\n    kind: slrum\n",
+            [
+                'c.yaml:3: clusters[0].kind: expected one of local, slurm, kubernetes, determined, got "slrum"; '
+                'did you mean "slurm"?'
+            ],
+        ),
         ("clusters:\n  - name: a\n", ["c.yaml:2: clusters[0].kind: required field is missing"]),
         ("clusters:\n  - kind: local\n", ["c.yaml:2: clusters[0].name: required field is missing"]),
-        ("clusters:\n  - name: a\n    kind: local\n    ssh: x\n",
-         ["c.yaml:4: clusters[0].ssh: unknown key; expected one of: name, kind, read_only, refresh_seconds, "
-          "description, defaults"]),
-        (cluster_config("a") + "  - name: a\n    kind: local\n",
-         ["c.yaml:4: clusters[1].name: duplicate cluster name 'a'"]),
+        (
+            "clusters:\n  - name: a\n    kind: local\n    ssh: x\n",
+            [
+                "c.yaml:4: clusters[0].ssh: unknown key; expected one of: name, kind, read_only, refresh_seconds, "
+                "description, defaults"
+            ],
+        ),
+        (
+            cluster_config("a") + "  - name: a\n    kind: local\n",
+            ["c.yaml:4: clusters[1].name: duplicate cluster name 'a'"],
+        ),
         ("clusters: local\n", ["c.yaml:1: clusters: expected a list of clusters"]),
         ("clusters: []\n", ["c.yaml:1: clusters: no clusters configured"]),
         ("clusters:\n  - local\n", ["c.yaml:2: clusters[0]: expected a mapping with name and kind"]),
-        ("clusters:\n  - name: a\n    kind: local\n    refresh_seconds: 0\n",
-         ["c.yaml:4: clusters[0].refresh_seconds: expected a number >= 0.5, got 0"]),
+        (
+            "clusters:\n  - name: a\n    kind: local\n    refresh_seconds: 0\n",
+            ["c.yaml:4: clusters[0].refresh_seconds: expected a number >= 0.5, got 0"],
+        ),
         ("keymap: {quit: [q]}\n" + cluster_config("a"), ["c.yaml:1: keymap.quit: expected text, got a list"]),
         ("all_users: maybe\n" + cluster_config("a"), ['c.yaml:1: all_users: expected true or false, got "maybe"']),
         ("clusters: [\n", None),
@@ -164,6 +183,7 @@ def test_missing_explicit_config_through_cli(home, tmp_path):
 
 
 # -- location precedence --------------------------------------------------------------------------
+
 
 @pytest.fixture
 def three_configs(tmp_path):
@@ -221,6 +241,7 @@ def test_precedence_through_cli(home, tmp_path, monkeypatch):
 
 
 # -- discovery ------------------------------------------------------------------------------------
+
 
 def kinds(found: list[ClusterConfig]) -> list[str]:
     return [c.kind for c in found]
@@ -309,6 +330,7 @@ def test_config_without_clusters_section_discovers(tmp_path):
 
 # -- locations ------------------------------------------------------------------------------------
 
+
 def test_state_dir_is_private(tmp_path):
     path = state_dir({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "st")})
     assert path == tmp_path / "st" / "yanflow"
@@ -337,33 +359,59 @@ def test_all_users_starts_the_queue_on_everyones_jobs():
 
 # -- per-cluster defaults for the Submit form -------------------------------------------------------
 
+
 def test_cluster_defaults_are_spec_fields_kept_as_written():
-    config = parse_config(cluster_config("hpc", "slurm") + """    partition: gpu
+    config = parse_config(
+        cluster_config("hpc", "slurm")
+        + """    partition: gpu
     defaults:
       kind: multi-node
       image: pytorch:2.4
       resources: {gpus: 8, memory: 64G}
       slurm: {time: 1:30:00, exclusive: true}
-""", "c.yaml")
+""",
+        "c.yaml",
+    )
     hpc = config.clusters[0]
     assert hpc.options == {"partition": "gpu"}  # the kind option stays an option
-    assert hpc.defaults == {"kind": "multi-node", "image": "pytorch:2.4", "resources": {"gpus": 8, "memory": "64G"},
-                            "slurm": {"time": "1:30:00", "exclusive": True}}
+    assert hpc.defaults == {
+        "kind": "multi-node",
+        "image": "pytorch:2.4",
+        "resources": {"gpus": 8, "memory": "64G"},
+        "slurm": {"time": "1:30:00", "exclusive": True},
+    }
     assert parse_config(cluster_config("a"), "c.yaml").clusters[0].defaults == {}
 
 
-@pytest.mark.parametrize("defaults, expected", [
-    ("    defaults: 8\n", ["c.yaml:4: clusters[0].defaults: expected a mapping of spec fields, e.g. {resources: {gpus: 8}}"]),
-    ("    defaults:\n      resources: {gpus: eight}\n",
-     ['c.yaml:5: clusters[0].defaults.resources.gpus: expected a whole number >= 0, got "eight"']),
-    ("    defaults:\n      cluster: other\n", ["c.yaml:5: clusters[0].defaults.cluster: unknown key; expected one of: "
-                                                 "name, kind, command, image, workdir, env, mounts, resources, launcher, "
-                                                 "description, slurm, kubernetes, determined"]),
-    ("    defaults:\n      slurm:\n        partiton: gpu\n",
-     ['c.yaml:6: clusters[0].defaults.slurm.partiton: unknown key; did you mean "partition"?']),
-    ("    defaults:\n      kind: single\n      resources: {nodes: 2}\n",
-     ["c.yaml:6: clusters[0].defaults.resources.nodes: a single job runs on exactly 1 node, got 2"]),
-])
+@pytest.mark.parametrize(
+    "defaults, expected",
+    [
+        (
+            "    defaults: 8\n",
+            ["c.yaml:4: clusters[0].defaults: expected a mapping of spec fields, e.g. {resources: {gpus: 8}}"],
+        ),
+        (
+            "    defaults:\n      resources: {gpus: eight}\n",
+            ['c.yaml:5: clusters[0].defaults.resources.gpus: expected a whole number >= 0, got "eight"'],
+        ),
+        (
+            "    defaults:\n      cluster: other\n",
+            [
+                "c.yaml:5: clusters[0].defaults.cluster: unknown key; expected one of: "
+                "name, kind, command, image, workdir, env, mounts, resources, launcher, "
+                "description, slurm, kubernetes, determined"
+            ],
+        ),
+        (
+            "    defaults:\n      slurm:\n        partiton: gpu\n",
+            ['c.yaml:6: clusters[0].defaults.slurm.partiton: unknown key; did you mean "partition"?'],
+        ),
+        (
+            "    defaults:\n      kind: single\n      resources: {nodes: 2}\n",
+            ["c.yaml:6: clusters[0].defaults.resources.nodes: a single job runs on exactly 1 node, got 2"],
+        ),
+    ],
+)
 def test_cluster_defaults_errors_are_located(defaults, expected):
     with pytest.raises(SpecError) as info:
         parse_config(cluster_config("hpc", "slurm") + defaults, "c.yaml")
@@ -381,8 +429,7 @@ def test_the_console_loads_a_broken_cluster_entry_as_a_cluster_in_error_and_keep
     from yanflow_tui.backends import registry
     from yanflow_tui.backends.registry import UnavailableBackend
 
-    text = (cluster_config("a") + "  - name: badkey\n    kind: slurm\n    sssh: login\n"
-            "  - kind: local\n")
+    text = cluster_config("a") + "  - name: badkey\n    kind: slurm\n    sssh: login\n  - kind: local\n"
     with pytest.raises(SpecError):  # commands run from scripts stop at any problem
         parse_config(text, "c.yaml")
     config = parse_config(text, "c.yaml", lenient=True)

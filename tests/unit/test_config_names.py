@@ -4,12 +4,11 @@ the registry of its binding ids, and reports each at its file:line with a "did y
 from __future__ import annotations
 
 import pytest
+from uihelpers import wait_for
 
 from yanflow_tui.app import YanflowApp, binding_ids
 from yanflow_tui.config import parse_config
 from yanflow_tui.errors import SpecError
-
-from uihelpers import wait_for
 
 BAD = """\
 theme: textual-drak
@@ -27,21 +26,37 @@ def test_typos_in_theme_and_keymap_ids_are_located_errors(home):
     with pytest.raises(SpecError) as caught:
         YanflowApp(config)
     assert str(caught.value).splitlines() == [
-        'config.yaml:1: theme: unknown theme \'textual-drak\'; did you mean "textual-dark"?',
-        'config.yaml:4: keymap.cancel-jobb: unknown binding id \'cancel-jobb\'; did you mean "cancel-job"?',
-        "config.yaml:5: keymap.frobnicate: unknown binding id 'frobnicate'; one of: " + ", ".join(sorted(binding_ids())),
+        "config.yaml:1: theme: unknown theme 'textual-drak'; did you mean \"textual-dark\"?",
+        "config.yaml:4: keymap.cancel-jobb: unknown binding id 'cancel-jobb'; did you mean \"cancel-job\"?",
+        "config.yaml:5: keymap.frobnicate: unknown binding id 'frobnicate'; one of: "
+        + ", ".join(sorted(binding_ids())),
     ]
 
 
 def test_the_registry_holds_the_ids_of_the_app_its_screens_dialogs_and_widgets():
     ids = binding_ids()
-    assert {"show-queue", "quit", "toggle-theme", "cancel-job", "filter-nodes", "open-node", "submit-form",
-            "save-log", "detail-close", "confirm-yes", "prompt-cancel", "table-row-down"} <= ids
+    assert {
+        "show-queue",
+        "quit",
+        "toggle-theme",
+        "cancel-job",
+        "filter-nodes",
+        "open-node",
+        "submit-form",
+        "save-log",
+        "detail-close",
+        "confirm-yes",
+        "prompt-cancel",
+        "table-row-down",
+    } <= ids
 
 
 async def test_good_names_still_apply(home):
-    text = BAD.replace("textual-drak", "textual-light").replace("cancel-jobb", "filter-jobs").replace(
-        "  frobnicate: y\n", "  confirm-no: ctrl+n\n")
+    text = (
+        BAD.replace("textual-drak", "textual-light")
+        .replace("cancel-jobb", "filter-jobs")
+        .replace("  frobnicate: y\n", "  confirm-no: ctrl+n\n")
+    )
     app = YanflowApp(parse_config(text, "config.yaml"))
     async with app.run_test() as pilot:
         await wait_for(pilot, lambda: app.theme == "textual-light", what="the configured theme")

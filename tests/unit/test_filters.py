@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -11,22 +11,50 @@ from hypothesis import strategies as st
 from yanflow_tui.filters import FIELDS, FilterError, JobFields, compile_filter
 from yanflow_tui.model import Job, JobKind, JobState
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def job(**kw) -> Job:
-    base = dict(id="7", cluster="hpc", name="train-resnet", user="alice", state=JobState.RUNNING, raw_state="RUNNING",
-                reason="", nodes=("gpu01",), gpus=4, submit_time=T0, kind=JobKind.SINGLE)
+    base = dict(
+        id="7",
+        cluster="hpc",
+        name="train-resnet",
+        user="alice",
+        state=JobState.RUNNING,
+        raw_state="RUNNING",
+        reason="",
+        nodes=("gpu01",),
+        gpus=4,
+        submit_time=T0,
+        kind=JobKind.SINGLE,
+    )
     base.update(kw)
     return Job(**base)
 
 
 JOBS = [
     job(),
-    job(id="8", name="my job", user="bob", state=JobState.PENDING, raw_state="PENDING", reason="Resources", nodes=(),
-        gpus=8),
-    job(id="9", cluster="k8s", name="eval", user="Carol", state=JobState.FAILED, raw_state="NODE_FAIL",
-        nodes=("gpu02", "gpu03"), gpus=0, kind=JobKind.MULTI_NODE),
+    job(
+        id="8",
+        name="my job",
+        user="bob",
+        state=JobState.PENDING,
+        raw_state="PENDING",
+        reason="Resources",
+        nodes=(),
+        gpus=8,
+    ),
+    job(
+        id="9",
+        cluster="k8s",
+        name="eval",
+        user="Carol",
+        state=JobState.FAILED,
+        raw_state="NODE_FAIL",
+        nodes=("gpu02", "gpu03"),
+        gpus=0,
+        kind=JobKind.MULTI_NODE,
+    ),
 ]
 
 
@@ -40,45 +68,51 @@ def test_empty_filter_matches_everything():
     assert ids("") == ["7", "8", "9"]
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("state:running", ["7"]),
-    ("state:run", ["7"]),  # prefix
-    ("state:ru", ["7"]),
-    ("STATE:PENDING", ["8"]),  # field and value case-insensitive
-    ("state:node_fail", ["9"]),  # the cluster's own state too
-    ("state:ning", []),  # not a substring match
-    ("user:ALICE", ["7"]),
-    ("user:o", ["8", "9"]),  # substring
-    ("cluster:hpc", ["7", "8"]),
-    ("cluster:k8", ["9"]),
-    ("id:8", ["8"]),
-    ("name:resnet", ["7"]),
-    ('name:"my job"', ["8"]),
-    ("name:'my job'", ["8"]),
-    ("reason:resource", ["8"]),
-    ("node:gpu03", ["9"]),
-    ("nodes:gpu0", ["7", "9"]),
-    ("kind:multi", ["9"]),
-    ("kind:single", ["7", "8"]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("state:running", ["7"]),
+        ("state:run", ["7"]),  # prefix
+        ("state:ru", ["7"]),
+        ("STATE:PENDING", ["8"]),  # field and value case-insensitive
+        ("state:node_fail", ["9"]),  # the cluster's own state too
+        ("state:ning", []),  # not a substring match
+        ("user:ALICE", ["7"]),
+        ("user:o", ["8", "9"]),  # substring
+        ("cluster:hpc", ["7", "8"]),
+        ("cluster:k8", ["9"]),
+        ("id:8", ["8"]),
+        ("name:resnet", ["7"]),
+        ('name:"my job"', ["8"]),
+        ("name:'my job'", ["8"]),
+        ("reason:resource", ["8"]),
+        ("node:gpu03", ["9"]),
+        ("nodes:gpu0", ["7", "9"]),
+        ("kind:multi", ["9"]),
+        ("kind:single", ["7", "8"]),
+    ],
+)
 def test_text_fields(text, expected):
     assert ids(text) == expected
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("gpus:>4", ["8"]),
-    ("gpus:>=4", ["7", "8"]),
-    ("gpus:<4", ["9"]),
-    ("gpus:<=4", ["7", "9"]),
-    ("gpus:=4", ["7"]),
-    ("gpus:4", ["7"]),
-    ("gpus:!=4", ["8", "9"]),
-    ("gpus:>3.5", ["7", "8"]),
-    ("gpu:8", ["8"]),
-    ("nnodes:2", ["9"]),
-    ("nnodes:0", ["8"]),
-    ("nnodes:>=1", ["7", "9"]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("gpus:>4", ["8"]),
+        ("gpus:>=4", ["7", "8"]),
+        ("gpus:<4", ["9"]),
+        ("gpus:<=4", ["7", "9"]),
+        ("gpus:=4", ["7"]),
+        ("gpus:4", ["7"]),
+        ("gpus:!=4", ["8", "9"]),
+        ("gpus:>3.5", ["7", "8"]),
+        ("gpu:8", ["8"]),
+        ("nnodes:2", ["9"]),
+        ("nnodes:0", ["8"]),
+        ("nnodes:>=1", ["7", "9"]),
+    ],
+)
 def test_numeric_fields_compare_numbers(text, expected):
     assert ids(text) == expected
 
@@ -109,16 +143,19 @@ def test_terms_and_together():
     assert ids("cluster:hpc cluster:k8s") == []
 
 
-@pytest.mark.parametrize("text, words", [
-    ("colour:red", ["unknown field 'colour'", "cluster", "gpus"]),
-    ("gpus:>x", ["gpus", "not a number"]),
-    ("gpus:", ["gpus", "needs a value"]),
-    ("nnodes:nan", ["not a number"]),
-    ('name:"my job', ["unclosed"]),
-    ('name:"my"job', ["space after"]),
-    ("-", ["needs a term"]),
-    ("state:run !", ["needs a term"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("colour:red", ["unknown field 'colour'", "cluster", "gpus"]),
+        ("gpus:>x", ["gpus", "not a number"]),
+        ("gpus:", ["gpus", "needs a value"]),
+        ("nnodes:nan", ["not a number"]),
+        ('name:"my job', ["unclosed"]),
+        ('name:"my"job', ["space after"]),
+        ("-", ["needs a term"]),
+        ("state:run !", ["needs a term"]),
+    ],
+)
 def test_mistakes_give_a_clear_one_line_message(text, words):
     with pytest.raises(FilterError) as caught:
         compile_filter(text)

@@ -21,12 +21,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fakes.k8s_api import K8sEmulator, make_job, make_pod
+from paths import ROOT
 
 from yanflow_tui import keyfiles
-
-from fakes.k8s_api import K8sEmulator, make_job, make_pod
-
-from paths import ROOT
 
 
 def openssl(*args: str, cwd: Path) -> None:
@@ -36,14 +34,58 @@ def openssl(*args: str, cwd: Path) -> None:
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("pki")
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
-            "-out", "ca.crt", "-days", "2", "-subj", "/CN=test-ca", cwd=d)
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test-ca",
+        cwd=d,
+    )
     (d / "ext").write_text("subjectAltName=IP:127.0.0.1\n")
     for name, cn in (("server", "127.0.0.1"), ("client", "alice")):
-        openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f"{name}.key",
-                "-out", f"{name}.csr", "-subj", f"/CN={cn}", cwd=d)
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-                "-out", f"{name}.crt", "-days", "2", *(["-extfile", "ext"] if name == "server" else []), cwd=d)
+        openssl(
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            f"/CN={cn}",
+            cwd=d,
+        )
+        openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "2",
+            *(["-extfile", "ext"] if name == "server" else []),
+            cwd=d,
+        )
     return d
 
 
@@ -64,14 +106,31 @@ def env(tmp_path, pki, tls_emulator) -> dict[str, str]:
     """A private TMPDIR and HOME; a config whose cluster's kubeconfig holds inline key data."""
     b64 = lambda p: base64.b64encode(p.read_bytes()).decode()  # noqa: E731
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "emu",
-        "clusters": [{"name": "emu", "cluster": {"server": tls_emulator.url,
-                                                 "certificate-authority-data": b64(pki / "ca.crt")}}],
-        "users": [{"name": "alice", "user": {"client-certificate-data": b64(pki / "client.crt"),
-                                             "client-key-data": b64(pki / "client.key")}}],
-        "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "alice", "namespace": "ml"}}],
-    }))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "emu",
+                "clusters": [
+                    {
+                        "name": "emu",
+                        "cluster": {"server": tls_emulator.url, "certificate-authority-data": b64(pki / "ca.crt")},
+                    }
+                ],
+                "users": [
+                    {
+                        "name": "alice",
+                        "user": {
+                            "client-certificate-data": b64(pki / "client.crt"),
+                            "client-key-data": b64(pki / "client.key"),
+                        },
+                    }
+                ],
+                "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "alice", "namespace": "ml"}}],
+            }
+        )
+    )
     kubeconfig.chmod(0o600)
     config = tmp_path / "config.yaml"
     config.write_text(f"clusters:\n  - name: k8s\n    kind: kubernetes\n    kubeconfig: {kubeconfig}\n")
@@ -79,9 +138,16 @@ def env(tmp_path, pki, tls_emulator) -> dict[str, str]:
     tmp.mkdir()
     home = tmp_path / "home"
     home.mkdir()
-    return {**os.environ, "TMPDIR": str(tmp), "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_STATE_HOME": str(home / ".state"), "YANFLOW_CONFIG": str(config), "TERM": "xterm-256color",
-            "PYTHONPATH": str(ROOT)}
+    return {
+        **os.environ,
+        "TMPDIR": str(tmp),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / ".state"),
+        "YANFLOW_CONFIG": str(config),
+        "TERM": "xterm-256color",
+        "PYTHONPATH": str(ROOT),
+    }
 
 
 def key_marker(pki: Path) -> bytes:
@@ -127,15 +193,27 @@ def scan_roots(env) -> list[Path]:
 
 
 def start_cli(env) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "yanflow_tui", "logs", "--follow", "--cluster", "k8s", "ml/train"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "yanflow_tui", "logs", "--follow", "--cluster", "k8s", "ml/train"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def start_tui(env) -> tuple[subprocess.Popen, int]:
     master, slave = pty.openpty()
     os.set_inheritable(slave, True)
-    proc = subprocess.Popen([sys.executable, "-m", "yanflow_tui"], env={**env, "COLUMNS": "120", "LINES": "40"},
-                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True, close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "yanflow_tui"],
+        env={**env, "COLUMNS": "120", "LINES": "40"},
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        close_fds=True,
+    )
     os.close(slave)
 
     def drain() -> None:  # a terminal that is read, as a real one is
@@ -205,8 +283,7 @@ def test_the_next_start_sweeps_a_killed_runs_key_files(env, pki):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
     assert all(p.exists() for p in written)  # SIGKILL: nothing could clean up
-    result = subprocess.run([sys.executable, "-m", "yanflow_tui", "nodes"], env=env, capture_output=True,
-                            timeout=60)
+    result = subprocess.run([sys.executable, "-m", "yanflow_tui", "nodes"], env=env, capture_output=True, timeout=60)
     assert result.returncode in (0, 1)
     assert not any(p.exists() for p in written)
     assert key_files_written(env, marker) == []

@@ -19,6 +19,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from slurmhelpers import JOBS, Jobs, live_state, slurm, wait_until
+from test_k8s_manifests import pod_env
 
 from yanflow_tui import formfields as ff
 from yanflow_tui import launchers
@@ -30,9 +32,6 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SpecError
 from yanflow_tui.model import JobKind
 from yanflow_tui.spec import spec_from_data
-
-from slurmhelpers import JOBS, Jobs, live_state, slurm, wait_until
-from test_k8s_manifests import pod_env
 
 NPROC = 2
 WORDS = ["train.py", "--name", "a b", "$HOME"]  # the user's script and args, to arrive byte-exact
@@ -61,12 +60,17 @@ def make_stubs(root: Path) -> tuple[Path, Path]:
 
 
 def spec(launcher: str, nodes: int, command, bin_dir: Path, record: Path, **extra):
-    return spec_from_data({
-        "name": f"yf-launch-{launcher}-{nodes}", "kind": "multi-node", "launcher": launcher, "command": command,
-        "resources": {"nodes": nodes, "gpus": NPROC, "cpus": 1, "memory": "1G"},
-        "env": {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "YF_RECORD": str(record)},
-        **extra,
-    })
+    return spec_from_data(
+        {
+            "name": f"yf-launch-{launcher}-{nodes}",
+            "kind": "multi-node",
+            "launcher": launcher,
+            "command": command,
+            "resources": {"nodes": nodes, "gpus": NPROC, "cpus": 1, "memory": "1G"},
+            "env": {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "YF_RECORD": str(record)},
+            **extra,
+        }
+    )
 
 
 def records(record: Path) -> list[dict]:
@@ -93,8 +97,13 @@ def check_ranked(launcher: str, recs: list[dict], nodes: int, rank_var: str, wor
         argv, env = rec["argv"], rec["env"]
         if launcher == "none":
             assert argv == ["python3", *words]
-            got = {"nnodes": env["NNODES"], "rank": env["NODE_RANK"], "nproc": env["NPROC_PER_NODE"],
-                   "addr": env["MASTER_ADDR"], "port": env["MASTER_PORT"]}
+            got = {
+                "nnodes": env["NNODES"],
+                "rank": env["NODE_RANK"],
+                "nproc": env["NPROC_PER_NODE"],
+                "addr": env["MASTER_ADDR"],
+                "port": env["MASTER_PORT"],
+            }
         else:
             if launcher == "accelerate":
                 assert argv[1] == "launch"
@@ -103,16 +112,31 @@ def check_ranked(launcher: str, recs: list[dict], nodes: int, rank_var: str, wor
             opts, rest = options(argv[1:])
             assert rest == words, rest
             if launcher == "torchrun":
-                got = {"nnodes": opts["nnodes"], "rank": opts["node_rank"], "nproc": opts["nproc_per_node"],
-                       "addr": opts["master_addr"], "port": opts["master_port"]}
+                got = {
+                    "nnodes": opts["nnodes"],
+                    "rank": opts["node_rank"],
+                    "nproc": opts["nproc_per_node"],
+                    "addr": opts["master_addr"],
+                    "port": opts["master_port"],
+                }
             elif launcher == "deepspeed":
                 assert "no_ssh" in opts
-                got = {"nnodes": opts["num_nodes"], "rank": opts["node_rank"], "nproc": opts["num_gpus"],
-                       "addr": opts["master_addr"], "port": opts["master_port"]}
+                got = {
+                    "nnodes": opts["num_nodes"],
+                    "rank": opts["node_rank"],
+                    "nproc": opts["num_gpus"],
+                    "addr": opts["master_addr"],
+                    "port": opts["master_port"],
+                }
             else:
                 assert "multi_gpu" in opts and opts["num_processes"] == str(nodes * NPROC)
-                got = {"nnodes": opts["num_machines"], "rank": opts["machine_rank"], "nproc": str(NPROC),
-                       "addr": opts["main_process_ip"], "port": opts["main_process_port"]}
+                got = {
+                    "nnodes": opts["num_machines"],
+                    "rank": opts["machine_rank"],
+                    "nproc": str(NPROC),
+                    "addr": opts["main_process_ip"],
+                    "port": opts["main_process_port"],
+                }
         assert got["rank"] == env[rank_var], (got, rank_var)  # the rank is this node's own
         seen.append(got)
     assert sorted(int(s["rank"]) for s in seen) == list(range(nodes))
@@ -150,8 +174,14 @@ def slurm_matrix(slurm_dir):
         for case in SLURM_CASES:
             launcher, nodes, form = case
             bin_dir, record = make_stubs(root / f"{launcher}-{nodes}-{form}")
-            s = spec(launcher, nodes, ARGV if form == "argv" else LINE, bin_dir, record,
-                     slurm={"partition": "gpu", "time": "00:02:00", "output": str(record.parent / "%j.out")})
+            s = spec(
+                launcher,
+                nodes,
+                ARGV if form == "argv" else LINE,
+                bin_dir,
+                record,
+                slurm={"partition": "gpu", "time": "00:02:00", "output": str(record.parent / "%j.out")},
+            )
             r = render(s, f"test-{uuid.uuid4().hex[:6]}")
             job_id = slurm(*r.argv, input=r.script).strip().split(";")[0]
             submitted[case] = (jobs.add(job_id), record)
@@ -196,6 +226,7 @@ def test_each_node_of_a_slurm_job_gets_its_own_rank(slurm_matrix, case):
 
 # -- Kubernetes: the pod command, run once per completion index -------------------------------------
 
+
 @pytest.mark.parametrize("nodes", [2, 3])
 @pytest.mark.parametrize("launcher", PER_NODE)
 @pytest.mark.parametrize("form", ["argv", "line"])
@@ -222,41 +253,51 @@ def test_kubernetes_refuses_horovod_naming_the_mpi_operator(tmp_path):
 
 # -- a leading python, per launcher ----------------------------------------------------------------
 
-@pytest.mark.parametrize("command, launcher, handed", [
-    (["python", "train.py", "a b"], "torchrun", ["train.py", "a b"]),
-    (["/usr/bin/python3", "-u", "train.py"], "deepspeed", ["train.py"]),
-    (["python3.11", "-m", "pkg.train", "--x"], "torchrun", ["-m", "pkg.train", "--x"]),
-    (["python3", "-u", "-m", "pkg.train"], "deepspeed", ["--module", "pkg.train"]),
-    (["python", "-m", "pkg.train"], "accelerate", ["-m", "pkg.train"]),
-    (["python3", "train.py"], "horovod", ["python3", "train.py"]),  # horovodrun runs a command
-    (["python3", "-O", "train.py"], "none", ["python3", "-O", "train.py"]),
-    (["train.py", "python"], "torchrun", ["train.py", "python"]),
-])
+
+@pytest.mark.parametrize(
+    "command, launcher, handed",
+    [
+        (["python", "train.py", "a b"], "torchrun", ["train.py", "a b"]),
+        (["/usr/bin/python3", "-u", "train.py"], "deepspeed", ["train.py"]),
+        (["python3.11", "-m", "pkg.train", "--x"], "torchrun", ["-m", "pkg.train", "--x"]),
+        (["python3", "-u", "-m", "pkg.train"], "deepspeed", ["--module", "pkg.train"]),
+        (["python", "-m", "pkg.train"], "accelerate", ["-m", "pkg.train"]),
+        (["python3", "train.py"], "horovod", ["python3", "train.py"]),  # horovodrun runs a command
+        (["python3", "-O", "train.py"], "none", ["python3", "-O", "train.py"]),
+        (["train.py", "python"], "torchrun", ["train.py", "python"]),
+    ],
+)
 def test_a_leading_python_is_dropped_where_the_launcher_runs_python(command, launcher, handed):
     assert launchers.handed_words(launcher, command) == handed
 
 
-@pytest.mark.parametrize("line, handed", [
-    ("python train.py --x $HOME", "train.py --x $HOME"),
-    ("  /opt/venv/bin/python3 -u -m pkg.train --lr 1e-3", "-m pkg.train --lr 1e-3"),
-    ("""python "my script.py" 'a b'""", """"my script.py" 'a b'"""),
-    ("python train.py > log 2>&1", "train.py > log 2>&1"),
-    ("train.py --when $(date +%s)", "train.py --when $(date +%s)"),
-])
+@pytest.mark.parametrize(
+    "line, handed",
+    [
+        ("python train.py --x $HOME", "train.py --x $HOME"),
+        ("  /opt/venv/bin/python3 -u -m pkg.train --lr 1e-3", "-m pkg.train --lr 1e-3"),
+        ("""python "my script.py" 'a b'""", """"my script.py" 'a b'"""),
+        ("python train.py > log 2>&1", "train.py > log 2>&1"),
+        ("train.py --when $(date +%s)", "train.py --when $(date +%s)"),
+    ],
+)
 def test_a_shell_line_keeps_its_shell_text_after_the_python_word(line, handed):
     assert launchers.handed_line("torchrun", line) == handed
 
 
-@pytest.mark.parametrize("command, message", [
-    (["python3", "-O", "train.py"], "Python option -O cannot reach it"),
-    (["python"], "python with no script"),
-    ("python -c 'import x'", "Python option -c"),
-    ("cd src && python train.py", "this line has '&&'"),
-    ("python a.py; python b.py", "has ';'"),
-    ("source env.sh\npython train.py", "not several lines"),
-    ("WANDB_MODE=offline python train.py", "set it in env:"),
-    ("python 'train.py", "cannot be read as a shell line"),
-])
+@pytest.mark.parametrize(
+    "command, message",
+    [
+        (["python3", "-O", "train.py"], "Python option -O cannot reach it"),
+        (["python"], "python with no script"),
+        ("python -c 'import x'", "Python option -c"),
+        ("cd src && python train.py", "this line has '&&'"),
+        ("python a.py; python b.py", "has ';'"),
+        ("source env.sh\npython train.py", "not several lines"),
+        ("WANDB_MODE=offline python train.py", "set it in env:"),
+        ("python 'train.py", "cannot be read as a shell line"),
+    ],
+)
 def test_commands_a_launcher_cannot_take_are_refused_clearly(tmp_path, command, message):
     bin_dir, record = make_stubs(tmp_path)
     s = spec("torchrun", 2, command, bin_dir, record)
@@ -275,13 +316,19 @@ def test_launcher_variables_cannot_be_set_through_env_on_slurm(tmp_path):
 
 
 def _data(s) -> dict:
-    return {"name": s.name, "kind": s.kind.value, "launcher": s.launcher, "command": list(s.command),
-            "resources": {"nodes": s.resources.nodes, "gpus": s.resources.gpus}}
+    return {
+        "name": s.name,
+        "kind": s.kind.value,
+        "launcher": s.launcher,
+        "command": list(s.command),
+        "resources": {"nodes": s.resources.nodes, "gpus": s.resources.gpus},
+    }
 
 
 def test_a_multi_node_job_without_a_launcher_runs_its_shell_line_on_every_node():
-    s = spec_from_data({"name": "x", "kind": "multi-node", "command": "echo $NODE_RANK; hostname",
-                        "resources": {"nodes": 2}})
+    s = spec_from_data(
+        {"name": "x", "kind": "multi-node", "command": "echo $NODE_RANK; hostname", "resources": {"nodes": 2}}
+    )
     step = shlex.split("srun " + render(s, "t").script.split("\nsrun ", 1)[1])
     assert step[:5] == ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "/bin/sh", "-c"]
     assert step[-1] == "NODE_RANK=$SLURM_NODEID; export NODE_RANK\necho $NODE_RANK; hostname\n"
@@ -289,18 +336,29 @@ def test_a_multi_node_job_without_a_launcher_runs_its_shell_line_on_every_node()
 
 # -- Determined ------------------------------------------------------------------------------------
 
+
 def _experiment(launcher: str, command, **det):
     data = {"command": command} if command else {}
-    return spec_from_data({"name": "x", "kind": "experiment", **data, "launcher": launcher,
-                           "resources": {"nodes": 2, "gpus": 4},
-                           "determined": {"searcher": {"name": "single", "metric": "loss"}, **det}})
+    return spec_from_data(
+        {
+            "name": "x",
+            "kind": "experiment",
+            **data,
+            "launcher": launcher,
+            "resources": {"nodes": 2, "gpus": 4},
+            "determined": {"searcher": {"name": "single", "metric": "loss"}, **det},
+        }
+    )
 
 
-@pytest.mark.parametrize("launcher, module", [
-    ("torchrun", "determined.launch.torch_distributed"),
-    ("deepspeed", "determined.launch.deepspeed"),
-    ("horovod", "determined.launch.horovod"),
-])
+@pytest.mark.parametrize(
+    "launcher, module",
+    [
+        ("torchrun", "determined.launch.torch_distributed"),
+        ("deepspeed", "determined.launch.deepspeed"),
+        ("horovod", "determined.launch.horovod"),
+    ],
+)
 def test_determined_entrypoints_for_each_launcher(launcher, module):
     config = det_submit.experiment_config(_experiment(launcher, ARGV))
     assert config["entrypoint"] == ["python3", "-m", module, *ARGV]  # the launch module runs a command
@@ -320,23 +378,31 @@ def test_determined_refuses_accelerate_and_offers_horovod():
 
 # -- one list of launchers -------------------------------------------------------------------------
 
+
 def test_the_spec_and_the_form_share_one_launcher_list_with_horovod():
-    assert ff.launcher().choices == launchers.LAUNCHERS == ("torchrun", "deepspeed", "accelerate", "horovod",
-                                                            "none")
-    assert spec_from_data({"name": "x", "kind": "multi-node", "launcher": "horovod", "command": ARGV}).launcher \
+    assert ff.launcher().choices == launchers.LAUNCHERS == ("torchrun", "deepspeed", "accelerate", "horovod", "none")
+    assert (
+        spec_from_data({"name": "x", "kind": "multi-node", "launcher": "horovod", "command": ARGV}).launcher
         == "horovod"
+    )
     with pytest.raises(SpecError, match="torchrun, deepspeed, accelerate, horovod, none|one of"):
         spec_from_data({"name": "x", "kind": "multi-node", "launcher": "mpirun", "command": ARGV})
 
 
-@pytest.mark.parametrize("kind, job_kind, choices", [
-    ("slurm", JobKind.MULTI_NODE, ("torchrun", "deepspeed", "accelerate", "horovod", "none")),
-    ("kubernetes", JobKind.MULTI_NODE, ("torchrun", "deepspeed", "accelerate", "none")),
-    ("determined", JobKind.EXPERIMENT, ("torchrun", "deepspeed", "horovod", "none")),
-])
+@pytest.mark.parametrize(
+    "kind, job_kind, choices",
+    [
+        ("slurm", JobKind.MULTI_NODE, ("torchrun", "deepspeed", "accelerate", "horovod", "none")),
+        ("kubernetes", JobKind.MULTI_NODE, ("torchrun", "deepspeed", "accelerate", "none")),
+        ("determined", JobKind.EXPERIMENT, ("torchrun", "deepspeed", "horovod", "none")),
+    ],
+)
 def test_each_backend_form_offers_the_launchers_it_can_run(home, kind, job_kind, choices):
-    options = {"slurm": {}, "kubernetes": {"namespace": "ml", "kubeconfig": "/nonexistent"},
-               "determined": {"master": "http://127.0.0.1:9"}}[kind]
+    options = {
+        "slurm": {},
+        "kubernetes": {"namespace": "ml", "kubeconfig": "/nonexistent"},
+        "determined": {"master": "http://127.0.0.1:9"},
+    }[kind]
     backend = registry.create(ClusterConfig("c", kind, options=options))
     field = next(f for f in backend.form_fields(job_kind) if f.key == "launcher")
     assert field.choices == choices

@@ -14,8 +14,18 @@ import pytest
 
 from yanflow_tui.logstore import BLOCK, SPILL_LINES, LogStore
 
-ODD = ["", "plain", "tab\there", "carriage\rreturn", "ünïcödé", "宽字符", "emoji 🚀", "lone \udcff surrogate",
-       "trailing space ", "x" * 5000]
+ODD = [
+    "",
+    "plain",
+    "tab\there",
+    "carriage\rreturn",
+    "ünïcödé",
+    "宽字符",
+    "emoji 🚀",
+    "lone \udcff surrogate",
+    "trailing space ",
+    "x" * 5000,
+]
 
 
 def make_lines(count: int) -> list[str]:
@@ -31,7 +41,7 @@ def store(tmp_path):
 
 def fill(store: LogStore, lines: list[str], batch: int = 500) -> None:
     for start in range(0, len(lines), batch):
-        store.append(lines[start:start + batch])
+        store.append(lines[start : start + batch])
     store.sync()
 
 
@@ -43,8 +53,8 @@ def test_lines_beyond_the_window_come_back_byte_exact_from_disk(store):
     assert store.path is not None and store.path.stat().st_size > 0
     for i in (0, 1, 7, BLOCK - 1, BLOCK, 12_345, store.spilled - 1, store.spilled, 19_999, -1):
         assert store.get(i) == lines[i]
-    assert store.slice(BLOCK - 3, 3 * BLOCK + 5) == lines[BLOCK - 3:3 * BLOCK + 5]
-    assert store.slice(store.spilled - 10, store.spilled + 10) == lines[store.spilled - 10:store.spilled + 10]
+    assert store.slice(BLOCK - 3, 3 * BLOCK + 5) == lines[BLOCK - 3 : 3 * BLOCK + 5]
+    assert store.slice(store.spilled - 10, store.spilled + 10) == lines[store.spilled - 10 : store.spilled + 10]
     assert list(store.iter_all()) == lines
     assert list(store.iter_all(19_990, 19_995)) == lines[19_990:19_995]
     with pytest.raises(IndexError):

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
 from yanflow_tui.screens.render.placement import placement_text
 
-WHEN = datetime(2026, 11, 29, tzinfo=timezone.utc)
+WHEN = datetime(2026, 11, 29, tzinfo=UTC)
 
 
 def job(**kw) -> Job:
-    base = Job("7", "c", "train", "alice", JobState.RUNNING, "RUNNING", "", ("n1",), 2, WHEN, None, None, JobKind.SINGLE)
+    base = Job(
+        "7", "c", "train", "alice", JobState.RUNNING, "RUNNING", "", ("n1",), 2, WHEN, None, None, JobKind.SINGLE
+    )
     return replace(base, **kw)
 
 
@@ -21,8 +23,12 @@ def node(name="n1", gpus=(), total=4, allocated=0) -> Node:
 
 
 def test_lists_the_gpus_the_job_holds_with_utilisation_memory_and_idle_ones():
-    gpus = [Gpu(0, GpuState.ALLOCATED, "7", utilization=97.0, memory_used_mb=40960, memory_total_mb=81920),
-            Gpu(1, GpuState.ALLOCATED, "7", utilization=1.0), Gpu(2, GpuState.ALLOCATED, "8"), Gpu(3)]
+    gpus = [
+        Gpu(0, GpuState.ALLOCATED, "7", utilization=97.0, memory_used_mb=40960, memory_total_mb=81920),
+        Gpu(1, GpuState.ALLOCATED, "7", utilization=1.0),
+        Gpu(2, GpuState.ALLOCATED, "8"),
+        Gpu(3),
+    ]
     text = placement_text(job(), [node(gpus=gpus, allocated=3)]).plain
     assert text.startswith("n1")
     assert "2 of 4 GPU(s): #0 97% 40.0/80G, #1 1%" in text

@@ -13,7 +13,7 @@ def plain(lines):
 
 def test_a_rising_line_goes_from_bottom_left_to_top_right():
     out = plain(line_plot({"acc": [(0, 0.0), (10, 1.0)]}, width=10, height=4))
-    grid = [line[line.index("┤" if "┤" in line else "│") + 1:] for line in out[:4]]
+    grid = [line[line.index("┤" if "┤" in line else "│") + 1 :] for line in out[:4]]
     assert grid[3][0] != " " and grid[0][0] == " "  # starts bottom left
     assert grid[0][-1] != " " and grid[3][-1] == " "  # ends top right
     assert out[0].startswith("1 ┤") and out[3].startswith("0 ┤")

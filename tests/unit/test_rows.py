@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
-from yanflow_tui.screens.render.rows import duration, gpu_strip, job_cells, job_live_cells, job_sort_values, node_cells, util_text
+from yanflow_tui.screens.render.rows import (
+    duration,
+    gpu_strip,
+    job_cells,
+    job_live_cells,
+    job_sort_values,
+    node_cells,
+    util_text,
+)
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def job(**kw) -> Job:
@@ -17,7 +25,15 @@ def job(**kw) -> Job:
 
 
 def test_duration_units():
-    assert [duration(s) for s in (None, 0, 59, 60, 3599, 3600, 86400 * 3)] == ["-", "0s", "59s", "1m", "59m", "1h", "3d"]
+    assert [duration(s) for s in (None, 0, 59, 60, 3599, 3600, 86400 * 3)] == [
+        "-",
+        "0s",
+        "59s",
+        "1m",
+        "59m",
+        "1h",
+        "3d",
+    ]
 
 
 def test_job_cells_are_clean_plain_text():
@@ -39,9 +55,33 @@ def test_util_text_only_known_values():
 
 
 def test_node_cells():
-    node = Node("c", "gpu01", "up", ("p",), 64, 8, 262144, 65536, "A100", 2, 1,
-                (Gpu(0, GpuState.ALLOCATED, "7", utilization=99.0), Gpu(1, utilization=0.0)), reason="")
-    assert [c.plain for c in node_cells(node)] == ["c", "gpu01", "up", "p", "8/64", "64/256G", "A100", "■□", "99% 0%", ""]
+    node = Node(
+        "c",
+        "gpu01",
+        "up",
+        ("p",),
+        64,
+        8,
+        262144,
+        65536,
+        "A100",
+        2,
+        1,
+        (Gpu(0, GpuState.ALLOCATED, "7", utilization=99.0), Gpu(1, utilization=0.0)),
+        reason="",
+    )
+    assert [c.plain for c in node_cells(node)] == [
+        "c",
+        "gpu01",
+        "up",
+        "p",
+        "8/64",
+        "64/256G",
+        "A100",
+        "■□",
+        "99% 0%",
+        "",
+    ]
 
 
 def test_live_cells_draw_the_age_when_asked_and_sort_values_order_numbers_as_numbers():
@@ -53,7 +93,7 @@ def test_live_cells_draw_the_age_when_asked_and_sort_values_order_numbers_as_num
     assert cells[7]().plain == "1h"  # the same cell, later: no rebuild needed
     assert job_sort_values(job(gpus=9))[5] < job_sort_values(job(gpus=10))[5]
     assert job_sort_values(job(id="9"))[1] < job_sort_values(job(id="10"))[1]
-    young, old = job(submit_time=datetime(2026, 2, 1, tzinfo=timezone.utc)), job()
+    young, old = job(submit_time=datetime(2026, 2, 1, tzinfo=UTC)), job()
     assert job_sort_values(young)[7] < job_sort_values(old)[7] < job_sort_values(job(submit_time=None))[7]
 
 
@@ -61,8 +101,20 @@ def test_whole_free_nodes_leave_out_busy_and_unavailable_ones():
     from yanflow_tui.model import Gpu, GpuState
 
     def node(states, allocated=0):
-        return Node("c", "n", "idle", (), 8, 0, 0, 0, "A100", len(states), allocated,
-                    tuple(Gpu(i, s) for i, s in enumerate(states)))
+        return Node(
+            "c",
+            "n",
+            "idle",
+            (),
+            8,
+            0,
+            0,
+            0,
+            "A100",
+            len(states),
+            allocated,
+            tuple(Gpu(i, s) for i, s in enumerate(states)),
+        )
 
     assert node([GpuState.FREE] * 4).whole_free
     assert not node([GpuState.ALLOCATED] + [GpuState.FREE] * 3, allocated=1).whole_free
@@ -72,10 +124,16 @@ def test_whole_free_nodes_leave_out_busy_and_unavailable_ones():
 
 
 def test_member_sort_values_compare_numbers_as_numbers():
-    from yanflow_tui.screens.widgets.members import sort_value, varying_details
     from yanflow_tui.model import Job, JobState
+    from yanflow_tui.screens.widgets.members import sort_value, varying_details
 
-    assert sorted(["loss=0.9", "loss=0.25", "x", "10", "9"], key=sort_value) == ["loss=0.25", "loss=0.9", "9", "10", "x"]
+    assert sorted(["loss=0.9", "loss=0.25", "x", "10", "9"], key=sort_value) == [
+        "loss=0.25",
+        "loss=0.9",
+        "9",
+        "10",
+        "x",
+    ]
     a = Job("1", "c", "a", "u", JobState.RUNNING, details=(("Experiment", "7"), ("hp.lr", "0.1")))
     b = Job("2", "c", "b", "u", JobState.RUNNING, details=(("Experiment", "7"), ("hp.lr", "0.2"), ("Seed", "3")))
     assert varying_details([a, b]) == ["hp.lr", "Seed"]

@@ -67,9 +67,39 @@ def is_control(ch: str) -> bool:
 
 
 @settings(max_examples=300, deadline=None, database=None)
-@given(st.text(alphabet=st.sampled_from(
-    [ESC, "[", "]", "\\", "\x07", "\x9b", "\x9c", "P", "_", "(", "B", ";", "0", "1", "m", "a", " ", "\n", "\r",
-     "\t", "\x00", "\x85", "\x7f", "é"]), max_size=40))
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            [
+                ESC,
+                "[",
+                "]",
+                "\\",
+                "\x07",
+                "\x9b",
+                "\x9c",
+                "P",
+                "_",
+                "(",
+                "B",
+                ";",
+                "0",
+                "1",
+                "m",
+                "a",
+                " ",
+                "\n",
+                "\r",
+                "\t",
+                "\x00",
+                "\x85",
+                "\x7f",
+                "é",
+            ]
+        ),
+        max_size=40,
+    )
+)
 def test_no_control_character_survives(raw):
     for keep in (False, True):
         out = clean(raw, keep_newlines=keep)
@@ -98,7 +128,8 @@ def test_osc_ended_by_8bit_string_terminator_keeps_the_rest():
 def test_the_fast_path_changes_nothing_the_slow_path_would():
     import re
 
-    from hypothesis import given, strategies as st
+    from hypothesis import given
+    from hypothesis import strategies as st
 
     from yanflow_tui import sanitize
 

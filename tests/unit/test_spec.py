@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import SAMPLES
 
 from yanflow_tui.errors import SpecError
 from yanflow_tui.model import JobKind, Mount, Resources
 from yanflow_tui.spec import load_spec, parse_spec, spec_from_data, spec_to_data
-
-from paths import SAMPLES
 
 GPUS_TWO = """\
 name: bad-gpus
@@ -65,14 +64,23 @@ def test_relative_path_is_reported_as_given(tmp_path, monkeypatch):
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "yanflow_tui", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, env=dict(os.environ), stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "yanflow_tui", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.parametrize(
     "text, line",
-    [(GPUS_TWO, 'bad.yaml:5: resources.gpus: expected a whole number >= 0, got "two"'),
-     (TYPO, 'bad.yaml:3: resoures: unknown key; did you mean "resources"?')],
+    [
+        (GPUS_TWO, 'bad.yaml:5: resources.gpus: expected a whole number >= 0, got "two"'),
+        (TYPO, 'bad.yaml:3: resoures: unknown key; did you mean "resources"?'),
+    ],
 )
 def test_cli_submit_reports_located_error(home, tmp_path, text, line):
     write(tmp_path, text)
@@ -88,11 +96,19 @@ def test_console_script_reports_located_error(home, tmp_path):
     if not script.exists():
         pytest.skip("the yanflow-tui console script is not installed next to this Python")
     write(tmp_path, GPUS_TWO)
-    result = subprocess.run([str(script), "submit", "bad.yaml"], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=60, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [str(script), "submit", "bad.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert result.returncode != 0
-    assert ('yanflow-tui: error: bad.yaml:5: resources.gpus: expected a whole number >= 0, got "two"'
-            in result.stderr.splitlines())
+    assert (
+        'yanflow-tui: error: bad.yaml:5: resources.gpus: expected a whole number >= 0, got "two"'
+        in result.stderr.splitlines()
+    )
     assert "Traceback" not in result.stderr
 
 
@@ -165,25 +181,57 @@ def test_round_trip_through_data():
         ("name: x\ncommand: []\n", ["s.yaml:2: command: must not be an empty list"]),
         ("name: x\ncommand: '  '\n", ["s.yaml:2: command: must not be empty"]),
         ("name: x\ncommand: {a: 1}\n", ["s.yaml:2: command: expected text, got a mapping"]),
-        ("name: x\ncommand: c\nkind: singel\n",
-         ['s.yaml:3: kind: expected one of single, multi-node, experiment, slurm, got "singel"; did you mean "single"?']),
-        ("name: x\ncommand: c\nresources: {nodes: 2}\n",
-         ["s.yaml:3: resources.nodes: a single job runs on exactly 1 node, got 2"]),
-        ("name: x\ncommand: c\nresources:\n  gpus: -1\n", ["s.yaml:4: resources.gpus: expected a whole number >= 0, got -1"]),
-        ("name: x\ncommand: c\nresources:\n  cpus: 0\n", ["s.yaml:4: resources.cpus: expected a whole number >= 1, got 0"]),
-        ("name: x\ncommand: c\nresources:\n  memory: lots\n",
-         ['s.yaml:4: resources.memory: expected a size such as 16G or 512M, got "lots"']),
-        ("name: x\ncommand: c\nlauncher: torchrun\n",
-         ["s.yaml:3: launcher: only multi-node and experiment jobs take a launcher, not single"]),
-        ("name: x\ncommand: c\nmounts: ['/a']\n", ['s.yaml:3: mounts[0]: expected "source:target" or "source:target:ro", got "/a"']),
-        ("name: x\ncommand: c\nmounts: ['/a:rel']\n", ['s.yaml:3: mounts[0]: target must be an absolute path, got "rel"']),
+        (
+            "name: x\ncommand: c\nkind: singel\n",
+            [
+                's.yaml:3: kind: expected one of single, multi-node, experiment, slurm, got "singel"; did you mean "single"?'
+            ],
+        ),
+        (
+            "name: x\ncommand: c\nresources: {nodes: 2}\n",
+            ["s.yaml:3: resources.nodes: a single job runs on exactly 1 node, got 2"],
+        ),
+        (
+            "name: x\ncommand: c\nresources:\n  gpus: -1\n",
+            ["s.yaml:4: resources.gpus: expected a whole number >= 0, got -1"],
+        ),
+        (
+            "name: x\ncommand: c\nresources:\n  cpus: 0\n",
+            ["s.yaml:4: resources.cpus: expected a whole number >= 1, got 0"],
+        ),
+        (
+            "name: x\ncommand: c\nresources:\n  memory: lots\n",
+            ['s.yaml:4: resources.memory: expected a size such as 16G or 512M, got "lots"'],
+        ),
+        (
+            "name: x\ncommand: c\nlauncher: torchrun\n",
+            ["s.yaml:3: launcher: only multi-node and experiment jobs take a launcher, not single"],
+        ),
+        (
+            "name: x\ncommand: c\nmounts: ['/a']\n",
+            ['s.yaml:3: mounts[0]: expected "source:target" or "source:target:ro", got "/a"'],
+        ),
+        (
+            "name: x\ncommand: c\nmounts: ['/a:rel']\n",
+            ['s.yaml:3: mounts[0]: target must be an absolute path, got "rel"'],
+        ),
         ("name: x\ncommand: c\nmounts:\n  - source: /a\n", ["s.yaml:4: mounts[0].target: required field is missing"]),
-        ("name: x\ncommand: c\nenv:\n  bad-name: 1\n",
-         ["s.yaml:4: env.bad-name: environment names must match [A-Za-z_][A-Za-z0-9_]*"]),
-        ("name: x\ncommand: c\nslurm:\n  partiton: gpu\n", ['s.yaml:4: slurm.partiton: unknown key; did you mean "partition"?']),
-        ("name: x\ncommand: c\nslurm:\n  exclusive: maybe\n", ['s.yaml:4: slurm.exclusive: expected true or false, got "maybe"']),
-        ("name: x\ncommand: c\nkubernetes:\n  node_selector: gpu\n",
-         ['s.yaml:4: kubernetes.node_selector: expected a mapping, got "gpu"']),
+        (
+            "name: x\ncommand: c\nenv:\n  bad-name: 1\n",
+            ["s.yaml:4: env.bad-name: environment names must match [A-Za-z_][A-Za-z0-9_]*"],
+        ),
+        (
+            "name: x\ncommand: c\nslurm:\n  partiton: gpu\n",
+            ['s.yaml:4: slurm.partiton: unknown key; did you mean "partition"?'],
+        ),
+        (
+            "name: x\ncommand: c\nslurm:\n  exclusive: maybe\n",
+            ['s.yaml:4: slurm.exclusive: expected true or false, got "maybe"'],
+        ),
+        (
+            "name: x\ncommand: c\nkubernetes:\n  node_selector: gpu\n",
+            ['s.yaml:4: kubernetes.node_selector: expected a mapping, got "gpu"'],
+        ),
         ("- a\n- b\n", ["s.yaml:1: expected a mapping, got a list", "s.yaml:1: command: required field is missing"]),
         ("", ["s.yaml:1: name: required field is missing", "s.yaml:1: command: required field is missing"]),
     ],
@@ -240,7 +288,9 @@ def test_text_fields_keep_the_yaml_source_text():
     """YAML 1.1 reads 1:30:00 as 5400 and 0x1F as 31; text fields keep what the user wrote."""
     from yanflow_tui.spec import parse_spec
 
-    spec = parse_spec("name: 0x1F\nkind: slurm\ncommand: yes\nenv: {A: 0755, B: yes}\nslurm: {time: 1:30:00}\n", "f.yaml")
+    spec = parse_spec(
+        "name: 0x1F\nkind: slurm\ncommand: yes\nenv: {A: 0755, B: yes}\nslurm: {time: 1:30:00}\n", "f.yaml"
+    )
     assert spec.name == "0x1F"
     assert spec.command == "yes"
     assert spec.env == {"A": "0755", "B": "yes"}

@@ -16,22 +16,54 @@ from yanflow_tui.errors import SpecError
 from yanflow_tui.spec import SECTION_KEYS, load_spec, parse_spec, spec_from_data
 
 BASE = {
-    "name": "n", "kind": "multi-node", "cluster": "c", "command": "echo hi", "image": "img", "workdir": "/w",
-    "env": {"A": "1"}, "mounts": ["/a:/b"], "resources": {"nodes": 2, "gpus": 1, "memory": "1G"},
-    "launcher": "torchrun", "description": "d",
+    "name": "n",
+    "kind": "multi-node",
+    "cluster": "c",
+    "command": "echo hi",
+    "image": "img",
+    "workdir": "/w",
+    "env": {"A": "1"},
+    "mounts": ["/a:/b"],
+    "resources": {"nodes": 2, "gpus": 1, "memory": "1G"},
+    "launcher": "torchrun",
+    "description": "d",
     "slurm": {k: "t" for k, kind in SECTION_KEYS["slurm"].items() if kind == "text"},
-    "kubernetes": {**{k: "t" for k, kind in SECTION_KEYS["kubernetes"].items() if kind == "text"},
-                   "node_selector": {"k": "v"}, "tolerations": [{"key": "k"}]},
-    "determined": {**{k: "t" for k, kind in SECTION_KEYS["determined"].items() if kind == "text"},
-                   "searcher": {"name": "single"}, "hyperparameters": {"lr": "x"},
-                   "checkpoint_storage": {"type": "t"}, "labels": ["l"]},
+    "kubernetes": {
+        **{k: "t" for k, kind in SECTION_KEYS["kubernetes"].items() if kind == "text"},
+        "node_selector": {"k": "v"},
+        "tolerations": [{"key": "k"}],
+    },
+    "determined": {
+        **{k: "t" for k, kind in SECTION_KEYS["determined"].items() if kind == "text"},
+        "searcher": {"name": "single"},
+        "hyperparameters": {"lr": "x"},
+        "checkpoint_storage": {"type": "t"},
+        "labels": ["l"],
+    },
 }
 TEXT_FIELDS = (
-    ["name", "kind", "cluster", "command", "image", "workdir", "env.A", "mounts[0]", "resources.memory",
-     "launcher", "description"]
+    [
+        "name",
+        "kind",
+        "cluster",
+        "command",
+        "image",
+        "workdir",
+        "env.A",
+        "mounts[0]",
+        "resources.memory",
+        "launcher",
+        "description",
+    ]
     + [f"{section}.{key}" for section, keys in SECTION_KEYS.items() for key, kind in keys.items() if kind == "text"]
-    + ["kubernetes.node_selector.k", "kubernetes.tolerations[0].key", "determined.searcher.name",
-       "determined.hyperparameters.lr", "determined.checkpoint_storage.type", "determined.labels[0]"]
+    + [
+        "kubernetes.node_selector.k",
+        "kubernetes.tolerations[0].key",
+        "determined.searcher.name",
+        "determined.hyperparameters.lr",
+        "determined.checkpoint_storage.type",
+        "determined.labels[0]",
+    ]
 )
 MULTILINE = {"command", "description", "determined.description"}
 BAD = st.characters(categories=["Cc", "Cs"]) | st.sampled_from("\u2028\u2029\ufffe\uffff")
@@ -115,7 +147,8 @@ def test_tab_and_line_break_only_in_multi_line_fields():
             with pytest.raises(SpecError) as info:
                 spec_from_data(with_value(path, char, 1))
             assert [p[3] for p in problems_at(info.value, path)] == [
-                f"must be one line: contains a {'tab' if char == chr(9) else 'line break'} (U+{ord(char):04X})"]
+                f"must be one line: contains a {'tab' if char == chr(9) else 'line break'} (U+{ord(char):04X})"
+            ]
 
 
 def spec_from_doc_bytes(data: bytes, file: str = "s.yaml"):
@@ -127,17 +160,37 @@ def spec_from_doc_bytes(data: bytes, file: str = "s.yaml"):
 
 # -- the exact cases of the report ---------------------------------------------------------------------------
 
-FIELD_LINES = {"name": 1, "workdir": 3, "image": 7, "slurm.account": 4, "slurm.output": 4, "env.V": 5,
-               "command[1]": 6}
+FIELD_LINES = {"name": 1, "workdir": 3, "image": 7, "slurm.account": 4, "slurm.output": 4, "env.V": 5, "command[1]": 6}
 
 
 def spec_bytes(field: str, value: bytes) -> bytes:
-    fields = {"name": b"n", "workdir": b"/w", "image": b"i", "slurm.account": b"a", "slurm.output": b"o",
-              "env.V": b"v", "command[1]": b"w"}
+    fields = {
+        "name": b"n",
+        "workdir": b"/w",
+        "image": b"i",
+        "slurm.account": b"a",
+        "slurm.output": b"o",
+        "env.V": b"v",
+        "command[1]": b"w",
+    }
     fields[field] = value
-    return (b"name: " + fields["name"] + b"\nkind: single\nworkdir: " + fields["workdir"] + b"\nslurm: {account: "
-            + fields["slurm.account"] + b", output: " + fields["slurm.output"] + b"}\nenv: {V: " + fields["env.V"]
-            + b"}\ncommand: [echo, " + fields["command[1]"] + b"]\nimage: " + fields["image"] + b"\n")
+    return (
+        b"name: "
+        + fields["name"]
+        + b"\nkind: single\nworkdir: "
+        + fields["workdir"]
+        + b"\nslurm: {account: "
+        + fields["slurm.account"]
+        + b", output: "
+        + fields["slurm.output"]
+        + b"}\nenv: {V: "
+        + fields["env.V"]
+        + b"}\ncommand: [echo, "
+        + fields["command[1]"]
+        + b"]\nimage: "
+        + fields["image"]
+        + b"\n"
+    )
 
 
 RAW = {
@@ -179,13 +232,17 @@ def test_a_bad_character_outside_any_field_is_still_refused():
 
 # -- the config file -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("where,text", [
-    ("clusters[0].name", 'clusters:\n  - {name: "a\\0b", kind: local}\n'),
-    ("clusters[0].ssh", 'clusters:\n  - {name: a, kind: slurm, ssh: "u@h\\e"}\n'),
-    ("theme", 'theme: "x\\ud800"\nclusters:\n  - {name: a, kind: local}\n'),
-    ("keymap.quit", 'keymap: {quit: "q\\x01"}\nclusters:\n  - {name: a, kind: local}\n'),
-    ("clusters[0].defaults.workdir", 'clusters:\n  - name: a\n    kind: local\n    defaults: {workdir: "/w\\0"}\n'),
-])
+
+@pytest.mark.parametrize(
+    "where,text",
+    [
+        ("clusters[0].name", 'clusters:\n  - {name: "a\\0b", kind: local}\n'),
+        ("clusters[0].ssh", 'clusters:\n  - {name: a, kind: slurm, ssh: "u@h\\e"}\n'),
+        ("theme", 'theme: "x\\ud800"\nclusters:\n  - {name: a, kind: local}\n'),
+        ("keymap.quit", 'keymap: {quit: "q\\x01"}\nclusters:\n  - {name: a, kind: local}\n'),
+        ("clusters[0].defaults.workdir", 'clusters:\n  - name: a\n    kind: local\n    defaults: {workdir: "/w\\0"}\n'),
+    ],
+)
 def test_config_fields_refuse_bad_characters(where, text):
     with pytest.raises(SpecError) as info:
         parse_config(text, "config.yaml", env={})
@@ -195,8 +252,12 @@ def test_config_fields_refuse_bad_characters(where, text):
 
 
 def test_config_multi_line_fields_keep_their_lines():
-    config = parse_config('clusters:\n  - name: a\n    kind: local\n    description: "one\\ntwo"\n'
-                          '    defaults: {command: "echo a\\necho b"}\n', "config.yaml", env={})
+    config = parse_config(
+        'clusters:\n  - name: a\n    kind: local\n    description: "one\\ntwo"\n'
+        '    defaults: {command: "echo a\\necho b"}\n',
+        "config.yaml",
+        env={},
+    )
     assert config.clusters[0].description == "one\ntwo"
     assert config.clusters[0].defaults["command"] == "echo a\necho b"
 

@@ -58,7 +58,7 @@ def test_empty_document():
 def test_syntax_error_is_located():
     with pytest.raises(SpecError) as info:
         load_yaml("name: ok\ncommand: [unclosed\nother: 1\n", "s.yaml")
-    (file, line, field, message), = info.value.problems
+    ((file, line, field, message),) = info.value.problems
     assert file == "s.yaml"
     assert line >= 2
     assert field == ""
@@ -102,8 +102,18 @@ def test_invalid_scalar_value_is_a_located_error_not_a_crash(text):
 
 @pytest.mark.parametrize(
     "value, shown",
-    [("two", '"two"'), ("", '""'), (None, "null"), (True, "true"), (False, "false"), (3, "3"), (1.5, "1.5"),
-     ({"a": 1}, "a mapping"), ([1], "a list"), ('say "hi"', '"say \\"hi\\""')],
+    [
+        ("two", '"two"'),
+        ("", '""'),
+        (None, "null"),
+        (True, "true"),
+        (False, "false"),
+        (3, "3"),
+        (1.5, "1.5"),
+        ({"a": 1}, "a mapping"),
+        ([1], "a list"),
+        ('say "hi"', '"say \\"hi\\""'),
+    ],
 )
 def test_show(value, shown):
     assert show(value) == shown
@@ -157,10 +167,16 @@ def test_mapping_rejects_non_mapping():
 
 @pytest.mark.parametrize(
     "value, minimum, expected, problem",
-    [(3, 0, 3, None), (0, 0, 0, None), (-1, 0, None, "expected a whole number >= 0, got -1"),
-     (0, 1, None, "expected a whole number >= 1, got 0"), (True, 0, None, "expected a whole number >= 0, got true"),
-     (2.0, 0, None, "expected a whole number >= 0, got 2.0"), ("2", 0, None, 'expected a whole number >= 0, got "2"'),
-     (None, 0, None, None)],
+    [
+        (3, 0, 3, None),
+        (0, 0, 0, None),
+        (-1, 0, None, "expected a whole number >= 0, got -1"),
+        (0, 1, None, "expected a whole number >= 1, got 0"),
+        (True, 0, None, "expected a whole number >= 0, got true"),
+        (2.0, 0, None, "expected a whole number >= 0, got 2.0"),
+        ("2", 0, None, 'expected a whole number >= 0, got "2"'),
+        (None, 0, None, None),
+    ],
 )
 def test_whole(value, minimum, expected, problem):
     check = checker()
@@ -176,7 +192,8 @@ def test_number_and_boolean():
     assert check.boolean("b", True) is True
     assert check.boolean("b", "yes please") is None
     assert [p[3] for p in check.problems] == [
-        "expected a number >= 0.5, got 0.1", 'expected a number >= 0, got "x"',
+        "expected a number >= 0.5, got 0.1",
+        'expected a number >= 0, got "x"',
         'expected true or false, got "yes please"',
     ]
 
@@ -198,8 +215,21 @@ def test_string_choices_and_emptiness():
 
 @pytest.mark.parametrize(
     "value, mb",
-    [(512, 512), ("512", 512), ("512M", 512), ("512Mi", 512), ("512MiB", 512), ("16G", 16384), ("16Gi", 16384),
-     ("16 GB", 16384), ("1T", 1024 * 1024), ("1.5G", 1536), ("2048K", 2), ("0.5g", 512), ("1048576B", 1)],
+    [
+        (512, 512),
+        ("512", 512),
+        ("512M", 512),
+        ("512Mi", 512),
+        ("512MiB", 512),
+        ("16G", 16384),
+        ("16Gi", 16384),
+        ("16 GB", 16384),
+        ("1T", 1024 * 1024),
+        ("1.5G", 1536),
+        ("2048K", 2),
+        ("0.5g", 512),
+        ("1048576B", 1),
+    ],
 )
 def test_memory_sizes(value, mb):
     check = checker()

@@ -8,12 +8,11 @@ import stat
 
 import pytest
 from determined.common.api import authentication
+from dethelpers import BOB_CMD, CMD_ID, PASSWORD, cache_token, make_backend, seed
 
 from yanflow_tui.backends.determined.session import AuthRequired, make_cert
 from yanflow_tui.errors import BackendError, BackendUnavailable
 from yanflow_tui.model import GpuState, JobKind, JobState
-
-from dethelpers import BOB_CMD, CMD_ID, PASSWORD, cache_token, make_backend, seed
 
 
 def paths(master, method=None):
@@ -174,8 +173,11 @@ async def test_actions_reach_the_right_endpoints(backend, master):
     await backend.cancel("trial-121")
     await backend.cancel(f"cmd-{CMD_ID[:8]}")
     assert paths(master, "POST") == [
-        "/api/v1/experiments/12/pause", "/api/v1/experiments/12/activate", "/api/v1/experiments/12/kill",
-        "/api/v1/trials/121/kill", f"/api/v1/commands/{CMD_ID}/kill",
+        "/api/v1/experiments/12/pause",
+        "/api/v1/experiments/12/activate",
+        "/api/v1/experiments/12/kill",
+        "/api/v1/trials/121/kill",
+        f"/api/v1/commands/{CMD_ID}/kill",
     ]
     jobs = {j.id: j for j in await backend.list_jobs()}
     assert jobs["exp-12"].state is JobState.COMPLETING and jobs["trial-121"].raw_state == "STOPPING_KILLED"
@@ -197,7 +199,9 @@ def test_state_mapping_of_finished_commands():
     term = bindings.taskv1State.TERMINATED
     assert task_state(term, None)[0] is JobState.COMPLETED
     assert task_state(term, "command exited successfully")[0] is JobState.COMPLETED
-    failed = task_state(term, "resources failed with non-zero exit code: container failed with non-zero exit code: 3 (exit code 3)")
+    failed = task_state(
+        term, "resources failed with non-zero exit code: container failed with non-zero exit code: 3 (exit code 3)"
+    )
     assert failed[0] is JobState.FAILED and failed[3] == 3
     assert task_state(term, "task killed by user")[0] is JobState.CANCELLED
     assert task_state(bindings.taskv1State.QUEUED, None)[:3] == (JobState.PENDING, "QUEUED", "queued")

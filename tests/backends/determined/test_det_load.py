@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from collections import Counter
 
+from dethelpers import cache_token, make_backend, seed
+
 from yanflow_tui.config import Config
 from yanflow_tui.hub import Hub
-
-from dethelpers import cache_token, make_backend, seed  # noqa: F401 - master fixture
-
 
 REFRESHES = 12  # a minute at the default 5 s
 
 
-async def test_one_kept_alive_connection_and_one_call_per_list_endpoint_per_refresh(master):  # noqa: F811
+async def test_one_kept_alive_connection_and_one_call_per_list_endpoint_per_refresh(master):
     cache_token(master)
     seed(master)
     backend = make_backend(master)

@@ -9,6 +9,8 @@ import logging
 import sys
 
 import pytest
+from dethelpers import PASSWORD, cache_token, make_backend, seed
+from paths import SAMPLES
 
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.determined.session import DEFAULT_RETRIES
@@ -16,9 +18,6 @@ from yanflow_tui.config import ClusterConfig, Config
 from yanflow_tui.errors import BackendUnavailable, ReadOnlyError
 from yanflow_tui.hub import Health, Hub
 from yanflow_tui.spec import load_spec
-
-from paths import SAMPLES
-from dethelpers import PASSWORD, cache_token, make_backend, seed
 
 
 async def test_master_503_marks_the_cluster_stale_then_it_recovers(master):
@@ -83,7 +82,7 @@ async def test_a_password_never_reaches_a_log_or_a_file(master, caplog, capfd, h
     prompted = make_backend(master, name="det2", user="bob")
     try:
         await prompted.list_jobs()
-    except Exception:  # noqa: BLE001 - AuthRequired, then the prompt
+    except Exception:
         pass
     with pytest.raises(Exception):
         await prompted.login("bob-wrong-" + PASSWORD)

@@ -10,11 +10,10 @@ import os
 import tarfile
 
 import pytest
+from dethelpers import CMD_ID
 
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import LogLine, MetricPoint
-
-from dethelpers import CMD_ID
 
 
 async def _next(stream, timeout=10.0):
@@ -79,9 +78,12 @@ async def test_metrics_of_a_trial(backend, master):
     master.add_metrics(120, "validation", [(20, {"validation_loss": 0.5, "accuracy": 0.8})])
     points = await backend.metrics("trial-120")
     assert points == [
-        MetricPoint("loss", 10, 0.9), MetricPoint("lr", 10, 0.01),
-        MetricPoint("loss", 20, 0.7), MetricPoint("lr", 20, 0.01),
-        MetricPoint("accuracy", 20, 0.8, "validation"), MetricPoint("validation_loss", 20, 0.5, "validation"),
+        MetricPoint("loss", 10, 0.9),
+        MetricPoint("lr", 10, 0.01),
+        MetricPoint("loss", 20, 0.7),
+        MetricPoint("lr", 20, 0.01),
+        MetricPoint("accuracy", 20, 0.8, "validation"),
+        MetricPoint("validation_loss", 20, 0.5, "validation"),
     ]
     with pytest.raises(BackendError, match="per trial"):
         await backend.metrics("exp-12")

@@ -11,14 +11,13 @@ import textwrap
 
 import pytest
 import yaml
+from jobhelpers import run_cli
+from paths import SAMPLES
 
 from yanflow_tui.backends.determined import submit as det_submit
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import JobState
 from yanflow_tui.spec import load_spec, spec_from_data
-
-from paths import SAMPLES
-from jobhelpers import run_cli
 
 
 def posts(master, path):
@@ -32,8 +31,10 @@ async def test_command_sample_becomes_a_launch_command(backend, master):
     assert config["entrypoint"][:2] == ["/bin/sh", "-c"]
     assert config["entrypoint"][2].startswith("nvidia-smi && python3 -c")
     assert config["resources"] == {"slots": 1, "resource_pool": "default"}
-    assert config["environment"] == {"image": "determinedai/pytorch-ngc:0.38.1",
-                                     "environment_variables": ["PYTHONUNBUFFERED=1"]}
+    assert config["environment"] == {
+        "image": "determinedai/pytorch-ngc:0.38.1",
+        "environment_variables": ["PYTHONUNBUFFERED=1"],
+    }
     assert config["bind_mounts"] == [{"host_path": "/mnt/datasets", "container_path": "/data", "read_only": True}]
     assert config["description"].startswith("det-nvidia-smi #yf-")
     assert job_id.startswith("cmd-") and len(job_id) == 12
@@ -56,8 +57,12 @@ async def test_hpsearch_sample_becomes_an_experiment_with_its_context(backend, m
 
     (sent,) = posts(master, "/api/v1/experiments")
     config = yaml.safe_load(sent.body["config"])
-    assert config["searcher"] == {"name": "random", "metric": "validation_loss", "smaller_is_better": True,
-                                  "max_trials": 8}
+    assert config["searcher"] == {
+        "name": "random",
+        "metric": "validation_loss",
+        "smaller_is_better": True,
+        "max_trials": 8,
+    }
     assert config["hyperparameters"]["lr"] == {"type": "log", "base": 10, "minval": -4, "maxval": -1}
     assert config["hyperparameters"]["epochs"] == 3
     assert config["resources"] == {"slots_per_trial": 2, "resource_pool": "default"}
@@ -75,20 +80,38 @@ async def test_hpsearch_sample_becomes_an_experiment_with_its_context(backend, m
 
 
 def _experiment(launcher: str, command="python3 train.py --epochs 3", **det):
-    return spec_from_data({"name": "x", "kind": "experiment", "command": command, "launcher": launcher,
-                           "resources": {"nodes": 2, "gpus": 4},
-                           "determined": {"searcher": {"name": "single", "metric": "loss"}, **det}})
+    return spec_from_data(
+        {
+            "name": "x",
+            "kind": "experiment",
+            "command": command,
+            "launcher": launcher,
+            "resources": {"nodes": 2, "gpus": 4},
+            "determined": {"searcher": {"name": "single", "metric": "loss"}, **det},
+        }
+    )
 
 
 def test_launchers_map_to_determined_launch_modules():
-    assert det_submit.experiment_config(_experiment("deepspeed"))["entrypoint"] == \
-        "python3 -m determined.launch.deepspeed python3 train.py --epochs 3"
+    assert (
+        det_submit.experiment_config(_experiment("deepspeed"))["entrypoint"]
+        == "python3 -m determined.launch.deepspeed python3 train.py --epochs 3"
+    )
     assert det_submit.experiment_config(_experiment("none"))["entrypoint"] == "python3 train.py --epochs 3"
     argv = _experiment("torchrun", command=["python3", "train.py", "--name", "a b; rm -rf /"])
     assert det_submit.experiment_config(argv)["entrypoint"] == [
-        "python3", "-m", "determined.launch.torch_distributed", "python3", "train.py", "--name", "a b; rm -rf /"]
-    assert det_submit.experiment_config(_experiment("none", entrypoint="model_def:Trial"))["entrypoint"] == \
-        "model_def:Trial"
+        "python3",
+        "-m",
+        "determined.launch.torch_distributed",
+        "python3",
+        "train.py",
+        "--name",
+        "a b; rm -rf /",
+    ]
+    assert (
+        det_submit.experiment_config(_experiment("none", entrypoint="model_def:Trial"))["entrypoint"]
+        == "model_def:Trial"
+    )
     assert det_submit.experiment_config(_experiment("none"))["resources"]["slots_per_trial"] == 8
 
 
@@ -107,12 +130,14 @@ async def test_context_over_the_limit_is_refused_with_a_clear_error(backend, mas
     (tmp_path / "ctx").mkdir()
     (tmp_path / "ctx" / "big.bin").write_bytes(b"\0" * 4000)
     spec_file = tmp_path / "exp.yaml"
-    spec_file.write_text(textwrap.dedent("""\
+    spec_file.write_text(
+        textwrap.dedent("""\
         name: big
         kind: experiment
         command: python3 train.py
         determined: {context: ctx, searcher: {name: single, metric: loss}}
-    """))
+    """)
+    )
     monkeypatch.setattr(det_submit, "CONTEXT_LIMIT", 1000)
     with pytest.raises(BackendError, match=r"more than the master accepts .*\.detignore"):
         await backend.submit(load_spec(spec_file))
@@ -177,8 +202,11 @@ async def test_an_unreachable_master_fails_the_submit_at_once(home):
     from yanflow_tui.backends.determined.backend import DeterminedBackend
     from yanflow_tui.config import ClusterConfig
 
-    det = DeterminedBackend(ClusterConfig("det", "determined", options={"master": "http://127.0.0.1:9"}),
-                            env={"DET_USER": "alice", "DET_USER_TOKEN": "t"}, retries=0)
+    det = DeterminedBackend(
+        ClusterConfig("det", "determined", options={"master": "http://127.0.0.1:9"}),
+        env={"DET_USER": "alice", "DET_USER_TOKEN": "t"},
+        retries=0,
+    )
     with pytest.raises(BackendError, match="submit failed: cannot reach the master at http://127.0.0.1:9"):
         await det.submit(spec_from_data({"name": "c", "kind": "single", "command": "true"}))
 

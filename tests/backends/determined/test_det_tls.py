@@ -12,26 +12,32 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from dethelpers import FakeMaster, make_backend, seed
 
 from yanflow_tui.errors import BackendError
-
-from dethelpers import FakeMaster, make_backend, seed
 
 
 def _self_signed(tmp_path):
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "det-master.test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-            .sign(key, hashes.SHA256()))
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
     cert_file, key_file = tmp_path / "master.crt", tmp_path / "master.key"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert_file, key_file)
     return cert_file, context
@@ -55,21 +61,23 @@ def tls_master(home, tmp_path, monkeypatch):
 async def test_untrusted_certificate_is_refused(tls_master):
     master, _ = tls_master
     det = make_backend(master, env={"DET_USER": "alice", "DET_USER_TOKEN": master.token_for("alice")})
-    with pytest.raises(BackendError, match="listing jobs: the TLS certificate of https://127.0.0.1:.* could not be verified"):
+    with pytest.raises(
+        BackendError, match="listing jobs: the TLS certificate of https://127.0.0.1:.* could not be verified"
+    ):
         await det.list_jobs()
     assert master.requests == []  # the handshake failed: no request was served
 
 
 async def test_cert_file_is_trusted(tls_master):
     master, cert_file = tls_master
-    det = make_backend(master, env={"DET_USER": "alice", "DET_USER_TOKEN": master.token_for("alice")},
-                       cert=str(cert_file))
+    det = make_backend(
+        master, env={"DET_USER": "alice", "DET_USER_TOKEN": master.token_for("alice")}, cert=str(cert_file)
+    )
     assert master.url.startswith("https://")
     assert "exp-12" in {j.id for j in await det.list_jobs()}
 
 
 async def test_noverify_skips_verification(tls_master):
     master, _ = tls_master
-    det = make_backend(master, env={"DET_USER": "alice", "DET_USER_TOKEN": master.token_for("alice")},
-                       noverify=True)
+    det = make_backend(master, env={"DET_USER": "alice", "DET_USER_TOKEN": master.token_for("alice")}, noverify=True)
     assert "exp-12" in {j.id for j in await det.list_jobs()}

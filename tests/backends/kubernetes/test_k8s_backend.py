@@ -8,23 +8,25 @@ import asyncio
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from fakes.k8s_api import make_job, make_pod
+from k8shelpers import cluster, eventually
+from paths import SAMPLES
 
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.errors import BackendError, ReadOnlyError
 from yanflow_tui.model import GpuState, JobKind, JobState
 from yanflow_tui.spec import load_spec
 
-from paths import SAMPLES
-from fakes.k8s_api import make_job, make_pod
-from k8shelpers import cluster, eventually
-
 NS = "ml"
 
 
 def lists(emu, resource_path: str) -> int:
     """How many plain lists (not watches) of ``resource_path`` reached the emulator."""
-    return sum(1 for m, p in emu.requests
-               if m == "GET" and urlsplit(p).path == resource_path and "watch" not in parse_qs(urlsplit(p).query))
+    return sum(
+        1
+        for m, p in emu.requests
+        if m == "GET" and urlsplit(p).path == resource_path and "watch" not in parse_qs(urlsplit(p).query)
+    )
 
 
 @pytest.fixture
@@ -106,6 +108,7 @@ async def test_410_mid_watch_relists_and_misses_nothing(emulator, backend, as_ht
         emulator.history.clear()
         for queue in list(emulator._watchers):
             queue.put_nowait(None)
+
     emulator._call(silent())
 
     await eventually(lambda: _job_ids(backend, {"ml/old", "ml/new"}), what="re-listed jobs")
@@ -124,8 +127,10 @@ async def test_a_watch_that_simply_ends_resumes_from_its_resource_version_withou
     last_rv = backend._reflectors["pods"].resource_version
     watches_before = len([p for m, p in emulator.requests if "watch=" in p and "/pods" in p])
     emulator.end_watches()  # as the server does when timeoutSeconds runs out
-    await eventually(lambda: len([p for m, p in emulator.requests if "watch=" in p and "/pods" in p])
-                     > watches_before, what="re-watch")
+    await eventually(
+        lambda: len([p for m, p in emulator.requests if "watch=" in p and "/pods" in p]) > watches_before,
+        what="re-watch",
+    )
     rewatch = [p for m, p in emulator.requests if "watch=" in p and "/pods" in p][-1]
     assert f"resourceVersion={last_rv}" in rewatch
     emulator.put("pods", make_pod("late", NS, node="gpu-a", gpus=2))
@@ -149,6 +154,7 @@ async def test_losing_the_api_server_raises_then_recovers_with_the_cache_kept(em
         except BackendError as exc:
             return str(exc)
         return None
+
     message = await eventually(refused, what="unreachable error")
     assert message.startswith("API server unreachable:")
     with pytest.raises(BackendError, match="unreachable"):
@@ -190,15 +196,20 @@ async def test_submit_torchrun_sample_creates_indexed_job_and_service_and_shows_
     await backend.cancel(job_id)
     assert emulator.get("jobs", NS, name) is None and emulator.get("services", NS, name) is None
     deletes = [p for m, p in emulator.requests if m == "DELETE"]
-    assert any(p.startswith(f"/apis/batch/v1/namespaces/{NS}/jobs/{name}") and "propagationPolicy=Background" in p
-               for p in deletes)
+    assert any(
+        p.startswith(f"/apis/batch/v1/namespaces/{NS}/jobs/{name}") and "propagationPolicy=Background" in p
+        for p in deletes
+    )
     await eventually(lambda: _gpus_allocated(backend, "gpu-a", 0), what="pods gone after cancel")
 
 
 async def _rows_with_children(backend, job_id, count):
     rows = {j.id: j for j in await backend.list_jobs()}
-    if job_id in rows and sum(1 for j in rows.values() if j.parent == job_id) == count \
-            and rows[job_id].state is JobState.RUNNING:
+    if (
+        job_id in rows
+        and sum(1 for j in rows.values() if j.parent == job_id) == count
+        and rows[job_id].state is JobState.RUNNING
+    ):
         return rows
     return None
 
@@ -230,18 +241,44 @@ async def test_a_foreign_job_with_the_same_name_is_an_error_not_a_success(emulat
 async def test_pending_reasons_and_describe_with_events(emulator, backend):
     emulator.add_node("gpu-a", 8)
     emulator.put("jobs", make_job("big", NS, gpus=16))
-    emulator.put("pods", make_pod("big-1", NS, gpus=16, phase="Pending", job="big",
-                                  unschedulable="0/1 nodes are available: 1 Insufficient nvidia.com/gpu."))
+    emulator.put(
+        "pods",
+        make_pod(
+            "big-1",
+            NS,
+            gpus=16,
+            phase="Pending",
+            job="big",
+            unschedulable="0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
+        ),
+    )
     emulator.put("jobs", make_job("badimg", NS))
-    emulator.put("pods", make_pod("badimg-1", NS, node="gpu-a", phase="Pending", job="badimg",
-                                  waiting="ImagePullBackOff"))
-    emulator.put("jobs", make_job("done", NS, status_={"succeeded": 1, "completionTime": "2026-11-29T12:05:00Z",
-                                                      "conditions": [{"type": "Complete", "status": "True"}]}))
-    emulator.put("events", {"metadata": {"name": "big-1.1", "namespace": NS},
-                            "involvedObject": {"kind": "Pod", "name": "big-1", "namespace": NS},
-                            "reason": "FailedScheduling", "type": "Warning",
-                            "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
-                            "lastTimestamp": "2026-11-29T12:00:00Z"})
+    emulator.put(
+        "pods", make_pod("badimg-1", NS, node="gpu-a", phase="Pending", job="badimg", waiting="ImagePullBackOff")
+    )
+    emulator.put(
+        "jobs",
+        make_job(
+            "done",
+            NS,
+            status_={
+                "succeeded": 1,
+                "completionTime": "2026-11-29T12:05:00Z",
+                "conditions": [{"type": "Complete", "status": "True"}],
+            },
+        ),
+    )
+    emulator.put(
+        "events",
+        {
+            "metadata": {"name": "big-1.1", "namespace": NS},
+            "involvedObject": {"kind": "Pod", "name": "big-1", "namespace": NS},
+            "reason": "FailedScheduling",
+            "type": "Warning",
+            "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
+            "lastTimestamp": "2026-11-29T12:00:00Z",
+        },
+    )
     jobs = {j.id: j for j in await backend.list_jobs()}
     assert (jobs["ml/big"].state, jobs["ml/big"].reason) == (JobState.PENDING, "Unschedulable")
     assert (jobs["ml/badimg"].state, jobs["ml/badimg"].reason) == (JobState.PENDING, "ImagePullBackOff")
@@ -279,12 +316,16 @@ async def test_logs_of_two_pods_merge_with_rank_sources_and_follow_ends_with_the
         emulator.set_pod_phase(NS, pod, "Succeeded")
     emulator.patch("jobs", NS, name, {"status": {"conditions": [{"type": "Complete", "status": "True"}]}})
     await asyncio.wait_for(task, 10)
-    assert sorted(seen) == sorted([
-        ("rank 0", "rank0 step 1"), ("rank 1", "rank1 step 1"), ("rank 1", "rank1 step 2"),
-        ("rank 1", "rank1 [bold]markup[/] stays text"), ("rank 0", "rank0 step 2"),
-    ])
-    assert [t for s, t in seen if s == "rank 1"] == ["rank1 step 1", "rank1 step 2",
-                                                     "rank1 [bold]markup[/] stays text"]
+    assert sorted(seen) == sorted(
+        [
+            ("rank 0", "rank0 step 1"),
+            ("rank 1", "rank1 step 1"),
+            ("rank 1", "rank1 step 2"),
+            ("rank 1", "rank1 [bold]markup[/] stays text"),
+            ("rank 0", "rank0 step 2"),
+        ]
+    )
+    assert [t for s, t in seen if s == "rank 1"] == ["rank1 step 1", "rank1 step 2", "rank1 [bold]markup[/] stays text"]
 
 
 async def test_previous_container_logs_come_first_as_their_own_source(emulator, backend):
@@ -295,8 +336,11 @@ async def test_previous_container_logs_come_first_as_their_own_source(emulator, 
     emulator.write_log(NS, "crashy-0-x", "before the crash", "CUDA error: out of memory", previous=True)
     emulator.write_log(NS, "crashy-0-x", "second try")
     lines = [(l.source, l.text) async for l in backend.stream_logs("ml/crashy")]
-    assert lines == [("rank 0 (previous)", "before the crash"), ("rank 0 (previous)", "CUDA error: out of memory"),
-                     ("rank 0", "second try")]
+    assert lines == [
+        ("rank 0 (previous)", "before the crash"),
+        ("rank 0 (previous)", "CUDA error: out of memory"),
+        ("rank 0", "second try"),
+    ]
     jobs = {j.id: j for j in await backend.list_jobs()}
     assert jobs["ml/crashy"].kind is JobKind.MULTI_NODE
     assert jobs["ml/crashy/crashy-0-x"].exit_code == 137
@@ -313,8 +357,9 @@ async def test_closing_a_followed_log_stops_its_reader_threads(emulator, backend
     await stream.aclose()
     import threading
 
-    await eventually(lambda: not [t for t in threading.enumerate() if t.name.startswith("k8s-log-")],
-                     what="log threads gone")
+    await eventually(
+        lambda: not [t for t in threading.enumerate() if t.name.startswith("k8s-log-")], what="log threads gone"
+    )
 
 
 async def test_read_only_refuses_before_any_request(emulator, kubeconfig):
@@ -353,18 +398,34 @@ async def test_context_option_and_exec_auth_plugin_as_kubectl_uses_them(emulator
     import yaml
 
     plugin = tmp_path / "token-plugin"
-    plugin.write_text(f"#!{sys.executable}\nimport json\nprint(json.dumps({{'apiVersion': "
-                      "'client.authentication.k8s.io/v1beta1', 'kind': 'ExecCredential', "
-                      "'status': {'token': 'exec-token-123'}}))\n")
+    plugin.write_text(
+        f"#!{sys.executable}\nimport json\nprint(json.dumps({{'apiVersion': "
+        "'client.authentication.k8s.io/v1beta1', 'kind': 'ExecCredential', "
+        "'status': {'token': 'exec-token-123'}}))\n"
+    )
     plugin.chmod(plugin.stat().st_mode | stat.S_IEXEC)
     config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "emu",
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "emu",
         "clusters": [{"name": "emu", "cluster": {"server": emulator.url}}],
-        "users": [{"name": "alice", "user": {"token": "static"}},
-                  {"name": "bob", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
-                                                    "command": str(plugin), "interactiveMode": "Never"}}}],
-        "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "alice", "namespace": "ml"}},
-                     {"name": "team-b", "context": {"cluster": "emu", "user": "bob", "namespace": "team-b"}}],
+        "users": [
+            {"name": "alice", "user": {"token": "static"}},
+            {
+                "name": "bob",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": str(plugin),
+                        "interactiveMode": "Never",
+                    }
+                },
+            },
+        ],
+        "contexts": [
+            {"name": "emu", "context": {"cluster": "emu", "user": "alice", "namespace": "ml"}},
+            {"name": "team-b", "context": {"cluster": "emu", "user": "bob", "namespace": "team-b"}},
+        ],
     }
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(config))
@@ -393,6 +454,7 @@ async def test_a_user_who_may_not_list_nodes_still_sees_jobs(emulator, backend):
             await backend.list_jobs()
         except BackendError as exc:
             return str(exc)
+
     message = await eventually(refused, what="forbidden jobs")
     assert message.startswith("listing jobs: HTTP 403") and "forbidden" in message
 
@@ -421,6 +483,7 @@ def assert_reconnected(statuses: list[str]) -> None:
     still away may add a pair)."""
     words = [s.split(" ")[0] for s in statuses]
     assert words[0] == "reconnecting…" and words[-1] == "reconnected:" and "reconnected:" in words, statuses
+
 
 async def test_a_followed_log_resumes_after_the_api_server_returns_without_repeating_lines(emulator, backend):
     emulator.put("jobs", make_job("long", NS))
@@ -463,12 +526,15 @@ async def test_a_log_stream_cut_mid_line_resumes_without_loss_or_repeats_in_a_sh
     await asyncio.wait_for(task, 15)
     assert seen == [f"line {i}" for i in range(1, 8)]
     assert_reconnected(statuses)
-    assert any("sinceTime=2026-11-29T12%3A00%3A00Z" in path or "sinceTime=2026-11-29T12:00:00Z" in path
-               for _, path in emulator.requests), [p for _, p in emulator.requests if "/log" in p]
+    assert any(
+        "sinceTime=2026-11-29T12%3A00%3A00Z" in path or "sinceTime=2026-11-29T12:00:00Z" in path
+        for _, path in emulator.requests
+    ), [p for _, p in emulator.requests if "/log" in p]
 
 
 async def test_a_create_whose_answer_is_lost_and_then_the_server_is_gone_is_unknown_and_a_retry_finds_it(
-        emulator, kubeconfig):
+    emulator, kubeconfig
+):
     from yanflow_tui.errors import SubmitUnknown
 
     backend = KubernetesBackend(cluster(kubeconfig), request_timeout=0.5)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from fakes.k8s_api import make_job, make_pod
 from jobhelpers import run_cli
 from paths import SAMPLES
@@ -20,8 +19,9 @@ TORCHRUN = str(SAMPLES / "k8s-torchrun.yaml")
 @pytest.fixture
 def config(home, tmp_path, kubeconfig) -> Path:
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"clusters": [{"name": "k8s", "kind": "kubernetes",
-                                                  "kubeconfig": str(kubeconfig)}]}))
+    path.write_text(
+        yaml.safe_dump({"clusters": [{"name": "k8s", "kind": "kubernetes", "kubeconfig": str(kubeconfig)}]})
+    )
     return path
 
 
@@ -87,8 +87,9 @@ def test_unreachable_api_server_is_one_clear_line(emulator, config):
 
 def test_a_spec_kubernetes_cannot_run_is_refused_with_file_and_field_before_any_request(emulator, config, tmp_path):
     spec = tmp_path / "bad.yaml"
-    spec.write_text("name: bad\nkind: single\ncommand: [python, x.py]\n"
-                    "mounts: [{source: relative/dir, target: /data}]\n")
+    spec.write_text(
+        "name: bad\nkind: single\ncommand: [python, x.py]\nmounts: [{source: relative/dir, target: /data}]\n"
+    )
     result = run_cli("submit", str(spec), "--config", str(config))
     assert result.returncode == 1
     assert f"{spec}: mounts[0].source: expected pvc:CLAIM" in result.stderr

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from fakes.k8s_api import make_job, make_node, make_pod
 
 NS = "ml"
@@ -23,7 +22,7 @@ def api(kubeconfig):
 
 
 def deserialize(api_client, data: dict, klass: str):
-    return api_client._ApiClient__deserialize(data, klass)  # noqa: SLF001
+    return api_client._ApiClient__deserialize(data, klass)
 
 
 def test_lists_and_objects_deserialise_into_the_clients_models(emulator, api):
@@ -37,8 +36,9 @@ def test_lists_and_objects_deserialise_into_the_clients_models(emulator, api):
     assert int(pods.metadata.resource_version) == emulator.rv
     assert pods.items[1].status.conditions[0].reason == "Unschedulable"
     assert [p.metadata.name for p in core.list_namespaced_pod(NS, label_selector="job-name=j2").items] == ["p2"]
-    assert [p.metadata.name for p in core.list_pod_for_all_namespaces(
-        field_selector="metadata.namespace=other").items] == ["p3"]
+    assert [
+        p.metadata.name for p in core.list_pod_for_all_namespaces(field_selector="metadata.namespace=other").items
+    ] == ["p3"]
     node = core.read_node("gpu-a", _request_timeout=5)
     assert node.status.allocatable["nvidia.com/gpu"] == "8"
     assert core.list_node().items[0].metadata.labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB"
@@ -98,12 +98,23 @@ def test_logs_events_and_restart_on_the_same_port(emulator, api):
     # as the backend does)
     raw = core.read_namespaced_pod_log("p1", NS, _preload_content=False, _request_timeout=5)
     assert raw.data == b"line 1\nline 2\n" and raw.headers["Content-Type"].startswith("text/plain")
-    stamped = core.read_namespaced_pod_log("p1", NS, timestamps=True, _preload_content=False,
-                                           _request_timeout=5).data.decode().splitlines()
+    stamped = (
+        core.read_namespaced_pod_log("p1", NS, timestamps=True, _preload_content=False, _request_timeout=5)
+        .data.decode()
+        .splitlines()
+    )
     assert stamped[0].endswith("Z line 1")
-    emulator.put("events", {"metadata": {"name": "p1.1", "namespace": NS}, "involvedObject": {"kind": "Pod",
-                            "name": "p1", "namespace": NS}, "reason": "Pulled", "type": "Normal",
-                            "message": "pulled", "lastTimestamp": "2026-11-29T12:00:00Z"})
+    emulator.put(
+        "events",
+        {
+            "metadata": {"name": "p1.1", "namespace": NS},
+            "involvedObject": {"kind": "Pod", "name": "p1", "namespace": NS},
+            "reason": "Pulled",
+            "type": "Normal",
+            "message": "pulled",
+            "lastTimestamp": "2026-11-29T12:00:00Z",
+        },
+    )
     events = core.list_namespaced_event(NS, field_selector="involvedObject.name=p1", _request_timeout=5)
     assert [e.reason for e in events.items] == ["Pulled"]
     assert core.list_namespaced_event(NS, field_selector="involvedObject.name=p9").items == []

@@ -15,15 +15,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from paths import DATA as TEST_DATA
+from paths import SAMPLES
 
 from yanflow_tui.backends.kubernetes import manifests as m
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import JobKind, Mount
 from yanflow_tui.spec import load_spec, parse_spec
-
-from paths import SAMPLES
-
-from paths import DATA as TEST_DATA
 
 SITE = TEST_DATA / "k8s"  # samples as one site pins them: PVCs, a GPU product
 
@@ -34,7 +32,7 @@ def deserialize(obj: dict, klass: str):
     """The official client's own model classes accept the shape (required fields enforced)."""
     from kubernetes.client import ApiClient
 
-    return ApiClient()._ApiClient__deserialize(json.loads(json.dumps(obj)), klass)  # noqa: SLF001
+    return ApiClient()._ApiClient__deserialize(json.loads(json.dumps(obj)), klass)
 
 
 def pod_env(container: dict, index: int) -> dict[str, str]:
@@ -97,8 +95,12 @@ def test_torchrun_sample_is_an_indexed_job_with_a_headless_service(fake_launcher
         {"name": "vol-0", "persistentVolumeClaim": {"claimName": "team-datasets"}},
         {"name": "vol-1", "persistentVolumeClaim": {"claimName": "team-home"}},
     ]
-    assert container["volumeMounts"][0] == {"name": "vol-0", "mountPath": "/data", "readOnly": True,
-                                            "subPath": "imagenet"}
+    assert container["volumeMounts"][0] == {
+        "name": "vol-0",
+        "mountPath": "/data",
+        "readOnly": True,
+        "subPath": "imagenet",
+    }
     assert container["workingDir"] == "/workspace/project"
     # honest API shapes, as the client's own models read them
     assert deserialize(job, "V1Job").spec.completion_mode == "Indexed"
@@ -110,9 +112,17 @@ def test_torchrun_sample_is_an_indexed_job_with_a_headless_service(fake_launcher
         assert (env["MASTER_PORT"], env["NNODES"], env["NODE_RANK"]) == ("29500", "2", str(rank))
         assert (env["NPROC_PER_NODE"], env["WORLD_SIZE"]) == ("8", "16")
         assert run_pod(container, rank, fake_launchers) == [
-            "torchrun", "--nnodes=2", f"--node_rank={rank}", "--nproc_per_node=8",
-            f"--master_addr={name}-0.{name}.{NS}.svc", "--master_port=29500",
-            "train.py", "--config", "configs/finetune.yaml", "--epochs", "3",
+            "torchrun",
+            "--nnodes=2",
+            f"--node_rank={rank}",
+            "--nproc_per_node=8",
+            f"--master_addr={name}-0.{name}.{NS}.svc",
+            "--master_port=29500",
+            "train.py",
+            "--config",
+            "configs/finetune.yaml",
+            "--epochs",
+            "3",
         ]
 
 
@@ -121,28 +131,56 @@ def test_deepspeed_and_accelerate_variants_get_their_own_rendezvous_flags(fake_l
     name = ds_job["metadata"]["name"]
     master = f"{name}-0.{name}.{NS}.svc"
     argv = run_pod(ds_job["spec"]["template"]["spec"]["containers"][0], 1, fake_launchers)
-    assert argv == ["deepspeed", "--num_nodes=2", "--num_gpus=8", "--node_rank=1", f"--master_addr={master}",
-                    "--master_port=29500", "--no_ssh", "train.py", "--deepspeed", "--deepspeed_config",
-                    "configs/ds_zero3.json"]
+    assert argv == [
+        "deepspeed",
+        "--num_nodes=2",
+        "--num_gpus=8",
+        "--node_rank=1",
+        f"--master_addr={master}",
+        "--master_port=29500",
+        "--no_ssh",
+        "train.py",
+        "--deepspeed",
+        "--deepspeed_config",
+        "configs/ds_zero3.json",
+    ]
 
     acc_job, _ = m.manifests(load_spec(SAMPLES / "k8s-accelerate.yaml"), "feedfacecafe", NS)
     name = acc_job["metadata"]["name"]
     master = f"{name}-0.{name}.{NS}.svc"
     argv = run_pod(acc_job["spec"]["template"]["spec"]["containers"][0], 0, fake_launchers)
-    assert argv == ["accelerate", "launch", "--multi_gpu", "--num_machines=2", "--num_processes=16",
-                    "--machine_rank=0", f"--main_process_ip={master}", "--main_process_port=29500",
-                    "train.py", "--config", "configs/finetune.yaml", "--epochs", "3"]
+    assert argv == [
+        "accelerate",
+        "launch",
+        "--multi_gpu",
+        "--num_machines=2",
+        "--num_processes=16",
+        "--machine_rank=0",
+        f"--main_process_ip={master}",
+        "--main_process_port=29500",
+        "train.py",
+        "--config",
+        "configs/finetune.yaml",
+        "--epochs",
+        "3",
+    ]
 
 
 def test_hostile_names_and_argv_words_never_become_shell_code(tmp_path, fake_launchers):
     marker = tmp_path / "pwned"
-    spec = parse_spec(json.dumps({
-        "name": f'x"; touch {marker}; echo "$(touch {marker})',
-        "kind": "multi-node", "launcher": "torchrun", "resources": {"nodes": 2, "gpus": 1},
-        "command": ["train.py", f"$(touch {marker})", "a b", "it's"],
-        "env": {"EVIL": f"$(touch {marker})"},
-        "kubernetes": {"master_port": 1234},
-    }))
+    spec = parse_spec(
+        json.dumps(
+            {
+                "name": f'x"; touch {marker}; echo "$(touch {marker})',
+                "kind": "multi-node",
+                "launcher": "torchrun",
+                "resources": {"nodes": 2, "gpus": 1},
+                "command": ["train.py", f"$(touch {marker})", "a b", "it's"],
+                "env": {"EVIL": f"$(touch {marker})"},
+                "kubernetes": {"master_port": 1234},
+            }
+        )
+    )
     job, service = m.manifests(spec, "abcdef012345", NS)
     name = job["metadata"]["name"]
     assert re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", name) and len(name) <= 52
@@ -169,16 +207,21 @@ def test_single_job_shell_line_nfs_and_hostpath_mounts():
         {"name": "vol-0", "nfs": {"server": "nfs.internal", "path": "/export/checkpoints"}},
         {"name": "vol-1", "hostPath": {"path": "/scratch"}},
     ]
-    assert container["resources"] == {"limits": {"nvidia.com/gpu": "1", "cpu": "8", "memory": "32768Mi"},
-                                      "requests": {"cpu": "8", "memory": "32768Mi"}}
+    assert container["resources"] == {
+        "limits": {"nvidia.com/gpu": "1", "cpu": "8", "memory": "32768Mi"},
+        "requests": {"cpu": "8", "memory": "32768Mi"},
+    }
     deserialize(job, "V1Job")
 
 
-@pytest.mark.parametrize("source, message", [
-    ("relative/dir", "expected pvc:CLAIM"),
-    ("pvc:Bad_Claim", "not a valid PVC name"),
-    ("nfs://server-only", "expected nfs://SERVER/PATH"),
-])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("relative/dir", "expected pvc:CLAIM"),
+        ("pvc:Bad_Claim", "not a valid PVC name"),
+        ("nfs://server-only", "expected nfs://SERVER/PATH"),
+    ],
+)
 def test_bad_mount_sources_are_refused_with_the_field(source, message):
     spec = replace(load_spec(SAMPLES / "k8s-single.yaml"), mounts=(Mount(source, "/x"),))
     with pytest.raises(BackendError, match=rf"mounts\[0\]\.source: {message}"):

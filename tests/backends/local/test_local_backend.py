@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from jobhelpers import async_wait_until, cleanup_state_dir, live, run_cli, wait_until
+from paths import SAMPLES
 
 from yanflow_tui import locations
 from yanflow_tui.backends.local import backend as local
@@ -19,9 +21,6 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import GpuState, JobState
 from yanflow_tui.spec import load_spec, spec_from_data
-
-from paths import SAMPLES
-from jobhelpers import async_wait_until, cleanup_state_dir, live, run_cli, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -94,6 +93,7 @@ def child_pids(log: list[str]) -> list[int]:
 
 # -- running ----------------------------------------------------------------------------------------
 
+
 async def test_sample_job_completes_with_all_its_output(make):
     backend = make()
     job_id = await backend.submit(load_spec(SAMPLES / "local-shell.yaml"))
@@ -134,8 +134,9 @@ async def test_workdir_and_env(make, tmp_path):
     workdir = tmp_path / "work dir"
     workdir.mkdir()
     backend = make()
-    job_id = await backend.submit(spec('pwd; echo "FOO=$FOO"; echo "ID=$YANFLOW_JOB_ID"', workdir=str(workdir),
-                                       env={"FOO": "b a r"}))
+    job_id = await backend.submit(
+        spec('pwd; echo "FOO=$FOO"; echo "ID=$YANFLOW_JOB_ID"', workdir=str(workdir), env={"FOO": "b a r"})
+    )
     await wait_for_state(backend, job_id, JobState.COMPLETED)
     assert await lines(backend, job_id) == [str(workdir), "FOO=b a r", f"ID={job_id}"]
 
@@ -168,6 +169,7 @@ async def test_unknown_job_is_a_backend_error(make, bad_id):
 
 
 # -- cancel -----------------------------------------------------------------------------------------
+
 
 async def test_cancel_kills_the_whole_process_group(make):
     backend = make()
@@ -235,6 +237,7 @@ async def test_cancel_a_job_that_ended_unnoticed_keeps_its_real_outcome(make, st
 
 # -- restart ----------------------------------------------------------------------------------------
 
+
 async def test_running_job_survives_a_backend_restart(make, tmp_path):
     go = gate_file(tmp_path)
     first = make()
@@ -290,7 +293,9 @@ async def test_job_that_ended_while_no_backend_was_open(make, state, tmp_path, c
 async def test_jobs_across_processes(state, tmp_path):
     spec_file = tmp_path / "job.yaml"
     go = gate_file(tmp_path)
-    spec_file.write_text(json.dumps({"name": "from-cli", "command": f"echo first-line; {waits_for(go)}; echo last-line"}))
+    spec_file.write_text(
+        json.dumps({"name": "from-cli", "command": f"echo first-line; {waits_for(go)}; echo last-line"})
+    )
 
     submitted = run_cli("submit", str(spec_file))
     assert submitted.returncode == 0, submitted.stderr
@@ -318,6 +323,7 @@ async def test_jobs_across_processes(state, tmp_path):
 
 # -- GPUs through the fake NVML ---------------------------------------------------------------------
 
+
 def gpu(**fields):
     return {"name": "NVIDIA A100-SXM4-80GB", "util": 0, "mem_used": 0, "mem_total": 81920, **fields}
 
@@ -326,8 +332,14 @@ FOREIGN_PID = 4194000
 
 
 async def test_gpu_picking_skips_busy_gpus(make, nvml, tmp_path):
-    nvml.set(devices=[gpu(util=11), gpu(util=99, mem_used=70000, pids=[FOREIGN_PID]), gpu(util=22),
-                      gpu(util=37, mem_used=1024, mem_total=40960)])
+    nvml.set(
+        devices=[
+            gpu(util=11),
+            gpu(util=99, mem_used=70000, pids=[FOREIGN_PID]),
+            gpu(util=22),
+            gpu(util=37, mem_used=1024, mem_total=40960),
+        ]
+    )
     go = gate_file(tmp_path)
     backend = make()
     job_id = await backend.submit(spec(f'echo "CVD=$CUDA_VISIBLE_DEVICES"; {waits_for(go)}', gpus=2))
@@ -504,6 +516,7 @@ async def test_hostile_job_name(make, home, tmp_path, monkeypatch, name):
 
 # -- spec checks ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "extra, message",
     [
@@ -531,8 +544,11 @@ async def test_specs_the_local_backend_cannot_run(make, extra, message):
 def test_render_shows_the_native_form(state):
     backend = LocalBackend(ClusterConfig("local", "local"), state_dir=state)
     try:
-        text = backend.render(spec_from_data({"name": "r", "command": "python train.py --lr 0.1",
-                                              "env": {"A": "1"}, "resources": {"gpus": 2}}))
+        text = backend.render(
+            spec_from_data(
+                {"name": "r", "command": "python train.py --lr 0.1", "env": {"A": "1"}, "resources": {"gpus": 2}}
+            )
+        )
     finally:
         backend.store.close()
     assert text.splitlines()[0] == f"# local job on {backend.hostname}: 2 GPU(s)"
@@ -556,7 +572,6 @@ def test_nvml_init_failure_is_retried_later(fake_nvml, monkeypatch):
 
 
 async def test_a_workdir_removed_before_start_fails_the_job(home, fake_nvml, tmp_path):
-    from dataclasses import replace
 
     from yanflow_tui.backends.local.backend import LocalBackend
     from yanflow_tui.config import ClusterConfig
@@ -568,8 +583,9 @@ async def test_a_workdir_removed_before_start_fails_the_job(home, fake_nvml, tmp
         holder = await backend.submit(JobSpec("holder", JobKind.SINGLE, "sleep 30", resources=Resources(gpus=1)))
         workdir = tmp_path / "wd"
         workdir.mkdir()
-        waiting = await backend.submit(JobSpec("w", JobKind.SINGLE, "pwd", workdir=str(workdir),
-                                               resources=Resources(gpus=1)))
+        waiting = await backend.submit(
+            JobSpec("w", JobKind.SINGLE, "pwd", workdir=str(workdir), resources=Resources(gpus=1))
+        )
         assert (await backend.get_job(waiting)).state.value == "pending"
         workdir.rmdir()
         await backend.cancel(holder)
@@ -591,6 +607,7 @@ async def test_state_files_are_private(home, fake_nvml, tmp_path):
     backend = LocalBackend(ClusterConfig("local", "local"), state_dir=state)
     try:
         job_id = await backend.submit(JobSpec("p", JobKind.SINGLE, "echo secret"))
+
         async def finished():
             return (state / "jobs" / job_id / "exit").exists()
 

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from jobhelpers import async_wait_until, cleanup_state_dir, run_cli, wait_until
 
 from yanflow_tui import locations
 from yanflow_tui.backends.local.backend import HOST_ENV, LocalBackend, local_host
@@ -23,8 +24,6 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import JobState
 from yanflow_tui.spec import spec_from_data
-
-from jobhelpers import async_wait_until, cleanup_state_dir, run_cli, wait_until
 
 
 @pytest.fixture
@@ -50,9 +49,28 @@ def other_host(*args: str, host: str) -> subprocess.CompletedProcess:
     """``yanflow-tui ARGS`` on a second "machine": another hostname, and none of our processes in sight."""
     env = {k: v for k, v in os.environ.items() if k != HOST_ENV}
     script = 'hostname "$0" && exec "$@"'
-    return subprocess.run(["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c", script, host,
-                           sys.executable, "-m", "yanflow_tui", *args],
-                          capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [
+            "unshare",
+            "--uts",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "sh",
+            "-c",
+            script,
+            host,
+            sys.executable,
+            "-m",
+            "yanflow_tui",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="unshare --uts --pid needs root")
@@ -76,7 +94,8 @@ def test_a_console_on_another_host_neither_fails_nor_cancels_our_live_job(state,
     refused = other_host("cancel", job_id, host=beta)
     assert refused.returncode == 1
     assert refused.stderr.splitlines() == [
-        f"yanflow-tui: error: job {job_id} runs on host {me}, not on {beta}: cancel it from a console on {me}"]
+        f"yanflow-tui: error: job {job_id} runs on host {me}, not on {beta}: cancel it from a console on {me}"
+    ]
 
     jobs = run_cli("jobs", "--json")  # this host still has it, running, and can cancel it
     assert [j["state"] for j in json.loads(jobs.stdout) if j["id"] == job_id] == ["running"]
@@ -101,10 +120,11 @@ async def test_two_hosts_on_one_store_keep_to_their_own_jobs_and_gpus(state, fak
         assert seen[a].state is JobState.RUNNING and seen[a].reason == "on host alpha" and seen[a].nodes == ("alpha",)
         assert ("Host", "alpha") in seen[a].details and seen[b].reason == ""
         # A row of alpha's whose process beta cannot see (no such pid here) stays as alpha wrote it.
-        alpha.store.update(int(a), pid=2 ** 22 + 1)
+        alpha.store.update(int(a), pid=2**22 + 1)
         assert (await beta.get_job(a)).state is JobState.RUNNING
-        with pytest.raises(BackendError, match=f"job {a} runs on host alpha, not on beta: cancel it from a console "
-                                               "on alpha"):
+        with pytest.raises(
+            BackendError, match=f"job {a} runs on host alpha, not on beta: cancel it from a console on alpha"
+        ):
             await beta.cancel(a)
         assert alpha.store.get(int(a)).cancel_requested == 0
         gate.touch()
@@ -124,9 +144,11 @@ async def test_old_records_without_a_host_are_this_hosts(state):
         reason TEXT NOT NULL DEFAULT '', gpus INTEGER NOT NULL DEFAULT 0, gpu_indices TEXT NOT NULL DEFAULT '',
         cpus INTEGER, memory_mb INTEGER, submit_time REAL NOT NULL, start_time REAL, end_time REAL,
         exit_code INTEGER, pid INTEGER, pid_start TEXT, cancel_requested INTEGER NOT NULL DEFAULT 0);""")
-    db.execute("INSERT INTO jobs (name, user, kind, spec, command, state, submit_time) VALUES "
-               "('old', 'me', 'single', '{\"name\": \"old\", \"command\": \"true\"}', 'true', 'pending', ?)",
-               (time.time(),))
+    db.execute(
+        "INSERT INTO jobs (name, user, kind, spec, command, state, submit_time) VALUES "
+        "('old', 'me', 'single', '{\"name\": \"old\", \"command\": \"true\"}', 'true', 'pending', ?)",
+        (time.time(),),
+    )
     db.commit()
     db.close()
     backend = LocalBackend(ClusterConfig("local", "local"), state_dir=state, host="alpha")

@@ -103,6 +103,7 @@ def test_no_replace_refuses_any_existing_name_even_a_dangling_link(tmp_path):
 
 # -- the files we write ------------------------------------------------------------------------------------
 
+
 def test_log_save_through_a_planted_symlink_leaves_its_target(tmp_path):
     store = LogStore()
     store.append([f"line {i}" for i in range(100)])

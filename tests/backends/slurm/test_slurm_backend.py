@@ -14,6 +14,21 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from slurmhelpers import (
+    CONF,
+    DIR,
+    JOBS,
+    ROOT,
+    SAMPLES,
+    async_wait,
+    live_state,
+    local_cluster,
+    sinfo_gpus,
+    slurm,
+    squeue_job,
+    ssh_cluster,
+    wait_until,
+)
 
 from yanflow_tui import cli
 from yanflow_tui.backends.slurm.backend import SlurmBackend
@@ -22,8 +37,6 @@ from yanflow_tui.config import Config
 from yanflow_tui.errors import BackendError, ReadOnlyError
 from yanflow_tui.hub import Health, Hub
 from yanflow_tui.spec import parse_spec
-
-from slurmhelpers import CONF, DIR, JOBS, ROOT, SAMPLES, async_wait, live_state, local_cluster, sinfo_gpus, slurm, squeue_job, ssh_cluster, wait_until
 
 CONFIG = str(DIR / "yanflow.yaml")
 
@@ -34,8 +47,10 @@ def spec(text: str):
 
 def sleeper(name: str, seconds: int = 120, partition: str = "cpu", **slurm_keys) -> str:
     extra = "".join(f", {k}: {json.dumps(v)}" for k, v in slurm_keys.items())
-    return (f"name: {json.dumps(name)}\nkind: slurm\ncommand: sleep {seconds}\n"
-            f"resources: {{cpus: 1, memory: 100M}}\nslurm: {{partition: {partition}, output: /dev/null{extra}}}\n")
+    return (
+        f"name: {json.dumps(name)}\nkind: slurm\ncommand: sleep {seconds}\n"
+        f"resources: {{cpus: 1, memory: 100M}}\nslurm: {{partition: {partition}, output: /dev/null{extra}}}\n"
+    )
 
 
 @pytest.fixture
@@ -51,7 +66,9 @@ def argv_names(b: SlurmBackend) -> list[str]:
 
 async def test_reads_take_user_from_transport_and_run_one_squeue_and_cached_sinfo(backend, monkeypatch):
     monkeypatch.setenv("USER", "nobody-here")
-    assert await backend.transport.user() == subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+    assert (
+        await backend.transport.user() == subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+    )
     await backend.list_jobs()
     assert argv_names(backend).count("squeue") == 1  # one squeue per refresh, never one per job
     backend.nodes_refresh = 3600
@@ -83,8 +100,9 @@ def test_cli_submits_the_sample_which_gets_its_nodes_and_gres_and_logs_follow(sl
     record = wait_until(lambda: (j := squeue_job(job_id)) and j["job_state"] == "RUNNING" and j, 30, "running")
     assert record["name"] == "slurm-batch-demo" and record["node_count"] == 2
     assert record["tres_per_node"] == "gres:gpu:1"  # the sample asks for any GPU type
-    assert len(record["gres_detail"]) == 2 and all(re.fullmatch(r"gpu:a100:1\(IDX:\d\)", g)
-                                                    for g in record["gres_detail"])
+    assert len(record["gres_detail"]) == 2 and all(
+        re.fullmatch(r"gpu:a100:1\(IDX:\d\)", g) for g in record["gres_detail"]
+    )
     nodes = record["nodes"]
     assert cli.main(["--config", CONFIG, "jobs", "--json"]) == 0
     row = next(j for j in json.loads(capsys.readouterr().out) if j["id"] == job_id)
@@ -93,12 +111,16 @@ def test_cli_submits_the_sample_which_gets_its_nodes_and_gres_and_logs_follow(sl
     during = {n["name"]: (n["gpus_used"], n["gpus_total"]) for n in json.loads(capsys.readouterr().out)}
     assert during == sinfo_gpus() and sum(u for u, _ in during.values()) >= 2
     assert nodes in ("gpu[01-02]", "gpu[01-04]") or nodes.startswith("gpu")
-    follow = subprocess.run([sys.executable, "-m", "yanflow_tui", "--config", CONFIG, "logs", "--follow", job_id],
-                            capture_output=True, text=True, timeout=90)
+    follow = subprocess.run(
+        [sys.executable, "-m", "yanflow_tui", "--config", CONFIG, "logs", "--follow", job_id],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert follow.returncode == 0, follow.stderr
     lines = follow.stdout.splitlines()
     assert [f"line {i}" for i in range(1, 21)] == [x for x in lines if x.startswith("line ")]
-    assert lines[-1] == "done" and lines[0].startswith(f"start on ")
+    assert lines[-1] == "done" and lines[0].startswith("start on ")
     assert live_state(job_id) in ("COMPLETED", None)
 
 
@@ -109,8 +131,9 @@ async def test_hostile_name_is_stored_exactly_and_nothing_runs_on_the_login_node
     assert squeue_job(job_id)["name"] == name
     # A name with a line break cannot come from a spec (it is refused there), but another user's
     # sbatch can set one: it forces the JSON fallback and is still read exactly.
-    other = slurm_jobs.add(slurm("sbatch", "--parsable", "-p", "cpu", "-o", "/dev/null", "-J", "two\nlines",
-                                 "--wrap", "sleep 30").strip())
+    other = slurm_jobs.add(
+        slurm("sbatch", "--parsable", "-p", "cpu", "-o", "/dev/null", "-J", "two\nlines", "--wrap", "sleep 30").strip()
+    )
     jobs = {j.id: j for j in await backend.list_jobs()}
     assert jobs[job_id].name == name and jobs[other].name == "two\nlines"
     assert "sbatch" in argv_names(backend)
@@ -159,8 +182,10 @@ async def test_read_only_never_runs_sbatch_or_scancel(slurm_dir):
 def test_read_only_cli_refuses_submit(slurm_dir, capsys):
     assert cli.main(["--config", CONFIG, "--read-only", "submit", str(SAMPLES / "slurm-batch.yaml")]) == 1
     assert "read-only" in capsys.readouterr().err
-    assert not any(j["name"] == "slurm-batch-demo" and j["job_state"] == "PENDING" for j in
-                   json.loads(slurm("squeue", "--json"))["jobs"])
+    assert not any(
+        j["name"] == "slurm-batch-demo" and j["job_state"] == "PENDING"
+        for j in json.loads(slurm("squeue", "--json"))["jobs"]
+    )
 
 
 async def test_a_timed_out_submit_is_found_by_its_tag_not_resubmitted(backend, slurm_jobs):
@@ -186,9 +211,12 @@ def tails(path: str) -> list[str]:
 
 
 async def test_logs_wait_for_a_pending_job_and_closing_kills_the_remote_tail(backend, slurm_jobs):
-    script = "#!/bin/sh\nfor i in $(seq 1 200); do echo \"tick $i\"; sleep 0.3; done\n"
-    job_id = slurm_jobs.add(slurm("sbatch", "--parsable", "--hold", "-p", "cpu", "-J", "yf-logs",
-                                  "-o", f"{JOBS}/%x-%j.out", input=script).strip())
+    script = '#!/bin/sh\nfor i in $(seq 1 200); do echo "tick $i"; sleep 0.3; done\n'
+    job_id = slurm_jobs.add(
+        slurm(
+            "sbatch", "--parsable", "--hold", "-p", "cpu", "-J", "yf-logs", "-o", f"{JOBS}/%x-%j.out", input=script
+        ).strip()
+    )
     path = f"{JOBS}/yf-logs-{job_id}.out"
     stream = backend.stream_logs(job_id, follow=True)
     first = asyncio.create_task(stream.__anext__())
@@ -223,8 +251,9 @@ async def test_unknown_host_key_is_refused_showing_its_fingerprint(slurm_dir, tm
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
     known = tmp_path / "known_hosts"
     known.write_text(f"[127.0.0.1]:2222 {' '.join(other.with_suffix('.pub').read_text().split()[:2])}\n")
-    real = subprocess.run(["ssh-keygen", "-lf", str(DIR / "ssh" / "host_ed25519.pub")], capture_output=True,
-                          text=True, check=True).stdout.split()[1]
+    real = subprocess.run(
+        ["ssh-keygen", "-lf", str(DIR / "ssh" / "host_ed25519.pub")], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
     assert real.startswith("SHA256:")
     cluster = ssh_cluster()
     ssh = dict(cluster.options["ssh"], known_hosts=str(known))
@@ -292,8 +321,9 @@ async def test_local_transport_sees_the_same_cluster(slurm_dir, monkeypatch, bac
     monkeypatch.setenv("SLURM_CONF", str(CONF))
     local = SlurmBackend(local_cluster())
     try:
-        assert {n.name: n.gpus_total for n in await local.list_nodes()} == \
-            {n.name: n.gpus_total for n in await backend.list_nodes()}
+        assert {n.name: n.gpus_total for n in await local.list_nodes()} == {
+            n.name: n.gpus_total for n in await backend.list_nodes()
+        }
         assert local.transport.description == "local commands" and "ssh" in backend.transport.description
         assert local.transport.history[0][0] == "sinfo"
     finally:

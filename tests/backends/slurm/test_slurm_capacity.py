@@ -12,7 +12,9 @@ import uuid
 from dataclasses import replace
 
 import pytest
+from slurmhelpers import DIR, env, slurm, ssh_cluster
 from textual.widgets import Input
+from uihelpers import make_app, wait_for
 
 from yanflow_tui import cli
 from yanflow_tui.backends import registry
@@ -21,22 +23,30 @@ from yanflow_tui.capacity import Fit, verdict
 from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.spec import parse_spec
 
-from slurmhelpers import DIR, env, slurm, ssh_cluster
-from uihelpers import make_app, wait_for
-
 CONFIG = str(DIR / "yanflow.yaml")
 
 NEVER = [
     ({"nodes": 1, "gpus": 1}, {"gpu_type": "h100"}, "partition gpu has no h100 GPUs; it has a100"),
-    ({"nodes": 5, "gpus": 1}, {"exclusive": True}, "partition gpu has 4 nodes that can take 1 GPUs; the job needs 5 whole"),
+    (
+        {"nodes": 5, "gpus": 1},
+        {"exclusive": True},
+        "partition gpu has 4 nodes that can take 1 GPUs; the job needs 5 whole",
+    ),
     ({"nodes": 1, "gpus": 9}, {}, "no node in partition gpu has 9 GPUs (largest: 8)"),
 ]
 
 
 def spec_text(name: str, resources: dict, slurm_keys: dict) -> str:
     kind = "multi-node" if resources["nodes"] > 1 else "slurm"
-    return json.dumps({"name": name, "kind": kind, "command": "sleep 60", "resources": resources,
-                       "slurm": {"partition": "gpu", "output": "/dev/null", **slurm_keys}})
+    return json.dumps(
+        {
+            "name": name,
+            "kind": kind,
+            "command": "sleep 60",
+            "resources": resources,
+            "slurm": {"partition": "gpu", "output": "/dev/null", **slurm_keys},
+        }
+    )
 
 
 def names_in_slurm() -> set[str]:
@@ -46,8 +56,9 @@ def names_in_slurm() -> set[str]:
 
 
 @pytest.mark.parametrize("resources, slurm_keys, reason", NEVER, ids=["gpu-type", "exclusive-nodes", "gpus-per-node"])
-def test_cli_refuses_a_job_that_never_fits_and_sbatch_never_runs(slurm_dir, slurm_jobs, tmp_path, capsys, monkeypatch,
-                                                                  resources, slurm_keys, reason):
+def test_cli_refuses_a_job_that_never_fits_and_sbatch_never_runs(
+    slurm_dir, slurm_jobs, tmp_path, capsys, monkeypatch, resources, slurm_keys, reason
+):
     name = f"yf-never-{uuid.uuid4().hex[:8]}"
     path = tmp_path / "job.yaml"
     path.write_text(spec_text(name, resources, slurm_keys))
@@ -79,14 +90,28 @@ def test_slurm_itself_never_runs_these_jobs(slurm_dir, slurm_jobs, tmp_path):
     """The ground truth: sbatch refuses each case the verdict calls never outright, except more nodes
     than the partition has, which it takes and leaves pending for good (reason PartitionConfig)."""
     for resources, slurm_keys, _reason in NEVER:
-        argv = ["sbatch", "--parsable", "-J", f"yf-truth-{uuid.uuid4().hex[:8]}", "-p", "gpu", "-o", "/dev/null",
-                "-N", str(resources["nodes"]), f"--gres=gpu:{slurm_keys.get('gpu_type', 'a100')}:{resources['gpus']}",
-                *(["--exclusive"] if slurm_keys.get("exclusive") else []), "--wrap", "sleep 1"]
+        argv = [
+            "sbatch",
+            "--parsable",
+            "-J",
+            f"yf-truth-{uuid.uuid4().hex[:8]}",
+            "-p",
+            "gpu",
+            "-o",
+            "/dev/null",
+            "-N",
+            str(resources["nodes"]),
+            f"--gres=gpu:{slurm_keys.get('gpu_type', 'a100')}:{resources['gpus']}",
+            *(["--exclusive"] if slurm_keys.get("exclusive") else []),
+            "--wrap",
+            "sleep 1",
+        ]
         result = subprocess.run(argv, capture_output=True, text=True, env=env(), timeout=60)
         if result.returncode == 0:
             job_id = slurm_jobs.add(result.stdout.strip().split(";")[0])
-            job = next(j for j in json.loads(slurm("squeue", "-j", job_id, "--json"))["jobs"]
-                       if str(j["job_id"]) == job_id)  # 22.05 answers with every job
+            job = next(
+                j for j in json.loads(slurm("squeue", "-j", job_id, "--json"))["jobs"] if str(j["job_id"]) == job_id
+            )  # 22.05 answers with every job
             assert (resources["nodes"], job["job_state"], job["state_reason"]) == (5, "PENDING", "PartitionConfig")
         else:
             assert "Requested node configuration is not available" in result.stderr, result.stderr
@@ -117,18 +142,25 @@ async def test_the_form_lists_never_fits_as_a_problem_and_cannot_submit(home, sl
         screen.query_one("#command").text = "sleep 60"
         screen.query_one("#slurm-partition", Input).value = "gpu"
         screen.query_one("#gpus", Input).value = "1"
-        await wait_for(pilot, lambda: errors() == "none" and not screen.query_one("#submit").disabled,
-                       what="a job that fits or waits can be sent")
+        await wait_for(
+            pilot,
+            lambda: errors() == "none" and not screen.query_one("#submit").disabled,
+            what="a job that fits or waits can be sent",
+        )
         assert "fits now" in capacity() or "waits" in capacity()
         screen.query_one("#slurm-gpu_type", Input).value = "h100"
-        await wait_for(pilot, lambda: errors() == "never fits: partition gpu has no h100 GPUs; it has a100",
-                       what="never: no h100")
+        await wait_for(
+            pilot, lambda: errors() == "never fits: partition gpu has no h100 GPUs; it has a100", what="never: no h100"
+        )
         assert screen.query_one("#submit").disabled and "never fits" in capacity()
         await pilot.press("ctrl+s")
         screen.query_one("#slurm-gpu_type", Input).value = ""
         screen.query_one("#gpus", Input).value = "9"
-        await wait_for(pilot, lambda: errors() == "never fits: no node in partition gpu has 9 GPUs (largest: 8)",
-                       what="never: 9 GPUs")
+        await wait_for(
+            pilot,
+            lambda: errors() == "never fits: no node in partition gpu has 9 GPUs (largest: 8)",
+            what="never: 9 GPUs",
+        )
         assert screen.query_one("#submit").disabled
         await pilot.press("ctrl+s")
         await pilot.pause(0.3)

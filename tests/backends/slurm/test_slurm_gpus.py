@@ -9,24 +9,26 @@ import json
 import re
 from dataclasses import replace
 
+from sitehelpers import SITE_CONFIG, site_cluster, site_slurm
+from slurmhelpers import wait_until
+from uihelpers import make_app, wait_for
+
 from yanflow_tui import cli
 from yanflow_tui.backends.slurm import gpus as slurm_gpus
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.detail import JobDetailScreen
-from yanflow_tui.screens.widgets.gpugrid import GpuGrid
 from yanflow_tui.screens.node_jobs import NodeJobsScreen, jobs_on
 from yanflow_tui.screens.nodes import NodesScreen
-
-from sitehelpers import SITE_CONFIG, site_cluster, site_slurm
-from slurmhelpers import wait_until
-from uihelpers import make_app, wait_for
+from yanflow_tui.screens.widgets.gpugrid import GpuGrid
 
 
 def test_placement_from_scontrol_dd():
-    text = ("JobId=16 JobName=wrap Nodes=hx-n[1-2] CPU_IDs=0 Mem=1000 GRES=gpu:h100:2(IDX:0-1) "
-            "Nodes=hx-n3 CPU_IDs=0-1 Mem=2000 GRES=gpu:h100:1(IDX:3) Nodes=hx-c1 CPU_IDs=0 Mem=10 GRES= "
-            "TresPerNode=gres:gpu:h100:2")
+    text = (
+        "JobId=16 JobName=wrap Nodes=hx-n[1-2] CPU_IDs=0 Mem=1000 GRES=gpu:h100:2(IDX:0-1) "
+        "Nodes=hx-n3 CPU_IDs=0-1 Mem=2000 GRES=gpu:h100:1(IDX:3) Nodes=hx-c1 CPU_IDs=0 Mem=10 GRES= "
+        "TresPerNode=gres:gpu:h100:2"
+    )
     assert slurm_gpus.job_placement(text) == {"hx-n1": (0, 1), "hx-n2": (0, 1), "hx-n3": (3,)}
     multiline = "   Nodes=node7 CPU_IDs=0-3 Mem=4000 GRES=gpu:a100:4(IDX:4-7)\n   MinCPUsNode=1\n"
     assert slurm_gpus.job_placement(multiline) == {"node7": (4, 5, 6, 7)}
@@ -51,8 +53,11 @@ def _where(job_id: str) -> dict[str, set[int]]:
 
 
 def _wait_running(*job_ids: str) -> None:
-    wait_until(lambda: all(site_slurm("squeue", "-h", "-j", j, "-o", "%T").strip() == "RUNNING" for j in job_ids),
-               timeout=60, what=f"jobs {job_ids} running")
+    wait_until(
+        lambda: all(site_slurm("squeue", "-h", "-j", j, "-o", "%T").strip() == "RUNNING" for j in job_ids),
+        timeout=60,
+        what=f"jobs {job_ids} running",
+    )
 
 
 def test_nodes_json_says_which_job_holds_each_gpu(site_jobs, capsys):
@@ -79,45 +84,73 @@ async def test_enter_on_a_gpu_opens_the_job_holding_it_and_node_jobs_are_live_on
     site_jobs.extend([first, second, gone])
     _wait_running(first, second, gone)
     site_slurm("scancel", gone)
-    wait_until(lambda: "RUNNING" not in site_slurm("squeue", "-h", "-t", "all", "-j", gone, "-o", "%T"),
-               timeout=60, what="the cancelled job to end")
+    wait_until(
+        lambda: "RUNNING" not in site_slurm("squeue", "-h", "-t", "all", "-j", gone, "-o", "%T"),
+        timeout=60,
+        what="the cancelled job to end",
+    )
     held = {i: j for j in (first, second) for i in _where(j)["hx-n3"]}
     cluster = replace(site_cluster(), refresh_seconds=0.5)
     app = make_app(replace(cluster, options={**cluster.options, "nodes_refresh_seconds": 0.5}))
     async with app.run_test(size=(160, 40)) as pilot:
         await pilot.press("2")
-        grid = await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen) and app.screen.query_one(GpuGrid),
-                              what="the Nodes grid")
+        grid = await wait_for(
+            pilot, lambda: isinstance(app.screen, NodesScreen) and app.screen.query_one(GpuGrid), what="the Nodes grid"
+        )
         key = f"{cluster.name}/hx-n3"
-        await wait_for(pilot, lambda: {g.index: g.job_id for g in grid.gpus_of(key) if g.job_id} == held,
-                       timeout=30, what="each GPU of hx-n3 with its job")
+        await wait_for(
+            pilot,
+            lambda: {g.index: g.job_id for g in grid.gpus_of(key) if g.job_id} == held,
+            timeout=30,
+            what="each GPU of hx-n3 with its job",
+        )
         for index, job_id in held.items():
             assert grid.select_key(key, index)
             await pilot.pause()
             await pilot.press("enter")
-            screen = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen,
-                                    what="the job detail")
+            screen = await wait_for(
+                pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="the job detail"
+            )
             assert screen.job.id == job_id
             await pilot.press("escape")
             await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen), what="back on Nodes")
-        await wait_for(pilot, lambda: all(j.state.terminal for j in app.hub.snapshots[cluster.name].jobs
-                                          if j.id == gone), timeout=60, what="the cancelled job seen ended")
+        await wait_for(
+            pilot,
+            lambda: all(j.state.terminal for j in app.hub.snapshots[cluster.name].jobs if j.id == gone),
+            timeout=60,
+            what="the cancelled job seen ended",
+        )
         assert grid.select_key(key, None)
         await pilot.pause()
         await pilot.press("enter")
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, NodeJobsScreen) and app.screen,
-                                what="the node's jobs")
+        screen = await wait_for(
+            pilot, lambda: isinstance(app.screen, NodeJobsScreen) and app.screen, what="the node's jobs"
+        )
         snapshot = app.hub.snapshots[cluster.name]
         listed = {j.id for j in jobs_on(screen.node, snapshot.jobs)}
         assert listed == {first, second}  # the cancelled one has left the node
-        text = screen.query_one("DataTable").get_row(next(k for k in screen.query_one("DataTable").rows
-                                                          if k.value.endswith(f"/{second}")))
+        text = screen.query_one("DataTable").get_row(
+            next(k for k in screen.query_one("DataTable").rows if k.value.endswith(f"/{second}"))
+        )
         assert ",".join(str(i) for i in sorted(i for i, j in held.items() if j == second)) in [str(c) for c in text]
 
 
 async def test_pending_job_shows_expected_start_and_each_field_once(site_jobs):
-    job_id = site_slurm("sbatch", "--parsable", "--hold", "-p", "serial", "-t", "3:00:00", "-o", "/dev/null",
-                        "-J", "held-one", "--wrap", "true").strip()
+    job_id = site_slurm(
+        "sbatch",
+        "--parsable",
+        "--hold",
+        "-p",
+        "serial",
+        "-t",
+        "3:00:00",
+        "-o",
+        "/dev/null",
+        "-J",
+        "held-one",
+        "--wrap",
+        "true",
+    ).strip()
     site_jobs.append(job_id)
     backend = SlurmBackend(site_cluster())
     try:
@@ -141,13 +174,20 @@ async def test_planned_nodes_show_their_gpus_held_not_free(site_jobs):
     busy = _running("-p", "batch", "-w", "hx-n1", "--gres=gpu:h100:1", "-t", "5", "--wrap", "sleep 120")
     site_jobs.append(busy)
     _wait_running(busy)
-    whole = site_slurm("sbatch", "--parsable", "-p", "batch", "-N", "3", "--exclusive", "-t", "5", "-o", "/dev/null",
-                       "--wrap", "true").strip()
+    whole = site_slurm(
+        "sbatch", "--parsable", "-p", "batch", "-N", "3", "--exclusive", "-t", "5", "-o", "/dev/null", "--wrap", "true"
+    ).strip()
     site_jobs.append(whole)
-    wait_until(lambda: "planned" in site_slurm("sinfo", "-h", "-N", "-p", "batch", "-o", "%N %T"), timeout=60,
-               what="backfill to plan the pending job on the free nodes")
-    planned = {line.split()[0] for line in site_slurm("sinfo", "-h", "-N", "-p", "batch", "-o", "%N %T").splitlines()
-               if line.split()[1] == "planned"}
+    wait_until(
+        lambda: "planned" in site_slurm("sinfo", "-h", "-N", "-p", "batch", "-o", "%N %T"),
+        timeout=60,
+        what="backfill to plan the pending job on the free nodes",
+    )
+    planned = {
+        line.split()[0]
+        for line in site_slurm("sinfo", "-h", "-N", "-p", "batch", "-o", "%N %T").splitlines()
+        if line.split()[1] == "planned"
+    }
     backend = SlurmBackend(site_cluster())
     try:
         nodes = {n.name: n for n in await backend.list_nodes()}

@@ -5,10 +5,8 @@ same on the real test cluster with ``sdiag``."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from paths import DATA as TEST_DATA
 
 from yanflow_tui.backends.slurm import backend as slurm_module
 from yanflow_tui.backends.slurm import parse
@@ -17,18 +15,32 @@ from yanflow_tui.backends.slurm.transport import Result, Transport
 from yanflow_tui.config import ClusterConfig, Config
 from yanflow_tui.hub import Hub
 
-from paths import DATA as TEST_DATA
-
 DATA = TEST_DATA / "slurm"
 ME = "alice"  # what ``id -un`` answers; $USER is deliberately something else
 
 
 def text_row(job_id: str, user: str, name: str, array: str = "", task: str = "", state: str = "RUNNING") -> str:
-    fields = {"job_id": job_id, "array_job_id": array or job_id, "array_task": task or "N/A", "state": state,
-              "reason": "None", "user": user, "node_count": "1", "nodes": "gpu01", "tres_per_node": "N/A",
-              "submit": "1795953600", "start": "1795953600", "end": "1795960800", "partition": "gpu",
-              "account": "(null)", "qos": "normal", "time_limit": "1:00:00", "cpus": "1",
-              "display_id": f"{array}_{task}" if array else job_id, "name": name}
+    fields = {
+        "job_id": job_id,
+        "array_job_id": array or job_id,
+        "array_task": task or "N/A",
+        "state": state,
+        "reason": "None",
+        "user": user,
+        "node_count": "1",
+        "nodes": "gpu01",
+        "tres_per_node": "N/A",
+        "submit": "1795953600",
+        "start": "1795953600",
+        "end": "1795960800",
+        "partition": "gpu",
+        "account": "(null)",
+        "qos": "normal",
+        "time_limit": "1:00:00",
+        "cpus": "1",
+        "display_id": f"{array}_{task}" if array else job_id,
+        "name": name,
+    }
     return parse.SEP.join(fields[f] for f, _ in parse.SQUEUE_FIELDS)
 
 
@@ -86,6 +98,7 @@ def clock(monkeypatch):
 
 def simulated_minutes(hub: Hub, clock: Clock, minutes: int, invalidate_at: set[int] = frozenset()):
     """Refresh the way the app's loop does, at the cluster's interval, for ``minutes`` minutes."""
+
     async def go():
         step = hub.next_delay("hpc")
         t = 0.0
@@ -95,6 +108,7 @@ def simulated_minutes(hub: Hub, clock: Clock, minutes: int, invalidate_at: set[i
             await hub.refresh("hpc")
             clock.now += step
             t += step
+
     return go()
 
 
@@ -154,6 +168,7 @@ async def test_r_refetches_the_nodes_at_once(clock):
 async def test_the_console_starts_on_mine_and_u_asks_for_everyone(home, monkeypatch, clock):
     """The app tells each backend the view it starts in; ``u`` then asks for every user."""
     from uihelpers import wait_for
+
     from yanflow_tui.app import YanflowApp
 
     transport = RecordingTransport(ambiguous=False)

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from private_sshd import PrivateSshd
+from slurmhelpers import JOBS, async_wait, live_state, slurm
+from uihelpers import make_app, screen_text, wait_for
 
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
@@ -20,10 +23,6 @@ from yanflow_tui.backends.slurm.transport import LineStream, LocalTransport
 from yanflow_tui.errors import BackendError
 from yanflow_tui.screens.logs.screen import LogsScreen
 from yanflow_tui.screens.queue import JobTable
-
-from private_sshd import PrivateSshd
-from slurmhelpers import JOBS, async_wait, live_state, slurm
-from uihelpers import make_app, screen_text, wait_for
 
 LINES = 100
 
@@ -35,11 +34,14 @@ def expected(n: int = LINES) -> list[str]:
 
 
 def numbered_job(jobs, name: str, n: int = LINES, delay: float = 0.25) -> str:
-    script = (f"#!/bin/sh\nfor i in $(seq 1 {n}); do\n"
-              f"  if [ $((i % 10)) -eq 0 ]; then printf 'line %d \\377\\n' $i; else echo \"line $i\"; fi\n"
-              f"  sleep {delay}\ndone\nprintf 'last, no newline'\n")
-    return jobs.add(slurm("sbatch", "--parsable", "-p", "cpu", "-J", name, "-o", f"{JOBS}/%x-%j.out",
-                          input=script).strip())
+    script = (
+        f"#!/bin/sh\nfor i in $(seq 1 {n}); do\n"
+        f"  if [ $((i % 10)) -eq 0 ]; then printf 'line %d \\377\\n' $i; else echo \"line $i\"; fi\n"
+        f"  sleep {delay}\ndone\nprintf 'last, no newline'\n"
+    )
+    return jobs.add(
+        slurm("sbatch", "--parsable", "-p", "cpu", "-J", name, "-o", f"{JOBS}/%x-%j.out", input=script).strip()
+    )
 
 
 async def test_a_followed_log_rides_out_dropped_sessions_and_an_sshd_restart(slurm_dir, slurm_jobs):
@@ -57,13 +59,17 @@ async def test_a_followed_log_rides_out_dropped_sessions_and_an_sshd_restart(slu
             task = asyncio.create_task(follow())
             await async_wait(lambda: len(seen) >= 15 or task.done(), 90, "first lines")
             sshd.kill_sessions()  # every connection drops, the listener stays
-            await async_wait(lambda: any(s.startswith("reconnected") for s in statuses) or task.done(), 30,
-                             "the stream to come back")
+            await async_wait(
+                lambda: any(s.startswith("reconnected") for s in statuses) or task.done(), 30, "the stream to come back"
+            )
             await async_wait(lambda: len(seen) >= 45 or task.done(), 60, "more lines")
             sshd.kill_sessions()
             sshd.stop()  # the login node goes away for a few seconds
-            await async_wait(lambda: len([s for s in statuses if s.startswith("reconnecting")]) == 2 or task.done(),
-                             30, "the second drop seen")
+            await async_wait(
+                lambda: len([s for s in statuses if s.startswith("reconnecting")]) == 2 or task.done(),
+                30,
+                "the second drop seen",
+            )
             await asyncio.sleep(3)
             sshd.start()
             await asyncio.wait_for(task, 120)
@@ -77,21 +83,31 @@ async def test_a_followed_log_rides_out_dropped_sessions_and_an_sshd_restart(slu
 def private_config(sshd: PrivateSshd, tmp_path: Path) -> Path:
     cluster = sshd.cluster(command_timeout=12)
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"clusters": [{"name": cluster.name, "kind": "slurm", "ssh": cluster.options["ssh"],
-                                                  "command_timeout": 12}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [
+                    {"name": cluster.name, "kind": "slurm", "ssh": cluster.options["ssh"], "command_timeout": 12}
+                ]
+            }
+        )
+    )
     return path
 
 
-def test_cli_keeps_following_across_a_drop_and_drains_a_job_that_ended_meanwhile(slurm_dir, slurm_jobs, tmp_path,
-                                                                                   home):
+def test_cli_keeps_following_across_a_drop_and_drains_a_job_that_ended_meanwhile(slurm_dir, slurm_jobs, tmp_path, home):
     with PrivateSshd() as sshd:
         config = private_config(sshd, tmp_path)
         # 30 s of lines, so a slow start on a loaded machine still drops mid-job
         job_id = numbered_job(slurm_jobs, "yf-resume-cli", n=60, delay=0.5)
         out, err = tmp_path / "out", tmp_path / "err"
         with open(out, "wb") as stdout, open(err, "wb") as stderr:
-            proc = subprocess.Popen([sys.executable, "-m", "yanflow_tui", "logs", "--follow", "--config", str(config),
-                                     job_id], stdout=stdout, stderr=stderr, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "yanflow_tui", "logs", "--follow", "--config", str(config), job_id],
+                stdout=stdout,
+                stderr=stderr,
+                env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            )
             try:
                 from slurmhelpers import wait_until
 
@@ -139,6 +155,7 @@ async def test_the_logs_pane_shows_reconnecting_then_resumes_without_loss(home, 
 
 
 # -- the byte-offset reader against local files ------------------------------------------------------------------
+
 
 class FlakyTransport(LocalTransport):
     """Local commands whose streams ``cut()`` breaks as a dropped connection would."""

@@ -9,7 +9,9 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from paths import DATA as TEST_DATA
 
 from yanflow_tui.backends.slurm import parse
 from yanflow_tui.backends.slurm.script import render
@@ -18,8 +20,6 @@ from yanflow_tui.config import parse_config
 from yanflow_tui.errors import ConfigError
 from yanflow_tui.model import GpuState, JobKind, JobState
 from yanflow_tui.spec import parse_spec
-
-from paths import DATA as TEST_DATA
 
 DATA = TEST_DATA / "slurm"
 
@@ -53,9 +53,20 @@ def test_text_and_json_captures_agree_on_every_row():
     assert by_json.keys() == by_text.keys()
     for key, a in by_json.items():
         b = by_text[key]
-        assert (a.name, a.user, a.state, a.raw_state, a.reason, a.nodes, a.gpus, a.parent, a.submit_time,
-                a.start_time) == (b.name, b.user, b.state, b.raw_state, b.reason, b.nodes, b.gpus, b.parent,
-                                  b.submit_time, b.start_time), key
+        assert (
+            a.name,
+            a.user,
+            a.state,
+            a.raw_state,
+            a.reason,
+            a.nodes,
+            a.gpus,
+            a.parent,
+            a.submit_time,
+            a.start_time,
+        ) == (b.name, b.user, b.state, b.raw_state, b.reason, b.nodes, b.gpus, b.parent, b.submit_time, b.start_time), (
+            key
+        )
 
 
 def test_captured_sinfo_gives_gpus_per_index_and_the_drained_node():
@@ -70,18 +81,38 @@ def test_captured_sinfo_gives_gpus_per_index_and_the_drained_node():
     text_nodes = {n.name: n for n in parse.parse_sinfo_text((DATA / "sinfo.txt").read_text(), "c")}
     for name, node in nodes.items():
         other = text_nodes[name]
-        assert (node.state, node.gpus_total, node.gpus_allocated, node.gpu_type, node.reason, node.cpus_total) == \
-            (other.state, other.gpus_total, other.gpus_allocated, other.gpu_type, other.reason, other.cpus_total)
+        assert (node.state, node.gpus_total, node.gpus_allocated, node.gpu_type, node.reason, node.cpus_total) == (
+            other.state,
+            other.gpus_total,
+            other.gpus_allocated,
+            other.gpu_type,
+            other.reason,
+            other.cpus_total,
+        )
 
 
 def test_state_normalisation_short_and_long_forms():
     table = {
-        "PD": JobState.PENDING, "PENDING": JobState.PENDING, "R": JobState.RUNNING, "RUNNING": JobState.RUNNING,
-        "CG": JobState.COMPLETING, "CD": JobState.COMPLETED, "COMPLETED": JobState.COMPLETED,
-        "F": JobState.FAILED, "CA": JobState.CANCELLED, "CANCELLED by 0": JobState.CANCELLED,
-        "TO": JobState.FAILED, "TIMEOUT": JobState.FAILED, "NF": JobState.FAILED, "OOM": JobState.FAILED,
-        "OUT_OF_MEMORY": JobState.FAILED, "PR": JobState.CANCELLED, "PREEMPTED": JobState.CANCELLED,
-        "S": JobState.RUNNING, "weird": JobState.UNKNOWN, "": JobState.UNKNOWN,
+        "PD": JobState.PENDING,
+        "PENDING": JobState.PENDING,
+        "R": JobState.RUNNING,
+        "RUNNING": JobState.RUNNING,
+        "CG": JobState.COMPLETING,
+        "CD": JobState.COMPLETED,
+        "COMPLETED": JobState.COMPLETED,
+        "F": JobState.FAILED,
+        "CA": JobState.CANCELLED,
+        "CANCELLED by 0": JobState.CANCELLED,
+        "TO": JobState.FAILED,
+        "TIMEOUT": JobState.FAILED,
+        "NF": JobState.FAILED,
+        "OOM": JobState.FAILED,
+        "OUT_OF_MEMORY": JobState.FAILED,
+        "PR": JobState.CANCELLED,
+        "PREEMPTED": JobState.CANCELLED,
+        "S": JobState.RUNNING,
+        "weird": JobState.UNKNOWN,
+        "": JobState.UNKNOWN,
     }
     assert {k: parse.normalise_state(k) for k in table} == table
     assert parse.normalise_state(["RUNNING", "COMPLETING"]) is JobState.RUNNING
@@ -94,16 +125,39 @@ def test_gres_hostlists_and_output_patterns():
     assert parse.parse_gres("gpu:a100:2(IDX:0-1),gpu:h100:1(IDX:4)") == parse.Gres(3, "a100", (0, 1, 4))
     assert parse.parse_gres("(null)").count == 0 and parse.parse_gres("gpu:a100:0(IDX:N/A)").count == 0
     assert parse.expand_hostlist("gpu[01-03,07],cpu01") == ("gpu01", "gpu02", "gpu03", "gpu07", "cpu01")
-    raw = parse.RawJob("12", "10", "2", "my job", "bob", "RUNNING", "", ("gpu02",), 0, (), None, None, None,
-                       workdir="/home/bob")
-    assert parse.expand_output_path("%x-%j-%A_%a-%N-%u-%%-%4a.out", raw) == \
-        "/home/bob/my job-12-10_2-gpu02-bob-%-0002.out"
+    raw = parse.RawJob(
+        "12", "10", "2", "my job", "bob", "RUNNING", "", ("gpu02",), 0, (), None, None, None, workdir="/home/bob"
+    )
+    assert (
+        parse.expand_output_path("%x-%j-%A_%a-%N-%u-%%-%4a.out", raw) == "/home/bob/my job-12-10_2-gpu02-bob-%-0002.out"
+    )
     assert parse.expand_output_path("/abs/%j.out", raw) == "/abs/12.out"
 
 
 def test_a_newline_in_a_name_makes_text_rows_ambiguous():
-    line = parse.SEP.join(["5", "5", "N/A", "PENDING", "None", "u", "1", "", "N/A", "1", "N/A", "N/A", "gpu",
-                           "a", "q", "1", "1", "5", "first"])
+    line = parse.SEP.join(
+        [
+            "5",
+            "5",
+            "N/A",
+            "PENDING",
+            "None",
+            "u",
+            "1",
+            "",
+            "N/A",
+            "1",
+            "N/A",
+            "N/A",
+            "gpu",
+            "a",
+            "q",
+            "1",
+            "1",
+            "5",
+            "first",
+        ]
+    )
     try:
         parse.parse_squeue_text(line + "\nsecond\n")
     except parse.AmbiguousRows:
@@ -117,16 +171,49 @@ NAME = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(NAME, st.sampled_from(["PD", "R", "CG", "CD", "F", "CA", "TO", "NF", "OOM", "PR",
-                                                   "RUNNING", "PENDING", "NODE_FAIL"]),
-                          st.integers(0, 3), st.booleans()), max_size=30))
+@given(
+    st.lists(
+        st.tuples(
+            NAME,
+            st.sampled_from(
+                ["PD", "R", "CG", "CD", "F", "CA", "TO", "NF", "OOM", "PR", "RUNNING", "PENDING", "NODE_FAIL"]
+            ),
+            st.integers(0, 3),
+            st.booleans(),
+        ),
+        max_size=30,
+    )
+)
 def test_fuzzed_text_rows_never_crash_or_drop(rows):
     lines, expected = [], set()
     for i, (name, state, gpus, array) in enumerate(rows, 1):
         array_id, task = (str(1000 + i), "3") if array else (str(i), "N/A")
         tres = f"gres:gpu:a100:{gpus}" if gpus else "N/A"
-        lines.append(parse.SEP.join([str(i), array_id, task, state, "None", "u", "1", "gpu01", tres, "100",
-                                     "N/A", "N/A", "gpu", "(null)", "(null)", "1", "1", str(i), name]))
+        lines.append(
+            parse.SEP.join(
+                [
+                    str(i),
+                    array_id,
+                    task,
+                    state,
+                    "None",
+                    "u",
+                    "1",
+                    "gpu01",
+                    tres,
+                    "100",
+                    "N/A",
+                    "N/A",
+                    "gpu",
+                    "(null)",
+                    "(null)",
+                    "1",
+                    "1",
+                    str(i),
+                    name,
+                ]
+            )
+        )
         expected.add(f"{array_id}_3" if array else str(i))
     raws = parse.parse_squeue_text("\n".join(lines) + "\n")
     jobs = parse.build_jobs(raws, "c")
@@ -135,14 +222,27 @@ def test_fuzzed_text_rows_never_crash_or_drop(rows):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.fixed_dictionaries({
-    "job_id": st.integers(1, 10**7), "name": st.text(max_size=30), "user_name": st.text(max_size=10),
-    "job_state": st.one_of(st.text(max_size=12), st.sampled_from(["RUNNING", "PENDING", "COMPLETED"])),
-    "state_reason": st.text(max_size=10), "nodes": st.text(max_size=20),
-    "tres_per_node": st.text(max_size=20), "gres_detail": st.lists(st.text(max_size=25), max_size=3),
-    "array_job_id": st.integers(0, 5), "array_task_id": st.one_of(st.none(), st.integers(0, 9)),
-    "submit_time": st.integers(-5, 2**40), "node_count": st.integers(0, 9),
-}), max_size=20))
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "job_id": st.integers(1, 10**7),
+                "name": st.text(max_size=30),
+                "user_name": st.text(max_size=10),
+                "job_state": st.one_of(st.text(max_size=12), st.sampled_from(["RUNNING", "PENDING", "COMPLETED"])),
+                "state_reason": st.text(max_size=10),
+                "nodes": st.text(max_size=20),
+                "tres_per_node": st.text(max_size=20),
+                "gres_detail": st.lists(st.text(max_size=25), max_size=3),
+                "array_job_id": st.integers(0, 5),
+                "array_task_id": st.one_of(st.none(), st.integers(0, 9)),
+                "submit_time": st.integers(-5, 2**40),
+                "node_count": st.integers(0, 9),
+            }
+        ),
+        max_size=20,
+    )
+)
 def test_fuzzed_json_never_crashes_or_drops_rows(records):
     raws = parse.parse_squeue_json({"jobs": records})
     assert len(raws) == len(records)
@@ -175,10 +275,21 @@ slurm: {{partition: gpu, account: ml, qos: high, time: "01:00:00", array: "0-3",
     r = render(spec, "tag-1")
     assert r.argv[:2] == ("sbatch", "--parsable")
     assert f"--job-name={HOSTILE}" in r.argv and "--chdir=/home/u/my project" in r.argv
-    for line in ("#SBATCH --nodes=2", "#SBATCH --partition=gpu", "#SBATCH --account=ml", "#SBATCH --qos=high",
-                 "#SBATCH --time=01:00:00", "#SBATCH --array=0-3", "#SBATCH --gres=gpu:a100:4",
-                 "#SBATCH --cpus-per-task=8", "#SBATCH --mem=32G", "#SBATCH --output=out-%j.txt",
-                 "#SBATCH --comment=yanflow:tag-1", "export A_B='x y $HOME'", "python train.py --lr 0.1"):
+    for line in (
+        "#SBATCH --nodes=2",
+        "#SBATCH --partition=gpu",
+        "#SBATCH --account=ml",
+        "#SBATCH --qos=high",
+        "#SBATCH --time=01:00:00",
+        "#SBATCH --array=0-3",
+        "#SBATCH --gres=gpu:a100:4",
+        "#SBATCH --cpus-per-task=8",
+        "#SBATCH --mem=32G",
+        "#SBATCH --output=out-%j.txt",
+        "#SBATCH --comment=yanflow:tag-1",
+        "export A_B='x y $HOME'",
+        "python train.py --lr 0.1",
+    ):
         assert line in r.script.splitlines(), line
     assert HOSTILE not in r.script
     # The transport's /bin/sh script hands sbatch exactly these words: check with a real shell.
@@ -191,7 +302,8 @@ slurm: {{partition: gpu, account: ml, qos: high, time: "01:00:00", array: "0-3",
 
 def test_ssh_option_forms():
     assert parse_ssh_option("alice@login.example:2200") == parse_ssh_option(
-        {"host": "login.example", "port": 2200, "user": "alice"})
+        {"host": "login.example", "port": 2200, "user": "alice"}
+    )
     assert parse_ssh_option("login").host == "login" and parse_ssh_option("login").port is None
     for bad in ("a@b@c", "", {"port": 1}, {"host": "h", "prot": 2}, 5):
         try:
@@ -213,16 +325,23 @@ def test_slurm_clusters_refresh_every_10_s_unless_configured():
 
 
 def test_multi_node_torchrun_runs_one_task_per_node_under_srun():
-    spec = parse_spec("name: ddp\nkind: multi-node\nlauncher: torchrun\ncommand: [train.py, --epochs, '3']\n"
-                      "resources: {nodes: 2, gpus: 8}\n")
+    spec = parse_spec(
+        "name: ddp\nkind: multi-node\nlauncher: torchrun\ncommand: [train.py, --epochs, '3']\n"
+        "resources: {nodes: 2, gpus: 8}\n"
+    )
     r = render(spec, "t")
     lines = r.script.splitlines()
     assert "#SBATCH --nodes=2" in lines and "#SBATCH --ntasks-per-node=1" in lines and "#SBATCH --gres=gpu:8" in lines
     step = shlex.split(r.script.split("\nsrun ", 1)[1])
-    assert step[:5] == ["--ntasks-per-node=1", "--kill-on-bad-exit=1", "/bin/sh", "-c",
-                        "NODE_RANK=$SLURM_NODEID; export NODE_RANK\nexec torchrun --nnodes=\"$NNODES\" "
-                        "--node_rank=\"$NODE_RANK\" --nproc_per_node=\"$NPROC_PER_NODE\" "
-                        "--master_addr=\"$MASTER_ADDR\" --master_port=\"$MASTER_PORT\" train.py --epochs 3\n"]
+    assert step[:5] == [
+        "--ntasks-per-node=1",
+        "--kill-on-bad-exit=1",
+        "/bin/sh",
+        "-c",
+        'NODE_RANK=$SLURM_NODEID; export NODE_RANK\nexec torchrun --nnodes="$NNODES" '
+        '--node_rank="$NODE_RANK" --nproc_per_node="$NPROC_PER_NODE" '
+        '--master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" train.py --epochs 3\n',
+    ]
     assert "NNODES=$SLURM_NNODES NPROC_PER_NODE=8" in lines
 
 
@@ -261,8 +380,18 @@ def test_json_that_reports_errors_and_no_data_is_a_failure_not_an_empty_cluster(
     from yanflow_tui.backends.slurm import history as slurm_history
     from yanflow_tui.errors import BackendError
 
-    squeue = {"meta": {}, "errors": [{"description": "Failed while looking for jobs", "error_number": -1,
-                                      "error": "Unspecified error", "source": "slurm_load_jobs"}], "jobs": []}
+    squeue = {
+        "meta": {},
+        "errors": [
+            {
+                "description": "Failed while looking for jobs",
+                "error_number": -1,
+                "error": "Unspecified error",
+                "source": "slurm_load_jobs",
+            }
+        ],
+        "jobs": [],
+    }
     sinfo = {"meta": {}, "errors": [{"error": "Unspecified error", "errno": -1}], "nodes": []}
     with pytest.raises(BackendError, match="squeue --json failed: Failed while looking for jobs Unspecified error"):
         parse.parse_squeue_json(json.dumps(squeue))

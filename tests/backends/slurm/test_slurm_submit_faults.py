@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from private_sshd import PrivateSshd
+from slurmhelpers import async_wait, slurm, ssh_cluster, wait_until
 from textual.widgets import Input
+from uihelpers import make_app, wait_for
 
 from yanflow_tui import cli, drafts
 from yanflow_tui.backends.slurm import backend as slurm_module
@@ -20,10 +23,6 @@ from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.spec import parse_spec
-
-from private_sshd import PrivateSshd
-from slurmhelpers import async_wait, slurm, ssh_cluster, wait_until
-from uihelpers import make_app, wait_for
 
 TIMEOUT = 10.5  # the smallest command_timeout allowed is just over Slurm's MessageTimeout (10 s)
 SHORT_LOOKUP = 3.0  # the lookup window in the "created too late to be found" cases
@@ -39,8 +38,10 @@ WRAPPERS = {
 
 
 def spec_text(name: str) -> str:
-    return (f"name: {name}\nkind: slurm\ncommand: sleep 120\nresources: {{cpus: 1, memory: 100M}}\n"
-            "slurm: {partition: cpu, output: /dev/null}\n")
+    return (
+        f"name: {name}\nkind: slurm\ncommand: sleep 120\nresources: {{cpus: 1, memory: 100M}}\n"
+        "slurm: {partition: cpu, output: /dev/null}\n"
+    )
 
 
 NAMES: list[str] = []  # every job name a test used: its jobs are cancelled at teardown, found or not
@@ -81,7 +82,7 @@ class Login:
         wrapper.chmod(0o755)
         self.sshd = PrivateSshd(workdir=root / "sshd", path_prefix=self.bin)
 
-    def __enter__(self) -> "Login":
+    def __enter__(self) -> Login:
         self.sshd.start()
         return self
 
@@ -153,6 +154,7 @@ async def submitted_and_retried(login: Login, slurm_jobs, name: str) -> tuple[st
 
 # -- (a) the session drops after sbatch took the job ---------------------------------------------------
 
+
 async def test_a_session_dropped_after_sbatch_is_submitted_as_its_job_not_refused(faulty, slurm_jobs, tmp_path, capsys):
     login = faulty("drop")
     job_id, tag, runs = await submitted_and_retried(login, slurm_jobs, unique("yf-drop"))
@@ -160,8 +162,9 @@ async def test_a_session_dropped_after_sbatch_is_submitted_as_its_job_not_refuse
     assert (isinstance(run, BackendError) and "connection lost" in str(run)) or run.returncode == 255, run
 
 
-def test_cli_retry_with_the_tag_of_a_dropped_submit_prints_its_job_and_sends_nothing(faulty, slurm_jobs, tmp_path,
-                                                                                     capsys):
+def test_cli_retry_with_the_tag_of_a_dropped_submit_prints_its_job_and_sends_nothing(
+    faulty, slurm_jobs, tmp_path, capsys
+):
     login = faulty("drop")
     config = login.config_file(tmp_path / "config.yaml")
     spec_file = tmp_path / "job.yaml"
@@ -178,6 +181,7 @@ def test_cli_retry_with_the_tag_of_a_dropped_submit_prints_its_job_and_sends_not
 
 # -- (b) sbatch took the job, then the answer outlives the command timeout ------------------------------
 
+
 async def test_an_answer_past_the_timeout_is_submitted_as_its_job(faulty, slurm_jobs):
     login = faulty("hang")
     _, _, runs = await submitted_and_retried(login, slurm_jobs, unique("yf-hang"))
@@ -186,13 +190,15 @@ async def test_an_answer_past_the_timeout_is_submitted_as_its_job(faulty, slurm_
 
 # -- (c) the job is created after the timeout ----------------------------------------------------------
 
+
 async def test_a_job_created_late_within_the_lookup_is_submitted_as_it(faulty, slurm_jobs):
     login = faulty("late", delay=TIMEOUT + 2)
     await submitted_and_retried(login, slurm_jobs, unique("yf-late"))
 
 
 async def test_a_job_created_after_the_lookup_is_unknown_with_its_tag_and_a_retry_finds_it(
-        faulty, slurm_jobs, monkeypatch):
+    faulty, slurm_jobs, monkeypatch
+):
     monkeypatch.setattr(slurm_module, "LOOKUP_SECONDS", SHORT_LOOKUP, raising=False)
     login = faulty("late", delay=TIMEOUT + SHORT_LOOKUP + 6)
     backend = SlurmBackend(login.cluster())
@@ -211,7 +217,8 @@ async def test_a_job_created_after_the_lookup_is_unknown_with_its_tag_and_a_retr
 
 
 def test_cli_says_unknown_with_exit_3_and_the_tag_and_a_retry_with_it_makes_no_second_job(
-        faulty, slurm_jobs, tmp_path, capsys, monkeypatch):
+    faulty, slurm_jobs, tmp_path, capsys, monkeypatch
+):
     monkeypatch.setattr(slurm_module, "LOOKUP_SECONDS", SHORT_LOOKUP, raising=False)
     login = faulty("late", delay=TIMEOUT + SHORT_LOOKUP + 6)
     config = login.config_file(tmp_path / "config.yaml")
@@ -238,7 +245,8 @@ def test_cli_help_documents_the_unknown_exit_status(capsys):
 
 
 async def test_the_submit_screen_says_unknown_keeps_the_form_and_a_second_submit_reuses_the_tag(
-        home, faulty, slurm_jobs, tmp_path, monkeypatch):
+    home, faulty, slurm_jobs, tmp_path, monkeypatch
+):
     monkeypatch.setattr(slurm_module, "LOOKUP_SECONDS", SHORT_LOOKUP, raising=False)
     login = faulty("late", delay=TIMEOUT + SHORT_LOOKUP + 6)
     name = unique("yf-unknown-ui")
@@ -263,8 +271,9 @@ async def test_the_submit_screen_says_unknown_keeps_the_form_and_a_second_submit
         await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="valid")
         await wait_for(pilot, draft.exists, what="draft saved")
         await pilot.press("ctrl+s")
-        title, message = await wait_for(pilot, lambda: next((n for n in notes if "unknown" in n[1]), None),
-                                        timeout=60, what="the unknown outcome")
+        title, message = await wait_for(
+            pilot, lambda: next((n for n in notes if "unknown" in n[1]), None), timeout=60, what="the unknown outcome"
+        )
         assert title == "Submit outcome unknown" and "refused" not in message
         tag = screen.unknown_submit[2]
         assert message.startswith(f"unknown: check tag {tag} on cluster ")
@@ -274,13 +283,16 @@ async def test_the_submit_screen_says_unknown_keeps_the_form_and_a_second_submit
         await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="submit enabled again")
         await pilot.press("ctrl+s")  # the unchanged form: the same tag, looked up first
         assert await wait_for(pilot, lambda: screen.last_submitted, timeout=60, what="submitted") == (
-            login.cluster().name, job_id)
+            login.cluster().name,
+            job_id,
+        )
         assert holders(tag) == [job_id]
         assert screen.unknown_submit is None
         await wait_for(pilot, lambda: not draft.exists(), what="draft removed after the submit")
 
 
 # -- (d) sbatch's own refusal is still "not submitted" -------------------------------------------------
+
 
 async def test_a_genuine_refusal_is_not_submitted(slurm_dir, slurm_jobs):
     backend = SlurmBackend(ssh_cluster(command_timeout=TIMEOUT))  # the normal sshd, the real sbatch
@@ -308,4 +320,3 @@ def test_cli_refusal_exits_1_and_a_bad_tag_is_refused_before_any_io(slurm_dir, t
     assert "not submitted: sbatch refused the job" in capsys.readouterr().err
     assert cli.main(["--config", config, "submit", "--force", str(spec_file), "--tag", "x; touch /tmp/nope"]) == 1
     assert "not a submit tag" in capsys.readouterr().err
-

@@ -8,11 +8,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from slurmhelpers import DIR, ssh_cluster
 
 from yanflow_tui.backends.slurm.transport import SshTransport, parse_ssh_option
 from yanflow_tui.errors import BackendError
-
-from slurmhelpers import DIR, ssh_cluster
 
 KEY = DIR / "ssh" / "client_ed25519"
 
@@ -46,7 +45,6 @@ async def test_an_identity_file_others_can_read_is_refused_with_the_fix(slurm_di
     assert await run_id(SshTransport(target(identity_file=str(key)), timeout=15)) == "root"
 
 
-
 def planted_key(home, name: str, mode: int):
     """The cluster's client key copied to ``~/.ssh/NAME`` with ``mode``."""
     ssh_dir = home / ".ssh"
@@ -55,6 +53,7 @@ def planted_key(home, name: str, mode: int):
     shutil.copy(KEY, key)
     key.chmod(mode)
     return key
+
 
 async def test_an_identity_file_from_ssh_config_is_checked(slurm_dir, home):
     key = planted_key(home, "cluster_key", 0o644)
