@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from yanflow_tui.backends.base import Backend, Capabilities
 from yanflow_tui.config import ClusterConfig
@@ -19,6 +21,21 @@ _BACKENDS: dict[str, str] = {
 def register(kind: str, target: str | type[Backend]) -> None:
     """Map ``kind`` to a backend class or its ``"module:Class"`` path (tests register fakes here)."""
     _BACKENDS[kind] = target  # type: ignore[assignment]
+
+
+@contextmanager
+def registered(kind: str, target: str | type[Backend]) -> Iterator[None]:
+    """``register`` for the length of a ``with`` block, then restore what ``kind`` meant before (tests use
+    this to plug in a fake backend)."""
+    before = _BACKENDS.get(kind)
+    register(kind, target)
+    try:
+        yield
+    finally:
+        if before is None:
+            _BACKENDS.pop(kind, None)
+        else:
+            _BACKENDS[kind] = before
 
 
 def backend_class(kind: str) -> type[Backend]:

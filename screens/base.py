@@ -3,6 +3,8 @@ full text of its status lines."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.binding import Binding
 from textual.screen import Screen
 
@@ -10,11 +12,20 @@ from yanflow_tui.screens.dialogs import FullTextScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.status_line import FULL_TEXT_BINDING, StatusLine
 
+if TYPE_CHECKING:
+    from yanflow_tui.app import YanflowApp
+
 
 class DataScreen(Screen):
     """A screen that shows cluster data: redrawn when data arrives and when it becomes current."""
 
     TITLE_TEXT = ""
+
+    if TYPE_CHECKING:
+        # The typed app handle: screens reach ``self.app.hub`` and the app's state through this type.
+        @property
+        def app(self) -> YanflowApp: ...
+
     BINDINGS = [Binding("i", "full_text", "Full text", show=False, id=FULL_TEXT_BINDING)]
 
     def action_full_text(self) -> None:

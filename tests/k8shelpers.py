@@ -4,6 +4,7 @@ backend/cluster config over that kubeconfig."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import yaml
 from fakes.k8s_api import K8sEmulator
 
+from yanflow_tui.backends.kubernetes.manifests import INDEX_ANNOTATION
 from yanflow_tui.config import ClusterConfig
 
 
@@ -63,3 +65,18 @@ async def eventually(check: Callable[[], Any], timeout: float = 10.0, what: str 
             last = exc
         await asyncio.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f" (last error: {last})" if last else ""))
+
+
+def pod_env(container: dict, index: int) -> dict[str, str]:
+    """Resolve the container's env as the kubelet would for the pod with completion index ``index``."""
+    annotations = {INDEX_ANNOTATION: str(index)}
+    env = {}
+    for item in container["env"]:
+        if "value" in item:
+            env[item["name"]] = item["value"]
+        else:
+            path = item["valueFrom"]["fieldRef"]["fieldPath"]
+            match = re.fullmatch(r"metadata\.annotations\['([^']+)'\]", path)
+            assert match, path
+            env[item["name"]] = annotations[match.group(1)]
+    return env

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from k8shelpers import pod_env
 from paths import DATA as TEST_DATA
 from paths import SAMPLES
 
@@ -33,21 +34,6 @@ def deserialize(obj: dict, klass: str):
     from kubernetes.client import ApiClient
 
     return ApiClient()._ApiClient__deserialize(json.loads(json.dumps(obj)), klass)
-
-
-def pod_env(container: dict, index: int) -> dict[str, str]:
-    """Resolve the container's env as the kubelet would for the pod with completion index ``index``."""
-    annotations = {m.INDEX_ANNOTATION: str(index)}
-    env = {}
-    for item in container["env"]:
-        if "value" in item:
-            env[item["name"]] = item["value"]
-        else:
-            path = item["valueFrom"]["fieldRef"]["fieldPath"]
-            match = re.fullmatch(r"metadata\.annotations\['([^']+)'\]", path)
-            assert match, path
-            env[item["name"]] = annotations[match.group(1)]
-    return env
 
 
 @pytest.fixture

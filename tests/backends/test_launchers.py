@@ -19,8 +19,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from k8shelpers import pod_env
 from slurmhelpers import JOBS, Jobs, live_state, slurm, wait_until
-from test_k8s_manifests import pod_env
 
 from yanflow_tui import formfields as ff
 from yanflow_tui import launchers
