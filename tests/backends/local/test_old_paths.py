@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -77,7 +78,8 @@ async def test_a_job_running_under_the_old_runner_is_followed_to_its_end_by_a_ne
         assert running.state is JobState.RUNNING
         row = new.store.get(int(job_id))
         assert row is not None and row.pid
-        assert OLD_RUNNER in Path(f"/proc/{row.pid}/cmdline").read_bytes().decode().split("\0")
+        cmdline = await asyncio.to_thread(Path(f"/proc/{row.pid}/cmdline").read_bytes)
+        assert OLD_RUNNER in cmdline.decode().split("\0")
         gate.touch()
 
         async def ended():
