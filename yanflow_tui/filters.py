@@ -139,9 +139,13 @@ def _tokens(text: str):
 
 def _term(negate: bool, field: str, value: str) -> Predicate:
     predicate = _number(field, value) if field in NUMBER_FIELDS else _text(field, value.lower())
-    if negate:
-        return lambda f, p=predicate: not p(f)
-    return predicate
+    if not negate:
+        return predicate
+
+    def negated(fields: JobFields) -> bool:
+        return not predicate(fields)
+
+    return negated
 
 
 def _all(predicates: tuple[Predicate, ...]) -> Predicate:

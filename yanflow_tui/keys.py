@@ -14,6 +14,7 @@ to the UI one at a time.
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from typing import Any
 
 from textual import events
@@ -80,7 +81,7 @@ class SerialKeys:
             # Twice along the path: the key with its bindings, then what their actions posted; then
             # the screen on show now (a screen switched to focuses its main widget first).
             self._settle(turn, path + path + [None])
-            self.set_timer(MAX_HOLD, lambda: self._key_done(turn))  # type: ignore[attr-defined]
+            self.set_timer(MAX_HOLD, partial(self._key_done, turn))  # type: ignore[attr-defined]
 
     def _settle(self, turn: int, nodes: list[DOMNode | None]) -> None:
         """Follow the key up its path: a callback on each node runs after what is queued there."""
