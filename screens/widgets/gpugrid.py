@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -90,7 +91,7 @@ class Group:
         return self.pools if self.level == 0 else self.nodes
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class NodeRow:
     """One node as the grid keeps it: what its line says, worked out once per change of the node,
     and the line's drawing caches."""
@@ -309,7 +310,7 @@ class GpuGrid(ScrollView, can_focus=True):
             row.pool = pkey
             shown.append(row)
         for pkey, members in pools.items():
-            groups[pkey].nodes = [r.key for r in sorted(members, key=lambda r: r.sort)]
+            groups[pkey].nodes = [r.key for r in sorted(members, key=attrgetter("sort"))]
         self._groups, self._shown = groups, shown
         self._resummarize(set(pools))
         self._reflow_rows()
