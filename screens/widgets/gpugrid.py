@@ -82,8 +82,8 @@ class Group:
     pools: list[GroupKey] = field(default_factory=list)  # a cluster's pool groups
     nodes: list[str] = field(default_factory=list)  # a pool's node keys, in name order
     summary: GroupSummary = GroupSummary()
-    parts: list[Part] | None = None  # the line as text, while it holds
-    strip: Strip | None = None  # the line drawn without the cursor, while it holds
+    parts: list[Part] | None = field(default=None, compare=False, repr=False)  # the line as text, while it holds
+    strip: Strip | None = field(default=None, compare=False, repr=False)  # the line without the cursor, drawn
 
     @property
     def members(self) -> Sequence[RowKey]:
