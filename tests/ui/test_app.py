@@ -80,7 +80,8 @@ async def test_submit_screen_runs_local_shell_to_completion_and_logs_show(home):
         screen.query_one("#spec-path", Input).value = str(SAMPLES / "local-shell.yaml")
         await pilot.click("#load")
         await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "local-shell-demo", what="spec loaded")
-        assert "/bin/sh -c" in str(screen.query_one("#preview").render())
+        # the fields are in the DOM (with their text) before the form is checked and the preview drawn
+        await wait_for(pilot, lambda: "/bin/sh -c" in str(screen.query_one("#preview").render()), what="preview")
         await pilot.press("ctrl+s")
         submitted = await wait_for(pilot, lambda: getattr(screen, "last_submitted", None), what="submit")
         cluster, job_id = submitted
