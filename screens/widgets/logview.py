@@ -73,7 +73,7 @@ class LogView(ScrollView, can_focus=True):
         self._scanned = 0  # lines [0, _scanned) are searched for ``pattern``
         self._generation = 0  # bumps on every new search; stale thread results are dropped
         self._jump_on_scan = False
-        self._strips: LRUCache[tuple, object] = LRUCache(STRIP_CACHE)
+        self._strips: LRUCache[tuple, Strip | list[Strip]] = LRUCache(STRIP_CACHE)  # a line, or its wrapped rows
         self._top: tuple[int, int] | None = None  # wrap mode: (line, row) at the top; None: the bottom
         self._layout_key: tuple | None = None
         self._layout: list[tuple[int, int]] = []
@@ -496,8 +496,10 @@ class LogView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         limit = (scroll_x + width) // CHOP * CHOP + CHOP
         key = (line, limit)
-        strip = self._strips.get(key)
-        if strip is None:
+        cached = self._strips.get(key)
+        if isinstance(cached, Strip):
+            strip = cached
+        else:
             text = self._text(line)
             if len(text) > limit:
                 text = text[: limit + (len(self.pattern.pattern) if self.pattern is not None else 0)]
@@ -509,7 +511,7 @@ class LogView(ScrollView, can_focus=True):
     def _wrapped(self, line: int) -> list[Strip]:
         key = (line, "wrap", self._wrap_width())
         strips = self._strips.get(key)
-        if strips is None:
+        if not isinstance(strips, list):
             text = self._text(line)
             styled = self._styled(line, text)
             cuts = self._cuts(text)
