@@ -14,6 +14,7 @@ from textual.screen import Screen
 
 from yanflow_tui.hub import ClusterSnapshot
 from yanflow_tui.screens.dialogs import FullTextScreen
+from yanflow_tui.screens.failures import ForwardFailures
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar, HeaderSource
 from yanflow_tui.screens.widgets.status_line import FULL_TEXT_BINDING, StatusLine
 
@@ -23,10 +24,10 @@ if TYPE_CHECKING:
     from yanflow_tui.app import YanflowApp
 
 
-class LiveScreen(Screen):
+class LiveScreen(ForwardFailures, Screen):
     """A screen (or dialog) redrawn from each snapshot the app publishes, while it is on show (the
     current screen, or one a dialog over it shows through to). It subscribes once mounted, so a
-    screen still composing is drawn by its own ``on_mount``."""
+    screen still composing is drawn by its own ``on_mount``. Its workers' failures go to the app."""
 
     if TYPE_CHECKING:
         # The typed app handle: screens reach ``self.app.hub`` and the app's state through this type.

@@ -221,7 +221,8 @@ class YanflowApp(SerialKeys):
         self.request_refresh(name)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one handler of failed workers: every worker runs with ``exit_on_error=False`` and
+        """The one handler of failed workers: the app's own, and those of screens and widgets (they
+        forward theirs: ``screens.failures``). Every worker runs with ``exit_on_error=False`` and
         handles the failures it expects itself; one that still fails is said in one line, with its
         traceback in the console's log."""
         worker = event.worker

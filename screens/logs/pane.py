@@ -20,6 +20,7 @@ from yanflow_tui.hub import error_text
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.failures import ForwardFailures
 from yanflow_tui.screens.widgets.logview import LogView
 
 FLUSH_SECONDS = 0.05  # 20 Hz; a split pane flushes at 10 Hz
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from yanflow_tui.app import YanflowApp
 
 
-class LogPane(TabPane):
+class LogPane(ForwardFailures, TabPane):
     """One followed job: its stream, its stores (the whole log, and one per rank) and its views."""
 
     if TYPE_CHECKING:

@@ -29,6 +29,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from yanflow_tui.logstore import LogStore, match_lines
+from yanflow_tui.screens.failures import ForwardFailures
 
 MAX_MATCHES = 100_000  # match positions kept per view; beyond, n/N cycle through these
 SYNC_LINES = 50_000  # a store this small, all in memory, is searched on the event loop
@@ -36,7 +37,7 @@ CHOP = 1024  # a no-wrap line is rendered up to the next multiple of this many c
 STRIP_CACHE = 256  # rendered lines kept (a few screens' worth: each Strip carries its own caches)
 
 
-class LogView(ScrollView, can_focus=True):
+class LogView(ForwardFailures, ScrollView, can_focus=True):
     """Shows one ``LogStore``. The owner calls ``lines_added`` after appending to the store."""
 
     COMPONENT_CLASSES = {"logview--match", "logview--current-match", "logview--current-line"}

@@ -192,6 +192,35 @@ async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_
             type(app).screen = real
 
 
+async def test_a_failing_worker_is_said_in_one_line_and_its_traceback_goes_to_the_log(home, fake_kind):
+    """Workers run with exit_on_error=False: one that fails anyway (a bug) is never silent."""
+    from yanflow_tui import applog
+
+    path = applog.setup()
+    try:
+        app = make_app(fake_cluster())
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
+            notes: list[str] = []
+            notify = app.notify
+            app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+
+            async def broken_step() -> None:
+                raise RuntimeError("kaput")
+
+            # a screen's worker: Textual tells only the screen (Worker.StateChanged does not bubble)
+            app.screen.run_worker(broken_step(), name="broken step", exit_on_error=False)
+            await wait_for(pilot, lambda: notes, what="the notification")
+            assert notes == ["broken step failed: RuntimeError: kaput (the traceback is in the log: 5 shows where)"]
+            assert app.is_running and isinstance(app.screen, QueueScreen)
+    finally:
+        applog.stop()
+    assert path is not None
+    text = path.read_text()
+    assert "ERROR yanflow_tui.app: broken step failed" in text
+    assert "Traceback (most recent call last):" in text and "in broken_step" in text and "RuntimeError: kaput" in text
+
+
 # -- the fake backend: read-only, rendering, keys ---------------------------------------------------
 
 
