@@ -25,7 +25,7 @@ from yanflow_tui.screens.render.plot import line_plot
 from yanflow_tui.screens.widgets.members import MembersTable
 
 
-class JobDetailScreen(LiveScreen, ModalScreen[None]):
+class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Textual takes CSS from the first base
     """One job: its fields, the backend's describe output (events, reason), its members (trials,
     tasks, ranks) as a sortable table, metrics drawn as a plot and refreshed while it runs, and
     checkpoints with download -- each where the job or its backend has them."""

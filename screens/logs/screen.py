@@ -168,6 +168,11 @@ class LogsScreen(DataScreen):
             self._keys_state = state
             self.refresh_bindings()
 
+    @property
+    def following(self) -> bool:
+        """Whether the pane on show follows its tail (the benchmarks read it)."""
+        return self.pane.following if self.pane else False
+
     # -- streaming ---------------------------------------------------------------------------------------
     def _flush(self) -> None:
         if not self.is_mounted:
