@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from textual import work
@@ -129,7 +129,7 @@ class YanflowApp(SerialKeys):
         self._tell_all_users()
         for name in self.hub.names:
             self._wake[name] = asyncio.Event()
-            self.hub.backend(name).set_change_callback(self._refresher(name))
+            self.hub.backend(name).set_change_callback(partial(self.request_refresh, name))
             self.run_worker(
                 self._refresh_loop(name),
                 name=f"refresh {name}",
@@ -175,9 +175,6 @@ class YanflowApp(SerialKeys):
             except TimeoutError:
                 pass
             wake.clear()
-
-    def _refresher(self, name: str) -> Callable[[], None]:
-        return lambda: self.request_refresh(name)
 
     def request_refresh(self, name: str | None = None) -> None:
         for cluster, event in self._wake.items():
