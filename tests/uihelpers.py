@@ -32,6 +32,15 @@ async def wait_for(pilot, condition: Callable[[], object], timeout: float = 20.0
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def log_lines(logs, start: int = 0, stop: int | None = None) -> list[str]:
+    """Lines [start, stop) of what the Logs screen's pane on show (or the given pane) shows in its active
+    view, read from disk where spilled; [] without a pane."""
+    from yanflow_tui.screens.logs.pane import LogPane
+
+    pane = logs if isinstance(logs, LogPane) else logs.pane
+    return pane.active_view.store.slice(start, stop) if pane is not None else []
+
+
 def screen_text(app) -> str:
     """Everything on screen as plain text (the SVG export, stripped of tags)."""
     import html
