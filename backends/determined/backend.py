@@ -92,7 +92,6 @@ class DeterminedBackend(Backend):
         submit=True,
         cancel=True,
         logs=True,
-        follow_logs=True,
         job_kinds=frozenset({JobKind.SINGLE, JobKind.EXPERIMENT}),
         history=True,
         actions=("pause", "activate", "kill"),
@@ -128,9 +127,6 @@ class DeterminedBackend(Backend):
     @property
     def current_user(self) -> str:
         return self.conn.user or ""
-
-    def set_all_users(self, all_users: bool) -> None:
-        self.all_users = all_users  # the master filters by user; the next read asks for everyone
 
     # -- reads -----------------------------------------------------------------------------------
     async def list_jobs(self) -> list[Job]:

@@ -104,7 +104,7 @@ def agent_node(cluster: str, agent: bindings.v1Agent, holders: dict[str, str]) -
     gpus: list[Gpu] = []
     cpus_total = cpus_used = 0
     gpu_type = None
-    for position, (slot_id, slot) in enumerate(slots):
+    for position, (_slot_id, slot) in enumerate(slots):
         device = present(slot.device)
         dtype = getattr(present(device.type) if device else None, "name", "")
         container = present(slot.container)

@@ -229,7 +229,10 @@ async def merged_logs(
         for pod in pods():
             if pod.name in readers:
                 continue
-            alive = lambda name=pod.name: any(p.name == name and not p.terminal for p in pods())
+
+            def alive(name: str = pod.name) -> bool:
+                return any(p.name == name and not p.terminal for p in pods())
+
             reader = PodLogReader(core, pod, job_id, rank_of(pod), follow, emit, alive)
             readers[pod.name] = reader
             reader.start()

@@ -176,7 +176,7 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     async def _stream(self, script: str, binary: bool = False) -> LineStream: ...
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 - optional: a transport with no connection has nothing to release
         """Release the connection."""
 
     @property
