@@ -29,7 +29,6 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 from yanflow_tui.capacity import Request
 from yanflow_tui.errors import BackendError, ReadOnlyError, SubmitUnknown
@@ -125,8 +124,10 @@ class Gate:
 class Backend(abc.ABC):
     """Base class of every backend. Instances serve one configured cluster."""
 
-    kind: ClassVar[str] = ""
-    capabilities: ClassVar[Capabilities] = Capabilities()
+    # Set in the class body; an instance may narrow its own (a monitor-only cluster takes no jobs), and
+    # ``UnavailableBackend`` takes its config's kind.
+    kind: str = ""
+    capabilities: Capabilities = Capabilities()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -315,7 +316,7 @@ class Backend(abc.ABC):
                 raise BackendError(f"cluster {self.name!r} cannot look a submission up by its tag")
             return await self._submit(spec)
         retry = tag is not None
-        tag = check_submit_tag(tag) if retry else new_submit_tag()
+        tag = new_submit_tag() if tag is None else check_submit_tag(tag)
         budget = self.submit_budget
         try:
             return await asyncio.wait_for(self._submit_tagged(spec, tag, retry), budget)

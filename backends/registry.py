@@ -126,7 +126,7 @@ class UnavailableBackend(Backend):
 
     def __init__(self, config: ClusterConfig, reason: str):
         super().__init__(config)
-        self.kind = config.kind  # type: ignore[misc]
+        self.kind = config.kind
         self.reason = reason
 
     async def list_jobs(self):

@@ -137,11 +137,11 @@ def agent_node(cluster: str, agent: bindings.v1Agent, holders: dict[str, str]) -
                 reason=reason,
             )
         )
-    state = "disabled" if not enabled else "draining" if draining else "up"
+    node_state = "disabled" if not enabled else "draining" if draining else "up"
     return Node(
         cluster=cluster,
         name=agent.id,
-        state=state,
+        state=node_state,
         partitions=tuple(present(agent.resourcePools) or ()),
         cpus_total=cpus_total,
         cpus_allocated=cpus_used,

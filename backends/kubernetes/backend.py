@@ -78,8 +78,9 @@ class KubernetesBackend(Backend):
         self.connect_timeout = connect_timeout
         self.watch_seconds = watch_seconds
         self._api = None
-        self._core = None
-        self._batch = None
+        # kubernetes.client.CoreV1Api / BatchV1Api once connected (the client is untyped and imported lazily)
+        self._core: Any = None
+        self._batch: Any = None
         self._reflectors: dict[str, Reflector] = {}
         self._connect_lock: asyncio.Lock | None = None
         self._throttle: ChangeThrottle | None = None
@@ -188,7 +189,7 @@ class KubernetesBackend(Backend):
     @staticmethod
     def _tolerated(reflector: Reflector) -> bool:
         """Users without cluster-scope rights may not list nodes: show jobs anyway."""
-        return reflector.resource == "nodes" and bool(reflector.error) and reflector.error.startswith("HTTP 403")
+        return reflector.resource == "nodes" and (reflector.error or "").startswith("HTTP 403")
 
     def _raise_for(self, reflector: Reflector) -> None:
         if reflector.connection_lost:

@@ -75,7 +75,7 @@ class PodLogReader:
 
     def _open(self, follow: bool, previous: bool, since_time: str | None):
         """``GET /pods/NAME/log`` with timestamps, from ``since_time`` (the client has no sinceTime)."""
-        query = [("follow", follow), ("previous", previous), ("timestamps", True)]
+        query: list[tuple[str, bool | str]] = [("follow", follow), ("previous", previous), ("timestamps", True)]
         if since_time:
             query.append(("sinceTime", since_time))
         return self.core.api_client.call_api(

@@ -139,7 +139,7 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
     if user:
         annotations[ANN_USER] = user
 
-    env = [{"name": k, "value": str(v)} for k, v in spec.env.items()]
+    env: list[dict[str, Any]] = [{"name": k, "value": str(v)} for k, v in spec.env.items()]
     if multi:
         master = f"{name}-0.{name}.{namespace}.svc"
         env += [

@@ -106,7 +106,7 @@ class LocalBackend(Backend):
         self._helpers: list[subprocess.Popen] = []  # background schedulers started by this process
         if config.options.get(self.MONITOR_ONLY):
             # A login node found by discovery: shown, never given jobs, unless the config names it.
-            self.capabilities = replace(type(self).capabilities, submit=False, job_kinds=frozenset())  # type: ignore[misc]
+            self.capabilities = replace(type(self).capabilities, submit=False, job_kinds=frozenset())
             self.submit_refusal = (
                 f"cluster {self.name!r} is this login node, shown for monitoring only; "
                 f"to run jobs on it, name it in the config with kind: local"
@@ -518,7 +518,9 @@ class LocalBackend(Backend):
 
 def _still_running(row: JobRow) -> bool:
     """The job's runner lives, or (it was killed) processes of its group live on."""
-    return bool(row.pid) and (procs.alive(row.pid, row.pid_start) or procs.leaderless_group(row.pid))
+    if not row.pid:
+        return False
+    return procs.alive(row.pid, row.pid_start) or procs.leaderless_group(row.pid)
 
 
 def _is_dir(path: str) -> bool:

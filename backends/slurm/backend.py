@@ -271,10 +271,10 @@ class SlurmBackend(Backend):
         result = await self.transport.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"])
         if not result.ok and "Invalid job id" not in result.stderr:
             raise BackendError(f"squeue failed: {result.error()}")
-        states = [parse.normalise_state(s) for s in result.stdout.split()] if result.ok else []
-        if not states:
+        found = [parse.normalise_state(s) for s in result.stdout.split()] if result.ok else []
+        if not found:
             return JobState.COMPLETED
-        return next((s for s in states if not s.terminal), states[0])
+        return next((s for s in found if not s.terminal), found[0])
 
     async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
         if stream not in ("", "stderr"):

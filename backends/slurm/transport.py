@@ -383,7 +383,8 @@ class SshTransport(Transport):
             loaded = SSHClientConfig.load(
                 None, paths, False, False, False, _local_user(), t.user or (), t.host, t.port or ()
             )
-            identity = [Path(str(p)).expanduser() for p in loaded.get("IdentityFile", ()) or ()]
+            files = loaded.get("IdentityFile", ())  # a list of paths (asyncssh types it object)
+            identity = [Path(str(p)).expanduser() for p in files] if isinstance(files, (list, tuple)) else []
         except Exception:
             identity = []
         if identity:
