@@ -358,6 +358,10 @@ class Backend(abc.ABC):
         raise BackendError(f"cluster {self.name!r} cannot {action} jobs")
 
 
+# An option only discovery sets (no config can: no backend declares it): the cluster is shown for
+# monitoring only and takes no jobs, e.g. this machine when it is a Slurm login node.
+MONITOR_ONLY = "monitor_only"
+
 # The types a key of a backend's spec section may hold (``BackendInfo.section``).
 SECTION_TYPES = ("text", "bool", "whole", "map", "list")
 

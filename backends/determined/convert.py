@@ -149,7 +149,7 @@ def agent_node(cluster: str, agent: bindings.v1Agent, holders: dict[str, str]) -
         gpus_total=len(gpus),
         gpus_allocated=sum(1 for g in gpus if g.state is GpuState.ALLOCATED),
         gpus=tuple(gpus),
-        reason="" if state == "up" else state,
+        reason="" if node_state == "up" else node_state,
     )
 
 

@@ -29,10 +29,9 @@ import yaml
 
 from yanflow_tui import formfields as ff
 from yanflow_tui import locations
-from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.base import MONITOR_ONLY, Backend, Capabilities, describe_job
 from yanflow_tui.backends.local import procs, runner, scheduler
 from yanflow_tui.backends.local.nvml import GpuReading, NvmlProbe
-from yanflow_tui.backends.local.plugin import MONITOR_ONLY
 from yanflow_tui.backends.local.store import JobRow, LocalStore
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError

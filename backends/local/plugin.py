@@ -8,10 +8,6 @@ from collections.abc import Mapping
 from yanflow_tui.backends.base import BackendInfo
 from yanflow_tui.model import ClusterConfig
 
-# An option only discovery sets (a config cannot): the machine is a scheduler's login node, shown for
-# monitoring only (see the Slurm declaration's ``review``).
-MONITOR_ONLY = "monitor_only"
-
 
 def discover(env: Mapping[str, str]) -> list[ClusterConfig]:
     return [ClusterConfig("local", "local", description="this machine")]

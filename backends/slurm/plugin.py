@@ -7,8 +7,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping
 
-from yanflow_tui.backends.base import BackendInfo
-from yanflow_tui.backends.local.plugin import MONITOR_ONLY
+from yanflow_tui.backends.base import MONITOR_ONLY, BackendInfo
 from yanflow_tui.model import ClusterConfig
 
 REFRESH = 10.0  # squeue and sinfo are heavier on the controller than a local read
