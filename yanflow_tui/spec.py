@@ -244,7 +244,7 @@ def spec_to_data(spec: JobSpec) -> dict[str, Any]:
     data["resources"] = res
     if spec.launcher != "none":
         data["launcher"] = spec.launcher
-    for section in section_keys():
-        if spec.section(section):
-            data[section] = dict(spec.section(section))
+    for section, values in spec.sections.items():  # in the registry's order, as loaded
+        if values:
+            data[section] = dict(values)
     return data
