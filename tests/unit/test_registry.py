@@ -73,7 +73,7 @@ def test_a_new_kind_with_its_own_options_is_accepted_by_the_config_loader():
 
 def test_a_new_kind_brings_its_spec_section_and_discovery():
     with registered_toy():
-        spec = parse_spec("name: x\ncommand: c\ntoy: {queue: fast, priority: 3, notes: \"a\\tb\"}\n")
+        spec = parse_spec('name: x\ncommand: c\ntoy: {queue: fast, priority: 3, notes: "a\\tb"}\n')
         assert spec.section("toy") == {"queue": "fast", "priority": 3, "notes": "a\tb"}
         with pytest.raises(SpecError, match="toy.queue"):  # not a multi-line key: no tab
             parse_spec('name: x\ncommand: c\ntoy: {queue: "a\\tb"}\n')
