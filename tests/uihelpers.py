@@ -1,9 +1,6 @@
-"""Helpers for pilot tests: build an app over given clusters, and wait for conditions."""
+"""Helpers for pilot tests: build an app over given clusters, read the screen (waiting lives in ``waiting``)."""
 
 from __future__ import annotations
-
-import time
-from collections.abc import Callable
 
 from yanflow_tui.app import YanflowApp
 from yanflow_tui.config import ClusterConfig, Config
@@ -20,16 +17,6 @@ def make_app(*clusters: ClusterConfig, read_only: bool = False, keymap=None, pin
     if pinned_clock:
         app.clock = lambda: FIXED_NOW  # type: ignore[method-assign]
     return app
-
-
-async def wait_for(pilot, condition: Callable[[], object], timeout: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def screen_text(app) -> str:

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from jobhelpers import cleanup_state_dir, run_cli, wait_until
+from jobhelpers import cleanup_state_dir, run_cli
+from waiting import wait_until
 
 from yanflow_tui import cli, locations
 from yanflow_tui.backends import registry

@@ -7,7 +7,8 @@ from fakes.backend import FakeActionsBackend, FakeBackend, FakeLoginBackend
 from paths import SAMPLES
 from textual.app import ScreenStackError
 from textual.widgets import Input
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui.app import YanflowApp
 from yanflow_tui.backends import registry

@@ -10,7 +10,8 @@ import subprocess
 from k8shelpers import write_kubeconfig
 from private_sshd import free_port
 from slurmhelpers import DIR
-from uihelpers import screen_text, wait_for
+from uihelpers import screen_text
+from waiting import wait_for
 
 from yanflow_tui.app import YanflowApp
 from yanflow_tui.config import load_config

@@ -14,7 +14,8 @@ from fakes.backend import FakeBackend
 from jobhelpers import run_cli
 from slurmhelpers import CONF
 from textual.widgets import Select
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig, Config, load_config, parse_config

@@ -9,7 +9,8 @@ import pytest
 from fakes.backend import FakeBackend
 from slurmhelpers import ssh_cluster
 from textual.widgets import Static
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig

@@ -7,7 +7,8 @@ import pytest
 from fakes.k8s_api import make_job, make_pod
 from k8shelpers import cluster
 from textual.widgets import Input
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui.errors import ReadOnlyError
 from yanflow_tui.screens.dialogs import ConfirmScreen

@@ -67,7 +67,8 @@ def test_every_action_a_screen_defines_is_on_a_key():
 async def test_keymap_remaps_keys_of_the_new_screens_by_id(home, monkeypatch):
     from fakes.backend import FakeBackend
     from textual.widgets import Input
-    from uihelpers import make_app, wait_for
+    from uihelpers import make_app
+    from waiting import wait_for
 
     from yanflow_tui.backends import registry
     from yanflow_tui.config import ClusterConfig
@@ -104,7 +105,7 @@ def fake_app():
 
 
 async def test_the_app_keys_work_on_the_empty_logs_screen(home):
-    from uihelpers import wait_for
+    from waiting import wait_for
 
     app = fake_app()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -124,7 +125,7 @@ async def test_the_app_keys_work_on_the_empty_logs_screen(home):
 
 async def test_submit_starts_on_the_cluster_chooser_and_escape_leaves_a_field_for_it(home):
     from textual.widgets import Input
-    from uihelpers import wait_for
+    from waiting import wait_for
 
     app = fake_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -147,7 +148,7 @@ async def test_submit_starts_on_the_cluster_chooser_and_escape_leaves_a_field_fo
 
 
 async def test_a_screen_key_closes_an_open_dialog_and_q_quits_from_one(home):
-    from uihelpers import wait_for
+    from waiting import wait_for
 
     app = fake_app()
     async with app.run_test(size=(120, 30)) as pilot:

@@ -9,7 +9,8 @@ from dethelpers import cluster, seed
 from private_sshd import free_port
 from slurmhelpers import slurm, ssh_cluster
 from textual.widgets import Input
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.screens.queue import JobTable, QueueScreen

@@ -12,7 +12,8 @@ import pytest
 from fakes.backend import FakeActionsBackend, FakeBackend
 from paths import SAMPLES
 from textual.widgets import Input
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui import logstore
 from yanflow_tui.backends import registry

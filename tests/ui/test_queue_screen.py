@@ -10,7 +10,8 @@ from datetime import timedelta
 import pytest
 from fakes.backend import FIXED, LONG_NAMES, FakeActionsBackend, FakeBackend, FakeLongBackend
 from textual.widgets import Input, Static
-from uihelpers import FIXED_NOW, make_app, screen_text, wait_for
+from uihelpers import FIXED_NOW, make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 from fakes.backend import FakeBackend, FakeLongBackend
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig

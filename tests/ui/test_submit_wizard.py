@@ -14,7 +14,8 @@ import yaml
 from fakes.backend import FakeBackend
 from paths import SAMPLES
 from textual.widgets import Input, OptionList, Select
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui import drafts
 from yanflow_tui import formfields as ff
@@ -527,7 +528,8 @@ def test_every_real_backend_form_renders_for_every_kind_it_runs(kind, home):
 
 
 async def test_slurm_form_shows_partition_previews_sbatch_and_submits_a_real_job(home, slurm_dir, slurm_jobs):
-    from slurmhelpers import async_wait, squeue_job, ssh_cluster
+    from slurmhelpers import squeue_job, ssh_cluster
+    from waiting import async_wait_until
 
     cluster = replace(
         ssh_cluster(nodes_refresh_seconds=0.5, partition="cpu"),
@@ -552,7 +554,7 @@ async def test_slurm_form_shows_partition_previews_sbatch_and_submits_a_real_job
         await pilot.press("ctrl+s")
         cluster_name, job_id = await wait_for(pilot, lambda: screen.last_submitted, what="submitted")
         slurm_jobs.add(job_id)
-        record = await async_wait(lambda: squeue_job(job_id), 20, "in squeue")
+        record = await async_wait_until(lambda: squeue_job(job_id), 20, "in squeue")
         assert record["name"] == "yf-wizard" and record["partition"] == "cpu"
 
 

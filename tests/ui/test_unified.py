@@ -10,7 +10,8 @@ from dataclasses import replace
 
 import pytest
 from fakes.backend import FakeBackend
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig

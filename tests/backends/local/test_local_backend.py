@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from jobhelpers import async_wait_until, cleanup_state_dir, live, run_cli, wait_until
+from jobhelpers import cleanup_state_dir, live, run_cli
 from paths import SAMPLES
+from waiting import async_wait_until, wait_until
 
 from yanflow_tui import locations
 from yanflow_tui.backends.local import backend as local

@@ -20,15 +20,14 @@ from slurmhelpers import (
     JOBS,
     ROOT,
     SAMPLES,
-    async_wait,
     live_state,
     local_cluster,
     sinfo_gpus,
     slurm,
     squeue_job,
     ssh_cluster,
-    wait_until,
 )
+from waiting import async_wait_until, wait_until
 
 from yanflow_tui import cli
 from yanflow_tui.backends.slurm.backend import SlurmBackend
@@ -143,15 +142,15 @@ async def test_hostile_name_is_stored_exactly_and_nothing_runs_on_the_login_node
 
 async def test_an_array_is_a_group_and_can_be_cancelled_per_task(backend, slurm_jobs):
     job_id = slurm_jobs.add(await backend.submit(spec(sleeper("yf-array", 120, array="0-3"))))
-    await async_wait(lambda: all(live_state(f"{job_id}_{i}") == "RUNNING" for i in range(4)), 30, "tasks running")
+    await async_wait_until(lambda: all(live_state(f"{job_id}_{i}") == "RUNNING" for i in range(4)), 30, "tasks running")
     jobs = {j.id: j for j in await backend.list_jobs()}
     assert jobs[job_id].parent == "" and jobs[job_id].raw_state == "ARRAY"
     assert {j.id for j in jobs.values() if j.parent == job_id} == {f"{job_id}_{i}" for i in range(4)}
     await backend.cancel(f"{job_id}_2")
-    await async_wait(lambda: live_state(f"{job_id}_2") in ("CANCELLED", None), 20, "task 2 cancelled")
+    await async_wait_until(lambda: live_state(f"{job_id}_2") in ("CANCELLED", None), 20, "task 2 cancelled")
     assert [live_state(f"{job_id}_{i}") for i in (0, 1, 3)] == ["RUNNING"] * 3
     await backend.cancel(job_id)
-    await async_wait(lambda: all(live_state(f"{job_id}_{i}") in ("CANCELLED", None) for i in range(4)), 20, "all")
+    await async_wait_until(lambda: all(live_state(f"{job_id}_{i}") in ("CANCELLED", None) for i in range(4)), 20, "all")
 
 
 def test_cli_cancel_ends_the_job(slurm_jobs, tmp_path, capsys):
@@ -232,7 +231,7 @@ async def test_logs_wait_for_a_pending_job_and_closing_kills_the_remote_tail(bac
     assert len(polls) >= 3
     assert len([argv for argv in backend.transport.history if "--json" in argv]) <= 3  # the job's details, twice
     await stream.aclose()
-    await async_wait(lambda: not tails(path), 10, "remote tail gone")
+    await async_wait_until(lambda: not tails(path), 10, "remote tail gone")
     assert live_state(job_id) == "RUNNING"
 
 
@@ -303,7 +302,7 @@ async def test_stopped_slurmctld_marks_the_cluster_stale_and_data_returns(slurm_
         assert good.health is Health.OK and good.nodes
         pid = int((DIR / "run" / "slurmctld.pid").read_text())
         os.kill(pid, 15)
-        await async_wait(lambda: not Path(f"/proc/{pid}").exists(), 20, "slurmctld stopped")
+        await async_wait_until(lambda: not Path(f"/proc/{pid}").exists(), 20, "slurmctld stopped")
         hub.backend(name).invalidate()
         stale = await hub.refresh(name)
         assert stale.health is Health.STALE and stale.message and stale.nodes == good.nodes

@@ -14,7 +14,8 @@ from dataclasses import replace
 import pytest
 from slurmhelpers import DIR, env, slurm, ssh_cluster
 from textual.widgets import Input
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import wait_for
 
 from yanflow_tui import cli
 from yanflow_tui.backends import registry

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 from paths import DATA as TEST_DATA
 from sitehelpers import SITE_CONF, SITE_CONFIG, SITE_JOBS, accounted, known_to_slurmctld, site_cluster
-from slurmhelpers import wait_until
+from waiting import wait_until
 
 from yanflow_tui import cli
 from yanflow_tui.backends.slurm import history
@@ -295,7 +295,8 @@ async def test_history_lists_finished_jobs_within_the_window(site_jobs):
 async def test_console_opens_a_purged_jobs_stdout_and_stderr_panes_and_widens_history(home, site_jobs):
     from dataclasses import replace
 
-    from uihelpers import make_app, wait_for
+    from uihelpers import make_app
+    from waiting import wait_for
 
     from yanflow_tui.screens.logs.screen import LogsScreen
     from yanflow_tui.screens.queue import JobTable

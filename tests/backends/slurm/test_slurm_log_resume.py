@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 from private_sshd import PrivateSshd
-from slurmhelpers import JOBS, async_wait, live_state, slurm
-from uihelpers import make_app, screen_text, wait_for
+from slurmhelpers import JOBS, live_state, slurm
+from uihelpers import make_app, screen_text
+from waiting import async_wait_until, wait_for
 
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
@@ -57,15 +58,15 @@ async def test_a_followed_log_rides_out_dropped_sessions_and_an_sshd_restart(slu
                     (statuses if line.status else seen).append(line.text)
 
             task = asyncio.create_task(follow())
-            await async_wait(lambda: len(seen) >= 15 or task.done(), 90, "first lines")
+            await async_wait_until(lambda: len(seen) >= 15 or task.done(), 90, "first lines")
             sshd.kill_sessions()  # every connection drops, the listener stays
-            await async_wait(
+            await async_wait_until(
                 lambda: any(s.startswith("reconnected") for s in statuses) or task.done(), 30, "the stream to come back"
             )
-            await async_wait(lambda: len(seen) >= 45 or task.done(), 60, "more lines")
+            await async_wait_until(lambda: len(seen) >= 45 or task.done(), 60, "more lines")
             sshd.kill_sessions()
             sshd.stop()  # the login node goes away for a few seconds
-            await async_wait(
+            await async_wait_until(
                 lambda: len([s for s in statuses if s.startswith("reconnecting")]) == 2 or task.done(),
                 30,
                 "the second drop seen",
@@ -109,7 +110,7 @@ def test_cli_keeps_following_across_a_drop_and_drains_a_job_that_ended_meanwhile
                 env=dict(os.environ, PYTHONUNBUFFERED="1"),
             )
             try:
-                from slurmhelpers import wait_until
+                from waiting import wait_until
 
                 wait_until(lambda: out.read_bytes().count(b"\n") >= 10 or proc.poll() is not None, 90, "first lines")
                 assert proc.poll() is None and live_state(job_id) == "RUNNING", "the drop must come mid-job"
