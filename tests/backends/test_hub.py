@@ -202,8 +202,8 @@ async def test_one_bad_cluster_does_not_affect_another():
     assert hub.names == ["good", "bad"]
 
 
-async def test_unavailable_backend_is_an_error_with_one_line(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "slurm", "yanflow_tui.backends.no_such_backend_module:SlurmBackend")
+async def test_unavailable_backend_is_an_error_with_one_line(register_backend):
+    register_backend("yanflow_tui.backends.no_such_backend_module:SlurmBackend", "slurm")
     hub = Hub(Config(clusters=(ClusterConfig("hpc", "slurm"),)))
     backend = hub.backend("hpc")
     assert isinstance(backend, registry.UnavailableBackend)
@@ -216,11 +216,11 @@ async def test_unavailable_backend_is_an_error_with_one_line(monkeypatch):
     assert snap.health is Health.ERROR and snap.failures == 2
 
 
-async def test_backend_missing_a_package_says_which(tmp_path, monkeypatch):
+async def test_backend_missing_a_package_says_which(tmp_path, monkeypatch, register_backend):
     (tmp_path / "needs_missing_pkg.py").write_text("import yanflow_definitely_missing_sdk\nclass B: pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "needs_missing_pkg", raising=False)
-    monkeypatch.setitem(registry._BACKENDS, "determined", "needs_missing_pkg:B")
+    register_backend("needs_missing_pkg:B", "determined")
     hub = Hub(Config(clusters=(ClusterConfig("det", "determined"),)))
     snap = await hub.refresh("det")
     assert snap.health is Health.ERROR
@@ -234,8 +234,8 @@ async def test_unknown_kind_is_unavailable():
         await backend.list_jobs()
 
 
-def test_register_a_class(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "slurm", ScriptedBackend)
+def test_register_a_class(register_backend):
+    register_backend(ScriptedBackend, "slurm")
     backend = registry.create(ClusterConfig("s", "slurm"))
     assert type(backend) is ScriptedBackend
 
@@ -285,7 +285,7 @@ def test_error_text(exc, text):
     assert error_text(exc) == text
 
 
-def test_a_backend_whose_constructor_crashes_becomes_unavailable(monkeypatch):
+def test_a_backend_whose_constructor_crashes_becomes_unavailable(register_backend):
     from yanflow_tui.backends import registry
     from yanflow_tui.backends.registry import UnavailableBackend
     from yanflow_tui.config import ClusterConfig
@@ -294,7 +294,7 @@ def test_a_backend_whose_constructor_crashes_becomes_unavailable(monkeypatch):
         def __init__(self, config):
             raise RuntimeError("kubeconfig is garbage")
 
-    monkeypatch.setitem(registry._BACKENDS, "broken", Broken)
+    register_backend(Broken, "broken")
     backend = registry.create(ClusterConfig("b", "broken"))
     assert isinstance(backend, UnavailableBackend)
     assert "failed to start: RuntimeError: kubeconfig is garbage" in backend.reason

@@ -11,7 +11,6 @@ from uihelpers import make_app, screen_text
 from waiting import wait_for
 
 from yanflow_tui.app import YanflowApp
-from yanflow_tui.backends import registry
 from yanflow_tui.backends.local import procs
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import ClusterConfig, Config
@@ -26,13 +25,6 @@ from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.spec import load_spec
 
 LOCAL = ClusterConfig("local", "local", refresh_seconds=0.5)
-
-
-@pytest.fixture
-def fake_kind(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    FakeBackend.instances.clear()
-    return FakeBackend
 
 
 def fake_cluster(name="hpc", **kw) -> ClusterConfig:
@@ -165,7 +157,7 @@ async def test_nodes_screen_without_a_driver_says_why_in_one_line(home, fake_nvm
         assert "NVML unavailable: NVML Shared Library Not Found" in screen_text(app)
 
 
-async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_mounts(home, fake_kind):
+async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_mounts(home, fake_backend):
     """Regression: a refresh landing between switching screens and their compose crashed the app."""
     from yanflow_tui.messages import ClusterUpdated
     from yanflow_tui.screens.nodes import NodesScreen
@@ -197,7 +189,7 @@ async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_
 # -- the fake backend: read-only, rendering, keys ---------------------------------------------------
 
 
-async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_the_backend(home, fake_kind):
+async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_the_backend(home, fake_backend):
     app = make_app(fake_cluster(), read_only=True)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
@@ -234,7 +226,7 @@ async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_
         await assert_gate_refuses(FakeBackend.instances[-1], "cancel", "101")
 
 
-async def test_writable_cluster_offers_cancel_and_submit(home, fake_kind):
+async def test_writable_cluster_offers_cancel_and_submit(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
@@ -250,7 +242,7 @@ async def test_writable_cluster_offers_cancel_and_submit(home, fake_kind):
         assert FakeBackend.instances[-1].mutations == []  # declined: nothing sent
 
 
-async def test_hostile_job_name_renders_as_plain_text(home, fake_kind):
+async def test_hostile_job_name_renders_as_plain_text(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(160, 30)) as pilot:
         backend = await wait_for(pilot, lambda: FakeBackend.instances and FakeBackend.instances[-1], what="backend")
@@ -270,7 +262,7 @@ async def test_hostile_job_name_renders_as_plain_text(home, fake_kind):
         assert "x[0];rm -rf ~ RED[/] [bold]b" in screen_text(app)
 
 
-async def test_filter_keeps_matching_rows_and_escape_clears(home, fake_kind):
+async def test_filter_keeps_matching_rows_and_escape_clears(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
@@ -285,7 +277,7 @@ async def test_filter_keeps_matching_rows_and_escape_clears(home, fake_kind):
         assert len(rows(app)) == 3
 
 
-async def test_rows_update_in_place_and_cursor_stays_on_its_job(home, fake_kind):
+async def test_rows_update_in_place_and_cursor_stays_on_its_job(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
@@ -303,7 +295,7 @@ async def test_rows_update_in_place_and_cursor_stays_on_its_job(home, fake_kind)
         assert table.cell_text("hpc/101", "state") == "completed"
 
 
-async def test_a_failing_cluster_is_marked_and_the_app_keeps_running(home, fake_kind):
+async def test_a_failing_cluster_is_marked_and_the_app_keeps_running(home, fake_backend):
     app = make_app(fake_cluster("good"), fake_cluster("bad"))
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(FakeBackend.instances) == 2, what="backends")
@@ -318,7 +310,7 @@ async def test_a_failing_cluster_is_marked_and_the_app_keeps_running(home, fake_
         await wait_for(pilot, lambda: "connection refused" in screen_text(app), what="the error in full")
 
 
-async def test_help_lists_keys_with_binding_ids(home, fake_kind):
+async def test_help_lists_keys_with_binding_ids(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
@@ -330,7 +322,7 @@ async def test_help_lists_keys_with_binding_ids(home, fake_kind):
             assert binding_id in text
 
 
-async def test_keymap_from_config_remaps_a_binding(home, fake_kind):
+async def test_keymap_from_config_remaps_a_binding(home, fake_backend):
     app = make_app(fake_cluster(), keymap={"cancel-job": "x"})
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
@@ -342,7 +334,7 @@ async def test_keymap_from_config_remaps_a_binding(home, fake_kind):
         await wait_for(pilot, lambda: backend.mutations == [("cancel", "101")], what="cancel sent")
 
 
-async def test_submit_form_shows_errors_inline_as_you_type(home, fake_kind):
+async def test_submit_form_shows_errors_inline_as_you_type(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("3")
@@ -370,7 +362,7 @@ async def test_submit_form_shows_errors_inline_as_you_type(home, fake_kind):
         assert screen.query_one("#name", Input).value == "my job"
 
 
-async def test_submit_form_says_whether_the_request_fits_now(home, fake_kind):
+async def test_submit_form_says_whether_the_request_fits_now(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: app.hub.snapshots["hpc"].nodes, what="nodes")
@@ -409,7 +401,7 @@ async def open_logs_of_101(app, pilot) -> LogsScreen:
     return logs
 
 
-async def test_logs_pause_search_and_save(home, fake_kind, tmp_path, monkeypatch):
+async def test_logs_pause_search_and_save(home, fake_backend, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 20)) as pilot:
@@ -442,7 +434,7 @@ async def test_logs_pause_search_and_save(home, fake_kind, tmp_path, monkeypatch
         assert saved.stat().st_mode & 0o777 == 0o600
 
 
-async def test_palette_commands_run_their_actions(home, fake_kind):
+async def test_palette_commands_run_their_actions(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
@@ -479,7 +471,7 @@ async def test_nodes_screen_marks_gpus_held_by_a_local_job(home, fake_nvml):
             await backend.cancel(job_id)
 
 
-async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_kind):
+async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_backend):
     """Letters and digits typed into the form stay text; escape leaves the field and keys work again."""
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 40)) as pilot:
@@ -506,10 +498,8 @@ async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_kind):
 
 
 @pytest.fixture
-def actions_kind(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake-actions", FakeActionsBackend)
-    FakeBackend.instances.clear()
-    return FakeActionsBackend
+def actions_kind(register_backend):
+    return register_backend(FakeActionsBackend)
 
 
 def actions_cluster(name="det") -> ClusterConfig:
@@ -629,11 +619,13 @@ def prompt_open(app) -> bool:
     return type(app.screen).__name__ == "PromptScreen"
 
 
-async def test_a_cluster_that_needs_a_password_asks_once_and_a_failed_login_never_reopens_it(home, monkeypatch, caplog):
+async def test_a_cluster_that_needs_a_password_asks_once_and_a_failed_login_never_reopens_it(
+    home, register_backend, caplog
+):
     import logging
 
     caplog.set_level(logging.DEBUG)
-    monkeypatch.setitem(registry._BACKENDS, "fake-login", FakeLoginBackend)
+    register_backend(FakeLoginBackend)
     app = make_app(ClusterConfig("det", "fake-login", refresh_seconds=0.5))
     async with app.run_test(size=(120, 30)) as pilot:
         prompt = await wait_for(pilot, lambda: prompt_open(app) and app.screen, what="password prompt")
@@ -667,8 +659,8 @@ async def test_a_cluster_that_needs_a_password_asks_once_and_a_failed_login_neve
     assert FakeLoginBackend.PASSWORD not in caplog.text
 
 
-async def test_a_login_that_expires_later_says_login_needed_without_prompting(home, monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake-login", FakeLoginBackend)
+async def test_a_login_that_expires_later_says_login_needed_without_prompting(home, register_backend):
+    register_backend(FakeLoginBackend)
     app = make_app(ClusterConfig("det", "fake-login", refresh_seconds=0.5))
     async with app.run_test(size=(120, 30)) as pilot:
         box = await wait_for(
@@ -735,7 +727,7 @@ async def test_a_group_detail_lists_its_members_by_what_differs_and_sorts_them(h
         assert table.column_values("hp.lr") == ["0.1", "0.01", "0.001"]
 
 
-async def test_a_read_only_clusters_cancel_key_says_why(home, fake_kind):
+async def test_a_read_only_clusters_cancel_key_says_why(home, fake_backend):
     app = make_app(
         ClusterConfig("hpc", "fake", refresh_seconds=3600, read_only=True),
         ClusterConfig("lab", "fake", refresh_seconds=3600),

@@ -64,16 +64,13 @@ def test_every_action_a_screen_defines_is_on_a_key():
     assert unkeyed == []
 
 
-async def test_keymap_remaps_keys_of_the_new_screens_by_id(home, monkeypatch):
-    from fakes.backend import FakeBackend
+async def test_keymap_remaps_keys_of_the_new_screens_by_id(home, fake_backend):
     from textual.widgets import Input
     from uihelpers import make_app
     from waiting import wait_for
 
-    from yanflow_tui.backends import registry
     from yanflow_tui.config import ClusterConfig
 
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
     app = make_app(
         ClusterConfig("hpc", "fake", refresh_seconds=3600),
         keymap={"filter-nodes": "f", "toggle-theme": "f5", "sort-jobs": "S"},
@@ -94,17 +91,15 @@ async def test_keymap_remaps_keys_of_the_new_screens_by_id(home, monkeypatch):
 
 
 def fake_app():
-    from fakes.backend import FakeBackend
+    """An app over one fake cluster (the test takes the ``fake_backend`` fixture)."""
     from uihelpers import make_app
 
-    from yanflow_tui.backends import registry
     from yanflow_tui.config import ClusterConfig
 
-    registry._BACKENDS["fake"] = FakeBackend
     return make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
 
 
-async def test_the_app_keys_work_on_the_empty_logs_screen(home):
+async def test_the_app_keys_work_on_the_empty_logs_screen(home, fake_backend):
     from waiting import wait_for
 
     app = fake_app()
@@ -123,7 +118,7 @@ async def test_the_app_keys_work_on_the_empty_logs_screen(home):
         await wait_for(pilot, lambda: app.current_mode == "queue", what="escape to the queue")
 
 
-async def test_submit_starts_on_the_cluster_chooser_and_escape_leaves_a_field_for_it(home):
+async def test_submit_starts_on_the_cluster_chooser_and_escape_leaves_a_field_for_it(home, fake_backend):
     from textual.widgets import Input
     from waiting import wait_for
 
@@ -147,7 +142,7 @@ async def test_submit_starts_on_the_cluster_chooser_and_escape_leaves_a_field_fo
         await wait_for(pilot, lambda: app.current_mode == "queue", what="escape to the queue")
 
 
-async def test_a_screen_key_closes_an_open_dialog_and_q_quits_from_one(home):
+async def test_a_screen_key_closes_an_open_dialog_and_q_quits_from_one(home, fake_backend):
     from waiting import wait_for
 
     app = fake_app()

@@ -9,14 +9,13 @@ import stat
 from dataclasses import replace
 
 import pytest
-from fakes.backend import FakeActionsBackend, FakeBackend
+from fakes.backend import FakeActionsBackend
 from paths import SAMPLES
 from textual.widgets import Input
 from uihelpers import make_app, screen_text
 from waiting import wait_for
 
 from yanflow_tui import logstore
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import JobState, LogLine
@@ -52,10 +51,8 @@ class StreamingBackend(FakeActionsBackend):
 
 
 @pytest.fixture
-def stream_kind(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake-stream", StreamingBackend)
-    FakeBackend.instances.clear()
-    return StreamingBackend
+def stream_kind(register_backend):
+    return register_backend(StreamingBackend)
 
 
 @pytest.fixture

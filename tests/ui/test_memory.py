@@ -7,19 +7,13 @@ from __future__ import annotations
 import gc
 
 import pytest
-from fakes.backend import FakeBackend
 from textual.widgets._footer import FooterKey
 from uihelpers import make_app
 from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 
-
-@pytest.fixture(autouse=True)
-def fake_kind(monkeypatch, home):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    FakeBackend.instances.clear()
+pytestmark = pytest.mark.usefixtures("fake_backend", "home")
 
 
 def live_footer_keys() -> tuple[int, int]:

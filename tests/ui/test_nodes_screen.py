@@ -12,7 +12,6 @@ from textual.widgets import Static
 from uihelpers import make_app, screen_text
 from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.capacity import GroupSummary
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import Gpu, GpuState, JobState, Node
@@ -113,10 +112,9 @@ class ManyLongBackend(FakeLongBackend):
 
 
 @pytest.fixture
-def kinds(monkeypatch):
+def kinds(register_backend):
     for backend in (FakeBackend, GridBackend, BigBackend, FakeLongBackend, ManyLongBackend):
-        monkeypatch.setitem(registry._BACKENDS, backend.kind, backend)
-    FakeBackend.instances.clear()
+        register_backend(backend)
 
 
 def cluster(kind="fake-grid", name="hpc") -> ClusterConfig:

@@ -13,18 +13,15 @@ from textual.widgets import Input, Static
 from uihelpers import FIXED_NOW, make_app, screen_text
 from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.queue import JobTable
 
 
 @pytest.fixture(autouse=True)
-def fake_kinds(monkeypatch, home):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    monkeypatch.setitem(registry._BACKENDS, "fake-actions", FakeActionsBackend)
-    monkeypatch.setitem(registry._BACKENDS, "fake-long", FakeLongBackend)
-    FakeBackend.instances.clear()
+def fake_kinds(register_backend, home):
+    for backend in (FakeBackend, FakeActionsBackend, FakeLongBackend):
+        register_backend(backend)
 
 
 def hpc(**kw) -> ClusterConfig:

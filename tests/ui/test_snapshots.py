@@ -11,7 +11,6 @@ from fakes.backend import FakeBackend, FakeLongBackend
 from uihelpers import make_app
 from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 
@@ -19,10 +18,9 @@ SIZES = [(80, 24), (200, 50)]
 
 
 @pytest.fixture(autouse=True)
-def fake_kind(monkeypatch, home):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    monkeypatch.setitem(registry._BACKENDS, "fake-long", FakeLongBackend)
-    FakeBackend.instances.clear()
+def fake_kind(register_backend, home):
+    register_backend(FakeBackend)
+    register_backend(FakeLongBackend)
 
 
 def app_for_snapshot(read_only: bool = False):
@@ -104,7 +102,7 @@ class FailingBackend(FakeBackend):
         self.fail_reads = BackendError(config.options["error"])
 
 
-def test_clusters_screen(snap_compare, monkeypatch):
+def test_clusters_screen(snap_compare, register_backend):
     """At 80x24: an unknown host key (fingerprint and known_hosts line), a bad config key
     (file:line) and a dead Kubernetes API, each in full, beside a healthy cluster."""
     from uihelpers import FIXED_NOW
@@ -113,7 +111,7 @@ def test_clusters_screen(snap_compare, monkeypatch):
     from yanflow_tui.config import Config, parse_config
     from yanflow_tui.hub import Hub
 
-    monkeypatch.setitem(registry._BACKENDS, "fake-failing", FailingBackend)
+    register_backend(FailingBackend)
     bad = parse_config(
         "clusters:\n  - name: badkey\n    kind: slurm\n    sssh: login\n",
         "/home/alice/.config/yanflow/config.yaml",

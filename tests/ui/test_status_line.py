@@ -4,12 +4,11 @@ away in a dialog (Nodes, Logs, the Queue's filter note); ``cut_at_word`` on its 
 from __future__ import annotations
 
 import pytest
-from fakes.backend import FakeBackend, FakeLongBackend
+from fakes.backend import FakeLongBackend
 from rich.text import Text
 from uihelpers import make_app, screen_text
 from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 from yanflow_tui.screens.dialogs import FullTextScreen
@@ -30,9 +29,8 @@ NOTE = "NVML unavailable: NVML Shared Library Not Found on this host"
 
 
 @pytest.fixture(autouse=True)
-def kinds(monkeypatch, home):
-    monkeypatch.setitem(registry._BACKENDS, "fake-long", FakeLongBackend)
-    FakeBackend.instances.clear()
+def kinds(register_backend, home):
+    register_backend(FakeLongBackend)
 
 
 def site() -> ClusterConfig:

@@ -63,10 +63,9 @@ class NarrowBackend(FakeBackend):
 
 
 @pytest.fixture(autouse=True)
-def fakes(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    monkeypatch.setitem(registry._BACKENDS, "narrow", NarrowBackend)
-    FakeBackend.instances.clear()
+def fakes(register_backend):
+    register_backend(FakeBackend)
+    register_backend(NarrowBackend)
 
 
 def hpc(**kw) -> ClusterConfig:
@@ -742,8 +741,8 @@ class WatchOnlyBackend(FakeBackend):
     capabilities = replace(FakeBackend.capabilities, submit=False)
 
 
-async def test_a_cluster_that_cannot_submit_then_submit_does_not_crash(home, monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "watch-only", WatchOnlyBackend)
+async def test_a_cluster_that_cannot_submit_then_submit_does_not_crash(home, register_backend):
+    register_backend(WatchOnlyBackend)
     app = make_app(
         ClusterConfig("watch", "watch-only", refresh_seconds=0.5),
         ClusterConfig("ro", "fake", read_only=True, refresh_seconds=0.5),

@@ -13,7 +13,6 @@ from fakes.backend import FakeBackend
 from uihelpers import make_app, screen_text
 from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendUnavailable
 from yanflow_tui.hub import Health
@@ -47,10 +46,9 @@ class BrokenBackend(FakeBackend):
 
 
 @pytest.fixture
-def kinds(monkeypatch, home):
-    for kind, cls in (("fake", FakeBackend), ("fake-slow", SlowBackend), ("fake-broken", BrokenBackend)):
-        monkeypatch.setitem(registry._BACKENDS, kind, cls)
-    FakeBackend.instances.clear()
+def kinds(register_backend, home):
+    for backend in (FakeBackend, SlowBackend, BrokenBackend):
+        register_backend(backend)
 
 
 def clusters():

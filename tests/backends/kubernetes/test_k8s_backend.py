@@ -19,6 +19,7 @@ from yanflow_tui.model import GpuState, JobKind, JobState
 from yanflow_tui.spec import load_spec
 
 NS = "ml"
+NOT_YET = (BackendError, KeyError)  # a read that fails while the cache catches up, or a node not there yet
 
 
 def lists(emu, resource_path: str) -> int:
@@ -62,10 +63,10 @@ async def test_node_map_follows_pod_gpu_requests_by_watch_without_relisting(emul
 
     emulator.put("pods", make_pod("train-x2", NS, node="gpu-a", gpus=3, job="train"))
     emulator.patch("nodes", "", "gpu-b", {"spec": {"unschedulable": False}})
-    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 7), what="watch event applied")
-    await async_wait_until(lambda: _node_state(backend, "gpu-b", "ready"), what="uncordon applied")
+    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 7), ignore=NOT_YET, what="watch event applied")
+    await async_wait_until(lambda: _node_state(backend, "gpu-b", "ready"), ignore=NOT_YET, what="uncordon applied")
     emulator.remove("pods", NS, "train-x1")
-    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 3), what="delete applied")
+    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 3), ignore=NOT_YET, what="delete applied")
     after = (lists(emulator, "/api/v1/nodes"), lists(emulator, f"/api/v1/namespaces/{NS}/pods"))
     assert after == before == (1, 1)  # watch events only, no re-list
 
@@ -112,14 +113,14 @@ async def test_410_mid_watch_relists_and_misses_nothing(emulator, backend, as_ht
 
     emulator._call(silent())
 
-    await async_wait_until(lambda: _job_ids(backend, {"ml/old", "ml/new"}), what="re-listed jobs")
+    await async_wait_until(lambda: _job_ids(backend, {"ml/old", "ml/new"}), ignore=NOT_YET, what="re-listed jobs")
     assert all(r.error is None for r in backend._reflectors.values())  # never shown as a failure
-    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 5), what="re-listed pods")
+    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 5), ignore=NOT_YET, what="re-listed pods")
     assert lists(emulator, f"/apis/batch/v1/namespaces/{NS}/jobs") == 2
     assert lists(emulator, f"/api/v1/namespaces/{NS}/pods") == 2
     # and the new watch carries on from the re-list
     emulator.put("pods", make_pod("new-2", NS, node="gpu-a", gpus=1, job="new"))
-    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 6), what="event after re-list")
+    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 6), ignore=NOT_YET, what="event after re-list")
 
 
 async def test_a_watch_that_simply_ends_resumes_from_its_resource_version_without_a_list(emulator, backend):
@@ -135,7 +136,9 @@ async def test_a_watch_that_simply_ends_resumes_from_its_resource_version_withou
     rewatch = [p for m, p in emulator.requests if "watch=" in p and "/pods" in p][-1]
     assert f"resourceVersion={last_rv}" in rewatch
     emulator.put("pods", make_pod("late", NS, node="gpu-a", gpus=2))
-    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 2), what="event on the resumed watch")
+    await async_wait_until(
+        lambda: _gpus_allocated(backend, "gpu-a", 2), ignore=NOT_YET, what="event on the resumed watch"
+    )
     assert lists(emulator, f"/api/v1/namespaces/{NS}/pods") == 1
 
 
@@ -165,7 +168,9 @@ async def test_losing_the_api_server_raises_then_recovers_with_the_cache_kept(em
     emulator.put("jobs", make_job("while-away", NS))  # changed while we could not see it
     emulator.start()
     backend.invalidate()  # cut the backoff short, as the refresh key does
-    await async_wait_until(lambda: _job_ids(backend, {"ml/train", "ml/while-away"}), timeout=15, what="recovery")
+    await async_wait_until(
+        lambda: _job_ids(backend, {"ml/train", "ml/while-away"}), timeout=15, ignore=NOT_YET, what="recovery"
+    )
     assert len(await backend.list_nodes()) == 1
 
 
@@ -183,7 +188,7 @@ async def test_submit_torchrun_sample_creates_indexed_job_and_service_and_shows_
     assert ("POST", f"/apis/batch/v1/namespaces/{NS}/jobs") in emulator.requests
 
     pods = emulator.run_job_pods(NS, name, ["gpu-a", "gpu-b"])
-    rows = await async_wait_until(lambda: _rows_with_children(backend, job_id, 2), what="job and pods")
+    rows = await async_wait_until(lambda: _rows_with_children(backend, job_id, 2), ignore=NOT_YET, what="job and pods")
     parent = rows[job_id]
     assert parent.kind is JobKind.MULTI_NODE and parent.state is JobState.RUNNING and parent.gpus == 16
     assert parent.name == "llama-finetune-2x8" and parent.nodes == ("gpu-a", "gpu-b")
@@ -201,7 +206,7 @@ async def test_submit_torchrun_sample_creates_indexed_job_and_service_and_shows_
         p.startswith(f"/apis/batch/v1/namespaces/{NS}/jobs/{name}") and "propagationPolicy=Background" in p
         for p in deletes
     )
-    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 0), what="pods gone after cancel")
+    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 0), ignore=NOT_YET, what="pods gone after cancel")
 
 
 async def _rows_with_children(backend, job_id, count):
@@ -299,7 +304,7 @@ async def test_logs_of_two_pods_merge_with_rank_sources_and_follow_ends_with_the
     pods = [p["metadata"]["name"] for p in emulator.run_job_pods(NS, name, ["gpu-a", "gpu-b"])]
     emulator.write_log(NS, pods[0], "rank0 step 1")
     emulator.write_log(NS, pods[1], "rank1 step 1")
-    await async_wait_until(lambda: _rows_with_children(backend, job_id, 2), what="pods cached")
+    await async_wait_until(lambda: _rows_with_children(backend, job_id, 2), ignore=NOT_YET, what="pods cached")
 
     seen: list = []
 

@@ -18,7 +18,6 @@ from uihelpers import make_app
 from waiting import wait_for
 
 from yanflow_tui import cli
-from yanflow_tui.backends import registry
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.capacity import Fit, verdict
 from yanflow_tui.screens.submit.screen import SubmitScreen
@@ -58,7 +57,7 @@ def names_in_slurm() -> set[str]:
 
 @pytest.mark.parametrize("resources, slurm_keys, reason", NEVER, ids=["gpu-type", "exclusive-nodes", "gpus-per-node"])
 def test_cli_refuses_a_job_that_never_fits_and_sbatch_never_runs(
-    slurm_dir, slurm_jobs, tmp_path, capsys, monkeypatch, resources, slurm_keys, reason
+    slurm_dir, slurm_jobs, tmp_path, capsys, register_backend, resources, slurm_keys, reason
 ):
     name = f"yf-never-{uuid.uuid4().hex[:8]}"
     path = tmp_path / "job.yaml"
@@ -70,7 +69,7 @@ def test_cli_refuses_a_job_that_never_fits_and_sbatch_never_runs(
             super().__init__(config)
             made.append(self)
 
-    monkeypatch.setitem(registry._BACKENDS, "slurm", Recording)
+    register_backend(Recording, "slurm")
 
     def ran() -> set[str]:
         return {argv[0] for backend in made for argv in backend.transport.history}
