@@ -117,8 +117,8 @@ class FakeBackend(Backend):
         for line in self.logs.get(job_id, []):
             yield LogLine(job_id, line)
         job = next((j for j in self.jobs if j.id == job_id), None)
-        while follow and job is not None and not job.state.terminal:  # a running job's log stays open
-            await asyncio.sleep(3600)
+        if follow and job is not None and not job.state.terminal:  # a running job's log stays open until closed
+            await asyncio.Event().wait()
 
     async def raw_spec(self, job_id):
         job = next(j for j in self.jobs if j.id == job_id)

@@ -218,7 +218,7 @@ async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_
             await pilot.press(key)
             await wait_for(
                 pilot,
-                lambda: notes and notes[-1].startswith(f"read-only: {what} refused"),
+                lambda what=what: notes and notes[-1].startswith(f"read-only: {what} refused"),
                 what=f"the refusal of {key}",
             )
             notes.clear()

@@ -109,7 +109,7 @@ async def test_the_app_keys_work_on_the_empty_logs_screen(home, fake_backend):
         assert app.focused is None  # the hidden search box never takes the focus
         for key, mode in (("1", "queue"), ("4", "logs"), ("2", "nodes"), ("4", "logs"), ("3", "submit")):
             await pilot.press(key)
-            await wait_for(pilot, lambda: app.current_mode == mode, what=mode)
+            await wait_for(pilot, lambda mode=mode: app.current_mode == mode, what=mode)
         await pilot.press("4", "question_mark")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "HelpScreen", what="help on the empty logs")
         await pilot.press("question_mark")  # ? again closes it

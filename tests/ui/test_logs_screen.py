@@ -75,7 +75,9 @@ async def open_logs(app, pilot, *job_ids: str) -> LogsScreen:
         logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs screen")
         await wait_for(
             pilot,
-            lambda: logs.pane is not None and logs.pane.job.id == job_id and logs.pane.view.size.height > 0,
+            lambda logs=logs, job_id=job_id: (
+                logs.pane is not None and logs.pane.job.id == job_id and logs.pane.view.size.height > 0
+            ),
             what=f"pane of {job_id}",
         )
     return logs
@@ -363,7 +365,9 @@ async def test_error_keys_jump_to_error_and_traceback_lines(home, stream_kind, s
         assert view.store.spilled > 700  # the first error is read back from disk (in a thread)
         for expected in (700, 2_000, 2_500):
             await pilot.press("e")
-            await wait_for(pilot, lambda: view.current_line == expected, what=f"error line {expected}")
+            await wait_for(
+                pilot, lambda expected=expected: view.current_line == expected, what=f"error line {expected}"
+            )
             assert not view.following
             assert special[expected] in row_texts(view)
         await pilot.press("E")

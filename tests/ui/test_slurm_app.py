@@ -4,6 +4,7 @@ outage (``scripts/slurm-cluster up`` first; these fail, not skip, without it).""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from dataclasses import replace
@@ -157,7 +158,9 @@ async def test_controller_outage_marks_the_cluster_stale_and_the_app_recovers(ho
             await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.STALE, timeout=40, what="stale")
             assert "stale" in screen_text(app) and app.is_running
         finally:
-            up = subprocess.run([str(ROOT / "scripts" / "slurm-cluster"), "up"], capture_output=True, text=True)
+            up = await asyncio.to_thread(
+                subprocess.run, [str(ROOT / "scripts" / "slurm-cluster"), "up"], capture_output=True, text=True
+            )
             assert up.returncode == 0, up.stderr
         await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.OK, timeout=60, what="back")
         assert app.hub.snapshots[c.name].nodes

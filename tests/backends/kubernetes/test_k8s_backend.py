@@ -341,7 +341,7 @@ async def test_previous_container_logs_come_first_as_their_own_source(emulator, 
     emulator.put("pods", pod)
     emulator.write_log(NS, "crashy-0-x", "before the crash", "CUDA error: out of memory", previous=True)
     emulator.write_log(NS, "crashy-0-x", "second try")
-    lines = [(l.source, l.text) async for l in backend.stream_logs("ml/crashy")]
+    lines = [(line.source, line.text) async for line in backend.stream_logs("ml/crashy")]
     assert lines == [
         ("rank 0 (previous)", "before the crash"),
         ("rank 0 (previous)", "CUDA error: out of memory"),

@@ -361,7 +361,7 @@ def test_each_slurm_runnable_sample_submits_and_runs_on_the_site_cluster(site_jo
         job_id = capsys.readouterr().out.strip()
         site_jobs.append(job_id)
         wait_until(
-            lambda: (
+            lambda job_id=job_id: (
                 (accounted(job_id) or {}).get("state", {}).get("current")
                 in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY")
             ),

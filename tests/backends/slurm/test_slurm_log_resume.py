@@ -194,6 +194,11 @@ async def take(it, n: int) -> list:
     return [await asyncio.wait_for(it.__anext__(), 20) for _ in range(n)]
 
 
+def append(path: Path, data: bytes) -> None:
+    with path.open("ab") as f:
+        f.write(data)
+
+
 async def test_reader_resumes_at_its_byte_offset_and_rereads_a_truncated_file(tmp_path):
     log = tmp_path / "job.out"
     log.write_bytes(b"one\n\xfftwo\nthr")
@@ -206,8 +211,7 @@ async def test_reader_resumes_at_its_byte_offset_and_rereads_a_truncated_file(tm
         assert await take(it, 1) == [Status("reconnecting… (ssh test: connection lost (cut))")]
         status = await take(it, 1)
         assert status == [Status("reconnected: resuming at byte 9")]  # 4 + 5 bytes, the \xff counted as one
-        with open(log, "ab") as f:
-            f.write(b"ee\nfour\n")
+        await asyncio.to_thread(append, log, b"ee\nfour\n")
         assert await take(it, 2) == ["three", "four"]
         transport.cut()
         await take(it, 1)
