@@ -1,6 +1,11 @@
-"""Helpers for pilot tests: build an app over given clusters, read the screen (waiting lives in ``waiting``)."""
+"""Helpers for pilot tests: build an app over given clusters, read the screen, and ``refreshed``: wait until
+a refresh asked for now has happened (waiting in general lives in ``waiting``)."""
 
 from __future__ import annotations
+
+from collections import Counter
+
+from waiting import wait_for
 
 from yanflow_tui.app import YanflowApp
 from yanflow_tui.config import ClusterConfig, Config
@@ -26,3 +31,46 @@ def screen_text(app) -> str:
 
     svg = app.export_screenshot()
     return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+class RefreshCount:
+    """Counts the hub's refreshes per cluster, started and finished, by wrapping ``hub.refresh`` (installed
+    once per app by ``refresh_count``)."""
+
+    def __init__(self, hub: Hub):
+        self.started: Counter[str] = Counter()
+        self.finished: Counter[str] = Counter()
+        real = hub.refresh
+
+        async def counted(name: str, *args, **kwargs):
+            self.started[name] += 1
+            try:
+                return await real(name, *args, **kwargs)
+            finally:
+                self.finished[name] += 1
+
+        hub.refresh = counted  # type: ignore[method-assign]
+
+
+def refresh_count(app: YanflowApp) -> RefreshCount:
+    count = getattr(app.hub, "_test_refresh_count", None)
+    if count is None:
+        count = RefreshCount(app.hub)
+        app.hub._test_refresh_count = count  # type: ignore[attr-defined]
+    return count
+
+
+async def refreshed(pilot, app: YanflowApp, *names: str) -> None:
+    """Ask for a refresh of ``names`` (every cluster by default) and wait until one that started after the
+    request has finished for each, and the app is idle again: its screens have drawn the result. A test that
+    asserts something did NOT change on a refresh calls this first, so the assertion can fail."""
+    count = refresh_count(app)
+    names = names or tuple(app.hub.snapshots)
+    marks = {name: count.started[name] for name in names}
+    app.request_refresh()
+    await wait_for(
+        pilot,
+        lambda: all(count.finished[name] > mark for name, mark in marks.items()),
+        what=f"a refresh of {', '.join(names)} asked for now",
+    )
+    await pilot.pause()  # the ClusterUpdated messages handled: the screens redrawn
