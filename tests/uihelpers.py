@@ -65,9 +65,9 @@ async def refreshed(pilot, app: YanflowApp, *names: str) -> None:
     request has finished for each, and the app is idle again: its screens have drawn the result. A test that
     asserts something did NOT change on a refresh calls this first, so the assertion can fail."""
     count = refresh_count(app)
-    names = names or tuple(app.hub.snapshots)
-    marks = {name: count.started[name] for name in names}
-    app.request_refresh()
+    marks = {name: count.started[name] for name in names or tuple(app.hub.snapshots)}
+    for name in names or (None,):
+        app.request_refresh(name)
     await wait_for(
         pilot,
         lambda: all(count.finished[name] > mark for name, mark in marks.items()),

@@ -28,9 +28,8 @@ async def test_ctrl_t_switches_between_the_light_and_the_dark_theme(fake_backend
         assert not all(is_grey(c) for c in dark)  # states are coloured when colour is allowed
         await pilot.press("ctrl+t")
         assert not app.current_theme.dark
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: colours(app.export_screenshot()) != dark, what="redrawn in the light theme")
         assert "train-resnet" in screen_text(app)  # redrawn, nothing lost
-        assert colours(app.export_screenshot()) != dark
         await pilot.press("ctrl+t")
         assert app.current_theme.dark
 

@@ -30,7 +30,8 @@ def app_for_snapshot(read_only: bool = False):
 async def settle(pilot) -> None:
     app = pilot.app
     await wait_for(pilot, lambda: app.hub.snapshots["hpc"].updated is not None, what="first refresh")
-    await pilot.pause(0.2)
+    await pilot.pause()  # its snapshot handled: the screen drawn
+    await pilot.wait_for_scheduled_animations()
     for widget in app.screen.query("Input, TextArea"):
         widget.cursor_blink = False
 
@@ -40,7 +41,6 @@ def snapshot(snap_compare, app, press=(), size=(80, 24)):
         await settle(pilot)
         if press:
             await pilot.press(*press)
-            await pilot.pause(0.3)
             await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -135,6 +135,8 @@ def test_clusters_screen(snap_compare, register_backend):
             what="every cluster refreshed once",
         )
         await pilot.press("5")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: app.current_mode == "clusters", what="the Clusters screen")
+        await pilot.pause()  # drawn
+        await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
