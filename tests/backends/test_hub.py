@@ -7,6 +7,7 @@ import sys
 import time
 
 import pytest
+from waiting import async_wait_until
 
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import Backend, Capabilities
@@ -35,7 +36,7 @@ class ScriptedBackend(Backend):
     async def _play(self, script, default):
         step = script.pop(0) if script else default
         if step == "hang":
-            await asyncio.sleep(3600)
+            await asyncio.Event().wait()  # never set: hangs until cancelled
         if isinstance(step, BaseException):
             raise step
         return step
@@ -158,9 +159,10 @@ async def test_refresh_never_raises_when_the_call_itself_fails():
 
 
 async def test_refresh_propagates_cancellation():
-    hub = make_hub(scripted(jobs_script=["hang"]), timeout=60)
+    backend = scripted(jobs_script=["hang"])
+    hub = make_hub(backend, timeout=60)
     task = asyncio.create_task(hub.refresh("c"))
-    await asyncio.sleep(0.05)
+    await async_wait_until(lambda: not backend.jobs_script, what="the refresh hanging in list_jobs")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -100,7 +100,7 @@ class FakeBackend(Backend):
 
     async def list_jobs(self):
         self.calls.append(("list_jobs", None))
-        if self.read_delay:
+        if self.read_delay:  # a slow cluster, when a test asks for one
             await asyncio.sleep(self.read_delay)
         if self.fail_reads:
             raise self.fail_reads
@@ -194,7 +194,7 @@ class FakeActionsBackend(FakeBackend):
         for done in (1024, 4096):
             if progress:
                 progress(done, 4096)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # a download takes a while: its progress is seen in steps
         target.mkdir(parents=True)
         (target / "state.bin").write_bytes(b"x" * 4096)
         return target

@@ -20,7 +20,7 @@ def _hint(app) -> str:
 
 async def _first_refresh(pilot, name: str) -> None:
     await wait_for(pilot, lambda: pilot.app.hub.snapshots[name].updated is not None, what="first refresh")
-    await pilot.pause(0.1)
+    await pilot.pause()  # its snapshot handled: the hint follows it
 
 
 async def test_a_first_start_says_how_to_submit_and_where_the_config_goes(home, fake_nvml):

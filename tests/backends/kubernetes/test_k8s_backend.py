@@ -87,6 +87,8 @@ async def test_changes_are_pushed_and_bursts_coalesce(emulator, backend):
     calls.clear()
     emulator.bulk("pods", [make_pod(f"p{i}", NS, node="gpu-a", gpus=0) for i in range(500)])
     await async_wait_until(lambda: len([j for j in backend._reflectors["pods"].values()]) == 500, what="burst")
+    await async_wait_until(lambda: calls, what="a change pushed")
+    # A bound on a count needs a quiet time: the callbacks the watch thread has queued on the loop run meanwhile.
     await asyncio.sleep(0.3)
     assert 1 <= len(calls) <= 10  # 500 events, a handful of UI updates
 
@@ -500,7 +502,7 @@ async def test_a_followed_log_resumes_after_the_api_server_returns_without_repea
     await async_wait_until(lambda: seen == ["line a"], what="first line")
     emulator.stop()
     emulator.write_log(NS, "long-1", "line b")  # written while we cannot see it
-    await asyncio.sleep(0.3)
+    await async_wait_until(lambda: statuses, what="the stream to see the server gone")
     emulator.start()
     await async_wait_until(lambda: seen == ["line a", "line b"], what="resumed")
     emulator.write_log(NS, "long-1", "line c")

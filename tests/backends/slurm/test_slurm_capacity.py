@@ -163,6 +163,11 @@ async def test_the_form_lists_never_fits_as_a_problem_and_cannot_submit(home, sl
         )
         assert screen.query_one("#submit").disabled
         await pilot.press("ctrl+s")
-        await pilot.pause(0.3)
+        await pilot.pause()  # the key handled: a submission it started is a worker by now
+        await wait_for(
+            pilot,
+            lambda: not any(w.group == "submit" and not w.is_finished for w in app.workers),
+            what="no submission left",
+        )
         assert "sbatch" not in {argv[0] for argv in app.hub.backend("slurm-test").transport.history}
     assert "yf-form-never" not in names_in_slurm()

@@ -388,7 +388,7 @@ async def test_a_followed_log_reads_its_jobs_state_from_the_refresh_not_its_own_
 
         async def refresh():  # the console's refresh loop
             while True:
-                await asyncio.sleep(1)
+                await asyncio.sleep(1)  # its refresh interval: the scenario, not a wait for something
                 await backend.list_jobs()
 
         refresher = asyncio.create_task(refresh())
