@@ -310,7 +310,7 @@ async def test_a_failing_cluster_is_marked_and_the_app_keeps_running(home, fake_
         bad.fail_reads = ConnectionError("connection refused")
         app.request_refresh("bad")
         await wait_for(pilot, lambda: app.hub.snapshots["bad"].health.value == "stale", what="stale")
-        assert "bad stale" in screen_text(app)  # the header: one short state per cluster
+        await wait_for(pilot, lambda: "bad stale" in screen_text(app), what="the header: one short state a cluster")
         assert "good/101" in rows(app) and "bad/101" in rows(app)  # last good data kept
         await pilot.press("5")  # the whole error is on the Clusters screen
         await wait_for(pilot, lambda: "connection refused" in screen_text(app), what="the error in full")

@@ -41,7 +41,7 @@ async def test_the_api_server_going_away_marks_the_cluster_stale_and_data_return
         emulator.stop()
         await wait_for(pilot, lambda: app.hub.snapshots["k8s"].health.value == "stale", what="stale")
         assert "unreachable" in app.hub.snapshots["k8s"].message
-        assert "stale" in screen_text(app)
+        await wait_for(pilot, lambda: "stale" in screen_text(app), what="stale drawn")
         assert "k8s/ml/train" in rows(app)  # last good data kept, the app runs on
 
         emulator.put("jobs", make_job("while-away", NS))

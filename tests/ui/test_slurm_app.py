@@ -156,7 +156,8 @@ async def test_controller_outage_marks_the_cluster_stale_and_the_app_recovers(ho
         try:
             os.kill(pid, 15)
             await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.STALE, timeout=40, what="stale")
-            assert "stale" in screen_text(app) and app.is_running
+            await wait_for(pilot, lambda: "stale" in screen_text(app), what="stale drawn")
+            assert app.is_running
         finally:
             up = await asyncio.to_thread(
                 subprocess.run, [str(ROOT / "scripts" / "slurm-cluster"), "up"], capture_output=True, text=True
