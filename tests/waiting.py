@@ -1,7 +1,8 @@
-"""Waiting on conditions, the one way every test waits: ``wait_until`` (plain code), ``async_wait_until``
-(coroutines; the condition may itself be async) and ``wait_for`` (a Textual pilot: each pause lets the app
-handle its messages and timers). All three share one poll: check, back off a little, fail after ``timeout``
-with ``what`` (or the condition's source line), the last value seen and the last error, if any.
+"""Waiting on conditions, the one way every test waits: ``wait_until`` (plain code; ``pause=`` for a terminal
+test that reads the console meanwhile), ``async_wait_until`` (coroutines; the condition may itself be async)
+and ``wait_for`` (a Textual pilot: each pause lets the app handle its messages and timers). All three share
+one poll: check, back off a little, fail after ``timeout`` with ``what`` (or the condition's source line),
+the last value seen and the last error, if any.
 
 A test never sleeps a fixed time to let something happen: it waits until the state it then asserts."""
 
@@ -79,11 +80,13 @@ def wait_until(
     what: str = "",
     *,
     ignore: _Errors = (),
+    pause: Callable[[float], object] = time.sleep,
 ) -> Any:
-    """Poll ``condition`` (from plain code) until it returns something truthy, and return that."""
+    """Poll ``condition`` (from plain code) until it returns something truthy, and return that; ``pause``
+    spends the time between checks (a terminal test reads the console's output meanwhile)."""
     poll = _Poll(condition, what, timeout, ignore)
     while not poll.seen(poll.call()):
-        time.sleep(poll.next_interval())
+        pause(poll.next_interval())
     return poll.last
 
 
