@@ -10,6 +10,14 @@ A backend with ``capabilities.submit_tags`` implements ``_submit_tagged`` instea
 submission carries a tag the backend can find the job by, so a submit whose answer was lost says
 "submitted as N" or raises ``SubmitUnknown`` (never a refusal), and a retry with the same tag looks
 it up before sending.
+
+Each capability flag that names a method (``logs`` -> ``stream_logs``, ``metrics`` -> ``metrics``...) must
+come with an override of that method: ``Backend.__init_subclass__`` refuses a class that declares one
+without it (see ``FLAG_METHODS``).
+
+``BackendInfo`` is what a backend package declares about itself in its light ``plugin.py``: its kind, its
+config options, its job spec section, its refresh default, its discovery and where its class lives. The
+registry collects them, so the core (config, spec) never lists kinds.
 """
 
 from __future__ import annotations
@@ -18,16 +26,24 @@ import abc
 import asyncio
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 from yanflow_tui.capacity import Request
-from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, ReadOnlyError, SubmitUnknown
 from yanflow_tui.formfields import FormField, default_fields
-from yanflow_tui.model import Checkpoint, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
+from yanflow_tui.model import (
+    DEFAULT_REFRESH,
+    Checkpoint,
+    ClusterConfig,
+    Job,
+    JobKind,
+    JobSpec,
+    LogLine,
+    MetricPoint,
+    Node,
+)
 
 GATED_METHODS = ("submit", "cancel", "perform")
 SUBMIT_TAG = re.compile(r"[0-9a-f]{12,64}")
@@ -53,11 +69,9 @@ class Capabilities:
 
     submit: bool = False
     cancel: bool = False
-    logs: bool = False
-    follow_logs: bool = False
+    logs: bool = False  # ``stream_logs`` works (followed too)
     job_kinds: frozenset[JobKind] = field(default_factory=frozenset)
-    gpu_metrics: bool = False  # per-GPU utilisation/memory
-    history: bool = False  # finished jobs are listed
+    history: bool = False  # finished jobs are listed (``widen_history`` says how far back)
     # Extra mutating verbs beyond cancel, e.g. ("pause", "activate", "kill"); run through ``perform``.
     actions: tuple[str, ...] = ()
     rank_logs: bool = False  # log lines carry a rank in ``LogLine.source``
@@ -68,6 +82,31 @@ class Capabilities:
     # Jobs run on the machine the console runs on (no scheduler in between). A spec without
     # ``cluster:`` goes to a scheduler first, so training does not land on a login node.
     runs_here: bool = False
+
+
+# Capability flag -> the methods a backend declaring it must override (with ``submit_tags``, submit
+# is ``_submit_tagged``; ``actions`` counts when it names any verb).
+FLAG_METHODS: dict[str, tuple[str, ...]] = {
+    "submit": ("_submit",),
+    "submit_tags": ("_submit_tagged",),
+    "cancel": ("_cancel",),
+    "actions": ("_perform",),
+    "logs": ("stream_logs",),
+    "metrics": ("metrics",),
+    "checkpoints": ("checkpoints", "download_checkpoint"),
+    "raw_spec": ("raw_spec",),
+}
+
+
+def missing_overrides(cls: type[Backend]) -> list[tuple[str, str]]:
+    """(flag, method) for each capability ``cls`` declares without overriding the method behind it."""
+    caps = cls.capabilities
+    missing = []
+    for flag, methods in FLAG_METHODS.items():
+        if not getattr(caps, flag) or (flag == "submit" and caps.submit_tags):
+            continue
+        missing += [(flag, m) for m in methods if getattr(cls, m) is getattr(Backend, m)]
+    return missing
 
 
 class Gate:
@@ -85,14 +124,18 @@ class Gate:
 class Backend(abc.ABC):
     """Base class of every backend. Instances serve one configured cluster."""
 
-    kind: ClassVar[str] = ""
-    capabilities: ClassVar[Capabilities] = Capabilities()
+    # Set in the class body; an instance may narrow its own (a monitor-only cluster takes no jobs), and
+    # ``UnavailableBackend`` takes its config's kind.
+    kind: str = ""
+    capabilities: Capabilities = Capabilities()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         for name in GATED_METHODS:
             if name in cls.__dict__:
                 raise TypeError(f"{cls.__name__} overrides {name}(); implement _{name}() so the gate stays in front")
+        for flag, method in missing_overrides(cls):
+            raise TypeError(f"{cls.__name__} declares capabilities.{flag} but does not override {method}()")
 
     def __init__(self, config: ClusterConfig):
         self.config = config
@@ -100,6 +143,7 @@ class Backend(abc.ABC):
         self.gate = Gate(config.name, config.read_only)
         self._on_change: Callable[[], None] | None = None
         self.submit_refusal = ""  # why a cluster shown for monitoring only takes no jobs, for submit's error
+        self.all_users = False  # every user's jobs, or only mine: see ``set_all_users``
 
     @property
     def read_only(self) -> bool:
@@ -166,7 +210,7 @@ class Backend(abc.ABC):
         for field_ in self.form_fields(spec.kind):
             if field_.pool:
                 section, _, key = field_.key.partition(".")
-                values = getattr(spec, section, None)
+                values = spec.sections.get(section)
                 value = values.get(key) if isinstance(values, dict) else None
                 pool, label = (str(value) if value else str(field_.default or "")) or None, field_.label.lower()
                 break
@@ -183,7 +227,9 @@ class Backend(abc.ABC):
             )
 
     async def close(self) -> None:
-        """Release connections and files."""
+        """Release connections and files. Here: forget the change callback (a closed backend tells no
+        one of changes); backends that hold more override it."""
+        self._on_change = None
 
     async def raw_spec(self, job_id: str) -> str:
         """The job as the cluster itself holds it, in its native form (``scontrol show job -dd``,
@@ -213,8 +259,10 @@ class Backend(abc.ABC):
         return ""
 
     def set_all_users(self, all_users: bool) -> None:
-        """The console switched between "mine" and "all users". Backends that filter by user on
-        the server refetch; the others list everyone anyway and the console filters."""
+        """The console switched between "mine" and "all users"; kept in ``all_users``. Backends that
+        filter by user on the server read it at their next read and ask for everyone or for me; the
+        others list everyone anyway and the console filters."""
+        self.all_users = all_users
 
     @property
     def notice(self) -> str:
@@ -233,7 +281,7 @@ class Backend(abc.ABC):
         lists every finished job it keeps already."""
         return "history: every finished job the cluster keeps is listed"
 
-    def invalidate(self) -> None:
+    def invalidate(self) -> None:  # noqa: B027 - an optional hook: the base caches nothing, so nothing to drop
         """The user asked for a refresh now: drop any cached data so the next reads go to the
         cluster (a backend that polls some data less often, e.g. nodes, refetches it)."""
 
@@ -268,7 +316,7 @@ class Backend(abc.ABC):
                 raise BackendError(f"cluster {self.name!r} cannot look a submission up by its tag")
             return await self._submit(spec)
         retry = tag is not None
-        tag = check_submit_tag(tag) if retry else new_submit_tag()
+        tag = new_submit_tag() if tag is None else check_submit_tag(tag)
         budget = self.submit_budget
         try:
             return await asyncio.wait_for(self._submit_tagged(spec, tag, retry), budget)
@@ -308,6 +356,48 @@ class Backend(abc.ABC):
 
     async def _perform(self, job_id: str, action: str) -> None:
         raise BackendError(f"cluster {self.name!r} cannot {action} jobs")
+
+
+# An option only discovery sets (no config can: no backend declares it): the cluster is shown for
+# monitoring only and takes no jobs, e.g. this machine when it is a Slurm login node.
+MONITOR_ONLY = "monitor_only"
+
+# The types a key of a backend's spec section may hold (``BackendInfo.section``).
+SECTION_TYPES = ("text", "bool", "whole", "map", "list")
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """What a backend package declares about itself, in its ``plugin.py`` (a light module: it imports no
+    SDK, only this one and the model). The registry collects them; the config loader, the spec loader
+    and the hub ask it instead of listing kinds. Only ``kind`` and ``backend`` are required: a backend
+    with nothing else to say takes no options, has no spec section and is never discovered."""
+
+    kind: str  # the ``kind:`` of a cluster entry in the config
+    backend: str | type[Backend]  # ``"module:Class"``, imported only when a cluster of this kind is made
+    # The cluster entry's own keys (beyond name, kind, read_only, refresh_seconds, description,
+    # defaults); the backend reads them from ``ClusterConfig.options``.
+    options: tuple[str, ...] = ()
+    # The job spec's ``<kind>:`` section, key -> one of ``SECTION_TYPES``; empty: the spec has no such
+    # section. The spec loader checks it; the backend reads it as ``spec.section(kind)``.
+    section: Mapping[str, str] = field(default_factory=dict, hash=False)
+    multiline: tuple[str, ...] = ()  # section keys whose text may hold tabs and line breaks
+    entrypoint: str = ""  # a section key that an experiment may give instead of ``command``
+    refresh: float = DEFAULT_REFRESH  # a cluster's refresh_seconds when its config sets none
+    # Clusters of this kind visible from here with no config file (``env``: the environment), e.g. one
+    # for $DET_MASTER. None: never discovered.
+    discover: Callable[[Mapping[str, str]], Iterable[ClusterConfig]] | None = None
+    # Sees every discovered cluster (after $YANFLOW_DISCOVER) and returns the list, changed where this
+    # kind's presence says something of the others (Slurm: this machine is a login node).
+    review: Callable[[list[ClusterConfig]], list[ClusterConfig]] | None = None
+
+    def __post_init__(self) -> None:
+        bad = {key: kind for key, kind in self.section.items() if kind not in SECTION_TYPES}
+        if bad:
+            raise TypeError(f"backend {self.kind!r}: spec section types must be one of {SECTION_TYPES}, got {bad}")
+        for key in (*self.multiline, *([self.entrypoint] if self.entrypoint else [])):
+            if key not in self.section:
+                raise TypeError(f"backend {self.kind!r}: {key!r} is not a key of its spec section")
 
 
 def describe_job(job: Job, extra: Iterable[tuple[str, str]] = ()) -> str:

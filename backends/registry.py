@@ -1,4 +1,10 @@
-"""The registry: cluster kind -> backend class, imported lazily so unused SDKs cost nothing."""
+"""The registry: the backend packages' declarations (``BackendInfo``, from each ``<kind>/plugin.py``) by
+kind, and the backend class of each kind, imported lazily so unused SDKs cost nothing.
+
+The core asks it for the kinds, their config options, spec sections, refresh defaults and discovery;
+nothing outside a backend package lists kinds. A new backend is a package with a ``plugin.py`` named in
+``PACKAGES``, or a ``register`` call (tests plug fakes in with ``registered``).
+"""
 
 from __future__ import annotations
 
@@ -6,36 +12,78 @@ import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from yanflow_tui.backends.base import Backend, Capabilities
-from yanflow_tui.config import ClusterConfig
+from yanflow_tui.backends.base import Backend, BackendInfo, Capabilities
 from yanflow_tui.errors import BackendUnavailable
+from yanflow_tui.model import ClusterConfig
 
-_BACKENDS: dict[str, str] = {
-    "local": "yanflow_tui.backends.local.backend:LocalBackend",
-    "slurm": "yanflow_tui.backends.slurm.backend:SlurmBackend",
-    "kubernetes": "yanflow_tui.backends.kubernetes.backend:KubernetesBackend",
-    "determined": "yanflow_tui.backends.determined.backend:DeterminedBackend",
-}
+# The backend packages shipped, in the order their kinds are listed (and discovered).
+PACKAGES = ("local", "slurm", "kubernetes", "determined")
 
 
-def register(kind: str, target: str | type[Backend]) -> None:
-    """Map ``kind`` to a backend class or its ``"module:Class"`` path (tests register fakes here)."""
-    _BACKENDS[kind] = target  # type: ignore[assignment]
+def _declared(package: str) -> BackendInfo:
+    info = importlib.import_module(f"{__package__}.{package}.plugin").INFO
+    if not isinstance(info, BackendInfo):
+        raise TypeError(f"{__package__}.{package}.plugin.INFO is not a BackendInfo")
+    return info
+
+
+_INFOS: dict[str, BackendInfo] = {info.kind: info for info in map(_declared, PACKAGES)}
+# kind -> the backend class, or its "module:Class" path; what ``backend_class`` makes clusters with
+_BACKENDS: dict[str, str | type[Backend]] = {kind: info.backend for kind, info in _INFOS.items()}
+
+
+def kinds() -> tuple[str, ...]:
+    """The declared kinds, shipped ones first in ``PACKAGES`` order, then registered ones."""
+    return tuple(_INFOS)
+
+
+def infos() -> tuple[BackendInfo, ...]:
+    """Every declaration, in the order of ``kinds()``."""
+    return tuple(_INFOS.values())
+
+
+def info(kind: str) -> BackendInfo | None:
+    """The declaration of ``kind``; a bare one (no options, no section, not discovered) for a kind
+    that only has a class in ``_BACKENDS``; None for a kind nobody registered."""
+    found = _INFOS.get(kind)
+    if found is None and kind in _BACKENDS:
+        return BackendInfo(kind, _BACKENDS[kind])
+    return found
+
+
+def register(kind: str, target: str | type[Backend] | BackendInfo) -> None:
+    """Map ``kind`` to a declaration, or just to a backend class or its ``"module:Class"`` path (tests
+    register fakes here). A class or path for a declared kind keeps its declaration (options, spec
+    section, discovery); for a new kind it gets a bare one."""
+    if isinstance(target, BackendInfo):
+        if target.kind != kind:
+            raise ValueError(f"a BackendInfo of kind {target.kind!r} registered as {kind!r}")
+        _INFOS[kind] = target
+        _BACKENDS[kind] = target.backend
+        return
+    _BACKENDS[kind] = target
+    if kind not in _INFOS:
+        _INFOS[kind] = BackendInfo(kind, target)
 
 
 @contextmanager
-def registered(kind: str, target: str | type[Backend]) -> Iterator[None]:
+def registered(kind: str, target: str | type[Backend] | BackendInfo) -> Iterator[None]:
     """``register`` for the length of a ``with`` block, then restore what ``kind`` meant before (tests use
     this to plug in a fake backend)."""
-    before = _BACKENDS.get(kind)
+    before_class, before_info = _BACKENDS.get(kind), _INFOS.get(kind)
     register(kind, target)
     try:
         yield
     finally:
-        if before is None:
+        # in place where it was there before, so the kinds keep their order
+        if before_class is None:
             _BACKENDS.pop(kind, None)
         else:
-            _BACKENDS[kind] = before
+            _BACKENDS[kind] = before_class
+        if before_info is None:
+            _INFOS.pop(kind, None)
+        else:
+            _INFOS[kind] = before_info
 
 
 def backend_class(kind: str) -> type[Backend]:
@@ -51,7 +99,10 @@ def backend_class(kind: str) -> type[Backend]:
         if exc.name == module_name:
             raise BackendUnavailable(f"the {kind} backend is not available in this version of yanflow-tui") from None
         raise BackendUnavailable(f"the {kind} backend needs the Python package {exc.name!r}") from None
-    return getattr(module, class_name)
+    cls = getattr(module, class_name)
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise BackendUnavailable(f"the {kind} backend {target!r} is not a Backend class")
+    return cls
 
 
 def create(config: ClusterConfig) -> Backend:
@@ -75,7 +126,7 @@ class UnavailableBackend(Backend):
 
     def __init__(self, config: ClusterConfig, reason: str):
         super().__init__(config)
-        self.kind = config.kind  # type: ignore[misc]
+        self.kind = config.kind
         self.reason = reason
 
     async def list_jobs(self):

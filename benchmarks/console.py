@@ -319,7 +319,7 @@ def cluster_configs(args, jobs: int | None = None, nodes: int | None = None, nam
     nodes = args.nodes if nodes is None else nodes
     out = []
     for i, name in enumerate(names):
-        share = lambda total: total // len(names) + (1 if i < total % len(names) else 0)  # noqa: E731
+        share = lambda total, i=i: total // len(names) + (1 if i < total % len(names) else 0)  # noqa: E731
         out.append(
             ClusterConfig(
                 name,
@@ -413,7 +413,9 @@ async def phase_yanflow(args, out: dict) -> None:
         for _ in range(args.keys):
             before = queue_cursor(app)
             samples.append(
-                await key_latency(app, "down", lambda: queue_cursor(app) == before + 1, lambda: queue_widget(app))
+                await key_latency(
+                    app, "down", lambda before=before: queue_cursor(app) == before + 1, lambda: queue_widget(app)
+                )
             )
         out["cursor"] = summary(samples)
 
@@ -444,7 +446,9 @@ async def phase_yanflow(args, out: dict) -> None:
                 await key_latency(
                     app,
                     char,
-                    lambda: box() is not None and box().value == typed and queue_row_count(app) == want,
+                    lambda typed=typed, want=want: (
+                        box() is not None and box().value == typed and queue_row_count(app) == want
+                    ),
                     lambda: queue_widget(app),
                     timeout=args.timeout,
                 )
@@ -528,7 +532,10 @@ async def follow_log(app, backend, job, args, probe_every: float, rss_cap_mb: fl
                 before = logs_following(app)
                 keys.append(
                     await key_latency(
-                        app, LOGS_PAUSE_KEY, lambda: logs_following(app) is (not before), lambda: logs_widget(app)
+                        app,
+                        LOGS_PAUSE_KEY,
+                        lambda before=before: logs_following(app) is (not before),
+                        lambda: logs_widget(app),
                     )
                 )
                 await asyncio.sleep(probe_every)
@@ -695,7 +702,7 @@ async def phase_baseline(args, out: dict) -> None:
         samples = []
         for _ in range(args.keys):
             before = table.cursor_row
-            samples.append(await key_latency(app, "down", lambda: table.cursor_row == before + 1, table))
+            samples.append(await key_latency(app, "down", lambda before=before: table.cursor_row == before + 1, table))
         out["cursor"] = summary(samples)
         gen, out["refresh_queue"] = 0, []
         for _ in range(args.refreshes):
@@ -704,7 +711,7 @@ async def phase_baseline(args, out: dict) -> None:
             want = len(queue_rows_expected(all_jobs(backends)))
             clock = Clock()
             app.rebuild()
-            await until(lambda: table.row_count == want, args.timeout, "the baseline refresh")
+            await until(lambda want=want: table.row_count == want, args.timeout, "the baseline refresh")
             await painted(table)
             out["refresh_queue"].append(clock.stop())
         box = app.query_one("#filter", Input)
@@ -718,7 +725,11 @@ async def phase_baseline(args, out: dict) -> None:
                 pass
             samples.append(
                 await key_latency(
-                    app, char, lambda: box.value == typed and table.row_count == want, table, timeout=args.timeout
+                    app,
+                    char,
+                    lambda typed=typed, want=want: box.value == typed and table.row_count == want,
+                    table,
+                    timeout=args.timeout,
                 )
             )
         out["filter"], out["filter_samples"] = summary(samples), samples
@@ -744,7 +755,7 @@ async def phase_baseline(args, out: dict) -> None:
             app.rebuild()
             marker = f"churn {gen}"
             await until(
-                lambda: table.row_count == total_nodes and marker in table.get_row_at(0)[-1].plain,
+                lambda marker=marker: table.row_count == total_nodes and marker in table.get_row_at(0)[-1].plain,
                 args.timeout,
                 "the baseline node refresh",
             )

@@ -38,6 +38,7 @@ def one_run(command: list[str]) -> tuple[float, float]:
     seen = b""
     first_paint = node_shown = None
     pressed = False
+    mark = 0  # where the output stood when "2" was pressed: the node must show after it
     deadline = start + 30
     try:
         while time.perf_counter() < deadline and node_shown is None:

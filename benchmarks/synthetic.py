@@ -56,9 +56,7 @@ NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 class SyntheticBackend(Backend):
     kind = "synthetic"
-    capabilities = Capabilities(
-        logs=True, follow_logs=True, job_kinds=frozenset(JobKind), gpu_metrics=True, history=True
-    )
+    capabilities = Capabilities(logs=True, job_kinds=frozenset(JobKind), history=True)
     instances: dict[str, SyntheticBackend] = {}
 
     def __init__(self, config):

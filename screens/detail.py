@@ -18,13 +18,14 @@ from yanflow_tui.hub import error_text
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.model import Checkpoint, Job, MetricPoint
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.base import LiveScreen
 from yanflow_tui.screens.dialogs import PromptScreen
 from yanflow_tui.screens.render.placement import placement_text
 from yanflow_tui.screens.render.plot import line_plot
 from yanflow_tui.screens.widgets.members import MembersTable
 
 
-class JobDetailScreen(ModalScreen[None]):
+class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Textual takes CSS from the first base
     """One job: its fields, the backend's describe output (events, reason), its members (trials,
     tasks, ranks) as a sortable table, metrics drawn as a plot and refreshed while it runs, and
     checkpoints with download -- each where the job or its backend has them."""
@@ -130,7 +131,7 @@ class JobDetailScreen(ModalScreen[None]):
         return ok
 
     def refresh_data(self) -> None:
-        """New cluster data (the app calls this on every refresh): redraw where the job runs."""
+        """New cluster data (every refresh, while on show): redraw where the job runs."""
         snapshot = self.app.hub.snapshots[self.job.cluster]
         job = next((j for j in snapshot.jobs if j.id == self.job.id), self.job)  # placed since opened?
         for widget in self.query("#placement").results(Static):  # none while torn down at exit

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,6 +16,11 @@ from yanflow_tui.model import Job, Node
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.render.rows import STATE_STYLES, age_text, natural_key, text
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from yanflow_tui.app import YanflowApp
 
 
 def jobs_on(node: Node, jobs: tuple[Job, ...] | list[Job]) -> list[Job]:
@@ -44,6 +51,8 @@ class NodeJobsScreen(ModalScreen[None]):
     """The jobs on one node. ``note`` says why the list is shown (e.g. a GPU without a job id)."""
 
     CSS_PATH = "nodes.tcss"
+    if TYPE_CHECKING:
+        app = getters.app(YanflowApp)
     BINDINGS = [
         Binding("escape", "dismiss", "Close", id="node-jobs-close"),
         Binding("l", "logs", "Logs", id="node-job-logs"),

@@ -104,7 +104,7 @@ class NodesScreen(DataScreen):
             where = clean(group.cluster) if group.level == 0 else f"{clean(group.cluster)} / {clean(group.name)}"
             out.append(where, "bold")
             out.append(": ")
-            for text, style in summary_parts(group.summary):
+            for text, _style in summary_parts(group.summary):
                 out.append(text)
             out.append("  (space/enter: collapse or expand)", "dim")
         elif node is not None and gpu is not None:

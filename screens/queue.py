@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from operator import attrgetter
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -44,8 +45,13 @@ from yanflow_tui.screens.widgets.footer import Footer
 from yanflow_tui.screens.widgets.status_line import StatusLine
 from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable
 
+if TYPE_CHECKING:
+    from textual import getters
+
+    from yanflow_tui.app import YanflowApp
+
 NAME_FLOOR = 16  # a narrow terminal hides REASON, then NODES, then AGE before NAME gets narrower than this
-_COLUMN_OPTIONS = {
+_COLUMN_OPTIONS: dict[str, dict[str, Any]] = {
     "name": {"flex": True, "floor": NAME_FLOOR},
     "nodes": {"flex": True, "give_way": 2},
     "reason": {"flex": True, "give_way": 1},
@@ -70,6 +76,9 @@ SLURM_EXAMPLE = """clusters:
 class QueueHint(Static):
     """What to do when the Queue lists nothing: on a first start, how to submit and where clusters
     are configured (with a minimal Slurm example); when a filter or "mine" hides every job, that."""
+
+    if TYPE_CHECKING:
+        app = getters.app(YanflowApp)
 
     def show_for(self, shown: int, total: int, filtering: bool, mine: bool) -> None:
         self.display = shown == 0
@@ -138,13 +147,14 @@ class _Entry:
 
     def row(self, clock, marker: str, count: int, note: str, parent: str) -> Row:
         sig = (marker, count, note, parent)
-        if sig != self._row_sig:
+        row = self._row
+        if row is None or sig != self._row_sig:
             cells = job_live_cells(self.job, clock, marker, count, note)
-            self._row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
+            row = self._row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
             self._row_sig = sig
             if sig == _PLAIN:
-                self.plain_row = self._row
-        return self._row  # type: ignore[return-value]
+                self.plain_row = row
+        return row
 
 
 def _by_id(entry: _Entry) -> tuple:
@@ -317,12 +327,15 @@ class QueueScreen(DataScreen):
         self.expanded &= set(children)
         match = None if self.job_filter.empty else self.job_filter.predicate
         app = self.app
-        clock = lambda: app.clock()  # noqa: E731 - read at draw time (tests pin it)
+
+        def clock() -> float:  # read at draw time (tests pin it)
+            return app.clock()
+
         if not children and not notes:  # the usual case, kept short: it runs on every keystroke
             shown = top if match is None else [e for e in top if match(e.fields)]
-            rows = [e.plain_row or e.row(clock, "", 0, "", "") for e in shown]
-            self.state_counts, self.shown = Counter(map(_STATE, shown)), len(rows)
-            return rows
+            plain = [e.plain_row or e.row(clock, "", 0, "", "") for e in shown]
+            self.state_counts, self.shown = Counter(map(_STATE, shown)), len(plain)
+            return plain
         rows: list[Row] = []
         counts: Counter = Counter()
         for entry in top:
@@ -487,11 +500,8 @@ class QueueScreen(DataScreen):
     def action_toggle_users(self) -> None:
         """Switch between my jobs and everyone's, on every cluster."""
         app = self.app
-        app.all_users = not app.all_users
-        for name in app.hub.names:
-            app.hub.backend(name).set_all_users(app.all_users)
+        app.set_all_users(not app.all_users)
         self.refresh_data()  # redraws the header bar too
-        app.request_refresh()
         self.notify("showing every user's jobs" if app.all_users else "showing my jobs", timeout=1.5, markup=False)
 
     def action_widen_history(self) -> None:

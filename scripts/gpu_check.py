@@ -63,7 +63,7 @@ async def nodes_screenshot(path: Path, node) -> bool:
                 break
         await pilot.pause(1.5)
         svg = app.export_screenshot()
-    path.write_text(svg)
+    await asyncio.to_thread(path.write_text, svg)
     import html
     import re
 
@@ -128,14 +128,14 @@ async def main(out: Path | None, ui_out: Path | None = None) -> int:
     for job_id in [*holders, waiter]:
         lines = [line.text async for line in backend.stream_logs(job_id)]
         report["logs"][job_id] = lines
-        visible = next((l for l in lines if l.startswith("CUDA_VISIBLE_DEVICES=")), "")
+        visible = next((x for x in lines if x.startswith("CUDA_VISIBLE_DEVICES=")), "")
         expected = ",".join(map(str, jobs[job_id].gpu_indices)) if job_id in jobs else None
         if expected is not None:
             checks[f"job_{job_id}_cuda_visible_devices"] = visible == f"CUDA_VISIBLE_DEVICES={expected}"
     await backend.close()
     text = json.dumps(report, indent=2, default=str)
     if out:
-        out.write_text(text)
+        await asyncio.to_thread(out.write_text, text)
     print(json.dumps(checks, indent=2))
     return 0 if all(checks.values()) else 1
 

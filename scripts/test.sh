@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Install every extra and test dependency into .venv, then run the whole test suite.
+# Install every extra and test dependency into .venv, run the static checks (scripts/check: ruff, ruff
+# format, mypy, import-linter), then the whole test suite; fails when any check or any test fails.
+# `scripts/test.sh --checks-only` stops after the checks; other arguments go to pytest.
 # Used as is by .ci/run; works on a fresh machine as root or as a user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +16,12 @@ fi
 "$VENV/bin/python" -m pip install --quiet -e ".[determined,test]"
 "$VENV/bin/python" -m pip check
 
+checks=0
+VENV=$VENV scripts/check || checks=$?
+if [ "${1:-}" = --checks-only ]; then
+    exit "$checks"
+fi
+
 export PATH="$PWD/$VENV/bin:$PATH"
 # The Slurm tests run against real loopback clusters (munge, slurmctld, slurmd, sshd; the site profile adds
 # slurmdbd and MariaDB).
@@ -24,4 +32,10 @@ if [ "$(id -u)" = 0 ]; then
     YANFLOW_SLURM_PROFILE=site scripts/slurm-cluster up \
         || echo "test.sh: the site profile failed to start; its tests will fail" >&2
 fi
-exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
+tests=0
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" || tests=$?
+if [ "$checks" != 0 ]; then
+    echo "test.sh: the static checks failed (see '== check:' above; scripts/check NAME reruns one)" >&2
+fi
+[ "$checks" = 0 ] && exit "$tests"
+exit 1

@@ -24,6 +24,15 @@ def make_app(*clusters: ClusterConfig, read_only: bool = False, keymap=None, pin
     return app
 
 
+def log_lines(logs, start: int = 0, stop: int | None = None) -> list[str]:
+    """Lines [start, stop) of what the Logs screen's pane on show (or the given pane) shows in its active
+    view, read from disk where spilled; [] without a pane."""
+    from yanflow_tui.screens.logs.pane import LogPane
+
+    pane = logs if isinstance(logs, LogPane) else logs.pane
+    return pane.active_view.store.slice(start, stop) if pane is not None else []
+
+
 def screen_text(app) -> str:
     """Everything on screen as plain text (the SVG export, stripped of tags)."""
     import html

@@ -1,6 +1,12 @@
 """The Textual app: modes for Queue, Nodes, Submit, Logs and Clusters, one refresh worker per cluster,
 and the app-wide keys (the keyboard model is in ``yanflow_tui.keys``). Screens own their own
-handlers; this module only routes data and modes.
+handlers; this module only routes data and modes, and owns the state every screen shares.
+
+Data flow: each cluster's refresh worker awaits ``hub.refresh(name)``; the app publishes the
+snapshot on ``snapshots_changed`` (one typed channel), and every ``LiveScreen`` on show redraws
+from ``hub.snapshots``. The "mine / all users" view is the app's (``set_all_users``); a job's log
+opens with ``open_logs`` (the Logs screen's ``open``). A worker that fails unhandled is said in one
+line and its traceback goes to the console's log (``report_failure``).
 
 Logins never block: a cluster that needs a password shows ``login needed``; the prompt opens by
 itself at most once per cluster (and not over another dialog), is a dialog under which every screen
@@ -13,24 +19,25 @@ import logging
 import os
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
-from textual import on, work
+from textual import work
 from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.command import CommandPalette
-from textual.css.query import NoMatches
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
+from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
 from yanflow_tui import applog, keyfiles
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
-from yanflow_tui.hub import Hub, error_text
+from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
 from yanflow_tui.keys import SerialKeys, is_typing
-from yanflow_tui.messages import ClusterUpdated
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.clusters import ClustersScreen
 from yanflow_tui.screens.dialogs import HelpScreen, PromptScreen
 from yanflow_tui.screens.logs.screen import LogsScreen
@@ -64,7 +71,7 @@ def binding_ids() -> set[str]:
     return ids
 
 
-class YanflowApp(SerialKeys, App[None]):
+class YanflowApp(SerialKeys):
     TITLE = "YanFlow"
     CSS_PATH = [HERE / "app.tcss"]
     MODES = {
@@ -103,7 +110,9 @@ class YanflowApp(SerialKeys, App[None]):
         self.hub = hub or Hub(config)
         self.read_only = config.read_only or all(c.read_only for c in config.clusters)
         self._wake: dict[str, asyncio.Event] = {}
-        self.pending_logs: Job | None = None
+        # Every refresh's snapshot, to the screens on show (``LiveScreen`` subscribes on mount).
+        self.snapshots_changed: Signal[ClusterSnapshot] = Signal(self, "snapshots_changed")
+        self._signals: list[int] = []
         self._asked_login: set[str] = set()  # clusters whose prompt opened by itself: never again by itself
         self.all_users = config.all_users  # False: the queue shows my jobs where a cluster knows who I am
         self.mouse_reporting = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
@@ -115,12 +124,12 @@ class YanflowApp(SerialKeys, App[None]):
         if self.config.keymap:  # a key's read-only refusal moves with it
             keymap = dict(self.config.keymap)
             self.set_keymap({**{f"{key}-read-only": keys for key, keys in keymap.items()}, **keymap})
+        # the view the queue starts in: backends that filter on the server (Slurm -u, Determined)
+        # ask for my jobs only, everyone's only after ``u`` or with ``all_users: true``
+        self._tell_all_users()
         for name in self.hub.names:
             self._wake[name] = asyncio.Event()
-            self.hub.backend(name).set_change_callback(lambda name=name: self.request_refresh(name))
-            # the view the queue starts in: backends that filter on the server (Slurm -u, Determined)
-            # ask for my jobs only, everyone's only after ``u`` or with ``all_users: true``
-            self.hub.backend(name).set_all_users(self.all_users)
+            self.hub.backend(name).set_change_callback(partial(self.request_refresh, name))
             self.run_worker(
                 self._refresh_loop(name),
                 name=f"refresh {name}",
@@ -129,7 +138,6 @@ class YanflowApp(SerialKeys, App[None]):
                 exit_on_error=False,
             )
         self.set_interval(1.0, self._tick)
-        self._signals = []
         loop = asyncio.get_running_loop()
         for sig in keyfiles.EXIT_SIGNALS:
             try:
@@ -149,7 +157,7 @@ class YanflowApp(SerialKeys, App[None]):
 
     async def on_unmount(self) -> None:
         loop = asyncio.get_running_loop()
-        for sig in getattr(self, "_signals", ()):
+        for sig in self._signals:
             loop.remove_signal_handler(sig)
         if self.mouse_reporting and not self.config.mouse:
             self._set_mouse_reporting(False)  # turned on here: Textual only turns off what it turned on
@@ -160,7 +168,7 @@ class YanflowApp(SerialKeys, App[None]):
         wake = self._wake[name]
         while True:
             snapshot = await self.hub.refresh(name)
-            self.post_message(ClusterUpdated(snapshot))
+            self.call_later(self._cluster_updated, snapshot)  # after what the app has queued already
             try:
                 await asyncio.wait_for(wake.wait(), self.hub.next_delay(name))
                 await asyncio.sleep(COALESCE_SECONDS)  # a burst of pushed changes -> one refresh
@@ -173,19 +181,11 @@ class YanflowApp(SerialKeys, App[None]):
             if name is None or cluster == name:
                 event.set()
 
-    @on(ClusterUpdated)
-    def _cluster_updated(self, message: ClusterUpdated) -> None:
-        for screen in self._drawable_screens():
-            # A screen just switched to may not have composed yet (its own on_mount draws it), and one
-            # being torn down at exit has lost its widgets already: neither has anything to redraw.
-            refresh_data = getattr(screen, "refresh_data", None)  # DataScreens, and dialogs that show live data
-            if refresh_data is not None and screen.is_mounted:
-                try:
-                    refresh_data()
-                except NoMatches:
-                    pass
+    def _cluster_updated(self, snap: ClusterSnapshot) -> None:
+        """A cluster's refresh finished (successfully or not): the screens on show redraw (a screen
+        still composing draws itself once mounted; one torn down at exit has nothing to redraw)."""
+        self.snapshots_changed.publish(snap)
         self._tick()
-        snap = message.snapshot
         if snap.login_user and snap.name not in self._asked_login and not self._dialog_open():
             self.ask_login(snap.name)
 
@@ -218,26 +218,42 @@ class YanflowApp(SerialKeys, App[None]):
         self.request_refresh(name)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """Every worker that fails unhandled (``exit_on_error=False``) leaves its traceback in the
-        log, never on the screen; what the user sees is the worker's own notification."""
+        """The one handler of failed workers: the app's own, and those of screens and widgets (they
+        forward theirs: ``screens.failures``). Every worker runs with ``exit_on_error=False`` and
+        handles the failures it expects itself; one that still fails is said in one line, with its
+        traceback in the console's log."""
         worker = event.worker
         if event.state is WorkerState.ERROR and worker.error is not None:
-            log.error("worker %r (group %r) failed", worker.name, worker.group, exc_info=worker.error)
+            self.report_failure(worker.name or worker.group, worker.error)
 
-    def _drawable_screen(self):
+    def report_failure(self, what: str, error: BaseException) -> None:
+        """An unexpected failure (a bug): one line on the screen, the traceback in the log."""
+        log.error("%s failed", what, exc_info=error)
+        self.notify(
+            clean(f"{what} failed: {error_text(error)} (the traceback is in the log: 5 shows where)"),
+            severity="error",
+            timeout=8,
+            markup=False,
+        )
+
+    def _drawable_screen(self) -> Screen | None:
         """The current screen; None at exit, when data may still arrive after the screens are gone."""
         try:
             return self.screen
         except ScreenStackError:
             return None
 
-    def _drawable_screens(self) -> list:
+    def shows(self, screen: Screen) -> bool:
+        """Whether ``screen`` is on show: the current one, or one the dialogs over it show through to."""
+        return screen in self._drawable_screens()
+
+    def _drawable_screens(self) -> list[Screen]:
         """The current screen and, while dialogs are open, every screen they show through to."""
         try:
             stack = list(self.screen_stack)
         except ScreenStackError:
             return []
-        shown = []
+        shown: list[Screen] = []
         for screen in reversed(stack):
             shown.append(screen)
             if not isinstance(screen, ModalScreen):
@@ -258,8 +274,9 @@ class YanflowApp(SerialKeys, App[None]):
         if action == "show" and parameters and parameters[0] in MUTATING_MODES and self.read_only:
             return False
         if action == "refuse":  # a mutating key in read-only mode (hidden, like the key it stands for)
-            refused = getattr(self.screen, "refuses", None)
-            return self.read_only or bool(refused and parameters and refused(parameters[0]))
+            screen = self.screen
+            refused = isinstance(screen, DataScreen) and bool(parameters) and screen.refuses(str(parameters[0]))
+            return self.read_only or refused
         return True
 
     def action_refuse(self, what: str) -> None:
@@ -277,7 +294,7 @@ class YanflowApp(SerialKeys, App[None]):
             self.switch_mode(mode)
             self._close_pushed()
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         """Escape with nothing left to leave on this screen: close a pushed screen, or go to the Queue."""
         if isinstance(self.screen, CommandPalette):
             return
@@ -302,7 +319,7 @@ class YanflowApp(SerialKeys, App[None]):
 
     def _set_mouse_reporting(self, on: bool) -> None:
         """Switch the terminal's mouse reporting (the DEC modes Textual's driver sets) on or off."""
-        driver = getattr(self, "_driver", None)  # Textual has no public switch for this after start
+        driver = self._driver  # Textual has no public switch for this after start
         if driver is None or self.is_headless:
             return
         mode = "h" if on else "l"
@@ -337,15 +354,21 @@ class YanflowApp(SerialKeys, App[None]):
 
     def open_logs(self, job: Job) -> None:
         """Show the Logs screen following ``job``."""
-        self.pending_logs = job
-        if self.current_mode == "logs" and isinstance(self.screen, LogsScreen):
-            self.screen.on_screen_resume()
-        else:
-            self.switch_mode("logs")
+        self.switch_mode("logs")  # nothing when it is on already
+        logs = self.screen_stack[0]
+        if isinstance(logs, LogsScreen):
+            logs.open(job)
 
-    def take_pending_logs(self) -> Job | None:
-        job, self.pending_logs = self.pending_logs, None
-        return job
+    def set_all_users(self, all_users: bool) -> None:
+        """The Queue's view: everyone's jobs, or mine (where a cluster knows who I am). Backends that
+        filter on the server are told, and every cluster refreshes."""
+        self.all_users = all_users
+        self._tell_all_users()
+        self.request_refresh()
+
+    def _tell_all_users(self) -> None:
+        for name in self.hub.names:
+            self.hub.backend(name).set_all_users(self.all_users)
 
     def report_error(self, title: str, message: str) -> None:
         self.notify(clean(message), title=title, severity="error", timeout=8, markup=False)

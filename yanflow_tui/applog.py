@@ -112,6 +112,7 @@ def setup(debug: bool = False, env: Mapping[str, str] = os.environ) -> Path | No
         _installed.close()
         _installed = None
     path = app_log_path(env)
+    written: Path | None = path
     handler: logging.Handler
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -119,7 +120,7 @@ def setup(debug: bool = False, env: Mapping[str, str] = os.environ) -> Path | No
             path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8", errors="backslashreplace"
         )
     except OSError:
-        handler, path = logging.NullHandler(), None
+        handler, written = logging.NullHandler(), None
     handler.addFilter(RedactFilter())
     handler.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(handler)
@@ -127,7 +128,7 @@ def setup(debug: bool = False, env: Mapping[str, str] = os.environ) -> Path | No
     logging.getLogger("yanflow_tui").setLevel(logging.DEBUG if debug else logging.INFO)
     logging.captureWarnings(True)  # warnings.warn() goes to the log, not over the screen
     _installed = handler
-    return path
+    return written
 
 
 def stop() -> None:

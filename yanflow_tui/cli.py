@@ -1,6 +1,6 @@
 """Command line: ``yanflow-tui`` starts the console; ``jobs``, ``nodes``, ``submit``, ``cancel`` and
-``logs`` run headless over the same backends; ``completion SHELL`` prints a completion script. Errors go to stderr as one line, exit code non-zero,
-never a traceback (``YANFLOW_DEBUG=1`` shows one)."""
+``logs`` run headless over the same backends; ``completion SHELL`` prints a completion script. Errors go
+to stderr as one line, exit code non-zero, never a traceback (``YANFLOW_DEBUG=1`` shows one)."""
 
 from __future__ import annotations
 
@@ -271,10 +271,10 @@ async def _list(config, args, what: str) -> int:
     return EXIT_ERROR if failed else 0
 
 
-def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
-    rows = [tuple(clean(str(c)) for c in row) for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    for row in (header, *rows):
+def _print_table(header: tuple[str, ...], rows: Sequence[Sequence[object]]) -> None:
+    cells = [tuple(clean(str(c)) for c in row) for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
+    for row in (header, *cells):
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
 
 

@@ -2,15 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from yanflow_tui.model import Job
+
+if TYPE_CHECKING:
+    from yanflow_tui.app import YanflowApp
+
+
+@runtime_checkable
+class JobCommands(Protocol):
+    """A screen with a highlighted job and the job verbs (the Queue): its commands are offered."""
+
+    def selected_job(self) -> Job | None: ...
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None: ...
+    def action_open_job(self) -> None: ...
+    def action_logs(self) -> None: ...
+    def action_cancel(self) -> None: ...
+    def action_actions(self) -> None: ...
+    def action_toggle_users(self) -> None: ...
+    def action_toggle_group(self) -> None: ...
+
+
+Command = tuple[str, str, Callable[[], Any]]
+
 
 class YanflowCommands(Provider):
-    def _commands(self) -> list[tuple[str, str, object]]:
-        app = self.app
-        commands: list[tuple[str, str, object]] = [
+    def _commands(self) -> list[Command]:
+        app = cast("YanflowApp", self.app)  # the palette of this app only (App.COMMANDS)
+        commands: list[Command] = [
             ("queue: show", "The job queue of every cluster", partial(app.action_show, "queue")),
             ("nodes: show", "Nodes and GPUs", partial(app.action_show, "nodes")),
             ("logs: show", "The log pane", partial(app.action_show, "logs")),
@@ -33,16 +57,15 @@ class YanflowCommands(Provider):
                 ("submit: open", "Submit a job from a spec file or the form", partial(app.action_show, "submit"))
             )
         screen = self.screen
-        job = getattr(screen, "selected_job", lambda: None)()
-        if job is not None:
+        job = screen.selected_job() if isinstance(screen, JobCommands) else None
+        if isinstance(screen, JobCommands) and job is not None:
             commands.append(("job: open", f"Describe job {job.id}", screen.action_open_job))
             commands.append(("job: logs", f"Logs of job {job.id}", screen.action_logs))
             if not app.read_only and screen.check_action("cancel", ()):
                 commands.append(("job: cancel", f"Cancel job {job.id}", screen.action_cancel))
             if not app.read_only and screen.check_action("actions", ()):
                 commands.append(("job: actions", f"Pause, activate... job {job.id}", screen.action_actions))
-            if hasattr(screen, "action_toggle_users"):
-                commands.append(("queue: mine / all users", "Show my jobs or everyone's", screen.action_toggle_users))
+            commands.append(("queue: mine / all users", "Show my jobs or everyone's", screen.action_toggle_users))
             if screen.check_action("toggle_group", ()):
                 commands.append(("job: expand", "Expand or collapse the group", screen.action_toggle_group))
         return commands

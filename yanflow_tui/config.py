@@ -1,8 +1,10 @@
 """Typed config: loaded (or auto-discovered) outside the App and passed in.
 
 File location: ``--config PATH``, else ``$YANFLOW_CONFIG``, else ``$XDG_CONFIG_HOME/yanflow/config.yaml``.
-With no file at the default location, clusters are discovered: this machine always, Slurm when
-``squeue`` is on PATH, Kubernetes when a kubeconfig exists, Determined when ``DET_MASTER`` is set.
+With no file at the default location, clusters are discovered: each backend package declares how
+(this machine always, Slurm when ``squeue`` is on PATH, Kubernetes when a kubeconfig exists,
+Determined when ``DET_MASTER`` is set). The kinds, and each kind's own cluster keys and refresh
+default, come from the backend registry (``yanflow_tui.backends.registry``); nothing here lists them.
 
     read_only: false          # true closes the gate on every cluster
     refresh_seconds: 5
@@ -26,42 +28,20 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yanflow_tui.backends import registry
 from yanflow_tui.errors import ConfigError, SpecError
 from yanflow_tui.locations import default_config_path
+from yanflow_tui.model import DEFAULT_REFRESH, ClusterConfig
 from yanflow_tui.yamldoc import Checker, Doc, as_written, join, load_yaml, load_yaml_bytes
 
-KINDS = ("local", "slurm", "kubernetes", "determined")
 TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users", "mouse")
 COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description", "defaults")
-# Kind-specific options; the backend modules read them from ClusterConfig.options.
-KIND_OPTIONS: dict[str, tuple[str, ...]] = {
-    "local": (),
-    "slurm": ("ssh", "partition", "account", "nodes_refresh_seconds", "command_timeout", "history"),
-    "kubernetes": ("kubeconfig", "context", "namespace", "all_namespaces"),
-    "determined": ("master", "user", "cert", "noverify", "all_users"),
-}
-DEFAULT_REFRESH = 5.0
-KIND_REFRESH = {"slurm": 10.0}  # default interval per kind when no refresh_seconds is set
-
-
-@dataclass(frozen=True)
-class ClusterConfig:
-    name: str
-    kind: str
-    read_only: bool = False
-    refresh_seconds: float = DEFAULT_REFRESH
-    description: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
-    defaults: dict[str, Any] = field(default_factory=dict)  # spec fields the Submit form starts with
-    # ``file:line: field: message`` of a broken entry, loaded leniently (the console): the cluster is
-    # shown in error with these lines instead of stopping the app
-    problems: tuple[str, ...] = ()
+# Each kind's own keys (``BackendInfo.options``) come on top; the backends read them from ClusterConfig.options.
 
 
 @dataclass(frozen=True)
@@ -240,7 +220,7 @@ def _keep_broken(
             kind = cluster.kind if cluster is not None else str(item.get("kind") or "unknown")
             cluster = ClusterConfig(
                 name,
-                kind if kind in KINDS else "unknown",
+                kind if kind in registry.kinds() else "unknown",
                 read_only=read_only,
                 problems=tuple(format_problem(*p) for p in problems),
             )
@@ -258,11 +238,13 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
     if not isinstance(item, dict):
         check.error(path, "expected a mapping with name and kind")
         return None
-    kind = check.string(join(path, "kind"), item.get("kind"), choices=KINDS)
-    allowed = COMMON_CLUSTER_KEYS + (KIND_OPTIONS.get(kind, ()) if kind else sum(KIND_OPTIONS.values(), ()))
+    kind = check.string(join(path, "kind"), item.get("kind"), choices=registry.kinds())
+    info = registry.info(kind) if kind else None
+    own = info.options if info else tuple(o for i in registry.infos() for o in i.options)  # no kind: any kind's
+    allowed = COMMON_CLUSTER_KEYS + own
     entry = check.mapping(path, item, allowed, required=("name", "kind"))
     name = check.string(join(path, "name"), entry.get("name"))
-    if not name or not kind:
+    if not name or not kind or info is None:
         return None
     options = {k: v for k, v in entry.items() if k not in COMMON_CLUSTER_KEYS}
     defaults = _defaults(check, join(path, "defaults"), entry.get("defaults"))
@@ -272,7 +254,7 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
         read_only=read_only or bool(check.boolean(join(path, "read_only"), entry.get("read_only"))),
         refresh_seconds=check.number(join(path, "refresh_seconds"), entry.get("refresh_seconds"), minimum=0.5)
         or refresh
-        or KIND_REFRESH.get(kind, DEFAULT_REFRESH),
+        or info.refresh,
         description=check.string(join(path, "description"), entry.get("description"), nonempty=False) or "",
         options=options,
         defaults=defaults,
@@ -289,7 +271,7 @@ def _defaults(check: Checker, path: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         check.error(path, "expected a mapping of spec fields, e.g. {resources: {gpus: 8}}")
         return {}
-    keys = [k for k in specs.TOP_KEYS if k != "cluster"]
+    keys = [k for k in specs.top_keys() if k != "cluster"]
     check.mapping(path, value, keys)
     prefix = path + "."
     lines = {k[len(prefix) :]: v for k, v in check.doc.lines.items() if k.startswith(prefix)}
@@ -311,36 +293,19 @@ def _defaults(check: Checker, path: str, value: Any) -> dict[str, Any]:
 
 
 def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:
-    """Clusters visible from here without any config."""
-    found = [ClusterConfig("local", "local", description="this machine")]
-    if shutil.which("squeue", path=env.get("PATH")):
-        found.append(
-            ClusterConfig("slurm", "slurm", refresh_seconds=KIND_REFRESH["slurm"], description="local Slurm commands")
-        )
-    kubeconfig = _kubeconfig(env)
-    if kubeconfig:
-        found.append(ClusterConfig("kubernetes", "kubernetes", options={"kubeconfig": str(kubeconfig)}))
-    if env.get("DET_MASTER"):
-        found.append(ClusterConfig("determined", "determined", options={"master": env["DET_MASTER"]}))
-    wanted = env.get("YANFLOW_DISCOVER")  # e.g. "local,kubernetes": limit what is discovered
-    if wanted is not None:
-        kinds = {k.strip() for k in wanted.split(",")}
-        found = [c for c in found if c.kind in kinds]
-    if any(c.kind == "slurm" for c in found) and found[0].kind == "local":
-        # A Slurm login node: training must not land on it; it is shown for monitoring only.
-        found[0] = ClusterConfig(
-            "local", "local", description="this login node (monitoring only)", options={"monitor_only": True}
-        )
+    """Clusters visible from here without any config: what each backend package's ``discover`` finds,
+    in the registry's order, limited to the kinds in ``$YANFLOW_DISCOVER`` (e.g. "local,kubernetes")
+    when it is set; then each package's ``review`` sees the whole list."""
+    wanted = env.get("YANFLOW_DISCOVER")
+    kinds = None if wanted is None else {k.strip() for k in wanted.split(",")}
+    found: list[ClusterConfig] = []
+    for info in registry.infos():
+        if info.discover is not None and (kinds is None or info.kind in kinds):
+            found += [c for c in info.discover(env) if kinds is None or c.kind in kinds]
+    for info in registry.infos():
+        if info.review is not None and found:
+            found = info.review(found)
     return found
-
-
-def _kubeconfig(env: Mapping[str, str]) -> Path | None:
-    for part in (env.get("KUBECONFIG") or "").split(os.pathsep):
-        if part and Path(part).is_file():
-            return Path(part)
-    home = env.get("HOME") or os.path.expanduser("~")
-    default = Path(home) / ".kube" / "config"
-    return default if default.is_file() else None
 
 
 __all__ = [

@@ -14,7 +14,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from yanflow_tui.model import Job
 
@@ -75,12 +75,13 @@ class JobFilter:
 
     text: str
     predicates: tuple[Predicate, ...] = ()
+    predicate: Predicate = field(init=False, repr=False, compare=False)  # all of them, as one function
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "predicate", _all(self.predicates))
 
     def __call__(self, fields: JobFields) -> bool:
-        return self.predicate(fields)  # type: ignore[attr-defined]
+        return self.predicate(fields)
 
     def matches(self, job: Job) -> bool:
         return self(JobFields(job))
@@ -139,9 +140,13 @@ def _tokens(text: str):
 
 def _term(negate: bool, field: str, value: str) -> Predicate:
     predicate = _number(field, value) if field in NUMBER_FIELDS else _text(field, value.lower())
-    if negate:
-        return lambda f, p=predicate: not p(f)
-    return predicate
+    if not negate:
+        return predicate
+
+    def negated(fields: JobFields) -> bool:
+        return not predicate(fields)
+
+    return negated
 
 
 def _all(predicates: tuple[Predicate, ...]) -> Predicate:

@@ -70,7 +70,7 @@ def _own_base() -> Path:
 
 def sweep() -> list[Path]:
     """Remove the key directories of processes that are gone; returns what was removed."""
-    removed = []
+    removed: list[Path] = []
     base = base_dir()
     try:
         entries = list(base.iterdir())

@@ -14,9 +14,11 @@ to the UI one at a time.
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from typing import Any
 
 from textual import events
+from textual.app import App
 from textual.dom import DOMNode
 from textual.widget import Widget
 from textual.widgets import Input, Select, TextArea
@@ -29,15 +31,17 @@ def is_typing(widget: Widget | None) -> bool:
     """Whether printable keys are text for ``widget``: a text field, or an open Select's search."""
     if widget is None:
         return False
-    if isinstance(widget, (Input, TextArea)):
-        return not getattr(widget, "read_only", False)
+    if isinstance(widget, Input):
+        return True
+    if isinstance(widget, TextArea):
+        return not widget.read_only
     node: DOMNode | None = widget
     while node is not None and not isinstance(node, Select):
         node = node.parent
     return isinstance(node, Select) and node.expanded
 
 
-def key_path(app: Any) -> list[DOMNode]:
+def key_path(app: App[Any]) -> list[DOMNode]:
     """The nodes a key to the focused widget passes on its way up: the widget, its ancestors, the app."""
     node: DOMNode | None = app.focused or app.screen
     path: list[DOMNode] = []
@@ -47,31 +51,31 @@ def key_path(app: Any) -> list[DOMNode]:
     return path
 
 
-class SerialKeys:
-    """An ``App`` mixin: keys typed faster than the UI answers reach the widget that has the focus
+class SerialKeys(App[None]):
+    """An ``App`` base: keys typed faster than the UI answers reach the widget that has the focus
     once the key before them was handled (its bindings run, the messages it posted along its path,
     e.g. ``Input.Submitted``, handled), never the widget that had it when they were read."""
 
-    _waiting_keys: deque[events.Key]
+    _waiting_keys: deque[events.Key] | None = None
     _key_turn = 0
     _key_busy = False
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
-            if not hasattr(self, "_waiting_keys"):
+            if self._waiting_keys is None:
                 self._waiting_keys = deque()
             self._waiting_keys.append(event)
             if not self._key_busy:
                 await self._deliver_keys()
             return
-        await super().on_event(event)  # type: ignore[misc]
+        await super().on_event(event)
 
     async def _deliver_keys(self) -> None:
         while self._waiting_keys and not self._key_busy:
             event = self._waiting_keys.popleft()
-            typing = event.is_printable and is_typing(self.focused)  # type: ignore[attr-defined]
+            typing = event.is_printable and is_typing(self.focused)
             path = key_path(self)
-            await super().on_event(event)  # type: ignore[misc]
+            await super().on_event(event)
             if typing:
                 continue  # a character for the field that has the focus: it moves nothing
             self._key_busy = True
@@ -80,19 +84,19 @@ class SerialKeys:
             # Twice along the path: the key with its bindings, then what their actions posted; then
             # the screen on show now (a screen switched to focuses its main widget first).
             self._settle(turn, path + path + [None])
-            self.set_timer(MAX_HOLD, lambda: self._key_done(turn))  # type: ignore[attr-defined]
+            self.set_timer(MAX_HOLD, partial(self._key_done, turn))
 
     def _settle(self, turn: int, nodes: list[DOMNode | None]) -> None:
         """Follow the key up its path: a callback on each node runs after what is queued there."""
         if turn != self._key_turn:
             return
         while nodes:
-            node = nodes[0] if nodes[0] is not None else self.screen  # type: ignore[attr-defined]
+            node = nodes[0] if nodes[0] is not None else self.screen
             rest = nodes[1:]
             if node.call_later(self._settle, turn, rest):
                 return
             nodes = rest
-        self.call_later(self._key_done, turn)  # type: ignore[attr-defined]
+        self.call_later(self._key_done, turn)
 
     async def _key_done(self, turn: int) -> None:
         if turn != self._key_turn or not self._key_busy:

@@ -339,7 +339,7 @@ class LogStore:
     def iter_all(self, start: int = 0, stop: int | None = None) -> Iterator[str]:
         """Every line of [start, stop) (to the length at call time), reading the file in large steps."""
         stop = self._total if stop is None else min(stop, self._total)
-        for first, end, data in self._spans(max(0, start), stop):
+        for first, _end, data in self._spans(max(0, start), stop):
             lines = data if isinstance(data, list) else self._text(data).split("\n")
             yield from lines[max(0, start - first) : stop - first]
 

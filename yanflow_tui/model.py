@@ -51,6 +51,9 @@ class GpuState(str, enum.Enum):
     UNAVAILABLE = "unavailable"
 
 
+DEFAULT_REFRESH = 5.0  # seconds between refreshes of a cluster whose kind and config set none
+
+
 @dataclass(frozen=True)
 class Cluster:
     """A configured cluster as the UI sees it."""
@@ -58,8 +61,25 @@ class Cluster:
     name: str
     kind: str
     read_only: bool = False
-    refresh_seconds: float = 5.0
+    refresh_seconds: float = DEFAULT_REFRESH
     description: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """One cluster's entry of the config (``yanflow_tui.config`` loads it; each backend reads its own
+    ``options``, the keys its package declares)."""
+
+    name: str
+    kind: str
+    read_only: bool = False
+    refresh_seconds: float = DEFAULT_REFRESH
+    description: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)  # spec fields the Submit form starts with
+    # ``file:line: field: message`` of a broken entry, loaded leniently (the console): the cluster is
+    # shown in error with these lines instead of stopping the app
+    problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -202,10 +222,14 @@ class JobSpec:
     mounts: tuple[Mount, ...] = ()
     resources: Resources = field(default_factory=Resources)
     launcher: str = "none"
-    slurm: dict[str, Any] = field(default_factory=dict)
-    kubernetes: dict[str, Any] = field(default_factory=dict)
-    determined: dict[str, Any] = field(default_factory=dict)
+    # The backend sections of the spec file, by kind (``{"slurm": {"partition": "gpu"}}``): each backend
+    # package declares its own section's keys; only sections that set something are kept.
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = ""
+
+    def section(self, kind: str) -> dict[str, Any]:
+        """The ``kind:`` section of the spec (empty when the spec has none)."""
+        return self.sections.get(kind) or {}
 
     @property
     def command_text(self) -> str:

@@ -14,6 +14,9 @@
     kubernetes: {namespace: ml}
     determined: {searcher: {...}, hyperparameters: {...}}
 
+The backend sections (``slurm:``, ``kubernetes:``...) and their keys are what each backend package
+declares (``BackendInfo.section`` in the backend registry); nothing here lists them.
+
 Problems are reported as ``file:line: field: message``. Every key and text value is checked for
 control characters, lone surrogates and bytes that are not UTF-8; tab and line break are allowed
 only in the multi-line fields (the command and descriptions).
@@ -21,15 +24,17 @@ only in the multi-line fields (the command and descriptions).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from yanflow_tui.backends import registry
 from yanflow_tui.errors import SpecError
 from yanflow_tui.launchers import LAUNCHERS
 from yanflow_tui.model import JobKind, JobSpec, Mount, Resources
 from yanflow_tui.yamldoc import Checker, Doc, join, load_yaml, load_yaml_bytes, show
 
-TOP_KEYS = (
+COMMON_KEYS = (
     "name",
     "kind",
     "cluster",
@@ -41,54 +46,29 @@ TOP_KEYS = (
     "resources",
     "launcher",
     "description",
-    "slurm",
-    "kubernetes",
-    "determined",
 )
 RESOURCE_KEYS = ("nodes", "gpus", "cpus", "memory")
-SECTION_KEYS = {
-    "slurm": {
-        "partition": "text",
-        "account": "text",
-        "qos": "text",
-        "time": "text",
-        "array": "text",
-        "output": "text",
-        "error": "text",
-        "gpu_type": "text",
-        "constraint": "text",
-        "exclusive": "bool",
-    },
-    "kubernetes": {
-        "namespace": "text",
-        "node_selector": "map",
-        "tolerations": "list",
-        "priority_class": "text",
-        "service_account": "text",
-        "gpu_resource": "text",
-        "ttl_seconds_after_finished": "whole",
-        "master_port": "whole",
-        "image_pull_policy": "text",
-    },
-    "determined": {
-        "resource_pool": "text",
-        "searcher": "map",
-        "hyperparameters": "map",
-        "context": "text",
-        "entrypoint": "text",
-        "max_restarts": "whole",
-        "description": "text",
-        "checkpoint_storage": "map",
-        "labels": "list",
-    },
-}
 MAX_NAME = 200
-MULTILINE = ("command", "description", "determined.description")  # tab and line break allowed
+MULTILINE = ("command", "description")  # tab and line break allowed (and in the sections' declared keys)
+
+
+def section_keys() -> dict[str, Mapping[str, str]]:
+    """The backend sections of a spec, by name (the kind), each its keys -> their type."""
+    return {info.kind: info.section for info in registry.infos() if info.section}
+
+
+def top_keys() -> tuple[str, ...]:
+    """Every key a spec may have at its top: the common ones, then one section per backend that has one."""
+    return COMMON_KEYS + tuple(section_keys())
 
 
 def multiline(path: str) -> bool:
     """Whether the spec field at ``path`` may hold several lines (a command's words too)."""
-    return path in MULTILINE or path.startswith("command[")
+    if path in MULTILINE or path.startswith("command["):
+        return True
+    section, _, key = path.partition(".")
+    info = registry.info(section) if key else None
+    return info is not None and key in info.multiline
 
 
 def text_problems(doc: Doc) -> list[tuple[str, int, str, str]]:
@@ -122,7 +102,7 @@ def spec_from_data(data: dict[str, Any], file: str = "<form>") -> JobSpec:
 def spec_from_doc(doc: Doc) -> JobSpec:
     check = Checker(doc)
     check.text(multiline)  # first: a field with a bad character gets that one problem
-    top = check.mapping("", doc.data, TOP_KEYS, required=("name",))
+    top = check.mapping("", doc.data, top_keys(), required=("name",))
     name = check.string("name", top.get("name"))
     if name is not None and len(name) > MAX_NAME:
         check.error("name", f"longer than {MAX_NAME} characters")
@@ -131,9 +111,9 @@ def spec_from_doc(doc: Doc) -> JobSpec:
     command = _command(check, top.get("command"))
     resources = _resources(check, top.get("resources"))
     launcher = check.string("launcher", top.get("launcher"), choices=LAUNCHERS) or "none"
-    sections = {s: _section(check, s, top.get(s)) for s in SECTION_KEYS}
+    sections = {s: _section(check, s, keys, top.get(s)) for s, keys in section_keys().items()}
 
-    if command is None and not (kind is JobKind.EXPERIMENT and sections["determined"].get("entrypoint")):
+    if command is None and not (kind is JobKind.EXPERIMENT and _entrypoint(sections)):
         if top.get("command") is None:  # absent, or an empty ``command:``
             check.error("command", "required field is missing")
     if kind is JobKind.SINGLE and resources.nodes != 1:
@@ -152,9 +132,7 @@ def spec_from_doc(doc: Doc) -> JobSpec:
         mounts=_mounts(check, top.get("mounts")),
         resources=resources,
         launcher=launcher,
-        slurm=sections["slurm"],
-        kubernetes=sections["kubernetes"],
-        determined=sections["determined"],
+        sections={s: values for s, values in sections.items() if values},
         source=doc.file,
     )
     check.string("description", top.get("description"), nonempty=False)
@@ -211,8 +189,16 @@ def _mounts(check: Checker, value: Any) -> tuple[Mount, ...]:
     return tuple(mounts)
 
 
-def _section(check: Checker, section: str, value: Any) -> dict[str, Any]:
-    fields = SECTION_KEYS[section]
+def _entrypoint(sections: Mapping[str, dict[str, Any]]) -> bool:
+    """Whether a section gives what an experiment runs instead of a command (Determined's ``entrypoint``)."""
+    for name, values in sections.items():
+        info = registry.info(name)
+        if info is not None and info.entrypoint and values.get(info.entrypoint):
+            return True
+    return False
+
+
+def _section(check: Checker, section: str, fields: Mapping[str, str], value: Any) -> dict[str, Any]:
     data = check.mapping(section, value, fields)
     out: dict[str, Any] = {}
     for key, item in data.items():
@@ -258,7 +244,7 @@ def spec_to_data(spec: JobSpec) -> dict[str, Any]:
     data["resources"] = res
     if spec.launcher != "none":
         data["launcher"] = spec.launcher
-    for section in SECTION_KEYS:
-        if getattr(spec, section):
-            data[section] = dict(getattr(spec, section))
+    for section, values in spec.sections.items():  # in the registry's order, as loaded
+        if values:
+            data[section] = dict(values)
     return data

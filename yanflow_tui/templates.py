@@ -17,7 +17,7 @@ import yaml
 
 from yanflow_tui.errors import SpecError
 from yanflow_tui.locations import default_config_path, private_file
-from yanflow_tui.spec import TOP_KEYS
+from yanflow_tui.spec import top_keys
 from yanflow_tui.yamldoc import Doc, load_yaml_bytes
 
 PACKAGE = Path(__file__).resolve().parent
@@ -104,7 +104,7 @@ _Dumper.add_representer(str, _text)
 
 def template_text(data: Mapping[str, Any]) -> str:
     """The spec mapping as a template file, keys in the spec format's order."""
-    order = {key: i for i, key in enumerate(TOP_KEYS)}
+    order = {key: i for i, key in enumerate(top_keys())}
     ordered = dict(sorted(data.items(), key=lambda kv: order.get(kv[0], len(order))))
     return HEADER + yaml.dump(
         ordered, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000

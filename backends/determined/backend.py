@@ -92,7 +92,6 @@ class DeterminedBackend(Backend):
         submit=True,
         cancel=True,
         logs=True,
-        follow_logs=True,
         job_kinds=frozenset({JobKind.SINGLE, JobKind.EXPERIMENT}),
         history=True,
         actions=("pause", "activate", "kill"),
@@ -128,9 +127,6 @@ class DeterminedBackend(Backend):
     @property
     def current_user(self) -> str:
         return self.conn.user or ""
-
-    def set_all_users(self, all_users: bool) -> None:
-        self.all_users = all_users  # the master filters by user; the next read asks for everyone
 
     # -- reads -----------------------------------------------------------------------------------
     async def list_jobs(self) -> list[Job]:
@@ -230,6 +226,7 @@ class DeterminedBackend(Backend):
                 answer = bindings.get_GetExperiment(session, experimentId=exp)
                 config = answer.experiment.config or answer.config or {}
                 return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+            assert trial is not None  # an experiment or a trial: checked before
             found = bindings.get_GetTrial(session, trialId=trial).trial
             return yaml.safe_dump(
                 {"experiment": found.experimentId, "trial": found.id, "hyperparameters": found.hparams or {}},
@@ -405,6 +402,7 @@ class DeterminedBackend(Backend):
             if trial is not None:
                 found = bindings.get_GetTrialCheckpoints(session, id=trial).checkpoints
             else:
+                assert exp is not None  # a trial or an experiment: checked before
                 found = bindings.get_GetExperimentCheckpoints(session, id=exp).checkpoints
             out = []
             for ckpt in found:
@@ -532,11 +530,11 @@ class DeterminedBackend(Backend):
                 found = bindings.get_GetExperiments(session, labels=[det_submit.TAG_LABEL + tag]).experiments
                 return f"exp-{found[0].id}" if found else None
         else:
-            body = det_submit.command_request(spec, tag)
+            command_body = det_submit.command_request(spec, tag)
             wanted = det_submit.tag_description(spec.name, tag)
 
             def send(session) -> str:
-                command = bindings.post_LaunchCommand(session, body=body).command
+                command = bindings.post_LaunchCommand(session, body=command_body).command
                 job_id = det_convert.task_job_id("command", command.id)
                 self._tasks[job_id] = ("command", command.id)
                 return job_id

@@ -104,7 +104,7 @@ def agent_node(cluster: str, agent: bindings.v1Agent, holders: dict[str, str]) -
     gpus: list[Gpu] = []
     cpus_total = cpus_used = 0
     gpu_type = None
-    for position, (slot_id, slot) in enumerate(slots):
+    for position, (_slot_id, slot) in enumerate(slots):
         device = present(slot.device)
         dtype = getattr(present(device.type) if device else None, "name", "")
         container = present(slot.container)
@@ -137,11 +137,11 @@ def agent_node(cluster: str, agent: bindings.v1Agent, holders: dict[str, str]) -
                 reason=reason,
             )
         )
-    state = "disabled" if not enabled else "draining" if draining else "up"
+    node_state = "disabled" if not enabled else "draining" if draining else "up"
     return Node(
         cluster=cluster,
         name=agent.id,
-        state=state,
+        state=node_state,
         partitions=tuple(present(agent.resourcePools) or ()),
         cpus_total=cpus_total,
         cpus_allocated=cpus_used,
@@ -149,7 +149,7 @@ def agent_node(cluster: str, agent: bindings.v1Agent, holders: dict[str, str]) -
         gpus_total=len(gpus),
         gpus_allocated=sum(1 for g in gpus if g.state is GpuState.ALLOCATED),
         gpus=tuple(gpus),
-        reason="" if state == "up" else state,
+        reason="" if node_state == "up" else node_state,
     )
 
 

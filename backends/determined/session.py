@@ -80,13 +80,11 @@ class _Timed:
                 settings["verify"] = http.verify
                 return settings
 
-            http.merge_environment_settings = keep_verify  # type: ignore[method-assign]
+            http.merge_environment_settings = keep_verify
         return http
 
-    def _do_request(self, method, path, params, json, data, headers, timeout, stream):  # type: ignore[override]
-        return super()._do_request(  # type: ignore[misc]
-            method, path, params, json, data, headers, timeout or self.timeout, stream
-        )
+    def _do_request(self, method, path, params, json, data, headers, timeout, stream):
+        return super()._do_request(method, path, params, json, data, headers, timeout or self.timeout, stream)
 
 
 class TimedSession(_Timed, api.Session):
@@ -155,10 +153,11 @@ def describe_error(exc: BaseException, master: str) -> str:
 
 
 def is_timeout(exc: BaseException) -> bool:
-    while exc is not None:
-        if isinstance(exc, (requests.exceptions.Timeout, urllib3.exceptions.TimeoutError, TimeoutError)):
+    link: BaseException | None = exc
+    while link is not None:
+        if isinstance(link, (requests.exceptions.Timeout, urllib3.exceptions.TimeoutError, TimeoutError)):
             return True
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        link = link.__cause__ or link.__context__
     return False
 
 
@@ -209,7 +208,8 @@ class Connection:
         self.options = dict(options)
         self.env = env if env is not None else os.environ
         self.master = master_url(self.options, self.env)
-        self._cert: certs.Cert | None | bool = False  # read in a worker thread on first use
+        self._cert: certs.Cert | None = None  # read in a worker thread on first use
+        self._cert_read = False
         self.retries = retries
         self._session: TimedSession | None = None
         self._lock = threading.Lock()
@@ -217,9 +217,10 @@ class Connection:
 
     @property
     def cert(self) -> certs.Cert | None:
-        if self._cert is False:
+        if not self._cert_read:
             self._cert = make_cert(self.options, self.env)
-        return self._cert  # type: ignore[return-value]
+            self._cert_read = True
+        return self._cert
 
     # -- auth ---------------------------------------------------------------------------------
     def _store(self) -> authentication.TokenStore:

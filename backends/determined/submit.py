@@ -40,7 +40,7 @@ def tag_description(name: str, tag: str) -> str:
 
 def check(spec: JobSpec) -> None:
     """What the master would refuse, said before any I/O."""
-    det = spec.determined
+    det = spec.section("determined")
     if spec.kind is JobKind.EXPERIMENT:
         if not isinstance(det.get("searcher"), dict) or not det["searcher"].get("name"):
             raise BackendError(
@@ -81,8 +81,8 @@ def experiment_entrypoint(spec: JobSpec) -> str | list[str]:
     command (``python3 -m determined.launch.torch_distributed python3 train.py``), so a leading python
     is kept; a legacy Trial reference (``model_def:MyTrial``) goes behind ``--trial``."""
     base: str | list[str]
-    if spec.determined.get("entrypoint"):
-        base = str(spec.determined["entrypoint"])
+    if spec.section("determined").get("entrypoint"):
+        base = str(spec.section("determined")["entrypoint"])
     elif isinstance(spec.command, tuple):
         base = list(spec.command)
     else:
@@ -100,8 +100,8 @@ def experiment_entrypoint(spec: JobSpec) -> str | list[str]:
 
 def command_config(spec: JobSpec, tag: str | None = None) -> dict[str, Any]:
     resources: dict[str, Any] = {"slots": spec.resources.gpus}
-    if spec.determined.get("resource_pool"):
-        resources["resource_pool"] = spec.determined["resource_pool"]
+    if spec.section("determined").get("resource_pool"):
+        resources["resource_pool"] = spec.section("determined")["resource_pool"]
     config: dict[str, Any] = {
         "description": tag_description(spec.name, tag) if tag else spec.name,
         "entrypoint": command_entrypoint(spec),
@@ -121,7 +121,7 @@ def _with_container(config: dict[str, Any], spec: JobSpec) -> dict[str, Any]:
 
 
 def experiment_config(spec: JobSpec, tag: str | None = None) -> dict[str, Any]:
-    det = spec.determined
+    det = spec.section("determined")
     resources: dict[str, Any] = {"slots_per_trial": spec.resources.nodes * spec.resources.gpus}
     if det.get("resource_pool"):
         resources["resource_pool"] = det["resource_pool"]
@@ -148,7 +148,7 @@ def experiment_config(spec: JobSpec, tag: str | None = None) -> dict[str, Any]:
 
 def context_dir(spec: JobSpec) -> Path | None:
     """``determined.context``, relative to the spec file's directory."""
-    raw = spec.determined.get("context")
+    raw = spec.section("determined").get("context")
     if not raw:
         return None
     path = Path(str(raw)).expanduser()

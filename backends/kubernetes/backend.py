@@ -54,7 +54,6 @@ class KubernetesBackend(Backend):
         submit=True,
         cancel=True,
         logs=True,
-        follow_logs=True,
         job_kinds=frozenset({JobKind.SINGLE, JobKind.MULTI_NODE}),
         history=True,
         rank_logs=True,
@@ -79,8 +78,9 @@ class KubernetesBackend(Backend):
         self.connect_timeout = connect_timeout
         self.watch_seconds = watch_seconds
         self._api = None
-        self._core = None
-        self._batch = None
+        # kubernetes.client.CoreV1Api / BatchV1Api once connected (the client is untyped and imported lazily)
+        self._core: Any = None
+        self._batch: Any = None
         self._reflectors: dict[str, Reflector] = {}
         self._connect_lock: asyncio.Lock | None = None
         self._throttle: ChangeThrottle | None = None
@@ -189,7 +189,7 @@ class KubernetesBackend(Backend):
     @staticmethod
     def _tolerated(reflector: Reflector) -> bool:
         """Users without cluster-scope rights may not list nodes: show jobs anyway."""
-        return reflector.resource == "nodes" and bool(reflector.error) and reflector.error.startswith("HTTP 403")
+        return reflector.resource == "nodes" and (reflector.error or "").startswith("HTTP 403")
 
     def _raise_for(self, reflector: Reflector) -> None:
         if reflector.connection_lost:
@@ -411,7 +411,7 @@ class KubernetesBackend(Backend):
         return tuple(fields)
 
     def _render(self, spec: JobSpec) -> str:
-        namespace = spec.kubernetes.get("namespace") or self.namespace
+        namespace = spec.section("kubernetes").get("namespace") or self.namespace
         objects = manifests.manifests(spec, manifests.content_token(spec), namespace, _user())
         return (
             "# metadata.name gets a fresh random suffix at each submit; a retried submit reuses it\n"
@@ -428,7 +428,7 @@ class KubernetesBackend(Backend):
         if self._api is None:
             await asyncio.to_thread(self._load_client)
         token = tag
-        namespace = spec.kubernetes.get("namespace") or self.namespace
+        namespace = spec.section("kubernetes").get("namespace") or self.namespace
         objects = manifests.manifests(spec, token, namespace, _user())
         job = objects[0]
         deadline = asyncio.get_running_loop().time() + SUBMIT_BUDGET
@@ -488,7 +488,7 @@ class KubernetesBackend(Backend):
                     annotations = (existing.get("metadata") or {}).get("annotations") or {}
                     if annotations.get(manifests.ANN_SUBMIT_ID) == token:
                         return existing  # our earlier attempt got through: not a second job
-                    raise BackendError(f"a {kind} named {name!r} already exists in namespace {namespace!r}")
+                    raise BackendError(f"a {kind} named {name!r} already exists in namespace {namespace!r}") from None
                 if status and status < 500 and status != 429:
                     raise BackendError(f"Kubernetes refused the {kind}: {error_text(exc)}") from None
                 last = error_text(exc)

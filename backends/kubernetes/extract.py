@@ -282,7 +282,7 @@ def job_info(obj: dict) -> JobInfo:
         user=annotations.get(ANN_USER, ""),
         command=annotations.get(ANN_COMMAND, ""),
         submit_id=annotations.get(ANN_SUBMIT_ID, ""),
-        parallelism=int(spec.get("parallelism") if spec.get("parallelism") is not None else 1),
+        parallelism=int(spec.get("parallelism") or 0) if spec.get("parallelism") is not None else 1,
         completions=spec.get("completions"),
         active=status.get("active") or 0,
         succeeded=status.get("succeeded") or 0,

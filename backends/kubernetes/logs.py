@@ -75,7 +75,7 @@ class PodLogReader:
 
     def _open(self, follow: bool, previous: bool, since_time: str | None):
         """``GET /pods/NAME/log`` with timestamps, from ``since_time`` (the client has no sinceTime)."""
-        query = [("follow", follow), ("previous", previous), ("timestamps", True)]
+        query: list[tuple[str, bool | str]] = [("follow", follow), ("previous", previous), ("timestamps", True)]
         if since_time:
             query.append(("sinceTime", since_time))
         return self.core.api_client.call_api(
@@ -229,7 +229,10 @@ async def merged_logs(
         for pod in pods():
             if pod.name in readers:
                 continue
-            alive = lambda name=pod.name: any(p.name == name and not p.terminal for p in pods())
+
+            def alive(name: str = pod.name) -> bool:
+                return any(p.name == name and not p.terminal for p in pods())
+
             reader = PodLogReader(core, pod, job_id, rank_of(pod), follow, emit, alive)
             readers[pod.name] = reader
             reader.start()

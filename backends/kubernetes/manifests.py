@@ -68,7 +68,7 @@ def script(spec: JobSpec) -> str:
 
 def check(spec: JobSpec) -> None:
     """Raise ``BackendError`` for what Kubernetes cannot run as asked."""
-    opts = spec.kubernetes
+    opts = spec.section("kubernetes")
     if spec.launcher == "horovod":
         raise BackendError(
             "launcher: horovod needs MPI (or SSH) between the pods, which a batch/v1 Job does "
@@ -122,7 +122,7 @@ def volume(source: str, index: int) -> tuple[dict, str | None]:
 def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list[dict[str, Any]]:
     """The objects to create, in order: the Job, then (multi-node) its headless Service."""
     check(spec)
-    opts = spec.kubernetes
+    opts = spec.section("kubernetes")
     name = dns_name(spec.name, token)
     multi = spec.kind is JobKind.MULTI_NODE
     nodes = spec.resources.nodes if multi else 1
@@ -139,7 +139,7 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
     if user:
         annotations[ANN_USER] = user
 
-    env = [{"name": k, "value": str(v)} for k, v in spec.env.items()]
+    env: list[dict[str, Any]] = [{"name": k, "value": str(v)} for k, v in spec.env.items()]
     if multi:
         master = f"{name}-0.{name}.{namespace}.svc"
         env += [

@@ -29,7 +29,7 @@ import yaml
 
 from yanflow_tui import formfields as ff
 from yanflow_tui import locations
-from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.base import MONITOR_ONLY, Backend, Capabilities, describe_job
 from yanflow_tui.backends.local import procs, runner, scheduler
 from yanflow_tui.backends.local.nvml import GpuReading, NvmlProbe
 from yanflow_tui.backends.local.store import JobRow, LocalStore
@@ -78,14 +78,12 @@ class LocalBackend(Backend):
         submit=True,
         cancel=True,
         logs=True,
-        follow_logs=True,
         job_kinds=frozenset({JobKind.SINGLE}),
-        gpu_metrics=True,
         history=True,
         raw_spec=True,
         runs_here=True,
     )
-    MONITOR_ONLY = "monitor_only"  # option discovery sets on a Slurm login node (a config cannot)
+    MONITOR_ONLY = MONITOR_ONLY  # option discovery sets on a Slurm login node (a config cannot)
 
     def __init__(
         self,
@@ -107,7 +105,7 @@ class LocalBackend(Backend):
         self._helpers: list[subprocess.Popen] = []  # background schedulers started by this process
         if config.options.get(self.MONITOR_ONLY):
             # A login node found by discovery: shown, never given jobs, unless the config names it.
-            self.capabilities = replace(type(self).capabilities, submit=False, job_kinds=frozenset())  # type: ignore[misc]
+            self.capabilities = replace(type(self).capabilities, submit=False, job_kinds=frozenset())
             self.submit_refusal = (
                 f"cluster {self.name!r} is this login node, shown for monitoring only; "
                 f"to run jobs on it, name it in the config with kind: local"
@@ -257,7 +255,7 @@ class LocalBackend(Backend):
     async def _submit(self, spec: JobSpec) -> str:
         # A stat can hang on a network home directory: keep it off the event loop (and out of
         # check_spec, which the Submit screen calls on every keystroke).
-        if spec.workdir and not await asyncio.to_thread(Path(spec.workdir).expanduser().is_dir):
+        if spec.workdir and not await asyncio.to_thread(_is_dir, spec.workdir):
             raise BackendError(f"workdir {spec.workdir!r} is not a directory on this machine")
         readings = await asyncio.to_thread(self.probe.read)
         total = len(readings or [])
@@ -519,7 +517,14 @@ class LocalBackend(Backend):
 
 def _still_running(row: JobRow) -> bool:
     """The job's runner lives, or (it was killed) processes of its group live on."""
-    return bool(row.pid) and (procs.alive(row.pid, row.pid_start) or procs.leaderless_group(row.pid))
+    if not row.pid:
+        return False
+    return procs.alive(row.pid, row.pid_start) or procs.leaderless_group(row.pid)
+
+
+def _is_dir(path: str) -> bool:
+    """Whether ``path`` (``~`` expanded) is a directory; in a thread: a stat can hang on a network home."""
+    return Path(path).expanduser().is_dir()
 
 
 def _read_from(path: Path, offset: int) -> bytes:

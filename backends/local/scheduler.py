@@ -1,4 +1,5 @@
-"""Background scheduler for pending local jobs: ``python -m yanflow_tui.backends.local.scheduler STATE_DIR CLUSTER [HOST]``.
+"""Background scheduler for pending local jobs:
+``python -m yanflow_tui.backends.local.scheduler STATE_DIR CLUSTER [HOST]``.
 
 ``submit`` starts it (in its own session) when a job must wait for GPUs, so a job submitted from the
 CLI starts even when no console is open. One runs at a time (a lock file); it exits once nothing is

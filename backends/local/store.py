@@ -134,7 +134,9 @@ class LocalStore:
         marks = ", ".join("?" for _ in fields)
         with self._lock:
             cur = self._db.execute(f"INSERT INTO jobs ({keys}) VALUES ({marks})", tuple(fields.values()))
-            return int(cur.lastrowid)
+            if cur.lastrowid is None:  # sqlite always gives an INSERT's row id
+                raise RuntimeError("the local job store did not return the new job's id")
+            return cur.lastrowid
 
     def update(self, job_id: int, **fields: Any) -> None:
         if not fields:

@@ -56,7 +56,6 @@ class SlurmBackend(Backend):
         submit=True,
         cancel=True,
         logs=True,
-        follow_logs=True,
         job_kinds=frozenset({JobKind.SLURM, JobKind.SINGLE, JobKind.MULTI_NODE}),
         history=True,
         raw_spec=True,
@@ -116,9 +115,6 @@ class SlurmBackend(Backend):
     @property
     def current_user(self) -> str:
         return self.transport.known_user
-
-    def set_all_users(self, all_users: bool) -> None:
-        self.all_users = all_users  # the next squeue asks for everyone (True) or -u me (False)
 
     async def list_jobs(self) -> list[Job]:
         user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
@@ -275,10 +271,10 @@ class SlurmBackend(Backend):
         result = await self.transport.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"])
         if not result.ok and "Invalid job id" not in result.stderr:
             raise BackendError(f"squeue failed: {result.error()}")
-        states = [parse.normalise_state(s) for s in result.stdout.split()] if result.ok else []
-        if not states:
+        found = [parse.normalise_state(s) for s in result.stdout.split()] if result.ok else []
+        if not found:
             return JobState.COMPLETED
-        return next((s for s in states if not s.terminal), states[0])
+        return next((s for s in found if not s.terminal), found[0])
 
     async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
         if stream not in ("", "stderr"):
@@ -286,7 +282,7 @@ class SlurmBackend(Backend):
         raw = await self._raw_job(job_id)
         # A pending job has no node (%N) and no file yet: wait until it starts.
         if follow and parse.normalise_state(raw.state) is JobState.PENDING:
-            while await self._job_state(job_id) is JobState.PENDING:
+            while await self._job_state(job_id) is JobState.PENDING:  # noqa: ASYNC110 - polls Slurm: no event here
                 await asyncio.sleep(LOG_POLL)
             raw = await self._raw_job(job_id)
         if parse.normalise_state(raw.state) is JobState.PENDING:
@@ -340,8 +336,8 @@ class SlurmBackend(Backend):
     def capacity_request(self, spec: JobSpec) -> Request:
         return replace(
             super().capacity_request(spec),
-            gpu_type=spec.slurm.get("gpu_type") or None,
-            exclusive=bool(spec.slurm.get("exclusive")),
+            gpu_type=spec.section("slurm").get("gpu_type") or None,
+            exclusive=bool(spec.section("slurm").get("exclusive")),
         )
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:

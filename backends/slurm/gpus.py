@@ -41,9 +41,9 @@ def with_holders(nodes: Iterable[Node], placements: Mapping[str, Placement]) -> 
     """``nodes`` with each allocated GPU's ``job_id`` set from ``placements`` (job -> node -> indices)."""
     holder: dict[tuple[str, int], str] = {}
     for job_id, placement in placements.items():
-        for node, indices in placement.items():
+        for host, indices in placement.items():
             for index in indices:
-                holder[(node, index)] = job_id
+                holder[(host, index)] = job_id
     out = []
     for node in nodes:
         if not any((node.name, g.index) in holder for g in node.gpus):

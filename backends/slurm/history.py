@@ -39,7 +39,8 @@ _UNITS = {"h": ("hours", 1 / 24), "d": ("days", 1), "w": ("weeks", 7)}
 def check_window(value: Any, cluster: str = "") -> str:
     """A history window such as ``12h``, ``7d`` or ``2w``; raises with the accepted form."""
     text = str(value if value is not None else DEFAULT_WINDOW)
-    if not _WINDOW.fullmatch(text) or int(_WINDOW.fullmatch(text).group(1)) <= 0:  # type: ignore[union-attr]
+    found = _WINDOW.fullmatch(text)
+    if not found or int(found.group(1)) <= 0:
         where = f"cluster {cluster!r}: " if cluster else ""
         raise BackendError(f"{where}history: expected a duration like 12h, 7d or 2w, got {text!r}")
     return text.strip()

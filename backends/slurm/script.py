@@ -40,7 +40,7 @@ def render(spec: JobSpec, tag: str, defaults: dict | None = None) -> Rendered:
     """``tag`` goes into ``--comment=yanflow:<tag>`` so a timed-out submit can be found again.
     Any name Slurm takes is passed through unchanged (a newline too: sbatch stores it as given)."""
     defaults = defaults or {}
-    s = spec.slurm
+    s = spec.section("slurm")
     res = spec.resources
     options: list[tuple[str, str | None]] = [("job-name", spec.name), ("nodes", str(res.nodes))]
     partition = s.get("partition") or defaults.get("partition")

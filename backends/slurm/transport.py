@@ -176,7 +176,7 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     async def _stream(self, script: str, binary: bool = False) -> LineStream: ...
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 - optional: a transport with no connection has nothing to release
         """Release the connection."""
 
     @property
@@ -383,7 +383,8 @@ class SshTransport(Transport):
             loaded = SSHClientConfig.load(
                 None, paths, False, False, False, _local_user(), t.user or (), t.host, t.port or ()
             )
-            identity = [Path(str(p)).expanduser() for p in loaded.get("IdentityFile", ()) or ()]
+            files = loaded.get("IdentityFile", ())  # a list of paths (asyncssh types it object)
+            identity = [Path(str(p)).expanduser() for p in files] if isinstance(files, (list, tuple)) else []
         except Exception:
             identity = []
         if identity:

@@ -26,7 +26,7 @@ def main(core: det.core.Context, hparams: dict) -> None:
     x_train, y_train = make_data(4096, 0)
     x_val, y_val = make_data(1024, 1)
     steps = 0
-    for epoch in range(int(hparams["epochs"])):
+    for _epoch in range(int(hparams["epochs"])):
         for i in range(0, len(x_train), 128):
             optimizer.zero_grad()
             loss = loss_fn(model(x_train[i : i + 128]), y_train[i : i + 128])

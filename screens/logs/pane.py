@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -18,6 +20,7 @@ from yanflow_tui.hub import error_text
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.failures import ForwardFailures
 from yanflow_tui.screens.widgets.logview import LogView
 
 FLUSH_SECONDS = 0.05  # 20 Hz; a split pane flushes at 10 Hz
@@ -28,9 +31,17 @@ RANK_KEEP_LINES = 5_000  # in-memory window of each per-rank store (the whole lo
 SPLIT_VISIBLE = 4  # rank views side by side; more scroll sideways
 ERROR_PATTERN = re.compile(r"(?i:\berror\b)|Traceback")
 
+if TYPE_CHECKING:
+    from textual import getters
 
-class LogPane(TabPane):
+    from yanflow_tui.app import YanflowApp
+
+
+class LogPane(ForwardFailures, TabPane):
     """One followed job: its stream, its stores (the whole log, and one per rank) and its views."""
+
+    if TYPE_CHECKING:
+        app = getters.app(YanflowApp)
 
     def __init__(self, job: Job, ranked: bool, pane_id: str, stream: str = "") -> None:
         title = f"{clean(job.cluster)}/{clean(job.id)}"
@@ -58,7 +69,8 @@ class LogPane(TabPane):
         self.error = ""
         self.notice = ""  # the stream's latest status line (e.g. reconnecting), until the next log line
         self.notice_shown = ""  # what the status line last showed of it
-        self.added = None  # the AwaitComplete of mounting this pane
+        self.pane_id = pane_id
+        self.added: Awaitable[object] | None = None  # mounting this pane (TabbedContent.add_pane)
         self._following = True
         self._drained = asyncio.Event()
         self._last_view: LogView | None = None
@@ -77,7 +89,7 @@ class LogPane(TabPane):
         for store in [self.store, *self.source_stores.values()]:
             store.close()
 
-    # -- what tests and benchmarks read --------------------------------------------------------------
+    # -- what the screen (and the benchmarks) read ------------------------------------------------------
     @property
     def sources(self) -> list[str]:
         """Ranks seen so far, in arrival order."""
@@ -107,10 +119,6 @@ class LogPane(TabPane):
     @property
     def following(self) -> bool:
         return self.active_view.following
-
-    def text_lines(self, start: int = 0, stop: int | None = None) -> list[str]:
-        """Lines [start, stop) of what the active view shows (read from disk where spilled)."""
-        return self.active_view.store.slice(start, stop)
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:
         if isinstance(event.widget, LogView):
@@ -211,8 +219,9 @@ class LogPane(TabPane):
         """Show one rank's lines only (unprefixed), or every line again (None)."""
         if self.split:
             self.set_split(False)
-        self.source_filter = source if source in self.source_stores else None
-        self.view.set_store(self.source_stores[source] if self.source_filter else self.store)
+        shown = self.source_stores.get(source) if source is not None else None
+        self.source_filter = source if shown is not None else None
+        self.view.set_store(shown if shown is not None else self.store)
 
     def set_split(self, split: bool) -> None:
         """One view per rank side by side (scrolling sideways beyond SPLIT_VISIBLE), or the joined view."""

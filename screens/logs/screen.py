@@ -57,6 +57,7 @@ class LogsScreen(DataScreen):
     def __init__(self) -> None:
         super().__init__()
         self.panes: list[LogPane] = []  # in tab order
+        self._to_open: Job | None = None  # asked for before the screen was on show: opened when it is
         self._opened = 0
         self._keys_state: tuple | None = None
         self._ticks = 0
@@ -76,11 +77,21 @@ class LogsScreen(DataScreen):
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
-        job = self.app.take_pending_logs()
+        self._open_asked()
+
+    # -- panes -----------------------------------------------------------------------------------------
+    def open(self, job: Job) -> None:
+        """Follow ``job``'s log: its pane comes to the front, added first if it has none. Asked
+        before the screen is on show (the app switches to it), it opens once the screen is."""
+        self._to_open = job
+        if self.is_mounted and self.is_active:
+            self._open_asked()
+
+    def _open_asked(self) -> None:
+        job, self._to_open = self._to_open, None
         if job is not None:
             self.run_worker(self.open_job(job), group="open-log", exit_on_error=False)
 
-    # -- panes -----------------------------------------------------------------------------------------
     @property
     def pane(self) -> LogPane | None:
         """The pane on show."""
@@ -106,16 +117,15 @@ class LogsScreen(DataScreen):
                 added.added = self.query_one(TabbedContent).add_pane(added)
                 pane = pane or added
         assert pane is not None
-        await pane.added
-        for other in self.panes:
-            if other.job is pane.job and other is not pane:
+        for other in [pane, *(p for p in self.panes if p.job is pane.job and p is not pane)]:
+            if other.added is not None:  # mounted: this pane, then its job's other streams
                 await other.added
         if pane in self.panes:
             self._activate(pane)
         return pane
 
     def _activate(self, pane: LogPane) -> None:
-        self.query_one(TabbedContent).active = pane.id
+        self.query_one(TabbedContent).active = pane.pane_id
         pane.focus_view()
         self._changed()
 
@@ -125,7 +135,7 @@ class LogsScreen(DataScreen):
             return
         index = self.panes.index(pane)
         self.panes.remove(pane)
-        await self.query_one(TabbedContent).remove_pane(pane.id)
+        await self.query_one(TabbedContent).remove_pane(pane.pane_id)
         if self.panes:
             self._activate(self.panes[min(index, len(self.panes) - 1)])
         else:
@@ -158,31 +168,10 @@ class LogsScreen(DataScreen):
             self._keys_state = state
             self.refresh_bindings()
 
-    # -- compatibility: what the active pane shows ------------------------------------------------------
     @property
     def following(self) -> bool:
+        """Whether the pane on show follows its tail (the benchmarks read it)."""
         return self.pane.following if self.pane else False
-
-    @property
-    def source_filter(self) -> str | None:
-        return self.pane.source_filter if self.pane else None
-
-    @property
-    def matches(self) -> list[int]:
-        return list(self.pane.active_view.matches) if self.pane else []
-
-    @property
-    def match_index(self) -> int:
-        return self.pane.active_view.match_index if self.pane else -1
-
-    def text_lines(self, start: int = 0, stop: int | None = None) -> list[str]:
-        """What the active view shows, lines [start, stop); [] without a pane."""
-        return self.pane.text_lines(start, stop) if self.pane else []
-
-    def set_source_filter(self, source: str | None) -> None:
-        if self.pane:
-            self.pane.set_source_filter(source)
-            self._changed()
 
     # -- streaming ---------------------------------------------------------------------------------------
     def _flush(self) -> None:

@@ -75,10 +75,10 @@ def line_plot(series: dict[str, Sequence[tuple[float, float]]], width: int = 60,
         lines.append(line)
     axis = Text(f"{'':>{label_w}} └" + "─" * width, style="dim", no_wrap=True)
     lines.append(axis)
-    steps = Text(f"{'':>{label_w}}  {_num(x0)}", style="dim", no_wrap=True)
+    ticks = Text(f"{'':>{label_w}}  {_num(x0)}", style="dim", no_wrap=True)
     right = _num(x1)
-    steps.append(" " * max(1, width - len(_num(x0)) - len(right)) + right)
-    lines.append(steps)
+    ticks.append(" " * max(1, width - len(_num(x0)) - len(right)) + right)
+    lines.append(ticks)
     legend = Text(no_wrap=True, overflow="ellipsis")
     for index, (name, pts) in enumerate(clean.items()):
         legend.append("━━ ", COLOURS[index % len(COLOURS)])

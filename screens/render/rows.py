@@ -6,18 +6,16 @@ Tested on their own; the screens only place what these return.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from datetime import datetime
 
 from rich.text import Text
 
-from yanflow_tui.model import Gpu, GpuState, Job, JobState, Node
+from yanflow_tui.model import Job, JobState
 from yanflow_tui.sanitize import clean
 
 JOB_COLUMNS = ("cluster", "id", "name", "user", "state", "gpus", "nodes", "age", "reason")
 JOB_HEADERS = ("CLUSTER", "ID", "NAME", "USER", "STATE", "GPUS", "NODES", "AGE", "REASON")
-NODE_HEADERS = ("CLUSTER", "NODE", "STATE", "PARTITIONS", "CPUS", "MEMORY", "GPU TYPE", "GPUS", "UTIL", "NOTE")
 
 STATE_STYLES = {
     JobState.PENDING: "yellow",
@@ -28,7 +26,6 @@ STATE_STYLES = {
     JobState.CANCELLED: "magenta",
     JobState.UNKNOWN: "red",
 }
-GPU_CELLS = {GpuState.FREE: ("□", "green"), GpuState.ALLOCATED: ("■", "yellow"), GpuState.UNAVAILABLE: ("✕", "red")}
 
 
 def text(value: object, style: str = "") -> Text:
@@ -56,33 +53,19 @@ GROUP_OPEN, GROUP_CLOSED, GROUP_CHILD = "▾ ", "▸ ", "  └ "
 JOB_STYLES = {"cluster": "bold", "reason": "dim"}  # column styles of the queue's plain-string cells
 
 
-def job_cells(job: Job, now: float | None = None, marker: str = "", children: int = 0) -> tuple[Text, ...]:
-    """Cells of one queue row. ``marker`` prefixes the id (group open/closed, child); a group row
-    shows how many jobs it holds after its name."""
-    now = time.time() if now is None else now
-    cells = job_live_cells(job, lambda: now, marker, children)
-    return tuple(
-        c
-        if isinstance(c, Text)
-        else Text(c, style=JOB_STYLES.get(column, ""), no_wrap=True, overflow="ellipsis")
-        if isinstance(c, str)
-        else c()
-        for column, c in zip(JOB_COLUMNS, cells)
-    )
-
-
 def job_live_cells(
     job: Job, clock: Callable[[], float], marker: str = "", children: int = 0, note: str = ""
 ) -> tuple[str | Text | Callable[[], Text], ...]:
-    """``job_cells`` for a table that draws lazily: plain cells are cleaned strings (styled by
-    ``JOB_STYLES`` per column), the state a ``Text``, and the age a callable evaluated (with
-    ``clock``) only when its line is drawn. ``note`` (e.g. "stale") follows the cluster name."""
+    """Cells of one queue row, for a table that draws lazily. ``marker`` prefixes the id (group
+    open/closed, child); a group row shows how many jobs it holds after its name. Plain cells are
+    cleaned strings (styled by ``JOB_STYLES`` per column), the state a ``Text``, and the age a
+    callable evaluated (with ``clock``) only when its line is drawn. ``note`` (e.g. "stale") follows
+    the cluster name."""
     submitted = job.submit_time
+    cluster: str | Text = clean(job.cluster)
     if note:
-        cluster: str | Text = Text(clean(job.cluster), style="bold", no_wrap=True, overflow="ellipsis")
+        cluster = Text(clean(job.cluster), style="bold", no_wrap=True, overflow="ellipsis")
         cluster.append(f" {note}", "bold yellow" if note == "stale" else "bold red")
-    else:
-        cluster = clean(job.cluster)
     return (
         cluster,
         clean(f"{marker}{job.id}"),
@@ -122,46 +105,3 @@ def natural_key(value: str) -> tuple:
         return ((0, int(value), ""),)
     parts = _DIGITS.split(value)
     return tuple((0, int(p), "") if p.isdecimal() else (1, 0, p) for p in parts if p)
-
-
-def gpu_strip(gpus: tuple[Gpu, ...], total: int = 0, allocated: int = 0) -> Text:
-    """One cell per GPU: □ free, ■ allocated, ✕ unavailable. Counts only when per-GPU data is missing."""
-    out = Text(no_wrap=True, overflow="ellipsis")
-    if gpus:
-        for gpu in gpus:
-            glyph, style = GPU_CELLS[gpu.state]
-            out.append(glyph, style)
-    elif total:
-        out.append("■" * min(allocated, total), "yellow")
-        out.append("□" * max(0, total - allocated), "green")
-    else:
-        out.append("-", "dim")
-    return out
-
-
-def util_text(gpus: tuple[Gpu, ...]) -> Text:
-    known = [g for g in gpus if g.utilization is not None]
-    if not known:
-        return text("-", "dim")
-    return text(" ".join(f"{g.utilization:.0f}%" for g in known))
-
-
-def node_cells(node: Node) -> tuple[Text, ...]:
-    state_style = (
-        "green"
-        if node.state in ("up", "idle", "ready")
-        else ("yellow" if node.state in ("mixed", "allocated", "alloc") else "red")
-    )
-    memory = f"{node.memory_allocated_mb // 1024}/{node.memory_mb // 1024}G" if node.memory_mb else "-"
-    return (
-        text(node.cluster, "bold"),
-        text(node.name),
-        text(node.state, state_style),
-        text(",".join(node.partitions) or "-"),
-        text(f"{node.cpus_allocated}/{node.cpus_total}"),
-        text(memory),
-        text(node.gpu_type or "-"),
-        gpu_strip(node.gpus, node.gpus_total, node.gpus_allocated),
-        util_text(node.gpus),
-        text(node.reason, "dim"),
-    )

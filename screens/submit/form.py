@@ -29,7 +29,9 @@ def widget_text(widget: Widget) -> str:
         return "" if widget.value is Select.NULL else str(widget.value)
     if isinstance(widget, Checkbox):
         return "true" if widget.value else ""
-    return widget.value  # type: ignore[attr-defined]
+    if isinstance(widget, Input):
+        return widget.value
+    raise TypeError(f"not a field widget: {type(widget).__name__}")
 
 
 def select_options(values: Iterable[str]) -> list[tuple[Text, str]]:
@@ -144,14 +146,15 @@ class SpecForm(Vertical):
     @on(TextArea.Changed)
     @on(Select.Changed)
     @on(Checkbox.Changed)
-    def _changed(self, event: Message) -> None:
-        field = self.field_of(getattr(event, "control", None))
+    def _changed(self, event: Input.Changed | TextArea.Changed | Select.Changed | Checkbox.Changed) -> None:
+        control = event.control
+        field = self.field_of(control)
         if field is None:
             return
         event.stop()
-        text = widget_text(event.control)  # type: ignore[attr-defined]  # the value now, not when sent
-        if isinstance(event.control, Checkbox):  # type: ignore[attr-defined]
-            event.control.label = flag_label(event.control.value)  # type: ignore[attr-defined]
+        text = widget_text(control)  # the value now, not when sent
+        if isinstance(control, Checkbox):
+            control.label = flag_label(control.value)
         if self.values.get(field.key) == text:
             return  # the echo of a value set by the form itself
         self.values[field.key] = text

@@ -2,7 +2,8 @@
 backend uses for that type (starting from the cluster's defaults), or load a spec file or template.
 Errors show under their fields as you type, the preview shows what the backend will receive, and the
 capacity box says whether the request fits now. The unfinished form is kept as a draft across
-restarts; a submit goes through the backend's gate once."""
+restarts (``files.SubmitDraft``); a submit goes through the backend's gate once. The screen owns
+the form's state: which file it was loaded from, the file's problems, the load in flight."""
 
 from __future__ import annotations
 
@@ -19,17 +20,27 @@ from textual.events import DescendantFocus
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Select, Static
 
-from yanflow_tui import drafts
+from yanflow_tui import drafts, templates
 from yanflow_tui.capacity import Fit, Verdict, pools, verdict
 from yanflow_tui.errors import SpecError, SubmitUnknown
-from yanflow_tui.formfields import KIND_LABELS, FormField, default_fields, field_for, leaf_paths, message_field
+from yanflow_tui.formfields import (
+    KIND_LABELS,
+    FormField,
+    default_fields,
+    field_for,
+    leaf_paths,
+    message_field,
+    split_data,
+)
 from yanflow_tui.hub import error_text
 from yanflow_tui.keys import is_typing
 from yanflow_tui.model import JobKind, JobSpec
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
-from yanflow_tui.screens.submit.files import SpecFiles
+from yanflow_tui.screens.dialogs import ConfirmScreen, PromptScreen
+from yanflow_tui.screens.submit.files import SubmitDraft, read_spec
 from yanflow_tui.screens.submit.form import SpecForm, select_options
+from yanflow_tui.screens.templates import TemplatePickerScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
 from yanflow_tui.spec import spec_from_data
@@ -41,7 +52,7 @@ WIDGET_HELP = {  # the help line for the widgets outside the fields
 PREVIEW_DELAY = 0.15  # s of quiet typing before the preview is rendered again
 
 
-class SubmitScreen(SpecFiles, DataScreen):
+class SubmitScreen(DataScreen):
     TITLE_TEXT = "Submit"
     CSS_PATH = "submit.tcss"
     AUTO_FOCUS = "#cluster"  # the main widget: the app-wide keys work, and tab goes on down the form
@@ -68,10 +79,7 @@ class SubmitScreen(SpecFiles, DataScreen):
         self._file_problems: list[tuple[str, str]] = []  # a loaded file's (field, located line), until an edit
         self._listed: list[tuple[str, str]] = []  # the form's own (field, problem line), from the last check
         self._preview_timer: Timer | None = None
-        self._draft_timer: Timer | None = None
-        self._draft_lock = asyncio.Lock()
-        self.draft_ready = False  # the saved draft was read (or there was none): saving may start
-        self._dirty = False
+        self._drafts = SubmitDraft(self, self._draft)
         self.last_submitted: tuple[str, str] | None = None
         # (cluster, spec, tag) of a submit whose outcome is unknown: sending that form again reuses the tag
         self.unknown_submit: tuple[str, JobSpec, str] | None = None
@@ -164,6 +172,11 @@ class SubmitScreen(SpecFiles, DataScreen):
                 with VerticalScroll(id="preview-box"):
                     yield Static(id="preview")
         yield Footer()
+
+    @property
+    def draft_ready(self) -> bool:
+        """The saved draft was read (or there was none): saving may start."""
+        return self._drafts.ready
 
     @property
     def form(self) -> SpecForm:
@@ -340,21 +353,21 @@ class SubmitScreen(SpecFiles, DataScreen):
         self._file_problems = []
         self._validate()
         self._schedule_preview()
-        self._schedule_draft()
+        self._drafts.schedule()
 
     @on(Select.Changed, "#cluster")
     async def _cluster_changed(self, event: Select.Changed) -> None:
         value = "" if event.select.value is Select.NULL else str(event.select.value)
         if value != self._cluster:
             await self._switch(value, self._kind)
-            self._schedule_draft()
+            self._drafts.schedule()
 
     @on(Select.Changed, "#kind")
     async def _kind_changed(self, event: Select.Changed) -> None:
         value = event.select.value
         if value is not Select.NULL and value != self._kind.value:
             await self._switch(self._cluster, JobKind(value))
-            self._schedule_draft()
+            self._drafts.schedule()
 
     async def _switch(self, cluster: str, kind: JobKind | None) -> None:
         """Show ``cluster``'s fields for ``kind`` (or its default kind where it does not run that)."""
@@ -388,10 +401,158 @@ class SubmitScreen(SpecFiles, DataScreen):
 
     async def on_unmount(self) -> None:
         """Closing the app within the draft delay still keeps the last edits."""
-        if self._draft_timer is not None:
-            self._draft_timer.stop()
-            self._draft_timer = None
-            await self._draft_io(drafts.save_draft, self._draft())
+        await self._drafts.flush()
+
+    # -- files: spec files, templates, the draft -------------------------------------------------------
+    async def _fill(
+        self,
+        data: dict[str, Any],
+        source: str,
+        form: dict[str, str] | None = None,
+        touched: list[str] | None = None,
+        cluster: str = "",
+        kind: str = "",
+    ) -> None:
+        """Put a spec mapping into the form: its cluster and kind are chosen, its values fill the
+        fields (texts in ``form`` win), the rest is kept and sent as it is."""
+        values, base = split_data(data, self._known_fields())
+        base.pop("kind", None)
+        base.pop("cluster", None)
+        command = data.get("command")
+        argv = (values.get("command", ""), command) if isinstance(command, list) else None
+        values.update(form or {})
+        self.form.load(values, set(values) if touched is None else touched, base, argv)
+        self._source = source
+        kind = kind or str(data.get("kind") or JobKind.SINGLE.value)
+        wanted = JobKind(kind) if kind in {k.value for k in JobKind} else None
+        cluster = cluster or str(data.get("cluster") or "")
+        writable = self._writable()
+        if cluster not in writable:
+            runs = [c for c in writable if wanted in self._kinds(c)]
+            cluster = self._cluster if self._cluster in runs or not runs else runs[0]
+        if wanted is not None and wanted not in self._kinds(cluster):
+            self._file_problems.append(("kind", f"kind: no cluster here runs {wanted.value} jobs"))
+        await self._switch(cluster, wanted)
+
+    def action_load(self) -> None:
+        path = self.query_one("#spec-path", Input).value.strip()
+        if not path:
+            self.query_one("#spec-path", Input).focus()
+            return
+        # Out of the text fields now, before the file is read: keys typed while it loads are the
+        # app-wide keys, never letters added to the path or to a field the load redraws.
+        self.focus_main()
+        self._start_load(path)
+
+    def _start_load(self, path: str) -> None:
+        self._loading = path  # Submit is off until this load ends, whichever way
+        self._loads += 1
+        self._show_state()
+        self._load(path, self._loads)
+
+    @work(exclusive=True, group="load-spec", exit_on_error=False)
+    async def _load(self, path: str, token: int) -> None:
+        """Load ``path`` into the form. A file that cannot be read, or is not a mapping, changes
+        nothing in the form: its error is listed, and Submit stays off while the box names it."""
+        try:
+            read = await asyncio.to_thread(read_spec, path)
+            self._file_problems = read.problems
+            if read.data is None:
+                return
+            problems = bool(read.problems)
+            self._loaded_box = path
+            await self._fill(read.data, read.file)  # the fields show what the file says
+        finally:
+            if token == self._loads:  # not a load that a newer one replaced
+                self._loading = ""
+            if self.is_mounted:
+                self._validate()
+        self._drafts.schedule()
+        self.notify(clean(f"loaded {path}" + (" (with problems)" if problems else "")), markup=False, timeout=2)
+
+    def action_templates(self) -> None:
+        self._pick_template()
+
+    @work(exclusive=True, group="pick-template", exit_on_error=False)
+    async def _pick_template(self) -> None:
+        found = await asyncio.to_thread(templates.list_templates)
+        path = await self.app.push_screen_wait(TemplatePickerScreen(found, templates.user_dir()))
+        if path is not None:
+            self.query_one("#spec-path", Input).value = str(path)
+            self._start_load(str(path))
+
+    def action_save_template(self) -> None:
+        data, text_problems = self.form_data()
+        if text_problems:
+            self.notify(
+                "fix the marked fields first: their text cannot be saved as it is", severity="warning", markup=False
+            )
+            return
+
+        def named(name: str | None) -> None:
+            if name:
+                self._save_template(data, name, False)
+
+        self.app.push_screen(
+            PromptScreen(
+                f"Save the form as a template in {templates.user_dir()}/ named:",
+                templates.template_name(str(data.get("name") or "")),
+            ),
+            named,
+        )
+
+    @work(group="save-template", exit_on_error=False)
+    async def _save_template(self, data: dict[str, Any], name: str, overwrite: bool) -> None:
+        try:
+            path = await asyncio.to_thread(templates.save_template, data, name, overwrite=overwrite)
+        except FileExistsError:
+            if await self.app.push_screen_wait(ConfirmScreen(f"Template {name} exists. Replace it?")):
+                self._save_template(data, name, True)
+            return
+        except (ValueError, OSError) as exc:
+            self.app.report_error("Template not saved", str(exc))
+            return
+        self.notify(clean(f"saved template {path}"), markup=False, timeout=3)
+
+    def action_reset(self) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._reset()
+
+        self.app.push_screen(ConfirmScreen("Clear the form back to the cluster's defaults?"), answered)
+
+    @work(group="reset-form", exit_on_error=False)
+    async def _reset(self) -> None:
+        self.form.load({}, (), {})
+        self._source, self._file_problems, self._loaded_box = "", [], ""
+        self.query_one("#spec-path", Input).value = ""  # the form no longer holds that file
+        await self._switch(self._cluster, self._default_kind(self._cluster))
+        self._drafts.clear()
+
+    def _draft(self) -> drafts.Draft:
+        form = self.form
+        return drafts.Draft(
+            self._cluster,
+            self._kind.value,
+            self.form_data()[0],
+            {k: form.values[k] for k in sorted(form.touched) if k in form.values},
+            tuple(sorted(form.touched)),
+            self._source,
+        )
+
+    @work(group="draft-restore", exit_on_error=False)
+    async def _restore_draft(self) -> None:
+        draft = await self._drafts.read()
+        if draft is not None and not self.form.touched:
+            try:
+                await self._fill(draft.spec, draft.source, draft.form, list(draft.touched), draft.cluster, draft.kind)
+            except Exception as exc:
+                self._drafts.warn_ignored(f"{type(exc).__name__}: {exc}")
+                self.form.load({}, (), {})
+                await self._switch(self._cluster, self._kind)
+            else:
+                self.notify("restored the unfinished form", timeout=2, markup=False)
+        self._drafts.start()
 
     # -- actions --------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters) -> bool | None:
@@ -439,7 +600,7 @@ class SubmitScreen(SpecFiles, DataScreen):
         else:
             self.unknown_submit = None
             self.last_submitted = (cluster, job_id)
-            self._clear_draft()
+            self._drafts.clear()
             self.notify(clean(f"submitted job {job_id} to {cluster}"), title="Submitted", markup=False)
             self.app.request_refresh(cluster)
         finally:

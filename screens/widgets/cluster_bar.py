@@ -4,6 +4,7 @@ job counts by state and READ-ONLY."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.widgets import Static
@@ -13,7 +14,24 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.render.cluster_rows import has_note, short_state
 from yanflow_tui.screens.render.rows import STATE_STYLES
 
+if TYPE_CHECKING:
+    from textual import getters
+
+    from yanflow_tui.app import YanflowApp
+
 HEALTH_STYLE = {Health.CONNECTING: "yellow", Health.OK: "green", Health.STALE: "bold yellow", Health.ERROR: "bold red"}
+
+
+class HeaderSource:
+    """What the header bar shows of the screen it is on (``DataScreen`` is one): its title, whether
+    the "mine / all users" view applies to it, and its own counts of what it shows."""
+
+    TITLE_TEXT = ""
+    SHOWS_USERS = False
+
+    def count_summary(self) -> Text | None:
+        """The counts at the end of the header; None: the bar counts every cluster's jobs by state."""
+        return None
 
 
 class ClusterBar(Static):
@@ -25,6 +43,9 @@ class ClusterBar(Static):
     DEFAULT_CSS = """
     ClusterBar { height: auto; background: $panel; padding: 0 1; }
     """
+
+    if TYPE_CHECKING:
+        app = getters.app(YanflowApp)
 
     _height = 1
 
@@ -44,13 +65,15 @@ class ClusterBar(Static):
 
     def _segments(self) -> tuple[Text, list[Text], Text | None]:
         app = self.app
-        head = Text(f"YanFlow · {getattr(self.screen, 'TITLE_TEXT', '')}", "bold")
-        if getattr(app, "read_only", False):
+        screen = self.screen
+        source = screen if isinstance(screen, HeaderSource) else _NO_SOURCE
+        head = Text(f"YanFlow · {source.TITLE_TEXT}", "bold")
+        if app.read_only:
             head.append("  READ-ONLY ", "bold reverse red")
-        if getattr(self.screen, "SHOWS_USERS", False):
-            head.append("  all users" if getattr(app, "all_users", False) else "  mine", "cyan")
+        if source.SHOWS_USERS:
+            head.append("  all users" if app.all_users else "  mine", "cyan")
         now = app.clock()
-        summary = getattr(self.screen, "count_summary", None)  # the screen counts what it shows
+        summary = source.count_summary()  # the screen counts what it shows
         counts: Counter = Counter()
         clusters: list[Text] = []
         noted = False
@@ -63,7 +86,7 @@ class ClusterBar(Static):
                 f" {short_state(snap, now)}",
                 HEALTH_STYLE[snap.health] if snap.health is not Health.OK or snap.login_user else "dim",
             )
-            if snap.read_only and not getattr(app, "read_only", False):
+            if snap.read_only and not app.read_only:
                 part.append(" ro", "red")
             noted |= has_note(snap)
             clusters.append(part)
@@ -71,7 +94,7 @@ class ClusterBar(Static):
             clusters.append(Text("5: details", "dim"))
         tail: Text | None = None
         if summary is not None:  # the Queue: its filtered rows
-            tail = summary()
+            tail = summary
         elif counts:
             tail = Text()
             for state, n in sorted(counts.items(), key=lambda kv: kv[0].value):
@@ -99,3 +122,6 @@ class ClusterBar(Static):
         for line in lines:
             line.no_wrap, line.overflow = True, "ellipsis"
         return lines
+
+
+_NO_SOURCE = HeaderSource()  # a bar on a screen that says nothing of itself

@@ -18,7 +18,7 @@ class Footer(TextualFooter):
 
     def prune_watchers(self) -> None:
         watchers = getattr(self, "__watchers", None)  # textual.reactive keeps them under this name
-        for name, bound in (watchers or {}).items():
+        for bound in (watchers or {}).values():
             bound[:] = [
                 (node, callback) for node, callback in bound if node is self or (not node._closing and node.is_attached)
             ]

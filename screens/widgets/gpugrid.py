@@ -3,9 +3,10 @@ GPU type, a cell per GPU, the reason), under group header lines per cluster and 
 with their totals, and a cursor over rows and over the GPU cells of a node.
 
 Drawn with Textual's line API: a ``ScrollView`` whose ``render_line`` draws only the lines on
-screen, from a rendered ``Strip`` kept per row. ``set_nodes`` compares the new nodes with the old
-by key and rebuilds only the strips (and group totals) of nodes that changed, so a refresh costs
-little more than the comparison even with thousands of nodes.
+screen, from a rendered ``Strip`` kept per row. Each node has one ``NodeRow`` record (its texts,
+GPU cells, counts and drawing caches), each header one ``Group``. ``set_nodes`` compares the new
+nodes with the old by key and rebuilds only the records (and group totals) of nodes that changed,
+so a refresh costs little more than the comparison even with thousands of nodes.
 
 A node in several partitions is listed once, under its first partition: every GPU is then counted
 exactly once, group totals add up to the cluster's, and the cursor never meets the same node
@@ -15,16 +16,16 @@ counts shared nodes in each is on the summary line above the grid, from ``capaci
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Union
+from operator import attrgetter
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -44,10 +45,9 @@ from yanflow_tui.screens.render.gpu_cells import (
     util_label,
 )
 from yanflow_tui.screens.render.rows import natural_key
-from yanflow_tui.screens.widgets.gpugrid_cursor import GridCursor
 
-GroupKey = tuple  # ("cluster", name) or ("pool", cluster, partition)
-RowKey = Union[str, GroupKey]  # a node's "cluster/name", or a group key
+GroupKey = tuple[str, ...]  # ("cluster", name) or ("pool", cluster, partition)
+RowKey = str | GroupKey  # a node's "cluster/name", or a group key
 
 HEADERS = ("NODE", "STATE", "PARTITIONS", "CPUS", "MEMORY", "GPU TYPE")
 MAX_WIDTHS = (40, 20, 32, 11, 13, 32)
@@ -66,6 +66,7 @@ CELL_STYLE = {
     Cell.UNAVAILABLE: "gpugrid--unavailable",
 }
 STATE_STYLE = {"ok": "gpugrid--ok", "busy": "gpugrid--busy", "bad": "gpugrid--bad"}
+KEEP = "keep"  # ``move_cursor(gpu=KEEP)``: the GPU column stays as it is
 
 Part = tuple[str, "str | None"]  # text, component class
 
@@ -78,8 +79,47 @@ class Group:
     level: int
     cluster: str
     name: str
-    members: list = field(default_factory=list)  # level 0: pool group keys; level 1: node keys
+    pools: list[GroupKey] = field(default_factory=list)  # a cluster's pool groups
+    nodes: list[str] = field(default_factory=list)  # a pool's node keys, in name order
     summary: GroupSummary = GroupSummary()
+    parts: list[Part] | None = field(default=None, compare=False, repr=False)  # the line as text, while it holds
+    strip: Strip | None = field(default=None, compare=False, repr=False)  # the line without the cursor, drawn
+
+    @property
+    def members(self) -> Sequence[RowKey]:
+        """Level 0: pool group keys; level 1: node keys."""
+        return self.pools if self.level == 0 else self.nodes
+
+
+@dataclass(eq=False, slots=True)
+class NodeRow:
+    """One node as the grid keeps it: what its line says, worked out once per change of the node,
+    and the line's drawing caches."""
+
+    key: str
+    node: Node
+    sort: tuple  # natural order of the name, within its pool
+    fields: tuple[str, ...] = ()  # ``node_fields``: name, state, partitions, CPUs, memory, GPU type, note
+    widths: tuple[int, ...] = ()  # the cell width of each field
+    gpus: tuple[Gpu, ...] = ()  # one cell each (per-GPU data, or cells made from the counts)
+    counts: tuple[int, ...] = ()  # its ``GroupSummary`` fields, then its usable free GPUs
+    util: bool = False  # any GPU's utilisation is known
+    pool: GroupKey | None = None  # the pool it is listed under; None while the filter hides it
+    parts: list[Part] | None = None
+    strip: Strip | None = None
+
+    def update(self, node: Node) -> None:
+        self.node = node
+        self.fields = node_fields(node)
+        self.widths = tuple(cell_len(f) for f in self.fields)
+        self.gpus = node_gpus(node)
+        one = summarize((node,))
+        self.counts = (one.nodes, one.gpus_used, one.gpus_total, one.whole_free, one.idle, usable_free_gpus(node))
+        self.util = has_utilization(node)
+        self.parts = self.strip = None
+
+
+Row = NodeRow | Group
 
 
 def _fit(text: str, width: int) -> str:
@@ -111,7 +151,7 @@ def summary_parts(summary: GroupSummary) -> list[Part]:
     return parts
 
 
-class GpuGrid(GridCursor, ScrollView, can_focus=True):
+class GpuGrid(ScrollView, can_focus=True):
     """Nodes by cluster and partition, one cell per GPU. Keyed rows: ``set_nodes`` updates in place."""
 
     COMPONENT_CLASSES = {
@@ -173,19 +213,11 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._node_map: dict[str, Node] = {}
-        self._fields: dict[str, tuple[str, ...]] = {}
-        self._field_widths: dict[str, tuple[int, ...]] = {}
-        self._gpus: dict[str, tuple[Gpu, ...]] = {}
-        self._util: set[str] = set()  # nodes with any known utilisation
-        self._counts: dict[str, tuple[int, ...]] = {}  # each node's GroupSummary fields, then its usable free GPUs
-        self._sort: dict[str, tuple] = {}
+        self._records: dict[str, NodeRow] = {}  # every node given, in cluster order, by key
+        self._shown: list[NodeRow] = []  # those the filter lets through
         self._groups: dict[GroupKey, Group] = {}
-        self._node_group: dict[str, GroupKey] = {}
-        self._rows: list[RowKey] = []
-        self._index: dict[RowKey, int] = {}
-        self._parts: dict[RowKey, list[Part]] = {}
-        self._strips: dict[RowKey, Strip] = {}
+        self._rows: list[Row] = []  # the visible lines under the column header
+        self._index: dict[RowKey, int] = {}  # a visible row's key -> its line
         self._header: Strip | None = None
         self._styles: dict[str, Style] = {}
         self.collapsed: set[GroupKey] = set()
@@ -207,71 +239,38 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
     def set_nodes(self, nodes: Iterable[Node]) -> None:
         """Show ``nodes`` (in cluster order): only rows whose node changed are redrawn."""
         before = self.cursor_key
-        new: dict[str, Node] = {}
-        changed: list[str] = []
-        old_nodes = self._node_map
+        old_rows = self._records
+        rows: dict[str, NodeRow] = {}
+        changed: list[tuple[NodeRow, Node, Node | None]] = []  # (record, new node, old node)
         for node in nodes:
             key = self.node_key(node)
-            new[key] = node
-            old = old_nodes.get(key)
-            if old is None or (old is not node and old != node):
-                changed.append(key)
-        structural = len(new) != len(old_nodes) or any(k not in new for k in old_nodes)
-        if not structural and list(new) != list(old_nodes):
-            structural = [n.cluster for n in new.values()] != [n.cluster for n in old_nodes.values()]
+            row = old_rows.get(key)
+            if row is None:
+                row = NodeRow(key, node, natural_key(node.name))
+                changed.append((row, node, None))
+            elif row.node is not node and row.node != node:
+                changed.append((row, node, row.node))
+            rows[key] = row
+        structural = len(rows) != len(old_rows) or any(k not in rows for k in old_rows)
+        if not structural and list(rows) != list(old_rows):
+            structural = [r.node.cluster for r in rows.values()] != [r.node.cluster for r in old_rows.values()]
         measure = structural
-        for key in changed:
-            node = new[key]
-            old = old_nodes.get(key)
-            before_widths, before_gpus = self._field_widths.get(key), len(self._gpus.get(key, ()))
+        for row, node, old in changed:
             if (
                 old is None
                 or old.partitions[:1] != node.partitions[:1]
                 or (self.filter_text and node_matches(old, self.filter_text) != node_matches(node, self.filter_text))
             ):
                 structural = True
-            fields = self._fields[key] = node_fields(node)
-            self._field_widths[key] = tuple(cell_len(f) for f in fields)
-            self._gpus[key] = node_gpus(node)
-            if key not in self._sort:
-                self._sort[key] = natural_key(node.name)
-            one = summarize((node,))
-            self._counts[key] = (
-                one.nodes,
-                one.gpus_used,
-                one.gpus_total,
-                one.whole_free,
-                one.idle,
-                usable_free_gpus(node),
-            )
-            util = has_utilization(node)
-            if util != (key in self._util):
+            widths, gpus, util = row.widths, len(row.gpus), row.util
+            row.update(node)
+            if row.util != util or row.widths != widths or len(row.gpus) != gpus:
                 measure = True
-                if util:
-                    self._util.add(key)
-                else:
-                    self._util.discard(key)
-            if self._field_widths[key] != before_widths or len(self._gpus[key]) != before_gpus:
-                measure = True
-            self._parts.pop(key, None)
-            self._strips.pop(key, None)
-        for key in [k for k in old_nodes if k not in new]:
-            for store in (
-                self._fields,
-                self._field_widths,
-                self._gpus,
-                self._sort,
-                self._counts,
-                self._parts,
-                self._strips,
-            ):
-                store.pop(key, None)
-            self._util.discard(key)
-        self._node_map = new
+        self._records = rows
         if structural:
             self._rebuild(before)
         else:
-            self._resummarize({self._node_group[k] for k in changed if k in self._node_group})
+            self._resummarize({row.pool for row, _, _ in changed if row.pool is not None})
             if measure:
                 self._measure()
             self._layout()
@@ -291,29 +290,29 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
         """Regroup every node and rebuild the row list (nodes added, removed, regrouped or filtered)."""
         old_row, old_top = self.cursor_row, int(self.scroll_offset.y)
         groups: dict[GroupKey, Group] = {}
-        node_group: dict[str, GroupKey] = {}
-        pools: dict[GroupKey, list[str]] = {}
-        for key, node in self._node_map.items():
+        pools: dict[GroupKey, list[NodeRow]] = {}
+        shown: list[NodeRow] = []
+        for row in self._records.values():
+            node = row.node
             if self.filter_text and not node_matches(node, self.filter_text):
+                row.pool = None
                 continue
-            ckey = ("cluster", node.cluster)
+            ckey: GroupKey = ("cluster", node.cluster)
             if ckey not in groups:
                 groups[ckey] = Group(ckey, 0, node.cluster, node.cluster)
             partition = node.partitions[0] if node.partitions else ALL
-            pkey = ("pool", node.cluster, partition)
+            pkey: GroupKey = ("pool", node.cluster, partition)
             if pkey not in groups:
                 groups[pkey] = Group(pkey, 1, node.cluster, partition)
-                groups[ckey].members.append(pkey)
+                groups[ckey].pools.append(pkey)
                 pools[pkey] = []
-            pools[pkey].append(key)
-            node_group[key] = pkey
-        sort = self._sort
+            pools[pkey].append(row)
+            row.pool = pkey
+            shown.append(row)
         for pkey, members in pools.items():
-            groups[pkey].members = sorted(members, key=sort.__getitem__)
-        self._groups, self._node_group = groups, node_group
+            groups[pkey].nodes = [r.key for r in sorted(members, key=attrgetter("sort"))]
+        self._groups, self._shown = groups, shown
         self._resummarize(set(pools))
-        self._parts = {k: v for k, v in self._parts.items() if isinstance(k, str)}
-        self._strips = {k: v for k, v in self._strips.items() if isinstance(k, str)}
         self._reflow_rows()
         self._measure()
         self._layout()
@@ -321,59 +320,59 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
 
     def _reflow_rows(self) -> None:
         """The visible rows: each cluster, its pools and their nodes, less what is collapsed."""
-        rows: list[RowKey] = []
-        for group in self._groups.values():
+        rows: list[Row] = []
+        nodes, groups = self._records, self._groups
+        for group in groups.values():
             if group.level != 0:
                 continue
-            rows.append(group.key)
+            rows.append(group)
             if group.key in self.collapsed:
                 continue
-            for pkey in group.members:
-                rows.append(pkey)
+            for pkey in group.pools:
+                pool = groups[pkey]
+                rows.append(pool)
                 if pkey not in self.collapsed:
-                    rows.extend(self._groups[pkey].members)
+                    rows.extend(nodes[k] for k in pool.nodes)
         self._rows = rows
-        self._index = {key: i for i, key in enumerate(rows)}
+        self._index = {row.key: i for i, row in enumerate(rows)}
 
     def _restore_cursor(self, keep: RowKey | None, old_row: int, old_top: int) -> None:
         """Put the cursor back on the row ``keep`` (or its collapsed group, or the same line) and keep
         it at the same place on screen."""
-        rows = self._rows
         row = self._index.get(keep) if keep is not None else None
-        if row is None and isinstance(keep, str) and keep in self._node_group:  # its group is collapsed
-            pkey = self._node_group[keep]
-            row = self._index.get(pkey, self._index.get(("cluster", pkey[1])))
+        pool = self._records[keep].pool if isinstance(keep, str) and keep in self._records else None
+        if row is None and pool is not None:  # its group is collapsed
+            row = self._index.get(pool, self._index.get(("cluster", pool[1])))
         if row is None:
-            row = min(old_row, len(rows) - 1)
+            row = min(old_row, len(self._rows) - 1)
         self.cursor_row = max(0, row)
         if self.cursor_row != old_row:  # keep the cursor where it was on screen
             self.scroll_to(y=max(0, self.cursor_row - (old_row - old_top)), animate=False, immediate=True)
 
     def _resummarize(self, pool_keys: set[GroupKey]) -> None:
         clusters = set()
+        nodes = self._records
         for pkey in pool_keys:
             group = self._groups.get(pkey)
             if group is None:
                 continue
-            counts = self._counts
-            group.summary = GroupSummary(*list(map(sum, zip(*(counts[k] for k in group.members))))[:5])
+            counts = (nodes[k].counts for k in group.nodes)
+            group.summary = GroupSummary(*list(map(sum, zip(*counts)))[:5])
             clusters.add(("cluster", group.cluster))
-            self._parts.pop(pkey, None)
-            self._strips.pop(pkey, None)
+            group.parts = group.strip = None
         for ckey in clusters:
             group = self._groups[ckey]
-            group.summary = sum((self._groups[p].summary for p in group.members), GroupSummary())
-            self._parts.pop(ckey, None)
-            self._strips.pop(ckey, None)
+            group.summary = sum((self._groups[p].summary for p in group.pools), GroupSummary())
+            group.parts = group.strip = None
 
     # -- layout ------------------------------------------------------------------------------------
     def _measure(self) -> None:
         """The widest value of each column, the most GPUs on a node, whether any utilisation is known:
         one pass over the shown nodes, needed only when nodes come, go or change width."""
-        shown = [self._field_widths[k] for k in self._node_group]
-        self._most = [max(column) for column in zip(*shown)] if shown else [0] * 7
-        self._max_gpus = max((len(self._gpus[k]) for k in self._node_group), default=0)
-        self._any_util = not self._util.isdisjoint(self._node_group)
+        shown = self._shown
+        self._most = [max(column) for column in zip(*(r.widths for r in shown))] if shown else [0] * 7
+        self._max_gpus = max((len(r.gpus) for r in shown), default=0)
+        self._any_util = any(r.util for r in shown)
 
     def _layout(self) -> None:
         """Column widths and the cell mode (utilisation digits when there is data and room for them)."""
@@ -394,8 +393,8 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
             fixed -= 1
         if tuple(widths) != self._widths or wide != self._wide:
             self._widths, self._wide = tuple(widths), wide
-            self._parts = {k: v for k, v in self._parts.items() if not isinstance(k, str)}
-            self._strips = {k: v for k, v in self._strips.items() if not isinstance(k, str)}
+            for row in self._records.values():
+                row.parts = row.strip = None
             self._header = None
         group_width = max((sum(cell_len(t) for t, _ in self._group_parts(g)) for g in self._groups.values()), default=0)
         width = max(fixed + max(cells, len("GPUS")) + len(SEP) + most[6], group_width)
@@ -428,15 +427,14 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
             *summary_parts(group.summary),
         ]
 
-    def _node_parts(self, key: str) -> list[Part]:
-        fields = self._fields[key]
-        node = self._node_map[key]
+    def _node_parts(self, row: NodeRow) -> list[Part]:
+        fields = row.fields
         parts: list[Part] = [(INDENT[2], None)]
-        styles = (None, STATE_STYLE[state_kind(node)], "gpugrid--muted", None, None, None)
+        styles = (None, STATE_STYLE[state_kind(row.node)], "gpugrid--muted", None, None, None)
         for text, width, style in zip(fields, self._widths, styles):
             parts.append((_fit(text, width), style))
             parts.append((SEP, None))
-        gpus = self._gpus[key]
+        gpus = row.gpus
         if not gpus:
             parts.append((_fit("-", max(1, self._max_gpus * self.cell_width)), "gpugrid--muted"))
         for gpu in gpus:
@@ -449,12 +447,17 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
             parts.append((fields[6], "gpugrid--muted"))
         return parts
 
-    def row_parts(self, key: RowKey) -> list[Part]:
-        parts = self._parts.get(key)
+    def _parts(self, row: Row) -> list[Part]:
+        parts = row.parts
         if parts is None:
-            parts = self._group_parts(self._groups[key]) if isinstance(key, tuple) else self._node_parts(key)
-            self._parts[key] = parts
+            parts = row.parts = self._group_parts(row) if isinstance(row, Group) else self._node_parts(row)
         return parts
+
+    def _record(self, key: RowKey) -> Row:
+        return self._records[key] if isinstance(key, str) else self._groups[key]
+
+    def row_parts(self, key: RowKey) -> list[Part]:
+        return self._parts(self._record(key))
 
     def row_text(self, key: RowKey) -> str:
         """A row as plain text (for the status line, tests and export)."""
@@ -494,7 +497,7 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
             segments.append(Segment(text, style))
         return Strip(segments)
 
-    def render_lines(self, crop):
+    def render_lines(self, crop: Region) -> list[Strip]:
         if self._room != self.scrollable_content_region.width:
             self._layout()  # a scrollbar came or went: the width changed without a resize
         return super().render_lines(crop)
@@ -502,7 +505,10 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
     def offscreen_cells(self, key: str, scroll_x: int | None = None) -> int:
         """How many of a node's GPU cells lie right of the visible width (at ``scroll_x``, or now),
         counting those the ``MORE`` marker would cover."""
-        gpus = len(self._gpus.get(key, ()))
+        row = self._records.get(key)
+        return self._offscreen(len(row.gpus) if row is not None else 0, scroll_x)
+
+    def _offscreen(self, gpus: int, scroll_x: int | None = None) -> int:
         if not gpus:
             return 0
         x = int(self.scroll_offset.x) if scroll_x is None else scroll_x
@@ -518,17 +524,17 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
                 return gpus - shown
         return gpus
 
-    def _mark_edge(self, key: RowKey, line: Strip, scroll_x: int, width: int, base: Style) -> Strip:
+    def _mark_edge(self, row: Row, line: Strip, scroll_x: int, width: int, base: Style) -> Strip:
         """``line`` cropped to the view, saying at the right edge what a node line has off-screen:
         ``+N›`` GPU cells, or ``…`` text (a long note)."""
         strip = line.crop_extend(scroll_x, scroll_x + width, base)
-        if not isinstance(key, str) or width <= 0:
+        if not isinstance(row, NodeRow) or width <= 0:
             return strip
-        hidden = self.offscreen_cells(key, scroll_x)
+        hidden = self._offscreen(len(row.gpus), scroll_x)
         if hidden:
             mark = MORE.format(hidden)
         elif line.cell_length > scroll_x + width and (
-            scroll_x + width - len(CUT) >= self.gpu_x + len(self._gpus.get(key, ())) * self.cell_width
+            scroll_x + width - len(CUT) >= self.gpu_x + len(row.gpus) * self.cell_width
         ):
             mark = CUT  # never over a GPU cell
         else:
@@ -545,22 +551,22 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
             if self._header is None:
                 self._header = self._strip(self._header_parts(), base)
             return self._header.crop_extend(scroll_x, scroll_x + width, base)
-        row = scroll_y + y - 1
-        if row >= len(self._rows):
+        line = scroll_y + y - 1
+        if line >= len(self._rows):
             return Strip.blank(width, base)
-        key = self._rows[row]
-        if row == self.cursor_row:
+        row = self._rows[line]
+        if line == self.cursor_row:
             cursor_base = base + self._style("gpugrid--cursor")
-            strip = self._strip(self.row_parts(key), cursor_base, self._cursor_part(key))
-            return self._mark_edge(key, strip, scroll_x, width, cursor_base)
-        strip = self._strips.get(key)
-        if strip is None:
-            strip = self._strips[key] = self._strip(self.row_parts(key), base)
-        return self._mark_edge(key, strip, scroll_x, width, base)
+            drawn = self._strip(self._parts(row), cursor_base, self._cursor_part(row))
+            return self._mark_edge(row, drawn, scroll_x, width, cursor_base)
+        cached = row.strip
+        if cached is None:
+            cached = row.strip = self._strip(self._parts(row), base)
+        return self._mark_edge(row, cached, scroll_x, width, base)
 
-    def _cursor_part(self, key: RowKey) -> int | None:
+    def _cursor_part(self, row: Row) -> int | None:
         """Index of the part the cell cursor is on: a GPU cell, or the node's name."""
-        if isinstance(key, tuple):
+        if isinstance(row, Group):
             return 1  # the group's name
         gpu = self.cursor_gpu_index
         return 1 if gpu is None else 1 + 2 * len(HEADERS) + gpu
@@ -568,7 +574,10 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles = {}
-        self._strips.clear()
+        for node_row in self._records.values():
+            node_row.strip = None
+        for group in self._groups.values():
+            group.strip = None
         self._header = None
         self.refresh()
 
@@ -580,18 +589,188 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
         self._styles.pop("gpugrid--cursor", None)
         self.refresh()
 
+    # -- cursor ------------------------------------------------------------------------------------
+    def _cursor_record(self) -> Row | None:
+        return self._rows[self.cursor_row] if 0 <= self.cursor_row < len(self._rows) else None
+
+    @property
+    def cursor_key(self) -> RowKey | None:
+        row = self._cursor_record()
+        return row.key if row is not None else None
+
+    @property
+    def cursor_node(self) -> Node | None:
+        row = self._cursor_record()
+        return row.node if isinstance(row, NodeRow) else None
+
+    @property
+    def cursor_group(self) -> Group | None:
+        row = self._cursor_record()
+        return row if isinstance(row, Group) else None
+
+    @property
+    def cursor_gpu_index(self) -> int | None:
+        """The GPU cell under the cursor on a node row (position in the row), None on its fields."""
+        row = self._cursor_record()
+        if not isinstance(row, NodeRow) or self.cursor_gpu is None or not row.gpus:
+            return None
+        return min(self.cursor_gpu, len(row.gpus) - 1)
+
+    @property
+    def cursor_cell(self) -> Gpu | None:
+        """The GPU under the cell cursor."""
+        row = self._cursor_record()
+        index = self.cursor_gpu_index
+        return None if index is None or not isinstance(row, NodeRow) else row.gpus[index]
+
+    def move_cursor(self, row: int | None = None, gpu: int | None | str = KEEP) -> None:
+        """Put the cursor on ``row`` (clamped) and, unless ``KEEP``, on GPU column ``gpu`` (None: the fields)."""
+        if row is not None and self._rows:
+            self.cursor_row = max(0, min(row, len(self._rows) - 1))
+        if not isinstance(gpu, str):
+            self.cursor_gpu = gpu
+        self._scroll_to_cursor()
+        self.refresh()
+        self.post_message(self.CursorMoved(self))
+
+    def select_key(self, key: RowKey, gpu: int | None | str = KEEP) -> bool:
+        """Move the cursor to the row ``key`` (a node's "cluster/name" or a group key); False if not shown."""
+        row = self._index.get(key)
+        if row is None:
+            return False
+        self.move_cursor(row, gpu)
+        return True
+
+    def _scroll_to_cursor(self) -> None:
+        height = self.scrollable_content_region.height - 1  # the column header line stays put
+        if height <= 0 or not self._rows:
+            return
+        top = int(self.scroll_offset.y)
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False, immediate=True)
+        elif self.cursor_row >= top + height:
+            self.scroll_to(y=self.cursor_row - height + 1, animate=False, immediate=True)
+        index = self.cursor_gpu_index
+        row = self._cursor_record()
+        if index is not None and isinstance(row, NodeRow):
+            left = self.gpu_x + index * self.cell_width
+            right = left + self.cell_width
+            x, width = int(self.scroll_offset.x), self.scrollable_content_region.width
+            if index < len(row.gpus) - 1:  # keep the cell clear of the off-screen count
+                width -= len(" +99›")
+            if right > x + width:
+                self.scroll_to(x=right - width, animate=False, immediate=True)
+            elif left < x:
+                self.scroll_to(x=max(0, left - 4), animate=False, immediate=True)
+        elif self.scroll_offset.x and self.cursor_gpu is None:
+            self.scroll_to(x=0, animate=False, immediate=True)
+
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - 2)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(self.cursor_row - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(self.cursor_row + 1)
+
+    def action_cursor_left(self) -> None:
+        index = self.cursor_gpu_index
+        if index is not None:
+            self.move_cursor(gpu=index - 1 if index > 0 else None)
+
+    def action_cursor_right(self) -> None:
+        row = self._cursor_record()
+        if isinstance(row, NodeRow) and row.gpus:
+            index = self.cursor_gpu_index
+            self.move_cursor(gpu=0 if index is None else min(index + 1, len(row.gpus) - 1))
+
+    def action_page_up(self) -> None:
+        self.move_cursor(self.cursor_row - self._page())
+
+    def action_page_down(self) -> None:
+        self.move_cursor(self.cursor_row + self._page())
+
+    def action_first(self) -> None:
+        self.move_cursor(0)
+
+    def action_last(self) -> None:
+        self.move_cursor(len(self._rows) - 1)
+
+    def toggle_group(self, key: GroupKey) -> None:
+        """Collapse or expand a group; the cursor moves to it when it was inside."""
+        group = self._groups.get(key)
+        if group is None:
+            return
+        inside = self.cursor_key
+        if key in self.collapsed:
+            self.collapsed.discard(key)
+        else:
+            self.collapsed.add(key)
+            if key in self._ancestors(inside):
+                inside = key
+        group.parts = group.strip = None
+        old_row, old_top = self.cursor_row, int(self.scroll_offset.y)
+        self._reflow_rows()
+        self._layout()
+        self._restore_cursor(inside, old_row, old_top)
+        self._scroll_to_cursor()
+        self.refresh()
+        self.post_message(self.CursorMoved(self))
+
+    def _ancestors(self, key: RowKey | None) -> tuple[GroupKey, ...]:
+        """The groups a row sits in: a node's pool and cluster, a pool's cluster."""
+        if isinstance(key, str):
+            row = self._records.get(key)
+            pool = row.pool if row is not None else None
+            return () if pool is None else (pool, ("cluster", pool[1]))
+        if isinstance(key, tuple) and key[0] == "pool":
+            return (("cluster", key[1]),)
+        return ()
+
+    def action_toggle_group(self) -> None:
+        row = self._cursor_record()
+        key = row.pool if isinstance(row, NodeRow) else row.key if row is not None else None
+        if key is not None:
+            self.toggle_group(key)
+
+    def action_select(self) -> None:
+        row = self._cursor_record()
+        if isinstance(row, Group):
+            self.toggle_group(row.key)
+        elif row is not None:
+            self.post_message(self.NodeSelected(self, row.node, self.cursor_cell))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y == 0:
+            return
+        line = int(self.scroll_offset.y) + offset.y - 1
+        if line >= len(self._rows):
+            return
+        x = int(self.scroll_offset.x) + offset.x
+        row = self._rows[line]
+        gpu: int | None = None
+        if isinstance(row, NodeRow) and row.gpus and x >= self.gpu_x:
+            index = (x - self.gpu_x) // self.cell_width
+            gpu = index if index < len(row.gpus) else None
+        again = line == self.cursor_row and gpu == self.cursor_gpu_index
+        self.move_cursor(line, gpu)
+        if again or event.chain > 1:
+            self.action_select()
+
     # -- queries -----------------------------------------------------------------------------------
     @property
     def node_count(self) -> int:
         """Nodes shown (after the filter), collapsed groups included."""
-        return len(self._node_group)
+        return len(self._shown)
 
     @property
     def row_count(self) -> int:
         return len(self._rows)
 
     def row_keys(self) -> list[RowKey]:
-        return list(self._rows)
+        return [row.key for row in self._rows]
 
     def group(self, cluster: str, partition: str | None = None) -> Group | None:
         return self._groups.get(("cluster", cluster) if partition is None else ("pool", cluster, partition))
@@ -600,11 +779,11 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
         """``capacity.pools`` of one cluster's nodes (a node counts in each of its partitions), from the
         counts kept per node, so a refresh does not walk every GPU again. The filter does not apply."""
         found: dict[str, list[int]] = {}
-        counts = self._counts
-        for key, node in self._node_map.items():
+        for row in self._records.values():
+            node = row.node
             if node.cluster != cluster:
                 continue
-            _, _, total, whole, _, free = counts[key]
+            _, _, total, whole, _, free = row.counts
             for name in node.partitions or (ALL,):
                 acc = found.get(name)
                 if acc is None:
@@ -617,4 +796,5 @@ class GpuGrid(GridCursor, ScrollView, can_focus=True):
 
     def gpus_of(self, key: str) -> tuple[Gpu, ...]:
         """The GPU cells of a node row (per-GPU data, or cells made from its counts)."""
-        return self._gpus.get(key, ())
+        row = self._records.get(key)
+        return row.gpus if row is not None else ()

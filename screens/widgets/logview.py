@@ -29,6 +29,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from yanflow_tui.logstore import LogStore, match_lines
+from yanflow_tui.screens.failures import ForwardFailures
 
 MAX_MATCHES = 100_000  # match positions kept per view; beyond, n/N cycle through these
 SYNC_LINES = 50_000  # a store this small, all in memory, is searched on the event loop
@@ -36,7 +37,7 @@ CHOP = 1024  # a no-wrap line is rendered up to the next multiple of this many c
 STRIP_CACHE = 256  # rendered lines kept (a few screens' worth: each Strip carries its own caches)
 
 
-class LogView(ScrollView, can_focus=True):
+class LogView(ForwardFailures, ScrollView, can_focus=True):
     """Shows one ``LogStore``. The owner calls ``lines_added`` after appending to the store."""
 
     COMPONENT_CLASSES = {"logview--match", "logview--current-match", "logview--current-line"}
@@ -73,7 +74,7 @@ class LogView(ScrollView, can_focus=True):
         self._scanned = 0  # lines [0, _scanned) are searched for ``pattern``
         self._generation = 0  # bumps on every new search; stale thread results are dropped
         self._jump_on_scan = False
-        self._strips: LRUCache[tuple, object] = LRUCache(STRIP_CACHE)
+        self._strips: LRUCache[tuple, Strip | list[Strip]] = LRUCache(STRIP_CACHE)  # a line, or its wrapped rows
         self._top: tuple[int, int] | None = None  # wrap mode: (line, row) at the top; None: the bottom
         self._layout_key: tuple | None = None
         self._layout: list[tuple[int, int]] = []
@@ -496,8 +497,10 @@ class LogView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         limit = (scroll_x + width) // CHOP * CHOP + CHOP
         key = (line, limit)
-        strip = self._strips.get(key)
-        if strip is None:
+        cached = self._strips.get(key)
+        if isinstance(cached, Strip):
+            strip = cached
+        else:
             text = self._text(line)
             if len(text) > limit:
                 text = text[: limit + (len(self.pattern.pattern) if self.pattern is not None else 0)]
@@ -509,7 +512,7 @@ class LogView(ScrollView, can_focus=True):
     def _wrapped(self, line: int) -> list[Strip]:
         key = (line, "wrap", self._wrap_width())
         strips = self._strips.get(key)
-        if strips is None:
+        if not isinstance(strips, list):
             text = self._text(line)
             styled = self._styled(line, text)
             cuts = self._cuts(text)

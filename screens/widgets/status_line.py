@@ -6,12 +6,18 @@ binding, as remapped). The full text stays in ``full_text`` for the dialog that 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.visual import VisualType
 from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from yanflow_tui.app import YanflowApp
 
 FULL_TEXT_BINDING = "show-full-text"
 ELLIPSIS = "… "
@@ -49,6 +55,9 @@ def cut_at_word(text: Text, width: int, hint: str = "") -> Text:
 class StatusLine(Static):
     """``update`` it like a ``Static``; it draws what fits, cut at a word."""
 
+    if TYPE_CHECKING:
+        app = getters.app(YanflowApp)
+
     def __init__(self, content: VisualType = "", **kwargs) -> None:
         super().__init__(content, **kwargs)
         self.full_text = self._as_text(content)
@@ -80,11 +89,11 @@ class StatusLine(Static):
         if found is None:  # not active yet (the screen is still mounting): the screen's own bindings
             for cls in type(self.screen).__mro__:
                 found = next(
-                    (b for b in getattr(cls, "BINDINGS", ()) if isinstance(b, Binding) and b.id == FULL_TEXT_BINDING),
+                    (b for b in vars(cls).get("BINDINGS", ()) if isinstance(b, Binding) and b.id == FULL_TEXT_BINDING),
                     None,
                 )
                 if found is not None:
-                    keymap = getattr(getattr(app, "config", None), "keymap", None) or {}
+                    keymap = app.config.keymap or {}
                     if FULL_TEXT_BINDING in keymap:
                         found = replace(found, key=keymap[FULL_TEXT_BINDING].split(",")[0].strip())
                     break

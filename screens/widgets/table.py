@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
-from typing import ClassVar, NamedTuple, Union
+from typing import ClassVar, NamedTuple, TypeGuard, cast
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -29,7 +29,7 @@ from textual.strip import Strip
 
 from yanflow_tui.screens.render.rows import natural_key
 
-Cell = Union[str, Text, Callable[[], Text]]
+Cell = str | Text | Callable[[], Text]
 PAD = 1  # blank cells each side of every column
 SORT_MARKS = {False: " ▲", True: " ▼"}
 _NUMBER = re.compile(r"^\s*-?\d+(?:\.\d*)?\s*$")
@@ -78,7 +78,7 @@ def _cell_text(cell: Cell) -> Text:
     return Text(cell) if isinstance(cell, str) else cell()
 
 
-def _is_live(cell: Cell) -> bool:
+def _is_live(cell: Cell) -> TypeGuard[Callable[[], Text]]:
     return not isinstance(cell, (str, Text))
 
 
@@ -366,7 +366,8 @@ class VirtualTable(ScrollView, can_focus=True):
         index = max(0, min(index, len(self._rows) - 1))
         key = self._rows[index].key
         if key != self._cursor_key:
-            self._strips.pop(self._cursor_key, None)
+            if self._cursor_key is not None:
+                self._strips.pop(self._cursor_key, None)
             self._strips.pop(key, None)
             old = self._cursor_index
             self._cursor_key = key
@@ -606,11 +607,12 @@ class VirtualTable(ScrollView, can_focus=True):
         if hit is not None and hit[0] == signature:
             return hit[1]
         self.render_count += 1
+        shown = cast("Sequence[str | Text]", cells)  # no live cell left after this
         if live:
-            drawn = list(cells)
+            drawn = list(shown)
             for i, text in live:
                 drawn[i] = text
-            cells = tuple(drawn)
+            shown = tuple(drawn)
             self._note_live_widths(live)
         if cursor:
             style = self.get_component_rich_style("vtable--cursor")
@@ -618,7 +620,7 @@ class VirtualTable(ScrollView, can_focus=True):
             style = self.get_component_rich_style("vtable--odd-row" if index % 2 else "vtable--even-row")
         else:
             style = self.rich_style
-        strip = self._build_strip(cells, style, Style.parse(row.style) if row.style else None)
+        strip = self._build_strip(shown, style, Style.parse(row.style) if row.style else None)
         self._strips[row.key] = (signature, strip)
         return strip
 
@@ -637,7 +639,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self.refresh()
 
     def _build_strip(
-        self, cells: Sequence[Cell], style: Style, under: Style | None = None, header: bool = False
+        self, cells: Sequence[str | Text], style: Style, under: Style | None = None, header: bool = False
     ) -> Strip:
         """One full-width line: each cell padded or cut (with an ellipsis) to its column's width.
         ``style``: the line's (stripe, cursor, header); ``under``: the row's own, under its cells."""

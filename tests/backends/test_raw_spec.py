@@ -47,6 +47,12 @@ async def test_kubernetes_raw_spec_is_the_job_object_without_managed_fields(emul
         await backend.close()
 
 
+@pytest.fixture
+def det_backend(backend):
+    """The Determined backend of ``dethelpers`` (its fixture is named ``backend``) against the fake master."""
+    return backend
+
+
 async def test_determined_raw_spec_is_the_experiment_config_or_trial_hparams(det_backend):
     config = yaml.safe_load(await det_backend.raw_spec("exp-12"))
     assert config["name"] == "resnet-search" and config["searcher"]["metric"] == "validation_loss"

@@ -21,9 +21,7 @@ class FakeBackend(Backend):
         submit=True,
         cancel=True,
         logs=True,
-        follow_logs=True,
         job_kinds=frozenset(JobKind),
-        gpu_metrics=True,
         history=True,
         raw_spec=True,
     )

@@ -8,7 +8,7 @@ from paths import SAMPLES
 from textual.app import ScreenStackError
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
-from uihelpers import make_app, refreshed, screen_text
+from uihelpers import log_lines, make_app, refreshed, screen_text
 from waiting import wait_for
 
 from yanflow_tui.app import YanflowApp
@@ -74,9 +74,8 @@ async def test_submit_screen_runs_local_shell_to_completion_and_logs_show(home):
         screen.query_one("#spec-path", Input).value = str(SAMPLES / "local-shell.yaml")
         await pilot.click("#load")
         await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "local-shell-demo", what="spec loaded")
-        await wait_for(
-            pilot, lambda: "/bin/sh -c" in str(screen.query_one("#preview").render()), what="the preview (debounced)"
-        )
+        # the fields are in the DOM (with their text) before the form is checked and the preview drawn
+        await wait_for(pilot, lambda: "/bin/sh -c" in str(screen.query_one("#preview").render()), what="preview")
         await pilot.press("ctrl+s")
         submitted = await wait_for(pilot, lambda: getattr(screen, "last_submitted", None), what="submit")
         cluster, job_id = submitted
@@ -92,8 +91,8 @@ async def test_submit_screen_runs_local_shell_to_completion_and_logs_show(home):
         select_row(app, f"local/{job_id}")
         await pilot.press("l")
         logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs screen")
-        await wait_for(pilot, lambda: "done" in logs.text_lines(), what="last log line")
-        assert [f"step {i}/20" for i in range(1, 21)] == [line for line in logs.text_lines() if line.startswith("step")]
+        await wait_for(pilot, lambda: "done" in log_lines(logs), what="last log line")
+        assert [f"step {i}/20" for i in range(1, 21)] == [line for line in log_lines(logs) if line.startswith("step")]
 
 
 async def test_cancel_from_queue_asks_then_kills_the_process_group(home):
@@ -135,7 +134,7 @@ async def test_restarted_console_still_shows_the_job_and_its_log(home):
         select_row(second, f"local/{job_id}")
         await pilot.press("l")
         logs = await wait_for(pilot, lambda: isinstance(second.screen, LogsScreen) and second.screen, what="logs")
-        await wait_for(pilot, lambda: "done" in logs.text_lines(), what="log after restart")
+        await wait_for(pilot, lambda: "done" in log_lines(logs), what="log after restart")
 
 
 async def test_nodes_screen_shows_gpu_cells_and_utilisation_from_nvml(home, fake_nvml):
@@ -162,7 +161,6 @@ async def test_nodes_screen_without_a_driver_says_why_in_one_line(home, fake_nvm
 
 async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_mounts(home, fake_backend):
     """Regression: a refresh landing between switching screens and their compose crashed the app."""
-    from yanflow_tui.messages import ClusterUpdated
     from yanflow_tui.screens.nodes import NodesScreen
 
     app = make_app(fake_cluster())
@@ -171,10 +169,10 @@ async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_
         screen = NodesScreen()
         app.push_screen(screen)
         assert app.screen is screen and not screen.is_mounted
-        app._cluster_updated(ClusterUpdated(app.hub.snapshots["hpc"]))  # must not raise
+        app._cluster_updated(app.hub.snapshots["hpc"])  # must not raise
         await wait_for(pilot, lambda: screen.is_mounted and "gpu02" in screen_text(app), what="drawn once mounted")
         await screen.query_one("#nodes").remove()  # as at exit: the screen is still mounted, its widgets gone
-        app._cluster_updated(ClusterUpdated(app.hub.snapshots["hpc"]))  # must not raise either
+        app._cluster_updated(app.hub.snapshots["hpc"])  # must not raise either
         real = type(app).screen
 
         def gone(self):
@@ -182,10 +180,39 @@ async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_
 
         type(app).screen = property(gone)
         try:
-            app._cluster_updated(ClusterUpdated(app.hub.snapshots["hpc"]))
+            app._cluster_updated(app.hub.snapshots["hpc"])
             app._tick()
         finally:
             type(app).screen = real
+
+
+async def test_a_failing_worker_is_said_in_one_line_and_its_traceback_goes_to_the_log(home, fake_backend):
+    """Workers run with exit_on_error=False: one that fails anyway (a bug) is never silent."""
+    from yanflow_tui import applog
+
+    path = applog.setup()
+    try:
+        app = make_app(fake_cluster())
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
+            notes: list[str] = []
+            notify = app.notify
+            app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+
+            async def broken_step() -> None:
+                raise RuntimeError("kaput")
+
+            # a screen's worker: Textual tells only the screen (Worker.StateChanged does not bubble)
+            app.screen.run_worker(broken_step(), name="broken step", exit_on_error=False)
+            await wait_for(pilot, lambda: notes, what="the notification")
+            assert notes == ["broken step failed: RuntimeError: kaput (the traceback is in the log: 5 shows where)"]
+            assert app.is_running and isinstance(app.screen, QueueScreen)
+    finally:
+        applog.stop()
+    assert path is not None
+    text = path.read_text()
+    assert "ERROR yanflow_tui.app: broken step failed" in text
+    assert "Traceback (most recent call last):" in text and "in broken_step" in text and "RuntimeError: kaput" in text
 
 
 # -- the fake backend: read-only, rendering, keys ---------------------------------------------------
@@ -406,7 +433,7 @@ async def open_logs_of_101(app, pilot) -> LogsScreen:
     select_row(app, "hpc/101")
     await pilot.press("l")
     logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs screen")
-    await wait_for(pilot, lambda: len(logs.text_lines()) == 30, what="all lines")
+    await wait_for(pilot, lambda: len(log_lines(logs)) == 30, what="all lines")
     return logs
 
 
@@ -416,23 +443,23 @@ async def test_logs_pause_search_and_save(home, fake_backend, tmp_path, monkeypa
     async with app.run_test(size=(120, 20)) as pilot:
         logs = await open_logs_of_101(app, pilot)
         view = logs.pane.view
-        assert logs.following and view.following
+        assert logs.pane.following and view.following
         await pilot.press("p")
-        assert not logs.following and not view.following
+        assert not logs.pane.following and not view.following
         assert "PAUSED" in screen_text(app)
         await pilot.press("p")
-        assert logs.following
+        assert logs.pane.following
 
         await pilot.press("slash")
         await pilot.press(*"epoch 2", "enter")
-        assert logs.matches == [2] + list(range(20, 30))  # "epoch 2" and "epoch 20".."epoch 29"
-        assert logs.match_index == 0 and not logs.following  # jumping to a match pauses the tail
+        assert list(logs.pane.active_view.matches) == [2] + list(range(20, 30))  # "epoch 2" and "epoch 20".."epoch 29"
+        assert logs.pane.active_view.match_index == 0 and not logs.pane.following  # jumping to a match pauses the tail
         assert "search 'epoch 2': 1/11" in screen_text(app)
         assert view.pattern.pattern == "epoch\\ 2" and view.current_line == 2
         await pilot.press("n")
-        assert logs.match_index == 1
+        assert logs.pane.active_view.match_index == 1
         await pilot.press("N", "N")
-        assert logs.match_index == 10  # wraps around
+        assert logs.pane.active_view.match_index == 10  # wraps around
 
         await pilot.press("w")
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "PromptScreen", what="save prompt")
@@ -587,16 +614,16 @@ async def test_logs_of_a_multi_rank_job_are_prefixed_and_filter_to_one_rank(home
     app = make_app(actions_cluster())
     async with app.run_test(size=(140, 30)) as pilot:
         logs = await open_from_row(pilot, app, "det/104", "l", LogsScreen)
-        await wait_for(pilot, lambda: len(logs.text_lines()) == 8, what="lines")
-        assert logs.text_lines(0, 2) == ["rank 0 │ step 0 from rank 0", "rank 1 │ step 0 from rank 1"]
+        await wait_for(pilot, lambda: len(log_lines(logs)) == 8, what="lines")
+        assert log_lines(logs, 0, 2) == ["rank 0 │ step 0 from rank 0", "rank 1 │ step 0 from rank 1"]
         await pilot.press("f")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ChoiceScreen", what="rank choice")
         await pilot.press("down", "down", "enter")  # all, rank 0, rank 1
-        await wait_for(pilot, lambda: logs.source_filter == "rank 1", what="filter")
-        assert logs.text_lines() == [f"step {i} from rank 1" for i in range(4)]
+        await wait_for(pilot, lambda: logs.pane.source_filter == "rank 1", what="filter")
+        assert log_lines(logs) == [f"step {i} from rank 1" for i in range(4)]
         await wait_for(pilot, lambda: "only rank 1" in screen_text(app), what="the filter shown")
-        logs.set_source_filter(None)
-        assert len(logs.text_lines()) == 8
+        logs.pane.set_source_filter(None)
+        assert len(log_lines(logs)) == 8
 
 
 async def test_job_detail_plots_metrics_lists_checkpoints_and_downloads_one(home, actions_kind, tmp_path):

@@ -12,7 +12,7 @@ import pytest
 from fakes.backend import FakeActionsBackend
 from paths import SAMPLES
 from textual.widgets import Input
-from uihelpers import make_app, screen_text
+from uihelpers import log_lines, make_app, screen_text
 from waiting import wait_for
 
 from yanflow_tui import logstore
@@ -155,7 +155,7 @@ async def test_split_by_rank_shows_one_view_per_rank_side_by_side(home, stream_k
         await wait_for(
             pilot, lambda: not pane.split and pane.view.display and not pane.rank_views.children, what="joined"
         )
-        assert len(pane.text_lines()) == 12
+        assert len(log_lines(pane)) == 12
 
 
 async def test_follow_sticks_to_the_tail_and_pause_holds_the_view(home, stream_kind):
@@ -384,7 +384,7 @@ async def test_rank_filter_and_search_follow_the_rank_store(home, stream_kind):
         await pilot.press("slash", *"step 3", "enter")
         assert list(pane.view.matches) == [6, 7]
         pane.set_source_filter("rank 1")
-        await wait_for(pilot, lambda: pane.text_lines() == [f"step {i} from rank 1" for i in range(4)], what="filter")
+        await wait_for(pilot, lambda: log_lines(pane) == [f"step {i} from rank 1" for i in range(4)], what="filter")
         assert list(pane.view.matches) == [3]
 
 
@@ -406,7 +406,7 @@ async def test_local_shell_job_log_streams_into_a_pane_and_jumps_to_its_tracebac
         app.open_logs(job)
         pane = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen.pane, what="pane")
         await wait_for(pilot, lambda: pane.line_count == 3002, timeout=30, what="every line")
-        assert pane.text_lines(0, 2) == ["row 1", "row 2"] and pane.text_lines(3000) == [
+        assert log_lines(pane, 0, 2) == ["row 1", "row 2"] and log_lines(pane, 3000) == [
             "Traceback (most recent call last):",
             "done",
         ]

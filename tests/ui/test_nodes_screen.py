@@ -311,13 +311,13 @@ async def test_narrow_terminals_get_one_glyph_per_gpu(home, kinds):
 
 async def test_only_lines_on_screen_are_drawn_and_a_refresh_redraws_only_changed_rows(home, kinds, monkeypatch):
     drawn: list = []
-    real = GpuGrid.row_parts
+    real = GpuGrid._parts  # a row's text, asked for each time its line is drawn afresh
 
-    def counting(self, key):
-        drawn.append(key)
-        return real(self, key)
+    def counting(self, row):
+        drawn.append(row.key)
+        return real(self, row)
 
-    monkeypatch.setattr(GpuGrid, "row_parts", counting)
+    monkeypatch.setattr(GpuGrid, "_parts", counting)
     app = make_app(cluster("fake-big", "big"))
     async with app.run_test(size=(120, 40)) as pilot:
         grid = await open_nodes(pilot, app, 2000)

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from slurmhelpers import DIR, ROOT, live_state, short_spec_text, sinfo_gpus, squeue_job, ssh_cluster
 from textual.widgets import Input
-from uihelpers import make_app, screen_text
+from uihelpers import log_lines, make_app, screen_text
 from waiting import async_wait_until, wait_for
 
 from yanflow_tui.hub import Health
@@ -114,10 +114,10 @@ async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, 
         table.move_cursor_to_key(key)
         await pilot.press("l")
         logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs")
-        await wait_for(pilot, lambda: "line 2" in logs.text_lines(), timeout=20, what="first lines")
+        await wait_for(pilot, lambda: "line 2" in log_lines(logs), timeout=20, what="first lines")
         assert live_state(job_id) == "RUNNING"  # lines arrived while it ran
-        await wait_for(pilot, lambda: "done" in logs.text_lines(), timeout=40, what="last line")
-        assert [f"line {i}" for i in range(1, 41)] == [x for x in logs.text_lines() if x.startswith("line ")]
+        await wait_for(pilot, lambda: "done" in log_lines(logs), timeout=40, what="last line")
+        assert [f"line {i}" for i in range(1, 41)] == [x for x in log_lines(logs) if x.startswith("line ")]
 
 
 async def test_cancel_from_the_queue_ends_the_job_in_squeue(home, slurm_dir, slurm_jobs):

@@ -57,7 +57,7 @@ class NarrowBackend(FakeBackend):
 
     def check_spec(self, spec):
         super().check_spec(spec)
-        namespace = spec.kubernetes.get("namespace")
+        namespace = spec.section("kubernetes").get("namespace")
         if namespace and namespace != namespace.lower():
             raise BackendError(f"kubernetes.namespace: not a valid namespace name: {namespace!r}")
 

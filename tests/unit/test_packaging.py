@@ -1,50 +1,113 @@
-"""The wheel installs screens/ and backends/ as yanflow_tui.screens and yanflow_tui.backends, with
-the stylesheet and the samples, and nothing as top-level packages; installed, the template picker
-lists the samples."""
+"""The wheel installs screens/ and backends/ as yanflow_tui.screens and yanflow_tui.backends, with every
+package, module, stylesheet and sample found in the source tree (never a hand list, so a new sub-package
+can never be silently missing), nothing stale and nothing at the top level besides yanflow_tui; installed,
+the template picker lists the samples."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
+import pytest
 from paths import ROOT
 
+# Source folder -> where the wheel has it (setup.py's package_dir).
+INSTALLED_AS = {"yanflow_tui": "yanflow_tui", "screens": "yanflow_tui/screens", "backends": "yanflow_tui/backends"}
+SAMPLES_AS = "yanflow_tui/sample_jobs"
+BUILD_LEFTOVERS = {".git", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis"}
+BUILD_LEFTOVERS |= {".import_linter_cache"}
 
-def build_wheel(tmp_path: Path) -> Path:
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(ROOT)],
-        check=True,
+
+def _source_copy_ignore(folder: str, names: list[str]) -> set[str]:
+    """Leave out what a build must not see: VCS data, virtual environments, caches, old build output."""
+    return {
+        name
+        for name in names
+        if name in BUILD_LEFTOVERS or name.endswith(".egg-info") or (Path(folder, name) / "pyvenv.cfg").exists()
+    }
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel, built by ``python -m build`` from a clean copy of the checkout (setuptools reuses an
+    in-tree build/ folder, which would carry modules deleted since)."""
+    root = tmp_path_factory.mktemp("wheel")
+    source = root / "src"
+    shutil.copytree(ROOT, source, ignore=_source_copy_ignore, symlinks=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(root / "dist"), str(source)],
         capture_output=True,
         text=True,
     )
-    return next(tmp_path.glob("yanflow_tui-*.whl"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (found,) = (root / "dist").glob("yanflow_tui-*.whl")
+    return found
 
 
-def test_wheel_layout(tmp_path):
-    wheel = build_wheel(tmp_path)
-    names = set(zipfile.ZipFile(wheel).namelist())
-    for required in (
-        "yanflow_tui/app.py",
-        "yanflow_tui/app.tcss",
-        "yanflow_tui/screens/queue.py",
-        "yanflow_tui/backends/local.py",
-        "yanflow_tui/backends/local_runner.py",
-    ):
-        assert required in names
-    # Each screen's own stylesheet (CSS_PATH) ships beside it, or an installed app fails to start.
-    sheets = {f"yanflow_tui/screens/{path.name}" for path in (ROOT / "screens").glob("*.tcss")}
-    assert len(sheets) >= 4 and sheets <= names
-    samples = {
-        f"yanflow_tui/sample_jobs/{p.relative_to(ROOT / 'sample_jobs')}"
-        for p in (ROOT / "sample_jobs").rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts
+def source_packages() -> dict[str, Path]:
+    """Every package of the source tree (a folder with ``__init__.py``), by its path in the wheel."""
+    out = {}
+    for folder, installed in INSTALLED_AS.items():
+        base = ROOT / folder
+        for init in base.rglob("__init__.py"):
+            if "__pycache__" not in init.parts:
+                rel = init.parent.relative_to(base)
+                out[installed if rel == Path(".") else f"{installed}/{rel.as_posix()}"] = init.parent
+    return out
+
+
+def expected_files() -> set[str]:
+    """Every module of every package, every stylesheet and every sample, at its path in the wheel."""
+    out = set()
+    for installed, folder in source_packages().items():
+        out |= {f"{installed}/{p.name}" for p in folder.glob("*.py")}
+        out |= {f"{installed}/{p.name}" for p in folder.glob("*.tcss")}
+    samples = ROOT / "sample_jobs"
+    out |= {
+        f"{SAMPLES_AS}/{p.relative_to(samples).as_posix()}"
+        for p in samples.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     }
-    assert len(samples) >= 10 and samples <= names, samples - names
+    return out
+
+
+def test_the_source_tree_is_discovered():
+    """The discovery this test relies on finds the layout: a guard against a test that checks nothing."""
+    packages = source_packages()
+    for name in (
+        "yanflow_tui",
+        "yanflow_tui/screens/widgets",
+        "yanflow_tui/screens/render",
+        "yanflow_tui/backends/slurm",
+    ):
+        assert name in packages
+    files = expected_files()
+    assert sum(name.endswith(".tcss") for name in files) >= 5
+    assert sum(name.startswith(SAMPLES_AS + "/") for name in files) >= 10
+    # Every stylesheet in the tree lies in a package, so expected_files() has them all.
+    sheets = {p for base in INSTALLED_AS for p in (ROOT / base).rglob("*.tcss")}
+    assert all((p.parent / "__init__.py").exists() for p in sheets), sheets
+
+
+def test_the_wheel_has_every_package_module_stylesheet_and_sample(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = expected_files() - names
+    assert not missing, f"not in the wheel: {sorted(missing)}"
+    # The old paths' shims (local jobs started by an older version run them by module name).
+    assert {"yanflow_tui/backends/local_runner.py", "yanflow_tui/backends/local_scheduler.py"} <= names
+
+
+def test_the_wheel_has_nothing_stale_and_nothing_at_the_top(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = {n for n in names if n.endswith(".py") and not n.startswith(SAMPLES_AS + "/")}
+    stale = modules - expected_files()
+    assert not stale, f"in the wheel, not in the source tree: {sorted(stale)}"
     tops = {name.split("/")[0] for name in names}
-    assert "screens" not in tops and "backends" not in tops
+    assert {top for top in tops if not top.endswith(".dist-info")} == {"yanflow_tui"}
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "yanflow-tui = yanflow_tui.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
@@ -55,8 +118,7 @@ def test_module_entry_point_runs():
     assert result.stdout.startswith("yanflow-tui ")
 
 
-def test_an_installed_wheel_lists_the_samples_as_templates(tmp_path):
-    wheel = build_wheel(tmp_path / "wheel")
+def test_an_installed_wheel_lists_the_samples_as_templates(wheel, tmp_path):
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target), str(wheel)],

@@ -5,15 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
-from yanflow_tui.screens.render.rows import (
-    duration,
-    gpu_strip,
-    job_cells,
-    job_live_cells,
-    job_sort_values,
-    node_cells,
-    util_text,
-)
+from yanflow_tui.screens.render.gpu_cells import GLYPHS, cell_kind, node_fields, node_gpus, util_label
+from yanflow_tui.screens.render.rows import duration, job_live_cells, job_sort_values
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -37,24 +30,35 @@ def test_duration_units():
 
 
 def test_job_cells_are_clean_plain_text():
-    cells = job_cells(job(name="a[b]\x1b[1mc\nd", gpus=4, nodes=("n1", "n2")), now=T0.timestamp() + 125)
-    assert [c.plain for c in cells] == ["c", "7", "a[b]c d", "u", "running", "4", "n1,n2", "2m", ""]
+    cells = job_live_cells(job(name="a[b]\x1b[1mc\nd", gpus=4, nodes=("n1", "n2")), lambda: T0.timestamp() + 125)
+    shown = [c() if callable(c) else c for c in cells]
+    assert [c if isinstance(c, str) else c.plain for c in shown] == [
+        "c",
+        "7",
+        "a[b]c d",
+        "u",
+        "running",
+        "4",
+        "n1,n2",
+        "2m",
+        "",
+    ]
     assert cells[4].style == "green"
 
 
-def test_gpu_strip_per_gpu_and_counts_only():
+def test_gpu_cells_per_gpu_and_counts_only():
     gpus = (Gpu(0, GpuState.ALLOCATED), Gpu(1, GpuState.FREE), Gpu(2, GpuState.UNAVAILABLE))
-    assert gpu_strip(gpus).plain == "■□✕"
-    assert gpu_strip((), total=4, allocated=1).plain == "■□□□"
-    assert gpu_strip(()).plain == "-"
+    counts_only = Node("c", "n", "up", gpus_total=4, gpus_allocated=1)
+    assert "".join(GLYPHS[cell_kind(g)] for g in gpus) == "■□✕"
+    assert "".join(GLYPHS[cell_kind(g)] for g in node_gpus(counts_only)) == "■□□□"
+    assert node_gpus(Node("c", "n", "up")) == ()
 
 
-def test_util_text_only_known_values():
-    assert util_text((Gpu(0, utilization=12.4), Gpu(1))).plain == "12%"
-    assert util_text((Gpu(0),)).plain == "-"
+def test_util_label_only_known_values():
+    assert [util_label(g) for g in (Gpu(0, utilization=12.4), Gpu(1))] == [" 12", "  -"]
 
 
-def test_node_cells():
+def test_node_fields():
     node = Node(
         "c",
         "gpu01",
@@ -70,18 +74,7 @@ def test_node_cells():
         (Gpu(0, GpuState.ALLOCATED, "7", utilization=99.0), Gpu(1, utilization=0.0)),
         reason="",
     )
-    assert [c.plain for c in node_cells(node)] == [
-        "c",
-        "gpu01",
-        "up",
-        "p",
-        "8/64",
-        "64/256G",
-        "A100",
-        "■□",
-        "99% 0%",
-        "",
-    ]
+    assert node_fields(node) == ("gpu01", "up", "p", "8/64", "64/256G", "A100", "")
 
 
 def test_live_cells_draw_the_age_when_asked_and_sort_values_order_numbers_as_numbers():

@@ -154,8 +154,8 @@ description: anything
     assert spec.mounts == (Mount("/data", "/data", True), Mount("/scratch", "/scratch", False))
     assert spec.resources == Resources(nodes=2, gpus=4, cpus=16, memory_mb=65536)
     assert spec.launcher == "torchrun"
-    assert spec.slurm == {"partition": "gpu", "time": "01:00:00", "exclusive": True}
-    assert spec.kubernetes == {"namespace": "ml"}
+    assert spec.section("slurm") == {"partition": "gpu", "time": "01:00:00", "exclusive": True}
+    assert spec.section("kubernetes") == {"namespace": "ml"}
 
 
 def test_round_trip_through_data():
@@ -168,7 +168,7 @@ def test_round_trip_through_data():
     assert again.env == spec.env
     assert again.mounts == spec.mounts
     assert again.resources == spec.resources
-    assert again.slurm == spec.slurm
+    assert again.section("slurm") == spec.section("slurm")
 
 
 @pytest.mark.parametrize(
@@ -276,7 +276,7 @@ def test_hostile_name_is_kept_verbatim():
 def test_experiment_may_use_determined_entrypoint_instead_of_command():
     spec = parse_spec("name: e\nkind: experiment\ndetermined: {entrypoint: model_def:Trial}\n")
     assert spec.command == ""
-    assert spec.determined == {"entrypoint": "model_def:Trial"}
+    assert spec.section("determined") == {"entrypoint": "model_def:Trial"}
 
 
 def test_spec_from_data_uses_same_rules():
@@ -295,7 +295,7 @@ def test_text_fields_keep_the_yaml_source_text():
     assert spec.name == "0x1F"
     assert spec.command == "yes"
     assert spec.env == {"A": "0755", "B": "yes"}
-    assert spec.slurm["time"] == "1:30:00"
+    assert spec.section("slurm")["time"] == "1:30:00"
 
 
 def test_an_env_name_with_a_trailing_newline_is_refused():

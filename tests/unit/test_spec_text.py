@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from yanflow_tui.config import parse_config
 from yanflow_tui.errors import SpecError
-from yanflow_tui.spec import SECTION_KEYS, load_spec, parse_spec, spec_from_data
+from yanflow_tui.spec import load_spec, parse_spec, section_keys, spec_from_data
 
 BASE = {
     "name": "n",
@@ -27,14 +27,14 @@ BASE = {
     "resources": {"nodes": 2, "gpus": 1, "memory": "1G"},
     "launcher": "torchrun",
     "description": "d",
-    "slurm": {k: "t" for k, kind in SECTION_KEYS["slurm"].items() if kind == "text"},
+    "slurm": {k: "t" for k, kind in section_keys()["slurm"].items() if kind == "text"},
     "kubernetes": {
-        **{k: "t" for k, kind in SECTION_KEYS["kubernetes"].items() if kind == "text"},
+        **{k: "t" for k, kind in section_keys()["kubernetes"].items() if kind == "text"},
         "node_selector": {"k": "v"},
         "tolerations": [{"key": "k"}],
     },
     "determined": {
-        **{k: "t" for k, kind in SECTION_KEYS["determined"].items() if kind == "text"},
+        **{k: "t" for k, kind in section_keys()["determined"].items() if kind == "text"},
         "searcher": {"name": "single"},
         "hyperparameters": {"lr": "x"},
         "checkpoint_storage": {"type": "t"},
@@ -55,7 +55,7 @@ TEXT_FIELDS = (
         "launcher",
         "description",
     ]
-    + [f"{section}.{key}" for section, keys in SECTION_KEYS.items() for key, kind in keys.items() if kind == "text"]
+    + [f"{section}.{key}" for section, keys in section_keys().items() for key, kind in keys.items() if kind == "text"]
     + [
         "kubernetes.node_selector.k",
         "kubernetes.tolerations[0].key",

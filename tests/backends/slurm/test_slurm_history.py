@@ -295,7 +295,7 @@ async def test_history_lists_finished_jobs_within_the_window(site_jobs):
 async def test_console_opens_a_purged_jobs_stdout_and_stderr_panes_and_widens_history(home, site_jobs):
     from dataclasses import replace
 
-    from uihelpers import make_app
+    from uihelpers import log_lines, make_app
     from waiting import wait_for
 
     from yanflow_tui.screens.logs.screen import LogsScreen
@@ -320,7 +320,7 @@ async def test_console_opens_a_purged_jobs_stdout_and_stderr_panes_and_widens_hi
                 isinstance(app.screen, LogsScreen)
                 and len(app.screen.panes) == 2
                 and all(
-                    p.text_lines() == [f"{w} {i}" for i in (1, 2, 3)] for p, w in zip(app.screen.panes, ("out", "err"))
+                    log_lines(p) == [f"{w} {i}" for i in (1, 2, 3)] for p, w in zip(app.screen.panes, ("out", "err"))
                 )
             ),
             timeout=30,

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from private_sshd import PrivateSshd
 from slurmhelpers import JOBS, live_state, slurm
-from uihelpers import make_app, screen_text
+from uihelpers import log_lines, make_app, screen_text
 from waiting import async_wait_until, wait_for
 
 from yanflow_tui.backends.slurm.backend import SlurmBackend
@@ -143,14 +143,14 @@ async def test_the_logs_pane_shows_reconnecting_then_resumes_without_loss(home, 
             app.screen.query_one(JobTable).move_cursor_to_key(key)
             await pilot.press("l")
             logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs")
-            await wait_for(pilot, lambda: len(logs.text_lines()) >= 10, timeout=90, what="first lines")
+            await wait_for(pilot, lambda: len(log_lines(logs)) >= 10, timeout=90, what="first lines")
             sshd.kill_sessions()
             sshd.stop()
             await wait_for(pilot, lambda: "reconnecting…" in screen_text(app), timeout=30, what="reconnecting shown")
             assert not logs.pane.error
             sshd.start()
             await wait_for(pilot, lambda: logs.pane.ended, timeout=120, what="the log to end")
-            await wait_for(pilot, lambda: logs.text_lines() == expected(60), what="every line, once, in order")
+            await wait_for(pilot, lambda: log_lines(logs) == expected(60), what="every line, once, in order")
             assert not logs.pane.error and "reconnecting" not in screen_text(app)
 
 
