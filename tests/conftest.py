@@ -12,8 +12,8 @@ import pytest
 from paths import FAKES
 
 # The real clusters' fixtures, for every layer: loopback Slurm (two profiles), the Kubernetes API
-# emulator and the fake Determined master.
-pytest_plugins = ["slurmhelpers", "sitehelpers", "k8shelpers", "dethelpers"]
+# emulator and the fake Determined master; and the fake backend, plugged in through the registry.
+pytest_plugins = ["slurmhelpers", "sitehelpers", "k8shelpers", "dethelpers", "backendhelpers"]
 
 
 @pytest.fixture

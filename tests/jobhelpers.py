@@ -1,47 +1,17 @@
-"""Helpers shared by the local-backend and CLI tests: polling with a deadline, running the CLI as a
-subprocess, and cleaning up every process a test's jobs left behind (by PID, never by name)."""
+"""Helpers shared by the local-backend and CLI tests: running the CLI as a subprocess, and cleaning up
+every process a test's jobs left behind (by PID, never by name)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from yanflow_tui.backends.local import procs
 from yanflow_tui.backends.local.store import LocalStore
-
-DEADLINE = 15.0
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE, interval: float = 0.05, what: str = ""):
-    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout`` seconds."""
-    end = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
-        time.sleep(interval)
-
-
-async def async_wait_until(
-    predicate: Callable[[], Awaitable[Any]], timeout: float = DEADLINE, interval: float = 0.05, what: str = ""
-):
-    end = time.monotonic() + timeout
-    while True:
-        value = await predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
-        await asyncio.sleep(interval)
 
 
 def run_cli(*args: str, timeout: float = 60, env: dict | None = None, cwd: str | None = None):

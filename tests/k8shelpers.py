@@ -3,10 +3,7 @@ backend/cluster config over that kubeconfig."""
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,23 +45,6 @@ def cluster(kubeconfig: Path, name: str = "k8s", read_only: bool = False, **opti
     return ClusterConfig(
         name, "kubernetes", read_only=read_only, refresh_seconds=0.5, options={"kubeconfig": str(kubeconfig), **options}
     )
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition"):
-    """Poll an async or plain ``check`` until it returns something truthy (errors count as not yet)."""
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-            if asyncio.iscoroutine(value):
-                value = await value
-            if value:
-                return value
-        except Exception as exc:
-            last = exc
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f" (last error: {last})" if last else ""))
 
 
 def pod_env(container: dict, index: int) -> dict[str, str]:

@@ -20,7 +20,8 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from slurmhelpers import CONF, DIR, require_cluster, ssh_cluster, wait_until
+from slurmhelpers import CONF, DIR, require_cluster, ssh_cluster
+from waiting import wait_until
 
 SSHD = "/usr/sbin/sshd"
 

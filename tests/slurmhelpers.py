@@ -8,7 +8,6 @@ import json
 import os
 import re
 import subprocess
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -85,28 +84,6 @@ def ssh_cluster(**options) -> ClusterConfig:
 def local_cluster(**options) -> ClusterConfig:
     cluster = load_config(str(DIR / "yanflow-local.yaml")).clusters[0]
     return replace(cluster, options={**cluster.options, **options})
-
-
-def wait_until(condition, timeout: float = 30.0, what: str = "condition", interval: float = 0.3):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
-async def async_wait(condition, timeout: float = 30.0, what: str = "condition", interval: float = 0.3):
-    import asyncio
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        await asyncio.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def short_spec_text(name: str, lines: int = 8, nodes: int = 2, gpus: int = 4, delay: float = 0.5) -> str:

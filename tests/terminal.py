@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pexpect
 import pyte
+from waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = {
@@ -77,17 +78,26 @@ class Terminal:
         return self.screen.display[row]
 
     def wait(self, condition: Callable[[str], object], what: str, timeout: float = 15.0) -> object:
-        """Poll the screen until ``condition(text)`` holds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            alive = self.pump()
+        """Read the console's output until ``condition(text)`` holds for the screen (``waiting.wait_until``)."""
+        alive = True
+
+        def check() -> object:
             value = condition(self.text())
-            if value:
-                return value
-            if not alive:
+            if not value and not alive:
                 raise AssertionError(f"the console exited while waiting for {what}:\n{self.text()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}; the screen:\n{self.text()}")
+            return value
+
+        def read(seconds: float) -> None:
+            nonlocal alive
+            alive = self.pump(seconds)
+
+        read(0)
+        try:
+            return wait_until(check, timeout, what, pause=read)
+        except AssertionError as exc:
+            if not str(exc).startswith("timed out"):
+                raise
+            raise AssertionError(f"{exc}; the screen:\n{self.text()}") from None
 
     def wait_text(self, pattern: str, timeout: float = 15.0) -> None:
         self.wait(lambda text: re.search(pattern, text), f"/{pattern}/", timeout)

@@ -1,9 +1,11 @@
-"""Helpers for pilot tests: build an app over given clusters, and wait for conditions."""
+"""Helpers for pilot tests: build an app over given clusters, read the screen, and ``refreshed``: wait until
+a refresh asked for now has happened (waiting in general lives in ``waiting``)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from collections import Counter
+
+from waiting import wait_for
 
 from yanflow_tui.app import YanflowApp
 from yanflow_tui.config import ClusterConfig, Config
@@ -22,16 +24,6 @@ def make_app(*clusters: ClusterConfig, read_only: bool = False, keymap=None, pin
     return app
 
 
-async def wait_for(pilot, condition: Callable[[], object], timeout: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 def log_lines(logs, start: int = 0, stop: int | None = None) -> list[str]:
     """Lines [start, stop) of what the Logs screen's pane on show (or the given pane) shows in its active
     view, read from disk where spilled; [] without a pane."""
@@ -48,3 +40,46 @@ def screen_text(app) -> str:
 
     svg = app.export_screenshot()
     return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+class RefreshCount:
+    """Counts the hub's refreshes per cluster, started and finished, by wrapping ``hub.refresh`` (installed
+    once per app by ``refresh_count``)."""
+
+    def __init__(self, hub: Hub):
+        self.started: Counter[str] = Counter()
+        self.finished: Counter[str] = Counter()
+        real = hub.refresh
+
+        async def counted(name: str, *args, **kwargs):
+            self.started[name] += 1
+            try:
+                return await real(name, *args, **kwargs)
+            finally:
+                self.finished[name] += 1
+
+        hub.refresh = counted  # type: ignore[method-assign]
+
+
+def refresh_count(app: YanflowApp) -> RefreshCount:
+    count = getattr(app.hub, "_test_refresh_count", None)
+    if count is None:
+        count = RefreshCount(app.hub)
+        app.hub._test_refresh_count = count  # type: ignore[attr-defined]
+    return count
+
+
+async def refreshed(pilot, app: YanflowApp, *names: str) -> None:
+    """Ask for a refresh of ``names`` (every cluster by default) and wait until one that started after the
+    request has finished for each, and the app is idle again: its screens have drawn the result. A test that
+    asserts something did NOT change on a refresh calls this first, so the assertion can fail."""
+    count = refresh_count(app)
+    marks = {name: count.started[name] for name in names or tuple(app.hub.snapshots)}
+    for name in names or (None,):
+        app.request_refresh(name)
+    await wait_for(
+        pilot,
+        lambda: all(count.finished[name] > mark for name, mark in marks.items()),
+        what=f"a refresh of {', '.join(names)} asked for now",
+    )
+    await pilot.pause()  # the ClusterUpdated messages handled: the screens redrawn

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from jobhelpers import cleanup_state_dir, run_cli, wait_until
+from jobhelpers import cleanup_state_dir, run_cli
+from waiting import wait_until
 
 from yanflow_tui import cli, locations
-from yanflow_tui.backends import registry
 from yanflow_tui.backends.local.store import LocalStore
 
 JOB_KEYS = {"id", "cluster", "name", "user", "state", "nodes", "gpus"}
@@ -208,8 +208,8 @@ def test_an_id_on_several_clusters_needs_the_cluster_flag(env, tmp_path):
     )
 
 
-def test_unavailable_cluster_reports_and_fails_but_lists_the_others(env, tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(registry._BACKENDS, "slurm", "yanflow_tui.backends.no_such_backend_module:SlurmBackend")
+def test_unavailable_cluster_reports_and_fails_but_lists_the_others(env, tmp_path, register_backend, capsys):
+    register_backend("yanflow_tui.backends.no_such_backend_module:SlurmBackend", "slurm")
     config = tmp_path / "config.yaml"
     config.write_text("clusters:\n  - {name: here, kind: local}\n  - {name: far, kind: slurm}\n")
     code = cli.main(["--config", str(config), "nodes", "--json"])

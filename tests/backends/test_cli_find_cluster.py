@@ -7,8 +7,9 @@ import json
 import time
 
 import slurmhelpers
-from jobhelpers import cleanup_state_dir, run_cli, wait_until
+from jobhelpers import cleanup_state_dir, run_cli
 from k8shelpers import write_kubeconfig
+from waiting import wait_until
 
 from yanflow_tui import locations
 
@@ -92,7 +93,7 @@ def test_cancel_finds_a_slurm_job_beside_the_local_machine(home, fake_nvml, tmp_
         result = run_cli("--config", config, "cancel", job_id, env=env)
         assert result.returncode == 0, result.stderr
         assert f"cancelled job {job_id} on hpc" in result.stderr
-        slurmhelpers.wait_until(lambda: slurmhelpers.live_state(job_id) in (None, "CANCELLED"), what="cancelled")
+        wait_until(lambda: slurmhelpers.live_state(job_id) in (None, "CANCELLED"), what="cancelled")
     finally:
         slurmhelpers.slurm("scancel", job_id, check=False)
         cleanup_state_dir(state)

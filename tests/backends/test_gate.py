@@ -6,7 +6,6 @@ import pytest
 from jobhelpers import cleanup_state_dir
 
 from yanflow_tui import cli
-from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import Backend, Capabilities, Gate
 from yanflow_tui.backends.local.backend import LocalBackend
 from yanflow_tui.config import ClusterConfig
@@ -134,10 +133,10 @@ class SpyLocal(LocalBackend):
 
 
 @pytest.fixture
-def spy_cli(home, tmp_path, monkeypatch):
+def spy_cli(home, tmp_path, monkeypatch, register_backend):
     """A config with one local cluster whose backend class is SpyLocal; returns (config path, spec path)."""
     monkeypatch.setattr(SpyLocal, "calls", [])
-    monkeypatch.setitem(registry._BACKENDS, "local", SpyLocal)
+    register_backend(SpyLocal, "local")
     config = tmp_path / "config.yaml"
     config.write_text("clusters:\n  - name: here\n    kind: local\n")
     spec = tmp_path / "job.yaml"
@@ -199,13 +198,12 @@ def test_cli_without_read_only_reaches_the_backend(spy_cli, capsys):
     assert SpyLocal.calls == [("submit", "gated"), ("cancel", "999")]
 
 
-async def test_registered_spy_kind_behind_a_read_only_hub(monkeypatch):
-    """``registry.register`` plus the hub: the config kinds are bypassed by building the Config directly."""
+async def test_registered_spy_kind_behind_a_read_only_hub(register_backend):
+    """``registry.registered`` plus the hub: the config kinds are bypassed by building the Config directly."""
     from yanflow_tui.config import Config
     from yanflow_tui.hub import Hub
 
-    monkeypatch.setattr(registry, "_BACKENDS", dict(registry._BACKENDS))  # the registration is undone afterwards
-    registry.register("spy", SpyBackend)
+    register_backend(SpyBackend, "spy")  # the registration is undone afterwards
     hub = Hub(Config(clusters=(ClusterConfig("s", "spy"),)).with_read_only())
     backend = hub.backend("s")
     assert type(backend) is SpyBackend

@@ -7,6 +7,7 @@ import sys
 import time
 
 import pytest
+from waiting import async_wait_until
 
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import Backend, Capabilities
@@ -35,7 +36,7 @@ class ScriptedBackend(Backend):
     async def _play(self, script, default):
         step = script.pop(0) if script else default
         if step == "hang":
-            await asyncio.sleep(3600)
+            await asyncio.Event().wait()  # never set: hangs until cancelled
         if isinstance(step, BaseException):
             raise step
         return step
@@ -158,9 +159,10 @@ async def test_refresh_never_raises_when_the_call_itself_fails():
 
 
 async def test_refresh_propagates_cancellation():
-    hub = make_hub(scripted(jobs_script=["hang"]), timeout=60)
+    backend = scripted(jobs_script=["hang"])
+    hub = make_hub(backend, timeout=60)
     task = asyncio.create_task(hub.refresh("c"))
-    await asyncio.sleep(0.05)
+    await async_wait_until(lambda: not backend.jobs_script, what="the refresh hanging in list_jobs")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -202,8 +204,8 @@ async def test_one_bad_cluster_does_not_affect_another():
     assert hub.names == ["good", "bad"]
 
 
-async def test_unavailable_backend_is_an_error_with_one_line(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "slurm", "yanflow_tui.backends.no_such_backend_module:SlurmBackend")
+async def test_unavailable_backend_is_an_error_with_one_line(register_backend):
+    register_backend("yanflow_tui.backends.no_such_backend_module:SlurmBackend", "slurm")
     hub = Hub(Config(clusters=(ClusterConfig("hpc", "slurm"),)))
     backend = hub.backend("hpc")
     assert isinstance(backend, registry.UnavailableBackend)
@@ -216,11 +218,11 @@ async def test_unavailable_backend_is_an_error_with_one_line(monkeypatch):
     assert snap.health is Health.ERROR and snap.failures == 2
 
 
-async def test_backend_missing_a_package_says_which(tmp_path, monkeypatch):
+async def test_backend_missing_a_package_says_which(tmp_path, monkeypatch, register_backend):
     (tmp_path / "needs_missing_pkg.py").write_text("import yanflow_definitely_missing_sdk\nclass B: pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "needs_missing_pkg", raising=False)
-    monkeypatch.setitem(registry._BACKENDS, "determined", "needs_missing_pkg:B")
+    register_backend("needs_missing_pkg:B", "determined")
     hub = Hub(Config(clusters=(ClusterConfig("det", "determined"),)))
     snap = await hub.refresh("det")
     assert snap.health is Health.ERROR
@@ -234,8 +236,8 @@ async def test_unknown_kind_is_unavailable():
         await backend.list_jobs()
 
 
-def test_register_a_class(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "slurm", ScriptedBackend)
+def test_register_a_class(register_backend):
+    register_backend(ScriptedBackend, "slurm")
     backend = registry.create(ClusterConfig("s", "slurm"))
     assert type(backend) is ScriptedBackend
 
@@ -285,7 +287,7 @@ def test_error_text(exc, text):
     assert error_text(exc) == text
 
 
-def test_a_backend_whose_constructor_crashes_becomes_unavailable(monkeypatch):
+def test_a_backend_whose_constructor_crashes_becomes_unavailable(register_backend):
     from yanflow_tui.backends import registry
     from yanflow_tui.backends.registry import UnavailableBackend
     from yanflow_tui.config import ClusterConfig
@@ -294,7 +296,7 @@ def test_a_backend_whose_constructor_crashes_becomes_unavailable(monkeypatch):
         def __init__(self, config):
             raise RuntimeError("kubeconfig is garbage")
 
-    monkeypatch.setitem(registry._BACKENDS, "broken", Broken)
+    register_backend(Broken, "broken")
     backend = registry.create(ClusterConfig("b", "broken"))
     assert isinstance(backend, UnavailableBackend)
     assert "failed to start: RuntimeError: kubeconfig is garbage" in backend.reason

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 from k8shelpers import pod_env
-from slurmhelpers import JOBS, Jobs, live_state, slurm, wait_until
+from slurmhelpers import JOBS, Jobs, live_state, slurm
+from waiting import wait_until
 
 from yanflow_tui import formfields as ff
 from yanflow_tui import launchers

@@ -98,7 +98,7 @@ class FakeBackend(Backend):
 
     async def list_jobs(self):
         self.calls.append(("list_jobs", None))
-        if self.read_delay:
+        if self.read_delay:  # a slow cluster, when a test asks for one
             await asyncio.sleep(self.read_delay)
         if self.fail_reads:
             raise self.fail_reads
@@ -115,8 +115,8 @@ class FakeBackend(Backend):
         for line in self.logs.get(job_id, []):
             yield LogLine(job_id, line)
         job = next((j for j in self.jobs if j.id == job_id), None)
-        while follow and job is not None and not job.state.terminal:  # a running job's log stays open
-            await asyncio.sleep(3600)
+        if follow and job is not None and not job.state.terminal:  # a running job's log stays open until closed
+            await asyncio.Event().wait()
 
     async def raw_spec(self, job_id):
         job = next(j for j in self.jobs if j.id == job_id)
@@ -192,7 +192,7 @@ class FakeActionsBackend(FakeBackend):
         for done in (1024, 4096):
             if progress:
                 progress(done, 4096)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # a download takes a while: its progress is seen in steps
         target.mkdir(parents=True)
         (target / "state.bin").write_bytes(b"x" * 4096)
         return target

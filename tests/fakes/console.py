@@ -16,7 +16,7 @@ from yanflow_tui.config import ClusterConfig, Config  # noqa: E402
 
 
 def main() -> None:
-    registry._BACKENDS["fake"] = FakeBackend
+    registry.register("fake", FakeBackend)  # this process runs only the console: nothing to restore
     config = Config(clusters=(ClusterConfig("hpc", "fake", refresh_seconds=3600),), mouse="--no-mouse" not in sys.argv)
     if "--read-only" in sys.argv:
         config = config.with_read_only()

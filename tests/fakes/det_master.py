@@ -545,7 +545,7 @@ class FakeMaster:
                 drop = None if drop is None else drop - 1
             if not follow or task_id in self.finished_tasks:
                 break
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)  # a followed log: the server polls for new entries, as the master does
         await resp.write_eof()
         return resp
 
@@ -558,7 +558,7 @@ class FakeMaster:
         limit = self.drop_checkpoint_after
         if limit is not None:
             await resp.write(data[:limit])
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # the part before the drop reaches the client first
             request.transport.close()  # the connection drops mid-tar
             return resp
         for i in range(0, len(data), 4096):

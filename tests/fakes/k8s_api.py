@@ -575,7 +575,7 @@ class K8sEmulator:
                     if self.log_cut is not None:  # the fault switch: part of it, then the connection drops
                         data, self.log_cut = data[: self.log_cut], None
                         await response.write(data)
-                        await asyncio.sleep(0.05)
+                        await asyncio.sleep(0.05)  # the part before the drop reaches the client first
                         request.transport.abort()
                         return response
                     await response.write(data)

@@ -6,11 +6,12 @@ import pytest
 from fakes.backend import FakeActionsBackend, FakeBackend, FakeLoginBackend
 from paths import SAMPLES
 from textual.app import ScreenStackError
+from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
-from uihelpers import log_lines, make_app, screen_text, wait_for
+from uihelpers import log_lines, make_app, refreshed, screen_text
+from waiting import wait_for
 
 from yanflow_tui.app import YanflowApp
-from yanflow_tui.backends import registry
 from yanflow_tui.backends.local import procs
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import ClusterConfig, Config
@@ -25,13 +26,6 @@ from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.spec import load_spec
 
 LOCAL = ClusterConfig("local", "local", refresh_seconds=0.5)
-
-
-@pytest.fixture
-def fake_kind(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    FakeBackend.instances.clear()
-    return FakeBackend
 
 
 def fake_cluster(name="hpc", **kw) -> ClusterConfig:
@@ -149,8 +143,7 @@ async def test_nodes_screen_shows_gpu_cells_and_utilisation_from_nvml(home, fake
     async with app.run_test(size=(160, 30)) as pilot:
         await pilot.press("2")
         await wait_for(pilot, lambda: app.hub.snapshots["local"].nodes, what="nodes")
-        await pilot.pause(0.2)
-        text = screen_text(app)
+        text = await wait_for(pilot, lambda: "A100" in (t := screen_text(app)) and t, what="the GPU cells drawn")
         assert "□ 37 □ 37 □ 37 □ 37" in text  # a cell per GPU, its utilisation beside it when there is room
         assert "A100" in text
 
@@ -161,11 +154,12 @@ async def test_nodes_screen_without_a_driver_says_why_in_one_line(home, fake_nvm
     async with app.run_test(size=(160, 30)) as pilot:
         await pilot.press("2")
         await wait_for(pilot, lambda: app.hub.snapshots["local"].nodes, what="nodes")
-        await pilot.pause(0.2)
-        assert "NVML unavailable: NVML Shared Library Not Found" in screen_text(app)
+        await wait_for(
+            pilot, lambda: "NVML unavailable: NVML Shared Library Not Found" in screen_text(app), what="the reason"
+        )
 
 
-async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_mounts(home, fake_kind):
+async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_mounts(home, fake_backend):
     """Regression: a refresh landing between switching screens and their compose crashed the app."""
     from yanflow_tui.screens.nodes import NodesScreen
 
@@ -176,8 +170,7 @@ async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_
         app.push_screen(screen)
         assert app.screen is screen and not screen.is_mounted
         app._cluster_updated(app.hub.snapshots["hpc"])  # must not raise
-        await pilot.pause(0.2)
-        assert screen.is_mounted and "gpu02" in screen_text(app)
+        await wait_for(pilot, lambda: screen.is_mounted and "gpu02" in screen_text(app), what="drawn once mounted")
         await screen.query_one("#nodes").remove()  # as at exit: the screen is still mounted, its widgets gone
         app._cluster_updated(app.hub.snapshots["hpc"])  # must not raise either
         real = type(app).screen
@@ -193,7 +186,7 @@ async def test_data_arriving_while_a_screen_is_still_composing_is_drawn_once_it_
             type(app).screen = real
 
 
-async def test_a_failing_worker_is_said_in_one_line_and_its_traceback_goes_to_the_log(home, fake_kind):
+async def test_a_failing_worker_is_said_in_one_line_and_its_traceback_goes_to_the_log(home, fake_backend):
     """Workers run with exit_on_error=False: one that fails anyway (a bug) is never silent."""
     from yanflow_tui import applog
 
@@ -225,12 +218,12 @@ async def test_a_failing_worker_is_said_in_one_line_and_its_traceback_goes_to_th
 # -- the fake backend: read-only, rendering, keys ---------------------------------------------------
 
 
-async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_the_backend(home, fake_kind):
+async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_the_backend(home, fake_backend):
     app = make_app(fake_cluster(), read_only=True)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
         select_row(app, "hpc/101")  # a running job: cancellable if the gate were open
-        await pilot.pause(0.1)
+        await pilot.pause()  # the highlight handled: the bindings follow the selected job
         active = {key: b.binding.action for key, b in app.screen.active_bindings.items() if b.enabled}
         assert {key: active.get(key, "").split("(")[0] for key in ("c", "s", "3", "ctrl+s")} == {
             "c": "app.refuse",
@@ -254,7 +247,7 @@ async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_
             await pilot.press(key)
             await wait_for(
                 pilot,
-                lambda: notes and notes[-1].startswith(f"read-only: {what} refused"),
+                lambda what=what: notes and notes[-1].startswith(f"read-only: {what} refused"),
                 what=f"the refusal of {key}",
             )
             notes.clear()
@@ -262,23 +255,30 @@ async def test_read_only_removes_mutating_keys_and_commands_and_nothing_reaches_
         await assert_gate_refuses(FakeBackend.instances[-1], "cancel", "101")
 
 
-async def test_writable_cluster_offers_cancel_and_submit(home, fake_kind):
+async def test_writable_cluster_offers_cancel_and_submit(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
         select_row(app, "hpc/101")
-        await pilot.pause(0.1)
-        active = {key for key, b in app.screen.active_bindings.items() if b.enabled}
+        active = await wait_for(
+            pilot,
+            lambda: (
+                {"c", "s", "l"} <= (keys := {key for key, b in app.screen.active_bindings.items() if b.enabled})
+                and keys
+            ),
+            what="cancel, submit and logs keys for the running job",
+        )
         assert {"c", "s", "l"} <= active
         assert "job: cancel" in await palette_names(app)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
         await pilot.press("n")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: isinstance(app.screen, QueueScreen), what="the confirmation closed")
+        await pilot.pause()  # whatever the answer started has run
         assert FakeBackend.instances[-1].mutations == []  # declined: nothing sent
 
 
-async def test_hostile_job_name_renders_as_plain_text(home, fake_kind):
+async def test_hostile_job_name_renders_as_plain_text(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(160, 30)) as pilot:
         backend = await wait_for(pilot, lambda: FakeBackend.instances and FakeBackend.instances[-1], what="backend")
@@ -287,9 +287,7 @@ async def test_hostile_job_name_renders_as_plain_text(home, fake_kind):
         )
         app.request_refresh()
         await wait_for(pilot, lambda: "hpc/666" in rows(app), what="hostile row")
-        await pilot.pause(0.2)
-        text = screen_text(app)
-        assert "x[0];rm -rf ~ RED[/] [bold]b" in text
+        await wait_for(pilot, lambda: "x[0];rm -rf ~ RED[/] [bold]b" in screen_text(app), what="the name as text")
         assert "\x1b" not in app.export_screenshot()
         select_row(app, "hpc/666")
         await pilot.press("enter")
@@ -298,7 +296,7 @@ async def test_hostile_job_name_renders_as_plain_text(home, fake_kind):
         assert "x[0];rm -rf ~ RED[/] [bold]b" in screen_text(app)
 
 
-async def test_filter_keeps_matching_rows_and_escape_clears(home, fake_kind):
+async def test_filter_keeps_matching_rows_and_escape_clears(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
@@ -306,14 +304,13 @@ async def test_filter_keeps_matching_rows_and_escape_clears(home, fake_kind):
         await pilot.press(*"eval")
         assert rows(app) == ["hpc/102"]
         await pilot.press("enter")
-        app.request_refresh()
-        await pilot.pause(0.7)
+        await refreshed(pilot, app)
         assert rows(app) == ["hpc/102"]  # a refresh keeps the filter
         await pilot.press("escape")
         assert len(rows(app)) == 3
 
 
-async def test_rows_update_in_place_and_cursor_stays_on_its_job(home, fake_kind):
+async def test_rows_update_in_place_and_cursor_stays_on_its_job(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
@@ -331,7 +328,7 @@ async def test_rows_update_in_place_and_cursor_stays_on_its_job(home, fake_kind)
         assert table.cell_text("hpc/101", "state") == "completed"
 
 
-async def test_a_failing_cluster_is_marked_and_the_app_keeps_running(home, fake_kind):
+async def test_a_failing_cluster_is_marked_and_the_app_keeps_running(home, fake_backend):
     app = make_app(fake_cluster("good"), fake_cluster("bad"))
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(FakeBackend.instances) == 2, what="backends")
@@ -340,13 +337,13 @@ async def test_a_failing_cluster_is_marked_and_the_app_keeps_running(home, fake_
         bad.fail_reads = ConnectionError("connection refused")
         app.request_refresh("bad")
         await wait_for(pilot, lambda: app.hub.snapshots["bad"].health.value == "stale", what="stale")
-        assert "bad stale" in screen_text(app)  # the header: one short state per cluster
+        await wait_for(pilot, lambda: "bad stale" in screen_text(app), what="the header: one short state a cluster")
         assert "good/101" in rows(app) and "bad/101" in rows(app)  # last good data kept
         await pilot.press("5")  # the whole error is on the Clusters screen
         await wait_for(pilot, lambda: "connection refused" in screen_text(app), what="the error in full")
 
 
-async def test_help_lists_keys_with_binding_ids(home, fake_kind):
+async def test_help_lists_keys_with_binding_ids(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
@@ -358,7 +355,7 @@ async def test_help_lists_keys_with_binding_ids(home, fake_kind):
             assert binding_id in text
 
 
-async def test_keymap_from_config_remaps_a_binding(home, fake_kind):
+async def test_keymap_from_config_remaps_a_binding(home, fake_backend):
     app = make_app(fake_cluster(), keymap={"cancel-job": "x"})
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
@@ -370,7 +367,7 @@ async def test_keymap_from_config_remaps_a_binding(home, fake_kind):
         await wait_for(pilot, lambda: backend.mutations == [("cancel", "101")], what="cancel sent")
 
 
-async def test_submit_form_shows_errors_inline_as_you_type(home, fake_kind):
+async def test_submit_form_shows_errors_inline_as_you_type(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("3")
@@ -378,13 +375,16 @@ async def test_submit_form_shows_errors_inline_as_you_type(home, fake_kind):
         screen.query_one("#name", Input).value = "my job"
         screen.query_one("#command").text = "python train.py"
         screen.query_one("#gpus", Input).value = "two"
-        await pilot.pause(0.1)
-        errors = str(screen.query_one("#errors").render())
-        assert 'resources.gpus: expected a whole number >= 0, got "two"' in errors
+        await wait_for(
+            pilot,
+            lambda: (
+                'resources.gpus: expected a whole number >= 0, got "two"' in str(screen.query_one("#errors").render())
+            ),
+            what="the error on gpus",
+        )
         assert screen.query_one("#submit").disabled
         screen.query_one("#gpus", Input).value = "2"
-        await pilot.pause(0.1)
-        assert str(screen.query_one("#errors").render()) == "none"
+        await wait_for(pilot, lambda: str(screen.query_one("#errors").render()) == "none", what="no errors")
         await wait_for(
             pilot,
             lambda: "command: python train.py" in str(screen.query_one("#preview").render()),
@@ -398,7 +398,7 @@ async def test_submit_form_shows_errors_inline_as_you_type(home, fake_kind):
         assert screen.query_one("#name", Input).value == "my job"
 
 
-async def test_submit_form_says_whether_the_request_fits_now(home, fake_kind):
+async def test_submit_form_says_whether_the_request_fits_now(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: app.hub.snapshots["hpc"].nodes, what="nodes")
@@ -424,7 +424,7 @@ async def test_submit_form_says_whether_the_request_fits_now(home, fake_kind):
         assert str(screen.query_one("#errors").render()) == "never fits: no node in cluster hpc has 9 GPUs (largest: 8)"
         assert screen.query_one("#submit").disabled
         await pilot.press("ctrl+s")
-        await pilot.pause(0.2)
+        await pilot.pause()  # the key handled: a submission, had one started, has reached the fake
         assert not FakeBackend.instances[-1].mutations
 
 
@@ -437,7 +437,7 @@ async def open_logs_of_101(app, pilot) -> LogsScreen:
     return logs
 
 
-async def test_logs_pause_search_and_save(home, fake_kind, tmp_path, monkeypatch):
+async def test_logs_pause_search_and_save(home, fake_backend, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 20)) as pilot:
@@ -470,14 +470,16 @@ async def test_logs_pause_search_and_save(home, fake_kind, tmp_path, monkeypatch
         assert saved.stat().st_mode & 0o777 == 0o600
 
 
-async def test_palette_commands_run_their_actions(home, fake_kind):
+async def test_palette_commands_run_their_actions(home, fake_backend):
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        palette = await wait_for(
+            pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen, what="the command palette"
+        )
         await pilot.press(*"nodes: show")
-        await pilot.pause(0.4)
+        await wait_for(pilot, lambda: palette.query_one(CommandList).option_count > 0, what="the command found")
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.current_mode == "nodes", what="nodes mode via the palette")
         assert all(": " in name for name in await palette_names(app))
@@ -500,14 +502,13 @@ async def test_nodes_screen_marks_gpus_held_by_a_local_job(home, fake_nvml):
                 lambda: any(g.job_id == job_id for n in app.hub.snapshots["local"].nodes for g in n.gpus),
                 what="allocated GPUs",
             )
-            await pilot.pause(0.2)
-            assert "■ 50 ■ 50 □ 50 □ 50" in screen_text(app)
+            await wait_for(pilot, lambda: "■ 50 ■ 50 □ 50 □ 50" in screen_text(app), what="the held GPUs drawn")
             assert "local 0/1 whole free, 2/4 GPUs free" in screen_text(app)
         finally:
             await backend.cancel(job_id)
 
 
-async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_kind):
+async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_backend):
     """Letters and digits typed into the form stay text; escape leaves the field and keys work again."""
     app = make_app(fake_cluster())
     async with app.run_test(size=(120, 40)) as pilot:
@@ -534,10 +535,8 @@ async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_kind):
 
 
 @pytest.fixture
-def actions_kind(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake-actions", FakeActionsBackend)
-    FakeBackend.instances.clear()
-    return FakeActionsBackend
+def actions_kind(register_backend):
+    return register_backend(FakeActionsBackend)
 
 
 def actions_cluster(name="det") -> ClusterConfig:
@@ -553,11 +552,11 @@ async def test_group_rows_start_collapsed_and_space_expands_them_in_natural_orde
         select_row(app, "det/104")
         await pilot.press("space")
         await wait_for(pilot, lambda: "det/104_0" in rows(app), what="expanded")
-        await pilot.pause(0.1)
         order = rows(app)
         assert order[order.index("det/104") :] == ["det/104", "det/104_0", "det/104_1", "det/104_10"]
-        assert "▾ 104" in screen_text(app) and "└ 104_10" in screen_text(app)
-        await pilot.pause(1.2)  # a refresh keeps the group open and the rows in place
+        await wait_for(pilot, lambda: "└ 104_10" in screen_text(app), what="the group drawn open")
+        assert "▾ 104" in screen_text(app)
+        await refreshed(pilot, app)  # a refresh keeps the group open and the rows in place
         assert rows(app)[-4:] == ["det/104", "det/104_0", "det/104_1", "det/104_10"]
         select_row(app, "det/104_1")
         await pilot.press("space")  # from a child: collapse its group, cursor on the group row
@@ -595,7 +594,7 @@ async def test_read_only_has_no_actions_key_and_perform_is_refused(home, actions
     async with app.run_test(size=(140, 30)) as pilot:
         await wait_for(pilot, lambda: "det/101" in rows(app), what="rows")
         select_row(app, "det/101")
-        await pilot.pause(0.1)
+        await pilot.pause()  # the highlight handled: the bindings follow the selected job
         assert "a" not in {k for k, b in app.screen.active_bindings.items() if b.enabled and b.binding.show}
         assert "job: actions" not in await palette_names(app)
         notes: list[str] = []
@@ -622,8 +621,7 @@ async def test_logs_of_a_multi_rank_job_are_prefixed_and_filter_to_one_rank(home
         await pilot.press("down", "down", "enter")  # all, rank 0, rank 1
         await wait_for(pilot, lambda: logs.pane.source_filter == "rank 1", what="filter")
         assert log_lines(logs) == [f"step {i} from rank 1" for i in range(4)]
-        await pilot.pause(0.1)
-        assert "only rank 1" in screen_text(app)
+        await wait_for(pilot, lambda: "only rank 1" in screen_text(app), what="the filter shown")
         logs.pane.set_source_filter(None)
         assert len(log_lines(logs)) == 8
 
@@ -639,8 +637,7 @@ async def test_job_detail_plots_metrics_lists_checkpoints_and_downloads_one(home
         await pilot.press("enter")
         detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
         await wait_for(pilot, lambda: detail.checkpoint_list and detail.metric_points, what="metrics and checkpoints")
-        await pilot.pause(0.2)
-        text = screen_text(app)
+        text = await wait_for(pilot, lambda: "ckpt-aaa" in (t := screen_text(app)) and t, what="the checkpoints drawn")
         assert "training.loss (last 0.01099)" in text and "validation.accuracy (last 1)" in text
         assert "ckpt-aaa" in text and "4.0 KiB" in text and "accuracy=0.9" in text
         await pilot.press("d")
@@ -657,17 +654,18 @@ def prompt_open(app) -> bool:
     return type(app.screen).__name__ == "PromptScreen"
 
 
-async def test_a_cluster_that_needs_a_password_asks_once_and_a_failed_login_never_reopens_it(home, monkeypatch, caplog):
+async def test_a_cluster_that_needs_a_password_asks_once_and_a_failed_login_never_reopens_it(
+    home, register_backend, caplog
+):
     import logging
 
     caplog.set_level(logging.DEBUG)
-    monkeypatch.setitem(registry._BACKENDS, "fake-login", FakeLoginBackend)
+    register_backend(FakeLoginBackend)
     app = make_app(ClusterConfig("det", "fake-login", refresh_seconds=0.5))
     async with app.run_test(size=(120, 30)) as pilot:
         prompt = await wait_for(pilot, lambda: prompt_open(app) and app.screen, what="password prompt")
-        await pilot.pause(0.1)
-        text = screen_text(app)
-        assert "Password for alice on det" in text and "det login needed" in text
+        await wait_for(pilot, lambda: "Password for alice on det" in screen_text(app), what="the prompt drawn")
+        assert "det login needed" in screen_text(app)
         box = prompt.query_one(Input)
         assert box.password
         box.value = "wrong"
@@ -675,15 +673,14 @@ async def test_a_cluster_that_needs_a_password_asks_once_and_a_failed_login_neve
         backend = app.hub.backend("det")
         await wait_for(pilot, lambda: backend.attempts == ["bad"], what="first attempt")
         reads = backend.reads
-        await wait_for(pilot, lambda: backend.reads >= reads + 1, what="a refresh after the failure")
-        await pilot.pause(0.3)  # its snapshot reaches the app (the old code reopened the prompt here)
+        await refreshed(pilot, app)  # its snapshot reaches the app (the old code reopened the prompt here)
+        assert backend.reads > reads
         assert not prompt_open(app)  # never reopened by itself, so the next key is not swallowed
         await pilot.press("2")
         await wait_for(pilot, lambda: app.current_mode == "nodes", what="the key went to the app")
         await pilot.press("5")
         await wait_for(pilot, lambda: app.current_mode == "clusters", what="Clusters screen")
-        await pilot.pause(0.1)
-        assert "l: log in as alice" in screen_text(app)
+        await wait_for(pilot, lambda: "l: log in as alice" in screen_text(app), what="the login hint")
         await pilot.press("l")
         await wait_for(pilot, lambda: prompt_open(app), what="asked on request")
         app.screen.query_one(Input).value = FakeLoginBackend.PASSWORD
@@ -695,8 +692,8 @@ async def test_a_cluster_that_needs_a_password_asks_once_and_a_failed_login_neve
     assert FakeLoginBackend.PASSWORD not in caplog.text
 
 
-async def test_a_login_that_expires_later_says_login_needed_without_prompting(home, monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake-login", FakeLoginBackend)
+async def test_a_login_that_expires_later_says_login_needed_without_prompting(home, register_backend):
+    register_backend(FakeLoginBackend)
     app = make_app(ClusterConfig("det", "fake-login", refresh_seconds=0.5))
     async with app.run_test(size=(120, 30)) as pilot:
         box = await wait_for(
@@ -711,8 +708,8 @@ async def test_a_login_that_expires_later_says_login_needed_without_prompting(ho
         backend.logged_in = False  # the token expired on the master
         await wait_for(pilot, lambda: app.hub.snapshots["det"].login_user, what="login needed again")
         reads = backend.reads
-        await wait_for(pilot, lambda: backend.reads >= reads + 1, what="another refresh")
-        await pilot.pause(0.3)
+        await refreshed(pilot, app)  # another refresh, its snapshot handled by the app
+        assert backend.reads > reads
         assert not prompt_open(app)
         assert "det login needed" in screen_text(app)
         await app.run_action("app.show('clusters')")
@@ -734,13 +731,11 @@ async def test_the_queue_shows_my_jobs_and_u_switches_to_everyones(home, actions
     async with app.run_test(size=(140, 30)) as pilot:
         await wait_for(pilot, lambda: "det/101" in rows(app), what="rows")
         assert "det/105" not in rows(app)  # bob's
-        await pilot.pause(0.1)
-        assert "  mine" in screen_text(app)
+        await wait_for(pilot, lambda: "  mine" in screen_text(app), what="mine shown")
         await pilot.press("u")
         await wait_for(pilot, lambda: "det/105" in rows(app), what="bob's job")
         assert FakeBackend.instances[-1].all_users_calls == [False, True]  # told "mine" at start
-        await pilot.pause(0.1)
-        assert "all users" in screen_text(app)
+        await wait_for(pilot, lambda: "all users" in screen_text(app), what="all users shown")
         await pilot.press("u")
         await wait_for(pilot, lambda: "det/105" not in rows(app), what="mine again")
         assert FakeBackend.instances[-1].all_users_calls == [False, True, False]
@@ -763,7 +758,7 @@ async def test_a_group_detail_lists_its_members_by_what_differs_and_sorts_them(h
         assert table.column_values("hp.lr") == ["0.1", "0.01", "0.001"]
 
 
-async def test_a_read_only_clusters_cancel_key_says_why(home, fake_kind):
+async def test_a_read_only_clusters_cancel_key_says_why(home, fake_backend):
     app = make_app(
         ClusterConfig("hpc", "fake", refresh_seconds=3600, read_only=True),
         ClusterConfig("lab", "fake", refresh_seconds=3600),
@@ -775,13 +770,13 @@ async def test_a_read_only_clusters_cancel_key_says_why(home, fake_kind):
         await wait_for(pilot, lambda: "hpc/101" in rows(app) and "lab/101" in rows(app), what="rows")
         assert not app.read_only
         select_row(app, "hpc/101")
-        await pilot.pause(0.1)
+        await pilot.pause()  # the highlight handled before the key
         await pilot.press("c")
         await wait_for(
             pilot, lambda: "read-only: cancel refused (the cluster is read_only: true)" in notes, what="the refusal"
         )
         assert isinstance(app.screen, QueueScreen)
         select_row(app, "lab/101")
-        await pilot.pause(0.1)
+        await pilot.pause()  # the highlight handled before the key
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="lab's job: the confirmation")

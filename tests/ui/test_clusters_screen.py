@@ -10,7 +10,8 @@ import subprocess
 from k8shelpers import write_kubeconfig
 from private_sshd import free_port
 from slurmhelpers import DIR
-from uihelpers import screen_text, wait_for
+from uihelpers import screen_text
+from waiting import wait_for
 
 from yanflow_tui.app import YanflowApp
 from yanflow_tui.config import load_config
@@ -55,9 +56,11 @@ async def test_the_clusters_screen_shows_each_error_in_full_at_80x24(home, slurm
             timeout=40,
             what="three clusters in error",
         )
-        await pilot.pause(0.3)
-        text = screen_text(app)
-        assert "hostkey error" in text and "badkey error" in text and "k8s error" in text  # the header
+        await wait_for(
+            pilot,
+            lambda: all(f"{name} error" in screen_text(app) for name in ("hostkey", "badkey", "k8s")),
+            what="the header's states",
+        )  # the header
         await pilot.press("2")
         await wait_for(pilot, lambda: "badkey: error" in screen_text(app), what="Nodes says the error")
         assert "badkey: 0 node(s)" not in screen_text(app)
@@ -65,7 +68,11 @@ async def test_the_clusters_screen_shows_each_error_in_full_at_80x24(home, slurm
         await wait_for(pilot, lambda: "badkey: error" in screen_text(app), what="Queue says the error")
         await pilot.press("5")
         await wait_for(pilot, lambda: app.current_mode == "clusters", what="Clusters screen")
-        await pilot.pause(0.3)
+        await wait_for(
+            pilot,
+            lambda: squeezed(f"ssh-ed25519 {fingerprint} is not in {known}") in squeezed(screen_text(app)),
+            what="the errors in full",
+        )
         text = screen_text(app)
         flat = squeezed(text)
         assert squeezed(f'{path}:7: clusters[1].sssh: unknown key; did you mean "ssh"?') in flat

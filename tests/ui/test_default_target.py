@@ -14,9 +14,9 @@ from fakes.backend import FakeBackend
 from jobhelpers import run_cli
 from slurmhelpers import CONF
 from textual.widgets import Select
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig, Config, load_config, parse_config
 from yanflow_tui.errors import BackendError
 from yanflow_tui.hub import Hub
@@ -70,8 +70,7 @@ def test_an_explicit_kind_local_takes_jobs_but_the_scheduler_stays_the_default(h
     assert only_local.cluster_for_submit(None, None, JobKind.SINGLE) == "box"
 
 
-def test_a_read_only_scheduler_is_passed_over_for_a_writable_one(home, monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
+def test_a_read_only_scheduler_is_passed_over_for_a_writable_one(home, fake_backend):
     config = Config(
         (ClusterConfig("box", "local"), ClusterConfig("ro", "fake", read_only=True), ClusterConfig("hpc", "fake"))
     )
@@ -96,8 +95,7 @@ def test_cli_submit_without_cluster_on_a_real_slurm_login_node_renders_sbatch(ho
     ]
 
 
-async def test_the_submit_form_starts_on_the_scheduler(home, fake_nvml, monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
+async def test_the_submit_form_starts_on_the_scheduler(home, fake_nvml, fake_backend):
     app = make_app(ClusterConfig("box", "local"), ClusterConfig("hpc", "fake"))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("3")
@@ -105,8 +103,10 @@ async def test_the_submit_form_starts_on_the_scheduler(home, fake_nvml, monkeypa
         assert screen.query_one("#cluster", Select).value == "hpc"
 
 
-async def test_the_submit_form_on_a_login_node_does_not_offer_it(home, fake_nvml, tmp_path, monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "slurm", FakeBackend)  # no Slurm traffic: only the form is looked at
+async def test_the_submit_form_on_a_login_node_does_not_offer_it(
+    home, fake_nvml, tmp_path, monkeypatch, register_backend
+):
+    register_backend(FakeBackend, "slurm")  # no Slurm traffic: only the form is looked at
     config = discovered(tmp_path, monkeypatch)
     app = make_app(*config.clusters)
     async with app.run_test(size=(140, 40)) as pilot:

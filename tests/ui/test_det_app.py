@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dethelpers import PASSWORD, cluster, seed
 from textual.widgets import Input
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui.screens.queue import JobTable
 

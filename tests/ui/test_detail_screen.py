@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
-from fakes.backend import FakeBackend
 from slurmhelpers import ssh_cluster
 from textual.widgets import Static
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.spec import parse_spec
@@ -22,13 +20,7 @@ def section(screen, widget_id: str) -> str:
     return "".join(str(widget.render()) for widget in found)
 
 
-@pytest.fixture
-def fake_kind(monkeypatch, home):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    FakeBackend.instances.clear()
-
-
-async def test_detail_shows_the_gpus_the_job_holds_and_its_raw_spec(fake_kind):
+async def test_detail_shows_the_gpus_the_job_holds_and_its_raw_spec(fake_backend):
     app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
     async with app.run_test(size=(140, 50)) as pilot:
         await wait_for(pilot, lambda: app.hub.find_job("hpc", "101"), what="job 101")
@@ -39,7 +31,7 @@ async def test_detail_shows_the_gpus_the_job_holds_and_its_raw_spec(fake_kind):
         assert "gpu01" in placement and "4 of 8 GPU(s): #0 90%, #1 90%, #2 90%, #3 90%" in placement
 
 
-async def test_detail_placement_follows_the_nodes_data(fake_kind):
+async def test_detail_placement_follows_the_nodes_data(fake_backend):
     app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
     async with app.run_test(size=(140, 50)) as pilot:
         await wait_for(pilot, lambda: app.hub.find_job("hpc", "102"), what="job 102")

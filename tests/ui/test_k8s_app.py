@@ -7,7 +7,8 @@ import pytest
 from fakes.k8s_api import make_job, make_pod
 from k8shelpers import cluster
 from textual.widgets import Input
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui.errors import ReadOnlyError
 from yanflow_tui.screens.dialogs import ConfirmScreen
@@ -40,7 +41,7 @@ async def test_the_api_server_going_away_marks_the_cluster_stale_and_data_return
         emulator.stop()
         await wait_for(pilot, lambda: app.hub.snapshots["k8s"].health.value == "stale", what="stale")
         assert "unreachable" in app.hub.snapshots["k8s"].message
-        assert "stale" in screen_text(app)
+        await wait_for(pilot, lambda: "stale" in screen_text(app), what="stale drawn")
         assert "k8s/ml/train" in rows(app)  # last good data kept, the app runs on
 
         emulator.put("jobs", make_job("while-away", NS))
@@ -60,10 +61,14 @@ async def test_read_only_console_sends_no_write_to_the_api_server(home, emulator
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: "k8s/ml/train" in rows(app), what="rows")
         select_row(app, "k8s/ml/train")
-        await pilot.pause(0.1)
+        await pilot.pause()  # the highlight handled before the keys
+        notes: list[str] = []
+        notify = app.notify
+        app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
         for key in ("c", "s", "3"):
             await pilot.press(key)
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda key=key: len(notes) == 1 + "cs3".index(key), what=f"the refusal of {key}")
+            assert notes[-1].startswith("read-only:"), notes
             assert isinstance(app.screen, QueueScreen) and not isinstance(app.screen, ConfirmScreen)
         with pytest.raises(ReadOnlyError):
             await app.hub.backend("k8s").cancel("ml/train")
@@ -77,7 +82,7 @@ async def test_writable_console_cancels_a_kubernetes_job_after_confirmation(home
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: "k8s/ml/train" in rows(app), what="rows")
         select_row(app, "k8s/ml/train")
-        await pilot.pause(0.1)
+        await pilot.pause()  # the highlight handled before the key
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
         await pilot.press("y")

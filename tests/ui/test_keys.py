@@ -64,15 +64,13 @@ def test_every_action_a_screen_defines_is_on_a_key():
     assert unkeyed == []
 
 
-async def test_keymap_remaps_keys_of_the_new_screens_by_id(home, monkeypatch):
-    from fakes.backend import FakeBackend
+async def test_keymap_remaps_keys_of_the_new_screens_by_id(home, fake_backend):
     from textual.widgets import Input
-    from uihelpers import make_app, wait_for
+    from uihelpers import make_app
+    from waiting import wait_for
 
-    from yanflow_tui.backends import registry
     from yanflow_tui.config import ClusterConfig
 
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
     app = make_app(
         ClusterConfig("hpc", "fake", refresh_seconds=3600),
         keymap={"filter-nodes": "f", "toggle-theme": "f5", "sort-jobs": "S"},
@@ -93,18 +91,16 @@ async def test_keymap_remaps_keys_of_the_new_screens_by_id(home, monkeypatch):
 
 
 def fake_app():
-    from fakes.backend import FakeBackend
+    """An app over one fake cluster (the test takes the ``fake_backend`` fixture)."""
     from uihelpers import make_app
 
-    from yanflow_tui.backends import registry
     from yanflow_tui.config import ClusterConfig
 
-    registry._BACKENDS["fake"] = FakeBackend
     return make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
 
 
-async def test_the_app_keys_work_on_the_empty_logs_screen(home):
-    from uihelpers import wait_for
+async def test_the_app_keys_work_on_the_empty_logs_screen(home, fake_backend):
+    from waiting import wait_for
 
     app = fake_app()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -113,7 +109,7 @@ async def test_the_app_keys_work_on_the_empty_logs_screen(home):
         assert app.focused is None  # the hidden search box never takes the focus
         for key, mode in (("1", "queue"), ("4", "logs"), ("2", "nodes"), ("4", "logs"), ("3", "submit")):
             await pilot.press(key)
-            await wait_for(pilot, lambda: app.current_mode == mode, what=mode)
+            await wait_for(pilot, lambda mode=mode: app.current_mode == mode, what=mode)
         await pilot.press("4", "question_mark")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "HelpScreen", what="help on the empty logs")
         await pilot.press("question_mark")  # ? again closes it
@@ -122,9 +118,9 @@ async def test_the_app_keys_work_on_the_empty_logs_screen(home):
         await wait_for(pilot, lambda: app.current_mode == "queue", what="escape to the queue")
 
 
-async def test_submit_starts_on_the_cluster_chooser_and_escape_leaves_a_field_for_it(home):
+async def test_submit_starts_on_the_cluster_chooser_and_escape_leaves_a_field_for_it(home, fake_backend):
     from textual.widgets import Input
-    from uihelpers import wait_for
+    from waiting import wait_for
 
     app = fake_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -146,8 +142,8 @@ async def test_submit_starts_on_the_cluster_chooser_and_escape_leaves_a_field_fo
         await wait_for(pilot, lambda: app.current_mode == "queue", what="escape to the queue")
 
 
-async def test_a_screen_key_closes_an_open_dialog_and_q_quits_from_one(home):
-    from uihelpers import wait_for
+async def test_a_screen_key_closes_an_open_dialog_and_q_quits_from_one(home, fake_backend):
+    from waiting import wait_for
 
     app = fake_app()
     async with app.run_test(size=(120, 30)) as pilot:

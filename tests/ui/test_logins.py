@@ -9,7 +9,8 @@ from dethelpers import cluster, seed
 from private_sshd import free_port
 from slurmhelpers import slurm, ssh_cluster
 from textual.widgets import Input
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, refreshed, screen_text
+from waiting import wait_for
 
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.screens.queue import JobTable, QueueScreen
@@ -44,16 +45,14 @@ async def test_a_login_prompt_never_delays_the_slurm_rows_and_an_unreachable_mas
             lambda: "cannot reach the master" in app.hub.snapshots["dead"].message,
             what="the dead master's error",
         )
-        await pilot.pause(0.2)
-        text = screen_text(app)
+        text = await wait_for(pilot, lambda: "dead error" in (t := screen_text(app)) and t, what="the error drawn")
         assert f"{slurm_cluster.name} connecting" not in text and "dead error" in text and "det login needed" in text
         assert asked == ["det"] and app.hub.snapshots["dead"].login_user == ""
         await pilot.press("escape")  # not now
         await wait_for(pilot, lambda: not prompt_open(app), what="prompt closed")
         reads = app.hub.snapshots["det"].failures
-        app.request_refresh("det")
-        await wait_for(pilot, lambda: app.hub.snapshots["det"].failures > reads, what="another refresh of det")
-        await pilot.pause(0.3)
+        await refreshed(pilot, app, "det")  # another refresh of det, its snapshot handled by the app
+        assert app.hub.snapshots["det"].failures > reads
         assert not prompt_open(app) and asked == ["det"]
 
 
@@ -66,7 +65,7 @@ async def test_a_wrong_password_on_a_real_master_does_not_reopen_the_prompt(mast
         await pilot.press("enter")
         await wait_for(pilot, lambda: not prompt_open(app), what="prompt closed")
         failures = app.hub.snapshots["det"].failures
-        await wait_for(pilot, lambda: app.hub.snapshots["det"].failures > failures, what="a refresh after the failure")
-        await pilot.pause(0.3)
+        await refreshed(pilot, app, "det")  # a refresh after the failure, its snapshot handled by the app
+        assert app.hub.snapshots["det"].failures > failures
         assert not prompt_open(app)
         assert "det login needed" in screen_text(app)

@@ -9,13 +9,13 @@ import stat
 from dataclasses import replace
 
 import pytest
-from fakes.backend import FakeActionsBackend, FakeBackend
+from fakes.backend import FakeActionsBackend
 from paths import SAMPLES
 from textual.widgets import Input
-from uihelpers import log_lines, make_app, screen_text, wait_for
+from uihelpers import log_lines, make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui import logstore
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import JobState, LogLine
@@ -51,10 +51,8 @@ class StreamingBackend(FakeActionsBackend):
 
 
 @pytest.fixture
-def stream_kind(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake-stream", StreamingBackend)
-    FakeBackend.instances.clear()
-    return StreamingBackend
+def stream_kind(register_backend):
+    return register_backend(StreamingBackend)
 
 
 @pytest.fixture
@@ -77,7 +75,9 @@ async def open_logs(app, pilot, *job_ids: str) -> LogsScreen:
         logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs screen")
         await wait_for(
             pilot,
-            lambda: logs.pane is not None and logs.pane.job.id == job_id and logs.pane.view.size.height > 0,
+            lambda logs=logs, job_id=job_id: (
+                logs.pane is not None and logs.pane.job.id == job_id and logs.pane.view.size.height > 0
+            ),
             what=f"pane of {job_id}",
         )
     return logs
@@ -175,7 +175,7 @@ async def test_follow_sticks_to_the_tail_and_pause_holds_the_view(home, stream_k
         assert not view.following and "PAUSED" in screen_text(app)
         fake.feed("101", *(f"line {i}" for i in range(200, 400)))
         await wait_for(pilot, lambda: len(view.store) == 400, what="more lines")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: view.max_scroll_y >= 400 - height, what="the view grown to hold them")
         assert view.top_line == 200 - height  # paused: the view stays put
 
         await pilot.press("p")
@@ -323,9 +323,8 @@ async def test_a_spilled_pane_shows_the_right_lines_when_scrolled_to_the_top(hom
         view = await spilled_view(app, pilot)
         await pilot.press("home")
         await wait_for(pilot, lambda: view.top_line == 0, what="top")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "line 0" in screen_text(app), what="the first lines drawn")
         assert row_texts(view)[:3] == ["line 0", "line 1", "line 2"]
-        assert "line 0" in screen_text(app)
         view.scroll_to(y=1_234, animate=False)
         await wait_for(pilot, lambda: view.top_line == 1_234, what="middle")
         assert row_texts(view)[0] == "line 1234"
@@ -365,7 +364,9 @@ async def test_error_keys_jump_to_error_and_traceback_lines(home, stream_kind, s
         assert view.store.spilled > 700  # the first error is read back from disk (in a thread)
         for expected in (700, 2_000, 2_500):
             await pilot.press("e")
-            await wait_for(pilot, lambda: view.current_line == expected, what=f"error line {expected}")
+            await wait_for(
+                pilot, lambda expected=expected: view.current_line == expected, what=f"error line {expected}"
+            )
             assert not view.following
             assert special[expected] in row_texts(view)
         await pilot.press("E")

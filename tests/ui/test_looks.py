@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import re
 
-import pytest
-from fakes.backend import FakeBackend
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
-
-
-@pytest.fixture
-def fake_kind(monkeypatch, home):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    FakeBackend.instances.clear()
 
 
 def colours(svg: str) -> set[str]:
@@ -27,7 +19,7 @@ def is_grey(colour: str) -> bool:
     return max(r, g, b) - min(r, g, b) <= 8
 
 
-async def test_ctrl_t_switches_between_the_light_and_the_dark_theme(fake_kind):
+async def test_ctrl_t_switches_between_the_light_and_the_dark_theme(fake_backend):
     app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "train-resnet" in screen_text(app), what="rows")
@@ -36,14 +28,13 @@ async def test_ctrl_t_switches_between_the_light_and_the_dark_theme(fake_kind):
         assert not all(is_grey(c) for c in dark)  # states are coloured when colour is allowed
         await pilot.press("ctrl+t")
         assert not app.current_theme.dark
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: colours(app.export_screenshot()) != dark, what="redrawn in the light theme")
         assert "train-resnet" in screen_text(app)  # redrawn, nothing lost
-        assert colours(app.export_screenshot()) != dark
         await pilot.press("ctrl+t")
         assert app.current_theme.dark
 
 
-async def test_no_color_renders_in_greys_only_and_keeps_the_text(fake_kind, monkeypatch):
+async def test_no_color_renders_in_greys_only_and_keeps_the_text(fake_backend, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
     async with app.run_test(size=(120, 30)) as pilot:

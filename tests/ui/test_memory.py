@@ -7,18 +7,13 @@ from __future__ import annotations
 import gc
 
 import pytest
-from fakes.backend import FakeBackend
 from textual.widgets._footer import FooterKey
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 
-
-@pytest.fixture(autouse=True)
-def fake_kind(monkeypatch, home):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    FakeBackend.instances.clear()
+pytestmark = pytest.mark.usefixtures("fake_backend", "home")
 
 
 def live_footer_keys() -> tuple[int, int]:
@@ -36,7 +31,7 @@ async def test_switching_screens_and_filtering_leaves_no_dead_footer_keys():
         async def cycle():
             for key in ("2", "1", "slash", "x", "escape"):
                 await pilot.press(key)
-            await pilot.pause(0.05)
+            await pilot.pause()  # the screens' mounts and removals handled before counting
 
         for _ in range(3):  # every screen composed once
             await cycle()

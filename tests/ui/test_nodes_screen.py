@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 from fakes.backend import FakeBackend, FakeLongBackend
 from textual.widgets import Static
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.capacity import GroupSummary
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import Gpu, GpuState, JobState, Node
@@ -112,10 +112,9 @@ class ManyLongBackend(FakeLongBackend):
 
 
 @pytest.fixture
-def kinds(monkeypatch):
+def kinds(register_backend):
     for backend in (FakeBackend, GridBackend, BigBackend, FakeLongBackend, ManyLongBackend):
-        monkeypatch.setitem(registry._BACKENDS, backend.kind, backend)
-    FakeBackend.instances.clear()
+        register_backend(backend)
 
 
 def cluster(kind="fake-grid", name="hpc") -> ClusterConfig:
@@ -322,13 +321,15 @@ async def test_only_lines_on_screen_are_drawn_and_a_refresh_redraws_only_changed
     app = make_app(cluster("fake-big", "big"))
     async with app.run_test(size=(120, 40)) as pilot:
         grid = await open_nodes(pilot, app, 2000)
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: drawn, what="the first screenful drawn")
+        await pilot.pause()  # the whole first paint done
         assert grid.row_count == 2005
         first = set(drawn)
         assert 0 < len(first) <= 40  # a screenful, not 2,005 rows
         drawn.clear()
         await pilot.press("pagedown", "pagedown")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: drawn, what="the rows paged to drawn")
+        await pilot.pause()  # the whole repaint done
         assert 0 < len(set(drawn)) <= 2 * 40
         drawn.clear()
         backend = app.hub.backend("big")
@@ -339,7 +340,8 @@ async def test_only_lines_on_screen_are_drawn_and_a_refresh_redraws_only_changed
                 backend.nodes[i] = big_node("big", i, util=2.0)
         app.request_refresh("big")
         await wait_for(pilot, lambda: "▣" in grid.row_text(on_screen[3]), what="changed rows")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: {on_screen[3], on_screen[5]} <= set(drawn), what="the changed rows redrawn")
+        await pilot.pause()  # the whole repaint done
         node_rows = {k for k in drawn if isinstance(k, str)}
         assert node_rows <= changed | {grid.cursor_key}  # unchanged rows come from the strip cache
         assert "big/n1999" not in drawn  # changed, but off screen: drawn when scrolled to
@@ -406,9 +408,8 @@ async def test_at_80x24_every_gpu_cell_of_8_and_16_gpu_nodes_is_on_screen(home, 
     app = make_app(cluster("fake-many-long"))
     async with app.run_test(size=(80, 24)) as pilot:
         grid = await open_nodes(pilot, app, 23)
-        await pilot.pause(0.2)
+        text = await wait_for(pilot, lambda: "■■■■■■■■" in (t := screen_text(app)) and t, what="the cells drawn")
         assert grid.scrollable_content_region.width < grid.size.width  # the scrollbar is there
-        text = screen_text(app)
         assert "■■■■■■■■" in text  # dgx-a100-node-0041: all 8 busy
         assert "■■■■■□□□" in text  # dgx-a100-node-0042: 5 of 8
         assert "■■■□□□□□□□□□□□□□" in text  # dgx-h100-node-0101: 3 of 16
@@ -425,14 +426,12 @@ async def test_gpu_cells_that_cannot_fit_are_counted_at_the_edge_and_reached_wit
     app = make_app(cluster("fake-long"))
     async with app.run_test(size=(50, 24)) as pilot:
         grid = await open_nodes(pilot, app, 3)
-        await pilot.pause(0.2)
         key = "hpc/dgx-h100-node-0101"
-        hidden = grid.offscreen_cells(key)
-        assert hidden > 0
+        hidden = await wait_for(pilot, lambda: grid.offscreen_cells(key), what="cells past the edge")
         row = 1 + grid.row_keys().index(key)
         assert grid.render_line(row).text.rstrip().endswith(f"+{hidden}›")
         assert f"+{hidden}›" in screen_text(app)
         await put_cursor(pilot, grid, key, 15)  # the last GPU: the grid scrolls to it
-        await pilot.pause(0.2)
-        assert grid.cursor_cell.index == 15 and grid.offscreen_cells(key) == 0
+        await wait_for(pilot, lambda: grid.offscreen_cells(key) == 0, what="scrolled to the last GPU")
+        assert grid.cursor_cell.index == 15
         assert not grid.render_line(row).text.rstrip().endswith("›")

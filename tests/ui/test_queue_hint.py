@@ -3,12 +3,11 @@ goes (the real path) with a minimal Slurm example; when a filter hides every job
 
 from __future__ import annotations
 
-from fakes.backend import FakeBackend
 from textual.widgets import Input
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui.app import YanflowApp
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig, Config
 from yanflow_tui.hub import Hub
 from yanflow_tui.screens.queue import QueueHint
@@ -21,7 +20,7 @@ def _hint(app) -> str:
 
 async def _first_refresh(pilot, name: str) -> None:
     await wait_for(pilot, lambda: pilot.app.hub.snapshots[name].updated is not None, what="first refresh")
-    await pilot.pause(0.1)
+    await pilot.pause()  # its snapshot handled: the hint follows it
 
 
 async def test_a_first_start_says_how_to_submit_and_where_the_config_goes(home, fake_nvml):
@@ -48,9 +47,7 @@ async def test_the_hint_names_the_config_file_in_use(home, fake_nvml, tmp_path):
         assert "Read-only: submitting is off." in text and "s submits" not in text
 
 
-async def test_a_filter_that_hides_every_job_says_how_many(home, monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    FakeBackend.instances.clear()
+async def test_a_filter_that_hides_every_job_says_how_many(home, fake_backend):
     app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
     app.all_users = True
     async with app.run_test(size=(100, 30)) as pilot:

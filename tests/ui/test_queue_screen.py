@@ -10,20 +10,18 @@ from datetime import timedelta
 import pytest
 from fakes.backend import FIXED, LONG_NAMES, FakeActionsBackend, FakeBackend, FakeLongBackend
 from textual.widgets import Input, Static
-from uihelpers import FIXED_NOW, make_app, screen_text, wait_for
+from uihelpers import FIXED_NOW, make_app, refreshed, screen_text
+from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.queue import JobTable
 
 
 @pytest.fixture(autouse=True)
-def fake_kinds(monkeypatch, home):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    monkeypatch.setitem(registry._BACKENDS, "fake-actions", FakeActionsBackend)
-    monkeypatch.setitem(registry._BACKENDS, "fake-long", FakeLongBackend)
-    FakeBackend.instances.clear()
+def fake_kinds(register_backend, home):
+    for backend in (FakeBackend, FakeActionsBackend, FakeLongBackend):
+        register_backend(backend)
 
 
 def hpc(**kw) -> ClusterConfig:
@@ -36,14 +34,6 @@ def table(app) -> JobTable:
 
 def rows(app) -> list[str]:
     return table(app).row_keys
-
-
-async def refreshed(pilot, app, backend) -> None:
-    """Ask for a refresh and wait until the backend was read again and the screen redrawn."""
-    calls = len(backend.calls)
-    app.request_refresh()
-    await wait_for(pilot, lambda: len(backend.calls) > calls + 1, what="refresh")
-    await pilot.pause(0.2)
 
 
 async def sort_by(pilot, app, column: str) -> None:
@@ -100,7 +90,7 @@ async def test_sorting_by_gpus_and_age_is_numeric_not_textual(home):
             replace(backend.job("110", "big", JobState.RUNNING, gpus=10), submit_time=FIXED + timedelta(minutes=1))
         )  # 9 minutes old
         backend.jobs[0] = replace(backend.jobs[0], submit_time=FIXED - timedelta(hours=2))  # 101: 2 hours old
-        await refreshed(pilot, app, backend)
+        await refreshed(pilot, app)
         await wait_for(pilot, lambda: len(rows(app)) == 4, what="new job")
         await sort_by(pilot, app, "gpus")
         assert rows(app) == ["hpc/103", "hpc/101", "hpc/102", "hpc/110"]  # -, 4, 8, 10 (text: 10 before 4)
@@ -138,7 +128,7 @@ async def test_sorting_keeps_an_expanded_groups_members_under_it(home):
         at = order.index("det/104")
         assert order[at : at + 4] == ["det/104", "det/104_10", "det/104_1", "det/104_0"]
         assert order[0] == "det/101"  # train-resnet first, reversed
-        await pilot.pause(1.2)  # refreshes keep the sort and the group together
+        await refreshed(pilot, app)  # refreshes keep the sort and the group together
         assert rows(app) == order
 
 
@@ -148,17 +138,15 @@ async def test_cursor_and_scroll_survive_refreshes_that_change_rows(home):
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         backend = FakeBackend.instances[-1]
         backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(300))
-        await refreshed(pilot, app, backend)
+        await refreshed(pilot, app)
         await wait_for(pilot, lambda: len(rows(app)) == 303, what="bulk rows")
         assert table(app).move_cursor_to_key("hpc/1150")
-        await pilot.pause(0.1)
-        top = table(app).scroll_offset.y
-        assert top > 100
+        top = await wait_for(pilot, lambda: (y := table(app).scroll_offset.y) > 100 and y, what="scrolled to 1150")
         for i in range(0, 300, 7):  # some rows change state, some go, one arrives at the end
             backend.jobs[3 + i] = replace(backend.jobs[3 + i], state=JobState.RUNNING)
         del backend.jobs[200]
         backend.jobs.append(backend.job("5000", "late", JobState.PENDING))
-        await refreshed(pilot, app, backend)
+        await refreshed(pilot, app)
         await wait_for(pilot, lambda: "hpc/5000" in rows(app), what="changes")
         assert table(app).cursor_key == "hpc/1150" and app.screen.selected_job().id == "1150"
         assert table(app).scroll_offset.y == top
@@ -170,7 +158,7 @@ async def test_an_unchanged_refresh_reuses_every_row(home):
     async with app.run_test(size=(120, 20)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         before = {key: table(app).get_row(key) for key in rows(app)}
-        await refreshed(pilot, app, FakeBackend.instances[-1])
+        await refreshed(pilot, app)
         assert all(table(app).get_row(key) is row for key, row in before.items())
 
 
@@ -198,8 +186,7 @@ async def test_ages_come_from_the_clock_when_drawn(home):
         assert table(app).cell_text("hpc/101", "age") == "3h"  # no rebuild of the row
         app.screen.refresh_data()
         assert table(app).get_row("hpc/101") is row
-        await pilot.pause(0.2)
-        assert "3h" in screen_text(app)
+        await wait_for(pilot, lambda: "3h" in screen_text(app), what="the new age drawn")
 
 
 async def test_the_footer_follows_the_selected_job_but_is_redrawn_only_when_its_keys_change(home):
@@ -218,16 +205,17 @@ async def test_the_footer_follows_the_selected_job_but_is_redrawn_only_when_its_
         app.screen.bindings_updated_signal.subscribe(app.screen, lambda screen: redraws.append(1))
         table(app).move_cursor_to_key("hpc/102")  # also running-or-pending: the same keys
         app.screen.refresh_data()
-        await pilot.pause(0.2)
+        await pilot.pause()  # the highlight and the redraw handled
         assert redraws == []
+        table(app).move_cursor_to_key("hpc/103")  # other keys: the footer is redrawn (the spy sees it)
+        await wait_for(pilot, lambda: redraws, what="a footer redraw for different keys")
 
 
 async def test_at_80_columns_reason_nodes_and_age_give_way_before_name_drops_under_16(home):
     app = make_app(ClusterConfig("slurm-site-a", "fake-long", refresh_seconds=3600))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
-        await pilot.pause(0.2)
-        text = screen_text(app)
+        text = await wait_for(pilot, lambda: LONG_NAMES[0][:16] in (t := screen_text(app)) and t, what="names drawn")
         for name in LONG_NAMES:  # at least 16 characters of every name on screen
             assert name[:16] in text
         assert "REASON" not in text and "QOSMax" not in text  # REASON gave way first
@@ -238,5 +226,5 @@ async def test_at_80_columns_reason_nodes_and_age_give_way_before_name_drops_und
     ) as pilot:
         app = pilot.app
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
-        await pilot.pause(0.2)
-        assert table(app).hidden_columns == () and "QOSMaxGRESPerUser" in screen_text(app)
+        await wait_for(pilot, lambda: "QOSMaxGRESPerUser" in screen_text(app), what="the reason drawn")
+        assert table(app).hidden_columns == ()

@@ -4,13 +4,15 @@ outage (``scripts/slurm-cluster up`` first; these fail, not skip, without it).""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from dataclasses import replace
 
-from slurmhelpers import DIR, ROOT, async_wait, live_state, short_spec_text, sinfo_gpus, squeue_job, ssh_cluster
+from slurmhelpers import DIR, ROOT, live_state, short_spec_text, sinfo_gpus, squeue_job, ssh_cluster
 from textual.widgets import Input
-from uihelpers import log_lines, make_app, screen_text, wait_for
+from uihelpers import log_lines, make_app, screen_text
+from waiting import async_wait_until, wait_for
 
 from yanflow_tui.hub import Health
 from yanflow_tui.model import JobState
@@ -70,7 +72,7 @@ async def test_submit_screen_job_shows_in_queue_nodes_and_logs(home, slurm_dir, 
         cluster_name, job_id = await wait_for(pilot, lambda: getattr(screen, "last_submitted", None), what="sent")
         slurm_jobs.add(job_id)
         assert cluster_name == c.name
-        record = await async_wait(lambda: (j := squeue_job(job_id)) and j["job_state"] == "RUNNING" and j, 30)
+        record = await async_wait_until(lambda: (j := squeue_job(job_id)) and j["job_state"] == "RUNNING" and j, 30)
         assert record["node_count"] == 2 and record["tres_per_node"] == "gres:gpu:a100:4"
         # Nodes screen agrees with sinfo during the job.
         await pilot.press("2")
@@ -130,13 +132,13 @@ async def test_cancel_from_the_queue_ends_the_job_in_squeue(home, slurm_dir, slu
         job_id = slurm_jobs.add(await backend.submit(spec))
         key = f"{c.name}/{job_id}"
         await wait_for(pilot, lambda: key in rows(app), what="row")
-        await async_wait(lambda: live_state(job_id) == "RUNNING", 30, "running")
+        await async_wait_until(lambda: live_state(job_id) == "RUNNING", 30, "running")
         table = app.screen.query_one(JobTable)
         table.move_cursor_to_key(key)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
         await pilot.press("y")
-        await async_wait(lambda: live_state(job_id) in ("CANCELLED", None), 20, "cancelled in squeue")
+        await async_wait_until(lambda: live_state(job_id) in ("CANCELLED", None), 20, "cancelled in squeue")
         await wait_for(
             pilot,
             lambda: (j := app.hub.find_job(c.name, job_id)) is None or j.state.terminal,
@@ -154,9 +156,12 @@ async def test_controller_outage_marks_the_cluster_stale_and_the_app_recovers(ho
         try:
             os.kill(pid, 15)
             await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.STALE, timeout=40, what="stale")
-            assert "stale" in screen_text(app) and app.is_running
+            await wait_for(pilot, lambda: "stale" in screen_text(app), what="stale drawn")
+            assert app.is_running
         finally:
-            up = subprocess.run([str(ROOT / "scripts" / "slurm-cluster"), "up"], capture_output=True, text=True)
+            up = await asyncio.to_thread(
+                subprocess.run, [str(ROOT / "scripts" / "slurm-cluster"), "up"], capture_output=True, text=True
+            )
             assert up.returncode == 0, up.stderr
         await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.OK, timeout=60, what="back")
         assert app.hub.snapshots[c.name].nodes

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 from fakes.backend import FakeBackend, FakeLongBackend
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 
@@ -18,10 +18,9 @@ SIZES = [(80, 24), (200, 50)]
 
 
 @pytest.fixture(autouse=True)
-def fake_kind(monkeypatch, home):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    monkeypatch.setitem(registry._BACKENDS, "fake-long", FakeLongBackend)
-    FakeBackend.instances.clear()
+def fake_kind(register_backend, home):
+    register_backend(FakeBackend)
+    register_backend(FakeLongBackend)
 
 
 def app_for_snapshot(read_only: bool = False):
@@ -31,7 +30,8 @@ def app_for_snapshot(read_only: bool = False):
 async def settle(pilot) -> None:
     app = pilot.app
     await wait_for(pilot, lambda: app.hub.snapshots["hpc"].updated is not None, what="first refresh")
-    await pilot.pause(0.2)
+    await pilot.pause()  # its snapshot handled: the screen drawn
+    await pilot.wait_for_scheduled_animations()
     for widget in app.screen.query("Input, TextArea"):
         widget.cursor_blink = False
 
@@ -41,7 +41,6 @@ def snapshot(snap_compare, app, press=(), size=(80, 24)):
         await settle(pilot)
         if press:
             await pilot.press(*press)
-            await pilot.pause(0.3)
             await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -103,7 +102,7 @@ class FailingBackend(FakeBackend):
         self.fail_reads = BackendError(config.options["error"])
 
 
-def test_clusters_screen(snap_compare, monkeypatch):
+def test_clusters_screen(snap_compare, register_backend):
     """At 80x24: an unknown host key (fingerprint and known_hosts line), a bad config key
     (file:line) and a dead Kubernetes API, each in full, beside a healthy cluster."""
     from uihelpers import FIXED_NOW
@@ -112,7 +111,7 @@ def test_clusters_screen(snap_compare, monkeypatch):
     from yanflow_tui.config import Config, parse_config
     from yanflow_tui.hub import Hub
 
-    monkeypatch.setitem(registry._BACKENDS, "fake-failing", FailingBackend)
+    register_backend(FailingBackend)
     bad = parse_config(
         "clusters:\n  - name: badkey\n    kind: slurm\n    sssh: login\n",
         "/home/alice/.config/yanflow/config.yaml",
@@ -136,6 +135,8 @@ def test_clusters_screen(snap_compare, monkeypatch):
             what="every cluster refreshed once",
         )
         await pilot.press("5")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: app.current_mode == "clusters", what="the Clusters screen")
+        await pilot.pause()  # drawn
+        await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -4,17 +4,25 @@ away in a dialog (Nodes, Logs, the Queue's filter note); ``cut_at_word`` on its 
 from __future__ import annotations
 
 import pytest
-from fakes.backend import FakeBackend, FakeLongBackend
+from fakes.backend import FakeLongBackend
 from rich.text import Text
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 from yanflow_tui.screens.dialogs import FullTextScreen
 from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.widgets.gpugrid import GpuGrid
 from yanflow_tui.screens.widgets.status_line import StatusLine, cut_at_word
+
+
+def dialog_drawn(app) -> bool:
+    """The full-text dialog is up and its last words are on screen."""
+    if not isinstance(app.screen, FullTextScreen):
+        return False
+    held = " ".join(str(w.render()) for w in app.screen.query(".full-text"))
+    return bool(held.split()) and " ".join(held.split()[-2:]) in screen_text(app)
 
 
 def dialog_text(app) -> str:
@@ -29,9 +37,8 @@ NOTE = "NVML unavailable: NVML Shared Library Not Found on this host"
 
 
 @pytest.fixture(autouse=True)
-def kinds(monkeypatch, home):
-    monkeypatch.setitem(registry._BACKENDS, "fake-long", FakeLongBackend)
-    FakeBackend.instances.clear()
+def kinds(register_backend, home):
+    register_backend(FakeLongBackend)
 
 
 def site() -> ClusterConfig:
@@ -66,14 +73,13 @@ async def test_the_nodes_status_line_is_cut_at_a_word_and_i_shows_all_of_it(home
         )
         await wait_for(pilot, lambda: grid.node_count == 3, what="nodes in the grid")
         assert grid.select_key("slurm-site-a/dgx-a100-node-0042", None)
-        await pilot.pause(0.2)
         line = app.screen.query_one("#node-status", StatusLine)
-        assert NOTE in line.full_text.plain and line.truncated
+        await wait_for(pilot, lambda: NOTE in line.full_text.plain and line.truncated, what="the note, cut")
         drawn = check_cut(line)
         assert drawn in screen_text(app)
         await pilot.press("i")
         dialog = await wait_for(pilot, lambda: isinstance(app.screen, FullTextScreen) and app.screen, what="dialog")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: dialog_drawn(app), what="the dialog drawn to its end")
         text = dialog_text(app)
         assert NOTE in text and "enter: jobs on this node" in text  # the whole line, wrapped
         await pilot.press("escape")
@@ -101,12 +107,11 @@ async def test_the_logs_status_line_with_a_long_error_is_cut_at_a_word(home):
             what="logs",
         )
         await wait_for(pilot, lambda: "error:" in line.full_text.plain, what="the error in the status")
-        await pilot.pause(0.2)
-        assert line.truncated
+        await wait_for(pilot, lambda: line.truncated, what="the status cut")
         check_cut(line)
         await pilot.press("i")
         await wait_for(pilot, lambda: isinstance(app.screen, FullTextScreen), what="dialog")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: dialog_drawn(app), what="the dialog drawn to its end")
         assert "reading the job's output file /scratch/alice/ddp-llama-70b/slurm-4815162.out" in dialog_text(app)
 
 
@@ -117,10 +122,10 @@ async def test_a_long_filter_error_is_cut_at_a_word_and_shown_whole_on_i(home):
         await pilot.press("slash", *"gpus:>four", "enter")
         line = app.screen.query_one("#filter-error", StatusLine)
         await wait_for(pilot, lambda: line.display and line.full_text.plain, what="filter error")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: str(line.render()), what="the error drawn")
         if line.truncated:
             check_cut(line)
         await pilot.press("i")
         await wait_for(pilot, lambda: isinstance(app.screen, FullTextScreen), what="dialog")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: dialog_drawn(app), what="the dialog drawn to its end")
         assert " ".join(line.full_text.plain.split()) in dialog_text(app)

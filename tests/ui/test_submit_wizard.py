@@ -14,7 +14,8 @@ import yaml
 from fakes.backend import FakeBackend
 from paths import SAMPLES
 from textual.widgets import Input, OptionList, Select
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
 from yanflow_tui import drafts
 from yanflow_tui import formfields as ff
@@ -62,10 +63,9 @@ class NarrowBackend(FakeBackend):
 
 
 @pytest.fixture(autouse=True)
-def fakes(monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "fake", FakeBackend)
-    monkeypatch.setitem(registry._BACKENDS, "narrow", NarrowBackend)
-    FakeBackend.instances.clear()
+def fakes(register_backend):
+    register_backend(FakeBackend)
+    register_backend(NarrowBackend)
 
 
 def hpc(**kw) -> ClusterConfig:
@@ -103,7 +103,15 @@ async def choose(pilot, screen, selector: str, value: str, field_row: str | None
     screen.query_one(selector, Select).value = value
     if field_row:
         await wait_for(pilot, lambda: field_row in rows(screen), what=f"field {field_row}")
-    await pilot.pause(0.05)
+    await pilot.pause()  # the Select's Changed message handled: the form follows the choice
+
+
+async def no_submit_in_flight(pilot, app) -> None:
+    """Wait until every submission the form started has finished: one sent has reached the backend by then."""
+    await pilot.pause()  # the key handled: a submission it starts is a worker by now
+    await wait_for(
+        pilot, lambda: not any(w.group == "submit" and not w.is_finished for w in app.workers), what="no submit left"
+    )
 
 
 async def type_into(pilot, screen, selector: str, keys: str, clear: bool = True) -> None:
@@ -364,8 +372,7 @@ async def test_saved_template_loads_back_into_the_same_form(home):
         assert {"slurm-batch", "k8s-torchrun"} <= {t.name for t in picker.templates if t.origin == "sample"}
         await pilot.press("enter")
         await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "ddp run [0]", what="loaded")
-        await pilot.pause(0.3)
-        assert form_state(screen) == saved
+        await wait_for(pilot, lambda: form_state(screen) == saved, what="the whole template in the form")
 
 
 async def test_a_sample_with_fields_the_form_lacks_keeps_and_names_them(home):
@@ -416,7 +423,7 @@ async def test_the_unfinished_form_survives_an_app_restart_and_goes_after_a_subm
         await pilot.press("ctrl+s", "ctrl+s")  # twice: still one submit
         await wait_for(pilot, lambda: screen.last_submitted, what="submitted")
         await wait_for(pilot, lambda: not path.exists(), what="draft removed")
-        await pilot.pause(NarrowBackend.submit_delay * 2)  # a second submit, had one been sent, lands by now
+        await no_submit_in_flight(pilot, app)  # a second submit, had one been sent, has landed by now
         assert [c[0] for c in app.hub.backend("small").mutations] == ["submit"]
 
 
@@ -527,7 +534,8 @@ def test_every_real_backend_form_renders_for_every_kind_it_runs(kind, home):
 
 
 async def test_slurm_form_shows_partition_previews_sbatch_and_submits_a_real_job(home, slurm_dir, slurm_jobs):
-    from slurmhelpers import async_wait, squeue_job, ssh_cluster
+    from slurmhelpers import squeue_job, ssh_cluster
+    from waiting import async_wait_until
 
     cluster = replace(
         ssh_cluster(nodes_refresh_seconds=0.5, partition="cpu"),
@@ -552,7 +560,7 @@ async def test_slurm_form_shows_partition_previews_sbatch_and_submits_a_real_job
         await pilot.press("ctrl+s")
         cluster_name, job_id = await wait_for(pilot, lambda: screen.last_submitted, what="submitted")
         slurm_jobs.add(job_id)
-        record = await async_wait(lambda: squeue_job(job_id), 20, "in squeue")
+        record = await async_wait_until(lambda: squeue_job(job_id), 20, "in squeue")
         assert record["name"] == "yf-wizard" and record["partition"] == "cpu"
 
 
@@ -606,8 +614,7 @@ async def test_a_choice_value_that_looks_like_markup_is_shown_as_text():
 
     app = One()
     async with app.run_test(size=(60, 10)) as pilot:
-        await pilot.pause(0.1)
-        select = app.query_one("Select")
+        select = await wait_for(pilot, lambda: app.query("Select") and app.query_one("Select"), what="the Select")
         assert select.value == "x[/y]"
         assert "x[/y]" in app.export_screenshot().replace("&#x2F;", "/")
 
@@ -662,7 +669,7 @@ async def test_a_failed_load_after_a_submit_keeps_the_form_and_submits_nothing(h
         assert "not loaded" in problems(screen)  # and says why Submit is off
         await pilot.press("ctrl+s")
         screen.action_submit()  # the key and the action both refuse
-        await pilot.pause(0.3)
+        await no_submit_in_flight(pilot, app)
         assert [c[0] for c in app.hub.backend("hpc").mutations] == ["submit"]
 
         # Clearing the box (or naming the loaded file again) is the form the user sees: Submit is back.
@@ -683,7 +690,7 @@ async def test_a_path_typed_but_not_loaded_disables_submit_until_it_is_loaded(ho
         screen.query_one("#spec-path", Input).value = str(second)  # typed, not loaded yet
         await wait_for(pilot, lambda: screen.query_one("#submit").disabled, what="disabled")
         screen.action_submit()
-        await pilot.pause(0.2)
+        await no_submit_in_flight(pilot, app)
         assert app.hub.backend("hpc").mutations == []
         await load_path(pilot, screen, str(second))
         await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "second", what="loaded")
@@ -712,7 +719,7 @@ async def test_a_failed_load_creates_no_second_job_on_the_local_backend(home, tm
             await load_path(pilot, screen, str(tmp_path / "missing.yaml"))
             await wait_for(pilot, lambda: "no such file" in problems(screen), what="the load error")
             await pilot.press("ctrl+s")
-            await pilot.pause(0.5)
+            await no_submit_in_flight(pilot, app)
             jobs = [j for j in await backend.list_jobs() if j.name == "yf-formsafe"]
             assert [j.id for j in jobs] == [job_id]
         finally:
@@ -726,8 +733,8 @@ async def test_each_problem_of_a_loaded_file_is_listed_once(home, tmp_path):
     async with app.run_test(size=(140, 50)) as pilot:
         screen = await open_submit(pilot)
         await load_path(pilot, screen, str(path))
-        await wait_for(pilot, lambda: "resources.gpus" in problems(screen), what="the problem")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: f"{path}:3: resources.gpus:" in problems(screen), what="the located problem")
+        await pilot.pause()  # the form's own check of the same field, had it been added, is in by now
         lines = [line for line in problems(screen).splitlines() if "gpus" in line]
         assert len(lines) == 1, lines
         assert lines[0].startswith(f"{path}:3: resources.gpus:")  # the located one stays
@@ -740,8 +747,8 @@ class WatchOnlyBackend(FakeBackend):
     capabilities = replace(FakeBackend.capabilities, submit=False)
 
 
-async def test_a_cluster_that_cannot_submit_then_submit_does_not_crash(home, monkeypatch):
-    monkeypatch.setitem(registry._BACKENDS, "watch-only", WatchOnlyBackend)
+async def test_a_cluster_that_cannot_submit_then_submit_does_not_crash(home, register_backend):
+    register_backend(WatchOnlyBackend)
     app = make_app(
         ClusterConfig("watch", "watch-only", refresh_seconds=0.5),
         ClusterConfig("ro", "fake", read_only=True, refresh_seconds=0.5),
@@ -779,5 +786,5 @@ async def test_a_file_with_control_characters_is_not_loaded_and_the_form_refuses
         await wait_for(pilot, lambda: "U+0007" in field_error(screen, "name"), what="the field's problem")
         assert screen.query_one("#submit").disabled
         await pilot.press("ctrl+s")
-        await pilot.pause(0.2)
+        await no_submit_in_flight(pilot, app)
         assert app.hub.backend("hpc").mutations == []

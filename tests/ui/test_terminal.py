@@ -149,7 +149,7 @@ def test_q_quits_from_every_screen_at_both_sizes_and_f2_switches_the_mouse(tty_h
             no_mouse = ("--no-mouse",) if (key, size) == ("1", (80, 24)) else ()
             terms[key, size] = Terminal.console(home, *size, *no_mouse)
     try:
-        for (key, size), term in terms.items():
+        for (key, _size), term in terms.items():
             term.wait_text("train-resnet", timeout=60)
             go(term, key)
         term = terms["1", (80, 24)]

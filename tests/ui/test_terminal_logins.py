@@ -12,6 +12,7 @@ from dethelpers import seed
 from private_sshd import free_port
 from slurmhelpers import DIR, require_cluster
 from terminal import Terminal
+from waiting import wait_until
 
 
 def test_a_password_prompt_never_delays_another_cluster_and_fails_without_coming_back(master, home, tmp_path):
@@ -53,7 +54,9 @@ def test_a_password_prompt_never_delays_another_cluster_and_fails_without_coming
         term.press("wrong-password", "enter")
         term.wait_gone("Password for alice on det:")
         term.wait_text("det login needed", timeout=20)
+        asked = len(master.requests)
         term.press("r")  # another refresh of every cluster: the prompt stays shut
+        wait_until(lambda: len(master.requests) > asked, 20, "det read again after r", pause=term.pump)
         term.press("5")
         term.wait_title("Clusters")
         text = term.wait(lambda t: "cannot reach the master" in t and t, "the dead master's error", timeout=20)

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 from fakes.backend import FakeBackend
-from uihelpers import make_app, screen_text, wait_for
+from uihelpers import make_app, screen_text
+from waiting import wait_for
 
-from yanflow_tui.backends import registry
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendUnavailable
 from yanflow_tui.hub import Health
@@ -46,10 +46,9 @@ class BrokenBackend(FakeBackend):
 
 
 @pytest.fixture
-def kinds(monkeypatch, home):
-    for kind, cls in (("fake", FakeBackend), ("fake-slow", SlowBackend), ("fake-broken", BrokenBackend)):
-        monkeypatch.setitem(registry._BACKENDS, kind, cls)
-    FakeBackend.instances.clear()
+def kinds(register_backend, home):
+    for backend in (FakeBackend, SlowBackend, BrokenBackend):
+        register_backend(backend)
 
 
 def clusters():
@@ -96,7 +95,7 @@ async def test_a_cluster_that_goes_away_keeps_its_rows_marked_stale(kinds):
         other.fail_reads = TimeoutError()
         app.request_refresh("other")
         await wait_for(pilot, lambda: app.hub.snapshots["other"].health is Health.STALE, what="other stale")
-        assert "other stale" in screen_text(app)  # the header: one short state per cluster
+        await wait_for(pilot, lambda: "other stale" in screen_text(app), what="the header: one short state a cluster")
         assert app.hub.snapshots["other"].jobs  # the last good rows are kept, not dropped
         assert app.hub.snapshots["fast"].health is Health.OK
         await pilot.press("5")  # the whole error: on the Clusters screen

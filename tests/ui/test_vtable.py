@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import App, ComposeResult
-from uihelpers import wait_for
+from waiting import wait_for
 
 from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable, sort_value
 

@@ -11,7 +11,8 @@ import pytest
 from dethelpers import PASSWORD
 from jobhelpers import run_cli
 from k8shelpers import write_kubeconfig
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import wait_for
 
 from yanflow_tui import applog, locations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from paths import DATA as TEST_DATA
 
 from yanflow_tui.backends.slurm.parse import parse_sinfo_json
 from yanflow_tui.capacity import Fit, Request, Verdict, pools, verdict
@@ -19,8 +20,6 @@ def node(name, partitions, free, allocated=0, unavailable=0):
     )
     return Node("c", name, "idle", partitions, gpus_total=len(gpus), gpus_allocated=allocated, gpus=tuple(gpus))
 
-
-from paths import DATA as TEST_DATA
 
 DATA = TEST_DATA / "slurm"
 

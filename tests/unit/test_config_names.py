@@ -4,7 +4,7 @@ the registry of its binding ids, and reports each at its file:line with a "did y
 from __future__ import annotations
 
 import pytest
-from uihelpers import wait_for
+from waiting import wait_for
 
 from yanflow_tui.app import YanflowApp, binding_ids
 from yanflow_tui.config import parse_config

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from fakes.k8s_api import K8sEmulator, make_job, make_pod
 from paths import ROOT
+from waiting import wait_until
 
 from yanflow_tui import keyfiles
 
@@ -174,14 +175,8 @@ def files_holding(marker: bytes, roots: list[Path], since: float, pki: Path | No
     return found
 
 
-def wait_for(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+def jobs_listed(emulator: K8sEmulator) -> bool:
+    return any(method == "GET" and "/jobs" in path for method, path in emulator.requests)
 
 
 def key_files_written(env: dict[str, str], marker: bytes) -> list[Path]:
@@ -229,7 +224,7 @@ def start_tui(env) -> tuple[subprocess.Popen, int]:
 
 @pytest.mark.parametrize("how", ["cli", "tui"])
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
-def test_a_signal_leaves_no_key_file(env, pki, how, sig):
+def test_a_signal_leaves_no_key_file(env, pki, tls_emulator, how, sig):
     since = time.time() - 1
     marker = key_marker(pki)
     master = None
@@ -238,11 +233,12 @@ def test_a_signal_leaves_no_key_file(env, pki, how, sig):
     else:
         proc, master = start_tui(env)
     try:
-        written = wait_for(lambda: key_files_written(env, marker), 60, "the client's key file")
+        written = wait_until(lambda: key_files_written(env, marker), 60, "the client's key file")
         assert all(p.stat().st_mode & 0o077 == 0 for p in written)
         if how == "cli":  # it is following: a live stream, not a run that ends by itself
             assert proc.stdout.readline().strip() == b"step 1"
-        time.sleep(0.5)  # the TUI's first refresh is under way
+        else:  # the TUI's first refresh is under way
+            wait_until(lambda: jobs_listed(tls_emulator), what="the TUI's first read of the jobs")
         os.kill(proc.pid, sig)
         rc = proc.wait(30)
     finally:
@@ -257,13 +253,13 @@ def test_a_signal_leaves_no_key_file(env, pki, how, sig):
     assert not base.exists() or list(base.iterdir()) == []
 
 
-def test_quit_leaves_no_key_file(env, pki):
+def test_quit_leaves_no_key_file(env, pki, tls_emulator):
     since = time.time() - 1
     marker = key_marker(pki)
     proc, master = start_tui(env)
     try:
-        wait_for(lambda: key_files_written(env, marker), 60, "the client's key file")
-        time.sleep(0.5)
+        wait_until(lambda: key_files_written(env, marker), 60, "the client's key file")
+        wait_until(lambda: jobs_listed(tls_emulator), what="the TUI's first refresh")
         os.write(master, b"q")
         rc = proc.wait(30)
     finally:
@@ -278,7 +274,7 @@ def test_the_next_start_sweeps_a_killed_runs_key_files(env, pki):
     marker = key_marker(pki)
     proc = start_cli(env)
     try:
-        written = wait_for(lambda: key_files_written(env, marker), 60, "the client's key file")
+        written = wait_until(lambda: key_files_written(env, marker), 60, "the client's key file")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)

@@ -184,7 +184,8 @@ def test_round_trip_through_data():
         (
             "name: x\ncommand: c\nkind: singel\n",
             [
-                's.yaml:3: kind: expected one of single, multi-node, experiment, slurm, got "singel"; did you mean "single"?'
+                "s.yaml:3: kind: expected one of single, multi-node, experiment, slurm, "
+                'got "singel"; did you mean "single"?'
             ],
         ),
         (

@@ -15,7 +15,7 @@ from paths import SAMPLES
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.determined.session import DEFAULT_RETRIES
 from yanflow_tui.config import ClusterConfig, Config
-from yanflow_tui.errors import BackendUnavailable, ReadOnlyError
+from yanflow_tui.errors import BackendError, BackendUnavailable, ReadOnlyError
 from yanflow_tui.hub import Health, Hub
 from yanflow_tui.spec import load_spec
 
@@ -84,7 +84,7 @@ async def test_a_password_never_reaches_a_log_or_a_file(master, caplog, capfd, h
         await prompted.list_jobs()
     except Exception:
         pass
-    with pytest.raises(Exception):
+    with pytest.raises(BackendError):
         await prompted.login("bob-wrong-" + PASSWORD)
     await prompted.login("bobpw")
     await prompted.list_jobs()

@@ -9,8 +9,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fakes.k8s_api import make_job, make_pod
-from k8shelpers import cluster, eventually
+from k8shelpers import cluster
 from paths import SAMPLES
+from waiting import async_wait_until
 
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.errors import BackendError, ReadOnlyError
@@ -18,6 +19,7 @@ from yanflow_tui.model import GpuState, JobKind, JobState
 from yanflow_tui.spec import load_spec
 
 NS = "ml"
+NOT_YET = (BackendError, KeyError)  # a read that fails while the cache catches up, or a node not there yet
 
 
 def lists(emu, resource_path: str) -> int:
@@ -61,10 +63,10 @@ async def test_node_map_follows_pod_gpu_requests_by_watch_without_relisting(emul
 
     emulator.put("pods", make_pod("train-x2", NS, node="gpu-a", gpus=3, job="train"))
     emulator.patch("nodes", "", "gpu-b", {"spec": {"unschedulable": False}})
-    await eventually(lambda: _gpus_allocated(backend, "gpu-a", 7), what="watch event applied")
-    await eventually(lambda: _node_state(backend, "gpu-b", "ready"), what="uncordon applied")
+    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 7), ignore=NOT_YET, what="watch event applied")
+    await async_wait_until(lambda: _node_state(backend, "gpu-b", "ready"), ignore=NOT_YET, what="uncordon applied")
     emulator.remove("pods", NS, "train-x1")
-    await eventually(lambda: _gpus_allocated(backend, "gpu-a", 3), what="delete applied")
+    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 3), ignore=NOT_YET, what="delete applied")
     after = (lists(emulator, "/api/v1/nodes"), lists(emulator, f"/api/v1/namespaces/{NS}/pods"))
     assert after == before == (1, 1)  # watch events only, no re-list
 
@@ -84,7 +86,9 @@ async def test_changes_are_pushed_and_bursts_coalesce(emulator, backend):
     await backend.list_nodes()
     calls.clear()
     emulator.bulk("pods", [make_pod(f"p{i}", NS, node="gpu-a", gpus=0) for i in range(500)])
-    await eventually(lambda: len([j for j in backend._reflectors["pods"].values()]) == 500, what="burst")
+    await async_wait_until(lambda: len([j for j in backend._reflectors["pods"].values()]) == 500, what="burst")
+    await async_wait_until(lambda: calls, what="a change pushed")
+    # A bound on a count needs a quiet time: the callbacks the watch thread has queued on the loop run meanwhile.
     await asyncio.sleep(0.3)
     assert 1 <= len(calls) <= 10  # 500 events, a handful of UI updates
 
@@ -111,14 +115,14 @@ async def test_410_mid_watch_relists_and_misses_nothing(emulator, backend, as_ht
 
     emulator._call(silent())
 
-    await eventually(lambda: _job_ids(backend, {"ml/old", "ml/new"}), what="re-listed jobs")
+    await async_wait_until(lambda: _job_ids(backend, {"ml/old", "ml/new"}), ignore=NOT_YET, what="re-listed jobs")
     assert all(r.error is None for r in backend._reflectors.values())  # never shown as a failure
-    await eventually(lambda: _gpus_allocated(backend, "gpu-a", 5), what="re-listed pods")
+    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 5), ignore=NOT_YET, what="re-listed pods")
     assert lists(emulator, f"/apis/batch/v1/namespaces/{NS}/jobs") == 2
     assert lists(emulator, f"/api/v1/namespaces/{NS}/pods") == 2
     # and the new watch carries on from the re-list
     emulator.put("pods", make_pod("new-2", NS, node="gpu-a", gpus=1, job="new"))
-    await eventually(lambda: _gpus_allocated(backend, "gpu-a", 6), what="event after re-list")
+    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 6), ignore=NOT_YET, what="event after re-list")
 
 
 async def test_a_watch_that_simply_ends_resumes_from_its_resource_version_without_a_list(emulator, backend):
@@ -127,14 +131,16 @@ async def test_a_watch_that_simply_ends_resumes_from_its_resource_version_withou
     last_rv = backend._reflectors["pods"].resource_version
     watches_before = len([p for m, p in emulator.requests if "watch=" in p and "/pods" in p])
     emulator.end_watches()  # as the server does when timeoutSeconds runs out
-    await eventually(
+    await async_wait_until(
         lambda: len([p for m, p in emulator.requests if "watch=" in p and "/pods" in p]) > watches_before,
         what="re-watch",
     )
     rewatch = [p for m, p in emulator.requests if "watch=" in p and "/pods" in p][-1]
     assert f"resourceVersion={last_rv}" in rewatch
     emulator.put("pods", make_pod("late", NS, node="gpu-a", gpus=2))
-    await eventually(lambda: _gpus_allocated(backend, "gpu-a", 2), what="event on the resumed watch")
+    await async_wait_until(
+        lambda: _gpus_allocated(backend, "gpu-a", 2), ignore=NOT_YET, what="event on the resumed watch"
+    )
     assert lists(emulator, f"/api/v1/namespaces/{NS}/pods") == 1
 
 
@@ -155,7 +161,7 @@ async def test_losing_the_api_server_raises_then_recovers_with_the_cache_kept(em
             return str(exc)
         return None
 
-    message = await eventually(refused, what="unreachable error")
+    message = await async_wait_until(refused, what="unreachable error")
     assert message.startswith("API server unreachable:")
     with pytest.raises(BackendError, match="unreachable"):
         await backend.list_nodes()
@@ -164,7 +170,9 @@ async def test_losing_the_api_server_raises_then_recovers_with_the_cache_kept(em
     emulator.put("jobs", make_job("while-away", NS))  # changed while we could not see it
     emulator.start()
     backend.invalidate()  # cut the backoff short, as the refresh key does
-    await eventually(lambda: _job_ids(backend, {"ml/train", "ml/while-away"}), timeout=15, what="recovery")
+    await async_wait_until(
+        lambda: _job_ids(backend, {"ml/train", "ml/while-away"}), timeout=15, ignore=NOT_YET, what="recovery"
+    )
     assert len(await backend.list_nodes()) == 1
 
 
@@ -182,7 +190,7 @@ async def test_submit_torchrun_sample_creates_indexed_job_and_service_and_shows_
     assert ("POST", f"/apis/batch/v1/namespaces/{NS}/jobs") in emulator.requests
 
     pods = emulator.run_job_pods(NS, name, ["gpu-a", "gpu-b"])
-    rows = await eventually(lambda: _rows_with_children(backend, job_id, 2), what="job and pods")
+    rows = await async_wait_until(lambda: _rows_with_children(backend, job_id, 2), ignore=NOT_YET, what="job and pods")
     parent = rows[job_id]
     assert parent.kind is JobKind.MULTI_NODE and parent.state is JobState.RUNNING and parent.gpus == 16
     assert parent.name == "llama-finetune-2x8" and parent.nodes == ("gpu-a", "gpu-b")
@@ -200,7 +208,7 @@ async def test_submit_torchrun_sample_creates_indexed_job_and_service_and_shows_
         p.startswith(f"/apis/batch/v1/namespaces/{NS}/jobs/{name}") and "propagationPolicy=Background" in p
         for p in deletes
     )
-    await eventually(lambda: _gpus_allocated(backend, "gpu-a", 0), what="pods gone after cancel")
+    await async_wait_until(lambda: _gpus_allocated(backend, "gpu-a", 0), ignore=NOT_YET, what="pods gone after cancel")
 
 
 async def _rows_with_children(backend, job_id, count):
@@ -298,7 +306,7 @@ async def test_logs_of_two_pods_merge_with_rank_sources_and_follow_ends_with_the
     pods = [p["metadata"]["name"] for p in emulator.run_job_pods(NS, name, ["gpu-a", "gpu-b"])]
     emulator.write_log(NS, pods[0], "rank0 step 1")
     emulator.write_log(NS, pods[1], "rank1 step 1")
-    await eventually(lambda: _rows_with_children(backend, job_id, 2), what="pods cached")
+    await async_wait_until(lambda: _rows_with_children(backend, job_id, 2), ignore=NOT_YET, what="pods cached")
 
     seen: list = []
 
@@ -308,10 +316,10 @@ async def test_logs_of_two_pods_merge_with_rank_sources_and_follow_ends_with_the
                 seen.append((line.source, line.text))
 
     task = asyncio.create_task(follow())
-    await eventually(lambda: len(seen) == 2, what="first lines")
+    await async_wait_until(lambda: len(seen) == 2, what="first lines")
     emulator.write_log(NS, pods[1], "rank1 step 2", "rank1 [bold]markup[/] stays text")
     emulator.write_log(NS, pods[0], "rank0 step 2")
-    await eventually(lambda: len(seen) == 5, what="followed lines")
+    await async_wait_until(lambda: len(seen) == 5, what="followed lines")
     for pod in pods:
         emulator.set_pod_phase(NS, pod, "Succeeded")
     emulator.patch("jobs", NS, name, {"status": {"conditions": [{"type": "Complete", "status": "True"}]}})
@@ -335,7 +343,7 @@ async def test_previous_container_logs_come_first_as_their_own_source(emulator, 
     emulator.put("pods", pod)
     emulator.write_log(NS, "crashy-0-x", "before the crash", "CUDA error: out of memory", previous=True)
     emulator.write_log(NS, "crashy-0-x", "second try")
-    lines = [(l.source, l.text) async for l in backend.stream_logs("ml/crashy")]
+    lines = [(line.source, line.text) async for line in backend.stream_logs("ml/crashy")]
     assert lines == [
         ("rank 0 (previous)", "before the crash"),
         ("rank 0 (previous)", "CUDA error: out of memory"),
@@ -357,7 +365,7 @@ async def test_closing_a_followed_log_stops_its_reader_threads(emulator, backend
     await stream.aclose()
     import threading
 
-    await eventually(
+    await async_wait_until(
         lambda: not [t for t in threading.enumerate() if t.name.startswith("k8s-log-")], what="log threads gone"
     )
 
@@ -455,7 +463,7 @@ async def test_a_user_who_may_not_list_nodes_still_sees_jobs(emulator, backend):
         except BackendError as exc:
             return str(exc)
 
-    message = await eventually(refused, what="forbidden jobs")
+    message = await async_wait_until(refused, what="forbidden jobs")
     assert message.startswith("listing jobs: HTTP 403") and "forbidden" in message
 
 
@@ -491,14 +499,14 @@ async def test_a_followed_log_resumes_after_the_api_server_returns_without_repea
     emulator.write_log(NS, "long-1", "line a")
     await backend.list_jobs()
     task, seen, statuses = follow_into(backend, "ml/long")
-    await eventually(lambda: seen == ["line a"], what="first line")
+    await async_wait_until(lambda: seen == ["line a"], what="first line")
     emulator.stop()
     emulator.write_log(NS, "long-1", "line b")  # written while we cannot see it
-    await asyncio.sleep(0.3)
+    await async_wait_until(lambda: statuses, what="the stream to see the server gone")
     emulator.start()
-    await eventually(lambda: seen == ["line a", "line b"], what="resumed")
+    await async_wait_until(lambda: seen == ["line a", "line b"], what="resumed")
     emulator.write_log(NS, "long-1", "line c")
-    await eventually(lambda: seen == ["line a", "line b", "line c"], what="live again")
+    await async_wait_until(lambda: seen == ["line a", "line b", "line c"], what="live again")
     emulator.set_pod_phase(NS, "long-1", "Succeeded")
     emulator.patch("jobs", NS, "long", {"status": {"conditions": [{"type": "Complete", "status": "True"}]}})
     backend.invalidate()
@@ -514,12 +522,12 @@ async def test_a_log_stream_cut_mid_line_resumes_without_loss_or_repeats_in_a_sh
     emulator.write_log(NS, "burst-1", "line 1", "line 2", "line 3", stamp=stamp)
     await backend.list_jobs()
     task, seen, statuses = follow_into(backend, "ml/burst")
-    await eventually(lambda: len(seen) == 3, what="first lines")
+    await async_wait_until(lambda: len(seen) == 3, what="first lines")
     emulator.cut_log_streams(after_bytes=len(f"{stamp} line 4\n{stamp} li"))  # the next write, mid-line
     emulator.write_log(NS, "burst-1", "line 4", "line 5", "line 6", stamp="2026-11-29T12:00:00.2Z")
-    await eventually(lambda: len(seen) >= 6, what="the rest after the cut")
+    await async_wait_until(lambda: len(seen) >= 6, what="the rest after the cut")
     emulator.write_log(NS, "burst-1", "line 7")
-    await eventually(lambda: len(seen) >= 7, what="live again")
+    await async_wait_until(lambda: len(seen) >= 7, what="live again")
     emulator.set_pod_phase(NS, "burst-1", "Succeeded")
     emulator.patch("jobs", NS, "burst", {"status": {"conditions": [{"type": "Complete", "status": "True"}]}})
     backend.invalidate()
@@ -543,7 +551,7 @@ async def test_a_create_whose_answer_is_lost_and_then_the_server_is_gone_is_unkn
         emulator.create_delay["jobs"] = 2.0  # stored at once, answered after the client gave up...
 
         async def vanish():  # ...and the API server is gone before the client tries again
-            await eventually(lambda: emulator.objects("jobs"), what="the job stored")
+            await async_wait_until(lambda: emulator.objects("jobs"), what="the job stored")
             emulator.stop()
 
         stopper = asyncio.create_task(vanish())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import urllib3
 from fakes.k8s_api import make_job, make_node, make_pod
 
 NS = "ml"
@@ -120,7 +121,7 @@ def test_logs_events_and_restart_on_the_same_port(emulator, api):
     assert core.list_namespaced_event(NS, field_selector="involvedObject.name=p9").items == []
     port = emulator.port
     emulator.stop()
-    with pytest.raises(Exception):
+    with pytest.raises(urllib3.exceptions.HTTPError):  # connection refused, after the client's retries
         core.list_namespaced_pod(NS, _request_timeout=2)
     emulator.start()
     assert emulator.port == port and [p.metadata.name for p in core.list_namespaced_pod(NS).items] == ["p1"]

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from jobhelpers import async_wait_until, cleanup_state_dir, live, run_cli, wait_until
+from jobhelpers import cleanup_state_dir, live, run_cli
 from paths import SAMPLES
+from waiting import async_wait_until, wait_until
 
 from yanflow_tui import locations
 from yanflow_tui.backends.local import backend as local
@@ -509,9 +510,11 @@ async def test_hostile_job_name(make, home, tmp_path, monkeypatch, name):
     assert len(table.stdout.splitlines()) == 2  # header and one row
     assert name in table.stdout  # markup and shell text kept as written
 
-    for where in (tmp_path, home, cwd, workdir, Path.cwd()):
-        assert not list(where.rglob("PWNED*")), where
-    assert not list(Path(os.path.expanduser("~")).glob("PWNED*"))
+    def pwned() -> list[Path]:
+        found = [path for where in (tmp_path, home, cwd, workdir, Path.cwd()) for path in where.rglob("PWNED*")]
+        return found + list(Path(os.path.expanduser("~")).glob("PWNED*"))
+
+    assert await asyncio.to_thread(pwned) == []
 
 
 # -- spec checks ------------------------------------------------------------------------------------

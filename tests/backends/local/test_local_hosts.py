@@ -15,7 +15,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from jobhelpers import async_wait_until, cleanup_state_dir, run_cli, wait_until
+from jobhelpers import cleanup_state_dir, run_cli
+from waiting import async_wait_until, wait_until
 
 from yanflow_tui import locations
 from yanflow_tui.backends.local.backend import HOST_ENV, LocalBackend, local_host

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from jobhelpers import async_wait_until, cleanup_state_dir
+from jobhelpers import cleanup_state_dir
+from waiting import async_wait_until
 
 from yanflow_tui import locations
 from yanflow_tui.backends.local import runner, scheduler

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -20,15 +21,14 @@ from slurmhelpers import (
     JOBS,
     ROOT,
     SAMPLES,
-    async_wait,
     live_state,
     local_cluster,
     sinfo_gpus,
     slurm,
     squeue_job,
     ssh_cluster,
-    wait_until,
 )
+from waiting import async_wait_until, wait_until
 
 from yanflow_tui import cli
 from yanflow_tui.backends.slurm.backend import SlurmBackend
@@ -66,9 +66,7 @@ def argv_names(b: SlurmBackend) -> list[str]:
 
 async def test_reads_take_user_from_transport_and_run_one_squeue_and_cached_sinfo(backend, monkeypatch):
     monkeypatch.setenv("USER", "nobody-here")
-    assert (
-        await backend.transport.user() == subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
-    )
+    assert await backend.transport.user() == pwd.getpwuid(os.getuid()).pw_name
     await backend.list_jobs()
     assert argv_names(backend).count("squeue") == 1  # one squeue per refresh, never one per job
     backend.nodes_refresh = 3600
@@ -137,21 +135,21 @@ async def test_hostile_name_is_stored_exactly_and_nothing_runs_on_the_login_node
     jobs = {j.id: j for j in await backend.list_jobs()}
     assert jobs[job_id].name == name and jobs[other].name == "two\nlines"
     assert "sbatch" in argv_names(backend)
-    await asyncio.sleep(1)
+    # Every command above has returned: a shell that ran the name's $(...) or `...` has made its marker by now.
     assert not m1.exists() and not m2.exists()
 
 
 async def test_an_array_is_a_group_and_can_be_cancelled_per_task(backend, slurm_jobs):
     job_id = slurm_jobs.add(await backend.submit(spec(sleeper("yf-array", 120, array="0-3"))))
-    await async_wait(lambda: all(live_state(f"{job_id}_{i}") == "RUNNING" for i in range(4)), 30, "tasks running")
+    await async_wait_until(lambda: all(live_state(f"{job_id}_{i}") == "RUNNING" for i in range(4)), 30, "tasks running")
     jobs = {j.id: j for j in await backend.list_jobs()}
     assert jobs[job_id].parent == "" and jobs[job_id].raw_state == "ARRAY"
     assert {j.id for j in jobs.values() if j.parent == job_id} == {f"{job_id}_{i}" for i in range(4)}
     await backend.cancel(f"{job_id}_2")
-    await async_wait(lambda: live_state(f"{job_id}_2") in ("CANCELLED", None), 20, "task 2 cancelled")
+    await async_wait_until(lambda: live_state(f"{job_id}_2") in ("CANCELLED", None), 20, "task 2 cancelled")
     assert [live_state(f"{job_id}_{i}") for i in (0, 1, 3)] == ["RUNNING"] * 3
     await backend.cancel(job_id)
-    await async_wait(lambda: all(live_state(f"{job_id}_{i}") in ("CANCELLED", None) for i in range(4)), 20, "all")
+    await async_wait_until(lambda: all(live_state(f"{job_id}_{i}") in ("CANCELLED", None) for i in range(4)), 20, "all")
 
 
 def test_cli_cancel_ends_the_job(slurm_jobs, tmp_path, capsys):
@@ -205,6 +203,11 @@ async def test_a_timed_out_submit_is_found_by_its_tag_not_resubmitted(backend, s
     assert argv_names(backend).count("sbatch") == 1
 
 
+def state_polls(b: SlurmBackend) -> list[list[str]]:
+    """The one-line ``squeue -j ID -o %T`` state queries the backend ran."""
+    return [argv for argv in b.transport.history if "-j" in argv and "%T" in argv]
+
+
 def tails(path: str) -> list[str]:
     out = subprocess.run(["pgrep", "-af", "tail -[nc]"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if path in line]
@@ -220,19 +223,19 @@ async def test_logs_wait_for_a_pending_job_and_closing_kills_the_remote_tail(bac
     path = f"{JOBS}/yf-logs-{job_id}.out"
     stream = backend.stream_logs(job_id, follow=True)
     first = asyncio.create_task(stream.__anext__())
-    await asyncio.sleep(3)
+    await async_wait_until(lambda: len(state_polls(backend)) >= 2, 30, "the stream polling the pending job's state")
     assert not first.done()  # pending: no file yet, the stream waits
     slurm("scontrol", "release", job_id)
     line = await asyncio.wait_for(first, 30)
     assert line.text.startswith("tick ") and line.job_id == job_id
     assert (await asyncio.wait_for(stream.__anext__(), 10)).text.startswith("tick ")
     assert tails(path), "a tail -F should be running for the job's log"
-    await asyncio.sleep(5)  # the follow polls the job's state meanwhile: one line of squeue, not all jobs' JSON
-    polls = [argv for argv in backend.transport.history if "-j" in argv and "%T" in argv]
-    assert len(polls) >= 3
+    following = len(state_polls(backend))
+    # The follow polls the job's state meanwhile: one line of squeue, not all jobs' JSON.
+    await async_wait_until(lambda: len(state_polls(backend)) >= following + 2, 30, "the follow polling the state")
     assert len([argv for argv in backend.transport.history if "--json" in argv]) <= 3  # the job's details, twice
     await stream.aclose()
-    await async_wait(lambda: not tails(path), 10, "remote tail gone")
+    await async_wait_until(lambda: not tails(path), 10, "remote tail gone")
     assert live_state(job_id) == "RUNNING"
 
 
@@ -248,12 +251,19 @@ async def test_a_log_stream_waiting_for_a_free_channel_gives_up_after_the_timeou
 
 async def test_unknown_host_key_is_refused_showing_its_fingerprint(slurm_dir, tmp_path):
     other = tmp_path / "other"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    await asyncio.to_thread(
+        subprocess.run, ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True
+    )
     known = tmp_path / "known_hosts"
     known.write_text(f"[127.0.0.1]:2222 {' '.join(other.with_suffix('.pub').read_text().split()[:2])}\n")
-    real = subprocess.run(
-        ["ssh-keygen", "-lf", str(DIR / "ssh" / "host_ed25519.pub")], capture_output=True, text=True, check=True
-    ).stdout.split()[1]
+    keygen = await asyncio.to_thread(
+        subprocess.run,
+        ["ssh-keygen", "-lf", str(DIR / "ssh" / "host_ed25519.pub")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    real = keygen.stdout.split()[1]
     assert real.startswith("SHA256:")
     cluster = ssh_cluster()
     ssh = dict(cluster.options["ssh"], known_hosts=str(known))
@@ -284,11 +294,12 @@ async def test_a_killed_ssh_connection_reconnects(slurm_dir):
         for pid in sshd_children():
             os.kill(pid, 9)
         snaps = []
-        for _ in range(20):
+
+        async def reconnected() -> bool:
             snaps.append(await hub.refresh(name))
-            if snaps[-1].health is Health.OK and transport.connects == 2:
-                break
-            await asyncio.sleep(0.5)
+            return snaps[-1].health is Health.OK and transport.connects == 2
+
+        await async_wait_until(reconnected, 30, "a good refresh over a second connection")
         assert snaps[-1].health is Health.OK and transport.connects == 2, [s.message for s in snaps]
         assert all(s.health in (Health.OK, Health.STALE) for s in snaps)
     finally:
@@ -303,12 +314,14 @@ async def test_stopped_slurmctld_marks_the_cluster_stale_and_data_returns(slurm_
         assert good.health is Health.OK and good.nodes
         pid = int((DIR / "run" / "slurmctld.pid").read_text())
         os.kill(pid, 15)
-        await async_wait(lambda: not Path(f"/proc/{pid}").exists(), 20, "slurmctld stopped")
+        await async_wait_until(lambda: not Path(f"/proc/{pid}").exists(), 20, "slurmctld stopped")
         hub.backend(name).invalidate()
         stale = await hub.refresh(name)
         assert stale.health is Health.STALE and stale.message and stale.nodes == good.nodes
     finally:
-        up = subprocess.run([str(ROOT / "scripts" / "slurm-cluster"), "up"], capture_output=True, text=True)
+        up = await asyncio.to_thread(
+            subprocess.run, [str(ROOT / "scripts" / "slurm-cluster"), "up"], capture_output=True, text=True
+        )
         assert up.returncode == 0, up.stderr
     try:
         back = await hub.refresh(name)

@@ -14,10 +14,10 @@ from dataclasses import replace
 import pytest
 from slurmhelpers import DIR, env, slurm, ssh_cluster
 from textual.widgets import Input
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import wait_for
 
 from yanflow_tui import cli
-from yanflow_tui.backends import registry
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.capacity import Fit, verdict
 from yanflow_tui.screens.submit.screen import SubmitScreen
@@ -57,7 +57,7 @@ def names_in_slurm() -> set[str]:
 
 @pytest.mark.parametrize("resources, slurm_keys, reason", NEVER, ids=["gpu-type", "exclusive-nodes", "gpus-per-node"])
 def test_cli_refuses_a_job_that_never_fits_and_sbatch_never_runs(
-    slurm_dir, slurm_jobs, tmp_path, capsys, monkeypatch, resources, slurm_keys, reason
+    slurm_dir, slurm_jobs, tmp_path, capsys, register_backend, resources, slurm_keys, reason
 ):
     name = f"yf-never-{uuid.uuid4().hex[:8]}"
     path = tmp_path / "job.yaml"
@@ -69,7 +69,7 @@ def test_cli_refuses_a_job_that_never_fits_and_sbatch_never_runs(
             super().__init__(config)
             made.append(self)
 
-    monkeypatch.setitem(registry._BACKENDS, "slurm", Recording)
+    register_backend(Recording, "slurm")
 
     def ran() -> set[str]:
         return {argv[0] for backend in made for argv in backend.transport.history}
@@ -163,6 +163,11 @@ async def test_the_form_lists_never_fits_as_a_problem_and_cannot_submit(home, sl
         )
         assert screen.query_one("#submit").disabled
         await pilot.press("ctrl+s")
-        await pilot.pause(0.3)
+        await pilot.pause()  # the key handled: a submission it started is a worker by now
+        await wait_for(
+            pilot,
+            lambda: not any(w.group == "submit" and not w.is_finished for w in app.workers),
+            what="no submission left",
+        )
         assert "sbatch" not in {argv[0] for argv in app.hub.backend("slurm-test").transport.history}
     assert "yf-form-never" not in names_in_slurm()

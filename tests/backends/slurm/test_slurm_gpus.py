@@ -10,8 +10,8 @@ import re
 from dataclasses import replace
 
 from sitehelpers import SITE_CONFIG, site_cluster, site_slurm
-from slurmhelpers import wait_until
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import wait_for, wait_until
 
 from yanflow_tui import cli
 from yanflow_tui.backends.slurm import gpus as slurm_gpus

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 from paths import DATA as TEST_DATA
 from sitehelpers import SITE_CONF, SITE_CONFIG, SITE_JOBS, accounted, known_to_slurmctld, site_cluster
-from slurmhelpers import wait_until
+from waiting import wait_until
 
 from yanflow_tui import cli
 from yanflow_tui.backends.slurm import history
@@ -295,7 +295,8 @@ async def test_history_lists_finished_jobs_within_the_window(site_jobs):
 async def test_console_opens_a_purged_jobs_stdout_and_stderr_panes_and_widens_history(home, site_jobs):
     from dataclasses import replace
 
-    from uihelpers import log_lines, make_app, wait_for
+    from uihelpers import log_lines, make_app
+    from waiting import wait_for
 
     from yanflow_tui.screens.logs.screen import LogsScreen
     from yanflow_tui.screens.queue import JobTable
@@ -360,7 +361,7 @@ def test_each_slurm_runnable_sample_submits_and_runs_on_the_site_cluster(site_jo
         job_id = capsys.readouterr().out.strip()
         site_jobs.append(job_id)
         wait_until(
-            lambda: (
+            lambda job_id=job_id: (
                 (accounted(job_id) or {}).get("state", {}).get("current")
                 in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY")
             ),
@@ -387,7 +388,7 @@ async def test_a_followed_log_reads_its_jobs_state_from_the_refresh_not_its_own_
 
         async def refresh():  # the console's refresh loop
             while True:
-                await asyncio.sleep(1)
+                await asyncio.sleep(1)  # its refresh interval: the scenario, not a wait for something
                 await backend.list_jobs()
 
         refresher = asyncio.create_task(refresh())

@@ -167,7 +167,7 @@ async def test_r_refetches_the_nodes_at_once(clock):
 
 async def test_the_console_starts_on_mine_and_u_asks_for_everyone(home, monkeypatch, clock):
     """The app tells each backend the view it starts in; ``u`` then asks for every user."""
-    from uihelpers import wait_for
+    from waiting import wait_for
 
     from yanflow_tui.app import YanflowApp
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 from private_sshd import PrivateSshd
-from slurmhelpers import JOBS, async_wait, live_state, slurm
-from uihelpers import log_lines, make_app, screen_text, wait_for
+from slurmhelpers import JOBS, live_state, slurm
+from uihelpers import log_lines, make_app, screen_text
+from waiting import async_wait_until, wait_for
 
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
@@ -57,20 +58,20 @@ async def test_a_followed_log_rides_out_dropped_sessions_and_an_sshd_restart(slu
                     (statuses if line.status else seen).append(line.text)
 
             task = asyncio.create_task(follow())
-            await async_wait(lambda: len(seen) >= 15 or task.done(), 90, "first lines")
+            await async_wait_until(lambda: len(seen) >= 15 or task.done(), 90, "first lines")
             sshd.kill_sessions()  # every connection drops, the listener stays
-            await async_wait(
+            await async_wait_until(
                 lambda: any(s.startswith("reconnected") for s in statuses) or task.done(), 30, "the stream to come back"
             )
-            await async_wait(lambda: len(seen) >= 45 or task.done(), 60, "more lines")
+            await async_wait_until(lambda: len(seen) >= 45 or task.done(), 60, "more lines")
             sshd.kill_sessions()
             sshd.stop()  # the login node goes away for a few seconds
-            await async_wait(
+            await async_wait_until(
                 lambda: len([s for s in statuses if s.startswith("reconnecting")]) == 2 or task.done(),
                 30,
                 "the second drop seen",
             )
-            await asyncio.sleep(3)
+            await asyncio.sleep(3)  # the scenario: the login node stays away a few seconds while retried
             sshd.start()
             await asyncio.wait_for(task, 120)
         finally:
@@ -109,7 +110,7 @@ def test_cli_keeps_following_across_a_drop_and_drains_a_job_that_ended_meanwhile
                 env=dict(os.environ, PYTHONUNBUFFERED="1"),
             )
             try:
-                from slurmhelpers import wait_until
+                from waiting import wait_until
 
                 wait_until(lambda: out.read_bytes().count(b"\n") >= 10 or proc.poll() is not None, 90, "first lines")
                 assert proc.poll() is None and live_state(job_id) == "RUNNING", "the drop must come mid-job"
@@ -149,8 +150,7 @@ async def test_the_logs_pane_shows_reconnecting_then_resumes_without_loss(home, 
             assert not logs.pane.error
             sshd.start()
             await wait_for(pilot, lambda: logs.pane.ended, timeout=120, what="the log to end")
-            await pilot.pause(0.2)
-            assert log_lines(logs) == expected(60)
+            await wait_for(pilot, lambda: log_lines(logs) == expected(60), what="every line, once, in order")
             assert not logs.pane.error and "reconnecting" not in screen_text(app)
 
 
@@ -193,6 +193,11 @@ async def take(it, n: int) -> list:
     return [await asyncio.wait_for(it.__anext__(), 20) for _ in range(n)]
 
 
+def append(path: Path, data: bytes) -> None:
+    with path.open("ab") as f:
+        f.write(data)
+
+
 async def test_reader_resumes_at_its_byte_offset_and_rereads_a_truncated_file(tmp_path):
     log = tmp_path / "job.out"
     log.write_bytes(b"one\n\xfftwo\nthr")
@@ -205,8 +210,7 @@ async def test_reader_resumes_at_its_byte_offset_and_rereads_a_truncated_file(tm
         assert await take(it, 1) == [Status("reconnecting… (ssh test: connection lost (cut))")]
         status = await take(it, 1)
         assert status == [Status("reconnected: resuming at byte 9")]  # 4 + 5 bytes, the \xff counted as one
-        with open(log, "ab") as f:
-            f.write(b"ee\nfour\n")
+        await asyncio.to_thread(append, log, b"ee\nfour\n")
         assert await take(it, 2) == ["three", "four"]
         transport.cut()
         await take(it, 1)

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 from private_sshd import PrivateSshd
-from slurmhelpers import async_wait, slurm, ssh_cluster, wait_until
+from slurmhelpers import slurm, ssh_cluster
 from textual.widgets import Input
-from uihelpers import make_app, wait_for
+from uihelpers import make_app
+from waiting import async_wait_until, wait_for, wait_until
 
 from yanflow_tui import cli, drafts
 from yanflow_tui.backends.slurm import backend as slurm_module
@@ -209,7 +210,7 @@ async def test_a_job_created_after_the_lookup_is_unknown_with_its_tag_and_a_retr
             await backend.submit(spec)
         tag = caught.value.tag
         assert str(caught.value).startswith(f"unknown: check tag {tag} on cluster ")
-        job_id = slurm_jobs.add((await async_wait(lambda: holders(tag), 40, what="the late job"))[0])
+        job_id = slurm_jobs.add((await async_wait_until(lambda: holders(tag), 40, what="the late job"))[0])
         assert await backend.submit(spec, tag=tag) == job_id
         assert len(sbatch_runs) == 1 and holders(tag) == [job_id]
     finally:
@@ -279,7 +280,7 @@ async def test_the_submit_screen_says_unknown_keeps_the_form_and_a_second_submit
         assert message.startswith(f"unknown: check tag {tag} on cluster ")
         assert screen.last_submitted is None and draft.exists()  # nothing cleared
         assert screen.query_one("#name", Input).value == name
-        job_id = slurm_jobs.add((await async_wait(lambda: holders(tag), 40, what="the late job"))[0])
+        job_id = slurm_jobs.add((await async_wait_until(lambda: holders(tag), 40, what="the late job"))[0])
         await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="submit enabled again")
         await pilot.press("ctrl+s")  # the unchanged form: the same tag, looked up first
         assert await wait_for(pilot, lambda: screen.last_submitted, timeout=60, what="submitted") == (
