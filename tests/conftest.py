@@ -15,6 +15,20 @@ from paths import FAKES
 # emulator and the fake Determined master; and the fake backend, plugged in through the registry.
 pytest_plugins = ["slurmhelpers", "sitehelpers", "k8shelpers", "dethelpers", "backendhelpers"]
 
+TESTS = Path(__file__).resolve().parent
+# The test layers, each a folder with its conftest.py: its tests carry its marker (``pytest -m slurm``).
+LAYERS = {"unit": "unit", "ui": "ui", "backends": "backends"}
+KINDS = ("local", "slurm", "kubernetes", "determined")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(item.path).resolve().relative_to(TESTS).parts
+        if parts and parts[0] in LAYERS:
+            item.add_marker(LAYERS[parts[0]])
+            if parts[0] == "backends" and len(parts) > 2 and parts[1] in KINDS:
+                item.add_marker(parts[1])
+
 
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:

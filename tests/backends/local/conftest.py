@@ -1,13 +1,4 @@
 """Local-backend tests: the detached scheduler, the runner, NVML through the fake ``pynvml``.
 
-Every test collected here carries the ``local`` marker, so ``pytest -m local`` runs this layer alone."""
-
-import pytest
-
-HERE = __file__.rpartition("/")[0]
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if str(item.path).startswith(HERE + "/"):
-            item.add_marker("local")
+Every test collected here carries the layer's ``local`` marker (given by ``tests/conftest.py`` from the
+folder), so ``pytest -m local`` runs this layer alone."""
