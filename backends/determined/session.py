@@ -84,7 +84,9 @@ class _Timed:
         return http
 
     def _do_request(self, method, path, params, json, data, headers, timeout, stream):
-        return super()._do_request(method, path, params, json, data, headers, timeout or self.timeout, stream)
+        return super()._do_request(  # type: ignore[misc]
+            method, path, params, json, data, headers, timeout or self.timeout, stream
+        )
 
 
 class TimedSession(_Timed, api.Session):
