@@ -1,11 +1,12 @@
-"""The connection to one Determined master: master URL and TLS settings, authentication (the det
-CLI's token cache, ``DET_USER``/``DET_PASS``/``DET_USER_TOKEN``, or a password the UI prompts for),
-and SDK sessions that always carry a request timeout. A session keeps one HTTP connection pool
-for its life (the SDK's own sessions open a new connection per request unless used as a context
-manager), so a console holds one kept-alive connection to its master, not one per request.
+"""The connection to one Determined master: master URL and TLS settings (our config's ``cert``/
+``noverify``, else what the det CLI trusts for that master: ``$DET_MASTER_CERT_FILE`` or its saved
+``certs.json``), authentication (the det CLI's token cache, ``DET_USER``/``DET_PASS``/``DET_USER_TOKEN``,
+or a password the UI prompts for), and SDK sessions that always carry a request timeout. A session keeps
+one HTTP connection pool for its life (the SDK's own sessions open a new connection per request unless
+used as a context manager), so a console holds one kept-alive connection to its master, not one per request.
 
 Everything here is synchronous and runs in worker threads; ``determined`` is imported by the caller
-(``backends/determined.py``) so a missing extra is reported before this module loads it.
+(``backends/determined/backend.py``) so a missing extra is reported before this module loads it.
 """
 
 from __future__ import annotations
@@ -64,13 +65,17 @@ class AuthRequired(errors_module.AuthRequired):
 
 
 class _Timed:
-    """Mixin: every request of an SDK session gets ``timeout`` unless the caller gave one (the
-    generated bindings pass none), and the session's TLS choice (``cert``/``noverify``) wins over
-    ``$REQUESTS_CA_BUNDLE``/``$CURL_CA_BUNDLE``, which requests would otherwise let override it."""
+    """Mixin on the SDK's sessions for the two things they cannot be told: a request timeout and a TLS
+    choice that the environment cannot override. Both hook private SDK methods (checked against the
+    pinned ``determined`` version, see pyproject.toml); the certificate itself comes from the SDK's own
+    loader (``make_cert``), so nothing of how ``det`` picks it is redone here."""
 
     timeout: Any = (CONNECT_TIMEOUT, READ_TIMEOUT)
 
     def _make_http_session(self) -> requests.Session:
+        # Needed: requests lets $REQUESTS_CA_BUNDLE/$CURL_CA_BUNDLE replace a session's ``verify`` on
+        # every request (psf/requests#3829), so a ``cert``/``noverify``/certs.json choice would be lost
+        # on machines that set them. Keep the session's own choice; proxies from the env still apply.
         http = super()._make_http_session()  # type: ignore[misc]
         if http.verify is not True:
             merge = http.merge_environment_settings
@@ -84,6 +89,8 @@ class _Timed:
         return http
 
     def _do_request(self, method, path, params, json, data, headers, timeout, stream):
+        # Needed: the generated bindings call every endpoint with ``timeout=None`` and the SDK has no
+        # session-wide default, so without this a stalled master would hang a worker thread forever.
         return super()._do_request(  # type: ignore[misc]
             method, path, params, json, data, headers, timeout or self.timeout, stream
         )
@@ -107,22 +114,47 @@ def master_url(options: Mapping[str, Any], env: Mapping[str, str]) -> str:
         raise BackendUnavailable(f"bad Determined master address {raw!r}: {exc}") from None
 
 
-def make_cert(options: Mapping[str, Any], env: Mapping[str, str]) -> certs.Cert | None:
-    """TLS as the det CLI does it: ``cert`` (a PEM file to trust) or ``noverify: true``;
-    else ``$DET_MASTER_CERT_FILE`` (a path, or ``noverify``), with ``$DET_MASTER_CERT_NAME``."""
+def make_cert(options: Mapping[str, Any], env: Mapping[str, str], master: str) -> certs.Cert | None:
+    """TLS for ``master`` as the det CLI picks it, with our config first: ``cert`` (a PEM file to trust)
+    or ``noverify: true``; else ``$DET_MASTER_CERT_FILE`` (a path, or ``noverify``); else the certificate
+    ``det`` saved for this master when it was told to trust it (``certs.json`` in det's config dir). A
+    certificate saved for another master is never used. ``$DET_MASTER_CERT_NAME`` names the host to
+    check the certificate against in every case. ``env`` stands for os.environ (tests pass their own)."""
     name = env.get("DET_MASTER_CERT_NAME") or None
-    if options.get("noverify"):
-        return certs.Cert(noverify=True, name=name)
-    path = options.get("cert") or env.get("DET_MASTER_CERT_FILE")
-    if not path:
+    noverify = bool(options.get("noverify"))
+    path = None if noverify else (options.get("cert") or env.get("DET_MASTER_CERT_FILE"))
+    if path and str(path).lower() == "noverify":
+        noverify, path = True, None
+    if noverify or path:
+        full = str(Path(str(path)).expanduser()) if path else None
+        try:
+            return certs.default_load(master, explicit_path=full, explicit_cert_name=name, explicit_noverify=noverify)
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot read the master certificate {path}: {exc.strerror or exc}") from None
+    pem = saved_cert(master)
+    if pem is None and name is None:
         return None
-    if str(path).lower() == "noverify":
-        return certs.Cert(noverify=True, name=name)
-    try:
-        pem = Path(str(path)).expanduser().read_text()
-    except OSError as exc:
-        raise BackendUnavailable(f"cannot read the master certificate {path}: {exc.strerror or exc}") from None
     return certs.Cert(cert_pem=pem, name=name)
+
+
+def saved_cert(master: str) -> str | None:
+    """The PEM chain the det CLI saved for exactly this (canonical) master URL, through the SDK's own
+    store (``certs.CertStore`` at ``certs.default_store()``), or None. Plain-HTTP masters need none,
+    so their store is not opened (the SDK locks and rewrites the file on every read)."""
+    if not master.startswith("https://"):
+        return None
+    store = certs.CertStore(certs.default_store())
+    try:
+        return store.get_cert(master)
+    except errors.CorruptCertificateCacheException:
+        raise BackendUnavailable(
+            f"the det CLI's certificate store {store.path} was corrupt and has been removed (by the SDK); "
+            "run a det command to trust the master again, or set cert:"
+        ) from None
+    except OSError as exc:
+        raise BackendUnavailable(
+            f"cannot read the det CLI's certificate store {store.path}: {exc.strerror or exc}"
+        ) from None
 
 
 def describe_error(exc: BaseException, master: str) -> str:
@@ -132,7 +164,7 @@ def describe_error(exc: BaseException, master: str) -> str:
     if isinstance(exc, requests.exceptions.SSLError):
         return (
             f"the TLS certificate of {master} could not be verified "
-            "(set cert: to its certificate file, or noverify: true)"
+            "(set cert: to its certificate file or noverify: true, or trust it once with a det command)"
         )
     if isinstance(exc, errors.ForbiddenException):
         return f"permission denied: {exc}" if str(exc) else "permission denied"
@@ -220,7 +252,7 @@ class Connection:
     @property
     def cert(self) -> certs.Cert | None:
         if not self._cert_read:
-            self._cert = make_cert(self.options, self.env)
+            self._cert = make_cert(self.options, self.env, self.master)
             self._cert_read = True
         return self._cert
 

@@ -85,15 +85,19 @@ async def test_expired_token_is_replaced_after_a_401(master):
 
 
 def test_tls_settings_as_the_det_cli_has_them(tmp_path):
-    assert make_cert({"noverify": True}, {}).bundle is False
-    assert make_cert({}, {}) is None
-    assert make_cert({}, {"DET_MASTER_CERT_FILE": "noverify"}).bundle is False
+    assert make_cert({"noverify": True}, {}, "http://m:8080").bundle is False
+    assert make_cert({}, {}, "http://m:8080") is None
+    assert make_cert({}, {"DET_MASTER_CERT_FILE": "noverify"}, "http://m:8080").bundle is False
     pem = tmp_path / "master.crt"
     pem.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
-    bundle = make_cert({"cert": str(pem)}, {}).bundle
+    bundle = make_cert({"cert": str(pem)}, {}, "http://m:8080").bundle
     assert isinstance(bundle, str) and "MIIB" in open(bundle).read()
     with pytest.raises(BackendUnavailable, match="cannot read the master certificate"):
-        make_cert({"cert": str(tmp_path / "missing.crt")}, {})
+        make_cert({"cert": str(tmp_path / "missing.crt")}, {}, "http://m:8080")
+    both = make_cert({"cert": str(pem), "noverify": True}, {"DET_MASTER_CERT_FILE": str(pem)}, "https://m:8443")
+    assert both.bundle is False  # noverify wins, as before
+    named = make_cert({}, {"DET_MASTER_CERT_NAME": "det.example.com"}, "http://m:8080")
+    assert named.name == "det.example.com" and named.bundle is None  # the name alone still applies, as for det
 
 
 def test_a_master_is_required(home):
