@@ -94,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
         "--stream",
         metavar="NAME",
         default="",
-        help="another of the job's logs, e.g. stderr for a Slurm job whose StdErr has its own file",
+        help="another of the job's logs, e.g. stderr for a Slurm job whose StdErr has its own file, "
+        "or a Kubernetes pod's other container (a sidecar)",
     )
     p = sub.add_parser(
         "completion",

@@ -27,7 +27,7 @@ from yanflow_tui.backends.kubernetes import manifests
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
 from yanflow_tui.backends.kubernetes.ids import guard_paths, parse_id
-from yanflow_tui.backends.kubernetes.logs import merged_logs
+from yanflow_tui.backends.kubernetes.logs import container_streams, log_limits, merged_logs
 from yanflow_tui.backends.kubernetes.views import build_jobs, build_nodes, job_id, rank_label
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SubmitUnknown
@@ -77,6 +77,7 @@ class KubernetesBackend(Backend):
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
         self.watch_seconds = watch_seconds
+        self.log_limits = log_limits(opts, config.name)
         self._api = None
         # kubernetes.client.CoreV1Api / BatchV1Api once connected (the client is untyped and imported lazily)
         self._core: Any = None
@@ -342,15 +343,31 @@ class KubernetesBackend(Backend):
             raise BackendError(f"no job {job_id_!r} on cluster {self.name!r}")
         multi = bool(info and info.indexed)
         rank_of = rank_label if multi else (lambda p: "")
+        containers = dict.fromkeys(c for p in self._job_pods(namespace, name, pod) for c in p.containers)
+        if stream and containers and stream not in containers:  # no pod yet: it may come with it
+            raise BackendError(f"no container {stream!r} in job {job_id_!r} (its containers: {', '.join(containers)})")
 
         def finished() -> bool:
             current = jobs.items.get((namespace, name))
             return current is None or current.condition in ("Complete", "Failed") or current.deleting
 
         async for line in merged_logs(
-            self._core, job_id_, lambda: self._job_pods(namespace, name, pod), rank_of, follow, finished
+            self._core,
+            job_id_,
+            lambda: self._job_pods(namespace, name, pod),
+            rank_of,
+            follow,
+            finished,
+            stream,
+            self.log_limits,
         ):
             yield line
+
+    async def log_streams(self, job_id_: str) -> tuple[str, ...]:
+        """The main stream ("": each pod's default container), then every other container of the job's pods."""
+        namespace, name, pod = self._split(job_id_)
+        await self._ensure_started()
+        return container_streams(self._job_pods(namespace, name, pod))
 
     def invalidate(self) -> None:
         for reflector in self._reflectors.values():

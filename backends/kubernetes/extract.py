@@ -19,6 +19,7 @@ ANN_KIND = "yanflow.io/kind"
 ANN_USER = "yanflow.io/user"
 ANN_COMMAND = "yanflow.io/command"
 ANN_SUBMIT_ID = "yanflow.io/submit-id"
+DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"  # kubectl logs' default container
 WAITING_REASONS = (
     "ImagePullBackOff",
     "ErrImagePull",
@@ -63,10 +64,16 @@ class PodInfo:
     created: str
     started: str
     deleting: bool
+    containers: tuple[str, ...] = ()  # container names, in spec order
+    default_container: str = ""  # the one kubectl logs reads: the annotation's, else the first
+    container_restarts: tuple[tuple[str, int], ...] = ()  # (name, restartCount) from the statuses
 
     @property
     def terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
+
+    def restarts_of(self, container: str) -> int:
+        return sum(count for name, count in self.container_restarts if name == container)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,11 +219,17 @@ def pod_info(obj: dict) -> PodInfo:
         gpus += gpu_count(wanted)[0]
         cpus += int(quantity(wanted.get("cpu")) * 1000)
         memory += int(quantity(wanted.get("memory")) // 2**20)
+    containers = tuple(c.get("name") or "" for c in spec.get("containers") or ())
+    named = annotations.get(DEFAULT_CONTAINER_ANNOTATION) or ""
+    # As kubectl: the annotation's container when the pod has it, else the first one.
+    default_container = named if named in containers else (containers[0] if containers else "")
     reason, message = status.get("reason") or "", status.get("message") or ""
     phase = status.get("phase") or "Pending"
     restarts, exit_code = 0, None
+    container_restarts = []
     for cs in status.get("containerStatuses") or ():
         restarts += cs.get("restartCount") or 0
+        container_restarts.append((cs.get("name") or "", cs.get("restartCount") or 0))
         state = cs.get("state") or {}
         if "waiting" in state:
             waiting = state["waiting"] or {}
@@ -250,6 +263,9 @@ def pod_info(obj: dict) -> PodInfo:
         created=meta.get("creationTimestamp") or "",
         started=status.get("startTime") or "",
         deleting=bool(meta.get("deletionTimestamp")),
+        containers=containers,
+        default_container=default_container,
+        container_restarts=tuple(container_restarts),
     )
 
 

@@ -3,6 +3,11 @@ hands lines to the event loop in batches; the async iterator merges them in arri
 tagged with its rank. Crashed or restarted containers' previous logs come first, as the source
 ``"rank N (previous)"``. Closing the iterator stops every thread (their responses are shut down).
 
+Each pod's log is one container's (``container=``): the job's main stream reads each pod's default
+container (the ``kubectl.kubernetes.io/default-container`` annotation's, else the first), and every
+other container is a stream of its own, named after it. The cluster's ``log_tail`` / ``log_since``
+options limit what is read first (``tailLines`` / ``sinceSeconds``, as ``kubectl logs --tail --since``).
+
 Follow reconnects after a read timeout or a dropped connection from the last timestamp shown
 (``timestamps=true`` + ``sinceTime``, the server's clock, not ours), skipping the lines before it
 and as many lines at it as were shown: no line lost or repeated, even in a burst that shares one
@@ -16,11 +21,14 @@ import asyncio
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from yanflow_tui.backends.kubernetes.cache import CONNECT_TIMEOUT, _shutdown
 from yanflow_tui.backends.kubernetes.extract import PodInfo
+from yanflow_tui.errors import BackendError
 from yanflow_tui.model import LogLine
 
 FOLLOW_READ_TIMEOUT = 300.0  # a quiet log reconnects after this long
@@ -28,6 +36,34 @@ READ_TIMEOUT = 60.0
 RETRY_SECONDS = 1.0
 POLL_SECONDS = 0.25
 _DONE = object()
+_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+@dataclass(frozen=True, slots=True)
+class LogLimits:
+    """What a log read starts from: its last ``tail`` lines, of the last ``since`` seconds (None: all)."""
+
+    tail: int | None = None
+    since: int | None = None
+
+
+def log_limits(options: Mapping[str, Any], cluster: str = "") -> LogLimits:
+    """The cluster's ``log_tail`` (lines, as ``kubectl logs --tail``; -1: all) and ``log_since`` (a
+    duration such as ``30s``, ``10m``, ``1h30m``, as ``--since``); raises with the accepted forms."""
+    where = f"cluster {cluster!r}: " if cluster else ""
+    tail = options.get("log_tail")
+    if tail is not None and (isinstance(tail, bool) or not isinstance(tail, int) or tail < -1):
+        raise BackendError(f"{where}log_tail: expected a number of lines (-1: all), got {tail!r}")
+    since = options.get("log_since")
+    seconds = None
+    if since is not None:
+        found = _DURATION.fullmatch(str(since).strip())
+        if found:
+            hours, minutes, secs = (int(g or 0) for g in found.groups())
+            seconds = hours * 3600 + minutes * 60 + secs
+        if not found or not seconds:
+            raise BackendError(f"{where}log_since: expected a duration like 30s, 10m or 1h30m, got {since!r}")
+    return LogLimits(tail if tail is not None and tail >= 0 else None, seconds)
 
 
 class PodLogReader:
@@ -42,9 +78,13 @@ class PodLogReader:
         follow: bool,
         emit: Callable[[object], None],
         pod_alive: Callable[[], bool],
+        container: str = "",
+        limits: LogLimits = LogLimits(),
     ):
         self.core = core
         self.pod = pod
+        self.container = container  # "" (a pod that lists none): the server's choice
+        self.limits = limits
         self.job_id = job_id
         self.source = source
         self.follow = follow
@@ -67,17 +107,26 @@ class PodLogReader:
 
     def _run(self) -> None:
         try:
-            if self.pod.restarts:
+            restarts = self.pod.restarts_of(self.container) if self.container else self.pod.restarts
+            if restarts:
                 self._read(previous=True)
             self._read(previous=False)
         finally:
             self.emit(_DONE)
 
     def _open(self, follow: bool, previous: bool, since_time: str | None):
-        """``GET /pods/NAME/log`` with timestamps, from ``since_time`` (the client has no sinceTime)."""
-        query: list[tuple[str, bool | str]] = [("follow", follow), ("previous", previous), ("timestamps", True)]
+        """``GET /pods/NAME/log`` of the container, with timestamps, from ``since_time`` (the client has
+        no sinceTime) when resuming, else within the cluster's limits."""
+        query: list[tuple[str, bool | str | int]] = [("follow", follow), ("previous", previous), ("timestamps", True)]
+        if self.container:
+            query.append(("container", self.container))
         if since_time:
             query.append(("sinceTime", since_time))
+        else:  # the first read (nothing shown yet): the limits; never with sinceTime, which they would cut
+            if self.limits.tail is not None:
+                query.append(("tailLines", self.limits.tail))
+            if self.limits.since is not None:
+                query.append(("sinceSeconds", self.limits.since))
         return self.core.api_client.call_api(
             "/api/v1/namespaces/{namespace}/pods/{name}/log",
             "GET",
@@ -211,9 +260,12 @@ async def merged_logs(
     rank_of: Callable[[PodInfo], str],
     follow: bool,
     finished: Callable[[], bool],
+    stream: str = "",
+    limits: LogLimits = LogLimits(),
 ) -> AsyncIterator[LogLine]:
     """Lines from every pod ``pods()`` returns (re-asked while following, so late pods join),
-    merged in arrival order. Ends when every reader is done and, with ``follow``, the job finished."""
+    merged in arrival order: of each pod's default container, or of the container ``stream`` names
+    (pods without it are left out). Ends when every reader is done and, with ``follow``, the job finished."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
     readers: dict[str, PodLogReader] = {}
@@ -227,13 +279,14 @@ async def merged_logs(
 
     def start_new() -> None:
         for pod in pods():
-            if pod.name in readers:
+            if pod.name in readers or (stream and stream not in pod.containers):
                 continue
 
             def alive(name: str = pod.name) -> bool:
                 return any(p.name == name and not p.terminal for p in pods())
 
-            reader = PodLogReader(core, pod, job_id, rank_of(pod), follow, emit, alive)
+            container = stream or pod.default_container
+            reader = PodLogReader(core, pod, job_id, rank_of(pod), follow, emit, alive, container, limits)
             readers[pod.name] = reader
             reader.start()
 
@@ -258,3 +311,10 @@ async def merged_logs(
     finally:
         for reader in readers.values():
             reader.stop()
+
+
+def container_streams(pods: list[PodInfo]) -> tuple[str, ...]:
+    """A job's log streams: "" (each pod's default container), then its pods' other containers, in
+    spec order."""
+    others = dict.fromkeys(c for pod in pods for c in pod.containers if c != pod.default_container)
+    return ("", *others)

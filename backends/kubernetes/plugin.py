@@ -41,7 +41,7 @@ def discover(env: Mapping[str, str]) -> list[ClusterConfig]:
 INFO = BackendInfo(
     kind="kubernetes",
     backend="yanflow_tui.backends.kubernetes.backend:KubernetesBackend",
-    options=("kubeconfig", "context", "namespace", "all_namespaces"),
+    options=("kubeconfig", "context", "namespace", "all_namespaces", "log_tail", "log_since"),
     section=SECTION,
     discover=discover,
 )

@@ -4,7 +4,8 @@ It behaves like the real API server where our backend depends on it: 201 on crea
 ``Status`` objects, numeric resourceVersions, list + watch (``watch=true|True|1``) with newline-
 delimited events, ``resourceVersion`` replay and 410 Gone (an ERROR event carrying a Status) once
 history is compacted, ``labelSelector`` / ``fieldSelector``, ``timeoutSeconds``, pod logs (with
-``follow``, ``previous``, ``timestamps``, ``sinceSeconds``), events, and background deletion of a
+``container`` (required when a pod has several, as the real server), ``follow``, ``previous``,
+``timestamps``, ``sinceSeconds``, ``sinceTime``, ``tailLines``), events, and background deletion of a
 Job's pods. Every request is logged as (method, path). It runs in its own thread and event loop and
 can be stopped and started again on the same port, keeping its state.
 
@@ -112,7 +113,8 @@ class K8sEmulator:
         self.raw_requests: list[tuple[str, str]] = []  # (method, path and query as sent, still percent-encoded)
         self.forbidden: set[str] = set()  # resources this "user" may not touch (403 Forbidden)
         self.authorizations: set[str] = set()  # Authorization headers seen (tests of auth plugins)
-        self.logs: dict[tuple[str, str, bool], list[tuple[str, str]]] = defaultdict(list)
+        # (namespace, pod, container, previous) -> [(stamp, line)]
+        self.logs: dict[tuple[str, str, str, bool], list[tuple[str, str]]] = defaultdict(list)
         self.log_cut: int | None = None  # cut_log_streams(): bytes the next log write sends before dropping
         self.create_delay: dict[str, float] = {}  # resource -> seconds; the next create sleeps after storing
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -235,13 +237,21 @@ class K8sEmulator:
         return [copy.deepcopy(o) for o in self.store[resource].values()]
 
     def write_log(
-        self, namespace: str, pod: str, *lines: str, previous: bool = False, stamp: str | None = None
+        self,
+        namespace: str,
+        pod: str,
+        *lines: str,
+        previous: bool = False,
+        stamp: str | None = None,
+        container: str = "",
     ) -> None:
-        """Append lines to a pod's log, stamped now (or all with ``stamp``, as a burst in one tick)."""
+        """Append lines to a pod's log, stamped now (or all with ``stamp``, as a burst in one tick), of
+        ``container`` (default: the pod's first)."""
 
         async def run():
+            name = container or _containers(self.store["pods"].get((namespace, pod)))[0]
             for line in lines:
-                self.logs[(namespace, pod, previous)].append((stamp or _nano_now(), line))
+                self.logs[(namespace, pod, name, previous)].append((stamp or _nano_now(), line))
             for waiter in list(self._log_waiters):
                 waiter.set()
 
@@ -545,8 +555,19 @@ class K8sEmulator:
         previous = q.get("previous", "").lower() in ("true", "1")
         follow = q.get("follow", "").lower() in ("true", "1")
         stamps = q.get("timestamps", "").lower() in ("true", "1")
-        container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name", "main")
-        if previous and not self.logs.get((namespace, name, True)):
+        containers = _containers(pod)
+        container = q.get("container") or ""
+        if not container and len(containers) > 1:
+            return _status(
+                400,
+                "BadRequest",
+                f"a container name must be specified for pod {name}, choose one of: [{' '.join(containers)}]",
+            )
+        container = container or containers[0]
+        if container not in containers:
+            return _status(400, "BadRequest", f"container {container} is not valid for pod {name}")
+        key = (namespace, name, container, previous)
+        if previous and not self.logs.get(key):
             return _status(400, "BadRequest", f'previous terminated container "{container}" in pod "{name}" not found')
         if not previous and (pod.get("status") or {}).get("phase", "Pending") == "Pending":
             return _status(
@@ -557,6 +578,7 @@ class K8sEmulator:
             since = _nano(datetime.now(UTC) - timedelta(seconds=int(q["sinceSeconds"])))
         if q.get("sinceTime"):  # RFC 3339, whole seconds, as the API server takes it
             since = _nano(datetime.fromisoformat(q["sinceTime"].replace("Z", "+00:00")).replace(microsecond=0))
+        tail = int(q["tailLines"]) if q.get("tailLines") else None  # of what is there now, after since
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         response.enable_chunked_encoding()
         await response.prepare(request)
@@ -564,11 +586,13 @@ class K8sEmulator:
         sent = 0
         try:
             while True:
-                lines = self.logs.get((namespace, name, previous), [])
+                lines = self.logs.get(key, [])
                 chunk = []
                 for stamp, text in lines[sent:]:
                     if since is None or stamp >= since:
                         chunk.append(f"{stamp} {text}\n" if stamps else f"{text}\n")
+                if tail is not None:
+                    chunk, tail = chunk[-tail:] if tail else [], None
                 sent = len(lines)
                 if chunk:
                     data = "".join(chunk).encode()
@@ -583,7 +607,7 @@ class K8sEmulator:
                 phase = ((current or {}).get("status") or {}).get("phase")
                 if not follow or previous or current is None or phase in ("Succeeded", "Failed") or not self.running:
                     if follow and current is not None and phase in ("Succeeded", "Failed"):
-                        rest = self.logs.get((namespace, name, previous), [])[sent:]
+                        rest = self.logs.get(key, [])[sent:]
                         if rest:
                             await response.write(
                                 "".join(f"{s} {t}\n" if stamps else f"{t}\n" for s, t in rest).encode()
@@ -611,6 +635,11 @@ class K8sEmulator:
 
         self._call(wake())
         return obj
+
+
+def _containers(pod: dict | None) -> list[str]:
+    """A pod's container names, in spec order ("main" for a pod not there yet)."""
+    return [c.get("name", "main") for c in ((pod or {}).get("spec") or {}).get("containers") or ()] or ["main"]
 
 
 def _nano_now() -> str:

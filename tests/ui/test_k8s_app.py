@@ -1,5 +1,6 @@
 """Pilot tests of the console over the real Kubernetes backend and the API emulator: the cluster goes
-stale while the API server is away and comes back with fresh data; read-only sends no write."""
+stale while the API server is away and comes back with fresh data; read-only sends no write; a pod
+with a sidecar gets a log pane per container."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from waiting import wait_for
 
 from yanflow_tui.errors import ReadOnlyError
 from yanflow_tui.screens.dialogs import ConfirmScreen
+from yanflow_tui.screens.logs.screen import LogsScreen
 from yanflow_tui.screens.queue import JobTable, QueueScreen
 
 NS = "ml"
@@ -123,3 +125,29 @@ async def test_queue_field_filter_over_kubernetes_jobs(home, emulator, kubeconfi
         await wait_for(pilot, lambda: rows(app) == [], what="negated name, no node")
         box.value = "nodes:gpu-a"
         await wait_for(pilot, lambda: rows(app) == ["k8s/ml/train"], what="node filter")
+
+
+async def test_logs_of_a_pod_with_a_sidecar_open_one_pane_per_container(home, emulator, kubeconfig):
+    emulator.add_node("gpu-a", 8)
+    emulator.put("jobs", make_job("side", NS))
+    pod = make_pod("side-1", NS, node="gpu-a", job="side")
+    pod["spec"]["containers"].append({"name": "proxy", "image": "envoyproxy/envoy:v1.31"})
+    emulator.put("pods", pod)
+    emulator.write_log(NS, "side-1", "training step 1")  # the first container: main
+    emulator.write_log(NS, "side-1", "proxy ready", container="proxy")
+    app = make_app(cluster(kubeconfig))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: "k8s/ml/side" in rows(app), what="rows")
+        select_row(app, "k8s/ml/side")
+        await pilot.pause()  # the highlight handled before the key
+        await pilot.press("l")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, LogsScreen) and len(app.screen.panes) == 2, what="a pane each"
+        )
+        logs = app.screen
+        assert isinstance(logs, LogsScreen) and [p.stream for p in logs.panes] == ["", "proxy"]
+        await wait_for(pilot, lambda: "training step 1" in screen_text(app), what="the default container's log")
+        assert "proxy ready" not in screen_text(app) and "k8s/ml/side side (proxy)" in screen_text(app)
+        await pilot.press("right_square_bracket")
+        await wait_for(pilot, lambda: "proxy ready" in screen_text(app), what="the sidecar's log")
+        assert "training step 1" not in screen_text(app)

@@ -5,6 +5,8 @@ submit (with a retried create), cancel, describe with events, merged per-rank lo
 from __future__ import annotations
 
 import asyncio
+import copy
+from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -14,6 +16,7 @@ from paths import SAMPLES
 from waiting import async_wait_until
 
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
+from yanflow_tui.backends.kubernetes.logs import LogLimits, log_limits
 from yanflow_tui.errors import BackendError, ReadOnlyError
 from yanflow_tui.model import GpuState, JobKind, JobState
 from yanflow_tui.spec import load_spec
@@ -352,6 +355,130 @@ async def test_previous_container_logs_come_first_as_their_own_source(emulator, 
     jobs = {j.id: j for j in await backend.list_jobs()}
     assert jobs["ml/crashy"].kind is JobKind.MULTI_NODE
     assert jobs["ml/crashy/crashy-0-x"].exit_code == 137
+
+
+def with_sidecar(pod: dict, default: str | None = None) -> dict:
+    """``pod`` with a second container, ``proxy``, after ``main``; ``default`` names kubectl's default one."""
+    pod["spec"]["containers"].append({"name": "proxy", "image": "envoyproxy/envoy:v1.31"})
+    statuses = pod["status"].get("containerStatuses")
+    if statuses:
+        statuses.append({**copy.deepcopy(statuses[0]), "name": "proxy"})
+    if default:
+        pod["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] = default
+    return pod
+
+
+def log_queries(emu) -> list[dict[str, list[str]]]:
+    """The query of every pod log request that reached the emulator, in order."""
+    return [parse_qs(urlsplit(p).query) for m, p in emu.requests if urlsplit(p).path.endswith("/log")]
+
+
+async def texts(stream) -> list[str]:
+    return [line.text async for line in stream]
+
+
+async def test_a_pod_with_a_sidecar_logs_its_default_container_and_the_other_one_as_a_stream(emulator, backend):
+    emulator.put("jobs", make_job("named", NS))
+    named = make_pod("named-1", NS, node="gpu-a", job="named", phase="Succeeded")
+    emulator.put("pods", with_sidecar(named, default="proxy"))
+    emulator.put("jobs", make_job("plain", NS))
+    emulator.put("pods", with_sidecar(make_pod("plain-1", NS, node="gpu-a", job="plain", phase="Succeeded")))
+    emulator.put("jobs", make_job("single", NS))
+    emulator.put("pods", make_pod("single-1", NS, node="gpu-a", job="single", phase="Succeeded"))
+    for pod in ("named-1", "plain-1", "single-1"):
+        emulator.write_log(NS, pod, f"{pod} training step 1", container="main")
+    for pod in ("named-1", "plain-1"):
+        emulator.write_log(NS, pod, f"{pod} proxy ready", container="proxy")
+
+    # The annotation names the default container (proxy); main is a stream of its own.
+    assert await backend.log_streams("ml/named") == ("", "main")
+    assert await texts(backend.stream_logs("ml/named")) == ["named-1 proxy ready"]
+    assert await texts(backend.stream_logs("ml/named", stream="main")) == ["named-1 training step 1"]
+    # No annotation: the first container in spec order; the sidecar is the other stream.
+    assert await backend.log_streams("ml/plain") == ("", "proxy")
+    assert await texts(backend.stream_logs("ml/plain")) == ["plain-1 training step 1"]
+    assert await texts(backend.stream_logs("ml/plain", stream="proxy")) == ["plain-1 proxy ready"]
+    # One container: one stream, as before.
+    assert await backend.log_streams("ml/single") == ("",)
+    assert await texts(backend.stream_logs("ml/single")) == ["single-1 training step 1"]
+    # Every request named its container (the API server refuses a pod of two without one).
+    assert [q.get("container") for q in log_queries(emulator)] == [["proxy"], ["main"], ["main"], ["proxy"], ["main"]]
+    with pytest.raises(BackendError, match="no container 'envoy' in job 'ml/plain' \\(its containers: main, proxy\\)"):
+        await texts(backend.stream_logs("ml/plain", stream="envoy"))
+
+
+async def test_the_previous_log_of_a_restarted_sidecar_comes_first_in_its_own_stream(emulator, backend):
+    emulator.put("jobs", make_job("flaky", NS, parallelism=1, indexed=True))
+    pod = with_sidecar(make_pod("flaky-0-x", NS, node="gpu-a", job="flaky", index=0, phase="Succeeded"))
+    pod["status"]["containerStatuses"][1]["restartCount"] = 1  # the proxy restarted, main did not
+    emulator.put("pods", pod)
+    emulator.write_log(NS, "flaky-0-x", "proxy crashed", container="proxy", previous=True)
+    emulator.write_log(NS, "flaky-0-x", "proxy again", container="proxy")
+    emulator.write_log(NS, "flaky-0-x", "main step 1", container="main")
+
+    proxy = [(line.source, line.text) async for line in backend.stream_logs("ml/flaky", stream="proxy")]
+    assert proxy == [("rank 0 (previous)", "proxy crashed"), ("rank 0", "proxy again")]
+    main = [(line.source, line.text) async for line in backend.stream_logs("ml/flaky")]
+    assert main == [("rank 0", "main step 1")]
+    previous = [q["container"] for q in log_queries(emulator) if q["previous"] == ["True"]]
+    assert previous == [["proxy"]]  # main never restarted: its previous log is not asked for
+
+
+async def test_log_tail_and_since_limit_the_first_read_as_kubectl_does(emulator, kubeconfig):
+    emulator.put("jobs", make_job("chatty", NS))
+    emulator.put("pods", make_pod("chatty-1", NS, node="gpu-a", job="chatty"))
+    two_hours_ago = (datetime.now(UTC) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
+    emulator.write_log(NS, "chatty-1", "old 1", "old 2", stamp=two_hours_ago)
+    emulator.write_log(NS, "chatty-1", "new 1", "new 2", "new 3")
+    tail = KubernetesBackend(cluster(kubeconfig, log_tail=2))
+    since = KubernetesBackend(cluster(kubeconfig, name="k8s-since", log_since="1h"))
+    both = KubernetesBackend(cluster(kubeconfig, name="k8s-both", log_since="1h30m", log_tail=4))
+    try:
+        assert await texts(tail.stream_logs("ml/chatty")) == ["new 2", "new 3"]
+        assert await texts(since.stream_logs("ml/chatty")) == ["new 1", "new 2", "new 3"]
+        assert await texts(both.stream_logs("ml/chatty")) == ["new 1", "new 2", "new 3"]
+        assert [(q.get("tailLines"), q.get("sinceSeconds")) for q in log_queries(emulator)] == [
+            (["2"], None),
+            (None, ["3600"]),
+            (["4"], ["5400"]),
+        ]
+        # Followed: the tail, then every new line; a reconnect resumes after the last line shown
+        # (sinceTime, no tail: three lines written while away all come).
+        task, seen, statuses = follow_into(tail, "ml/chatty")
+        await async_wait_until(lambda: seen == ["new 2", "new 3"], what="the tail")
+        emulator.stop()
+        emulator.write_log(NS, "chatty-1", "away 1", "away 2", "away 3")
+        await async_wait_until(lambda: statuses, what="the stream to see the server gone")
+        emulator.start()
+        await async_wait_until(lambda: seen == ["new 2", "new 3", "away 1", "away 2", "away 3"], what="resumed")
+        resumed = log_queries(emulator)[-1]
+        assert "sinceTime" in resumed and "tailLines" not in resumed, resumed
+        emulator.set_pod_phase(NS, "chatty-1", "Succeeded")
+        emulator.patch("jobs", NS, "chatty", {"status": {"conditions": [{"type": "Complete", "status": "True"}]}})
+        await asyncio.wait_for(task, 10)
+    finally:
+        for b in (tail, since, both):
+            await b.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"log_tail": "10"}, "log_tail: expected a number of lines"),
+        ({"log_tail": -2}, "log_tail: expected a number of lines"),
+        ({"log_since": "soon"}, "log_since: expected a duration like 30s, 10m or 1h30m, got 'soon'"),
+        ({"log_since": "0s"}, "log_since: expected a duration"),
+    ],
+)
+def test_bad_log_limits_are_refused_with_the_accepted_forms(kubeconfig, options, problem):
+    with pytest.raises(BackendError, match=f"cluster 'k8s': {problem}"):
+        KubernetesBackend(cluster(kubeconfig, **options))
+
+
+def test_log_limits_read_as_kubectl_reads_tail_and_since():
+    assert log_limits({}) == LogLimits(None, None)
+    assert log_limits({"log_tail": -1, "log_since": "45s"}) == LogLimits(None, 45)  # -1: every line
+    assert log_limits({"log_tail": 0, "log_since": "2h5m"}) == LogLimits(0, 7500)
 
 
 async def test_closing_a_followed_log_stops_its_reader_threads(emulator, backend):

@@ -94,3 +94,22 @@ def test_a_spec_kubernetes_cannot_run_is_refused_with_file_and_field_before_any_
     assert result.returncode == 1
     assert f"{spec}: mounts[0].source: expected pvc:CLAIM" in result.stderr
     assert emulator.mutations() == []
+
+
+def test_logs_of_a_sidecar_by_stream_and_a_tail_from_the_config(emulator, home, tmp_path, kubeconfig):
+    path = tmp_path / "config.yaml"
+    entry = {"name": "k8s", "kind": "kubernetes", "kubeconfig": str(kubeconfig), "log_tail": 1, "log_since": "1h"}
+    path.write_text(yaml.safe_dump({"clusters": [entry]}))
+    emulator.put("jobs", make_job("side", NS))
+    pod = make_pod("side-1", NS, node="gpu-a", job="side", phase="Succeeded")
+    pod["spec"]["containers"].append({"name": "proxy", "image": "envoyproxy/envoy:v1.31"})
+    emulator.put("pods", pod)
+    emulator.write_log(NS, "side-1", "step 1", "step 2")
+    emulator.write_log(NS, "side-1", "proxy starting", "proxy ready", container="proxy")
+
+    main = run_cli("logs", "ml/side", "--config", str(path))
+    assert (main.returncode, main.stdout) == (0, "step 2\n"), main.stderr
+    proxy = run_cli("logs", "ml/side", "--stream", "proxy", "--config", str(path))
+    assert (proxy.returncode, proxy.stdout) == (0, "proxy ready\n"), proxy.stderr
+    other = run_cli("logs", "ml/side", "--stream", "envoy", "--config", str(path))
+    assert other.returncode == 1 and "its logs: main, proxy" in other.stderr, other.stderr

@@ -91,6 +91,29 @@ def test_watch_streams_typed_events_replays_from_a_version_and_expires_with_410(
     assert gone.value.status == 410
 
 
+def test_a_pod_of_two_containers_logs_one_named_container_as_the_api_server_does(emulator, api):
+    from kubernetes.client.rest import ApiException
+
+    core, _, _ = api
+    pod = make_pod("p2", NS, node="gpu-a")
+    pod["spec"]["containers"].append({"name": "proxy", "image": "envoyproxy/envoy:v1.31"})
+    emulator.put("pods", pod)
+    emulator.write_log(NS, "p2", "main line")
+    emulator.write_log(NS, "p2", "proxy line", container="proxy")
+    with pytest.raises(ApiException) as unnamed:
+        core.read_namespaced_pod_log("p2", NS, _request_timeout=5)
+    assert unnamed.value.status == 400
+    assert json.loads(unnamed.value.body)["message"] == (
+        "a container name must be specified for pod p2, choose one of: [main proxy]"
+    )
+    with pytest.raises(ApiException) as unknown:
+        core.read_namespaced_pod_log("p2", NS, container="envoy", _request_timeout=5)
+    assert unknown.value.status == 400 and "container envoy is not valid for pod p2" in unknown.value.body
+    for container, text in (("main", b"main line\n"), ("proxy", b"proxy line\n")):
+        raw = core.read_namespaced_pod_log("p2", NS, container=container, _preload_content=False, _request_timeout=5)
+        assert raw.data == text
+
+
 def test_logs_events_and_restart_on_the_same_port(emulator, api):
     core, _, api_client = api
     emulator.put("pods", make_pod("p1", NS, node="gpu-a"))
@@ -105,6 +128,10 @@ def test_logs_events_and_restart_on_the_same_port(emulator, api):
         .splitlines()
     )
     assert stamped[0].endswith("Z line 1")
+    tailed = core.read_namespaced_pod_log("p1", NS, tail_lines=1, _preload_content=False, _request_timeout=5)
+    assert tailed.data == b"line 2\n"
+    recent = core.read_namespaced_pod_log("p1", NS, since_seconds=60, _preload_content=False, _request_timeout=5)
+    assert recent.data == b"line 1\nline 2\n"
     emulator.put(
         "events",
         {
