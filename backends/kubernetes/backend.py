@@ -23,7 +23,7 @@ import yaml
 from yanflow_tui import formfields as ff
 from yanflow_tui import keyfiles
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
-from yanflow_tui.backends.kubernetes import manifests
+from yanflow_tui.backends.kubernetes import kubeconfig, manifests
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
 from yanflow_tui.backends.kubernetes.ids import guard_paths, parse_id
@@ -70,7 +70,8 @@ class KubernetesBackend(Backend):
     ):
         super().__init__(config)
         opts = config.options
-        self.kubeconfig: str | None = os.path.expanduser(str(opts["kubeconfig"])) if opts.get("kubeconfig") else None
+        # One file or a KUBECONFIG-style list (``a:b``, merged as kubectl does); None: $KUBECONFIG, else ~/.kube/config
+        self.kubeconfig: str | None = str(opts["kubeconfig"]) if opts.get("kubeconfig") else None
         self.context: str | None = opts.get("context") or None
         self.all_namespaces = bool(opts.get("all_namespaces"))
         self._namespace: str | None = opts.get("namespace") or None
@@ -91,45 +92,52 @@ class KubernetesBackend(Backend):
     def namespace(self) -> str:
         """The configured namespace, else the kubeconfig context's, else ``default``."""
         if self._namespace is None:
-            self._namespace = self._context_namespace() or "default"
+            self._namespace = self._context_namespace()
         return self._namespace
 
-    def _context_namespace(self) -> str | None:
-        path = self.kubeconfig or (
-            os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(Path.home() / ".kube" / "config")
-        )
+    def _files(self) -> list[Path]:
+        """The kubeconfig files kubectl would read for this cluster, in merge order."""
+        return kubeconfig.paths(os.environ, self.kubeconfig)
+
+    def _context_namespace(self) -> str:
         try:
-            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-            wanted = self.context or data.get("current-context")
-            for entry in data.get("contexts") or ():
-                if entry.get("name") == wanted:
-                    return (entry.get("context") or {}).get("namespace")
-        except (OSError, yaml.YAMLError, AttributeError):
-            return None
-        return None
+            return kubeconfig.context_namespace(kubeconfig.merge(self._files()), self.context)
+        except BackendError:
+            return "default"  # the client reports the broken file when it loads
 
     def _load_client(self) -> None:
-        """Build the API client from kubeconfig (exec and OIDC plugins included). Runs in a thread."""
+        """Build the API client from the merged kubeconfig (exec and OIDC plugins included). Runs in a thread."""
         from kubernetes import client
         from kubernetes import config as kconfig
+        from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
         configuration = type.__call__(client.Configuration)
         configuration.retries = False  # we retry ourselves, with backoff, and never a create blindly
+        files = self._files()
+        where = self.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         try:
+            merged = kubeconfig.merge(files)
+            if not merged["contexts"]:
+                raise BackendError(f"kubeconfig: no context in {where}")
+            if not (self.context or merged["current-context"]):
+                raise BackendError(f"kubeconfig: no current-context in {where}; set the cluster's context")
+            # The client's merger keeps each file's path (for relative certificate paths) and the first
+            # definition of each name, as kubectl does; current-context is kubectl's (the first file's).
+            merger = KubeConfigMerger(os.pathsep.join(map(str, kubeconfig.nonempty(files))))
+            merger.config.value["current-context"] = merged["current-context"]
             # Key and certificate data the client copies to files go to our private directory,
             # which is removed at exit and on SIGHUP/SIGTERM (see yanflow_tui.keyfiles).
-            kconfig.load_kube_config(
-                config_file=self.kubeconfig,
-                context=self.context,
-                persist_config=False,
-                client_configuration=configuration,
+            KubeConfigLoader(
+                config_dict=merger.config,
+                active_context=self.context,
+                config_base_path=None,
                 temp_file_path=keyfiles.private_dir(),
-            )
+            ).load_and_set(configuration)
             api = client.ApiClient(configuration=configuration)
         except kconfig.ConfigException as exc:
             raise BackendError(f"kubeconfig: {exc}") from None
         except OSError as exc:
-            raise BackendError(f"kubeconfig: {exc.strerror or exc}: {exc.filename or self.kubeconfig}") from None
+            raise BackendError(f"kubeconfig: {exc.strerror or exc}: {exc.filename or where}") from None
         guard_paths(api)  # no request path with an empty, dot or encoded-slash segment
         self.namespace  # resolve once, off the event loop  # noqa: B018
         self._core = client.CoreV1Api(api)
