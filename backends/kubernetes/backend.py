@@ -13,6 +13,7 @@ import functools
 import getpass
 import json
 import os
+import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +23,7 @@ import yaml
 
 from yanflow_tui import formfields as ff
 from yanflow_tui import keyfiles
-from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.base import SCOPE_ALL, Backend, Capabilities, describe_job
 from yanflow_tui.backends.kubernetes import kubeconfig, manifests
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
@@ -39,6 +40,7 @@ CONNECT_TIMEOUT = 5.0
 SYNC_WAIT = 20.0  # first read waits this long for the initial lists (the hub allows 30 s)
 CREATE_ATTEMPTS = 3
 RESOURCES = ("nodes", "pods", "jobs")
+NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a DNS-1123 label
 
 
 def _user() -> str:
@@ -59,6 +61,7 @@ class KubernetesBackend(Backend):
         rank_logs=True,
         raw_spec=True,
         submit_tags=True,
+        scopes=True,
     )
 
     def __init__(
@@ -86,6 +89,7 @@ class KubernetesBackend(Backend):
         self._connect_lock: asyncio.Lock | None = None
         self._throttle: ChangeThrottle | None = None
         self._memo: dict[str, tuple[Any, list]] = {}
+        self._active_context = self.context or ""  # the context in use, once the kubeconfig is read
 
     # -- connection ------------------------------------------------------------------------------
     @property
@@ -101,7 +105,9 @@ class KubernetesBackend(Backend):
 
     def _context_namespace(self) -> str:
         try:
-            return kubeconfig.context_namespace(kubeconfig.merge(self._files()), self.context)
+            merged = kubeconfig.merge(self._files())
+            self._active_context = self.context or merged["current-context"]
+            return kubeconfig.context_namespace(merged, self.context)
         except BackendError:
             return "default"  # the client reports the broken file when it loads
 
@@ -359,6 +365,89 @@ class KubernetesBackend(Backend):
             self._core, job_id_, lambda: self._job_pods(namespace, name, pod), rank_of, follow, finished
         ):
             yield line
+
+    # -- scopes: the context and the namespace, switched live (k9s's :ctx and :ns) -------------------
+    def scope(self, kind: str) -> str:
+        if kind == "context":
+            return self._active_context
+        if kind == "namespace":
+            return SCOPE_ALL if self.all_namespaces else (self._namespace or "")
+        return ""
+
+    async def scopes(self, kind: str) -> list[str]:
+        if kind == "context":
+            return await asyncio.to_thread(lambda: kubeconfig.contexts(kubeconfig.merge(self._files())))
+        if kind != "namespace":
+            return await super().scopes(kind)
+        if self._api is None:
+            await asyncio.to_thread(self._load_client)
+
+        def names() -> list[str]:
+            try:
+                listed = self._call_json(self._core.list_namespace)
+                return sorted((item.get("metadata") or {}).get("name", "") for item in listed.get("items") or ())
+            except Exception as exc:
+                if getattr(exc, "status", None) != 403:
+                    raise BackendError(f"listing namespaces: {error_text(exc)}") from None
+            # may not list namespaces: those the kubeconfig's contexts name, and the one in use
+            merged = kubeconfig.merge(self._files())
+            return sorted(
+                {self.namespace} | {kubeconfig.context_namespace(merged, c) for c in kubeconfig.contexts(merged)}
+            )
+
+        return [SCOPE_ALL, *[n for n in await asyncio.to_thread(names) if n]]
+
+    async def set_scope(self, kind: str, value: str) -> str:
+        if kind == "context":
+            known = await self.scopes("context")
+            if value not in known:
+                raise BackendError(f"no context {value!r} in the kubeconfig (contexts: {', '.join(known) or 'none'})")
+            self.context, self._namespace, self.all_namespaces = value, None, False
+            await self._reset(client=True)
+        elif kind == "namespace" and value == SCOPE_ALL:
+            if self._api is None:
+                await asyncio.to_thread(self._load_client)
+            await asyncio.to_thread(self._check_cluster_wide)
+            self.all_namespaces = True
+            await self._reset(client=False)
+        elif kind == "namespace":
+            if not NAMESPACE_NAME.fullmatch(value or ""):
+                raise BackendError(f"not a namespace name: {value!r}")
+            self._namespace, self.all_namespaces = value, False
+            await self._reset(client=False)
+        else:
+            return await super().set_scope(kind, value)
+        namespace = await asyncio.to_thread(lambda: self.namespace)
+        return f"context {self._active_context}, " + (
+            "all namespaces" if self.all_namespaces else f"namespace {namespace}"
+        )
+
+    def _check_cluster_wide(self) -> None:
+        """All namespaces needs cluster-wide list rights on Jobs and Pods: ask before switching."""
+        for what, method in (
+            ("jobs", self._batch.list_job_for_all_namespaces),
+            ("pods", self._core.list_pod_for_all_namespaces),
+        ):
+            try:
+                self._call_json(method, limit=1)
+            except Exception as exc:
+                if getattr(exc, "status", None) == 403:
+                    raise BackendError(
+                        f"all namespaces: you may not list {what} cluster-wide ({error_text(exc)}); "
+                        f"still namespace {self.namespace}"
+                    ) from None
+                raise BackendError(f"all namespaces: listing {what}: {error_text(exc)}") from None
+
+    async def _reset(self, client: bool) -> None:
+        """Drop the watches and caches (and with ``client``, the connection): the next read lists anew."""
+        if self._connect_lock is None:
+            self._connect_lock = asyncio.Lock()
+        async with self._connect_lock:
+            await self.close()
+            self._memo = {}
+            if client:
+                self._api = self._core = self._batch = None
+        self.notify_changed()
 
     def invalidate(self) -> None:
         for reflector in self._reflectors.values():
