@@ -1,5 +1,6 @@
-"""The Kubernetes backend: clusters from kubeconfig, live data from list+watch caches (Nodes, Pods,
-batch/v1 Jobs), submits as batch/v1 Jobs (Indexed Job + headless Service for multi-node), cancel,
+"""The Kubernetes backend: clusters from kubeconfig (several files merged as kubectl does, see
+``kubeconfig``), the context and namespace switched live (``scopes``), live data from list+watch
+caches (Nodes, Pods, batch/v1 Jobs), submits as batch/v1 Jobs (Indexed Job + headless Service for multi-node), cancel,
 describe with events, and per-rank merged logs.
 
 The official client is synchronous: every call runs in a thread with a ``_request_timeout``. It is
@@ -122,6 +123,8 @@ class KubernetesBackend(Backend):
         files = self._files()
         where = self.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         try:
+            if not files:
+                raise BackendError(f"kubeconfig: no such file: {where}")
             merged = kubeconfig.merge(files)
             if not merged["contexts"]:
                 raise BackendError(f"kubeconfig: no context in {where}")
