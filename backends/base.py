@@ -82,6 +82,9 @@ class Capabilities:
     # Jobs run on the machine the console runs on (no scheduler in between). A spec without
     # ``cluster:`` goes to a scheduler first, so training does not land on a login node.
     runs_here: bool = False
+    # ``scopes(kind)`` / ``set_scope(kind, value)``: what the cluster is seen through switches live, e.g. a
+    # kubeconfig context or a namespace (as k9s's ``:ctx`` and ``:ns``). Kinds are ``SCOPE_KINDS``.
+    scopes: bool = False
 
 
 # Capability flag -> the methods a backend declaring it must override (with ``submit_tags``, submit
@@ -95,7 +98,13 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "metrics": ("metrics",),
     "checkpoints": ("checkpoints", "download_checkpoint"),
     "raw_spec": ("raw_spec",),
+    "scopes": ("scopes", "set_scope"),
 }
+
+# The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
+# context) and the part of the cluster listed (a namespace). ``SCOPE_ALL`` is "every one" of a kind.
+SCOPE_KINDS = ("context", "namespace")
+SCOPE_ALL = "*"
 
 
 def missing_overrides(cls: type[Backend]) -> list[tuple[str, str]]:
@@ -235,6 +244,21 @@ class Backend(abc.ABC):
         """The job as the cluster itself holds it, in its native form (``scontrol show job -dd``,
         the Job object as YAML, the experiment config...), for the job detail view."""
         raise BackendError(f"cluster {self.name!r} cannot show a job's raw spec")
+
+    async def scopes(self, kind: str) -> list[str]:
+        """The values ``set_scope(kind, ...)`` takes (one of ``SCOPE_KINDS``), ``SCOPE_ALL`` first where
+        "every one" is offered. Plain strings, for the console to offer as they are."""
+        raise BackendError(f"cluster {self.name!r} has no {kind} to switch")
+
+    def scope(self, kind: str) -> str:
+        """The ``kind`` scope in use now ("" where there is none). No I/O."""
+        return ""
+
+    async def set_scope(self, kind: str, value: str) -> str:
+        """Switch the ``kind`` scope to ``value`` (one of ``scopes(kind)``): cached data and watches are
+        dropped, and the next reads are of the new scope. Returns what is shown now, e.g. "namespace ml".
+        Not gated: it changes what is read, never the cluster."""
+        raise BackendError(f"cluster {self.name!r} has no {kind} to switch")
 
     async def metrics(self, job_id: str) -> list[MetricPoint]:
         """Reported metrics of a job or trial, oldest first."""

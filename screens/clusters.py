@@ -1,7 +1,8 @@
 """The Clusters screen (``5``): one entry per configured cluster with its kind, health, the age of
 its last good refresh, the user it acts as, read-only, its description, and the whole error or note
 with its fix (an unknown host key's fingerprint and known_hosts line, a config file:line...). ``l``
-logs in to the highlighted cluster when it needs a password. The path of the console's own log is
+logs in to the highlighted cluster when it needs a password; ``c`` / ``n`` switch its context / namespace
+where it has them (``capabilities.scopes``). The path of the console's own log is
 at the bottom, for bug reports. Rendering is ``cluster_rows``'s."""
 
 from __future__ import annotations
@@ -46,7 +47,11 @@ class ClusterList(OptionList):
 class ClustersScreen(DataScreen):
     TITLE_TEXT = "Clusters"
     CSS_PATH = Path(__file__).parent / "clusters.tcss"
-    BINDINGS = [Binding("l", "login", "Log in", id="cluster-login")]
+    BINDINGS = [
+        Binding("l", "login", "Log in", id="cluster-login"),
+        Binding("c", "scope('context')", "Context", id="cluster-context"),
+        Binding("n", "scope('namespace')", "Namespace", id="cluster-namespace"),
+    ]
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
@@ -92,6 +97,9 @@ class ClustersScreen(DataScreen):
         if action == "login":
             name = self.selected_cluster()
             return bool(name and self.app.hub.snapshots[name].login_user) or None
+        if action == "scope":
+            name = self.selected_cluster()
+            return bool(name and self.app.hub.backend(name).capabilities.scopes)
         return True
 
     @on(OptionList.OptionHighlighted)
@@ -101,6 +109,11 @@ class ClustersScreen(DataScreen):
     @on(OptionList.OptionSelected)
     def _selected(self) -> None:
         self.action_login()
+
+    def action_scope(self, kind: str) -> None:
+        name = self.selected_cluster()
+        if name and self.app.hub.backend(name).capabilities.scopes:
+            self.app.ask_scope(name, kind)
 
     def action_login(self) -> None:
         name = self.selected_cluster()

@@ -15,14 +15,21 @@ from yanflow_tui.backends.kubernetes.manifests import INDEX_ANNOTATION
 from yanflow_tui.config import ClusterConfig
 
 
-def write_kubeconfig(path: Path, url: str, namespace: str = "ml", context: str = "emu") -> Path:
+def write_kubeconfig(
+    path: Path, url: str, namespace: str = "ml", context: str = "emu", others: dict[str, str] | None = None
+) -> Path:
+    """A kubeconfig whose current context ``context`` is alice in ``namespace``; ``others``: more
+    contexts (name -> namespace), each as bob (token ``<name>-token``), on the same emulator."""
+    others = others or {}
     data = {
         "apiVersion": "v1",
         "kind": "Config",
         "current-context": context,
         "clusters": [{"name": "emu", "cluster": {"server": url}}],
-        "users": [{"name": "alice", "user": {"token": "not-a-real-token"}}],
-        "contexts": [{"name": context, "context": {"cluster": "emu", "user": "alice", "namespace": namespace}}],
+        "users": [{"name": "alice", "user": {"token": "not-a-real-token"}}]
+        + [{"name": f"bob-{name}", "user": {"token": f"{name}-token"}} for name in others],
+        "contexts": [{"name": context, "context": {"cluster": "emu", "user": "alice", "namespace": namespace}}]
+        + [{"name": n, "context": {"cluster": "emu", "user": f"bob-{n}", "namespace": ns}} for n, ns in others.items()],
     }
     path.write_text(yaml.safe_dump(data))
     path.chmod(0o600)

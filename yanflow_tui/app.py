@@ -10,7 +10,10 @@ line and its traceback goes to the console's log (``report_failure``).
 
 Logins never block: a cluster that needs a password shows ``login needed``; the prompt opens by
 itself at most once per cluster (and not over another dialog), is a dialog under which every screen
-keeps redrawing, and opens again only when asked (``l`` on the Clusters screen, or the palette)."""
+keeps redrawing, and opens again only when asked (``l`` on the Clusters screen, or the palette).
+
+A cluster with ``capabilities.scopes`` switches its context or namespace live (``ask_scope``: the palette's
+``ctx`` / ``ns``, or ``c`` / ``n`` on the Clusters screen); the cluster refreshes at once."""
 
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
 from yanflow_tui import applog, keyfiles
+from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
 from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
@@ -39,7 +43,7 @@ from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.clusters import ClustersScreen
-from yanflow_tui.screens.dialogs import HelpScreen, PromptScreen
+from yanflow_tui.screens.dialogs import ChoiceScreen, HelpScreen, PromptScreen
 from yanflow_tui.screens.logs.screen import LogsScreen
 from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import QueueScreen
@@ -215,6 +219,40 @@ class YanflowApp(SerialKeys):
             self.request_refresh(name)
             return
         self.notify(clean(f"logged in to {name}"), markup=False)
+        self.request_refresh(name)
+
+    def ask_scope(self, name: str, kind: str) -> None:
+        """Offer the cluster's scopes of ``kind`` (contexts, namespaces) and switch to the one picked."""
+        self._choose_scope(name, kind)
+
+    @work(group="scope", exit_on_error=False)
+    async def _choose_scope(self, name: str, kind: str) -> None:
+        backend = self.hub.backend(name)
+        try:
+            choices = await self.hub.call(backend.scopes(kind))
+        except Exception as exc:
+            self.report_error(f"No {kind} to switch", f"{name}: {error_text(exc)}")
+            return
+        current = backend.scope(kind)
+        labels = {
+            (f"all {kind}s" if value == SCOPE_ALL else value) + ("  (now)" if value == current else ""): value
+            for value in choices
+        }
+
+        def picked(label: str | None) -> None:
+            if label is not None and labels[label] != current:
+                self._set_scope(name, kind, labels[label])
+
+        self.push_screen(ChoiceScreen(f"{kind.capitalize()} of {name}:", list(labels)), picked)
+
+    @work(group="scope", exit_on_error=False)
+    async def _set_scope(self, name: str, kind: str, value: str) -> None:
+        try:
+            shown = await self.hub.call(self.hub.backend(name).set_scope(kind, value))
+        except Exception as exc:
+            self.report_error(f"{kind.capitalize()} not switched", f"{name}: {error_text(exc)}")
+            return
+        self.notify(clean(f"{name}: {shown}"), markup=False)
         self.request_refresh(name)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

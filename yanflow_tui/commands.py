@@ -52,6 +52,12 @@ class YanflowCommands(Provider):
                 commands.append(
                     (f"cluster: log in to {name}", f"Password for {snap.login_user}", partial(app.ask_login, name))
                 )
+        for name in app.hub.names:
+            if app.hub.backend(name).capabilities.scopes:
+                commands.append((f"ctx: {name}", f"Switch {name}'s context", partial(app.ask_scope, name, "context")))
+                commands.append(
+                    (f"ns: {name}", f"Switch {name}'s namespace", partial(app.ask_scope, name, "namespace"))
+                )
         if not app.read_only:
             commands.append(
                 ("submit: open", "Submit a job from a spec file or the form", partial(app.action_show, "submit"))

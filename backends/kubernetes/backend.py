@@ -1,5 +1,6 @@
-"""The Kubernetes backend: clusters from kubeconfig, live data from list+watch caches (Nodes, Pods,
-batch/v1 Jobs), submits as batch/v1 Jobs (Indexed Job + headless Service for multi-node), cancel,
+"""The Kubernetes backend: clusters from kubeconfig (several files merged as kubectl does, see
+``kubeconfig``), the context and namespace switched live (``scopes``), live data from list+watch
+caches (Nodes, Pods, batch/v1 Jobs), submits as batch/v1 Jobs (Indexed Job + headless Service for multi-node), cancel,
 describe with events, and per-rank merged logs.
 
 The official client is synchronous: every call runs in a thread with a ``_request_timeout``. It is
@@ -13,6 +14,7 @@ import functools
 import getpass
 import json
 import os
+import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -22,8 +24,8 @@ import yaml
 
 from yanflow_tui import formfields as ff
 from yanflow_tui import keyfiles
-from yanflow_tui.backends.base import Backend, Capabilities, describe_job
-from yanflow_tui.backends.kubernetes import manifests
+from yanflow_tui.backends.base import SCOPE_ALL, Backend, Capabilities, describe_job
+from yanflow_tui.backends.kubernetes import kubeconfig, manifests
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
 from yanflow_tui.backends.kubernetes.ids import guard_paths, parse_id
@@ -39,6 +41,7 @@ CONNECT_TIMEOUT = 5.0
 SYNC_WAIT = 20.0  # first read waits this long for the initial lists (the hub allows 30 s)
 CREATE_ATTEMPTS = 3
 RESOURCES = ("nodes", "pods", "jobs")
+NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a DNS-1123 label
 
 
 def _user() -> str:
@@ -59,6 +62,7 @@ class KubernetesBackend(Backend):
         rank_logs=True,
         raw_spec=True,
         submit_tags=True,
+        scopes=True,
     )
 
     def __init__(
@@ -70,7 +74,8 @@ class KubernetesBackend(Backend):
     ):
         super().__init__(config)
         opts = config.options
-        self.kubeconfig: str | None = os.path.expanduser(str(opts["kubeconfig"])) if opts.get("kubeconfig") else None
+        # One file or a KUBECONFIG-style list (``a:b``, merged as kubectl does); None: $KUBECONFIG, else ~/.kube/config
+        self.kubeconfig: str | None = str(opts["kubeconfig"]) if opts.get("kubeconfig") else None
         self.context: str | None = opts.get("context") or None
         self.all_namespaces = bool(opts.get("all_namespaces"))
         self._namespace: str | None = opts.get("namespace") or None
@@ -86,51 +91,63 @@ class KubernetesBackend(Backend):
         self._connect_lock: asyncio.Lock | None = None
         self._throttle: ChangeThrottle | None = None
         self._memo: dict[str, tuple[Any, list]] = {}
+        self._active_context = self.context or ""  # the context in use, once the kubeconfig is read
 
     # -- connection ------------------------------------------------------------------------------
     @property
     def namespace(self) -> str:
         """The configured namespace, else the kubeconfig context's, else ``default``."""
         if self._namespace is None:
-            self._namespace = self._context_namespace() or "default"
+            self._namespace = self._context_namespace()
         return self._namespace
 
-    def _context_namespace(self) -> str | None:
-        path = self.kubeconfig or (
-            os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(Path.home() / ".kube" / "config")
-        )
+    def _files(self) -> list[Path]:
+        """The kubeconfig files kubectl would read for this cluster, in merge order."""
+        return kubeconfig.paths(os.environ, self.kubeconfig)
+
+    def _context_namespace(self) -> str:
         try:
-            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-            wanted = self.context or data.get("current-context")
-            for entry in data.get("contexts") or ():
-                if entry.get("name") == wanted:
-                    return (entry.get("context") or {}).get("namespace")
-        except (OSError, yaml.YAMLError, AttributeError):
-            return None
-        return None
+            merged = kubeconfig.merge(self._files())
+            self._active_context = self.context or merged["current-context"]
+            return kubeconfig.context_namespace(merged, self.context)
+        except BackendError:
+            return "default"  # the client reports the broken file when it loads
 
     def _load_client(self) -> None:
-        """Build the API client from kubeconfig (exec and OIDC plugins included). Runs in a thread."""
+        """Build the API client from the merged kubeconfig (exec and OIDC plugins included). Runs in a thread."""
         from kubernetes import client
         from kubernetes import config as kconfig
+        from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
         configuration = type.__call__(client.Configuration)
         configuration.retries = False  # we retry ourselves, with backoff, and never a create blindly
+        files = self._files()
+        where = self.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         try:
+            if not files:
+                raise BackendError(f"kubeconfig: no such file: {where}")
+            merged = kubeconfig.merge(files)
+            if not merged["contexts"]:
+                raise BackendError(f"kubeconfig: no context in {where}")
+            if not (self.context or merged["current-context"]):
+                raise BackendError(f"kubeconfig: no current-context in {where}; set the cluster's context")
+            # The client's merger keeps each file's path (for relative certificate paths) and the first
+            # definition of each name, as kubectl does; current-context is kubectl's (the first file's).
+            merger = KubeConfigMerger(os.pathsep.join(map(str, kubeconfig.nonempty(files))))
+            merger.config.value["current-context"] = merged["current-context"]
             # Key and certificate data the client copies to files go to our private directory,
             # which is removed at exit and on SIGHUP/SIGTERM (see yanflow_tui.keyfiles).
-            kconfig.load_kube_config(
-                config_file=self.kubeconfig,
-                context=self.context,
-                persist_config=False,
-                client_configuration=configuration,
+            KubeConfigLoader(
+                config_dict=merger.config,
+                active_context=self.context,
+                config_base_path=None,
                 temp_file_path=keyfiles.private_dir(),
-            )
+            ).load_and_set(configuration)
             api = client.ApiClient(configuration=configuration)
         except kconfig.ConfigException as exc:
             raise BackendError(f"kubeconfig: {exc}") from None
         except OSError as exc:
-            raise BackendError(f"kubeconfig: {exc.strerror or exc}: {exc.filename or self.kubeconfig}") from None
+            raise BackendError(f"kubeconfig: {exc.strerror or exc}: {exc.filename or where}") from None
         guard_paths(api)  # no request path with an empty, dot or encoded-slash segment
         self.namespace  # resolve once, off the event loop  # noqa: B018
         self._core = client.CoreV1Api(api)
@@ -368,6 +385,89 @@ class KubernetesBackend(Backend):
         namespace, name, pod = self._split(job_id_)
         await self._ensure_started()
         return container_streams(self._job_pods(namespace, name, pod))
+
+    # -- scopes: the context and the namespace, switched live (k9s's :ctx and :ns) -------------------
+    def scope(self, kind: str) -> str:
+        if kind == "context":
+            return self._active_context
+        if kind == "namespace":
+            return SCOPE_ALL if self.all_namespaces else (self._namespace or "")
+        return ""
+
+    async def scopes(self, kind: str) -> list[str]:
+        if kind == "context":
+            return await asyncio.to_thread(lambda: kubeconfig.contexts(kubeconfig.merge(self._files())))
+        if kind != "namespace":
+            return await super().scopes(kind)
+        if self._api is None:
+            await asyncio.to_thread(self._load_client)
+
+        def names() -> list[str]:
+            try:
+                listed = self._call_json(self._core.list_namespace)
+                return sorted((item.get("metadata") or {}).get("name", "") for item in listed.get("items") or ())
+            except Exception as exc:
+                if getattr(exc, "status", None) != 403:
+                    raise BackendError(f"listing namespaces: {error_text(exc)}") from None
+            # may not list namespaces: those the kubeconfig's contexts name, and the one in use
+            merged = kubeconfig.merge(self._files())
+            return sorted(
+                {self.namespace} | {kubeconfig.context_namespace(merged, c) for c in kubeconfig.contexts(merged)}
+            )
+
+        return [SCOPE_ALL, *[n for n in await asyncio.to_thread(names) if n]]
+
+    async def set_scope(self, kind: str, value: str) -> str:
+        if kind == "context":
+            known = await self.scopes("context")
+            if value not in known:
+                raise BackendError(f"no context {value!r} in the kubeconfig (contexts: {', '.join(known) or 'none'})")
+            self.context, self._namespace, self.all_namespaces = value, None, False
+            await self._reset(client=True)
+        elif kind == "namespace" and value == SCOPE_ALL:
+            if self._api is None:
+                await asyncio.to_thread(self._load_client)
+            await asyncio.to_thread(self._check_cluster_wide)
+            self.all_namespaces = True
+            await self._reset(client=False)
+        elif kind == "namespace":
+            if not NAMESPACE_NAME.fullmatch(value or ""):
+                raise BackendError(f"not a namespace name: {value!r}")
+            self._namespace, self.all_namespaces = value, False
+            await self._reset(client=False)
+        else:
+            return await super().set_scope(kind, value)
+        namespace = await asyncio.to_thread(lambda: self.namespace)
+        return f"context {self._active_context}, " + (
+            "all namespaces" if self.all_namespaces else f"namespace {namespace}"
+        )
+
+    def _check_cluster_wide(self) -> None:
+        """All namespaces needs cluster-wide list rights on Jobs and Pods: ask before switching."""
+        for what, method in (
+            ("jobs", self._batch.list_job_for_all_namespaces),
+            ("pods", self._core.list_pod_for_all_namespaces),
+        ):
+            try:
+                self._call_json(method, limit=1)
+            except Exception as exc:
+                if getattr(exc, "status", None) == 403:
+                    raise BackendError(
+                        f"all namespaces: you may not list {what} cluster-wide ({error_text(exc)}); "
+                        f"still namespace {self.namespace}"
+                    ) from None
+                raise BackendError(f"all namespaces: listing {what}: {error_text(exc)}") from None
+
+    async def _reset(self, client: bool) -> None:
+        """Drop the watches and caches (and with ``client``, the connection): the next read lists anew."""
+        if self._connect_lock is None:
+            self._connect_lock = asyncio.Lock()
+        async with self._connect_lock:
+            await self.close()
+            self._memo = {}
+            if client:
+                self._api = self._core = self._batch = None
+        self.notify_changed()
 
     def invalidate(self) -> None:
         for reflector in self._reflectors.values():

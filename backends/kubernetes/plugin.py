@@ -1,14 +1,15 @@
 """The Kubernetes backend's declaration: its config options, the ``kubernetes:`` section of a job spec,
-and discovery (a kubeconfig file: $KUBECONFIG's first existing one, else ~/.kube/config). Light: it
-does not import the ``kubernetes`` client."""
+and discovery (the kubeconfig files kubectl reads: $KUBECONFIG's existing ones, merged, else
+~/.kube/config). Light: it does not import the ``kubernetes`` client."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from yanflow_tui.backends.base import BackendInfo
+from yanflow_tui.backends.kubernetes import kubeconfig
+from yanflow_tui.errors import BackendError
 from yanflow_tui.model import ClusterConfig
 
 SECTION = {
@@ -24,18 +25,18 @@ SECTION = {
 }
 
 
-def kubeconfig(env: Mapping[str, str]) -> Path | None:
-    for part in (env.get("KUBECONFIG") or "").split(os.pathsep):
-        if part and Path(part).is_file():
-            return Path(part)
-    home = env.get("HOME") or os.path.expanduser("~")
-    default = Path(home) / ".kube" / "config"
-    return default if default.is_file() else None
-
-
 def discover(env: Mapping[str, str]) -> list[ClusterConfig]:
-    found = kubeconfig(env)
-    return [ClusterConfig("kubernetes", "kubernetes", options={"kubeconfig": str(found)})] if found else []
+    files = kubeconfig.paths(env)
+    if not files:
+        return []
+    options: dict[str, object] = {"kubeconfig": os.pathsep.join(map(str, files))}
+    try:
+        current = kubeconfig.merge(files)["current-context"]
+    except BackendError:
+        current = ""  # the backend reports the broken file when it is used
+    if current:
+        options["context"] = current
+    return [ClusterConfig("kubernetes", "kubernetes", options=options)]
 
 
 INFO = BackendInfo(

@@ -111,7 +111,9 @@ class K8sEmulator:
         self.gone_as_http = False  # False: an ERROR event carrying a 410 Status (as the real server); True: HTTP 410
         self.requests: list[tuple[str, str]] = []
         self.raw_requests: list[tuple[str, str]] = []  # (method, path and query as sent, still percent-encoded)
-        self.forbidden: set[str] = set()  # resources this "user" may not touch (403 Forbidden)
+        self.forbidden: set[str] = set()  # resources this "user" may not touch (403 Forbidden); "namespaces" too
+        self.forbidden_cluster_wide: set[str] = set()  # resources this "user" may list only within a namespace
+        self.namespaces: set[str] = set()  # listed by GET /api/v1/namespaces, with those of the stored objects
         self.authorizations: set[str] = set()  # Authorization headers seen (tests of auth plugins)
         # (namespace, pod, container, previous) -> [(stamp, line)]
         self.logs: dict[tuple[str, str, str, bool], list[tuple[str, str]]] = defaultdict(list)
@@ -374,17 +376,15 @@ class K8sEmulator:
         namespace = None
         if len(rest) >= 2 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
+        if rest == ["namespaces"] and namespace is None and request.method == "GET":
+            if "namespaces" in self.forbidden:
+                return _forbidden("namespaces", None)
+            return web.json_response(self._namespace_list())
         if not rest or rest[0] not in RESOURCES:
             return _status(404, "NotFound", f"the server could not find the requested resource ({request.path})")
         resource, name, sub = rest[0], (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
-        if resource in self.forbidden:
-            scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-            return _status(
-                403,
-                "Forbidden",
-                f'{resource} is forbidden: User "alice" cannot {request.method.lower()} '
-                f'resource "{resource}" in API group "" {scope}',
-            )
+        if resource in self.forbidden or (resource in self.forbidden_cluster_wide and namespace is None):
+            return _forbidden(resource, namespace, request.method)
         group = "/apis/batch/v1" if parts[0] == "apis" else "/api/v1"
         if RESOURCES[resource][0] != group:
             return _status(404, "NotFound", f"the server could not find the requested resource ({request.path})")
@@ -410,6 +410,16 @@ class K8sEmulator:
         if request.method == "DELETE":
             return await self._delete(request, resource, namespace or "", name)
         return _status(405, "MethodNotAllowed", f"{request.method} not emulated")
+
+    def _namespace_list(self) -> dict:
+        names = set(self.namespaces) | {ns for store in self.store.values() for ns, _ in store if ns}
+        items = [{"metadata": {"name": n}, "status": {"phase": "Active"}} for n in sorted(names)]
+        return {
+            "kind": "NamespaceList",
+            "apiVersion": "v1",
+            "metadata": {"resourceVersion": str(self.rv)},
+            "items": items,
+        }
 
     def _list(self, resource: str, namespace: str | None, q) -> web.Response:
         items = [o for (ns, _), o in self.store[resource].items() if namespace is None or ns == namespace]
@@ -664,6 +674,15 @@ def _with_kind(resource: str, obj: dict) -> dict:
 
 def _status(code: int, reason: str, message: str, details: dict | None = None) -> web.Response:
     return web.json_response(status(code, reason, message, details), status=code)
+
+
+def _forbidden(resource: str, namespace: str | None, method: str = "GET") -> web.Response:
+    scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+    return _status(
+        403,
+        "Forbidden",
+        f'{resource} is forbidden: User "alice" cannot {method.lower()} resource "{resource}" in API group "" {scope}',
+    )
 
 
 def _not_found(resource: str, name: str) -> web.Response:

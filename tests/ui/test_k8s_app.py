@@ -1,19 +1,23 @@
 """Pilot tests of the console over the real Kubernetes backend and the API emulator: the cluster goes
 stale while the API server is away and comes back with fresh data; read-only sends no write; a pod
-with a sidecar gets a log pane per container."""
+with a sidecar gets a log pane per container; the context and the namespace switch live (palette ``ctx`` /
+``ns``, ``c`` / ``n`` on the Clusters screen)."""
 
 from __future__ import annotations
 
 import pytest
 from fakes.k8s_api import make_job, make_pod
-from k8shelpers import cluster
-from textual.widgets import Input
-from uihelpers import make_app, screen_text
+from k8shelpers import cluster, write_kubeconfig
+from textual.command import CommandList, CommandPalette
+from textual.widgets import Input, OptionList
+from uihelpers import make_app, refreshed, screen_text
 from waiting import wait_for
 
 from yanflow_tui.errors import ReadOnlyError
-from yanflow_tui.screens.dialogs import ConfirmScreen
+from yanflow_tui.screens.clusters import ClustersScreen
+from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
 from yanflow_tui.screens.logs.screen import LogsScreen
+from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import JobTable, QueueScreen
 
 NS = "ml"
@@ -151,3 +155,86 @@ async def test_logs_of_a_pod_with_a_sidecar_open_one_pane_per_container(home, em
         await pilot.press("right_square_bracket")
         await wait_for(pilot, lambda: "proxy ready" in screen_text(app), what="the sidecar's log")
         assert "training step 1" not in screen_text(app)
+
+
+def seed_two_namespaces(emulator) -> None:
+    """Job "in-ml" in ml on node gpu-a, job "in-b" in team-b on node gpu-b."""
+    emulator.add_node("gpu-a", 8)
+    emulator.add_node("gpu-b", 8)
+    emulator.put("jobs", make_job("in-ml", NS))
+    emulator.put("pods", make_pod("in-ml-1", NS, node="gpu-a", gpus=4, job="in-ml"))
+    emulator.put("jobs", make_job("in-b", "team-b"))
+    emulator.put("pods", make_pod("in-b-1", "team-b", node="gpu-b", gpus=2, job="in-b"))
+
+
+def used_gpus(app) -> dict[str, int]:
+    return {node.name: node.gpus_allocated for node in app.hub.snapshots["k8s"].nodes}
+
+
+async def choose(pilot, app, command: str, choice: str) -> None:
+    """Run the palette command ``command``, then pick ``choice`` in the dialog it opens."""
+    await pilot.press("ctrl+p")
+    palette = await wait_for(
+        pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen, what="the command palette"
+    )
+    await pilot.press(*command)
+    await wait_for(pilot, lambda: palette.query_one(CommandList).option_count > 0, what=f"the command {command}")
+    await pilot.press("enter")
+    dialog = await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen) and app.screen, what="the choices")
+    dialog.query_one(OptionList).highlighted = [c.split()[0] for c in dialog.choices].index(choice)
+    await pilot.press("enter")
+
+
+async def test_palette_ns_switches_the_namespace_and_queue_and_nodes_follow(home, emulator, tmp_path):
+    seed_two_namespaces(emulator)
+    path = write_kubeconfig(tmp_path / "kubeconfig", emulator.url)
+    app = make_app(cluster(path))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: "k8s/ml/in-ml" in rows(app), what="rows")
+        assert used_gpus(app) == {"gpu-a": 4, "gpu-b": 0}
+        await choose(pilot, app, "ns: k8s", "team-b")
+        await wait_for(pilot, lambda: "k8s/team-b/in-b" in rows(app), what="the other namespace's jobs")
+        await refreshed(pilot, app)
+        assert rows(app) == ["k8s/team-b/in-b"]
+        assert used_gpus(app) == {"gpu-a": 0, "gpu-b": 2}
+        await pilot.press("2")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodesScreen), what="the Nodes screen")
+        await wait_for(pilot, lambda: "14/16 GPUs free" in screen_text(app), what="team-b's 2 GPUs held, not ml's 4")
+
+
+async def test_clusters_screen_c_switches_the_context_and_queue_and_nodes_follow(home, emulator, tmp_path):
+    seed_two_namespaces(emulator)
+    path = write_kubeconfig(tmp_path / "kubeconfig", emulator.url, others={"team": "team-b"})
+    app = make_app(cluster(path))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: "k8s/ml/in-ml" in rows(app), what="rows")
+        await pilot.press("5")
+        await wait_for(pilot, lambda: isinstance(app.screen, ClustersScreen), what="the Clusters screen")
+        await pilot.press("c")
+        dialog = await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen) and app.screen, what="contexts")
+        assert dialog.choices == ["emu  (now)", "team"]
+        dialog.query_one(OptionList).highlighted = 1
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: used_gpus(app) == {"gpu-a": 0, "gpu-b": 2}, what="the other context's pods")
+        await refreshed(pilot, app)
+        assert app.hub.snapshots["k8s"].jobs[0].id == "team-b/in-b" and len(app.hub.snapshots["k8s"].jobs) == 1
+        await pilot.press("1")
+        await wait_for(pilot, lambda: rows(app) == ["k8s/team-b/in-b"], what="the Queue in the other context")
+    assert "Bearer team-token" in emulator.authorizations
+
+
+async def test_all_namespaces_without_cluster_wide_rights_says_so(home, emulator, tmp_path):
+    seed_two_namespaces(emulator)
+    emulator.forbidden_cluster_wide = {"jobs", "pods"}
+    path = write_kubeconfig(tmp_path / "kubeconfig", emulator.url)
+    app = make_app(cluster(path))
+    notes: list[str] = []
+    async with app.run_test(size=(160, 30)) as pilot:
+        notify = app.notify
+        app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+        await wait_for(pilot, lambda: "k8s/ml/in-ml" in rows(app), what="rows")
+        await choose(pilot, app, "ns: k8s", "all")
+        await wait_for(pilot, lambda: any("cluster-wide" in n for n in notes), what="the refusal")
+        assert any("you may not list jobs cluster-wide (HTTP 403" in n and "still namespace ml" in n for n in notes)
+        await refreshed(pilot, app)
+        assert rows(app) == ["k8s/ml/in-ml"]
