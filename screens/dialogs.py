@@ -71,19 +71,24 @@ class PromptScreen(ModalScreen[str | None]):
 
 
 class ChoiceScreen(ModalScreen[str | None]):
-    """Pick one of a few words (a job action). ``enter`` picks, ``escape`` cancels."""
+    """Pick one of a few words (a job action, a context). ``enter`` picks, ``escape`` cancels. The cursor
+    starts on ``initial`` (e.g. the choice in use now)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="choice-cancel")]
 
-    def __init__(self, question: str, choices: list[str]) -> None:
+    def __init__(self, question: str, choices: list[str], initial: int = 0) -> None:
         super().__init__()
         self.question = question
         self.choices = choices
+        self.initial = initial if 0 <= initial < len(choices) else 0
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(Text(clean(self.question)))
             yield OptionList(*[Text(clean(c)) for c in self.choices], id="choices")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).highlighted = self.initial
 
     @on(OptionList.OptionSelected)
     def _selected(self, event: OptionList.OptionSelected) -> None:

@@ -243,7 +243,9 @@ class YanflowApp(SerialKeys):
             if label is not None and labels[label] != current:
                 self._set_scope(name, kind, labels[label])
 
-        self.push_screen(ChoiceScreen(f"{kind.capitalize()} of {name}:", list(labels)), picked)
+        values = list(labels.values())
+        now = values.index(current) if current in values else 0  # the cursor starts on the one in use
+        self.push_screen(ChoiceScreen(f"{kind.capitalize()} of {name}:", list(labels), initial=now), picked)
 
     @work(group="scope", exit_on_error=False)
     async def _set_scope(self, name: str, kind: str, value: str) -> None:

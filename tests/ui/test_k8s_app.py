@@ -238,3 +238,24 @@ async def test_all_namespaces_without_cluster_wide_rights_says_so(home, emulator
         assert any("you may not list jobs cluster-wide (HTTP 403" in n and "still namespace ml" in n for n in notes)
         await refreshed(pilot, app)
         assert rows(app) == ["k8s/ml/in-ml"]
+
+
+async def test_the_namespace_dialog_starts_on_the_one_in_use_and_enter_there_keeps_it(home, emulator, tmp_path):
+    seed_two_namespaces(emulator)
+    path = write_kubeconfig(tmp_path / "kubeconfig", emulator.url)
+    app = make_app(cluster(path))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: "k8s/ml/in-ml" in rows(app), what="rows")
+        await pilot.press("5")
+        await wait_for(pilot, lambda: isinstance(app.screen, ClustersScreen), what="the Clusters screen")
+        await pilot.press("n")
+        dialog = await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen) and app.screen, what="namespaces")
+        assert dialog.choices == ["all namespaces", "ml  (now)", "team-b"]
+        await wait_for(pilot, lambda: dialog.query_one(OptionList).highlighted == 1, what="the cursor on ml (now)")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ClustersScreen), what="the dialog closed")
+        await refreshed(pilot, app)
+        assert app.hub.backend("k8s").scope("namespace") == "ml"
+        await pilot.press("1")
+        await wait_for(pilot, lambda: isinstance(app.screen, QueueScreen), what="the Queue")
+        assert rows(app) == ["k8s/ml/in-ml"]
