@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 from yanflow_tui.backends.base import Backend, BackendInfo, Capabilities
 from yanflow_tui.errors import BackendUnavailable
@@ -27,9 +28,8 @@ def _declared(package: str) -> BackendInfo:
     return info
 
 
+# kind -> its declaration; ``info.backend`` is the class (or "module:Class") clusters of that kind are made with
 _INFOS: dict[str, BackendInfo] = {info.kind: info for info in map(_declared, PACKAGES)}
-# kind -> the backend class, or its "module:Class" path; what ``backend_class`` makes clusters with
-_BACKENDS: dict[str, str | type[Backend]] = {kind: info.backend for kind, info in _INFOS.items()}
 
 
 def kinds() -> tuple[str, ...]:
@@ -43,12 +43,8 @@ def infos() -> tuple[BackendInfo, ...]:
 
 
 def info(kind: str) -> BackendInfo | None:
-    """The declaration of ``kind``; a bare one (no options, no section, not discovered) for a kind
-    that only has a class in ``_BACKENDS``; None for a kind nobody registered."""
-    found = _INFOS.get(kind)
-    if found is None and kind in _BACKENDS:
-        return BackendInfo(kind, _BACKENDS[kind])
-    return found
+    """The declaration of ``kind``; None for a kind nobody registered."""
+    return _INFOS.get(kind)
 
 
 def register(kind: str, target: str | type[Backend] | BackendInfo) -> None:
@@ -59,10 +55,9 @@ def register(kind: str, target: str | type[Backend] | BackendInfo) -> None:
         if target.kind != kind:
             raise ValueError(f"a BackendInfo of kind {target.kind!r} registered as {kind!r}")
         _INFOS[kind] = target
-        _BACKENDS[kind] = target.backend
-        return
-    _BACKENDS[kind] = target
-    if kind not in _INFOS:
+    elif kind in _INFOS:
+        _INFOS[kind] = replace(_INFOS[kind], backend=target)
+    else:
         _INFOS[kind] = BackendInfo(kind, target)
 
 
@@ -70,26 +65,22 @@ def register(kind: str, target: str | type[Backend] | BackendInfo) -> None:
 def registered(kind: str, target: str | type[Backend] | BackendInfo) -> Iterator[None]:
     """``register`` for the length of a ``with`` block, then restore what ``kind`` meant before (tests use
     this to plug in a fake backend)."""
-    before_class, before_info = _BACKENDS.get(kind), _INFOS.get(kind)
+    before = _INFOS.get(kind)
     register(kind, target)
     try:
         yield
     finally:
-        # in place where it was there before, so the kinds keep their order
-        if before_class is None:
-            _BACKENDS.pop(kind, None)
-        else:
-            _BACKENDS[kind] = before_class
-        if before_info is None:
+        if before is None:
             _INFOS.pop(kind, None)
         else:
-            _INFOS[kind] = before_info
+            _INFOS[kind] = before  # in place where it was, so the kinds keep their order
 
 
 def backend_class(kind: str) -> type[Backend]:
-    target = _BACKENDS.get(kind)
-    if target is None:
+    found = _INFOS.get(kind)
+    if found is None:
         raise BackendUnavailable(f"unknown cluster kind {kind!r}")
+    target = found.backend
     if isinstance(target, type):
         return target
     module_name, _, class_name = target.partition(":")
