@@ -185,6 +185,14 @@ async def choose(pilot, app, command: str, choice: str) -> None:
     await pilot.press("enter")
 
 
+async def scope_dialog(pilot, app, key: str, what: str) -> ChoiceScreen:
+    """From the Clusters screen, ``key`` (``c`` context, ``n`` namespace): the choice dialog it opens."""
+    await pilot.press("5")
+    await wait_for(pilot, lambda: isinstance(app.screen, ClustersScreen), what="the Clusters screen")
+    await pilot.press(key)
+    return await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen) and app.screen, what=what)
+
+
 async def test_palette_ns_switches_the_namespace_and_queue_and_nodes_follow(home, emulator, tmp_path):
     seed_two_namespaces(emulator)
     path = write_kubeconfig(tmp_path / "kubeconfig", emulator.url)
@@ -208,10 +216,7 @@ async def test_clusters_screen_c_switches_the_context_and_queue_and_nodes_follow
     app = make_app(cluster(path))
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: "k8s/ml/in-ml" in rows(app), what="rows")
-        await pilot.press("5")
-        await wait_for(pilot, lambda: isinstance(app.screen, ClustersScreen), what="the Clusters screen")
-        await pilot.press("c")
-        dialog = await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen) and app.screen, what="contexts")
+        dialog = await scope_dialog(pilot, app, "c", "contexts")
         assert dialog.choices == ["emu  (now)", "team"]
         dialog.query_one(OptionList).highlighted = 1
         await pilot.press("enter")
@@ -246,10 +251,7 @@ async def test_the_namespace_dialog_starts_on_the_one_in_use_and_enter_there_kee
     app = make_app(cluster(path))
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: "k8s/ml/in-ml" in rows(app), what="rows")
-        await pilot.press("5")
-        await wait_for(pilot, lambda: isinstance(app.screen, ClustersScreen), what="the Clusters screen")
-        await pilot.press("n")
-        dialog = await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen) and app.screen, what="namespaces")
+        dialog = await scope_dialog(pilot, app, "n", "namespaces")
         assert dialog.choices == ["all namespaces", "ml  (now)", "team-b"]
         await wait_for(pilot, lambda: dialog.query_one(OptionList).highlighted == 1, what="the cursor on ml (now)")
         await pilot.press("enter")
