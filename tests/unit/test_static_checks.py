@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from paths import ROOT
 
-VENV = Path(sys.executable).resolve().parent.parent if (Path(sys.prefix) / "bin" / "ruff").exists() else None
+VENV = Path(sys.prefix)  # the venv running the tests, which the test extra fills with the tools
 
 
 @pytest.fixture
@@ -29,8 +29,8 @@ def tree(tmp_path) -> Path:
 
 
 def check(tree: Path, *names: str) -> subprocess.CompletedProcess:
-    assert VENV is not None, "the static-check tools (ruff, mypy, import-linter) are not in this venv"
-    env = {**os.environ, "VENV": str(Path(sys.prefix))}
+    assert (VENV / "bin" / "ruff").exists(), "the static-check tools (ruff, mypy, import-linter) are not in this venv"
+    env = {**os.environ, "VENV": str(VENV)}
     return subprocess.run(
         ["bash", "scripts/check", *names], cwd=tree, env=env, capture_output=True, text=True, timeout=600
     )
