@@ -182,7 +182,9 @@ class Hub:
         schedulers = [n for n in writable if not self.backends[n].capabilities.runs_here]
         return next(iter(schedulers + writable + able), None)
 
-    def cluster_for_submit(self, requested: str | None, spec_cluster: str | None, kind, native: str | None = None) -> str:
+    def cluster_for_submit(
+        self, requested: str | None, spec_cluster: str | None, kind, native: str | None = None
+    ) -> str:
         """The cluster a spec goes to: --cluster, else the spec's own, else ``default_cluster``."""
         name = requested or spec_cluster
         if name:

@@ -61,13 +61,14 @@ def test_an_sbatch_script_is_submitted_as_written_and_its_body_runs_unchanged(sl
     outputs = [JOBS / f"{name}-{job_id}_{task}.out" for task in (0, 1)]
 
     def done() -> bool:
-        return all(p.is_file() and p.read_text().count("\n") >= 3 for p in outputs) and not slurm(
-            "squeue", "-h", "-j", job_id, check=False
-        ).strip()
+        return (
+            all(p.is_file() and p.read_text().count("\n") >= 3 for p in outputs)
+            and not slurm("squeue", "-h", "-j", job_id, check=False).strip()
+        )
 
     wait_until(done, 120, "both array tasks ran")
     for task, out in enumerate(outputs):
-        assert out.read_text() == f"body: task {task} of 2 nodes\nkept  as  written\nquote's \"fine\"\n"
+        assert out.read_text() == f'body: task {task} of 2 nodes\nkept  as  written\nquote\'s "fine"\n'
 
 
 def test_the_form_s_changes_go_as_sbatch_options_and_the_tag_is_added(slurm_dir, slurm_jobs, tmp_path, capsys):
