@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+
 import pytest
 from slurmhelpers import DIR, JOBS, slurm
 from waiting import wait_until
