@@ -161,7 +161,8 @@ def recognise(text: str, file: str) -> tuple[str, Doc | None]:
         return DETERMINED, doc
     if keys & {"name", "command", "kind"} or keys <= ours:
         return SPEC, doc  # our own spec (its loader names any unknown key, with a "did you mean")
-    raise _none(file, doc.line(sorted(keys)[0]), f"a mapping of {', '.join(sorted(keys)[:5])}")
+    first_keys = [str(k) for k in data][:5]
+    raise _none(file, doc.line(first_keys[0]), f"a mapping with the keys {', '.join(first_keys)}")
 
 
 def load_job_file(path: str | Path, context: str | None = None) -> JobSpec:
