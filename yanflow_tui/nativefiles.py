@@ -445,7 +445,8 @@ def _first_container(obj: dict) -> dict:
 
 def changed_fields(spec: JobSpec) -> list[str]:
     """What a spec from the form says differently from its file, for a file that is sent as written
-    (``NativeFile.editable`` false): those changes would be lost, so the form says so."""
+    (``NativeFile.editable`` false): those changes would be lost, so the form says so. The fields
+    are those of the spec format (``resources``, not ``resources.gpus``)."""
     native = spec.native
     if native is None or native.editable or native.written is None:
         return []
@@ -454,6 +455,4 @@ def changed_fields(spec: JobSpec) -> list[str]:
     for key in ("name", "command", "image", "workdir", "env", "mounts", "resources", "launcher"):
         if getattr(spec, key) != getattr(written, key):
             out.append(key)
-    if {k: v for k, v in spec.sections.items() if v} != {k: v for k, v in written.sections.items() if v}:
-        out.append("sections")
-    return out
+    return out  # the backend sections are the cluster's choices (a namespace where the file sets none)
