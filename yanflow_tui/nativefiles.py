@@ -430,17 +430,21 @@ def read_manifest(doc: Doc, text: str) -> JobSpec:
 
 def _first_container(obj: dict) -> dict:
     """The first container of a Pod, a Job's template, or a Kubeflow job's first replica."""
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    spec = _mapping(obj.get("spec"))
     if obj.get("kind") == "Pod":
         pod = spec
     elif obj.get("kind") == "Job":
-        pod = ((spec.get("template") or {}).get("spec")) or {}
+        pod = _mapping(_mapping(spec.get("template")).get("spec"))
     else:
-        replicas = spec.get("pytorchReplicaSpecs") or spec.get("mpiReplicaSpecs") or {}
-        first = next(iter(replicas.values()), {}) if isinstance(replicas, dict) else {}
-        pod = ((first.get("template") or {}).get("spec")) or {} if isinstance(first, dict) else {}
-    containers = pod.get("containers") if isinstance(pod, dict) else None
+        replicas = _mapping(spec.get("pytorchReplicaSpecs") or spec.get("mpiReplicaSpecs"))
+        first = _mapping(next(iter(replicas.values()), None))
+        pod = _mapping(_mapping(first.get("template")).get("spec"))
+    containers = pod.get("containers")
     return containers[0] if isinstance(containers, list) and containers and isinstance(containers[0], dict) else {}
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def changed_fields(spec: JobSpec) -> list[str]:

@@ -262,9 +262,9 @@ def _options(check: Checker, path: str, value: Any) -> dict[str, Any] | None:
         elif item is False:
             continue  # a flag turned off: not passed
         else:
-            text = check.string(where, item)
-            if text is not None:
-                out[name] = text
+            shown = check.string(where, item)
+            if shown is not None:
+                out[name] = shown
     return out
 
 

@@ -227,8 +227,9 @@ class SubmitScreen(DataScreen):
                 add(path, message, field_for(path, form.fields) if path else None)
         if spec is not None and self._native is not None:
             spec = replace(spec, native=self._native)  # the file goes as written; the fields say what it asks
-            for key in changed_fields(spec):
-                add(key, f"sent as written in {self._native.file}: change it there", field_for(key, form.fields))
+            for changed in changed_fields(spec):
+                message = f"sent as written in {self._native.file}: change it there"
+                add(changed, message, field_for(changed, form.fields))
         if not self._cluster:
             add("cluster", "no cluster accepts submissions (read-only or unsupported)", None)
         elif spec is not None and not listed:
