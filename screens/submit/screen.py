@@ -561,9 +561,12 @@ class SubmitScreen(DataScreen):
         draft = await self._drafts.read()
         if draft is not None and not self.form.touched:
             try:
+                if draft.source and not draft.source.startswith("<"):  # a job file sent as written: read it again
+                    self._native = (await asyncio.to_thread(read_spec, draft.source)).native
                 await self._fill(draft.spec, draft.source, draft.form, list(draft.touched), draft.cluster, draft.kind)
             except Exception as exc:
                 self._drafts.warn_ignored(f"{type(exc).__name__}: {exc}")
+                self._native = None
                 self.form.load({}, (), {})
                 await self._switch(self._cluster, self._kind)
             else:

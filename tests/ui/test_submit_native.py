@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from fakes.backend import FakeBackend
 from textual.widgets import Input
 from uihelpers import make_app
 from waiting import wait_for
@@ -114,3 +115,41 @@ async def test_a_manifest_goes_to_the_cluster_that_takes_it_and_its_fields_are_t
         )
         assert screen.query_one("#submit").disabled
     assert emulator.mutations() == []
+
+
+class SbatchFake(FakeBackend):
+    """A fake that takes sbatch scripts as written and records what it was sent."""
+
+    kind = "sbatchfake"
+    capabilities = replace(FakeBackend.capabilities, native_files=frozenset({"sbatch"}))
+
+    async def _submit_native(self, spec, tag, retry):
+        self.calls.append(("native", spec))
+        return "301"
+
+    def _render_native(self, spec):
+        return f"# as written\n{spec.native.text}"
+
+
+async def test_a_restored_draft_of_an_sbatch_script_still_sends_the_script(home, tmp_path, register_backend):
+    from yanflow_tui import drafts
+    from yanflow_tui.config import ClusterConfig
+
+    register_backend(SbatchFake)
+    path = tmp_path / "run.sh"
+    path.write_text(SCRIPT.format(name="drafted").replace("--nodes=2", "--nodes=1"))  # fits the fake's nodes
+    draft = home / ".local" / "state" / "yanflow" / drafts.DRAFT_NAME
+    cluster = ClusterConfig("fake", "sbatchfake", refresh_seconds=0.5)
+    async with make_app(cluster).run_test(size=(160, 60)) as pilot:
+        screen = await open_submit(pilot)
+        await load(pilot, screen, str(path))
+        await wait_for(pilot, lambda: draft.exists() and "drafted" in draft.read_text(), what="draft written")
+    app = make_app(cluster)
+    async with app.run_test(size=(160, 60)) as pilot:
+        screen = await open_submit(pilot)
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "drafted", what="restored")
+        await wait_for(pilot, lambda: text(screen, "#preview").startswith("# as written"), what="the script")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: screen.last_submitted, what="submitted")
+        (spec,) = [call for verb, call in app.hub.backend("fake").calls if verb == "native"]
+        assert spec.native.text == path.read_text() and spec.name == "drafted"
