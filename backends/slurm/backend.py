@@ -21,7 +21,7 @@ from yanflow_tui import formfields as ff
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
 from yanflow_tui.backends.slurm import gpus, history, parse
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
-from yanflow_tui.backends.slurm.script import render
+from yanflow_tui.backends.slurm.script import Rendered, render, render_native
 from yanflow_tui.backends.slurm.transport import (
     DEFAULT_TIMEOUT,
     LocalTransport,
@@ -60,6 +60,7 @@ class SlurmBackend(Backend):
         history=True,
         raw_spec=True,
         submit_tags=True,
+        native_files=frozenset({"sbatch"}),
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -333,6 +334,9 @@ class SlurmBackend(Backend):
     def _render(self, spec: JobSpec) -> str:
         return render(spec, "DRY-RUN", self.defaults).text()
 
+    def _render_native(self, spec: JobSpec) -> str:
+        return render_native(spec, "DRY-RUN", self.defaults).text()
+
     def capacity_request(self, spec: JobSpec) -> Request:
         return replace(
             super().capacity_request(spec),
@@ -382,7 +386,31 @@ class SlurmBackend(Backend):
         """sbatch once, the script carrying ``--comment=yanflow:TAG``. Whenever the answer may be
         lost after the script was sent (drop, timeout, no exit status, no job id), the job is looked
         up by its tag before answering: its id, or ``SubmitUnknown``; never "refused"."""
-        rendered = render(spec, tag, self.defaults)
+        return await self._send(render(spec, tag, self.defaults), tag, retry)
+
+    async def _submit_native(self, spec: JobSpec, tag: str | None, retry: bool) -> str:
+        """The user's sbatch script, as written (what the form changed as sbatch options)."""
+        rendered = render_native(spec, tag, self.defaults)
+        if tag is not None and f"--comment=yanflow:{tag}" in rendered.argv:
+            return await self._send(rendered, tag, retry)
+        if retry:  # the script sets its own --comment: no tag to look up, so no retry that is sure
+            raise BackendError(
+                f"{spec.native.file if spec.native else 'the script'} sets its own --comment, so a "
+                "submit cannot be looked up by a tag: check the queue, then submit it again"
+            )
+        try:
+            result = await self.transport.run(rendered.argv, stdin_data=rendered.script)
+        except BackendError as exc:
+            raise BackendError(
+                f"sbatch's answer was lost ({exc}); the script sets its own --comment, so the job cannot be "
+                "looked up by a tag: check the queue before submitting it again"
+            ) from None
+        job_id = result.stdout.strip().split(";")[0] if result.ok else ""
+        if job_id.isdigit():
+            return job_id
+        raise BackendError(f"not submitted: sbatch: {result.error() if not result.ok else result.stdout.strip()}")
+
+    async def _send(self, rendered: Rendered, tag: str, retry: bool) -> str:
         if retry:
             found, error = await self._lookup_tag(tag)
             if found:
