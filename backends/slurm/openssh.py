@@ -46,6 +46,7 @@ SOCKET_SUFFIX = 17  # ssh binds "PATH.XXXXXXXXXXXXXXXX" first, then renames it t
 NAME_LENGTH = 16
 CHECK_TIMEOUT = 10.0  # ``ssh -G`` and ``ssh -O check`` are local: no network
 NO_MASTER = "master not running: press l to log in"
+STOP_SECONDS = 5.0  # a stream's close: the remote tail stops, else its ssh is killed (after 3 s)
 
 
 def control_dir(base: Path | None = None) -> Path:
@@ -83,8 +84,9 @@ def _literal(value: str) -> str:
 
 class OpenSSHTransport(LocalTransport):
     """Scripts run by ``ssh HOST exec /bin/sh -s`` through the cluster's ControlMaster (the process
-    handling, timeouts and kills are ``LocalTransport``'s; only what is spawned differs). ``ssh`` is
-    the client's argv prefix (tests add ``-F FILE``); ``commands`` holds every ssh argv run."""
+    handling of streams is ``LocalTransport``'s; what is spawned differs). A command that times out
+    has its ssh killed (its process group) at once. ``ssh`` is the client's argv prefix (tests add
+    ``-F FILE``); ``commands`` holds every ssh argv run."""
 
     def __init__(
         self,
@@ -217,7 +219,15 @@ class OpenSSHTransport(LocalTransport):
     async def _exec(self, script: str) -> tuple[int, str, str]:
         await self._ready()
         async with self._channels:
-            rc, out, err = await super()._exec(script)
+            proc = await self._spawn()
+            try:
+                out, err = await proc.communicate(script.encode())
+            except asyncio.CancelledError:
+                # Timed out or cancelled: kill our ssh, and do not wait for its pipes to close: the
+                # master holds them (ssh hands them over) until the remote command ends by itself.
+                _kill(proc)
+                raise
+        rc, out, err = proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
         if rc == 255 and not await self.master_alive():  # 255: ssh's own failure (or the command's status)
             raise self._no_master()
         return rc, out, err
@@ -240,8 +250,10 @@ class OpenSSHTransport(LocalTransport):
 
         async def closer() -> None:
             nonlocal released
-            try:
-                await stream.aclose()
+            try:  # stdin closed, the remote watcher stops tail; killed after 3 s (never waits on the pipes)
+                await asyncio.wait_for(stream.aclose(), STOP_SECONDS)
+            except TimeoutError:
+                pass
             finally:
                 if not released:
                     released = True
@@ -254,4 +266,3 @@ class OpenSSHTransport(LocalTransport):
         for proc in list(self._procs):
             if proc.returncode is None:
                 _kill(proc)
-                await proc.wait()

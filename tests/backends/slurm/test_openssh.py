@@ -10,6 +10,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import time
 from dataclasses import replace
 
 import pytest
@@ -37,6 +38,11 @@ from yanflow_tui.spec import parse_spec
 from yanflow_tui.termlogin import logged_in
 
 KEY = str(DIR / "ssh" / "client_ed25519")
+
+
+def tails(path: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", "tail -n"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if path in line]
 
 
 def mux_only(transport: OpenSSHTransport) -> None:
@@ -197,7 +203,7 @@ async def test_a_gone_or_killed_master_makes_the_cluster_stale_and_a_new_one_bri
         await hub.close()
 
 
-async def test_a_timed_out_command_kills_its_ssh(sockets):
+async def test_a_timed_out_command_kills_its_ssh_and_a_closed_stream_stops_the_remote_tail(sockets, tmp_path):
     backend = SlurmBackend(key_openssh())
     transport = backend.transport
     assert isinstance(transport, OpenSSHTransport)
@@ -214,12 +220,23 @@ async def test_a_timed_out_command_kills_its_ssh(sockets):
 
     transport._spawn = spy  # type: ignore[method-assign]
     try:
+        began = time.monotonic()
         with pytest.raises(CommandTimeout, match="sleep did not answer within 1 s"):
             await transport.run(["sleep", "29.5"], timeout=1)
+        assert time.monotonic() - began < 10  # said at once, not when the remote sleep ends
         (proc,) = spawned
-        assert proc.returncode == -signal.SIGKILL  # killed (its process group), not left to finish
+        # killed (its process group), not left to finish
+        await async_wait_until(lambda: proc.returncode == -signal.SIGKILL, 5, "the ssh killed")
         assert (await transport.check(["echo", "still"])).strip() == "still"  # the master serves on
         assert transport.history[-2:] == [("sleep", "29.5"), ("echo", "still")]
+        log = tmp_path / "followed.log"  # the login node is this machine: the remote tail is seen here
+        log.write_text("one\ntwo\n")
+        stream = await transport.tail(str(log), 10, True)
+        assert [await stream.__anext__(), await stream.__anext__()] == ["one", "two"]
+        assert tails(str(log))
+        await stream.aclose()
+        await async_wait_until(lambda: not tails(str(log)), 10, "the remote tail gone")
+        assert spawned[-1].returncode == 143  # ended by itself (the remote watcher killed tail), not killed here
     finally:
         control(login, "exit")
         await backend.close()
