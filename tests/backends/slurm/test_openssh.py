@@ -1,8 +1,10 @@
 """The OpenSSH transport (``ssh: {transport: openssh}``) against the REAL login nodes of the test
 cluster: the one-time-code sshd (2224: the key, then a TOTP code through PAM) and the key-only one
 (2222). A master started with the code serves a whole session over ONE TCP connection; a master the
-user runs at their own ControlPath is used as is and survives the console; a gone or killed master
-makes the cluster stale (never a crash, never a prompt); a timed-out command's ssh is killed."""
+user runs at their own ControlPath is used as is and survives the console; the user's ssh config
+(an alias, a ``Match`` block, a ProxyJump) decides the route; a gone or killed master makes the
+cluster stale (never a crash, never a prompt, never a connection of its own); a timed-out command's
+ssh is killed at once, and a closed log follow stops the remote tail."""
 
 from __future__ import annotations
 
@@ -167,6 +169,30 @@ async def test_a_master_the_user_runs_at_their_own_control_path_is_used_as_is_an
         assert all(str(config) in argv for argv in transport.commands)
         await transport.close()
         assert logged_in(login)  # the user's master is theirs
+    finally:
+        control(login, "exit")
+
+
+async def test_the_users_ssh_config_decides_the_route_a_match_block_and_a_jump_host(sockets, otp_askpass):
+    config = sockets / "config"
+    config.write_text(
+        f"Host yf-jump\n  HostName 127.0.0.1\n  Port 2222\n  User root\n  IdentityFile {KEY}\n  IdentitiesOnly yes\n"
+        f"  UserKnownHostsFile {DIR / 'ssh' / 'known_hosts'}\n"
+        "Match host yf-otp\n  HostName 127.0.0.1\n  Port 2224\n  User root\n  ProxyJump yf-jump\n"
+        f"  IdentityFile {KEY}\n  IdentitiesOnly yes\n  UserKnownHostsFile {OTP / 'known_hosts'}\n"
+    )
+    transport = OpenSSHTransport(SshTarget("yf-otp", transport="openssh"), 20, "jumped", ssh=("ssh", "-F", str(config)))
+    assert not transport.control_path()[1]  # no ControlPath in that config: ours
+    login = transport.login()
+    await asyncio.to_thread(start_master, login)  # the code asked through the jump host
+    try:
+        seen = our_connections(2222, str(sockets))
+        assert len(seen) == 1 and our_connections(PORT, str(sockets)) == []  # only the jump's -W, to 2222
+        for _ in range(3):
+            where = (await transport.check(["sh", "-c", "echo $SSH_CONNECTION"])).split()
+            assert where[3] == str(PORT)  # the code login node, reached through the jump host
+            assert our_connections(2222, str(sockets)) == seen
+        mux_only(transport)
     finally:
         control(login, "exit")
 
