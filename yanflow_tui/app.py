@@ -202,7 +202,8 @@ class YanflowApp(SerialKeys):
 
     def ask_login(self, name: str) -> None:
         """Prompt for the password of a cluster that needs one; it goes to the backend only. The
-        other clusters keep refreshing, and the screens under the prompt keep redrawing."""
+        other clusters keep refreshing, and the screens under the prompt keep redrawing. A cluster
+        that logs in in the terminal does that instead (``_log_in_in_terminal``)."""
         user = self.hub.snapshots[name].login_user
         if not user and self.hub.snapshots[name].terminal_login:
             self._log_in_in_terminal(name)
@@ -217,8 +218,8 @@ class YanflowApp(SerialKeys):
 
     def _log_in_in_terminal(self, name: str) -> None:
         """Hand the terminal to the cluster's own login (the user answers its prompts there), then come
-        back and refresh. The event loop waits meanwhile, as Textual's ``suspend`` expects: the screens
-        cannot draw while suspended, and the other clusters refresh again at once after."""
+        back and refresh. The event loop waits meanwhile, as Textual's ``suspend`` expects (nothing can
+        draw while suspended); every cluster refreshes once it is back, as their data aged meanwhile."""
         try:
             login = self.hub.backend(name).terminal_login()
         except YanflowError as exc:
@@ -235,7 +236,7 @@ class YanflowApp(SerialKeys):
             self.report_error("Login failed", f"{name}: {why} (to try again: 5, then l)")
         else:
             self.notify(clean(f"logged in to {name}"), markup=False)
-        self.request_refresh(name)
+        self.request_refresh()
 
     @work(group="login", exit_on_error=False)
     async def _login(self, name: str, password: str) -> None:
