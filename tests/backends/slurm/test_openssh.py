@@ -277,3 +277,18 @@ def test_known_hosts_comes_from_our_config_and_is_enforced(sockets):
     assert f"UserKnownHostsFile={OTP / 'known_hosts'}" in joined and "StrictHostKeyChecking=yes" in joined
     assert "ServerAliveInterval=15" in joined and "ConnectTimeout=15" in joined
     assert str(sockets) in transport.control_path()[0] and not transport.control_path()[1]
+
+
+async def test_a_socket_folder_with_a_space_and_a_percent_is_taken_literally(sockets):
+    odd = sockets / "a b%C"
+    target = parse_ssh_option({**key_openssh().options["ssh"]}, "odd")
+    transport = OpenSSHTransport(target, 20, "odd", sockets=odd)
+    path, users = transport.control_path()
+    assert path.startswith(str(odd) + "/") and not users
+    login = transport.login()
+    await asyncio.to_thread(start_master, login)
+    try:
+        assert await asyncio.to_thread(os.path.exists, path)  # the socket where we said, "%C" unexpanded
+        assert (await transport.check(["echo", "ok"])).strip() == "ok"
+    finally:
+        control(login, "exit")
