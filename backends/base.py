@@ -127,6 +127,19 @@ def missing_overrides(cls: type[Backend]) -> list[tuple[str, str]]:
     return missing
 
 
+@dataclass(frozen=True)
+class TerminalLogin:
+    """A login made in the real terminal, before the console starts or while it is suspended, so the
+    user answers whatever the cluster asks (a one-time code, a key passphrase, Kerberos) as with their
+    own ``ssh``. ``check`` exits 0 when the cluster is logged in already; ``argv`` logs in, prompting
+    on the terminal, and exits 0 once it has (it may leave a process behind, e.g. an ssh master)."""
+
+    cluster: str
+    what: str  # told to the user before the prompts, e.g. "ssh master for alice@login.hpc"
+    argv: tuple[str, ...]
+    check: tuple[str, ...]
+
+
 class Gate:
     """The one read-only gate. ``check`` raises before any I/O when the gate is closed."""
 
@@ -309,6 +322,12 @@ class Backend(abc.ABC):
         """A note on a healthy cluster, e.g. "history needs accounting", shown on the Clusters screen
         (the header only marks that there is one). Empty when there is nothing to say."""
         return ""
+
+    def terminal_login(self) -> TerminalLogin | None:
+        """How this cluster logs in in the real terminal, or None (it logs in by itself, or through
+        ``login``). A read that needs it first raises ``LoginInTerminal``. May run a quick local
+        command (e.g. ``ssh -G``) the first time."""
+        return None
 
     async def login(self, password: str) -> None:
         """Log in with a password the user typed after a read raised ``AuthRequired``. Keep the

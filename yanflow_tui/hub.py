@@ -18,7 +18,7 @@ from typing import TypeVar
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import Backend
 from yanflow_tui.config import Config
-from yanflow_tui.errors import AuthRequired, BackendError, BackendUnavailable, YanflowError
+from yanflow_tui.errors import AuthRequired, BackendError, BackendUnavailable, LoginInTerminal, YanflowError
 from yanflow_tui.model import NATIVE_KINDS, Job, Node
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,12 @@ class ClusterSnapshot:
     failures: int = 0
     login_user: str = ""  # set while the cluster waits for this user's password (AuthRequired)
     detail: str = ""  # the whole error (every line, with its fix) or the backend's notice, for the Clusters screen
+    terminal_login: bool = False  # set while the cluster waits for its login in the real terminal (LoginInTerminal)
+
+    @property
+    def needs_login(self) -> bool:
+        """The login key has something to do: a password to ask for, or a login in the terminal."""
+        return bool(self.login_user or self.terminal_login)
 
     def age(self, now: float | None = None) -> float | None:
         return None if self.updated is None else max(0.0, (now or time.time()) - self.updated)
@@ -132,6 +138,7 @@ class Hub:
                 failures=failures,
                 login_user=login_user,
                 detail=full_error_text(exc),
+                terminal_login=isinstance(exc, LoginInTerminal),
             )
         else:
             if snap.failures:
@@ -146,6 +153,7 @@ class Hub:
                 failures=0,
                 login_user="",
                 detail=backend.notice,
+                terminal_login=False,
             )
         self.snapshots[name] = snap
         return snap

@@ -1,5 +1,6 @@
 """The Slurm backend: jobs, nodes/GPUs, submit, cancel and logs of one Slurm cluster, reached through
-``slurm_transport`` (SSH or local commands), parsed by ``slurm_parse``, rendered by ``slurm_script``.
+``transport`` (asyncssh, or ``openssh``: the system ssh through a ControlMaster; or local commands),
+parsed by ``parse``, rendered by ``script``.
 
 One ``squeue`` per job refresh (``-o`` text; JSON while a row is ambiguous, never both in one
 refresh), filtered on the server to ``-u USER`` (from ``transport.user()``) while the console shows
@@ -18,9 +19,10 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from yanflow_tui import formfields as ff
-from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.base import Backend, Capabilities, TerminalLogin, describe_job
 from yanflow_tui.backends.slurm import gpus, history, parse
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
+from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
 from yanflow_tui.backends.slurm.script import Rendered, render, render_native
 from yanflow_tui.backends.slurm.transport import (
     DEFAULT_TIMEOUT,
@@ -50,6 +52,17 @@ clock = time.monotonic  # the backend's clock (a module attribute, so tests can 
 _JOB_ID = re.compile(r"[0-9]+(_([0-9]+|\[[0-9,%-]+\]))?")  # ASCII digits (\d also matches "٣")
 
 
+def _transport(config: ClusterConfig, timeout: float) -> Transport:
+    """Local commands without ``ssh``; else the ``ssh.transport`` it names (asyncssh by default)."""
+    ssh = config.options.get("ssh")
+    if not ssh:
+        return LocalTransport(timeout)
+    target = parse_ssh_option(ssh, config.name)
+    if target.transport == "openssh":
+        return OpenSSHTransport(target, timeout, cluster=config.name)
+    return SshTransport(target, timeout)
+
+
 class SlurmBackend(Backend):
     kind = "slurm"
     capabilities = Capabilities(
@@ -70,8 +83,7 @@ class SlurmBackend(Backend):
         if timeout <= 10:
             raise BackendError(f"command_timeout must exceed Slurm's MessageTimeout (10 s), got {timeout}")
         if transport is None:
-            ssh = opts.get("ssh")
-            transport = SshTransport(parse_ssh_option(ssh, config.name), timeout) if ssh else LocalTransport(timeout)
+            transport = _transport(config, timeout)
         self.transport = transport
         self.nodes_refresh = float(opts.get("nodes_refresh_seconds") or NODES_REFRESH)
         self.defaults = {k: opts[k] for k in ("partition", "account") if opts.get(k)}
@@ -116,6 +128,10 @@ class SlurmBackend(Backend):
     @property
     def current_user(self) -> str:
         return self.transport.known_user
+
+    def terminal_login(self) -> TerminalLogin | None:
+        """With the OpenSSH transport: the cluster's ssh master, started in the terminal."""
+        return self.transport.login() if isinstance(self.transport, OpenSSHTransport) else None
 
     async def list_jobs(self) -> list[Job]:
         user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
