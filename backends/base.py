@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from yanflow_tui.capacity import Request
+from yanflow_tui.curves import EventListing
 from yanflow_tui.errors import BackendError, ReadOnlyError, SubmitUnknown
 from yanflow_tui.formfields import FormField, default_fields
 from yanflow_tui.model import (
@@ -85,6 +86,9 @@ class Capabilities:
     # ``scopes(kind)`` / ``set_scope(kind, value)``: what the cluster is seen through switches live, e.g. a
     # kubeconfig context or a namespace (as k9s's ``:ctx`` and ``:ns``). Kinds are ``SCOPE_KINDS``.
     scopes: bool = False
+    # ``event_files`` / ``read_event_bytes``: the TensorBoard event files under a job's log directory,
+    # read by byte offset (training curves; see ``yanflow_tui.curves``).
+    event_files: bool = False
 
 
 # Capability flag -> the methods a backend declaring it must override (with ``submit_tags``, submit
@@ -99,6 +103,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "checkpoints": ("checkpoints", "download_checkpoint"),
     "raw_spec": ("raw_spec",),
     "scopes": ("scopes", "set_scope"),
+    "event_files": ("event_files", "read_event_bytes"),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -263,6 +268,16 @@ class Backend(abc.ABC):
     async def metrics(self, job_id: str) -> list[MetricPoint]:
         """Reported metrics of a job or trial, oldest first."""
         raise BackendError(f"cluster {self.name!r} has no metrics")
+
+    async def event_files(self, job_id: str) -> EventListing:
+        """The job's log directory and the TensorBoard event files under it (any depth), with their
+        sizes now. A directory not there yet lists no files."""
+        raise BackendError(f"cluster {self.name!r} cannot read a job's event files")
+
+    async def read_event_bytes(self, job_id: str, path: str, offset: int, limit: int) -> tuple[int, bytes]:
+        """(start, at most ``limit`` bytes of ``path``, one of ``event_files``, from ``start``): ``start``
+        is ``offset``, or 0 where the file is now shorter than ``offset`` (truncated or replaced)."""
+        raise BackendError(f"cluster {self.name!r} cannot read a job's event files")
 
     async def checkpoints(self, job_id: str) -> list[Checkpoint]:
         """Checkpoints of a job or trial."""
