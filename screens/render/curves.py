@@ -45,7 +45,7 @@ def thin(points: Sequence[tuple[float, float]], columns: int) -> list[tuple[floa
     current = -1
     lo = hi = points[0]
     for point in points:
-        column = int((point[0] - x0) * scale)
+        column = min(columns - 1, int((point[0] - x0) * scale))
         if column != current:
             if current >= 0:
                 out.extend((lo, hi) if lo[0] <= hi[0] else (hi, lo))
