@@ -235,3 +235,18 @@ def test_refresh_runs_its_parse_where_told(logdir, reader):
 
     asyncio.run(reader.refresh(Source(logdir), "1", parse=parse))
     assert len(calls) == 2 and curve_points(reader.curves) == loader_points(logdir)
+
+
+def test_a_backend_without_event_files_gives_its_reported_metrics_as_curves():
+    from fakes.backend import FakeActionsBackend, FakeBackend
+
+    from yanflow_tui.config import ClusterConfig
+    from yanflow_tui.errors import BackendError
+
+    found = asyncio.run(tb.job_curves(FakeActionsBackend(ClusterConfig("f", "fake-actions")), "104", 5))
+    data = found.to_json()
+    assert list(data) == ["training.loss", "validation.accuracy"]
+    assert data["training.loss"][1] == {"step": 10, "wall_time": None, "value": 1.0 / 11}
+    assert "10 points  min 0.010989  max 1  last 0.010989 (step 90)" in tb.summary_lines(found)[0]
+    with pytest.raises(BackendError, match="has no curves"):
+        asyncio.run(tb.job_curves(FakeBackend(ClusterConfig("g", "fake")), "1", 5))

@@ -58,7 +58,8 @@ async def test_detail_plots_what_tensorboards_loader_reads_and_reads_only_append
             job = next(j for j in app.hub.snapshots["local"].jobs if j.id == job_id)
             app.push_screen(JobDetailScreen(job))
             view = await wait_for(
-                pilot, lambda: isinstance(app.screen, JobDetailScreen) and next(iter(app.screen.query(CurvesView)), None)
+                pilot,
+                lambda: isinstance(app.screen, JobDetailScreen) and next(iter(app.screen.query(CurvesView)), None),
             )
             await wait_for(pilot, lambda: len(view.curves.series.get("loss", [])) == FIRST, what="the first part")
             assert curve_points(view.curves) == loader_points(tmp_path / "runs")
