@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from yanflow_tui.capacity import Request
+from yanflow_tui.curves import EventListing
 from yanflow_tui.errors import BackendError, ReadOnlyError, SubmitUnknown
 from yanflow_tui.formfields import FormField, default_fields
 from yanflow_tui.model import (
@@ -93,6 +94,9 @@ class Capabilities:
     # Job files taken as they are written (kinds of ``model.NATIVE_KINDS``: "sbatch", "determined",
     # "kubernetes"): ``submit`` of a spec whose ``native`` is one of them sends that file.
     native_files: frozenset[str] = field(default_factory=frozenset)
+    # ``event_files`` / ``read_event_bytes``: the TensorBoard event files under a job's log directory,
+    # read by byte offset (training curves; see ``yanflow_tui.curves``).
+    event_files: bool = False
 
 
 # Capability flag -> the methods a backend declaring it must override (with ``submit_tags``, submit
@@ -108,6 +112,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "raw_spec": ("raw_spec",),
     "scopes": ("scopes", "set_scope"),
     "native_files": ("_submit_native", "_render_native"),
+    "event_files": ("event_files", "read_event_bytes"),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -292,6 +297,16 @@ class Backend(abc.ABC):
     async def metrics(self, job_id: str) -> list[MetricPoint]:
         """Reported metrics of a job or trial, oldest first."""
         raise BackendError(f"cluster {self.name!r} has no metrics")
+
+    async def event_files(self, job_id: str) -> EventListing:
+        """The job's log directory and the TensorBoard event files under it (any depth), with their
+        sizes now. A directory not there yet lists no files."""
+        raise BackendError(f"cluster {self.name!r} cannot read a job's event files")
+
+    async def read_event_bytes(self, job_id: str, path: str, offset: int, limit: int) -> tuple[int, bytes]:
+        """(start, at most ``limit`` bytes of ``path``, one of ``event_files``, from ``start``): ``start``
+        is ``offset``, or 0 where the file is now shorter than ``offset`` (truncated or replaced)."""
+        raise BackendError(f"cluster {self.name!r} cannot read a job's event files")
 
     async def checkpoints(self, job_id: str) -> list[Checkpoint]:
         """Checkpoints of a job or trial."""

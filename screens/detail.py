@@ -1,6 +1,6 @@
 """The job detail view: fields, describe output (events, reason), the nodes and GPUs it holds, a
-live metrics plot, the checkpoint list with atomic download, and the raw spec as the cluster holds
-it -- each where the job's backend has them."""
+live metrics plot, training curves from the job's TensorBoard event files, the checkpoint list with
+atomic download, and the raw spec as the cluster holds it -- each where the job's backend has them."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
 
 from yanflow_tui.hub import error_text
+from yanflow_tui.keys import CURVE_KEYS
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.model import Checkpoint, Job, MetricPoint
 from yanflow_tui.sanitize import clean
@@ -22,7 +23,13 @@ from yanflow_tui.screens.base import LiveScreen
 from yanflow_tui.screens.dialogs import PromptScreen
 from yanflow_tui.screens.render.placement import placement_text
 from yanflow_tui.screens.render.plot import line_plot
+from yanflow_tui.screens.widgets.curves import CurvesView
 from yanflow_tui.screens.widgets.members import MembersTable
+
+CURVES_HEADING = (
+    "Curves, from the TensorBoard event files  ({curves-tag}: next tag, {curves-x-axis}: step / wall time, "
+    "{curves-smoothing}: smoothing)"
+).format_map(CURVE_KEYS)
 
 
 class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Textual takes CSS from the first base
@@ -36,6 +43,9 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         Binding("d", "download", "Download checkpoint", id="download-checkpoint"),
         Binding("o", "sort_members", "Sort members", id="sort-members"),
         Binding("O", "reverse_members", "Reverse order", id="reverse-members"),
+        Binding(CURVE_KEYS["curves-tag"], "curves_tag", "Next tag", id="curves-tag"),
+        Binding(CURVE_KEYS["curves-x-axis"], "curves_x_axis", "Step / wall time", id="curves-x-axis"),
+        Binding(CURVE_KEYS["curves-smoothing"], "curves_smoothing", "Smoothing", id="curves-smoothing"),
     ]
     METRICS_SECONDS = 5.0
 
@@ -65,6 +75,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             yield MembersTable(id="members")
             yield Static(Text("Metrics", style="bold"), classes="heading", id="metrics-heading")
             yield Static(id="metrics")
+            yield Static(Text(CURVES_HEADING, style="bold"), classes="heading", id="curves-heading")
+            yield CurvesView(self.job.cluster, self.job.id, id="curves")
             yield Static(
                 Text("Checkpoints  (d: download the highlighted one)", style="bold"),
                 classes="heading",
@@ -94,6 +106,12 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         for widget_id in ("#checkpoints-heading", "#checkpoints"):
             self.query_one(widget_id).display = caps.checkpoints
         self.query_one("#download").display = False
+        for widget_id in ("#curves-heading", "#curves"):
+            self.query_one(widget_id).display = caps.event_files
+        if caps.event_files:
+            self._load_curves()
+            if not self.job.state.terminal:
+                self.set_interval(self.METRICS_SECONDS, self._load_curves)
         if caps.metrics:
             self._load_metrics()
             if not self.job.state.terminal:
@@ -153,6 +171,26 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         plot = Text("\n", no_wrap=True, overflow="crop").join(line_plot(dict(list(series.items())[:6]), width, 10))
         target.update(plot)
 
+    @work(group="curves", exit_on_error=False)
+    async def _load_curves(self) -> None:
+        await self.query_one(CurvesView).reload()
+
+    @work(group="curves-draw", exit_on_error=False)
+    async def _redraw_curves(self) -> None:
+        await self.query_one(CurvesView).redraw()
+
+    def action_curves_tag(self) -> None:
+        self.query_one(CurvesView).next_tag()
+        self._redraw_curves()
+
+    def action_curves_x_axis(self) -> None:
+        self.query_one(CurvesView).toggle_x_axis()
+        self._redraw_curves()
+
+    def action_curves_smoothing(self) -> None:
+        self.query_one(CurvesView).next_smoothing()
+        self._redraw_curves()
+
     @work(exclusive=True, group="checkpoints", exit_on_error=False)
     async def _load_checkpoints(self) -> None:
         backend = self.app.hub.backend(self.job.cluster)
@@ -188,6 +226,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             return bool(tables and tables.first().labels)
         if action == "logs":
             return self.caps.logs
+        if action.startswith("curves_"):
+            return self.caps.event_files
         if action == "download":
             if not self.caps.checkpoints:
                 return False

@@ -1,5 +1,5 @@
-"""Command line: ``yanflow-tui`` starts the console; ``jobs``, ``nodes``, ``submit``, ``cancel`` and
-``logs`` run headless over the same backends; ``completion SHELL`` prints a completion script. Errors go
+"""Command line: ``yanflow-tui`` starts the console; ``jobs``, ``nodes``, ``submit``, ``cancel``,
+``logs`` and ``metrics`` run headless over the same backends; ``completion SHELL`` prints a completion script. Errors go
 to stderr as one line, exit code non-zero, never a traceback (``YANFLOW_DEBUG=1`` shows one)."""
 
 from __future__ import annotations
@@ -110,6 +110,10 @@ def _parser() -> argparse.ArgumentParser:
         help="another of the job's logs, e.g. stderr for a Slurm job whose StdErr has its own file, "
         "or a Kubernetes pod's other container (a sidecar)",
     )
+    p = sub.add_parser("metrics", parents=[common], help="print a job's training curves (TensorBoard scalars)")
+    p.add_argument("job", metavar="JOB")
+    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
+    p.add_argument("--json", action="store_true", help="every point: {tag: [{step, wall_time, value}, ...]}")
     p = sub.add_parser(
         "completion",
         help="print a shell completion script",
@@ -450,4 +454,29 @@ async def _logs(config, args) -> int:
     return 0
 
 
-_COMMANDS = {"jobs": _jobs, "nodes": _nodes, "submit": _submit, "cancel": _cancel, "logs": _logs}
+async def _metrics(config, args) -> int:
+    from yanflow_tui import curves
+
+    hub = _hub(config)
+    try:
+        name = await _job_cluster(hub, args.cluster, args.job)
+        found = await curves.job_curves(hub.backend(name), args.job, hub.timeout)
+    finally:
+        await hub.close()
+    if args.json:
+        json.dump(found.to_json(), sys.stdout)
+        print()
+    else:
+        for line in curves.summary_lines(found):
+            print(clean(line))
+    return 0
+
+
+_COMMANDS = {
+    "jobs": _jobs,
+    "nodes": _nodes,
+    "submit": _submit,
+    "cancel": _cancel,
+    "logs": _logs,
+    "metrics": _metrics,
+}

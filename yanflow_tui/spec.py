@@ -11,6 +11,7 @@
     resources: {nodes: 1, gpus: 2, cpus: 8, memory: 32G}   # gpus/cpus/memory are per node
     launcher: torchrun            # multi-node/experiment: torchrun | deepspeed | accelerate | horovod | none
     slurm: {partition: gpu, time: "01:00:00"}
+    tensorboard: {logdir: runs}   # event files the console plots; default WORKDIR/tb
     kubernetes: {namespace: ml}
     determined: {searcher: {...}, hyperparameters: {...}}
 
@@ -29,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from yanflow_tui import curves
 from yanflow_tui.backends import registry
 from yanflow_tui.errors import SpecError
 from yanflow_tui.launchers import LAUNCHERS
@@ -55,8 +57,10 @@ MULTILINE = ("command", "description")  # tab and line break allowed (and in the
 
 
 def section_keys() -> dict[str, Mapping[str, str]]:
-    """The backend sections of a spec, by name (the kind), each its keys -> their type."""
-    return {info.kind: info.section for info in registry.infos() if info.section}
+    """The sections of a spec, by name, each its keys -> their type: one per backend that declares one
+    (named by its kind), then ``tensorboard:`` ({logdir: ...}, for every kind: see ``yanflow_tui.curves``)."""
+    sections = {info.kind: info.section for info in registry.infos() if info.section}
+    return {**sections, curves.SECTION: curves.SECTION_KEYS}
 
 
 def top_keys() -> tuple[str, ...]:

@@ -33,7 +33,9 @@ from yanflow_tui.backends.base import MONITOR_ONLY, Backend, Capabilities, descr
 from yanflow_tui.backends.local import procs, runner, scheduler
 from yanflow_tui.backends.local.nvml import GpuReading, NvmlProbe
 from yanflow_tui.backends.local.store import JobRow, LocalStore
+from yanflow_tui.backends.local.tbfiles import list_event_files, logdir_of, read_range
 from yanflow_tui.config import ClusterConfig
+from yanflow_tui.curves import LOGDIR_ENV, EventListing
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, Node
 from yanflow_tui.spec import spec_to_data
@@ -82,6 +84,7 @@ class LocalBackend(Backend):
         history=True,
         raw_spec=True,
         runs_here=True,
+        event_files=True,
     )
     MONITOR_ONLY = MONITOR_ONLY  # option discovery sets on a Slurm login node (a config cannot)
 
@@ -148,6 +151,17 @@ class LocalBackend(Backend):
         self.check_id(job_id)
         row = await asyncio.to_thread(self._row, job_id)
         return yaml.safe_dump(row.spec_data, sort_keys=False, allow_unicode=True)
+
+    async def event_files(self, job_id: str) -> EventListing:
+        self.check_id(job_id)
+        row = await asyncio.to_thread(self._row, job_id)
+        logdir = logdir_of(row.spec_data)
+        return EventListing(logdir, tuple(await asyncio.to_thread(list_event_files, logdir)))
+
+    async def read_event_bytes(self, job_id: str, path: str, offset: int, limit: int) -> tuple[int, bytes]:
+        self.check_id(job_id)
+        row = await asyncio.to_thread(self._row, job_id)
+        return await asyncio.to_thread(read_range, logdir_of(row.spec_data), path, offset, limit)
 
     async def list_nodes(self) -> list[Node]:
         return [await asyncio.to_thread(self._node)]
@@ -450,6 +464,7 @@ class LocalBackend(Backend):
         env = dict(os.environ)
         env.update({str(k): str(v) for k, v in (spec.get("env") or {}).items()})
         env.update(YANFLOW_JOB_ID=str(row.id), YANFLOW_JOB_NAME=row.name, YANFLOW_CLUSTER=self.name)
+        env[LOGDIR_ENV] = logdir_of(spec)
         if gpus_present:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
         command = spec["command"] if isinstance(spec["command"], str) else tuple(spec["command"])

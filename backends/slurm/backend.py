@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from yanflow_tui import formfields as ff
 from yanflow_tui.backends.base import Backend, Capabilities, TerminalLogin, describe_job
-from yanflow_tui.backends.slurm import gpus, history, parse
+from yanflow_tui.backends.slurm import gpus, history, parse, tbfiles
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
 from yanflow_tui.backends.slurm.script import Rendered, render, render_native
@@ -33,6 +33,7 @@ from yanflow_tui.backends.slurm.transport import (
 )
 from yanflow_tui.capacity import Request
 from yanflow_tui.config import ClusterConfig
+from yanflow_tui.curves import EventListing
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.model import Job, JobKind, JobSpec, JobState, LogLine, Node
 
@@ -74,6 +75,7 @@ class SlurmBackend(Backend):
         raw_spec=True,
         submit_tags=True,
         native_files=frozenset({"sbatch"}),
+        event_files=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -100,6 +102,7 @@ class SlurmBackend(Backend):
         self._states: tuple[float, dict[str, JobState]] = (0.0, {})  # the last job refresh's states
         self._gpu_jobs: list[str] | None = None  # running jobs holding GPUs, from the last job refresh
         self._placements: dict[str, gpus.Placement] = {}  # job -> node -> GPU indices (fixed while it runs)
+        self._logdirs: dict[str, str] = {}  # job -> its TensorBoard log directory (fixed at submit)
 
     # -- reads -----------------------------------------------------------------------------------
     async def _squeue(self, user: str = "") -> list[parse.RawJob]:
@@ -258,6 +261,21 @@ class SlurmBackend(Backend):
     async def raw_spec(self, job_id: str) -> str:
         _check_id(job_id)
         return await self.transport.check(["scontrol", "show", "job", "-dd", "--", job_id])
+
+    # -- TensorBoard event files -----------------------------------------------------------------
+    async def _logdir(self, job_id: str) -> str:
+        _check_id(job_id)
+        if job_id not in self._logdirs:
+            raw = await self._raw_job(job_id)
+            self._logdirs[job_id] = await tbfiles.job_logdir(self.transport, job_id, raw.workdir)
+        return self._logdirs[job_id]
+
+    async def event_files(self, job_id: str) -> EventListing:
+        logdir = await self._logdir(job_id)
+        return EventListing(logdir, tuple(await tbfiles.list_event_files(self.transport, logdir)))
+
+    async def read_event_bytes(self, job_id: str, path: str, offset: int, limit: int) -> tuple[int, bytes]:
+        return await tbfiles.read_range(self.transport, await self._logdir(job_id), path, offset, limit)
 
     # -- logs ------------------------------------------------------------------------------------
     async def _log_paths(self, raw: parse.RawJob) -> tuple[str, str]:

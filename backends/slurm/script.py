@@ -10,6 +10,7 @@ import shlex
 from dataclasses import dataclass
 
 from yanflow_tui import launchers, nativefiles
+from yanflow_tui.curves import LOGDIR_ENV, SECTION
 from yanflow_tui.errors import BackendError, SpecError
 from yanflow_tui.model import JobKind, JobSpec
 from yanflow_tui.yamldoc import ENV_KEY
@@ -114,6 +115,9 @@ def render(spec: JobSpec, tag: str, defaults: dict | None = None) -> Rendered:
                 f"env: {', '.join(clash)} are set for every node of a multi-node job; remove them from env:"
             )
         lines += _rendezvous(spec)
+    logdir = spec.section(SECTION).get("logdir")
+    if logdir:  # the console reads it back from the batch script (``tbfiles``); the job may use it
+        lines.append(f"export {LOGDIR_ENV}={shlex.quote(str(logdir))}")
     for key, value in spec.env.items():
         if not ENV_KEY.fullmatch(key):
             raise SpecError([(spec.source or "<spec>", 0, f"env.{key}", "not a valid environment variable name")])

@@ -399,7 +399,7 @@ def test_cluster_defaults_are_spec_fields_kept_as_written():
             [
                 "c.yaml:5: clusters[0].defaults.cluster: unknown key; expected one of: "
                 "name, kind, command, image, workdir, env, mounts, resources, launcher, "
-                "description, slurm, kubernetes, determined"
+                "description, slurm, kubernetes, determined, tensorboard"
             ],
         ),
         (

@@ -40,6 +40,7 @@ BASE = {
         "checkpoint_storage": {"type": "t"},
         "labels": ["l"],
     },
+    "tensorboard": {k: "t" for k, kind in section_keys()["tensorboard"].items() if kind == "text"},
 }
 TEXT_FIELDS = (
     [

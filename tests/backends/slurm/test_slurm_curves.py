@@ -1,0 +1,95 @@
+"""Training curves of a job on the REAL loopback Slurm cluster: the job writes event files with
+TensorBoard's own writer on a compute node; the console reads them back through the cluster's SSH
+transport (``find`` for the listing, ``read_from`` for the bytes: the compute nodes share this
+machine's files, but nothing here reads them directly except TensorBoard's ``EventFileLoader`` for
+the expected values). The detail's plot data and ``metrics --json`` equal what the loader reads, and
+what the job appends arrives by a read from where the last one stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+
+from jobhelpers import run_cli
+from slurmhelpers import DIR, ssh_cluster
+from tbhelpers import curve_points, loader_points, write_script, writer_command
+from uihelpers import make_app, refreshed
+from waiting import async_wait_until, wait_for
+
+from yanflow_tui.backends.slurm.backend import SlurmBackend
+from yanflow_tui.model import JobState
+from yanflow_tui.screens.detail import JobDetailScreen
+from yanflow_tui.screens.widgets.curves import CurvesView
+from yanflow_tui.spec import spec_from_data
+
+CONFIG = str(DIR / "yanflow.yaml")
+FIRST, SECOND = 12, 9
+
+
+def tail_reads(transport, path: str) -> list[int]:
+    """The offsets every ``read_from`` of ``path`` began at, from the transport's history."""
+    return [int(argv[2][1:]) - 1 for argv in transport.history if argv[:2] == ("tail", "-c") and argv[-1] == path]
+
+
+async def test_a_slurm_jobs_curves_come_over_ssh_and_grow_by_appended_reads(
+    slurm_dir, slurm_jobs, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(JobDetailScreen, "METRICS_SECONDS", 0.5)
+    command = shlex.join(writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", SECOND))
+    spec = spec_from_data(
+        {
+            "name": "yf-tb-writer",
+            "kind": "slurm",
+            "command": command,
+            "workdir": str(tmp_path),
+            "resources": {"cpus": 1, "memory": "500M"},
+            "slurm": {"partition": "cpu", "time": "00:05:00", "output": str(tmp_path / "out.log")},
+            "tensorboard": {"logdir": "runs"},
+        }
+    )
+    backend = SlurmBackend(ssh_cluster())
+    try:
+        job_id = slurm_jobs.add(await backend.submit(spec))
+
+        def first_part():
+            points = loader_points(tmp_path / "runs") if (tmp_path / "runs").is_dir() else {}
+            return len(points.get("loss", [])) == FIRST
+
+        await async_wait_until(first_part, what="the job's first part flushed on its compute node")
+        listing = await backend.event_files(job_id)
+        assert listing.logdir == str(tmp_path / "runs")  # read back from the job's batch script
+        main = next(f.path for f in listing.files if "/eval/" not in f.path)
+
+        app = make_app(ssh_cluster())
+        async with app.run_test(size=(130, 70)) as pilot:
+            await refreshed(pilot, app)
+            job = next(j for j in app.hub.snapshots["slurm-test"].jobs if j.id == job_id)
+            app.push_screen(JobDetailScreen(job))
+            view = await wait_for(
+                pilot,
+                lambda: isinstance(app.screen, JobDetailScreen) and next(iter(app.screen.query(CurvesView)), None),
+            )
+            await wait_for(pilot, lambda: len(view.curves.series.get("loss", [])) == FIRST, what="the first part")
+            assert curve_points(view.curves) == loader_points(tmp_path / "runs")
+            transport = app.hub.backend("slurm-test").transport  # type: ignore[attr-defined]
+            read_to = view.reader.offset(main)
+            assert tail_reads(transport, main) == [0]
+
+            (tmp_path / "go").touch()
+            await wait_for(
+                pilot, lambda: len(view.curves.series.get("loss", [])) == FIRST + SECOND, what="the appended part"
+            )
+            await wait_for(pilot, lambda: curve_points(view.curves) == loader_points(tmp_path / "runs"))
+            offsets = tail_reads(transport, main)
+            assert offsets[:2] == [0, read_to] and 0 not in offsets[1:]  # on from the last offset, never from 0
+
+        async def ended():
+            return (await backend.get_job(job_id)).state is JobState.COMPLETED
+
+        await async_wait_until(ended, what="the writer job to finish")
+        result = await asyncio.to_thread(run_cli, "--config", CONFIG, "metrics", job_id, "--json")
+        assert result.returncode == 0, result.stderr
+        assert curve_points(json.loads(result.stdout)) == loader_points(tmp_path / "runs")
+    finally:
+        await backend.close()

@@ -1,0 +1,87 @@
+"""TensorBoard event files for the curves tests, written and read by the ``tensorboard`` package
+itself: ``WRITER`` is a training-like script (run by a local or Slurm job, or in-process) that writes
+scalars with ``EventFileWriter`` (``simple_value`` tags, a tensor scalar from the scalars plugin's
+own ``scalar_pb``, and a second run in a subdirectory), waits for a go-file, then appends more; and
+``loader_points`` reads a log directory back with ``EventFileLoader``, the loader TensorBoard uses."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+WRITER = """
+import os, sys, time
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.plugins.scalar import summary_v2
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+logdir, first, go, second = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+train = EventFileWriter(logdir, flush_secs=3600)
+evals = EventFileWriter(os.path.join(logdir, "eval"), flush_secs=3600)
+
+def write(step):
+    value = summary_pb2.Summary.Value
+    scalars = summary_pb2.Summary(value=[
+        value(tag="loss", simple_value=2.0 / (step + 1) + (step % 3) * 0.01),
+        value(tag="accuracy", simple_value=1.0 - 1.0 / (step + 2)),
+    ])
+    train.add_event(event_pb2.Event(step=step, wall_time=time.time(), summary=scalars))
+    lr = summary_v2.scalar_pb("lr", 0.1 * 0.97 ** step)  # a tensor scalar, as tf.summary / torch write them
+    train.add_event(event_pb2.Event(step=step, wall_time=time.time(), summary=lr))
+    if step % 5 == 0:
+        evals.add_event(event_pb2.Event(step=step, wall_time=time.time(),
+                        summary=summary_pb2.Summary(value=[value(tag="accuracy", simple_value=0.5 + step / 1000)])))
+
+for step in range(first):
+    write(step)
+train.flush(); evals.flush()
+print("first part written", flush=True)
+if second:
+    while not os.path.exists(go):
+        time.sleep(0.05)
+    for step in range(first, first + second):
+        write(step)
+train.close(); evals.close()
+print("all written", flush=True)
+"""
+
+
+def write_script(directory: Path) -> Path:
+    path = directory / "tb_writer.py"
+    path.write_text(WRITER)
+    return path
+
+
+def writer_command(script: Path, logdir: str, first: int, go: Path, second: int) -> list[str]:
+    """The argv a job runs: this interpreter (it has tensorboard) running ``WRITER``."""
+    return [sys.executable, str(script), logdir, str(first), str(go), str(second)]
+
+
+def loader_points(logdir: Path) -> dict[str, list[tuple[int, float]]]:
+    """tag -> [(step, value)] of every scalar under ``logdir``, as TensorBoard's ``EventFileLoader``
+    reads them (after its data_compat migration every scalar is a one-element tensor); a tag of a
+    subdirectory's files is ``RUN/TAG``, their names in path order."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.util import tensor_util
+
+    out: dict[str, list[tuple[int, float]]] = {}
+    files = sorted(str(p) for p in logdir.rglob("events.out.tfevents.*"))
+    for path in files:
+        run = os.path.relpath(os.path.dirname(path), logdir)
+        prefix = "" if run == "." else run + "/"
+        for event in EventFileLoader(path).Load():
+            if not event.HasField("summary"):
+                continue
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name != "scalars":
+                    continue
+                number = float(tensor_util.make_ndarray(value.tensor).item())
+                out.setdefault(prefix + value.tag, []).append((int(event.step), number))
+    return out
+
+
+def curve_points(curves) -> dict[str, list[tuple[int, float]]]:
+    """A ``Curves`` (or its JSON) as tag -> [(step, value)], for comparing with ``loader_points``."""
+    series = curves if isinstance(curves, dict) else curves.to_json()
+    return {tag: [(int(p["step"]), float(p["value"])) for p in points] for tag, points in series.items()}

@@ -1,0 +1,374 @@
+"""Training curves from TensorBoard event files: the model (tag -> points of step, wall time, value),
+TensorBoard's smoothing, where a job's log directory is, and ``CurveReader``, which feeds only the
+bytes appended to each event file since the last read to TensorBoard's own loader.
+
+The bytes come from the job's backend (``Backend.event_files`` lists ``EventFile`` entries,
+``Backend.read_event_bytes`` reads one from an offset), so a file on a cluster is read the same way
+as one on this machine. Each file's bytes go to a private mirror file that one
+``tensorboard.backend.event_processing.event_file_loader.LegacyEventFileLoader`` reads; the loader
+keeps its own position and holds back a partial trailing record until the rest of it arrives. A file
+found shorter than what was read, or with another identity (a new inode), is read again from 0.
+
+``tensorboard`` is an optional extra (``pip install 'yanflow-tui[tensorboard]'``), imported only when
+a reader parses its first bytes; without it ``TensorBoardMissing`` says how to install it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import posixpath
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from yanflow_tui.errors import BackendError
+
+EVENT_PREFIX = "events.out.tfevents."  # what TensorBoard's writers name their files
+DEFAULT_SUBDIR = "tb"  # the log directory when the spec names none: WORKDIR/tb
+LOGDIR_ENV = "YANFLOW_TB_LOGDIR"  # set for the job, so the training code can write where the console reads
+SECTION = "tensorboard"  # the spec's ``tensorboard: {logdir: ...}`` section
+SECTION_KEYS = {"logdir": "text"}
+READ_LIMIT = 64 * 2**20  # bytes asked of a backend in one read
+SMOOTHING_WEIGHTS = (0.0, 0.6, 0.9, 0.99)
+INSTALL_HINT = "pip install 'yanflow-tui[tensorboard]'"
+
+
+class TensorBoardMissing(BackendError):
+    """The optional ``tensorboard`` package, which reads event files, is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__(f"reading TensorBoard event files needs the tensorboard package: {INSTALL_HINT}")
+
+
+class CurvePoint(NamedTuple):
+    """One scalar of one tag (a named tuple: a million of them are made in one read)."""
+
+    step: int
+    wall_time: float
+    value: float
+
+
+@dataclass
+class Curves:
+    """The scalars of a job's event files: tag -> points, in the order the files hold them. A tag of
+    an event file in a subdirectory of the log directory (a TensorBoard "run") is ``RUN/TAG``."""
+
+    series: dict[str, list[CurvePoint]] = field(default_factory=dict)
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self.series)
+
+    def to_json(self) -> dict[str, list[dict[str, float | None]]]:
+        return {
+            tag: [
+                {"step": p.step, "wall_time": p.wall_time if math.isfinite(p.wall_time) else None, "value": p.value}
+                for p in points
+            ]
+            for tag, points in self.series.items()
+        }
+
+
+@dataclass(frozen=True)
+class EventFile:
+    """One event file as a backend lists it: its path, its size now, and what tells a file replaced
+    under the same name apart (an inode number; "" where none is known)."""
+
+    path: str
+    size: int
+    identity: str = ""
+
+
+@dataclass(frozen=True)
+class EventListing:
+    logdir: str
+    files: tuple[EventFile, ...]
+
+
+def is_event_file(name: str) -> bool:
+    return name.startswith(EVENT_PREFIX) and not name.endswith((".tmp", ".part"))
+
+
+def logdir_for(section: Mapping[str, Any] | None, workdir: str) -> str:
+    """A job's log directory: the spec's ``tensorboard.logdir`` (relative to the workdir), else
+    WORKDIR/tb. POSIX paths: it may name a directory on a cluster."""
+    logdir = str((section or {}).get("logdir") or "")
+    if logdir.startswith("/"):
+        return posixpath.normpath(logdir)
+    return posixpath.normpath(posixpath.join(workdir or ".", logdir or DEFAULT_SUBDIR))
+
+
+def smooth(values: Sequence[float], weight: float) -> list[float]:
+    """TensorBoard's scalar smoothing (its frontend's ``classicSmoothing``): a debiased exponential
+    moving average; non-finite values and constant series pass through unchanged."""
+    if not math.isfinite(weight):
+        weight = 0.0
+    weight = max(0.0, min(weight, 1.0))
+    if not values:
+        return []
+    first = values[0]
+    if weight == 0.0 or all(v == first for v in values):
+        return list(values)
+    out: list[float] = []
+    last, count = 0.0, 0
+    for value in values:
+        if not math.isfinite(value):
+            out.append(value)
+            continue
+        last = last * weight + (1 - weight) * value
+        count += 1
+        out.append(last / (1 - weight**count) if weight != 1 else last)
+    return out
+
+
+@dataclass(frozen=True)
+class Stats:
+    minimum: float
+    maximum: float
+    last: float
+    count: int
+
+
+def stats(points: Sequence[CurvePoint]) -> Stats | None:
+    finite = [p.value for p in points if math.isfinite(p.value)]
+    if not finite:
+        return None
+    return Stats(min(finite), max(finite), points[-1].value, len(points))
+
+
+class EventSource(Protocol):
+    """What a ``CurveReader`` reads from: a backend with ``capabilities.event_files``."""
+
+    async def event_files(self, job_id: str) -> EventListing: ...
+
+    async def read_event_bytes(self, job_id: str, path: str, offset: int, limit: int) -> tuple[int, bytes]: ...
+
+
+def _loader_class():
+    try:
+        from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+    except ImportError:
+        raise TensorBoardMissing() from None
+    return LegacyEventFileLoader
+
+
+def _scalar_value(value, scalar_tags: set[str]) -> float | None:
+    """The float of one summary value that TensorBoard shows as a scalar: a ``simple_value``, or a
+    one-element tensor of a tag whose metadata names the scalars plugin (as in tensorboard's own
+    ``data_compat`` / ``dataclass_compat``)."""
+    kind = value.WhichOneof("value")
+    if kind == "simple_value":
+        return float(value.simple_value)
+    if value.HasField("metadata") and value.metadata.plugin_data.plugin_name == "scalars":
+        scalar_tags.add(value.tag)
+    if kind == "tensor" and value.tag in scalar_tags:
+        from tensorboard.util import tensor_util
+
+        array = tensor_util.make_ndarray(value.tensor)
+        if array.size == 1:
+            return float(array.reshape(()).item())
+    return None
+
+
+class _FileState:
+    def __init__(self, path: str, run: str, mirror: str, identity: str) -> None:
+        self.path = path
+        self.run = run  # the file's directory relative to the log directory ("" at its top)
+        self.mirror = mirror
+        self.identity = identity
+        self.offset = 0  # bytes of the source handed to the loader
+        self.loader: Any = None
+        self.scalar_tags: set[str] = set()
+        self.series: dict[str, list[CurvePoint]] = {}
+
+
+class CurveReader:
+    """The curves of one job's log directory, read incrementally. ``refresh`` reads only what each
+    file gained since the last call; ``reads`` records every (path, offset, bytes) read, for tests
+    and the benchmark. Call ``close`` (or drop it) to remove its mirror files."""
+
+    def __init__(self) -> None:
+        self.logdir = ""
+        self.files: dict[str, _FileState] = {}
+        self.reads: list[tuple[str, int, int]] = []
+        self._dir = tempfile.mkdtemp(prefix="yanflow-curves-")
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self._dir, True)
+        self._count = 0
+
+    def close(self) -> None:
+        self._finalizer()
+
+    @property
+    def curves(self) -> Curves:
+        """Every file's points, tag by tag, the files in path order (their names start with the time
+        they were opened), as TensorBoard joins the files of a run."""
+        out: dict[str, list[CurvePoint]] = {}
+        for path in sorted(self.files):
+            for tag, points in self.files[path].series.items():
+                out.setdefault(tag, []).extend(points)
+        return Curves(out)
+
+    # -- feeding bytes (no I/O but the mirror files) ---------------------------------------------
+    def _state(self, path: str, identity: str = "") -> _FileState:
+        state = self.files.get(path)
+        if state is not None and identity and state.identity and identity != state.identity:
+            self._forget(state)
+            state = None
+        if state is None:
+            self._count += 1
+            mirror = os.path.join(self._dir, f"{EVENT_PREFIX}{self._count}")
+            relative = posixpath.relpath(posixpath.dirname(path), self.logdir) if self.logdir else "."
+            state = _FileState(path, "" if relative in (".", "") else relative, mirror, identity)
+            open(mirror, "wb").close()
+            self.files[path] = state
+        return state
+
+    def _forget(self, state: _FileState) -> None:
+        """A file replaced or truncated: drop what it gave; it is read again from 0."""
+        self.files.pop(state.path, None)
+        try:
+            os.unlink(state.mirror)
+        except OSError:
+            pass
+
+    def offset(self, path: str) -> int:
+        state = self.files.get(path)
+        return state.offset if state is not None else 0
+
+    def feed(self, path: str, start: int, data: bytes, identity: str = "") -> int:
+        """Hand ``data``, the bytes of ``path`` from offset ``start``, to its loader; returns the number
+        of new scalar points. ``start`` 0 for a file read before restarts it (truncated or replaced)."""
+        state = self._state(path, identity)
+        if start != state.offset:
+            if start != 0:
+                raise ValueError(f"{path}: bytes from {start}, but {state.offset} were read")
+            self._forget(state)
+            state = self._state(path, identity)
+        if data:
+            with open(state.mirror, "ab") as out:
+                out.write(data)
+            state.offset += len(data)
+        return self._load(state)
+
+    def _load(self, state: _FileState) -> int:
+        if state.loader is None:
+            if state.offset == 0:
+                return 0
+            state.loader = _loader_class()(state.mirror)
+        added = 0
+        series = state.series
+        prefix = f"{state.run}/" if state.run else ""
+        for event in state.loader.Load():  # ends at a partial record; the next call resumes there
+            if not event.HasField("summary"):
+                continue
+            for value in event.summary.value:
+                number = _scalar_value(value, state.scalar_tags)
+                if number is None:
+                    continue
+                tag = prefix + value.tag
+                points = series.get(tag)
+                if points is None:
+                    points = series[tag] = []
+                points.append(CurvePoint(int(event.step), float(event.wall_time), number))
+                added += 1
+        return added
+
+    # -- reading from a backend ------------------------------------------------------------------
+    def plan(self, listing: EventListing) -> list[tuple[EventFile, int]]:
+        """(file, offset to read from) for each listed file with bytes not read yet; a file now
+        shorter than what was read, or with another identity, is forgotten and read from 0."""
+        self.logdir = listing.logdir
+        plan = []
+        for entry in sorted(listing.files, key=lambda f: f.path):
+            state = self.files.get(entry.path)
+            if state is not None and (
+                entry.size < state.offset or (entry.identity and state.identity and entry.identity != state.identity)
+            ):
+                self._forget(state)
+                state = None
+            offset = state.offset if state is not None else 0
+            if entry.size > offset:
+                plan.append((entry, offset))
+        return plan
+
+    async def refresh(self, source: EventSource, job_id: str, parse=None, call=None) -> int:
+        """Read what the job's event files gained and parse it; returns the number of new points.
+        ``call(awaitable)`` awaits each backend call (e.g. with a timeout); ``parse(function, *args)``
+        runs the parsing (e.g. ``asyncio.to_thread``, unbounded: a large file takes its time)."""
+
+        async def direct(awaitable):
+            return await awaitable
+
+        call = call or direct
+        listing = await call(source.event_files(job_id))
+        added = 0
+        for entry, offset in self.plan(listing):
+            while offset < entry.size:
+                start, data = await call(
+                    source.read_event_bytes(job_id, entry.path, offset, min(READ_LIMIT, entry.size - offset))
+                )
+                self.reads.append((entry.path, start, len(data)))
+                if parse is None:
+                    added += self.feed(entry.path, start, data, entry.identity)
+                else:
+                    added += await parse(self.feed, entry.path, start, data, entry.identity)
+                if not data:
+                    break
+                offset = start + len(data)
+        return added
+
+
+def from_metric_points(points: Iterable[Any]) -> Curves:
+    """A backend's reported metrics (``MetricPoint``: Determined's trial metrics) as curves with no
+    wall time (NaN), tag ``GROUP.NAME``."""
+    out = Curves()
+    for point in points:
+        out.series.setdefault(f"{point.group}.{point.name}", []).append(
+            CurvePoint(int(point.step), math.nan, float(point.value))
+        )
+    return out
+
+
+async def job_curves(backend: Any, job_id: str, timeout: float) -> Curves:
+    """Every curve of a job, read once: its event files where the backend reads them (each call
+    bounded by ``timeout``), else the metrics it reports."""
+    caps = backend.capabilities
+    if caps.event_files:
+        reader = CurveReader()
+        try:
+            await reader.refresh(
+                backend, job_id, parse=asyncio.to_thread, call=lambda awaitable: asyncio.wait_for(awaitable, timeout)
+            )
+            return reader.curves
+        finally:
+            reader.close()
+    if caps.metrics:
+        return from_metric_points(await asyncio.wait_for(backend.metrics(job_id), timeout))
+    raise BackendError(f"cluster {backend.name!r} has no curves for its jobs")
+
+
+def _num(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def summary_lines(curves: Curves) -> list[str]:
+    """One line per tag: its point count, min, max and last value (at its step)."""
+    if not curves.series:
+        return ["no scalars yet"]
+    width = max(len(tag) for tag in curves.series)
+    lines = []
+    for tag, points in curves.series.items():
+        found = stats(points)
+        if found is None:
+            lines.append(f"{tag:<{width}}  {len(points)} points, none finite")
+            continue
+        lines.append(
+            f"{tag:<{width}}  {found.count} points  min {_num(found.minimum)}  max {_num(found.maximum)}"
+            f"  last {_num(found.last)} (step {points[-1].step})"
+        )
+    return lines
