@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from yanflow_tui.backends.prompting import Asker, Prompter
 from yanflow_tui.capacity import Request
 from yanflow_tui.errors import BackendError, ReadOnlyError, SubmitUnknown
 from yanflow_tui.formfields import FormField, default_fields
@@ -153,6 +154,17 @@ class Backend(abc.ABC):
         self._on_change: Callable[[], None] | None = None
         self.submit_refusal = ""  # why a cluster shown for monitoring only takes no jobs, for submit's error
         self.all_users = False  # every user's jobs, or only mine: see ``set_all_users``
+        self.asker = Asker()  # asks the user while connecting (a one-time code, a passphrase): see ``prompter``
+
+    @property
+    def prompter(self) -> Prompter | None:
+        """How this backend asks the user a question while it connects; the app and the CLI set it
+        for every backend (None: nothing can ask, and a login that wants an answer fails saying so)."""
+        return self.asker.prompter
+
+    @prompter.setter
+    def prompter(self, prompter: Prompter | None) -> None:
+        self.asker.prompter = prompter
 
     @property
     def read_only(self) -> bool:
@@ -298,6 +310,11 @@ class Backend(abc.ABC):
         """Log in with a password the user typed after a read raised ``AuthRequired``. Keep the
         password only as long as the login takes; never log or store it."""
         raise BackendError(f"cluster {self.name!r} does not take a password")
+
+    async def retry_login(self) -> None:
+        """Log in again after the user cancelled (or failed) a login that asks its own questions
+        through ``prompter`` (``AuthRequired`` with ``asks``): the user asked for it (``l``)."""
+        raise BackendError(f"cluster {self.name!r} has no login to retry")
 
     def widen_history(self) -> str:
         """Look further back for finished jobs (``capabilities.history``); returns what is listed

@@ -70,7 +70,11 @@ class SlurmBackend(Backend):
             raise BackendError(f"command_timeout must exceed Slurm's MessageTimeout (10 s), got {timeout}")
         if transport is None:
             ssh = opts.get("ssh")
-            transport = SshTransport(parse_ssh_option(ssh, config.name), timeout) if ssh else LocalTransport(timeout)
+            transport = (
+                SshTransport(parse_ssh_option(ssh, config.name), timeout, self.asker)
+                if ssh
+                else LocalTransport(timeout)
+            )
         self.transport = transport
         self.nodes_refresh = float(opts.get("nodes_refresh_seconds") or NODES_REFRESH)
         self.defaults = {k: opts[k] for k in ("partition", "account") if opts.get(k)}
@@ -449,6 +453,9 @@ class SlurmBackend(Backend):
         result = await self.transport.run(["scancel", "--", job_id])
         if not result.ok:
             raise BackendError(f"scancel {job_id} failed: {result.error()}")
+
+    async def retry_login(self) -> None:
+        await self.transport.retry_login()
 
     async def close(self) -> None:
         await self.transport.close()
