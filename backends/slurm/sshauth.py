@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -21,7 +22,6 @@ import asyncssh
 
 from yanflow_tui.backends.prompting import CannotAsk
 from yanflow_tui.errors import BackendError
-from yanflow_tui.sanitize import clean
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +36,14 @@ def agent_path() -> str:
     return os.environ.get("SSH_AUTH_SOCK", "")
 
 
+_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
 def shown_prompt(text: str, default: str) -> str:
-    """A server's prompt fit to show: control characters and escapes stripped, one line."""
-    return " ".join(clean(text or "").split()) or default
+    """A server's prompt fit to show: escape sequences and control characters stripped, one line."""
+    text = _CONTROL.sub(" ", _ESCAPE.sub("", text or ""))
+    return " ".join(text.split()) or default
 
 
 class LoginClient(asyncssh.SSHClient):
@@ -76,7 +81,7 @@ class LoginClient(asyncssh.SSHClient):
         return answer
 
     # -- public keys: the agent's, then each file -------------------------------------------------
-    async def public_key_auth_requested(self):  # type: ignore[override]
+    async def public_key_auth_requested(self):
         if self.stopped:
             return None
         if not self._agent_done:
@@ -135,10 +140,10 @@ class LoginClient(asyncssh.SSHClient):
         return None
 
     # -- keyboard-interactive (one-time codes) and passwords ------------------------------------------
-    def kbdint_auth_requested(self):  # type: ignore[override]
+    def kbdint_auth_requested(self):
         return None if self.stopped else ""  # "": any submethod the server offers
 
-    async def kbdint_challenge_received(self, name, instructions, lang, prompts):  # type: ignore[override]
+    async def kbdint_challenge_received(self, name, instructions, lang, prompts):
         if not prompts:
             return []  # a message only
         note = shown_prompt(instructions, "")
@@ -155,7 +160,7 @@ class LoginClient(asyncssh.SSHClient):
             self.tried.append("keyboard-interactive")
         return answers
 
-    async def password_auth_requested(self):  # type: ignore[override]
+    async def password_auth_requested(self):
         if self.stopped or self._passwords >= MAX_TRIES:
             return None
         self._passwords += 1

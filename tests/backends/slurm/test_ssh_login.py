@@ -65,6 +65,19 @@ async def user_of(t: SshTransport) -> str:
         await t.close()
 
 
+def stranger_key(tmp_path):
+    """A key no login node knows."""
+    key = tmp_path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    return key
+
+
+def host_fingerprint() -> str:
+    return subprocess.run(
+        ["ssh-keygen", "-lf", str(DIR / "ssh" / "host_ed25519.pub")], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
+
+
 def encrypted_copy(tmp_path, passphrase="pass"):
     key = tmp_path / "encrypted key"
     shutil.copy(KEY, key)
@@ -195,8 +208,7 @@ async def test_a_missing_identity_file_names_its_path(slurm_dir, tmp_path):
 
 async def test_an_auth_failure_names_host_user_and_key_path(slurm_dir, tmp_path, monkeypatch):
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-    stranger = tmp_path / "stranger"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    stranger = stranger_key(tmp_path)
     with pytest.raises(BackendError) as refused:
         await user_of(transport(identity_file=str(stranger)))
     text = str(refused.value)
@@ -227,8 +239,7 @@ async def test_ssh_agent_keys_log_in_with_no_identity_file(slurm_dir, home, agen
 
 
 async def test_ssh_agent_keys_come_first_even_with_an_identity_file(slurm_dir, tmp_path, agent):
-    stranger = tmp_path / "stranger"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    stranger = stranger_key(tmp_path)
     assert await user_of(transport(identity_file=str(stranger))) == "root"
 
 
@@ -245,9 +256,7 @@ async def test_an_unknown_host_key_is_refused_with_its_fingerprint_and_line(slur
     known = tmp_path / "known_hosts"
     known.write_text("")  # the host is in no known_hosts at all
     pub = (DIR / "ssh" / "host_ed25519.pub").read_text().split()
-    fingerprint = subprocess.run(
-        ["ssh-keygen", "-lf", str(DIR / "ssh" / "host_ed25519.pub")], capture_output=True, text=True, check=True
-    ).stdout.split()[1]
+    fingerprint = host_fingerprint()
     t = transport(known_hosts=str(known))
     with pytest.raises(BackendError) as refused:
         await user_of(t)
