@@ -15,6 +15,10 @@ Each capability flag that names a method (``logs`` -> ``stream_logs``, ``metrics
 come with an override of that method: ``Backend.__init_subclass__`` refuses a class that declares one
 without it (see ``FLAG_METHODS``).
 
+A backend that must ask the user something while it connects (a one-time code, a key's passphrase)
+asks through ``Backend.prompter`` (``prompting.Prompter``), which the app and the CLI set; deadlines
+leave out the time the question is open (``prompting.within``, ``Backend.asker``).
+
 ``BackendInfo`` is what a backend package declares about itself in its light ``plugin.py``: its kind, its
 config options, its job spec section, its refresh default, its discovery and where its class lives. The
 registry collects them, so the core (config, spec) never lists kinds.

@@ -119,6 +119,31 @@ async def test_time_spent_typing_the_code_is_not_counted_by_any_timeout(slurm_di
         await hub.close()
 
 
+async def test_time_spent_typing_is_not_counted_by_the_command_timeout(slurm_dir):
+    async def slow_code():
+        await asyncio.sleep(3)  # longer than the command's own timeout
+        return await asyncio.to_thread(otp_code)
+
+    cluster = otp_cluster()
+    t = SshTransport(parse_ssh_option(cluster.options["ssh"], cluster.name), timeout=2)
+    t.asker.prompter = Prompts(slow_code)
+    assert await user_of(t) == "root"
+
+
+async def test_a_caller_that_gives_up_leaves_the_login_running_for_the_next(slurm_dir):
+    async def slow_code():
+        await asyncio.sleep(2)
+        return await asyncio.to_thread(otp_code)
+
+    cluster = otp_cluster()
+    t = SshTransport(parse_ssh_option(cluster.options["ssh"], cluster.name), timeout=15)
+    prompts = t.asker.prompter = Prompts(slow_code)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(t.check(["id", "-un"]), 0.5)  # e.g. a screen's own short timeout
+    assert await user_of(t) == "root"  # joins the login still waiting on the user
+    assert len(prompts.questions) == 1 and t.connects == 1
+
+
 async def test_a_cancelled_code_says_so_and_is_not_asked_again_until_the_user_says(slurm_dir):
     prompts = Prompts(None)  # the user cancels
     backend = otp_backend(prompts)
@@ -252,9 +277,14 @@ async def test_an_encrypted_file_is_not_asked_for_when_the_agent_s_key_logs_in(s
     assert prompts.questions == []  # the agent's key logged in: the passphrase was never needed
 
 
-async def test_an_unknown_host_key_is_refused_with_its_fingerprint_and_line(slurm_dir, tmp_path):
+@pytest.mark.parametrize("known_as", ["unknown", "changed"])
+async def test_an_unknown_or_changed_host_key_is_refused_with_its_fingerprint_and_line(slurm_dir, tmp_path, known_as):
     known = tmp_path / "known_hosts"
-    known.write_text("")  # the host is in no known_hosts at all
+    if known_as == "unknown":
+        known.write_text("")  # the host is in no known_hosts at all
+    else:  # known_hosts holds another key for it
+        other = stranger_key(tmp_path)
+        known.write_text(f"[127.0.0.1]:2222 {' '.join(other.with_suffix('.pub').read_text().split()[:2])}\n")
     pub = (DIR / "ssh" / "host_ed25519.pub").read_text().split()
     fingerprint = host_fingerprint()
     t = transport(known_hosts=str(known))
