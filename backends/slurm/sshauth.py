@@ -49,8 +49,9 @@ def shown_prompt(text: str, default: str) -> str:
 class LoginClient(asyncssh.SSHClient):
     """Answers one connection's authentication (see the module docstring)."""
 
-    def __init__(self, label: str, files: list[Path], ask: Ask, agent: str = "") -> None:
+    def __init__(self, label: str, files: list[Path], ask: Ask, agent: str = "", identities_only: bool = False):
         self.label = label
+        self.identities_only = identities_only  # ~/.ssh/config IdentitiesOnly: only the agent's keys of our files
         self.ask = ask
         self.agent = agent
         self.tried: list[str] = []  # what was offered, in order: "ssh-agent (2 keys)", key paths
@@ -105,6 +106,9 @@ class LoginClient(asyncssh.SSHClient):
             if self._agent_client is None:
                 raise OSError("no agent")
             keys = list(await asyncio.wait_for(self._agent_client.get_keys(), AGENT_TIMEOUT))
+            if self.identities_only:
+                ours = _public_data(self._files)
+                keys = [key for key in keys if key.public_data in ours]
         except (OSError, ValueError, TimeoutError, asyncssh.Error) as exc:
             log.info("ssh %s: ssh-agent at %s not used: %s", self.label, self.agent, exc or type(exc).__name__)
             self.problems.append(f"ssh-agent at {self.agent} did not answer")
@@ -184,6 +188,17 @@ class LoginClient(asyncssh.SSHClient):
             parts.append("not offered: " + ", ".join(untried))
         parts += self.problems
         return "; ".join(parts)
+
+
+def _public_data(files: list[Path]) -> set[bytes]:
+    """The public keys beside ``files`` (``PATH.pub``) that can be read."""
+    found = set()
+    for path in files:
+        try:
+            found.add(asyncssh.read_public_key(f"{path}.pub").public_data)
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def login_failed(label: str, client: LoginClient, files: list[Path], reason: str) -> BackendError:

@@ -491,7 +491,9 @@ class SshTransport(Transport):
         opts = self._options()
         files = self._key_files()
         label = self.login_label
-        client = sshauth.LoginClient(label, files, self.asker.ask, self._agent())
+        config = self._ssh_config()
+        only = bool(config.get("IdentitiesOnly", False)) if config is not None else False
+        client = sshauth.LoginClient(label, files, self.asker.ask, self._agent(), identities_only=only)
         log.debug("ssh %s: connecting", self.target.label)
         try:
             conn = await within(

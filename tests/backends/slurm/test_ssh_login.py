@@ -105,12 +105,12 @@ async def test_the_one_time_code_is_asked_through_the_prompter_and_squeue_answer
 
 async def test_time_spent_typing_the_code_is_not_counted_by_any_timeout(slurm_dir):
     async def slow_code():
-        await asyncio.sleep(4)  # longer than the hub's call timeout below
-        return otp_code()
+        await asyncio.sleep(8)  # longer than the hub's call timeout below
+        return await asyncio.to_thread(otp_code)
 
     prompts = Prompts(slow_code)
     backend = otp_backend(prompts)
-    hub = Hub(Config((backend.config,)), backends={backend.name: backend}, timeout=2.5)
+    hub = Hub(Config((backend.config,)), backends={backend.name: backend}, timeout=6)
     try:
         snap = await hub.refresh(backend.name)
         assert snap.health is Health.OK, snap.message
@@ -266,6 +266,16 @@ async def test_ssh_agent_keys_log_in_with_no_identity_file(slurm_dir, home, agen
 async def test_ssh_agent_keys_come_first_even_with_an_identity_file(slurm_dir, tmp_path, agent):
     stranger = stranger_key(tmp_path)
     assert await user_of(transport(identity_file=str(stranger))) == "root"
+
+
+async def test_identities_only_in_ssh_config_keeps_the_agent_s_other_keys_out(slurm_dir, home, tmp_path, agent):
+    stranger = stranger_key(tmp_path)
+    (home / ".ssh").mkdir(mode=0o700)
+    (home / ".ssh" / "config").write_text(f"Host 127.0.0.1\n  IdentitiesOnly yes\n  IdentityFile {stranger}\n")
+    with pytest.raises(BackendError, match=rf"permission denied.*tried ssh-agent \(0 keys\), {stranger}"):
+        await user_of(transport(identity_file=None))
+    (home / ".ssh" / "config").write_text(f"Host 127.0.0.1\n  IdentityFile {stranger}\n")
+    assert await user_of(transport(identity_file=None)) == "root"
 
 
 async def test_an_encrypted_file_is_not_asked_for_when_the_agent_s_key_logs_in(slurm_dir, tmp_path, agent):
