@@ -488,6 +488,7 @@ class SshTransport(Transport):
 
         from yanflow_tui.backends.slurm import sshauth
 
+        self._config = None  # ~/.ssh/config read afresh for each connect
         opts = self._options()
         files = self._key_files()
         label = self.login_label
