@@ -15,7 +15,7 @@ import shlex
 import stat
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -355,6 +355,7 @@ class SshTransport(Transport):
         self._last_error = ""
         self._asks_first = ""  # why the next connect waits for retry_login (a login that asked, then failed)
         self._config: Any = None
+        self._jump: SshTransport | None = None  # the ProxyJump host's connection, logged in as this one is
         self.connects = 0  # how many connections were made (tests watch reconnects)
 
     @property
@@ -425,9 +426,19 @@ class SshTransport(Transport):
             if not Path(t.known_hosts).is_file():
                 raise BackendError(f"known_hosts file not found: {t.known_hosts}")
             opts["known_hosts"] = t.known_hosts
-        if t.proxy_jump:
-            opts["tunnel"] = t.proxy_jump
         return opts
+
+    async def _tunnel(self) -> Any:
+        """The ProxyJump host: one ``user@host[:port]`` is connected as this host is (its agent keys,
+        files and prompts, through the same asker; our known_hosts); a chain goes to asyncssh as it is."""
+        t = self.target
+        if self._jump is None:
+            try:
+                jump = parse_ssh_option(t.proxy_jump or "")
+            except ConfigError:
+                return t.proxy_jump
+            self._jump = SshTransport(replace(jump, known_hosts=t.known_hosts), self.timeout, self.asker)
+        return await self._jump._connection()
 
     def _key_files(self) -> list[Path]:
         """The private key files the login offers (after ssh-agent's keys): our ``identity_file``, else
@@ -478,9 +489,11 @@ class SshTransport(Transport):
         return conn
 
     async def retry_login(self) -> None:
-        """Log in again now (the user asked): the prompts open again."""
-        self._asks_first = ""
-        self._retry_at = 0.0
+        """Log in again now (the user asked): the prompts open again (the jump host's too)."""
+        for transport in (self, self._jump):
+            if transport is not None:
+                transport._asks_first = ""
+                transport._retry_at = 0.0
         await self._connection()
 
     async def _connect(self):
@@ -490,6 +503,8 @@ class SshTransport(Transport):
 
         self._config = None  # ~/.ssh/config read afresh for each connect
         opts = self._options()
+        if self.target.proxy_jump:
+            opts["tunnel"] = await self._tunnel()
         files = self._key_files()
         label = self.login_label
         config = self._ssh_config()
@@ -632,6 +647,8 @@ class SshTransport(Transport):
     async def close(self) -> None:
         if self._connecting is not None:
             self._connecting.cancel()
+        if self._jump is not None:
+            await self._jump.close()
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()

@@ -278,6 +278,22 @@ async def test_identities_only_in_ssh_config_keeps_the_agent_s_other_keys_out(sl
     assert await user_of(transport(identity_file=None)) == "root"
 
 
+async def test_a_jump_host_that_wants_a_code_asks_it_through_the_same_prompter(slurm_dir, home, tmp_path, agent):
+    """ProxyJump through the one-time-code node (its key from the agent, then the code) to the login node."""
+    known = tmp_path / "known_hosts"
+    pub = " ".join((DIR / "ssh" / "host_ed25519.pub").read_text().split()[:2])
+    known.write_text(f"[127.0.0.1]:2222 {pub}\n[127.0.0.1]:2224 {pub}\n")
+    prompts = Prompts(otp_code)
+    t = transport(proxy_jump="root@127.0.0.1:2224", known_hosts=str(known))
+    t.asker.prompter = prompts
+    assert await user_of(t) == "root"
+    assert len(prompts.questions) == 1 and "One-time password" in prompts.questions[0][0]
+
+    t = transport(proxy_jump="root@127.0.0.1:2224", known_hosts=str(known))  # nothing can ask: the jump host said
+    with pytest.raises(BackendError, match=r"root@127\.0\.0\.1:2224: the login asks .One-time password"):
+        await user_of(t)
+
+
 async def test_an_encrypted_file_is_not_asked_for_when_the_agent_s_key_logs_in(slurm_dir, tmp_path, agent):
     key = encrypted_copy(tmp_path)
     prompts = Prompts("pass")
