@@ -430,14 +430,16 @@ class SshTransport(Transport):
 
     async def _tunnel(self) -> Any:
         """The ProxyJump host: one ``user@host[:port]`` is connected as this host is (its agent keys,
-        files and prompts, through the same asker; our known_hosts); a chain goes to asyncssh as it is."""
+        files and prompts, through the same asker), its key checked against our known_hosts where that
+        names it (else the default files); a chain goes to asyncssh as it is."""
         t = self.target
         if self._jump is None:
             try:
                 jump = parse_ssh_option(t.proxy_jump or "")
             except ConfigError:
                 return t.proxy_jump
-            self._jump = SshTransport(replace(jump, known_hosts=t.known_hosts), self.timeout, self.asker)
+            known = t.known_hosts if t.known_hosts and _names_host(t.known_hosts, jump) else None
+            self._jump = SshTransport(replace(jump, known_hosts=known), self.timeout, self.asker)
         return await self._jump._connection()
 
     def _key_files(self) -> list[Path]:
@@ -662,6 +664,17 @@ def _text(value) -> str:
     if value is None:
         return ""
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _names_host(known_hosts: str, target: SshTarget) -> bool:
+    """Whether the known_hosts file holds a key (or a CA) for ``target``."""
+    from asyncssh import match_known_hosts
+
+    try:
+        keys, cas, *_ = match_known_hosts(known_hosts, target.host, target.host, target.port)
+    except Exception:
+        return False
+    return bool(keys or cas)
 
 
 def _retrieve(task: asyncio.Task) -> None:
