@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import replace
 
 from otphelpers import DIR, otp_cluster, otp_code
 from slurmhelpers import ssh_cluster
@@ -25,37 +26,53 @@ def prompt(app) -> PromptScreen | None:
     return app.screen if isinstance(app.screen, PromptScreen) else None
 
 
-async def test_the_one_time_code_typed_into_the_prompt_logs_in(slurm_dir):
-    cluster = otp_cluster()
-    other = ssh_cluster()
-    app = make_app(cluster, other)
+async def test_the_codes_typed_into_the_prompts_log_in_one_dialog_at_a_time(slurm_dir):
+    """Two one-time-code clusters asking at once, and a plain one: one dialog at a time, the plain
+    cluster refreshed under it, and each code typed logs its cluster in."""
+    first = otp_cluster()
+    second = replace(first, name="slurm-otp-b")
+    plain = ssh_cluster()
+    app = make_app(first, second, plain)
+
+    def dialogs() -> list[PromptScreen]:
+        return [s for s in app.screen_stack if isinstance(s, PromptScreen)]
+
     async with app.run_test(size=(120, 30)) as pilot:
-        screen = await wait_for(pilot, lambda: prompt(app), timeout=40, what="the one-time code prompt")
-        assert "One-time password" in screen.question and screen.question.startswith(f"{cluster.name}: ")
+        screen = await wait_for(pilot, lambda: prompt(app), timeout=40, what="the first prompt")
+        asking = screen.question.split(":")[0]
+        other = second.name if asking == first.name else first.name
+        assert "One-time password" in screen.question and asking in (first.name, second.name)
         assert screen.password  # masked
+        await wait_for(pilot, lambda: app.hub.backend(other).asker.asking, what="the second login waiting its turn")
         await wait_for(
             pilot,
-            lambda: app.hub.snapshots[other.name].health is Health.OK,
+            lambda: app.hub.snapshots[plain.name].health is Health.OK,
             timeout=40,
-            what="the other cluster refreshed under the prompt",
+            what="the plain cluster refreshed under the prompt",
         )
-        assert prompt(app) is screen and app.hub.snapshots[cluster.name].health is Health.CONNECTING
-        code = await asyncio.to_thread(otp_code)
-        screen.query_one(Input).value = code
+        assert prompt(app) is screen and len(dialogs()) == 1
+        assert app.hub.snapshots[asking].health is Health.CONNECTING
+        screen.query_one(Input).value = await asyncio.to_thread(otp_code)
+        await pilot.press("enter")
+        screen = await wait_for(
+            pilot, lambda: (p := prompt(app)) and p.question.startswith(f"{other}: ") and p, what="the second prompt"
+        )
+        assert len(dialogs()) == 1
+        await wait_for(
+            pilot, lambda: app.hub.snapshots[asking].health is Health.OK, timeout=40, what="the first logged in"
+        )
+        screen.query_one(Input).value = await asyncio.to_thread(otp_code)
         await pilot.press("enter")
         await wait_for(
-            pilot,
-            lambda: app.hub.snapshots[cluster.name].health is Health.OK,
-            timeout=40,
-            what="the OTP cluster connected",
+            pilot, lambda: app.hub.snapshots[other].health is Health.OK, timeout=40, what="the second logged in"
         )
         await wait_for(
             pilot,
-            lambda: f"{cluster.name} connecting" not in (t := screen_text(app)) and f"{cluster.name} error" not in t,
-            what="the Queue's header says it is connected",
+            lambda: not any(f"{c} connecting" in (t := screen_text(app)) or f"{c} error" in t for c in (asking, other)),
+            what="the Queue's header says both are connected",
         )
         assert prompt(app) is None
-        assert app.hub.backend(cluster.name).transport.connects == 1
+        assert app.hub.backend(asking).transport.connects == 1
 
 
 async def test_a_cancelled_prompt_says_login_cancelled_and_l_asks_again(slurm_dir):
