@@ -21,6 +21,12 @@ def packages() -> list[str]:
 PACKAGES = packages()
 DATA = {name: ["*.tcss"] for name in PACKAGES}
 # The samples the template picker lists, as package data.
-DATA["yanflow_tui.sample_jobs"] = ["*.yaml", "det-hpsearch/*", "det-hpsearch/.detignore"]
+DATA["yanflow_tui.sample_jobs"] = [
+    "*.yaml",
+    "det-hpsearch/*",
+    "det-hpsearch/.detignore",
+    "native/*",  # job files as users have them, submitted as they are written
+    "native/det-mnist/*",
+]
 
 setup(packages=PACKAGES, package_dir=MAPPED, package_data=DATA)

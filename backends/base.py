@@ -15,6 +15,10 @@ Each capability flag that names a method (``logs`` -> ``stream_logs``, ``metrics
 come with an override of that method: ``Backend.__init_subclass__`` refuses a class that declares one
 without it (see ``FLAG_METHODS``).
 
+A backend with ``capabilities.native_files`` also takes job files as they are written (an sbatch
+script, a Determined config, a Kubernetes manifest): the spec carries the file (``JobSpec.native``),
+``submit`` passes the same gate and sends it through ``_submit_native``.
+
 A backend that must ask the user something while it connects (a one-time code, a key's passphrase)
 asks through ``Backend.prompter`` (``prompting.Prompter``), which the app and the CLI set; deadlines
 leave out the time the question is open (``prompting.within``, ``Backend.asker``).
@@ -40,6 +44,7 @@ from yanflow_tui.errors import BackendError, ReadOnlyError, SubmitUnknown
 from yanflow_tui.formfields import FormField, default_fields
 from yanflow_tui.model import (
     DEFAULT_REFRESH,
+    NATIVE_KINDS,
     Checkpoint,
     ClusterConfig,
     Job,
@@ -90,6 +95,9 @@ class Capabilities:
     # ``scopes(kind)`` / ``set_scope(kind, value)``: what the cluster is seen through switches live, e.g. a
     # kubeconfig context or a namespace (as k9s's ``:ctx`` and ``:ns``). Kinds are ``SCOPE_KINDS``.
     scopes: bool = False
+    # Job files taken as they are written (kinds of ``model.NATIVE_KINDS``: "sbatch", "determined",
+    # "kubernetes"): ``submit`` of a spec whose ``native`` is one of them sends that file.
+    native_files: frozenset[str] = field(default_factory=frozenset)
 
 
 # Capability flag -> the methods a backend declaring it must override (with ``submit_tags``, submit
@@ -104,6 +112,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "checkpoints": ("checkpoints", "download_checkpoint"),
     "raw_spec": ("raw_spec",),
     "scopes": ("scopes", "set_scope"),
+    "native_files": ("_submit_native", "_render_native"),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -121,6 +130,19 @@ def missing_overrides(cls: type[Backend]) -> list[tuple[str, str]]:
             continue
         missing += [(flag, m) for m in methods if getattr(cls, m) is getattr(Backend, m)]
     return missing
+
+
+@dataclass(frozen=True)
+class TerminalLogin:
+    """A login made in the real terminal, before the console starts or while it is suspended, so the
+    user answers whatever the cluster asks (a one-time code, a key passphrase, Kerberos) as with their
+    own ``ssh``. ``check`` exits 0 when the cluster is logged in already; ``argv`` logs in, prompting
+    on the terminal, and exits 0 once it has (it may leave a process behind, e.g. an ssh master)."""
+
+    cluster: str
+    what: str  # told to the user before the prompts, e.g. "ssh master for alice@login.hpc"
+    argv: tuple[str, ...]
+    check: tuple[str, ...]
 
 
 class Gate:
@@ -218,7 +240,7 @@ class Backend(abc.ABC):
     def render(self, spec: JobSpec) -> str:
         """What ``submit`` would send, in the backend's native form (for ``--dry-run``). No I/O."""
         self.check_spec(spec)
-        return self._render(spec)
+        return self._render_native(spec) if spec.native is not None else self._render(spec)
 
     def form_fields(self, kind: JobKind) -> tuple[FormField, ...]:
         """The Submit form's fields for ``kind`` on this cluster, in order: the spec fields this
@@ -249,6 +271,13 @@ class Backend(abc.ABC):
             kinds = ", ".join(sorted(k.value for k in self.capabilities.job_kinds)) or "none"
             raise BackendError(
                 f"cluster {self.name!r} ({self.kind}) cannot run {spec.kind.value} jobs; it runs: {kinds}"
+            )
+        native = spec.native
+        if native is not None and native.kind not in self.capabilities.native_files:
+            takes = ", ".join(NATIVE_KINDS.get(k, k) for k in sorted(self.capabilities.native_files)) or "none"
+            raise BackendError(
+                f"cluster {self.name!r} ({self.kind}) does not take {NATIVE_KINDS.get(native.kind, native.kind)} "
+                f"({native.file}); it takes: {takes}"
             )
 
     async def close(self) -> None:
@@ -310,6 +339,12 @@ class Backend(abc.ABC):
         (the header only marks that there is one). Empty when there is nothing to say."""
         return ""
 
+    def terminal_login(self) -> TerminalLogin | None:
+        """How this cluster logs in in the real terminal, or None (it logs in by itself, or through
+        ``login``). A read that needs it first raises ``LoginInTerminal``. May run a quick local
+        command (e.g. ``ssh -G``) the first time."""
+        return None
+
     async def login(self, password: str) -> None:
         """Log in with a password the user typed after a read raised ``AuthRequired``. Keep the
         password only as long as the login takes; never log or store it."""
@@ -356,15 +391,17 @@ class Backend(abc.ABC):
         if not self.capabilities.submit:
             raise BackendError(self.submit_refusal or f"cluster {self.name!r} does not accept submissions")
         self.check_spec(spec)
+        native = spec.native is not None  # a job file sent as written (``capabilities.native_files``)
         if not self.capabilities.submit_tags:
             if tag is not None:
                 raise BackendError(f"cluster {self.name!r} cannot look a submission up by its tag")
-            return await self._submit(spec)
+            return await (self._submit_native(spec, None, False) if native else self._submit(spec))
         retry = tag is not None
         tag = new_submit_tag() if tag is None else check_submit_tag(tag)
         budget = self.submit_budget
+        send = self._submit_native if native else self._submit_tagged
         try:
-            return await asyncio.wait_for(self._submit_tagged(spec, tag, retry), budget)
+            return await asyncio.wait_for(send(spec, tag, retry), budget)
         except TimeoutError:
             raise SubmitUnknown(self.name, tag, f"no answer within {budget:.0f} s") from None
 
@@ -396,6 +433,16 @@ class Backend(abc.ABC):
         if any. When the answer is lost, find the job by its tag or raise ``SubmitUnknown``."""
         raise BackendError(f"cluster {self.name!r} does not accept submissions")
 
+    async def _submit_native(self, spec: JobSpec, tag: str | None, retry: bool) -> str:
+        """Send ``spec.native`` as written (with what the form changed, where the backend can say it
+        apart, e.g. sbatch options). ``tag`` and ``retry`` as in ``_submit_tagged`` (None without
+        ``capabilities.submit_tags``)."""
+        raise BackendError(f"cluster {self.name!r} does not take job files as they are")
+
+    def _render_native(self, spec: JobSpec) -> str:
+        """What ``_submit_native`` would send, for the preview and ``--dry-run``. No I/O."""
+        raise BackendError(f"cluster {self.name!r} does not take job files as they are")
+
     async def _cancel(self, job_id: str) -> None:
         raise BackendError(f"cluster {self.name!r} cannot cancel jobs")
 
@@ -408,7 +455,9 @@ class Backend(abc.ABC):
 MONITOR_ONLY = "monitor_only"
 
 # The types a key of a backend's spec section may hold (``BackendInfo.section``).
-SECTION_TYPES = ("text", "bool", "whole", "map", "list")
+# ``options``: extra command-line options passed through, a mapping ``name: value`` (``true`` or empty for
+# a bare flag) or a list of ``name`` / ``name=value`` items (normalised to the mapping).
+SECTION_TYPES = ("text", "bool", "whole", "map", "list", "options")
 
 
 @dataclass(frozen=True)

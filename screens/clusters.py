@@ -96,7 +96,7 @@ class ClustersScreen(DataScreen):
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "login":
             name = self.selected_cluster()
-            return bool(name and self.app.hub.snapshots[name].login_user) or None
+            return bool(name and self.app.hub.snapshots[name].needs_login) or None
         if action == "scope":
             name = self.selected_cluster()
             return bool(name and self.app.hub.backend(name).capabilities.scopes)
@@ -117,5 +117,5 @@ class ClustersScreen(DataScreen):
 
     def action_login(self) -> None:
         name = self.selected_cluster()
-        if name and self.app.hub.snapshots[name].login_user:
+        if name and self.app.hub.snapshots[name].needs_login:
             self.app.ask_login(name)

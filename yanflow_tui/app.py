@@ -11,6 +11,8 @@ line and its traceback goes to the console's log (``report_failure``).
 Logins never block: a cluster that needs a password shows ``login needed``; the prompt opens by
 itself at most once per cluster (and not over another dialog), is a dialog under which every screen
 keeps redrawing, and opens again only when asked (``l`` on the Clusters screen, or the palette).
+A cluster that logs in in the real terminal (``Backend.terminal_login``, e.g. an OpenSSH master) is
+never prompted for by itself: the same key suspends the console and runs that login there.
 A backend's own questions while it connects (an SSH login's one-time code, a key's passphrase) come
 through its ``prompter``: a masked dialog, one at a time, the others queued; a login that asked and
 then failed or was cancelled is started again by the same ``l``.
@@ -29,17 +31,18 @@ from functools import partial
 from pathlib import Path
 
 from textual import work
-from textual.app import App, ScreenStackError
+from textual.app import App, ScreenStackError, SuspendNotSupported
 from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
-from yanflow_tui import applog, keyfiles
+from yanflow_tui import applog, keyfiles, termlogin
 from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
+from yanflow_tui.errors import YanflowError
 from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
 from yanflow_tui.keys import SerialKeys, is_typing
 from yanflow_tui.model import Job
@@ -227,10 +230,14 @@ class YanflowApp(SerialKeys):
 
     def ask_login(self, name: str) -> None:
         """Prompt for the password of a cluster that needs one; it goes to the backend only. The
-        other clusters keep refreshing, and the screens under the prompt keep redrawing. A login that
-        asks its own questions (``login_asks``) starts again, and asks them."""
+        other clusters keep refreshing, and the screens under the prompt keep redrawing. A cluster
+        that logs in in the terminal does that instead (``_log_in_in_terminal``); a login that asks its
+        own questions (``login_asks``) starts again, and asks them."""
         snap = self.hub.snapshots[name]
         user = snap.login_user
+        if not user and snap.terminal_login:
+            self._log_in_in_terminal(name)
+            return
         self._asked_login.add(name)
         if snap.login_asks:
             self._retry_login(name)
@@ -241,6 +248,28 @@ class YanflowApp(SerialKeys):
                 self._login(name, password)
 
         self.push_screen(PromptScreen(f"Password for {user} on {name}:", password=True), answered)
+
+    def _log_in_in_terminal(self, name: str) -> None:
+        """Hand the terminal to the cluster's own login (the user answers its prompts there), then come
+        back and refresh. The event loop waits meanwhile, as Textual's ``suspend`` expects (nothing can
+        draw while suspended); every cluster refreshes once it is back, as their data aged meanwhile."""
+        try:
+            login = self.hub.backend(name).terminal_login()
+        except YanflowError as exc:
+            self.report_error("Login failed", f"{name}: {error_text(exc)}")
+            return
+        if login is None:
+            return
+        try:
+            with self.suspend():
+                why = termlogin.log_in(login)
+        except SuspendNotSupported:
+            why = "this console cannot hand over its terminal: log in before starting it"
+        if why:
+            self.report_error("Login failed", f"{name}: {why} (to try again: 5, then l)")
+        else:
+            self.notify(clean(f"logged in to {name}"), markup=False)
+        self.request_refresh()
 
     @work(group="login", exit_on_error=False)
     async def _login(self, name: str, password: str) -> None:

@@ -68,8 +68,21 @@ def _parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=text, description=text)
         p.add_argument("--cluster", metavar="NAME", help="only this cluster")
         p.add_argument("--json", action="store_true", help="print JSON")
-    p = sub.add_parser("submit", parents=[common], help="submit a job spec file", epilog=SUBMIT_EXITS)
+    p = sub.add_parser(
+        "submit",
+        parents=[common],
+        help="submit a job file: a spec, an sbatch script, a Determined config or a Kubernetes manifest",
+        description="Submit FILE. Its kind is read from its content: a YanFlow job spec, an sbatch script "
+        "(sent as written), a Determined experiment or command config, or a Kubernetes manifest (Job, Pod, "
+        "PyTorchJob, MPIJob; created as written, never replacing one of the same name).",
+        epilog=SUBMIT_EXITS,
+    )
     p.add_argument("file", metavar="FILE").complete = shtab.FILE  # type: ignore[attr-defined]
+    p.add_argument(
+        "--context",
+        metavar="DIR",
+        help="a Determined experiment's model definition folder, uploaded with it (default: FILE's folder)",
+    ).complete = shtab.DIRECTORY  # type: ignore[attr-defined]
     p.add_argument(
         "--tag",
         metavar="TAG",
@@ -167,8 +180,10 @@ def _config(args):
 
 def _run_app(config) -> int:
     from yanflow_tui.app import YanflowApp
+    from yanflow_tui.termlogin import log_in_first
 
     app = YanflowApp(config)
+    log_in_first(app.hub)  # a cluster that logs in in the terminal does it now, before the console
     app.run(mouse=config.mouse)
     return app.return_code or 0
 
@@ -382,12 +397,12 @@ async def _nodes(config, args) -> int:
 
 
 async def _submit(config, args) -> int:
-    from yanflow_tui.spec import load_spec
+    from yanflow_tui.nativefiles import load_job_file
 
-    spec = load_spec(args.file)
+    spec = load_job_file(args.file, args.context)
     hub = _hub(config)
     try:
-        name = hub.cluster_for_submit(args.cluster, spec.cluster, spec.kind)
+        name = hub.cluster_for_submit(args.cluster, spec.cluster, spec.kind, spec.native and spec.native.kind)
         backend = hub.backend(name)
         if args.dry_run:
             text = backend.render(spec)
@@ -408,7 +423,8 @@ async def _submit(config, args) -> int:
         _error(str(exc))
         _error(
             f"retry without a duplicate: yanflow-tui submit {shlex.quote(args.file)} --cluster {shlex.quote(name)} "
-            f"--tag {exc.tag}"
+            + (f"--context {shlex.quote(args.context)} " if args.context else "")
+            + f"--tag {exc.tag}"
         )
         return EXIT_UNKNOWN
     finally:

@@ -51,6 +51,14 @@ class YanflowCommands(Provider):
             if snap.login_user:
                 what = f"Log in again as {snap.login_user}" if snap.login_asks else f"Password for {snap.login_user}"
                 commands.append((f"cluster: log in to {name}", what, partial(app.ask_login, name)))
+            elif snap.terminal_login:
+                commands.append(
+                    (
+                        f"cluster: log in to {name}",
+                        "In the terminal (the console steps aside)",
+                        partial(app.ask_login, name),
+                    )
+                )
         for name in app.hub.names:
             if app.hub.backend(name).capabilities.scopes:
                 commands.append((f"ctx: {name}", f"Switch {name}'s context", partial(app.ask_scope, name, "context")))

@@ -42,6 +42,14 @@ class AuthRequired(BackendError):
         super().__init__(message or f"cluster {cluster!r} needs the password of user {user!r}")
 
 
+class LoginInTerminal(BackendError):
+    """The cluster logs in in the real terminal (``Backend.terminal_login``: an OpenSSH master that asks
+    for a one-time code, a passphrase, Kerberos...) and is not logged in now. The console offers the
+    login key, which suspends it and runs that login; nothing ever prompts from inside the console."""
+
+    title = "Login required"
+
+
 class ConfigError(YanflowError):
     """The config file or command line is wrong."""
 

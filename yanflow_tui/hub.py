@@ -19,8 +19,8 @@ from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import Backend
 from yanflow_tui.backends.prompting import within
 from yanflow_tui.config import Config
-from yanflow_tui.errors import AuthRequired, BackendError, BackendUnavailable, YanflowError
-from yanflow_tui.model import Job, Node
+from yanflow_tui.errors import AuthRequired, BackendError, BackendUnavailable, LoginInTerminal, YanflowError
+from yanflow_tui.model import NATIVE_KINDS, Job, Node
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,12 @@ class ClusterSnapshot:
     login_user: str = ""  # set while the cluster waits for this user's password (AuthRequired)
     detail: str = ""  # the whole error (every line, with its fix) or the backend's notice, for the Clusters screen
     login_asks: bool = False  # the login asks its own questions (AuthRequired.asks): ``l`` retries it
+    terminal_login: bool = False  # set while the cluster waits for its login in the real terminal (LoginInTerminal)
+
+    @property
+    def needs_login(self) -> bool:
+        """The login key has something to do: a password to ask for, or a login in the terminal."""
+        return bool(self.login_user or self.terminal_login)
 
     def age(self, now: float | None = None) -> float | None:
         return None if self.updated is None else max(0.0, (now or time.time()) - self.updated)
@@ -139,6 +145,7 @@ class Hub:
                 login_user=login_user,
                 detail=full_error_text(exc),
                 login_asks=login_asks,
+                terminal_login=isinstance(exc, LoginInTerminal),
             )
         else:
             if snap.failures:
@@ -154,6 +161,7 @@ class Hub:
                 login_user="",
                 detail=backend.notice,
                 login_asks=False,
+                terminal_login=False,
             )
         self.snapshots[name] = snap
         return snap
@@ -173,28 +181,35 @@ class Hub:
                 return job
         return None
 
-    def default_cluster(self, names: list[str], kind=None) -> str | None:
+    def default_cluster(self, names: list[str], kind=None, native: str | None = None) -> str | None:
         """Of ``names``, where a spec without ``cluster:`` goes: the first scheduler (its jobs do not run
         on this machine) that runs ``kind`` jobs (any kind: None) and is not read-only, else the first
-        such cluster of any sort, else the first that runs the kind at all (its gate then says why)."""
+        such cluster of any sort, else the first that runs the kind at all (its gate then says why).
+        ``native``: the spec is a job file of that kind (``NATIVE_KINDS``): only clusters that take it."""
 
         def runs(name: str) -> bool:
-            kinds = self.backends[name].capabilities.job_kinds
-            return bool(kinds) if kind is None else kind in kinds
+            caps = self.backends[name].capabilities
+            if native is not None and native not in caps.native_files:
+                return False
+            return bool(caps.job_kinds) if kind is None else kind in caps.job_kinds
 
         able = [n for n in names if runs(n)]
         writable = [n for n in able if not self.backends[n].read_only]
         schedulers = [n for n in writable if not self.backends[n].capabilities.runs_here]
         return next(iter(schedulers + writable + able), None)
 
-    def cluster_for_submit(self, requested: str | None, spec_cluster: str | None, kind) -> str:
+    def cluster_for_submit(
+        self, requested: str | None, spec_cluster: str | None, kind, native: str | None = None
+    ) -> str:
         """The cluster a spec goes to: --cluster, else the spec's own, else ``default_cluster``."""
         name = requested or spec_cluster
         if name:
             self.config.cluster(name)
             return name
-        found = self.default_cluster(self.names, kind)
+        found = self.default_cluster(self.names, kind, native)
         if found is None:
+            if native is not None:
+                raise BackendError(f"no configured cluster takes {NATIVE_KINDS.get(native, native)}; pass --cluster")
             raise BackendError(f"no configured cluster runs {kind.value} jobs; pass --cluster")
         return found
 

@@ -208,6 +208,31 @@ class Resources:
     memory_mb: int | None = None  # per node
 
 
+# The job files a backend may take as they are (``Capabilities.native_files``), each with how it is named
+# in messages. ``yanflow_tui.nativefiles`` recognises them from their content.
+NATIVE_KINDS = {
+    "sbatch": "sbatch scripts",
+    "determined": "Determined experiment or command configs",
+    "kubernetes": "Kubernetes manifests",
+}
+
+
+@dataclass(frozen=True)
+class NativeFile:
+    """A job file submitted as it is written (see ``yanflow_tui.nativefiles``). ``text`` is the file;
+    ``data`` its parsed mapping (a Determined config, a Kubernetes object); ``context`` the folder an
+    experiment's model definition is uploaded from; ``written`` the spec its own lines say (an sbatch
+    script's directives), so what the form changes can be told apart from what the file says."""
+
+    kind: str  # one of NATIVE_KINDS
+    file: str
+    text: str
+    data: Any = None
+    context: str = ""
+    written: JobSpec | None = None
+    editable: bool = False  # the form's fields may change what is sent (sbatch: as sbatch options)
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """A validated job spec (see ``yanflow_tui.spec`` for the file format)."""
@@ -226,6 +251,7 @@ class JobSpec:
     # package declares its own section's keys; only sections that set something are kept.
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = ""
+    native: NativeFile | None = None  # a job file sent as written; the fields above say what it asks for
 
     def section(self, kind: str) -> dict[str, Any]:
         """The ``kind:`` section of the spec (empty when the spec has none)."""

@@ -24,6 +24,7 @@ only in the multi-line fields (the command and descriptions).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ COMMON_KEYS = (
 )
 RESOURCE_KEYS = ("nodes", "gpus", "cpus", "memory")
 MAX_NAME = 200
+OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 MULTILINE = ("command", "description")  # tab and line break allowed (and in the sections' declared keys)
 
 
@@ -218,8 +220,51 @@ def _section(check: Checker, section: str, fields: Mapping[str, str], value: Any
         elif expected == "list" and not isinstance(item, list):
             check.error(path, f"expected a list, got {show(item)}")
             item = None
+        elif expected == "options":
+            item = _options(check, path, item)
         if item is not None:
             out[key] = item
+    return out
+
+
+def _options(check: Checker, path: str, value: Any) -> dict[str, Any] | None:
+    """Extra command-line options, as ``{name: value}`` (``True`` for a bare flag), from a mapping
+    (``{dependency: "afterok:12", exclusive: true}``) or a list (``["mail-type=END", "--exclusive"]``).
+    Names are long option names; values are text (each goes to the backend as one argument)."""
+    items: list[tuple[str, Any, str]] = []  # (name, value, path)
+    if isinstance(value, dict):
+        items = [(str(k), v, join(path, str(k))) for k, v in value.items()]
+    elif isinstance(value, list):
+        for i, entry in enumerate(value):
+            where = join(path, i)
+            if isinstance(entry, dict) and len(entry) == 1:
+                ((k, v),) = entry.items()
+                items.append((str(k), v, where))
+            elif isinstance(entry, str):
+                name, eq, text = entry.removeprefix("--").partition("=")
+                items.append((name, text if eq else True, where))
+            else:
+                check.error(where, f'expected "name" or "name=value", got {show(entry)}')
+    else:
+        check.error(path, f'expected a mapping of options or a list of "name=value", got {show(value)}')
+        return None
+    out: dict[str, Any] = {}
+    for name, item, where in items:
+        name = name.removeprefix("--")
+        if not OPTION_NAME.fullmatch(name):
+            check.error(where, f"not an option name: {show(name)} (expected a long name such as mail-type)")
+            continue
+        if name in out:
+            check.error(where, f"option {name} is set twice")
+            continue
+        if item is None or item is True:
+            out[name] = True
+        elif item is False:
+            continue  # a flag turned off: not passed
+        else:
+            shown = check.string(where, item)
+            if shown is not None:
+                out[name] = shown
     return out
 
 

@@ -100,6 +100,7 @@ class DeterminedBackend(Backend):
         checkpoints=True,
         raw_spec=True,
         submit_tags=True,
+        native_files=frozenset({"determined"}),
     )
 
     def __init__(self, config: ClusterConfig, env: Mapping[str, str] | None = None, retries=DEFAULT_RETRIES):
@@ -429,10 +430,17 @@ class DeterminedBackend(Backend):
     # -- writes (behind the gate in Backend.submit / cancel / perform) -----------------------------
     def check_spec(self, spec: JobSpec) -> None:
         super().check_spec(spec)
-        det_submit.check(spec)
+        if spec.native is None:  # a config file is sent as written: the master says what it refuses
+            det_submit.check(spec)
 
     def _render(self, spec: JobSpec) -> str:
         return det_submit.render(spec)
+
+    def _render_native(self, spec: JobSpec) -> str:
+        native = spec.native
+        assert native is not None
+        experiment = spec.kind is JobKind.EXPERIMENT
+        return det_submit.render_native(native.data, native.file, experiment, native.context, native.text)
 
     def capacity_request(self, spec: JobSpec) -> Request:
         """A trial's slots may span agents: the request counts them in all, in the chosen pool."""
@@ -517,11 +525,20 @@ class DeterminedBackend(Backend):
     async def _submit_tagged(self, spec: JobSpec, tag: str, retry: bool) -> str:
         return await asyncio.to_thread(self._submit_sync, spec, tag, retry)
 
+    async def _submit_native(self, spec: JobSpec, tag: str | None, retry: bool) -> str:
+        assert tag is not None  # capabilities.submit_tags: the gate always gives one
+        return await asyncio.to_thread(self._submit_sync, spec, tag, retry)
+
     def _submit_sync(self, spec: JobSpec, tag: str, retry: bool = False) -> str:
+        native = spec.native
         if spec.kind is JobKind.EXPERIMENT:
-            context = det_submit.context_dir(spec)
-            files = det_submit.read_context(context) if context is not None else []
-            body = det_submit.experiment_request(spec, files, tag)
+            if native is not None:  # the config as written, its folder uploaded as the det CLI does
+                files = det_submit.read_context(Path(native.context))
+                body = det_submit.native_experiment_request(native.data, files, tag)
+            else:
+                context = det_submit.context_dir(spec)
+                files = det_submit.read_context(context) if context is not None else []
+                body = det_submit.experiment_request(spec, files, tag)
 
             def send(session) -> str:
                 return f"exp-{bindings.post_CreateExperiment(session, body=body).experiment.id}"
@@ -530,8 +547,11 @@ class DeterminedBackend(Backend):
                 found = bindings.get_GetExperiments(session, labels=[det_submit.TAG_LABEL + tag]).experiments
                 return f"exp-{found[0].id}" if found else None
         else:
-            command_body = det_submit.command_request(spec, tag)
-            wanted = det_submit.tag_description(spec.name, tag)
+            if native is not None:
+                command_body, wanted = det_submit.native_command_request(native.data, tag)
+            else:
+                command_body = det_submit.command_request(spec, tag)
+                wanted = det_submit.tag_description(spec.name, tag)
 
             def send(session) -> str:
                 command = bindings.post_LaunchCommand(session, body=command_body).command

@@ -19,6 +19,7 @@ SECTION = {
     "description": "text",
     "checkpoint_storage": "map",
     "labels": "list",
+    "config": "map",  # merged into the experiment (or command) config, over what the spec makes
 }
 
 

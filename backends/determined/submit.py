@@ -107,7 +107,19 @@ def command_config(spec: JobSpec, tag: str | None = None) -> dict[str, Any]:
         "entrypoint": command_entrypoint(spec),
         "resources": resources,
     }
-    return _with_container(config, spec)
+    return merged(_with_container(config, spec), spec.section("determined").get("config"))
+
+
+def merged(config: dict[str, Any], extra: dict[str, Any] | None) -> dict[str, Any]:
+    """``determined.config`` merged into the config the spec makes: mappings key by key, anything else
+    (lists too) replaced. Neither argument is changed."""
+    out = copy.deepcopy(config)
+    for key, value in (extra or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def _with_container(config: dict[str, Any], spec: JobSpec) -> dict[str, Any]:
@@ -139,11 +151,17 @@ def experiment_config(spec: JobSpec, tag: str | None = None) -> dict[str, Any]:
     if det.get("checkpoint_storage"):
         config["checkpoint_storage"] = copy.deepcopy(det["checkpoint_storage"])
     labels = [str(label) for label in det.get("labels") or ()]
-    if tag:
-        labels.append(TAG_LABEL + tag)
     if labels:
         config["labels"] = labels
-    return _with_container(config, spec)
+    config = merged(_with_container(config, spec), det.get("config"))
+    return with_tag(config, tag) if tag else config
+
+
+def with_tag(config: dict[str, Any], tag: str) -> dict[str, Any]:
+    """The experiment config plus the label a lost submit is found by (nothing else changes)."""
+    out = dict(config)
+    out["labels"] = [*(config.get("labels") or []), TAG_LABEL + tag]
+    return out
 
 
 def context_dir(spec: JobSpec) -> Path | None:
@@ -169,6 +187,30 @@ def render(spec: JobSpec) -> str:
         head = "# Determined command config (LaunchCommand)\n"
         body = command_config(spec)
     return head + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+def render_native(config: dict[str, Any], file: str, experiment: bool, context: str, text: str) -> str:
+    """A config file sent as written, for the preview: what it is, the folder uploaded, the file."""
+    if experiment:
+        head = f"# Determined experiment config (CreateExperiment), as written in {file}\n"
+        head += f"# model definition: {context} (uploaded at submit; .detignore honoured)\n"
+    else:
+        head = f"# Determined command config (LaunchCommand), as written in {file}\n"
+    return head + text
+
+
+def native_experiment_request(
+    config: dict[str, Any], files: list[bindings.v1File], tag: str
+) -> bindings.v1CreateExperimentRequest:
+    body = yaml.safe_dump(with_tag(config, tag), sort_keys=False)
+    return bindings.v1CreateExperimentRequest(config=body, modelDefinition=files, activate=True)
+
+
+def native_command_request(config: dict[str, Any], tag: str) -> tuple[bindings.v1LaunchCommandRequest, str]:
+    """The command config plus its tag in the description (how a lost submit is found), and that description."""
+    out = copy.deepcopy(config)
+    out["description"] = tag_description(str(config.get("description") or "command"), tag)
+    return bindings.v1LaunchCommandRequest(config=out), out["description"]
 
 
 def read_context(path: Path, limit: int | None = None) -> list[bindings.v1File]:

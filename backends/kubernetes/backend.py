@@ -63,6 +63,7 @@ class KubernetesBackend(Backend):
         raw_spec=True,
         submit_tags=True,
         scopes=True,
+        native_files=frozenset({"kubernetes"}),
     )
 
     def __init__(
@@ -490,6 +491,8 @@ class KubernetesBackend(Backend):
     # -- writes (reached only through the gate) -----------------------------------------------------
     def check_spec(self, spec: JobSpec) -> None:
         super().check_spec(spec)
+        if spec.native is not None:
+            return  # a manifest is created as written; the cluster says what it refuses
         try:
             manifests.check(spec)
         except BackendError as exc:
@@ -613,6 +616,93 @@ class KubernetesBackend(Backend):
         if sent:  # a timeout or a server error after sending: that attempt may have created it
             raise SubmitUnknown(self.name, token, f"{kind} {namespace}/{name} not confirmed: {last}")
         raise BackendError(f"could not create {kind} {namespace}/{name}: {last}")
+
+    # -- manifests created as written -----------------------------------------------------------------
+    def _native_target(self, spec: JobSpec) -> tuple[dict, str, str, str]:
+        """(the object as written, its kind, name and namespace): the file's namespace, else the form's,
+        else the context's."""
+        assert spec.native is not None
+        obj = spec.native.data
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or spec.section("kubernetes").get("namespace") or self.namespace
+        return obj, str(obj["kind"]), str(meta["name"]), str(namespace)
+
+    def _render_native(self, spec: JobSpec) -> str:
+        assert spec.native is not None
+        _, kind, name, namespace = self._native_target(spec)
+        return (
+            f"# {kind} {namespace}/{name}, created as written in {spec.native.file}\n"
+            "# (an object of that name that exists already is reported, never replaced)\n" + spec.native.text
+        )
+
+    def _native_calls(self, obj: dict, kind: str) -> tuple[Any, Any]:
+        """(create(namespace, body), read(name, namespace)) for the object's kind. A Kubeflow job
+        needs its CRD on the cluster: without it, a clear refusal. Runs in a thread."""
+        if kind == "Job":
+            return self._batch.create_namespaced_job, self._batch.read_namespaced_job
+        if kind == "Pod":
+            return self._core.create_namespaced_pod, self._core.read_namespaced_pod
+        from kubernetes import client
+
+        group, _, version = str(obj.get("apiVersion") or "").rpartition("/")
+        plural = kind.lower() + "s"
+        crd = f"{plural}.{group}"
+        try:
+            self._call_json(client.ApiextensionsV1Api(self._api).read_custom_resource_definition, crd)
+        except Exception as exc:
+            if getattr(exc, "status", None) == 404:
+                raise BackendError(
+                    f"cluster {self.name!r} has no {kind} resource (CRD {crd}); install its operator "
+                    "(e.g. the Kubeflow training operator) or submit a Job"
+                ) from None
+            raise BackendError(f"cannot check for the {kind} CRD {crd}: {error_text(exc)}") from None
+        custom = client.CustomObjectsApi(self._api)
+
+        def create(namespace: str, body: dict, **kw: Any) -> Any:
+            return custom.create_namespaced_custom_object(group, version, namespace, plural, body, **kw)
+
+        def read(name: str, namespace: str, **kw: Any) -> Any:
+            return custom.get_namespaced_custom_object(group, version, namespace, plural, name, **kw)
+
+        return create, read
+
+    async def _submit_native(self, spec: JobSpec, tag: str | None, retry: bool) -> str:
+        """Create the manifest as written. A name that exists is reported, never replaced (the name is
+        what a retry or a lost answer looks the object up by: before the send it was not there)."""
+        if self._api is None:
+            await asyncio.to_thread(self._load_client)
+        obj, kind, name, namespace = self._native_target(spec)
+        create, read = await asyncio.to_thread(self._native_calls, obj, kind)
+
+        async def exists() -> bool:
+            try:
+                await asyncio.to_thread(self._call_json, read, name, namespace)
+            except Exception as exc:
+                if getattr(exc, "status", None) == 404:
+                    return False
+                raise BackendError(f"cannot check for {kind} {namespace}/{name}: {error_text(exc)}") from None
+            return True
+
+        if await exists():
+            if retry:
+                return job_id(namespace, name)  # the submit that ended unknown got through
+            raise BackendError(f"a {kind} named {name!r} already exists in namespace {namespace!r}; not replaced")
+        try:
+            await asyncio.to_thread(self._call_json, create, namespace, obj)
+        except Exception as exc:
+            status = getattr(exc, "status", None)
+            if status == 409:
+                raise BackendError(
+                    f"a {kind} named {name!r} already exists in namespace {namespace!r}; not replaced"
+                ) from None
+            if status and status < 500 and status != 429:
+                raise BackendError(f"Kubernetes refused the {kind}: {error_text(exc)}") from None
+            if await exists():  # the answer was lost, but the object is there: ours (it was not before)
+                return job_id(namespace, name)
+            if tag is None or _never_sent(exc):
+                raise BackendError(f"could not create {kind} {namespace}/{name}: {error_text(exc)}") from None
+            raise SubmitUnknown(self.name, tag, f"{kind} {namespace}/{name} not confirmed: {error_text(exc)}") from None
+        return job_id(namespace, name)
 
     def _call_json(self, method, *args, timeout: float | None = None, **kwargs) -> dict:
         response = method(

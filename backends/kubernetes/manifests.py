@@ -11,6 +11,7 @@ No other user value (job name, env, paths) ever enters the script. Pure function
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 import shlex
@@ -91,6 +92,16 @@ def check(spec: JobSpec) -> None:
     if not 1 <= port <= 65535:
         raise BackendError(f"kubernetes.master_port: expected 1-65535, got {port}")
     script(spec)  # raises on a command the launcher cannot take
+    patch = opts.get("pod_patch")
+    if patch is not None:
+        extra = sorted(str(k) for k in patch if k not in ("metadata", "spec"))
+        if extra:
+            raise BackendError(
+                f"kubernetes.pod_patch: a patch of the pod template takes metadata: and spec:, not {', '.join(extra)}"
+            )
+        for part in ("metadata", "spec"):
+            if part in patch and not isinstance(patch[part], dict):
+                raise BackendError(f"kubernetes.pod_patch.{part}: expected a mapping")
     for key in ("node_selector",):
         for k, v in (opts.get(key) or {}).items():
             if not isinstance(v, (str, int, float, bool)):
@@ -207,10 +218,16 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
     if opts.get("service_account"):
         pod_spec["serviceAccountName"] = opts["service_account"]
 
+    template: dict[str, Any] = {
+        "metadata": {"labels": dict(labels), "annotations": dict(annotations)},
+        "spec": pod_spec,
+    }
+    if opts.get("pod_patch"):
+        template = strategic_merge(template, opts["pod_patch"])
     job_spec: dict[str, Any] = {
         "backoffLimit": 0,
         "ttlSecondsAfterFinished": opts.get("ttl_seconds_after_finished", DEFAULT_TTL),
-        "template": {"metadata": {"labels": dict(labels), "annotations": dict(annotations)}, "spec": pod_spec},
+        "template": template,
     }
     if multi:
         job_spec.update(completionMode="Indexed", completions=nodes, parallelism=nodes)
@@ -241,6 +258,56 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
             }
         )
     return out
+
+
+# Lists of a pod template that a strategic merge patch merges item by item, by this key (as
+# ``kubectl patch --type strategic`` does); every other list is replaced.
+MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "env": "name",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "ports": "containerPort",
+    "imagePullSecrets": "name",
+    "hostAliases": "ip",
+}
+
+
+def strategic_merge(base: Any, patch: Any, key: str = "") -> Any:
+    """``patch`` merged into ``base`` the way a strategic merge patch is: mappings key by key (a null
+    removes the key), the lists of ``MERGE_KEYS`` item by item by their merge key, anything else
+    replaced. Neither argument is changed."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = strategic_merge(out[k], v, str(k)) if k in out else copy.deepcopy(v)
+        return out
+    if isinstance(base, list) and isinstance(patch, list) and key in MERGE_KEYS:
+        merge_key = MERGE_KEYS[key]
+        merged = list(base)
+        for item in patch:
+            at = next(
+                (
+                    i
+                    for i, old in enumerate(merged)
+                    if isinstance(item, dict)
+                    and isinstance(old, dict)
+                    and merge_key in item
+                    and old.get(merge_key) == item[merge_key]
+                ),
+                None,
+            )
+            if at is None:
+                merged.append(copy.deepcopy(item))
+            else:
+                merged[at] = strategic_merge(merged[at], item)
+        return merged
+    return copy.deepcopy(patch)
 
 
 def to_yaml(objects: list[dict[str, Any]]) -> str:

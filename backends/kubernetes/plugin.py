@@ -22,6 +22,7 @@ SECTION = {
     "ttl_seconds_after_finished": "whole",
     "master_port": "whole",
     "image_pull_policy": "text",
+    "pod_patch": "map",  # a strategic merge patch of the pod template ({metadata: ..., spec: ...})
 }
 
 

@@ -1,5 +1,6 @@
 """The Slurm backend: jobs, nodes/GPUs, submit, cancel and logs of one Slurm cluster, reached through
-``slurm_transport`` (SSH or local commands), parsed by ``slurm_parse``, rendered by ``slurm_script``.
+``transport`` (asyncssh, or ``openssh``: the system ssh through a ControlMaster; or local commands),
+parsed by ``parse``, rendered by ``script``.
 
 One ``squeue`` per job refresh (``-o`` text; JSON while a row is ambiguous, never both in one
 refresh), filtered on the server to ``-u USER`` (from ``transport.user()``) while the console shows
@@ -18,10 +19,12 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from yanflow_tui import formfields as ff
-from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.base import Backend, Capabilities, TerminalLogin, describe_job
+from yanflow_tui.backends.prompting import Asker
 from yanflow_tui.backends.slurm import gpus, history, parse
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
-from yanflow_tui.backends.slurm.script import render
+from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
+from yanflow_tui.backends.slurm.script import Rendered, render, render_native
 from yanflow_tui.backends.slurm.transport import (
     DEFAULT_TIMEOUT,
     LocalTransport,
@@ -50,6 +53,17 @@ clock = time.monotonic  # the backend's clock (a module attribute, so tests can 
 _JOB_ID = re.compile(r"[0-9]+(_([0-9]+|\[[0-9,%-]+\]))?")  # ASCII digits (\d also matches "٣")
 
 
+def _transport(config: ClusterConfig, timeout: float, asker: Asker) -> Transport:
+    """Local commands without ``ssh``; else the ``ssh.transport`` it names (asyncssh by default)."""
+    ssh = config.options.get("ssh")
+    if not ssh:
+        return LocalTransport(timeout)
+    target = parse_ssh_option(ssh, config.name)
+    if target.transport == "openssh":
+        return OpenSSHTransport(target, timeout, cluster=config.name)
+    return SshTransport(target, timeout, asker)  # its login's questions go through the backend's prompter
+
+
 class SlurmBackend(Backend):
     kind = "slurm"
     capabilities = Capabilities(
@@ -60,6 +74,7 @@ class SlurmBackend(Backend):
         history=True,
         raw_spec=True,
         submit_tags=True,
+        native_files=frozenset({"sbatch"}),
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -69,12 +84,7 @@ class SlurmBackend(Backend):
         if timeout <= 10:
             raise BackendError(f"command_timeout must exceed Slurm's MessageTimeout (10 s), got {timeout}")
         if transport is None:
-            ssh = opts.get("ssh")
-            transport = (
-                SshTransport(parse_ssh_option(ssh, config.name), timeout, self.asker)
-                if ssh
-                else LocalTransport(timeout)
-            )
+            transport = _transport(config, timeout, self.asker)
         self.transport = transport
         self.nodes_refresh = float(opts.get("nodes_refresh_seconds") or NODES_REFRESH)
         self.defaults = {k: opts[k] for k in ("partition", "account") if opts.get(k)}
@@ -119,6 +129,10 @@ class SlurmBackend(Backend):
     @property
     def current_user(self) -> str:
         return self.transport.known_user
+
+    def terminal_login(self) -> TerminalLogin | None:
+        """With the OpenSSH transport: the cluster's ssh master, started in the terminal."""
+        return self.transport.login() if isinstance(self.transport, OpenSSHTransport) else None
 
     async def list_jobs(self) -> list[Job]:
         user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
@@ -337,6 +351,9 @@ class SlurmBackend(Backend):
     def _render(self, spec: JobSpec) -> str:
         return render(spec, "DRY-RUN", self.defaults).text()
 
+    def _render_native(self, spec: JobSpec) -> str:
+        return render_native(spec, "DRY-RUN", self.defaults).text()
+
     def capacity_request(self, spec: JobSpec) -> Request:
         return replace(
             super().capacity_request(spec),
@@ -386,7 +403,31 @@ class SlurmBackend(Backend):
         """sbatch once, the script carrying ``--comment=yanflow:TAG``. Whenever the answer may be
         lost after the script was sent (drop, timeout, no exit status, no job id), the job is looked
         up by its tag before answering: its id, or ``SubmitUnknown``; never "refused"."""
-        rendered = render(spec, tag, self.defaults)
+        return await self._send(render(spec, tag, self.defaults), tag, retry)
+
+    async def _submit_native(self, spec: JobSpec, tag: str | None, retry: bool) -> str:
+        """The user's sbatch script, as written (what the form changed as sbatch options)."""
+        rendered = render_native(spec, tag, self.defaults)
+        if tag is not None and f"--comment=yanflow:{tag}" in rendered.argv:
+            return await self._send(rendered, tag, retry)
+        if retry:  # the script sets its own --comment: no tag to look up, so no retry that is sure
+            raise BackendError(
+                f"{spec.native.file if spec.native else 'the script'} sets its own --comment, so a "
+                "submit cannot be looked up by a tag: check the queue, then submit it again"
+            )
+        try:
+            result = await self.transport.run(rendered.argv, stdin_data=rendered.script)
+        except BackendError as exc:
+            raise BackendError(
+                f"sbatch's answer was lost ({exc}); the script sets its own --comment, so the job cannot be "
+                "looked up by a tag: check the queue before submitting it again"
+            ) from None
+        job_id = result.stdout.strip().split(";")[0] if result.ok else ""
+        if job_id.isdigit():
+            return job_id
+        raise BackendError(f"not submitted: sbatch: {result.error() if not result.ok else result.stdout.strip()}")
+
+    async def _send(self, rendered: Rendered, tag: str, retry: bool) -> str:
         if retry:
             found, error = await self._lookup_tag(tag)
             if found:

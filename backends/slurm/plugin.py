@@ -23,6 +23,7 @@ SECTION = {
     "gpu_type": "text",
     "constraint": "text",
     "exclusive": "bool",
+    "options": "options",  # extra sbatch options: {dependency: "afterok:12", mail-type: END} or a list
 }
 
 

@@ -1,4 +1,5 @@
-"""sbatch rendering: a job spec as (sbatch argv, batch script). Options go on ``#SBATCH`` lines only
+"""sbatch rendering: a job spec as (sbatch argv, batch script); an sbatch script of the user's as it is
+written, with what the form changed as sbatch options (``render_native``). Options go on ``#SBATCH`` lines only
 when their value is plainly safe there; anything else (quotes, spaces, ``$``, newlines, a leading
 ``-``...) is passed as an sbatch argument instead. No I/O."""
 
@@ -8,7 +9,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from yanflow_tui import launchers
+from yanflow_tui import launchers, nativefiles
 from yanflow_tui.errors import BackendError, SpecError
 from yanflow_tui.model import JobKind, JobSpec
 from yanflow_tui.yamldoc import ENV_KEY
@@ -36,13 +37,17 @@ def _mem(mb: int) -> str:
     return f"{mb // 1024}G" if mb % 1024 == 0 else f"{mb}M"
 
 
-def render(spec: JobSpec, tag: str, defaults: dict | None = None) -> Rendered:
-    """``tag`` goes into ``--comment=yanflow:<tag>`` so a timed-out submit can be found again.
-    Any name Slurm takes is passed through unchanged (a newline too: sbatch stores it as given)."""
+RESERVED = ("comment", "parsable", "wrap", "test-only")  # our tag, our answer, the script on stdin
+
+
+def options(spec: JobSpec, defaults: dict | None = None) -> list[tuple[str, str | None]]:
+    """The sbatch options ``spec`` asks for, in order, as (long name, value or None for a flag):
+    its fields, then ``slurm.options`` passed through. Raises ``SpecError`` for an option set twice or
+    one of ours (``--comment`` carries the submit tag)."""
     defaults = defaults or {}
     s = spec.section("slurm")
     res = spec.resources
-    options: list[tuple[str, str | None]] = [("job-name", spec.name), ("nodes", str(res.nodes))]
+    out: list[tuple[str, str | None]] = [("job-name", spec.name), ("nodes", str(res.nodes))]
     partition = s.get("partition") or defaults.get("partition")
     account = s.get("account") or defaults.get("account")
     for key, value in (
@@ -54,29 +59,47 @@ def render(spec: JobSpec, tag: str, defaults: dict | None = None) -> Rendered:
         ("constraint", s.get("constraint")),
     ):
         if value:
-            options.append((key, str(value)))
+            out.append((key, str(value)))
     if res.gpus:
         gpu_type = s.get("gpu_type")
-        options.append(("gres", f"gpu:{gpu_type}:{res.gpus}" if gpu_type else f"gpu:{res.gpus}"))
+        out.append(("gres", f"gpu:{gpu_type}:{res.gpus}" if gpu_type else f"gpu:{res.gpus}"))
     if res.nodes > 1 or spec.kind is JobKind.MULTI_NODE:
-        options.append(("ntasks-per-node", "1"))
+        out.append(("ntasks-per-node", "1"))
     if res.cpus:
-        options.append(("cpus-per-task", str(res.cpus)))
+        out.append(("cpus-per-task", str(res.cpus)))
     if res.memory_mb:
-        options.append(("mem", _mem(res.memory_mb)))
+        out.append(("mem", _mem(res.memory_mb)))
     if s.get("output"):
-        options.append(("output", str(s["output"])))
+        out.append(("output", str(s["output"])))
     if s.get("error"):
-        options.append(("error", str(s["error"])))
+        out.append(("error", str(s["error"])))
     if spec.workdir:
-        options.append(("chdir", spec.workdir))
+        out.append(("chdir", spec.workdir))
     if s.get("exclusive"):
-        options.append(("exclusive", None))
-    options.append(("comment", f"yanflow:{tag}"))
+        out.append(("exclusive", None))
+    taken = {key for key, _ in out}
+    problems = []
+    for key, value in (s.get("options") or {}).items():
+        path = f"slurm.options.{key}"
+        if key in RESERVED:
+            problems.append((spec.source or "<spec>", 0, path, f"--{key} is set by yanflow-tui; remove it"))
+        elif key in taken:
+            problems.append((spec.source or "<spec>", 0, path, f"--{key} is already set by the spec's own fields"))
+        else:
+            out.append((key, None if value is True else str(value)))
+    if problems:
+        raise SpecError(problems)
+    return out
+
+
+def render(spec: JobSpec, tag: str, defaults: dict | None = None) -> Rendered:
+    """``tag`` goes into ``--comment=yanflow:<tag>`` so a timed-out submit can be found again.
+    Any name Slurm takes is passed through unchanged (a newline too: sbatch stores it as given)."""
+    options_ = [*options(spec, defaults), ("comment", f"yanflow:{tag}")]
 
     argv = ["sbatch", "--parsable"]
     lines = ["#!/bin/sh"]
-    for key, value in options:
+    for key, value in options_:
         if value is None:
             lines.append(f"#SBATCH --{key}")
         elif _safe(value):
@@ -98,6 +121,31 @@ def render(spec: JobSpec, tag: str, defaults: dict | None = None) -> Rendered:
     command = spec.command if isinstance(spec.command, str) else shlex.join(spec.command)
     lines.append(_multi_node(spec) if multi else command)
     return Rendered(tuple(argv), "\n".join(lines) + "\n", tag)
+
+
+def render_native(spec: JobSpec, tag: str | None, defaults: dict | None = None) -> Rendered:
+    """An sbatch script sent as written (``spec.native``), on stdin. What the spec's fields say
+    differently from the script's own directives (an edit in the form, the cluster's defaults where the
+    script says nothing) goes on the command line, which sbatch puts over the directives. ``tag`` goes
+    into ``--comment`` unless the script sets its own (then it cannot be looked up by a tag)."""
+    native = spec.native
+    assert native is not None and native.written is not None
+    written = dict(options(native.written))
+    argv = ["sbatch", "--parsable"]
+    if tag is not None and not nativefiles.sbatch_sets(native, "comment"):
+        argv.append(f"--comment=yanflow:{tag}")
+    for key, value in options(spec, defaults):
+        if key not in written or written[key] != value:
+            argv.append(f"--{key}" if value is None else f"--{key}={value}")
+    for key, value in spec.env.items():
+        if not ENV_KEY.fullmatch(key):
+            raise SpecError([(spec.source or "<spec>", 0, f"env.{key}", "not a valid environment variable name")])
+        if "," in value:
+            raise SpecError([(spec.source or "<spec>", 0, f"env.{key}", "sbatch --export cannot pass a comma")])
+    if spec.env:  # the job's environment: sbatch's own, plus these (never a shell line)
+        argv.append("--export=" + ",".join(["ALL", *(f"{k}={v}" for k, v in spec.env.items())]))
+    command = spec.command if isinstance(spec.command, str) else shlex.join(spec.command)
+    return Rendered(tuple(argv), nativefiles.sbatch_with_body(native, command), tag or "")
 
 
 def _rendezvous(spec: JobSpec) -> list[str]:

@@ -268,6 +268,7 @@ class SshTarget:
     identity_file: str | None = None
     known_hosts: str | None = None
     proxy_jump: str | None = None
+    transport: str = "asyncssh"  # or "openssh": the system ssh client through one ControlMaster
 
     @property
     def label(self) -> str:
@@ -275,11 +276,13 @@ class SshTarget:
         return f"{self.user}@{where}" if self.user else where
 
 
-_SSH_KEYS = ("host", "port", "user", "identity_file", "known_hosts", "proxy_jump")
+_SSH_KEYS = ("host", "port", "user", "identity_file", "known_hosts", "proxy_jump", "transport")
+SSH_TRANSPORTS = ("asyncssh", "openssh")
 
 
 def parse_ssh_option(value: Any, cluster: str = "") -> SshTarget:
-    """``user@host[:port]`` or a mapping with host, port, user, identity_file, known_hosts, proxy_jump."""
+    """``user@host[:port]`` or a mapping with host, port, user, identity_file, known_hosts, proxy_jump,
+    transport (``asyncssh``, the default, or ``openssh``)."""
     where = f"clusters[{cluster}].ssh" if cluster else "ssh"
     if isinstance(value, str):
         match = re.fullmatch(r"(?:([^@\s:]+)@)?(\[[^\]]+\]|[^@\s:\[\]]+)(?::(\d+))?", value.strip())
@@ -296,6 +299,9 @@ def parse_ssh_option(value: Any, cluster: str = "") -> SshTarget:
         port = value.get("port")
         if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
             raise ConfigError(f"{where}.port: expected a port number, got {port!r}")
+        transport = value.get("transport", SSH_TRANSPORTS[0])
+        if transport not in SSH_TRANSPORTS:
+            raise ConfigError(f"{where}.transport: expected {' or '.join(SSH_TRANSPORTS)}, got {transport!r}")
         text = {
             k: (os.path.expanduser(str(value[k])) if value.get(k) is not None else None)
             for k in ("user", "identity_file", "known_hosts", "proxy_jump")
@@ -304,7 +310,7 @@ def parse_ssh_option(value: Any, cluster: str = "") -> SshTarget:
             text["user"] = str(value["user"])
         if text["proxy_jump"]:
             text["proxy_jump"] = str(value["proxy_jump"])
-        return SshTarget(value["host"], port, **text)
+        return SshTarget(value["host"], port, **text, transport=transport)
     raise ConfigError(f"{where}: expected user@host[:port] or a mapping")
 
 

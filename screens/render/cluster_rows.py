@@ -16,7 +16,7 @@ LOGIN_NEEDED = "login needed"
 def short_state(snap: ClusterSnapshot, now: float) -> str:
     """A few words, never the error itself: ``connecting``, ``login needed``, ``error``, ``stale 2m``,
     or the age of the data (``4s``) when healthy."""
-    if snap.login_user:
+    if snap.needs_login:
         return LOGIN_NEEDED
     age = snap.age(now)
     if snap.health is Health.OK:
@@ -59,6 +59,8 @@ def cluster_row(snap: ClusterSnapshot, now: float, user: str = "", description: 
     age = snap.age(now)
     note = snap.detail or snap.message
     action = f"l: log in as {snap.login_user}" if snap.login_user else ""
+    if snap.terminal_login and not snap.login_user:
+        action = "l: log in, in the terminal (the console steps aside meanwhile)"
     return ClusterRow(
         name=snap.name,
         kind=snap.kind,

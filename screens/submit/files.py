@@ -1,13 +1,15 @@
-"""The Submit screen's files: reading a spec file or template for the form (``read_spec``, pure, run
-in a thread), and ``SubmitDraft``, which owns the draft that keeps an unfinished form across
-restarts (its timer, its lock and whether saving may start). The screen owns the form and puts
-what these give into it. All file I/O runs in threads."""
+"""The Submit screen's files: reading a spec file, template or native job file (an sbatch script, a
+Determined config, a Kubernetes manifest) for the form (``read_spec``, pure, run in a thread), and
+``SubmitDraft``, which owns the draft that keeps an unfinished form across restarts (its timer, its
+lock and whether saving may start). The screen owns the form and puts what these give into it. All
+file I/O runs in threads."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from textual.timer import Timer
@@ -15,8 +17,11 @@ from textual.widget import Widget
 
 from yanflow_tui import drafts, templates
 from yanflow_tui.errors import SpecError, YanflowError, format_problem
+from yanflow_tui.model import NativeFile
+from yanflow_tui.nativefiles import SPEC, read_job_text, recognise
 from yanflow_tui.sanitize import clean
-from yanflow_tui.spec import spec_from_doc, text_problems
+from yanflow_tui.spec import spec_from_doc, spec_to_data, text_problems
+from yanflow_tui.yamldoc import decode
 
 DRAFT_DELAY = 0.5  # s of quiet before the draft is written
 
@@ -34,11 +39,16 @@ class ReadSpec:
     problems: list[tuple[str, str]] = field(default_factory=list)  # located, for the Problems list
     data: dict[str, Any] | None = None
     file: str = ""
+    native: NativeFile | None = None  # a job file sent as written (an sbatch script...): ``data`` is what it asks for
 
 
 def read_spec(path: str) -> ReadSpec:
-    """Read and check ``path`` (blocking: run it in a thread)."""
+    """Read and check ``path`` (blocking: run it in a thread): a spec, or a job file of another kind
+    (an sbatch script, a Determined config, a Kubernetes manifest), recognised from its content."""
     try:
+        native = _read_native(path)
+        if native is not None:
+            return native
         doc = templates.read_template(path)
     except SpecError as exc:
         return ReadSpec(located(exc))
@@ -55,6 +65,21 @@ def read_spec(path: str) -> ReadSpec:
     else:
         problems = []
     return ReadSpec(problems, doc.data_as_written(), doc.file)
+
+
+def _read_native(path: str) -> ReadSpec | None:
+    """``path`` read as a job file that is not our spec, or None where it is our spec (or cannot be
+    read: ``read_template`` then says why)."""
+    try:
+        data = Path(path).expanduser().read_bytes()
+    except (OSError, ValueError):
+        return None
+    file = str(Path(path).expanduser().resolve())
+    text, undecodable = decode(data)
+    if recognise(text, file)[0] == SPEC:
+        return None
+    spec = read_job_text(text, file, undecodable=undecodable)
+    return ReadSpec([], spec_to_data(spec), file, spec.native)
 
 
 class SubmitDraft:

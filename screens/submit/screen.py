@@ -8,6 +8,7 @@ the form's state: which file it was loaded from, the file's problems, the load i
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from rich.text import Text
@@ -34,7 +35,8 @@ from yanflow_tui.formfields import (
 )
 from yanflow_tui.hub import error_text
 from yanflow_tui.keys import is_typing
-from yanflow_tui.model import JobKind, JobSpec
+from yanflow_tui.model import JobKind, JobSpec, NativeFile
+from yanflow_tui.nativefiles import changed_fields
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.dialogs import ConfirmScreen, PromptScreen
@@ -73,6 +75,7 @@ class SubmitScreen(DataScreen):
         self._cluster = ""
         self._kind = JobKind.SINGLE
         self._source = ""  # the file the form was loaded from
+        self._native: NativeFile | None = None  # that file, when it is sent as written (an sbatch script...)
         self._loaded_box = ""  # the file box's text when the form was last loaded from a file
         self._loading = ""  # the file being loaded now: Submit waits for it
         self._loads = 0  # loads started: only the latest one ends the wait
@@ -90,6 +93,13 @@ class SubmitScreen(DataScreen):
     def _writable(self) -> list[str]:
         hub = self.app.hub
         return [n for n in hub.names if not hub.backend(n).read_only and hub.backend(n).capabilities.submit]
+
+    def _takes(self, cluster: str) -> bool:
+        """Whether ``cluster`` takes the loaded job file as it is written (any cluster, for a spec)."""
+        native = self._native
+        return native is None or (
+            bool(cluster) and native.kind in self.app.hub.backend(cluster).capabilities.native_files
+        )
 
     def _kinds(self, cluster: str) -> list[JobKind]:
         if not cluster:
@@ -215,6 +225,11 @@ class SubmitScreen(DataScreen):
         except SpecError as exc:
             for _file, _line, path, message in exc.problems:
                 add(path, message, field_for(path, form.fields) if path else None)
+        if spec is not None and self._native is not None:
+            spec = replace(spec, native=self._native)  # the file goes as written; the fields say what it asks
+            for changed in changed_fields(spec):
+                message = f"sent as written in {self._native.file}: change it there"
+                add(changed, message, field_for(changed, form.fields))
         if not self._cluster:
             add("cluster", "no cluster accepts submissions (read-only or unsupported)", None)
         elif spec is not None and not listed:
@@ -427,8 +442,8 @@ class SubmitScreen(DataScreen):
         wanted = JobKind(kind) if kind in {k.value for k in JobKind} else None
         cluster = cluster or str(data.get("cluster") or "")
         writable = self._writable()
-        if cluster not in writable:
-            runs = [c for c in writable if wanted in self._kinds(c)]
+        if cluster not in writable or not self._takes(cluster):
+            runs = [c for c in writable if wanted in self._kinds(c) and self._takes(c)]
             cluster = self._cluster if self._cluster in runs or not runs else runs[0]
         if wanted is not None and wanted not in self._kinds(cluster):
             self._file_problems.append(("kind", f"kind: no cluster here runs {wanted.value} jobs"))
@@ -461,6 +476,7 @@ class SubmitScreen(DataScreen):
                 return
             problems = bool(read.problems)
             self._loaded_box = path
+            self._native = read.native
             await self._fill(read.data, read.file)  # the fields show what the file says
         finally:
             if token == self._loads:  # not a load that a newer one replaced
@@ -524,7 +540,7 @@ class SubmitScreen(DataScreen):
     @work(group="reset-form", exit_on_error=False)
     async def _reset(self) -> None:
         self.form.load({}, (), {})
-        self._source, self._file_problems, self._loaded_box = "", [], ""
+        self._source, self._file_problems, self._loaded_box, self._native = "", [], "", None
         self.query_one("#spec-path", Input).value = ""  # the form no longer holds that file
         await self._switch(self._cluster, self._default_kind(self._cluster))
         self._drafts.clear()
@@ -545,9 +561,12 @@ class SubmitScreen(DataScreen):
         draft = await self._drafts.read()
         if draft is not None and not self.form.touched:
             try:
+                if draft.source and not draft.source.startswith("<"):  # a job file sent as written: read it again
+                    self._native = (await asyncio.to_thread(read_spec, draft.source)).native
                 await self._fill(draft.spec, draft.source, draft.form, list(draft.touched), draft.cluster, draft.kind)
             except Exception as exc:
                 self._drafts.warn_ignored(f"{type(exc).__name__}: {exc}")
+                self._native = None
                 self.form.load({}, (), {})
                 await self._switch(self._cluster, self._kind)
             else:

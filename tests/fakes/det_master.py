@@ -167,8 +167,9 @@ class FakeMaster:
         best: float | None = None,
         slots=2,
         labels=(),
+        config: dict | None = None,
     ) -> None:
-        config = {
+        config = config or {  # ``config``: as a create posted it (the master keeps it as sent)
             "name": name,
             "searcher": {"name": "random", "metric": metric, "smaller_is_better": True},
             "resources": {"slots_per_trial": slots},
@@ -443,7 +444,13 @@ class FakeMaster:
         self.next_exp += 1
         exp_id = self.next_exp
         self.add_experiment(
-            exp_id, config["name"], request[USER], state="QUEUED", ntrials=1, labels=config.get("labels") or ()
+            exp_id,
+            config["name"],
+            request[USER],
+            state="QUEUED",
+            ntrials=1,
+            labels=config.get("labels") or (),
+            config=config,
         )
         return self._json(b.v1CreateExperimentResponse(config=config, experiment=self.experiments[exp_id]))
 

@@ -39,3 +39,10 @@ def test_problems_name_clusters_in_error_only():
         snap(name="bad", health=Health.ERROR, message="timed out"),
     ]
     assert cluster_problems(snaps) == {"bad": "error: timed out"}
+
+
+def test_a_cluster_that_logs_in_in_the_terminal_says_so_and_offers_the_login_key():
+    waiting = snap(health=Health.STALE, updated=NOW - 60, terminal_login=True, message="ssh h: master not running")
+    assert waiting.needs_login and not snap(health=Health.STALE, updated=NOW).needs_login
+    assert short_state(waiting, NOW) == "login needed"
+    assert cluster_row(waiting, NOW).action == "l: log in, in the terminal (the console steps aside meanwhile)"

@@ -15,7 +15,7 @@ def test_a_file_that_is_not_a_mapping_leaves_the_form_alone(tmp_path):
     path = tmp_path / "list.yaml"
     path.write_text("- a\n- b\n")
     read = read_spec(str(path))
-    assert read.data is None and "expected a mapping of spec fields" in read.problems[0][1]
+    assert read.data is None and "a YAML list, not a mapping; expected a YanFlow job spec" in read.problems[0][1]
 
 
 def test_control_characters_leave_the_form_alone(tmp_path):
