@@ -19,6 +19,10 @@ A backend with ``capabilities.native_files`` also takes job files as they are wr
 script, a Determined config, a Kubernetes manifest): the spec carries the file (``JobSpec.native``),
 ``submit`` passes the same gate and sends it through ``_submit_native``.
 
+A backend that must ask the user something while it connects (a one-time code, a key's passphrase)
+asks through ``Backend.prompter`` (``prompting.Prompter``), which the app and the CLI set; deadlines
+leave out the time the question is open (``prompting.within``, ``Backend.asker``).
+
 ``BackendInfo`` is what a backend package declares about itself in its light ``plugin.py``: its kind, its
 config options, its job spec section, its refresh default, its discovery and where its class lives. The
 registry collects them, so the core (config, spec) never lists kinds.
@@ -34,6 +38,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from yanflow_tui.backends.prompting import Asker, Prompter
 from yanflow_tui.capacity import Request
 from yanflow_tui.curves import EventListing
 from yanflow_tui.errors import BackendError, ReadOnlyError, SubmitUnknown
@@ -180,6 +185,17 @@ class Backend(abc.ABC):
         self._on_change: Callable[[], None] | None = None
         self.submit_refusal = ""  # why a cluster shown for monitoring only takes no jobs, for submit's error
         self.all_users = False  # every user's jobs, or only mine: see ``set_all_users``
+        self.asker = Asker()  # asks the user while connecting (a one-time code, a passphrase): see ``prompter``
+
+    @property
+    def prompter(self) -> Prompter | None:
+        """How this backend asks the user a question while it connects; the app and the CLI set it
+        for every backend (None: nothing can ask, and a login that wants an answer fails saying so)."""
+        return self.asker.prompter
+
+    @prompter.setter
+    def prompter(self, prompter: Prompter | None) -> None:
+        self.asker.prompter = prompter
 
     @property
     def read_only(self) -> bool:
@@ -348,6 +364,11 @@ class Backend(abc.ABC):
         """Log in with a password the user typed after a read raised ``AuthRequired``. Keep the
         password only as long as the login takes; never log or store it."""
         raise BackendError(f"cluster {self.name!r} does not take a password")
+
+    async def retry_login(self) -> None:
+        """Log in again after the user cancelled (or failed) a login that asks its own questions
+        through ``prompter`` (``AuthRequired`` with ``asks``): the user asked for it (``l``)."""
+        raise BackendError(f"cluster {self.name!r} has no login to retry")
 
     def widen_history(self) -> str:
         """Look further back for finished jobs (``capabilities.history``); returns what is listed

@@ -24,7 +24,7 @@ DIR = Path(os.environ.get("YANFLOW_SLURM_DIR", "/tmp/yanflow-slurm"))
 OTP = DIR / "otp"
 PORT = int(os.environ.get("YANFLOW_SLURM_OTP_PORT", "2224"))
 STEP = 30
-WINDOW = 15  # steps ahead of now we may use (the PAM stack accepts 20)
+WINDOW = 150  # steps ahead of now we may use (the PAM stack accepts 200)
 MISSING = "the one-time-code sshd is not running: run scripts/slurm-cluster up (it needs root)"
 
 

@@ -13,6 +13,9 @@ itself at most once per cluster (and not over another dialog), is a dialog under
 keeps redrawing, and opens again only when asked (``l`` on the Clusters screen, or the palette).
 A cluster that logs in in the real terminal (``Backend.terminal_login``, e.g. an OpenSSH master) is
 never prompted for by itself: the same key suspends the console and runs that login there.
+A backend's own questions while it connects (an SSH login's one-time code, a key's passphrase) come
+through its ``prompter``: a masked dialog, one at a time, the others queued; a login that asked and
+then failed or was cancelled is started again by the same ``l``.
 
 A cluster with ``capabilities.scopes`` switches its context or namespace live (``ask_scope``: the palette's
 ``ctx`` / ``ns``, or ``c`` / ``n`` on the Clusters screen); the cluster refreshes at once."""
@@ -121,6 +124,7 @@ class YanflowApp(SerialKeys):
         self.snapshots_changed: Signal[ClusterSnapshot] = Signal(self, "snapshots_changed")
         self._signals: list[int] = []
         self._asked_login: set[str] = set()  # clusters whose prompt opened by itself: never again by itself
+        self._asking = asyncio.Lock()  # one backend question on screen at a time; the others wait their turn
         self.all_users = config.all_users  # False: the queue shows my jobs where a cluster knows who I am
         self.mouse_reporting = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
 
@@ -137,6 +141,7 @@ class YanflowApp(SerialKeys):
         for name in self.hub.names:
             self._wake[name] = asyncio.Event()
             self.hub.backend(name).set_change_callback(partial(self.request_refresh, name))
+            self.hub.backend(name).prompter = partial(self._ask_user, name)
             self.run_worker(
                 self._refresh_loop(name),
                 name=f"refresh {name}",
@@ -200,15 +205,43 @@ class YanflowApp(SerialKeys):
         screen = self._drawable_screen()
         return screen is None or isinstance(screen, ModalScreen)
 
+    async def _ask_user(self, name: str, question: str, secret: bool) -> str | None:
+        """A backend's question while it connects (its ``prompter``): a dialog, masked when ``secret``,
+        after any other backend's question has been answered. None when the user cancels."""
+        async with self._asking:
+            self._asked_login.add(name)  # a login that asked is never asked again by itself
+            answered: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+
+            def done(answer: str | None) -> None:
+                if not answered.done():
+                    answered.set_result(answer)
+
+            screen = PromptScreen(f"{name}: {question}", password=secret)
+            self.push_screen(screen, done)
+            try:
+                answer = await answered
+            except asyncio.CancelledError:  # the connect was given up (closing): the dialog goes too
+                if screen.is_active:
+                    screen.dismiss(None)
+                raise
+        if answer and secret:
+            applog.add_secret(answer)  # whatever a failure says, the log never holds it
+        return answer
+
     def ask_login(self, name: str) -> None:
         """Prompt for the password of a cluster that needs one; it goes to the backend only. The
         other clusters keep refreshing, and the screens under the prompt keep redrawing. A cluster
-        that logs in in the terminal does that instead (``_log_in_in_terminal``)."""
-        user = self.hub.snapshots[name].login_user
-        if not user and self.hub.snapshots[name].terminal_login:
+        that logs in in the terminal does that instead (``_log_in_in_terminal``); a login that asks its
+        own questions (``login_asks``) starts again, and asks them."""
+        snap = self.hub.snapshots[name]
+        user = snap.login_user
+        if not user and snap.terminal_login:
             self._log_in_in_terminal(name)
             return
         self._asked_login.add(name)
+        if snap.login_asks:
+            self._retry_login(name)
+            return
 
         def answered(password: str | None) -> None:
             if password:
@@ -243,6 +276,18 @@ class YanflowApp(SerialKeys):
         applog.add_secret(password)  # whatever a failure says, the log never holds it
         try:
             await self.hub.call(self.hub.backend(name).login(password))
+        except Exception as exc:
+            self.report_error("Login failed", f"{name}: {error_text(exc)} (to try again: 5, then l)")
+            self.request_refresh(name)
+            return
+        self.notify(clean(f"logged in to {name}"), markup=False)
+        self.request_refresh(name)
+
+    @work(group="login", exit_on_error=False)
+    async def _retry_login(self, name: str) -> None:
+        backend = self.hub.backend(name)
+        try:
+            await self.hub.call(backend.retry_login(), backend=backend)
         except Exception as exc:
             self.report_error("Login failed", f"{name}: {error_text(exc)} (to try again: 5, then l)")
             self.request_refresh(name)

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
 import logging
 import os
 import shlex
 import sys
+import threading
 import time
 from collections.abc import Sequence
+from functools import partial
 
 from yanflow_tui import __version__, applog, keyfiles
 from yanflow_tui.capacity import Fit
@@ -194,7 +197,46 @@ def _hub(config, cluster: str | None = None):
 
     if cluster:
         config.cluster(cluster)  # fails with the list of configured names
-    return Hub(config)
+    hub = Hub(config)
+    if sys.stdin.isatty():  # a login's questions (a one-time code, a passphrase) are asked in the terminal
+        asking = asyncio.Lock()
+        for name, backend in hub.backends.items():
+            backend.prompter = partial(_ask_in_terminal, asking, name)
+    return hub
+
+
+async def _ask_in_terminal(asking: asyncio.Lock, cluster: str, question: str, secret: bool) -> str | None:
+    """A backend's question, asked on the terminal (one at a time; the other clusters keep going).
+    Read in a thread of its own, so the event loop runs meanwhile; None on end of input (ctrl+d)."""
+    async with asking:
+        text = f"{clean(cluster)}: {clean(question)} "
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[str | None] = loop.create_future()
+
+        def read() -> None:
+            try:
+                if secret:
+                    line: str | None = getpass.getpass(text)  # on the terminal itself, not echoed
+                else:  # the prompt on stderr: stdout holds the command's output (--json)
+                    sys.stderr.write(text)
+                    sys.stderr.flush()
+                    raw = sys.stdin.readline()
+                    line = raw.rstrip("\n") if raw else None
+            except (EOFError, OSError):
+                line = None
+            loop.call_soon_threadsafe(_answer, answer, line)
+
+        # a daemon thread: an interrupted run does not wait for a line nobody will type
+        threading.Thread(target=read, name="terminal prompt", daemon=True).start()
+        line = await answer
+    if line and secret:
+        applog.add_secret(line)
+    return line or None
+
+
+def _answer(future: asyncio.Future[str | None], line: str | None) -> None:
+    if not future.done():
+        future.set_result(line)
 
 
 async def _job_cluster(hub, name: str | None, job_id: str) -> str:

@@ -49,9 +49,8 @@ class YanflowCommands(Provider):
         ]
         for name, snap in app.hub.snapshots.items():
             if snap.login_user:
-                commands.append(
-                    (f"cluster: log in to {name}", f"Password for {snap.login_user}", partial(app.ask_login, name))
-                )
+                what = f"Log in again as {snap.login_user}" if snap.login_asks else f"Password for {snap.login_user}"
+                commands.append((f"cluster: log in to {name}", what, partial(app.ask_login, name)))
             elif snap.terminal_login:
                 commands.append(
                     (

@@ -29,13 +29,16 @@ class BackendUnavailable(BackendError):
 
 class AuthRequired(BackendError):
     """The cluster needs a password (no cached token, no env credentials). The console asks for it
-    and hands it to ``Backend.login``; it is never written to disk or to a log."""
+    and hands it to ``Backend.login``; it is never written to disk or to a log. With ``asks``, the
+    backend asks its own questions (an SSH login's one-time code): ``Backend.retry_login`` starts it
+    again, only when the user says so."""
 
     title = "Login required"
 
-    def __init__(self, cluster: str, user: str, message: str = ""):
+    def __init__(self, cluster: str, user: str, message: str = "", asks: bool = False):
         self.cluster = cluster
         self.user = user
+        self.asks = asks
         super().__init__(message or f"cluster {cluster!r} needs the password of user {user!r}")
 
 

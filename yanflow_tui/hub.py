@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import Backend
+from yanflow_tui.backends.prompting import within
 from yanflow_tui.config import Config
 from yanflow_tui.errors import AuthRequired, BackendError, BackendUnavailable, LoginInTerminal, YanflowError
 from yanflow_tui.model import NATIVE_KINDS, Job, Node
@@ -50,6 +51,7 @@ class ClusterSnapshot:
     failures: int = 0
     login_user: str = ""  # set while the cluster waits for this user's password (AuthRequired)
     detail: str = ""  # the whole error (every line, with its fix) or the backend's notice, for the Clusters screen
+    login_asks: bool = False  # the login asks its own questions (AuthRequired.asks): ``l`` retries it
     terminal_login: bool = False  # set while the cluster waits for its login in the real terminal (LoginInTerminal)
 
     @property
@@ -103,23 +105,26 @@ class Hub:
             self.config.cluster(name)  # raises a ConfigError naming the configured clusters
             raise
 
-    async def call(self, coro: Awaitable[T], timeout: float | None = None) -> T:
-        """Await a backend call with the hub's timeout."""
-        return await asyncio.wait_for(coro, timeout or self.timeout)
+    async def call(self, coro: Awaitable[T], timeout: float | None = None, backend: Backend | None = None) -> T:
+        """Await a backend call with the hub's timeout; time ``backend`` spends waiting on the user's
+        answer (a login prompt) does not count."""
+        if backend is None:
+            return await asyncio.wait_for(coro, timeout or self.timeout)
+        return await within(coro, timeout or self.timeout, backend.asker.waited)
 
     async def submit(self, name: str, spec, tag: str | None = None) -> str:
         """Submit through ``name``'s gate, waiting as long as that backend's submit may take (it
         answers ``SubmitUnknown`` with the tag at its own bound). ``tag``: retry that submission."""
         backend = self.backend(name)
-        return await self.call(backend.submit(spec, tag), timeout=backend.submit_budget + 5)
+        return await self.call(backend.submit(spec, tag), timeout=backend.submit_budget + 5, backend=backend)
 
     async def refresh(self, name: str, jobs: bool = True, nodes: bool = True) -> ClusterSnapshot:
         """Refresh one cluster. Never raises: failures mark the snapshot stale or in error."""
         backend = self.backend(name)
         snap = self.snapshots[name]
         try:
-            new_jobs = tuple(await self.call(backend.list_jobs())) if jobs else snap.jobs
-            new_nodes = tuple(await self.call(backend.list_nodes())) if nodes else snap.nodes
+            new_jobs = tuple(await self.call(backend.list_jobs(), backend=backend)) if jobs else snap.jobs
+            new_nodes = tuple(await self.call(backend.list_nodes(), backend=backend)) if nodes else snap.nodes
         except Exception as exc:
             failures = snap.failures + 1
             if isinstance(exc, BackendUnavailable):
@@ -127,6 +132,7 @@ class Hub:
             else:
                 health = Health.STALE if snap.updated is not None else Health.ERROR
             login_user = exc.user if isinstance(exc, AuthRequired) else ""
+            login_asks = isinstance(exc, AuthRequired) and exc.asks
             if snap.failures == 0:  # once per outage; each retry only with --debug
                 log.warning("cluster %s: refresh failed: %s", name, error_text(exc), exc_info=exc)
             else:
@@ -138,6 +144,7 @@ class Hub:
                 failures=failures,
                 login_user=login_user,
                 detail=full_error_text(exc),
+                login_asks=login_asks,
                 terminal_login=isinstance(exc, LoginInTerminal),
             )
         else:
@@ -153,6 +160,7 @@ class Hub:
                 failures=0,
                 login_user="",
                 detail=backend.notice,
+                login_asks=False,
                 terminal_login=False,
             )
         self.snapshots[name] = snap

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from yanflow_tui import formfields as ff
 from yanflow_tui.backends.base import Backend, Capabilities, TerminalLogin, describe_job
+from yanflow_tui.backends.prompting import Asker
 from yanflow_tui.backends.slurm import gpus, history, parse, tbfiles
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
@@ -53,7 +54,7 @@ clock = time.monotonic  # the backend's clock (a module attribute, so tests can 
 _JOB_ID = re.compile(r"[0-9]+(_([0-9]+|\[[0-9,%-]+\]))?")  # ASCII digits (\d also matches "٣")
 
 
-def _transport(config: ClusterConfig, timeout: float) -> Transport:
+def _transport(config: ClusterConfig, timeout: float, asker: Asker) -> Transport:
     """Local commands without ``ssh``; else the ``ssh.transport`` it names (asyncssh by default)."""
     ssh = config.options.get("ssh")
     if not ssh:
@@ -61,7 +62,7 @@ def _transport(config: ClusterConfig, timeout: float) -> Transport:
     target = parse_ssh_option(ssh, config.name)
     if target.transport == "openssh":
         return OpenSSHTransport(target, timeout, cluster=config.name)
-    return SshTransport(target, timeout)
+    return SshTransport(target, timeout, asker)  # its login's questions go through the backend's prompter
 
 
 class SlurmBackend(Backend):
@@ -85,7 +86,7 @@ class SlurmBackend(Backend):
         if timeout <= 10:
             raise BackendError(f"command_timeout must exceed Slurm's MessageTimeout (10 s), got {timeout}")
         if transport is None:
-            transport = _transport(config, timeout)
+            transport = _transport(config, timeout, self.asker)
         self.transport = transport
         self.nodes_refresh = float(opts.get("nodes_refresh_seconds") or NODES_REFRESH)
         self.defaults = {k: opts[k] for k in ("partition", "account") if opts.get(k)}
@@ -511,6 +512,9 @@ class SlurmBackend(Backend):
         result = await self.transport.run(["scancel", "--", job_id])
         if not result.ok:
             raise BackendError(f"scancel {job_id} failed: {result.error()}")
+
+    async def retry_login(self) -> None:
+        await self.transport.retry_login()
 
     async def close(self) -> None:
         await self.transport.close()

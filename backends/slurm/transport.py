@@ -15,11 +15,12 @@ import shlex
 import stat
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from yanflow_tui.errors import BackendError, ConfigError
+from yanflow_tui.backends.prompting import Asker, within
+from yanflow_tui.errors import AuthRequired, BackendError, ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +137,8 @@ class Transport(abc.ABC):
         argv = tuple(str(a) for a in argv)
         self.history.append(argv)
         script = script_for(argv, stdin_data)
-        try:
-            rc, out, err = await asyncio.wait_for(self._exec(script), timeout or self.timeout)
+        try:  # the time the user spends answering a login prompt is not the command's
+            rc, out, err = await within(self._exec(script), timeout or self.timeout, self.waited)
         except TimeoutError:
             raise CommandTimeout(f"{argv[0]} did not answer within {timeout or self.timeout:.0f} s") from None
         return Result(argv, rc, out, err)
@@ -170,11 +171,19 @@ class Transport(abc.ABC):
         )
         return await self._stream(read_from_script(path, start, follow, window, lines), binary=True)
 
+    def waited(self) -> float:
+        """Seconds spent so far waiting on the user (a login prompt); deadlines leave them out."""
+        return 0.0
+
     @abc.abstractmethod
     async def _exec(self, script: str) -> tuple[int, str, str]: ...
 
     @abc.abstractmethod
     async def _stream(self, script: str, binary: bool = False) -> LineStream: ...
+
+    async def retry_login(self) -> None:
+        """Log in again after a login that asked the user failed or was cancelled (the user's ``l``)."""
+        raise BackendError(f"{self.description}: no login to retry")
 
     async def close(self) -> None:  # noqa: B027 - optional: a transport with no connection has nothing to release
         """Release the connection."""
@@ -331,111 +340,208 @@ def _local_user() -> str:
 
 class SshTransport(Transport):
     """One persistent asyncssh connection; at most ``MAX_CHANNELS`` channels at once; keepalive on;
-    reconnects with backoff after a drop. Host keys are checked against known_hosts."""
+    reconnects with backoff after a drop. Host keys are checked against known_hosts.
 
-    def __init__(self, target: SshTarget, timeout: float = DEFAULT_TIMEOUT):
+    The login is OpenSSH's (``sshauth``): ssh-agent's keys, then the identity files (a passphrase is
+    asked through ``asker``), then keyboard-interactive prompts such as a one-time code. A connect runs
+    as its own task, which every caller awaits: a caller's timeout never cancels a login that waits on
+    the user, and the connect's own deadline leaves out the time a prompt is open. A login that asked
+    the user and then failed (or was cancelled) is not retried by itself: the next calls raise
+    ``AuthRequired`` with ``asks`` until ``retry_login`` (the user's ``l``)."""
+
+    def __init__(self, target: SshTarget, timeout: float = DEFAULT_TIMEOUT, asker: Asker | None = None):
         super().__init__(timeout)
         self.target = target
+        self.asker = asker or Asker()
         self._conn = None
-        self._lock = asyncio.Lock()
+        self._connecting: asyncio.Task | None = None
         self._channels = asyncio.Semaphore(MAX_CHANNELS)
         self._failures = 0
         self._retry_at = 0.0
         self._last_error = ""
+        self._asks_first = ""  # why the next connect waits for retry_login (a login that asked, then failed)
+        self._config: Any = None
+        self._jump: SshTransport | None = None  # the ProxyJump host's connection, logged in as this one is
         self.connects = 0  # how many connections were made (tests watch reconnects)
 
     @property
     def description(self) -> str:
         return f"ssh {self.target.label}"
 
-    def _options(self) -> dict:
-        import asyncssh
+    def waited(self) -> float:
+        return self.asker.waited()
 
+    def _ssh_config(self) -> Any:
+        """~/.ssh/config as it applies to this host (asyncssh's reading of it); None when unreadable."""
+        if self._config is None:
+            t = self.target
+            try:
+                from asyncssh.config import SSHClientConfig
+
+                config = Path("~", ".ssh", "config").expanduser()
+                paths = [config] if os.access(config, os.R_OK) else []
+                self._config = SSHClientConfig.load(
+                    None, paths, False, False, False, _local_user(), t.user or (), t.host, t.port or ()
+                )
+            except Exception:
+                self._config = False
+        return self._config or None
+
+    def login_user(self) -> str:
+        """The user we log in as: ours, else ~/.ssh/config's User, else the local user (as OpenSSH)."""
+        config = self._ssh_config()
+        user = config.get("User", None) if config is not None else None
+        return self.target.user or (str(user) if user else "") or _local_user()
+
+    @property
+    def login_label(self) -> str:
+        """``user@host:port`` with the user we log in as, for auth errors."""
+        t = self.target
+        return f"{self.login_user()}@{t.host}:{t.port or 22}"
+
+    def _agent(self) -> str:
+        """The ssh-agent socket: ~/.ssh/config's IdentityAgent (``none``: no agent), else $SSH_AUTH_SOCK."""
+        from yanflow_tui.backends.slurm.sshauth import agent_path
+
+        config = self._ssh_config()
+        named = config.get("IdentityAgent", None) if config is not None else None
+        if named:
+            return "" if str(named).lower() == "none" else os.path.expanduser(str(named))
+        return agent_path()
+
+    def _options(self) -> dict:
         t = self.target
         opts: dict[str, Any] = dict(
             keepalive_interval=KEEPALIVE_SECONDS,
             keepalive_count_max=3,
-            connect_timeout=CONNECT_TIMEOUT,
-            login_timeout=CONNECT_TIMEOUT,
+            login_timeout=0,  # our own deadline bounds the connect, leaving out time spent on prompts
+            # keys are offered by sshauth.LoginClient (agent first, then files); None here keeps asyncssh
+            # from loading them (and from asking no one for a passphrase)
+            client_keys=None,
+            agent_path=None,
         )
         if t.port:
             opts["port"] = t.port
         if t.user:
             opts["username"] = t.user
-        if t.identity_file:
-            opts["client_keys"] = [t.identity_file]
+        if t.identity_file and not Path(t.identity_file).exists():
+            raise BackendError(f"ssh {self.login_label}: identity file not found: {t.identity_file}")
         for key in self._key_files():
             check_key_permissions(key)
         if t.known_hosts:
             if not Path(t.known_hosts).is_file():
                 raise BackendError(f"known_hosts file not found: {t.known_hosts}")
             opts["known_hosts"] = t.known_hosts
-        if t.proxy_jump:
-            opts["tunnel"] = t.proxy_jump
-        del asyncssh
         return opts
 
+    async def _tunnel(self) -> Any:
+        """The ProxyJump host: one ``user@host[:port]`` is connected as this host is (its agent keys,
+        files and prompts, through the same asker), its key checked against our known_hosts where that
+        names it (else the default files); a chain goes to asyncssh as it is."""
+        t = self.target
+        if self._jump is None:
+            try:
+                jump = parse_ssh_option(t.proxy_jump or "")
+            except ConfigError:
+                return t.proxy_jump
+            known = t.known_hosts if t.known_hosts and _names_host(t.known_hosts, jump) else None
+            self._jump = SshTransport(replace(jump, known_hosts=known), self.timeout, self.asker)
+        return await self._jump._connection()
+
     def _key_files(self) -> list[Path]:
-        """The private key files asyncssh will read: our ``identity_file``, else the IdentityFile
-        lines of ~/.ssh/config for this host, else the default ~/.ssh/id_* that exist."""
+        """The private key files the login offers (after ssh-agent's keys): our ``identity_file``, else
+        the IdentityFile lines of ~/.ssh/config for this host, else the default ~/.ssh/id_* that exist."""
         t = self.target
         if t.identity_file:
             return [Path(t.identity_file)]
-        try:
-            from asyncssh.config import SSHClientConfig
-
-            config = Path("~", ".ssh", "config").expanduser()
-            paths = [config] if os.access(config, os.R_OK) else []
-            loaded = SSHClientConfig.load(
-                None, paths, False, False, False, _local_user(), t.user or (), t.host, t.port or ()
-            )
-            files = loaded.get("IdentityFile", ())  # a list of paths (asyncssh types it object)
-            identity = [Path(str(p)).expanduser() for p in files] if isinstance(files, (list, tuple)) else []
-        except Exception:
-            identity = []
+        config = self._ssh_config()
+        files = config.get("IdentityFile", ()) if config is not None else ()  # a list (asyncssh types it object)
+        identity = [Path(str(p)).expanduser() for p in files] if isinstance(files, (list, tuple)) else []
         if identity:
             return identity
         return [path for name in DEFAULT_KEY_FILES if (path := Path("~", ".ssh", name).expanduser()).exists()]
 
     async def _connection(self):
-        if self._conn is not None and not self._conn.is_closed():
-            return self._conn
-        async with self._lock:
-            if self._conn is not None and not self._conn.is_closed():
-                return self._conn
+        conn = self._conn
+        if conn is not None and not conn.is_closed():
+            return conn
+        if self._connecting is None:
+            if self._asks_first:
+                raise AuthRequired(self.login_label, self.login_user(), self._asks_first, asks=True)
             wait = self._retry_at - time.monotonic()
             if wait > 0:
                 raise BackendError(f"{self._last_error} (retrying in {wait:.0f} s)")
-            try:
-                self._conn = await self._connect()
-            except BaseException as exc:
-                self._last_error = str(exc) or type(exc).__name__
-                self._failures += 1
-                self._retry_at = time.monotonic() + min(MAX_BACKOFF, 2 ** (self._failures - 1))
-                raise
-            self._failures = 0
-            self._retry_at = 0.0
-            self.connects += 1
-            return self._conn
+            self._connecting = asyncio.create_task(self._connect_once(), name=f"ssh connect {self.target.label}")
+            self._connecting.add_done_callback(_retrieve)
+        return await asyncio.shield(self._connecting)  # a caller that gives up leaves the login running
+
+    async def _connect_once(self):
+        asked = self.asker.asked
+        try:
+            conn = await self._connect()
+        except BaseException as exc:
+            self._last_error = str(exc) or type(exc).__name__
+            self._failures += 1
+            self._retry_at = time.monotonic() + min(MAX_BACKOFF, 2 ** (self._failures - 1))
+            if isinstance(exc, BackendError) and self.asker.asked > asked:  # the user was asked: not again by itself
+                self._asks_first = self._last_error
+                raise AuthRequired(self.login_label, self.login_user(), self._last_error, asks=True) from None
+            raise
+        finally:
+            self._connecting = None
+        self._failures = 0
+        self._retry_at = 0.0
+        self._asks_first = ""
+        self._conn = conn
+        self.connects += 1
+        return conn
+
+    async def retry_login(self) -> None:
+        """Log in again now (the user asked): the prompts open again (the jump host's too)."""
+        for transport in (self, self._jump):
+            if transport is not None:
+                transport._asks_first = ""
+                transport._retry_at = 0.0
+        await self._connection()
 
     async def _connect(self):
         import asyncssh
 
+        from yanflow_tui.backends.slurm import sshauth
+
+        self._config = None  # ~/.ssh/config read afresh for each connect
         opts = self._options()
+        if self.target.proxy_jump:
+            opts["tunnel"] = await self._tunnel()
+        files = self._key_files()
+        label = self.login_label
+        config = self._ssh_config()
+        only = bool(config.get("IdentitiesOnly", False)) if config is not None else False
+        client = sshauth.LoginClient(label, files, self.asker.ask, self._agent(), identities_only=only)
         log.debug("ssh %s: connecting", self.target.label)
         try:
-            conn = await asyncio.wait_for(asyncssh.connect(self.target.host, **opts), CONNECT_TIMEOUT + 5)
+            conn = await within(
+                asyncssh.connect(self.target.host, client_factory=lambda: client, **opts),
+                CONNECT_TIMEOUT + 5,
+                self.waited,
+            )
             log.info("ssh %s: connected", self.target.label)
             return conn
         except asyncssh.HostKeyNotVerifiable:
             raise BackendError(await self._host_key_message(opts)) from None
-        except asyncssh.PermissionDenied as exc:
-            raise BackendError(f"ssh {self.target.label}: permission denied ({exc.reason})") from None
-        except asyncssh.Error as exc:
+        except asyncssh.Error as exc:  # a refusal, or the server giving up ("Too many authentication failures")
+            if client.cancelled:
+                raise BackendError(f"ssh {label}: login cancelled; {client.summary(files)}") from None
+            if client.error is not None:
+                raise BackendError(f"ssh {label}: {client.error}; {client.summary(files)}") from None
+            if isinstance(exc, asyncssh.PermissionDenied) or client.tried:
+                raise sshauth.login_failed(label, client, files, exc.reason) from None
             raise BackendError(f"ssh {self.target.label}: {exc.reason}") from None
         except (OSError, TimeoutError) as exc:
             reason = "timed out" if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) else exc.strerror or exc
             raise BackendError(f"ssh {self.target.label}: cannot connect: {reason}") from None
+        finally:
+            client.close_agent()
 
     async def _host_key_message(self, opts: dict) -> str:
         """Refusal text naming the key's SHA256 fingerprint (fetched without trusting it) and the
@@ -547,6 +653,10 @@ class SshTransport(Transport):
         return LineStream(lines(), closer)
 
     async def close(self) -> None:
+        if self._connecting is not None:
+            self._connecting.cancel()
+        if self._jump is not None:
+            await self._jump.close()
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
@@ -560,6 +670,23 @@ def _text(value) -> str:
     if value is None:
         return ""
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _names_host(known_hosts: str, target: SshTarget) -> bool:
+    """Whether the known_hosts file holds a key (or a CA) for ``target``."""
+    from asyncssh import match_known_hosts
+
+    try:
+        keys, cas, *_ = match_known_hosts(known_hosts, target.host, target.host, target.port)
+    except Exception:
+        return False
+    return bool(keys or cas)
+
+
+def _retrieve(task: asyncio.Task) -> None:
+    """A connect task's failure is its callers' to say; none may be left waiting for it."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _reason(exc: BaseException) -> str:
