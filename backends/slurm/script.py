@@ -145,6 +145,11 @@ def render_native(spec: JobSpec, tag: str | None, defaults: dict | None = None) 
     into ``--comment`` unless the script sets its own (then it cannot be looked up by a tag)."""
     native = spec.native
     assert native is not None and native.written is not None
+    if spec.image or spec.mounts:
+        raise BackendError(
+            "an sbatch script is sent as written and runs no container: start one in the script itself "
+            "(srun --container-image=..., apptainer exec ...), or submit a spec with image:"
+        )
     written = dict(options(native.written))
     argv = ["sbatch", "--parsable"]
     if tag is not None and not nativefiles.sbatch_sets(native, "comment"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sqlite3
 import time
 from pathlib import Path
@@ -13,12 +14,13 @@ import pytest
 from jobhelpers import cleanup_state_dir
 from waiting import async_wait_until
 
+from yanflow_tui import formfields as ff
 from yanflow_tui import locations
-from yanflow_tui.backends.local import containers
+from yanflow_tui.backends.local import containers, procs
 from yanflow_tui.backends.local.backend import LocalBackend
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
-from yanflow_tui.model import JobState
+from yanflow_tui.model import JobKind, JobState
 from yanflow_tui.spec import spec_from_data
 
 
@@ -127,6 +129,33 @@ async def test_a_restarted_console_still_shows_the_container_job_and_cancels_it(
     await wait_for_state(second, job_id, JobState.CANCELLED)
     assert time.monotonic() - started < 10
     assert podman.containers(prefix(second)) == []
+
+
+async def test_a_container_whose_supervisor_was_killed_is_found_by_name_and_cancelled(make, podman):
+    first = make()
+    job_id = await first.submit(spec_from_data({"name": "k", "image": podman.image, "command": "echo up; sleep 600"}))
+    await async_wait_until(lambda: _has(first, job_id, "up"), timeout=60, what="the container to start")
+    row = first.store.get(int(job_id))
+    assert row is not None and row.pid
+    procs.signal_group(row.pid, signal.SIGKILL)  # the supervisor and the podman client, not the container
+    await first.close()
+    await async_wait_until(lambda: not procs.group_members(row.pid), what="the job's process group to go")
+    name = containers.container_name(first.state_dir, first.hostname, int(job_id))
+    assert podman.containers(name) == [name]  # conmon keeps it running
+    second = make()
+    assert (await second.get_job(job_id)).state is JobState.RUNNING  # found by name (inspect)
+    await second.cancel(job_id)
+    assert (await wait_for_state(second, job_id, JobState.CANCELLED)).state is JobState.CANCELLED
+    assert podman.containers(prefix(second)) == []
+
+
+def test_the_form_offers_image_and_mounts_where_the_config_names_a_runtime(make, state):
+    assert ff.IMAGE in make().form_fields(JobKind.SINGLE)
+    plain = LocalBackend(ClusterConfig("local", "local"), state_dir=state)
+    try:
+        assert ff.IMAGE not in plain.form_fields(JobKind.SINGLE)  # found on PATH only: specs may use it
+    finally:
+        plain.store.close()
 
 
 async def _has(backend: LocalBackend, job_id: str, text: str) -> bool:

@@ -9,6 +9,7 @@ import os
 import shlex
 import shutil
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,9 @@ from waiting import async_wait_until, wait_until
 from yanflow_tui import launchers
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.backends.slurm.containers import Container, configured
-from yanflow_tui.backends.slurm.script import render
+from yanflow_tui.backends.slurm.script import render, render_native
 from yanflow_tui.errors import BackendError
-from yanflow_tui.model import JobState
+from yanflow_tui.model import NativeFile
 from yanflow_tui.spec import spec_from_data
 
 WORDS = ["train.py", "--name", "a b", "$HOME"]
@@ -52,7 +53,7 @@ def left_behind(podman, job_id: str) -> list[str]:
     return podman.containers(f"yanflow-{job_id}-")
 
 
-async def wait_ended(backend: SlurmBackend, job_id: str) -> JobState:
+async def wait_ended(backend: SlurmBackend, job_id: str) -> str:
     async def ended():
         state = live_state(job_id)
         return state or "GONE" if state in (None, "COMPLETED", "FAILED", "CANCELLED") else None
@@ -306,3 +307,12 @@ def test_an_image_needs_a_runtime_and_mounts_need_an_image():
         configured({"container": {"runtime": "lxc"}}, "c")
     with pytest.raises(BackendError, match="cannot be passed"):
         render(_spec(mounts=["/a,b:/a"]), "t", container=Container("apptainer"))
+
+
+def test_an_sbatch_script_as_written_with_an_image_is_refused():
+    native = NativeFile(
+        "sbatch", "run.sbatch", "#!/bin/sh\necho hi\n", written=spec_from_data({"name": "n", "command": "x"})
+    )
+    s = replace(_spec(kind="slurm"), native=native)
+    with pytest.raises(BackendError, match="runs no container"):
+        render_native(s, "t")
