@@ -300,6 +300,8 @@ class LocalBackend(Backend):
                 procs.signal_group(row.pid, signal.SIGKILL)
                 # SIGKILL is delivered asynchronously: wait for the group to go, so the state settles below.
                 await self._group_gone(row.pid, CANCEL_GRACE_SECONDS)
+        if runtime is not None:  # one created but never started outlives its client, and --rm
+            await asyncio.to_thread(containers.remove, runtime, self._container_name(row.id))
         await asyncio.to_thread(self._schedule)
 
     async def _group_gone(self, pgid: int, seconds: float) -> bool:

@@ -142,3 +142,12 @@ def stop(runtime: Runtime, name: str, grace: float) -> None:
             _call(runtime, ["kill", name])
         except (OSError, subprocess.TimeoutExpired):
             pass
+
+
+def remove(runtime: Runtime, name: str) -> None:
+    """``rm --force``: a container that was created but never started is not taken by ``--rm`` (its
+    client was killed first); quiet when there is none."""
+    try:
+        _call(runtime, ["rm", "--force", name])
+    except (OSError, subprocess.TimeoutExpired):
+        pass

@@ -6,7 +6,7 @@ podman, conf: PATH, args: [...]}``) and the shell text that runs a job's command
 - Apptainer/Singularity: ``apptainer exec [--nv] --bind ... --pwd ... IMAGE cmd``, inside the step.
 - podman: ``podman run --rm`` per task, named from the job, step and task ids (expanded on the node), the
   job's variables passed by name (their values never enter the script twice), the allocated GPUs as CDI
-  devices, stopped (``podman stop``) when Slurm signals the task.
+  devices, stopped and removed (``podman stop``, ``rm --force``) when Slurm signals the task.
 
 Whatever differs per node (``$SLURM_NODEID``, the GPU list) is expanded by the node's own shell, inside
 the step, never by the batch shell. Pure functions, no I/O.
@@ -147,9 +147,12 @@ def podman_wrapper(container: Container, spec: JobSpec, script: str, env_names: 
             'for gpu in $(echo "${SLURM_STEP_GPUS:-$SLURM_JOB_GPUS}" | tr , " "); do '
             'set -- "$@" --device "nvidia.com/gpu=$gpu"; done'
         )
-    stop = f'podman stop --time {STOP_SECONDS} "$name" >/dev/null 2>&1'
-    if container.conf:
-        stop = f"CONTAINERS_CONF={shlex.quote(container.conf)} {stop}"
+    # stop, then rm: one created but not yet started when the signal came is not taken by --rm
+    env = f"CONTAINERS_CONF={shlex.quote(container.conf)} " if container.conf else ""
+    stop = (
+        f'{env}podman stop --time {STOP_SECONDS} "$name" >/dev/null 2>&1; '
+        f'{env}podman rm --force "$name" >/dev/null 2>&1'
+    )
     lines += [
         f"trap {shlex.quote(stop)} TERM INT HUP",
         f"{words} &",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sqlite3
 import time
@@ -114,6 +115,39 @@ async def test_cancel_stops_a_running_container_within_ten_seconds(make, podman)
     assert time.monotonic() - started < 10
     assert job.state is JobState.CANCELLED
     assert podman.containers(prefix(backend)) == []
+
+
+SLOW_START = """#!/bin/sh
+# podman, except that `run` creates the container and then hangs before starting it (a slow start).
+if [ "$1" = run ]; then
+    shift
+    [ "$1" = --rm ] && shift
+    {podman} create "$@" >/dev/null && echo created && exec sleep 600
+fi
+exec {podman} "$@"
+"""
+
+
+async def test_a_cancel_before_the_container_started_leaves_none_behind(state, podman, tmp_path, monkeypatch):
+    """A cancel that comes while the container is created but not started (the client killed then)
+    must not leave it behind: --rm applies only to a container that ran."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "podman").write_text(SLOW_START.format(podman=podman.path))
+    (bin_dir / "podman").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    config = ClusterConfig("local", "local", options={"container": {"runtime": "podman", "conf": str(podman.conf)}})
+    backend = LocalBackend(config, state_dir=state)
+    try:
+        job_id = await backend.submit(spec_from_data({"name": "slow", "image": podman.image, "command": "sleep 600"}))
+        await async_wait_until(lambda: _has(backend, job_id, "created"), timeout=60, what="the container to be created")
+        name = containers.container_name(backend.state_dir, backend.hostname, int(job_id))
+        assert podman.containers(name) == [name]
+        await backend.cancel(job_id)
+        await wait_for_state(backend, job_id, JobState.CANCELLED)
+        assert podman.containers(prefix(backend)) == []
+    finally:
+        await backend.close()
 
 
 async def test_a_restarted_console_still_shows_the_container_job_and_cancels_it(make, podman):

@@ -295,7 +295,7 @@ def test_podman_passes_the_nodes_gpus_and_variables_by_name():
     assert 'nvidia.com/gpu=$gpu"' in wrapper and "${SLURM_STEP_GPUS:-$SLURM_JOB_GPUS}" in wrapper
     assert "--env SECRET " in wrapper and "s p a c e" not in wrapper  # the value stays in the batch shell's export
     assert "CONTAINERS_CONF=/etc/c.conf podman run --rm" in wrapper
-    assert "trap " in wrapper and "podman stop --time 5" in wrapper
+    assert "trap " in wrapper and "podman stop --time 5" in wrapper and "podman rm --force" in wrapper
 
 
 def test_an_image_needs_a_runtime_and_mounts_need_an_image():
