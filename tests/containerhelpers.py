@@ -58,6 +58,15 @@ def podman(tmp_path_factory) -> Podman:
     work = tmp_path_factory.mktemp("podman")
     conf = work / "containers.conf"
     conf.write_text(CONF)
+    found = Podman(path, conf, IMAGE)
+    _build(found, work)
+    check = found.run("run", "--rm", "--network", "none", IMAGE, "echo", "ready")
+    assert check.stdout.strip() == "ready", f"podman cannot run a container here: {check.stderr}"
+    return found
+
+
+def _build(podman: Podman, work: Path) -> None:
+    """The image: busybox and its applets as links, imported from a tarball of that folder."""
     root = work / "rootfs"
     (root / "bin").mkdir(parents=True)
     shutil.copy2(_busybox(), root / "bin" / "busybox")
@@ -66,9 +75,6 @@ def podman(tmp_path_factory) -> Podman:
     (root / "tmp").mkdir()
     tar = work / "rootfs.tar"
     subprocess.run(["tar", "-C", str(root), "-cf", str(tar), "."], check=True)
-    found = Podman(path, conf, IMAGE)
-    result = found.run("import", "-q", str(tar), IMAGE, timeout=120)
+    podman.run("rmi", "--force", IMAGE)  # the last run's, so untagged copies do not pile up
+    result = podman.run("import", "-q", str(tar), IMAGE, timeout=120)
     assert result.returncode == 0, f"podman import failed: {result.stderr}"
-    check = found.run("run", "--rm", "--network", "none", IMAGE, "echo", "ready")
-    assert check.stdout.strip() == "ready", f"podman cannot run a container here: {check.stderr}"
-    return found
