@@ -225,6 +225,13 @@ def test_no_runtime_is_a_clear_message(tmp_path, monkeypatch, state):
         backend.store.close()
     with pytest.raises(BackendError, match="container.runtime must be podman or docker"):
         LocalBackend(ClusterConfig("local", "local", options={"container": {"runtime": "lxc"}}), state_dir=state)
+    for bad, message in [
+        ({"runtime": "podman", "image": "x"}, "container.image is not known"),
+        ({"args": "--network none"}, "container.args must be a list of strings"),
+        ("podman", "container must be a mapping"),
+    ]:
+        with pytest.raises(BackendError, match=message):
+            containers.configured({"container": bad}, "local")
 
 
 def test_render_shows_the_container_command(make, podman):
