@@ -1,7 +1,8 @@
 """The local backend: this machine as a one-node cluster.
 
 ``single`` jobs run as child processes, each leading its own process group and session (so they
-outlive the console), under ``local_runner``, which records the exit status. GPUs come from NVML and
+outlive the console), under ``local_runner``, which records the exit status. A job with ``image:`` runs
+the same way, its command being the container runtime's ``run`` (see ``containers``). GPUs come from NVML and
 are handed out through ``CUDA_VISIBLE_DEVICES``; a job waits, pending, until enough are free.
 Job state lives in SQLite and logs in files, both under the XDG state dir.
 """
@@ -30,7 +31,7 @@ import yaml
 from yanflow_tui import formfields as ff
 from yanflow_tui import locations
 from yanflow_tui.backends.base import MONITOR_ONLY, Backend, Capabilities, describe_job
-from yanflow_tui.backends.local import procs, runner, scheduler
+from yanflow_tui.backends.local import containers, procs, runner, scheduler
 from yanflow_tui.backends.local.nvml import GpuReading, NvmlProbe
 from yanflow_tui.backends.local.store import JobRow, LocalStore
 from yanflow_tui.backends.local.tbfiles import list_event_files, logdir_of, read_range
@@ -106,6 +107,7 @@ class LocalBackend(Backend):
         self.user = current_user()
         self._children: dict[int, subprocess.Popen] = {}  # job id -> runner started by this process
         self._helpers: list[subprocess.Popen] = []  # background schedulers started by this process
+        self.container, self.no_container = containers.configured(config.options, self.name)
         if config.options.get(self.MONITOR_ONLY):
             # A login node found by discovery: shown, never given jobs, unless the config names it.
             self.capabilities = replace(type(self).capabilities, submit=False, job_kinds=frozenset())
@@ -137,9 +139,11 @@ class LocalBackend(Backend):
         job = self._job(row)
         fields = {k: v for k, v in row.spec_data.items() if k != "command"}  # the command is shown above
         spec = yaml.safe_dump(fields, sort_keys=False, allow_unicode=True).rstrip()
+        runtime = self._job_runtime(row.id)
         extra = [
             f"Log:       {self._log_path(row.id)}",
             f"PID:       {row.pid or '-'} (process group leader)",
+            *([f"Container: {self._container_name(row.id)} ({runtime.name})"] if runtime else []),
             "",
             "Spec:",
             *(f"  {line}" for line in spec.splitlines()),
@@ -252,15 +256,15 @@ class LocalBackend(Backend):
         if self.submit_refusal:
             raise BackendError(self.submit_refusal)
         super().check_spec(spec)
-        if spec.image:
+        if spec.image and self.container is None:
             raise BackendError(
-                f"cluster {self.name!r} runs commands directly on this machine and cannot use an image "
-                f"({spec.image!r}); remove image: or choose a cluster that runs containers"
+                f"cluster {self.name!r} cannot run the image {spec.image!r}: {self.no_container}; install "
+                f"podman or docker, or name one in the cluster's config (container: {{runtime: podman}})"
             )
-        if spec.mounts:
+        if spec.mounts and not spec.image:
             raise BackendError(
-                f"cluster {self.name!r} runs on this machine's own filesystem and cannot mount "
-                f"{spec.mounts[0].source!r}; remove mounts: or choose a cluster that runs containers"
+                f"cluster {self.name!r} mounts {spec.mounts[0].source!r} only into a container; "
+                f"add image: or remove mounts:"
             )
         cpus = os.cpu_count() or 1
         if spec.resources.cpus and spec.resources.cpus > cpus:
@@ -269,7 +273,8 @@ class LocalBackend(Backend):
     async def _submit(self, spec: JobSpec) -> str:
         # A stat can hang on a network home directory: keep it off the event loop (and out of
         # check_spec, which the Submit screen calls on every keystroke).
-        if spec.workdir and not await asyncio.to_thread(_is_dir, spec.workdir):
+        # In a container the workdir is the image's path, not this machine's.
+        if spec.workdir and not spec.image and not await asyncio.to_thread(_is_dir, spec.workdir):
             raise BackendError(f"workdir {spec.workdir!r} is not a directory on this machine")
         readings = await asyncio.to_thread(self.probe.read)
         total = len(readings or [])
@@ -277,7 +282,8 @@ class LocalBackend(Backend):
             why = f" ({self.probe.reason})" if readings is None and self.probe.reason else ""
             raise BackendError(f"the job asks for {spec.resources.gpus} GPU(s) but this machine has {total}{why}")
         job_id = await asyncio.to_thread(
-            self.store.insert,
+            self._insert,
+            spec.image is not None,
             name=spec.name,
             user=self.user,
             kind=spec.kind.value,
@@ -299,12 +305,17 @@ class LocalBackend(Backend):
         row = await asyncio.to_thread(self._mark_cancelled, job_id)
         if row.state == "pending":
             return
+        runtime = await asyncio.to_thread(self._job_runtime, row.id)
+        if runtime is not None:  # stop the container itself: its client may not outlive a signal
+            await asyncio.to_thread(containers.stop, runtime, self._container_name(row.id), CANCEL_GRACE_SECONDS)
         if row.pid and await asyncio.to_thread(_still_running, row):
             procs.signal_group(row.pid, signal.SIGTERM)
             if not await self._group_gone(row.pid, CANCEL_GRACE_SECONDS):
                 procs.signal_group(row.pid, signal.SIGKILL)
                 # SIGKILL is delivered asynchronously: wait for the group to go, so the state settles below.
                 await self._group_gone(row.pid, CANCEL_GRACE_SECONDS)
+        if runtime is not None:  # one created but never started outlives its client, and --rm
+            await asyncio.to_thread(containers.remove, runtime, self._container_name(row.id))
         await asyncio.to_thread(self._schedule)
 
     async def _group_gone(self, pgid: int, seconds: float) -> bool:
@@ -338,14 +349,27 @@ class LocalBackend(Backend):
             return row
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
-        return (ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind, memory=False), ff.ENV_FIELD)
+        fields = (ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind, memory=False), ff.ENV_FIELD)
+        if self.container is not None and self.config.options.get("container"):  # configured, not just found
+            return (*fields[:3], ff.IMAGE, ff.MOUNTS_FIELD, *fields[3:])
+        return fields
 
     def _render(self, spec: JobSpec) -> str:
+        lines = [f"# local job on {self.hostname}: {spec.resources.gpus} GPU(s)"]
+        if spec.image and self.container is not None:
+            data = spec_to_data(spec)
+            gpus = list(range(spec.resources.gpus))
+            argv = containers.run_argv(self.container, "yanflow-JOB", data, spec.env, gpus)
+            if gpus:
+                lines.append("# GPU devices: the allocated indices, chosen at start from free GPUs")
+            if self.container.conf:
+                lines.append(f"export CONTAINERS_CONF={shlex.quote(self.container.conf)}")
+            lines.append(shlex.join(argv))
+            return "\n".join(lines) + "\n"
         argv = self._argv(spec, Path("EXIT_FILE"))[5:]
         env = {k: v for k, v in spec.env.items()}
         if spec.resources.gpus:
             env["CUDA_VISIBLE_DEVICES"] = "<chosen at start from free GPUs>"
-        lines = [f"# local job on {self.hostname}: {spec.resources.gpus} GPU(s)"]
         lines.append(f"cd {shlex.quote(str(Path(spec.workdir or '~').expanduser()))}")
         lines.append(shlex.join(["env", *[f"{k}={v}" for k, v in env.items()], *argv]))
         return "\n".join(lines) + "\n"
@@ -361,6 +385,31 @@ class LocalBackend(Backend):
 
     def _log_path(self, job_id: int) -> Path:
         return self.jobs_dir / str(job_id) / "output.log"
+
+    def _insert(self, in_container: bool, **fields) -> int:
+        """A new job row, with its container runtime recorded beside it (under the schedule lock, so no
+        scheduler starts it before): the job runs, and is found again and stopped, with the runtime it
+        was submitted with, whichever console or scheduler handles it later."""
+        with self._lock():
+            job_id = self.store.insert(**fields)
+            if in_container and self.container is not None:
+                job_dir = self.jobs_dir / str(job_id)
+                job_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+                runtime = self.container
+                record = {"name": runtime.name, "path": runtime.path, "conf": runtime.conf, "args": list(runtime.args)}
+                locations.private_file(job_dir / "container.json", json.dumps(record) + "\n")
+            return job_id
+
+    def _job_runtime(self, job_id: int) -> containers.Runtime | None:
+        """The runtime a container job was submitted with; None for a job run directly."""
+        try:
+            record = json.loads((self.jobs_dir / str(job_id) / "container.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return containers.Runtime(record["name"], record["path"], record.get("conf", ""), tuple(record.get("args", [])))
+
+    def _container_name(self, job_id: int) -> str:
+        return containers.container_name(self.state_dir, self.hostname, job_id)
 
     def _group_alive(self, pgid: int) -> bool:
         self._reap()
@@ -437,6 +486,10 @@ class LocalBackend(Backend):
         code = _read_exit(exit_file)
         if code is None and _still_running(row):
             return
+        if code is None and (runtime := self._job_runtime(row.id)) is not None:
+            # Its runner is gone (killed), but the container may run on: it is found again by name.
+            if containers.running(runtime, self._container_name(row.id)) is not False:
+                return
         if code is None:
             code = _read_exit(exit_file)  # it may have ended between the two checks
         now = time.time()
@@ -469,6 +522,17 @@ class LocalBackend(Backend):
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
         command = spec["command"] if isinstance(spec["command"], str) else tuple(spec["command"])
         workdir = Path(spec.get("workdir") or "~").expanduser()
+        runtime = self._job_runtime(row.id)
+        if runtime is not None:
+            inside = {str(k): str(v) for k, v in (spec.get("env") or {}).items()}
+            inside.update(YANFLOW_JOB_ID=str(row.id), YANFLOW_JOB_NAME=row.name, YANFLOW_CLUSTER=self.name)
+            try:
+                command = tuple(containers.run_argv(runtime, self._container_name(row.id), spec, inside, gpus))
+            except BackendError as exc:
+                self.store.update(row.id, state="failed", end_time=time.time(), reason=str(exc))
+                return
+            env, workdir = runtime.env(env), job_dir  # the devices say which GPUs: no CUDA_VISIBLE_DEVICES
+            env.pop("CUDA_VISIBLE_DEVICES", None)
         if not workdir.is_dir():
             self.store.update(
                 row.id, state="failed", end_time=time.time(), reason=f"workdir {str(workdir)!r} is not a directory"

@@ -21,7 +21,7 @@ from dataclasses import replace
 from yanflow_tui import formfields as ff
 from yanflow_tui.backends.base import Backend, Capabilities, TerminalLogin, describe_job
 from yanflow_tui.backends.prompting import Asker
-from yanflow_tui.backends.slurm import gpus, history, parse, tbfiles
+from yanflow_tui.backends.slurm import containers, gpus, history, parse, tbfiles
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
 from yanflow_tui.backends.slurm.script import Rendered, render, render_native
@@ -90,6 +90,7 @@ class SlurmBackend(Backend):
         self.transport = transport
         self.nodes_refresh = float(opts.get("nodes_refresh_seconds") or NODES_REFRESH)
         self.defaults = {k: opts[k] for k in ("partition", "account") if opts.get(k)}
+        self.container = containers.configured(opts, config.name)  # runs a job's image: (None: no runtime)
         self._nodes: list[Node] | None = None
         self._nodes_at = 0.0
         self._history: list[Job] = []
@@ -367,7 +368,7 @@ class SlurmBackend(Backend):
 
     # -- writes ----------------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:
-        return render(spec, "DRY-RUN", self.defaults).text()
+        return render(spec, "DRY-RUN", self.defaults, self.container).text()
 
     def _render_native(self, spec: JobSpec) -> str:
         return render_native(spec, "DRY-RUN", self.defaults).text()
@@ -381,6 +382,8 @@ class SlurmBackend(Backend):
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
         fields = [ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind)]
+        if self.container is not None:
+            fields[3:3] = [ff.IMAGE, ff.MOUNTS_FIELD]
         fields.insert(
             fields.index(ff.CPUS),
             ff.FormField(
@@ -421,7 +424,7 @@ class SlurmBackend(Backend):
         """sbatch once, the script carrying ``--comment=yanflow:TAG``. Whenever the answer may be
         lost after the script was sent (drop, timeout, no exit status, no job id), the job is looked
         up by its tag before answering: its id, or ``SubmitUnknown``; never "refused"."""
-        return await self._send(render(spec, tag, self.defaults), tag, retry)
+        return await self._send(render(spec, tag, self.defaults, self.container), tag, retry)
 
     async def _submit_native(self, spec: JobSpec, tag: str | None, retry: bool) -> str:
         """The user's sbatch script, as written (what the form changed as sbatch options)."""

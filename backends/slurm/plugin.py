@@ -46,7 +46,8 @@ def review(found: list[ClusterConfig]) -> list[ClusterConfig]:
 INFO = BackendInfo(
     kind="slurm",
     backend="yanflow_tui.backends.slurm.backend:SlurmBackend",
-    options=("ssh", "partition", "account", "nodes_refresh_seconds", "command_timeout", "history"),
+    # container: {runtime: pyxis|apptainer|singularity|podman, conf: PATH, args: [...]} (backends/slurm/containers.py)
+    options=("ssh", "partition", "account", "nodes_refresh_seconds", "command_timeout", "history", "container"),
     section=SECTION,
     refresh=REFRESH,
     discover=discover,

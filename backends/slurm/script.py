@@ -1,7 +1,8 @@
 """sbatch rendering: a job spec as (sbatch argv, batch script); an sbatch script of the user's as it is
 written, with what the form changed as sbatch options (``render_native``). Options go on ``#SBATCH`` lines only
 when their value is plainly safe there; anything else (quotes, spaces, ``$``, newlines, a leading
-``-``...) is passed as an sbatch argument instead. No I/O."""
+``-``...) is passed as an sbatch argument instead. A job with ``image:`` runs through the cluster's
+container runtime (see ``containers``). No I/O."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import shlex
 from dataclasses import dataclass
 
 from yanflow_tui import launchers, nativefiles
+from yanflow_tui.backends.slurm import containers
+from yanflow_tui.backends.slurm.containers import Container
 from yanflow_tui.curves import LOGDIR_ENV, SECTION
 from yanflow_tui.errors import BackendError, SpecError
 from yanflow_tui.model import JobKind, JobSpec
@@ -41,7 +44,7 @@ def _mem(mb: int) -> str:
 RESERVED = ("comment", "parsable", "wrap", "test-only")  # our tag, our answer, the script on stdin
 
 
-def options(spec: JobSpec, defaults: dict | None = None) -> list[tuple[str, str | None]]:
+def options(spec: JobSpec, defaults: dict | None = None, in_container: bool = False) -> list[tuple[str, str | None]]:
     """The sbatch options ``spec`` asks for, in order, as (long name, value or None for a flag):
     its fields, then ``slurm.options`` passed through. Raises ``SpecError`` for an option set twice or
     one of ours (``--comment`` carries the submit tag)."""
@@ -74,7 +77,7 @@ def options(spec: JobSpec, defaults: dict | None = None) -> list[tuple[str, str 
         out.append(("output", str(s["output"])))
     if s.get("error"):
         out.append(("error", str(s["error"])))
-    if spec.workdir:
+    if spec.workdir and not in_container:  # in a container it is the image's path, set by the runtime
         out.append(("chdir", spec.workdir))
     if s.get("exclusive"):
         out.append(("exclusive", None))
@@ -93,10 +96,19 @@ def options(spec: JobSpec, defaults: dict | None = None) -> list[tuple[str, str 
     return out
 
 
-def render(spec: JobSpec, tag: str, defaults: dict | None = None) -> Rendered:
+def render(spec: JobSpec, tag: str, defaults: dict | None = None, container: Container | None = None) -> Rendered:
     """``tag`` goes into ``--comment=yanflow:<tag>`` so a timed-out submit can be found again.
-    Any name Slurm takes is passed through unchanged (a newline too: sbatch stores it as given)."""
-    options_ = [*options(spec, defaults), ("comment", f"yanflow:{tag}")]
+    Any name Slurm takes is passed through unchanged (a newline too: sbatch stores it as given).
+    ``container``: the cluster's runtime, which runs a spec with ``image:``."""
+    if spec.image and container is None:
+        raise BackendError(
+            f"image {spec.image!r}: this cluster runs no containers; name its runtime in the cluster's "
+            f"config (container: {{runtime: pyxis|apptainer|podman}}) or remove image:"
+        )
+    if spec.mounts and not spec.image:
+        raise BackendError("mounts: are bind mounts into a container; add image: or remove mounts:")
+    boxed = container if spec.image else None
+    options_ = [*options(spec, defaults, boxed is not None), ("comment", f"yanflow:{tag}")]
 
     argv = ["sbatch", "--parsable"]
     lines = ["#!/bin/sh"]
@@ -123,7 +135,10 @@ def render(spec: JobSpec, tag: str, defaults: dict | None = None) -> Rendered:
             raise SpecError([(spec.source or "<spec>", 0, f"env.{key}", "not a valid environment variable name")])
         lines.append(f"export {key}={shlex.quote(value)}")
     command = spec.command if isinstance(spec.command, str) else shlex.join(spec.command)
-    lines.append(_multi_node(spec) if multi else command)
+    if boxed is not None:
+        lines.append(_in_container(spec, boxed, command))
+    else:
+        lines.append(_multi_node(spec) if multi else command)
     return Rendered(tuple(argv), "\n".join(lines) + "\n", tag)
 
 
@@ -134,6 +149,11 @@ def render_native(spec: JobSpec, tag: str | None, defaults: dict | None = None) 
     into ``--comment`` unless the script sets its own (then it cannot be looked up by a tag)."""
     native = spec.native
     assert native is not None and native.written is not None
+    if spec.image or spec.mounts:
+        raise BackendError(
+            "an sbatch script is sent as written and runs no container: start one in the script itself "
+            "(srun --container-image=..., apptainer exec ...), or submit a spec with image:"
+        )
     written = dict(options(native.written))
     argv = ["sbatch", "--parsable"]
     if tag is not None and not nativefiles.sbatch_sets(native, "comment"):
@@ -176,10 +196,11 @@ def _rendezvous(spec: JobSpec) -> list[str]:
     return lines
 
 
-def _multi_node(spec: JobSpec) -> str:
+def _multi_node(spec: JobSpec, container: Container | None = None) -> str:
     """The job's last line. A per-node launcher (and ``none``) runs as one ``srun`` task per node, and
     its node rank is read on that node, inside the step (``$SLURM_NODEID``), from a script passed as
-    one quoted word. horovodrun is one driver, started on the first node, that starts every process."""
+    one quoted word. horovodrun is one driver, started on the first node, that starts every process.
+    With a ``container``, that script (or the driver) runs in the job's image."""
     launcher = spec.launcher
     prefix = launchers.prefix(launcher)
     if isinstance(spec.command, tuple):
@@ -189,9 +210,40 @@ def _multi_node(spec: JobSpec) -> str:
     else:
         user = spec.command if prefix is None else launchers.handed_line(launcher, spec.command)
     if launcher == "horovod":
-        return f"{prefix} {user}"
+        if container is None:
+            return f"{prefix} {user}"
+        return _one_task(spec, container, f"exec {prefix} {user}\n")
     if prefix is None:
         step = f"NODE_RANK=$SLURM_NODEID; export NODE_RANK\n{user}\n"
     else:
         step = f"NODE_RANK=$SLURM_NODEID; export NODE_RANK\nexec {prefix} {user}\n"
-    return f"srun --ntasks-per-node=1 --kill-on-bad-exit=1 /bin/sh -c {shlex.quote(step)}"
+    srun = "srun --ntasks-per-node=1 --kill-on-bad-exit=1"
+    if container is None:
+        return f"{srun} /bin/sh -c {shlex.quote(step)}"
+    pyxis = shlex.join(containers.srun_options(container, spec))
+    return " ".join(filter(None, [srun, pyxis, containers.inside(container, spec, step, _env_names(spec))]))
+
+
+def _env_names(spec: JobSpec) -> list[str]:
+    """The variables the batch shell sets for the job, which a podman task passes into its container."""
+    names = [*spec.env]
+    if spec.kind is JobKind.MULTI_NODE:
+        names += [*launchers.reserved_env(spec.launcher)]
+    return names
+
+
+def _one_task(spec: JobSpec, container: Container, script: str) -> str:
+    """``script`` in the image on the batch shell's node: pyxis needs a step for that (one task)."""
+    inner = containers.inside(container, spec, script, _env_names(spec))
+    if container.runtime != "pyxis":
+        return inner
+    return shlex.join(["srun", "--nodes=1", "--ntasks=1", *containers.srun_options(container, spec)]) + " " + inner
+
+
+def _in_container(spec: JobSpec, container: Container, command: str) -> str:
+    """The last line of a job with ``image:``: a multi-node job's per-node script, or the command,
+    run in the image."""
+    if spec.kind is JobKind.MULTI_NODE:
+        return _multi_node(spec, container)
+    script = command if isinstance(spec.command, str) else f"exec {command}"
+    return _one_task(spec, container, script + "\n")

@@ -125,8 +125,8 @@ def test_submit_dry_run_prints_native_form_and_submits_nothing(env, tmp_path):
 
 
 def test_submit_dry_run_still_checks_the_spec(env, tmp_path):
-    path = write_spec(tmp_path, {"name": "dry", "command": "x", "image": "pytorch:2.4"})
-    assert_one_clear_line(run_cli("submit", "--dry-run", str(path)), "cannot use an image")
+    path = write_spec(tmp_path, {"name": "dry", "command": "x", "mounts": ["/data:/data"]})
+    assert_one_clear_line(run_cli("submit", "--dry-run", str(path)), "only into a container")
 
 
 def test_logs_and_follow(env, tmp_path):

@@ -523,14 +523,16 @@ async def test_hostile_job_name(make, home, tmp_path, monkeypatch, name):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        ({"image": "pytorch:2.4"}, "cannot use an image ('pytorch:2.4')"),
-        ({"mounts": ["/data:/data"]}, "cannot mount '/data'"),
+        ({"image": "pytorch:2.4"}, "cannot run the image 'pytorch:2.4': neither podman nor docker is installed"),
+        ({"mounts": ["/data:/data"]}, "mounts '/data' only into a container"),
         ({"resources": {"cpus": 100000}}, "asks for 100000 CPUs"),
         ({"workdir": "/no/such/dir/anywhere"}, "workdir '/no/such/dir/anywhere' is not a directory"),
         ({"kind": "slurm"}, "cannot run slurm jobs; it runs: single"),
     ],
 )
-async def test_specs_the_local_backend_cannot_run(make, extra, message):
+async def test_specs_the_local_backend_cannot_run(make, extra, message, monkeypatch, tmp_path):
+    if "image" in extra:
+        monkeypatch.setenv("PATH", str(tmp_path))  # no container runtime on PATH
     backend = make()
     bad = spec_from_data({"name": "x", "command": "true", **extra})
     with pytest.raises(BackendError) as info:
