@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 
 from yanflow_tui import formfields as ff
 from yanflow_tui.backends.base import Backend, Capabilities, describe_job
-from yanflow_tui.backends.slurm import gpus, history, parse
+from yanflow_tui.backends.slurm import gpus, history, parse, verbs
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.script import render
 from yanflow_tui.backends.slurm.transport import (
@@ -31,6 +31,7 @@ from yanflow_tui.backends.slurm.transport import (
 )
 from yanflow_tui.capacity import Request
 from yanflow_tui.config import ClusterConfig
+from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.model import Job, JobKind, JobSpec, JobState, LogLine, Node
 
@@ -60,6 +61,8 @@ class SlurmBackend(Backend):
         history=True,
         raw_spec=True,
         submit_tags=True,
+        actions=verbs.ACTIONS,
+        efficiency=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -239,8 +242,21 @@ class SlurmBackend(Backend):
         return describe_job(job, extra)
 
     async def raw_spec(self, job_id: str) -> str:
+        """``scontrol show job -dd``, then the batch script the job was submitted with."""
         _check_id(job_id)
-        return await self.transport.check(["scontrol", "show", "job", "-dd", "--", job_id])
+        shown = await self.transport.check(["scontrol", "show", "job", "-dd", "--", job_id])
+        try:
+            script = await verbs.batch_script(self.transport, job_id)
+        except BackendError as exc:
+            script = f"({exc})\n"
+        return f"{shown.rstrip()}\n\n# batch script\n{script}"
+
+    async def efficiency(self, job_ids: Sequence[str]) -> dict[str, Efficiency]:
+        for job_id in job_ids:
+            _check_id(job_id)
+        if self.history_note:
+            raise BackendError(self.history_note)
+        return await verbs.efficiency(self.transport, list(job_ids))
 
     # -- logs ------------------------------------------------------------------------------------
     async def _log_paths(self, raw: parse.RawJob) -> tuple[str, str]:
@@ -449,6 +465,13 @@ class SlurmBackend(Backend):
         result = await self.transport.run(["scancel", "--", job_id])
         if not result.ok:
             raise BackendError(f"scancel {job_id} failed: {result.error()}")
+
+    async def _perform(self, job_id: str, action: str, args: Mapping[str, str]) -> str:
+        _check_id(job_id)
+        verbs.check_args(action, args)  # typed values, before any I/O
+        said = await verbs.perform(self.transport, job_id, action, args)
+        self._history_at = 0.0  # a resubmitted or requeued job shows at the next refresh
+        return said
 
     async def close(self) -> None:
         await self.transport.close()

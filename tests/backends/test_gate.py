@@ -37,7 +37,7 @@ class SpyBackend(Backend):
     async def _cancel(self, job_id):
         self.calls.append(("cancel", job_id))
 
-    async def _perform(self, job_id, action):
+    async def _perform(self, job_id, action, args):
         self.calls.append((action, job_id))
 
 
