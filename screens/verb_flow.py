@@ -1,0 +1,71 @@
+"""The dialogs before a job verb runs: what the verb needs (a signal from a short list; the field
+to edit and its new value), then one confirmation for every job it is for (the highlighted job, or
+every marked one). Nothing here touches a backend: ``done(args)`` runs the verb."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from textual.app import App
+
+from yanflow_tui.backends.base import SIGNALS
+from yanflow_tui.keys import JobVerb
+from yanflow_tui.model import Job
+from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen, PromptScreen
+
+SHOWN_IDS = 6  # ids named in a question about several jobs; the rest are counted
+EDIT_FIELDS = {"time limit": "time", "partition": "partition", "QOS": "qos"}
+EDIT_HINTS = {"time limit": " (e.g. 30, 01:30:00 or 2-00:00:00)", "partition": "", "QOS": ""}
+
+
+def targets_text(jobs: Sequence[Job]) -> str:
+    """``job 12 (train) on hpc``, or ``3 jobs: hpc/12, hpc/13, hpc/14``."""
+    if len(jobs) == 1:
+        job = jobs[0]
+        return f"job {job.id} ({job.name}) on {job.cluster}"
+    named = ", ".join(f"{j.cluster}/{j.id}" for j in jobs[:SHOWN_IDS])
+    more = f" and {len(jobs) - SHOWN_IDS} more" if len(jobs) > SHOWN_IDS else ""
+    return f"{len(jobs)} jobs: {named}{more}"
+
+
+def confirm(app: App, question: str, args: dict[str, str], done: Callable[[dict[str, str]], None]) -> None:
+    def answered(yes: bool | None) -> None:
+        if yes:
+            done(args)
+
+    app.push_screen(ConfirmScreen(question), answered)
+
+
+def ask(app: App, verb: JobVerb, jobs: Sequence[Job], done: Callable[[dict[str, str]], None]) -> None:
+    """Ask what ``verb`` needs for ``jobs``, confirm once, then ``done(args)``."""
+    what = targets_text(jobs)
+    if verb.verb == "signal":
+
+        def signal_chosen(signal: str | None) -> None:
+            if signal:
+                confirm(app, f"Send SIG{signal} to {what}?", {"signal": signal}, done)
+
+        app.push_screen(ChoiceScreen(f"Signal for {what}", list(SIGNALS)), signal_chosen)
+        return
+    if verb.verb == "edit":
+
+        def field_chosen(label: str | None) -> None:
+            if not label:
+                return
+
+            def value_given(value: str | None) -> None:
+                if value:
+                    confirm(app, f"Set the {label} of {what} to {value}?", {EDIT_FIELDS[label]: value}, done)
+
+            app.push_screen(PromptScreen(f"New {label} for {what}{EDIT_HINTS[label]}"), value_given)
+
+        app.push_screen(ChoiceScreen(f"Edit {what}", list(EDIT_FIELDS)), field_chosen)
+        return
+    args = dict(verb.args)
+    if args.get("more"):
+        question = (
+            f"Resubmit {what} with twice the time limit (after a TIMEOUT) or twice the memory (after an OUT_OF_MEMORY)?"
+        )
+    else:
+        question = f"{verb.label} {what}?"
+    confirm(app, question, args, done)
