@@ -325,7 +325,7 @@ async def _efficiencies(hub, jobs) -> dict:
             continue
         try:
             found = await hub.call(backend.efficiency(ids))
-        except YanflowError as exc:
+        except (YanflowError, TimeoutError) as exc:
             log.info("efficiency on %s: %s", name, exc)
             continue
         out.update({(name, job_id): eff for job_id, eff in found.items()})
