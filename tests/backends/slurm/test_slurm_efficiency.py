@@ -134,3 +134,31 @@ def kib(text: str) -> float:
         return 0.0
     units = {"K": 1, "M": 1024, "G": 1024**2}
     return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text) / 1024
+
+
+def test_site_running_job_figures_come_from_sstat(site_dir, site_jobs):
+    out = site_slurm(
+        "sbatch", "--parsable", "-p", "batch", "--mem=200M", "-t", "00:02:00", "-o", "/dev/null",
+        f"--chdir={SITE_JOBS}", "--wrap=python3 -c 'import time; t = time.time()\nwhile time.time() - t < 60: pass'",
+    )  # fmt: skip
+    job_id = out.strip().split(";")[0]
+    site_jobs.append(job_id)
+
+    def sampled() -> str:
+        text = site_slurm("sstat", "-a", "-n", "-P", "-o", "JobID,TRESUsageInTot", "-j", job_id, check=False)
+        return text if re.search(r"cpu=00:00:0[1-9]", text) else ""
+
+    text = wait_until(sampled, 40, "sstat has a sample")
+
+    async def figures():
+        backend = SlurmBackend(site_cluster())
+        try:
+            return (await backend.efficiency([job_id]))[job_id]
+        finally:
+            await backend.close()
+
+    eff = asyncio.run(figures())
+    assert eff.running and eff.state == "RUNNING"
+    assert eff.cpu_seconds >= verbs.sstat_usage(text)[job_id][0] >= 1  # sacct has no CPU time yet: sstat's
+    assert eff.memory_kb == 200 * 1024 and eff.time_limit_seconds == 120
+    assert "sstat" in dict(eff.lines())["Efficiency note"]
