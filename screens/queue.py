@@ -611,6 +611,10 @@ class QueueScreen(DataScreen):
             if not verb:
                 return
             fit = [j for j in jobs if self._can(verb)(j)]
+            keyed = next((v for v in JOB_VERBS if v.verb == verb and not v.args), None)
+            if keyed is not None:  # a verb with a key of its own asks what it needs (a signal...)
+                ask(self.app, keyed, fit, lambda args: self._perform(fit, verb, args))
+                return
             confirm(
                 self.app, f"{verb.capitalize()} {targets_text(fit)}?", {}, lambda args: self._perform(fit, verb, args)
             )
