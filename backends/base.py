@@ -344,6 +344,14 @@ class Backend(abc.ABC):
         longer: the backend answers ``SubmitUnknown`` at this bound, never a bare timeout)."""
         return SUBMIT_BUDGET
 
+    def check_args(self, action: str, args: Mapping[str, str]) -> None:
+        """Raise ``BackendError`` unless ``args`` suit ``action`` (the names ``VERB_ARGS`` gives it, the
+        values in this backend's grammar, e.g. a Slurm time limit). No I/O: the console asks before
+        its confirmation, and ``perform`` again before anything is sent."""
+        unknown = sorted(set(args) - set(VERB_ARGS.get(action, ())))
+        if unknown:
+            raise BackendError(f"{action} takes no {', '.join(unknown)}")
+
     # -- writes: gated, final ----------------------------------------------------------------
     async def submit(self, spec: JobSpec, tag: str | None = None) -> str:
         """Submit ``spec``; return the new job id. A refusal raises ``BackendError``; a lost answer
@@ -383,9 +391,7 @@ class Backend(abc.ABC):
             raise BackendError(f"cluster {self.name!r} cannot {action} jobs")
         self.check_id(job_id)
         args = dict(args or {})
-        unknown = sorted(set(args) - set(VERB_ARGS.get(action, ())))
-        if unknown:
-            raise BackendError(f"{action} takes no {', '.join(unknown)}")
+        self.check_args(action, args)
         return await self._perform(job_id, action, args) or ""
 
     # -- to implement --------------------------------------------------------------------------

@@ -613,7 +613,7 @@ class QueueScreen(DataScreen):
             fit = [j for j in jobs if self._can(verb)(j)]
             keyed = next((v for v in JOB_VERBS if v.verb == verb and not v.args), None)
             if keyed is not None:  # a verb with a key of its own asks what it needs (a signal...)
-                ask(self.app, keyed, fit, lambda args: self._perform(fit, verb, args))
+                ask(self.app, keyed, fit, lambda args: self._perform(fit, verb, args), self._checker(fit, verb))
                 return
             confirm(
                 self.app, f"{verb.capitalize()} {targets_text(fit)}?", {}, lambda args: self._perform(fit, verb, args)
@@ -629,7 +629,20 @@ class QueueScreen(DataScreen):
             return
         jobs = self._targets(self._can(verb.verb))
         if jobs:
-            ask(self.app, verb, jobs, lambda args: self._perform(jobs, verb.verb, args))
+            ask(self.app, verb, jobs, lambda args: self._perform(jobs, verb.verb, args), self._checker(jobs, verb.verb))
+
+    def _checker(self, jobs: Sequence[Job], verb: str) -> Callable[[dict[str, str]], str]:
+        """The backends' own check of typed values (no I/O), run before the confirmation."""
+
+        def check(args: dict[str, str]) -> str:
+            for cluster in dict.fromkeys(job.cluster for job in jobs):
+                try:
+                    self.app.hub.backend(cluster).check_args(verb, args)
+                except Exception as exc:
+                    return f"{cluster}: {error_text(exc)}"
+            return ""
+
+        return check
 
     def _perform(self, jobs: Sequence[Job], verb: str, args: dict[str, str]) -> None:
         self._mutate(

@@ -28,7 +28,20 @@ def targets_text(jobs: Sequence[Job]) -> str:
     return f"{len(jobs)} jobs: {named}{more}"
 
 
-def confirm(app: App, question: str, args: dict[str, str], done: Callable[[dict[str, str]], None]) -> None:
+def confirm(
+    app: App,
+    question: str,
+    args: dict[str, str],
+    done: Callable[[dict[str, str]], None],
+    check: Callable[[dict[str, str]], str] | None = None,
+) -> None:
+    """Ask ``question``; on yes, ``done(args)``. ``check(args)`` first: a problem it names is shown
+    instead of the question."""
+    problem = check(args) if check is not None else ""
+    if problem:
+        app.notify(problem, title="Not sent", severity="error", markup=False)
+        return
+
     def answered(yes: bool | None) -> None:
         if yes:
             done(args)
@@ -36,14 +49,21 @@ def confirm(app: App, question: str, args: dict[str, str], done: Callable[[dict[
     app.push_screen(ConfirmScreen(question), answered)
 
 
-def ask(app: App, verb: JobVerb, jobs: Sequence[Job], done: Callable[[dict[str, str]], None]) -> None:
-    """Ask what ``verb`` needs for ``jobs``, confirm once, then ``done(args)``."""
+def ask(
+    app: App,
+    verb: JobVerb,
+    jobs: Sequence[Job],
+    done: Callable[[dict[str, str]], None],
+    check: Callable[[dict[str, str]], str] | None = None,
+) -> None:
+    """Ask what ``verb`` needs for ``jobs``, check it (``check(args)``: a problem, or ""), confirm once,
+    then ``done(args)``."""
     what = targets_text(jobs)
     if verb.verb == "signal":
 
         def signal_chosen(signal: str | None) -> None:
             if signal:
-                confirm(app, f"Send SIG{signal} to {what}?", {"signal": signal}, done)
+                confirm(app, f"Send SIG{signal} to {what}?", {"signal": signal}, done, check)
 
         app.push_screen(ChoiceScreen(f"Signal for {what}", list(SIGNALS)), signal_chosen)
         return
@@ -55,7 +75,7 @@ def ask(app: App, verb: JobVerb, jobs: Sequence[Job], done: Callable[[dict[str, 
 
             def value_given(value: str | None) -> None:
                 if value:
-                    confirm(app, f"Set the {label} of {what} to {value}?", {EDIT_FIELDS[label]: value}, done)
+                    confirm(app, f"Set the {label} of {what} to {value}?", {EDIT_FIELDS[label]: value}, done, check)
 
             app.push_screen(PromptScreen(f"New {label} for {what}{EDIT_HINTS[label]}"), value_given)
 
@@ -68,4 +88,4 @@ def ask(app: App, verb: JobVerb, jobs: Sequence[Job], done: Callable[[dict[str, 
         )
     else:
         question = f"{verb.label} {what}?"
-    confirm(app, question, args, done)
+    confirm(app, question, args, done, check)

@@ -466,9 +466,12 @@ class SlurmBackend(Backend):
         if not result.ok:
             raise BackendError(f"scancel {job_id} failed: {result.error()}")
 
+    def check_args(self, action: str, args: Mapping[str, str]) -> None:
+        super().check_args(action, args)
+        verbs.check_args(action, args)  # typed values: a time limit, a partition name, a signal
+
     async def _perform(self, job_id: str, action: str, args: Mapping[str, str]) -> str:
         _check_id(job_id)
-        verbs.check_args(action, args)  # typed values, before any I/O
         said = await verbs.perform(self.transport, job_id, action, args)
         self._history_at = 0.0  # a resubmitted or requeued job shows at the next refresh
         return said

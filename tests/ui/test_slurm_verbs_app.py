@@ -148,3 +148,56 @@ async def test_read_only_refuses_every_verb_key_and_runs_nothing(home, slurm_dir
         await wait_for(pilot, lambda: any("read-only: cancel refused" in n for n in notes), what="cancel")
         assert mutations(app, c.name) == []
         assert reason(job_id) == "BeginTime"
+
+
+def shown(job_id: str) -> dict[str, str]:
+    return dict(re.findall(r"(\S+?)=(\S*)", slurm("scontrol", "-o", "show", "job", job_id)))
+
+
+async def test_edit_key_asks_the_field_and_value_then_scontrol_shows_it(home, slurm_dir, slurm_jobs):
+    c = cluster()
+    job_id = slurm_jobs.add(sbatch("yf-ui-edit"))
+    app = make_app(c)
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+    async with app.run_test(size=(160, 45)) as pilot:
+        key = f"{c.name}/{job_id}"
+        await wait_for(pilot, lambda: key in rows(app), what="row")
+        app.screen.query_one(JobTable).move_cursor_to_key(key)
+        await pilot.pause()
+
+        async def edit_time(value: str) -> None:
+            await pilot.press("E")
+            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="fields")
+            await pilot.press("enter")  # the first: time limit
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="prompt")
+            await pilot.press(*value, "enter")
+
+        await edit_time("soon")  # checked before the confirmation: said, and nothing is asked or sent
+        await wait_for(pilot, lambda: any("not a Slurm time limit: 'soon'" in n for n in notes), what="the problem")
+        assert isinstance(app.screen, QueueScreen) and mutations(app, c.name) == []
+        await edit_time("00:13:00")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        assert f"Set the time limit of job {job_id}" in screen_text(app)
+        await pilot.press("y")
+        await async_wait_until(lambda: shown(job_id)["TimeLimit"] == "00:13:00", 20, "edited")
+
+
+async def test_two_marked_jobs_are_held_after_one_confirmation(home, slurm_dir, slurm_jobs):
+    c = cluster()
+    ids = [slurm_jobs.add(sbatch(f"yf-ui-hold2-{i}")) for i in range(2)]
+    app = make_app(c)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: {f"{c.name}/{i}" for i in ids} <= set(rows(app)), what="rows")
+        table = app.screen.query_one(JobTable)
+        for job_id in ids:
+            table.move_cursor_to_key(f"{c.name}/{job_id}")
+            await pilot.pause()
+            await pilot.press("space")
+        await pilot.press("h")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        assert "Hold 2 jobs" in screen_text(app)
+        await pilot.press("y")
+        await async_wait_until(lambda: all(shown(i)["Reason"].startswith("JobHeld") for i in ids), 20, "both held")
+        assert isinstance(app.screen, QueueScreen)
