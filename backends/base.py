@@ -344,6 +344,13 @@ class Backend(abc.ABC):
         longer: the backend answers ``SubmitUnknown`` at this bound, never a bare timeout)."""
         return SUBMIT_BUDGET
 
+    async def verb_defaults(self, job_id: str, action: str, args: Mapping[str, str]) -> dict[str, str]:
+        """The arguments the console offers, prefilled, for ``action`` on the job: e.g. for ``resubmit``
+        with ``more``, the job's time limit and memory with the one that ran out doubled. A read (not
+        gated); ``{}`` where the backend suggests nothing (the console then asks only to confirm)."""
+        self.check_id(job_id)
+        return {}
+
     def check_args(self, action: str, args: Mapping[str, str]) -> None:
         """Raise ``BackendError`` unless ``args`` suit ``action`` (the names ``VERB_ARGS`` gives it, the
         values in this backend's grammar, e.g. a Slurm time limit). No I/O: the console asks before

@@ -24,7 +24,7 @@ from textual.widgets import Input, Static
 
 from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
 from yanflow_tui.hub import Health, error_text
-from yanflow_tui.keys import JOB_VERB, JOB_VERBS
+from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
 from yanflow_tui.locations import default_config_path, display_path
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
@@ -43,7 +43,7 @@ from yanflow_tui.screens.render.rows import (
     job_live_cells,
     job_sort_values,
 )
-from yanflow_tui.screens.verb_flow import ask, confirm, targets_text
+from yanflow_tui.screens.verb_flow import ask, ask_values, confirm, targets_text
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
 from yanflow_tui.screens.widgets.status_line import StatusLine
@@ -628,8 +628,26 @@ class QueueScreen(DataScreen):
         if verb is None or self.check_action("verb", (name,)) is not True:
             return
         jobs = self._targets(self._can(verb.verb))
+        if verb.prefill and len(jobs) == 1:
+            self._prefill(verb, jobs[0])
+            return
         if jobs:
             ask(self.app, verb, jobs, lambda args: self._perform(jobs, verb.verb, args), self._checker(jobs, verb.verb))
+
+    @work(group="verb-defaults", exclusive=True, exit_on_error=False)
+    async def _prefill(self, verb: JobVerb, job: Job) -> None:
+        """Ask the backend what to offer (e.g. the doubled time limit), then the prefilled prompts."""
+        backend = self.app.hub.backend(job.cluster)
+        try:
+            defaults = await self.app.hub.call(backend.verb_defaults(job.id, verb.verb, dict(verb.args)))
+        except Exception as exc:
+            self.app.report_error(f"{verb.label}: not offered", error_text(exc))
+            return
+        check = self._checker([job], verb.verb)
+        if not defaults:  # nothing to prefill: confirm as for any verb
+            ask(self.app, verb, [job], lambda args: self._perform([job], verb.verb, args), check)
+            return
+        ask_values(self.app, verb, job, defaults, lambda args: self._perform([job], verb.verb, args), check)
 
     def _checker(self, jobs: Sequence[Job], verb: str) -> Callable[[dict[str, str]], str]:
         """The backends' own check of typed values (no I/O), run before the confirmation."""

@@ -16,6 +16,7 @@ from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen, PromptScree
 SHOWN_IDS = 6  # ids named in a question about several jobs; the rest are counted
 EDIT_FIELDS = {"time limit": "time", "partition": "partition", "QOS": "qos"}
 EDIT_HINTS = {"time limit": " (e.g. 30, 01:30:00 or 2-00:00:00)", "partition": "", "QOS": ""}
+VALUE_LABELS = {"time": "time limit", "mem": "memory (per node, or per CPU where the job asked so)"}
 
 
 def targets_text(jobs: Sequence[Job]) -> str:
@@ -89,3 +90,34 @@ def ask(
     else:
         question = f"{verb.label} {what}?"
     confirm(app, question, args, done, check)
+
+
+def ask_values(
+    app: App,
+    verb: JobVerb,
+    job: Job,
+    defaults: dict[str, str],
+    done: Callable[[dict[str, str]], None],
+    check: Callable[[dict[str, str]], str] | None = None,
+) -> None:
+    """One prompt per value the backend suggested (``verb_defaults``), each prefilled, e.g. the new job's
+    time limit doubled after a TIMEOUT; then one confirmation naming them; then ``done(values)``."""
+    keys = list(defaults)
+    values: dict[str, str] = {}
+
+    def next_prompt() -> None:
+        if len(values) == len(keys):
+            said = ", ".join(f"{VALUE_LABELS.get(k, k).split(' (')[0]} {v}" for k, v in values.items())
+            confirm(app, f"{verb.label.split(' with')[0]} {targets_text([job])} with {said}?", values, done, check)
+            return
+        key = keys[len(values)]
+
+        def given(value: str | None) -> None:
+            if value:
+                values[key] = value
+                next_prompt()
+
+        label = VALUE_LABELS.get(key, key)
+        app.push_screen(PromptScreen(f"{label.capitalize()} for the new job (from job {job.id})", defaults[key]), given)
+
+    next_prompt()

@@ -118,12 +118,20 @@ class JobVerb:
     label: str
     binding_id: str
     args: tuple[tuple[str, str], ...] = ()
+    # Offer the backend's ``verb_defaults`` (e.g. the doubled time limit) prefilled before confirming.
+    prefill: bool = False
 
 
 JOB_VERBS = (
     JobVerb("resubmit", "resubmit", "R", "Resubmit", "resubmit-job"),
     JobVerb(
-        "resubmit_more", "resubmit", "M", "Resubmit with more time/memory", "resubmit-job-more", (("more", "yes"),)
+        "resubmit_more",
+        "resubmit",
+        "M",
+        "Resubmit with more time/memory",
+        "resubmit-job-more",
+        (("more", "yes"),),
+        prefill=True,
     ),
     JobVerb("hold", "hold", "h", "Hold", "hold-job"),
     JobVerb("release", "release", "L", "Release", "release-job"),

@@ -466,6 +466,11 @@ class SlurmBackend(Backend):
         if not result.ok:
             raise BackendError(f"scancel {job_id} failed: {result.error()}")
 
+    async def verb_defaults(self, job_id: str, action: str, args: Mapping[str, str]) -> dict[str, str]:
+        _check_id(job_id)
+        self.check_args(action, args)
+        return await verbs.suggest(self.transport, job_id, args) if action == "resubmit" else {}
+
     def check_args(self, action: str, args: Mapping[str, str]) -> None:
         super().check_args(action, args)
         verbs.check_args(action, args)  # typed values: a time limit, a partition name, a signal

@@ -342,6 +342,25 @@ async def _record(transport: Transport, job_id: str) -> Options:
     raise BackendError(f"no job {job_id}: neither slurmctld nor accounting knows it")
 
 
+def format_minutes(total: int) -> str:
+    """Minutes as sbatch's ``[D-]HH:MM:00``."""
+    days, rest = divmod(total, 1440)
+    return (f"{days}-" if days else "") + f"{rest // 60:02d}:{rest % 60:02d}:00"
+
+
+async def suggest(transport: Transport, job_id: str, args: Mapping[str, str]) -> dict[str, str]:
+    """resubmit's time and memory for the new job, after ``apply_args`` (``more`` doubles what ran
+    out), for the console to offer prefilled; ``{}`` for the other verbs."""
+    opts = await _record(transport, job_id)
+    apply_args(opts, args, job_id)
+    out = {}
+    if opts.time_minutes is not None:
+        out["time"] = format_minutes(opts.time_minutes)
+    if opts.mem:
+        out["mem"] = f"{opts.mem}M"
+    return out
+
+
 async def batch_script(transport: Transport, job_id: str) -> str:
     """The script the job was submitted with: slurmctld's copy, else accounting's (where stored)."""
     result = await transport.run(["scontrol", "write", "batch_script", job_id, "-"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from sitehelpers import accounted, site_cluster, site_slurm
 from slurmhelpers import live_state, slurm, ssh_cluster
 from uihelpers import make_app, screen_text
 from waiting import async_wait_until, wait_for
@@ -201,3 +202,52 @@ async def test_two_marked_jobs_are_held_after_one_confirmation(home, slurm_dir, 
         await pilot.press("y")
         await async_wait_until(lambda: all(shown(i)["Reason"].startswith("JobHeld") for i in ids), 20, "both held")
         assert isinstance(app.screen, QueueScreen)
+
+
+async def test_more_after_a_timeout_offers_the_doubled_time_prefilled_then_resubmits(home, site_dir, site_jobs):
+    """On the site cluster (accounting, scripts stored, jobs purged 5 s after they end): the job is known
+    only to sacct by then, so its options and its script come from accounting."""
+    out = site_slurm(
+        "sbatch", "--parsable", "-p", "batch", "--mem=100M", "-o", "/dev/null", "-J", "yf-ui-timeout", "-t", "1",
+        "--wrap=sleep 300",
+    )  # fmt: skip
+    job_id = out.strip().split(";")[0]
+    site_jobs.append(job_id)
+    await async_wait_until(
+        lambda: (a := accounted(job_id)) and a["state"]["current"] == "TIMEOUT", 180, "timed out, in accounting"
+    )
+    app = make_app(site_cluster())
+    async with app.run_test(size=(160, 45)) as pilot:
+        name = app.hub.names[0]
+        key = f"{name}/{job_id}"
+        await wait_for(pilot, lambda: key in rows(app), what="row")
+        app.screen.query_one(JobTable).move_cursor_to_key(key)
+        await pilot.pause()
+        await pilot.press("M")
+        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="time")
+        assert prompt.default == "00:02:00"  # the 1 minute that ran out, doubled
+        await pilot.press("enter")
+        prompt = await wait_for(
+            pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen is not prompt and app.screen,
+            what="memory",
+        )  # fmt: skip
+        assert prompt.default == "100M"
+        await pilot.press("enter")
+        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm")
+        assert confirm.question.endswith(
+            f"job {job_id} (yf-ui-timeout) on {name} with time limit 00:02:00, memory 100M?"
+        )
+        await pilot.press("y")
+        history = app.hub.backend(name).transport.history
+        await async_wait_until(lambda: any(a[0] == "sbatch" for a in history), 20, "resubmitted")
+        new = await async_wait_until(lambda: site_job_named("yf-ui-timeout", job_id), 20, "the new job")
+        site_jobs.append(new)
+        fields = dict(re.findall(r"(\S+?)=(\S*)", site_slurm("scontrol", "-o", "show", "job", new)))
+        assert fields["TimeLimit"] == "00:02:00" and fields["MinMemoryNode"] == "100M"
+        assert "sleep 300" in site_slurm("scontrol", "write", "batch_script", new, "-")
+
+
+def site_job_named(name: str, other_than: str) -> str:
+    out = site_slurm("squeue", "-h", "-a", "-t", "all", "-o", "%i|%j")
+    found = [i for i, n in (line.split("|", 1) for line in out.splitlines()) if n == name and i != other_than]
+    return found[0] if found else ""

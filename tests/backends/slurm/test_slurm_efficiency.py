@@ -68,6 +68,8 @@ def test_resubmit_options_from_records_and_more_after_a_timeout():
 def test_typed_values_are_checked():
     assert verbs.minutes("1-02:03:04") == 1440 + 120 + 3 + 1 and verbs.minutes("90") == 90
     assert verbs.minutes("UNLIMITED") is None and verbs.mem_mb("4G") == 4096
+    assert verbs.format_minutes(2) == "00:02:00" and verbs.format_minutes(1440 + 90) == "1-01:30:00"
+    assert verbs.minutes(verbs.format_minutes(4321)) == 4321
     for bad in ("1 hour", "01:00:00; rm", "-5"):
         try:
             verbs.check_time(bad)
