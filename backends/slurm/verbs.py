@@ -155,6 +155,12 @@ def options_from_squeue(raw: Mapping[str, Any]) -> Options:
         opts.pairs["cpus-per-task"] = str(per_task)
     elif tasks and cpus > tasks and cpus % tasks == 0:
         opts.pairs["cpus-per-task"] = str(cpus // tasks)
+    job_id = str(raw.get("job_id") or "")
+    for key, field in (("output", "standard_output"), ("error", "standard_error")):
+        path = str(raw.get(field) or "")
+        # slurmctld holds the path expanded: kept unless it names this job (slurm-%j.out would)
+        if path and (not job_id or job_id not in path):
+            opts.pairs[key] = path
     gres = str(raw.get("tres_per_node") or "")
     if gres:
         opts.pairs["gres"] = ",".join(g.removeprefix("gres:") for g in gres.split(","))
@@ -186,6 +192,9 @@ def options_from_sacct(raw: Mapping[str, Any]) -> Options:
     comment = comment.get("job") if isinstance(comment, dict) else comment
     if comment:
         opts.pairs["comment"] = str(comment)
+    for key in ("stdout", "stderr"):  # 23.02+: the patterns as given (%j...)
+        if raw.get(key):
+            opts.pairs["output" if key == "stdout" else "error"] = str(raw[key])
     tres = raw.get("tres") or {}
     requested = tres.get("requested") if isinstance(tres, dict) else None
     nodes = next((n for _, n in _tres(requested, "node")), 0) or _int(raw.get("allocation_nodes"), 0) or 1

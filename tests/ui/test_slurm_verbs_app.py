@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from sitehelpers import accounted, site_cluster, site_slurm
+from sitehelpers import SITE_JOBS, accounted, site_cluster, site_slurm
 from slurmhelpers import live_state, slurm, ssh_cluster
 from uihelpers import make_app, screen_text
 from waiting import async_wait_until, wait_for
@@ -209,7 +209,7 @@ async def test_more_after_a_timeout_offers_the_doubled_time_prefilled_then_resub
     only to sacct by then, so its options and its script come from accounting."""
     out = site_slurm(
         "sbatch", "--parsable", "-p", "batch", "--mem=100M", "-o", "/dev/null", "-J", "yf-ui-timeout", "-t", "1",
-        "--wrap=sleep 300",
+        f"--chdir={SITE_JOBS}", "--wrap=sleep 300",
     )  # fmt: skip
     job_id = out.strip().split(";")[0]
     site_jobs.append(job_id)

@@ -92,7 +92,7 @@ async def test_resubmit_sends_the_same_script_with_the_same_options(backend, slu
     said = await backend.perform(job_id, "resubmit")
     new_id = slurm_jobs.add(said.split(" as ")[1].split()[0])
     old, new = shown(job_id), shown(new_id)
-    for key in ("JobName", "Partition", "TimeLimit", "NumCPUs", "MinMemoryNode", "WorkDir"):
+    for key in ("JobName", "Partition", "TimeLimit", "NumCPUs", "MinMemoryNode", "WorkDir", "StdOut"):
         assert new[key] == old[key], key
     assert slurm("scontrol", "write", "batch_script", new_id, "-") == slurm(
         "scontrol", "write", "batch_script", job_id, "-"
