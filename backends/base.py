@@ -34,13 +34,14 @@ import abc
 import asyncio
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from yanflow_tui.backends.prompting import Asker, Prompter
 from yanflow_tui.capacity import Request
 from yanflow_tui.curves import EventListing
+from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.errors import BackendError, ReadOnlyError, SubmitUnknown
 from yanflow_tui.formfields import FormField, default_fields
 from yanflow_tui.model import (
@@ -84,6 +85,7 @@ class Capabilities:
     job_kinds: frozenset[JobKind] = field(default_factory=frozenset)
     history: bool = False  # finished jobs are listed (``widen_history`` says how far back)
     # Extra mutating verbs beyond cancel, e.g. ("pause", "activate", "kill"); run through ``perform``.
+    # Verbs of ``VERB_ARGS`` take the arguments named there (``perform(id, "signal", {"signal": "USR1"})``).
     actions: tuple[str, ...] = ()
     rank_logs: bool = False  # log lines carry a rank in ``LogLine.source``
     metrics: bool = False  # ``metrics(job_id)`` returns points
@@ -102,6 +104,17 @@ class Capabilities:
     # ``event_files`` / ``read_event_bytes``: the TensorBoard event files under a job's log directory,
     # read by byte offset (training curves; see ``yanflow_tui.curves``).
     event_files: bool = False
+    efficiency: bool = False  # ``efficiency(job_ids)`` returns seff's figures (CPU, memory, time)
+
+
+# The arguments each verb with arguments takes, for the CLI and the console's dialogs to ask for
+# (every one optional): resubmit's ``time``/``mem`` override the job's, ``more`` doubles what ran out.
+VERB_ARGS: dict[str, tuple[str, ...]] = {
+    "resubmit": ("more", "time", "mem"),
+    "edit": ("time", "partition", "qos"),
+    "signal": ("signal",),
+}
+SIGNALS = ("TERM", "INT", "HUP", "USR1", "USR2", "KILL", "STOP", "CONT")  # the short list ``signal`` offers
 
 
 # Capability flag -> the methods a backend declaring it must override (with ``submit_tags``, submit
@@ -118,6 +131,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "scopes": ("scopes", "set_scope"),
     "native_files": ("_submit_native", "_render_native"),
     "event_files": ("event_files", "read_event_bytes"),
+    "efficiency": ("efficiency",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -310,6 +324,11 @@ class Backend(abc.ABC):
         Not gated: it changes what is read, never the cluster."""
         raise BackendError(f"cluster {self.name!r} has no {kind} to switch")
 
+    async def efficiency(self, job_ids: Sequence[str]) -> dict[str, Efficiency]:
+        """seff's figures for the jobs that have them (started ones), by job id; a job with no
+        accounting yet is left out. A read: not gated."""
+        raise BackendError(f"cluster {self.name!r} has no efficiency figures")
+
     async def metrics(self, job_id: str) -> list[MetricPoint]:
         """Reported metrics of a job or trial, oldest first."""
         raise BackendError(f"cluster {self.name!r} has no metrics")
@@ -396,6 +415,21 @@ class Backend(abc.ABC):
         longer: the backend answers ``SubmitUnknown`` at this bound, never a bare timeout)."""
         return SUBMIT_BUDGET
 
+    async def verb_defaults(self, job_id: str, action: str, args: Mapping[str, str]) -> dict[str, str]:
+        """The arguments the console offers, prefilled, for ``action`` on the job: e.g. for ``resubmit``
+        with ``more``, the job's time limit and memory with the one that ran out doubled. A read (not
+        gated); ``{}`` where the backend suggests nothing (the console then asks only to confirm)."""
+        self.check_id(job_id)
+        return {}
+
+    def check_args(self, action: str, args: Mapping[str, str]) -> None:
+        """Raise ``BackendError`` unless ``args`` suit ``action`` (the names ``VERB_ARGS`` gives it, the
+        values in this backend's grammar, e.g. a Slurm time limit). No I/O: the console asks before
+        its confirmation, and ``perform`` again before anything is sent."""
+        unknown = sorted(set(args) - set(VERB_ARGS.get(action, ())))
+        if unknown:
+            raise BackendError(f"{action} takes no {', '.join(unknown)}")
+
     # -- writes: gated, final ----------------------------------------------------------------
     async def submit(self, spec: JobSpec, tag: str | None = None) -> str:
         """Submit ``spec``; return the new job id. A refusal raises ``BackendError``; a lost answer
@@ -428,13 +462,17 @@ class Backend(abc.ABC):
         self.check_id(job_id)
         await self._cancel(job_id)
 
-    async def perform(self, job_id: str, action: str) -> None:
-        """Run one of ``capabilities.actions`` (pause, activate, kill...) on a job."""
+    async def perform(self, job_id: str, action: str, args: Mapping[str, str] | None = None) -> str:
+        """Run one of ``capabilities.actions`` (pause, activate, kill, hold...) on a job, with the
+        arguments ``VERB_ARGS`` names for it. Returns what came of it, e.g. "submitted as 124" ("" when
+        there is nothing to add)."""
         self.gate.check(action)
         if action not in self.capabilities.actions:
             raise BackendError(f"cluster {self.name!r} cannot {action} jobs")
         self.check_id(job_id)
-        await self._perform(job_id, action)
+        args = dict(args or {})
+        self.check_args(action, args)
+        return await self._perform(job_id, action, args) or ""
 
     # -- to implement --------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:
@@ -461,7 +499,7 @@ class Backend(abc.ABC):
     async def _cancel(self, job_id: str) -> None:
         raise BackendError(f"cluster {self.name!r} cannot cancel jobs")
 
-    async def _perform(self, job_id: str, action: str) -> None:
+    async def _perform(self, job_id: str, action: str, args: Mapping[str, str]) -> str | None:
         raise BackendError(f"cluster {self.name!r} cannot {action} jobs")
 
 

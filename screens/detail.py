@@ -1,14 +1,19 @@
 """The job detail view: fields, describe output (events, reason), the nodes and GPUs it holds, a
 live metrics plot, training curves from the job's TensorBoard event files, the checkpoint list with
-atomic download, and the raw spec as the cluster holds it -- each where the job's backend has them."""
+atomic download, efficiency as seff shows it, and the raw spec as the cluster holds it (``v`` opens it in
+$EDITOR, the console suspended) -- each where the job's backend has them."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+import tempfile
 from pathlib import Path
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
@@ -46,8 +51,10 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         Binding(CURVE_KEYS["curves-tag"], "curves_tag", "Next tag", id="curves-tag"),
         Binding(CURVE_KEYS["curves-x-axis"], "curves_x_axis", "Step / wall time", id="curves-x-axis"),
         Binding(CURVE_KEYS["curves-smoothing"], "curves_smoothing", "Smoothing", id="curves-smoothing"),
+        Binding("v", "edit_spec", "Open in $EDITOR", id="detail-open-editor"),
     ]
     METRICS_SECONDS = 5.0
+    EFFICIENCY_SECONDS = 15.0  # sstat reaches every node of a running job: not too often
 
     def __init__(self, job: Job) -> None:
         super().__init__()
@@ -55,6 +62,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         self.checkpoint_list: list[Checkpoint] = []
         self.metric_points: list[MetricPoint] = []
         self._progress: tuple[int, int | None] | None = None
+        self.raw_text = ""  # the raw spec once read, for ``v``
 
     @property
     def caps(self):
@@ -84,7 +92,15 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             )
             yield DataTable(id="checkpoints", cursor_type="row", zebra_stripes=True)
             yield ProgressBar(id="download", show_eta=False)
-            yield Static(Text("Spec, as the cluster holds it", style="bold"), classes="heading", id="raw-spec-heading")
+            yield Static(
+                Text("Efficiency (as seff shows it)", style="bold"), classes="heading", id="efficiency-heading"
+            )
+            yield Static(Text("loading…"), id="efficiency")
+            yield Static(
+                Text("Spec, as the cluster holds it  (v: open it in $EDITOR)", style="bold"),
+                classes="heading",
+                id="raw-spec-heading",
+            )
             yield Static(Text("loading…"), id="raw-spec")
 
     def on_mount(self) -> None:
@@ -94,6 +110,13 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             self.query_one(widget_id).display = self.caps.raw_spec
         if self.caps.raw_spec:
             self._raw_spec()
+        started = self.job.start_time is not None or self.job.state.terminal
+        for widget_id in ("#efficiency-heading", "#efficiency"):
+            self.query_one(widget_id).display = self.caps.efficiency and started
+        if self.caps.efficiency and started:
+            self._load_efficiency()
+            if not self.job.state.terminal:
+                self.set_interval(self.EFFICIENCY_SECONDS, self._load_efficiency)
         snapshot = self.app.hub.snapshots[self.job.cluster]
         members = [j for j in snapshot.jobs if j.parent == self.job.id and j.key != self.job.key]
         for widget_id in ("#members-heading", "#members"):
@@ -129,9 +152,48 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             for widget in self.query("#details").results(Static):
                 widget.display = False  # describe lists the job's details too: each field once
 
-    def _raw_spec(self) -> None:
+    @work(group="detail-text", exit_on_error=False)
+    async def _raw_spec(self) -> None:
         backend = self.app.hub.backend(self.job.cluster)
-        self._show_text("#raw-spec", backend.raw_spec(self.job.id), "cannot read the spec")
+        try:
+            self.raw_text = await self.app.hub.call(backend.raw_spec(self.job.id))
+        except Exception as exc:
+            body = f"cannot read the spec: {error_text(exc)}"
+        else:
+            body = self.raw_text
+        for widget in self.query("#raw-spec").results(Static):
+            widget.update(Text(clean(body.rstrip("\n"), keep_newlines=True)))
+        self.refresh_bindings()
+
+    @work(exclusive=True, group="efficiency", exit_on_error=False)
+    async def _load_efficiency(self) -> None:
+        backend = self.app.hub.backend(self.job.cluster)
+        try:
+            found = await self.app.hub.call(backend.efficiency([self.job.id]))
+        except Exception as exc:
+            body = Text(f"no figures: {clean(error_text(exc))}", style="dim")
+        else:
+            eff = found.get(self.job.id)
+            body = efficiency_text(eff.lines()) if eff is not None else Text("no figures yet", style="dim")
+        for widget in self.query("#efficiency").results(Static):
+            widget.update(body)
+
+    def action_edit_spec(self) -> None:
+        """The raw spec in $VISUAL / $EDITOR (vi if neither is set), the console suspended meanwhile. A
+        copy in a private temporary file: editing it changes nothing on the cluster."""
+        if not self.raw_text:
+            return
+        editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+        fd, name = tempfile.mkstemp(prefix=f"yanflow-{safe_filename(self.job.id)}-", suffix=".txt")
+        try:
+            with os.fdopen(fd, "w") as out:
+                out.write(self.raw_text)
+            with self.app.suspend():  # the terminal is the editor's until it exits
+                subprocess.run([*editor, name], check=False)
+        except (OSError, ValueError, SuspendNotSupported) as exc:
+            self.app.report_error("Cannot open the editor", f"{shlex.join(editor)}: {exc}")
+        finally:
+            Path(name).unlink(missing_ok=True)
 
     @work(group="detail-text", exit_on_error=False)
     async def _show_text(self, widget_id: str, call, failed: str) -> None:
@@ -228,6 +290,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             return self.caps.logs
         if action.startswith("curves_"):
             return self.caps.event_files
+        if action == "edit_spec":
+            return (True if self.raw_text else None) if self.caps.raw_spec else False
         if action == "download":
             if not self.caps.checkpoints:
                 return False
@@ -292,6 +356,12 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             return
         done, total = self._progress
         self.query_one("#download", ProgressBar).update(total=total, progress=done)
+
+
+def efficiency_text(rows: list[tuple[str, str]]) -> Text:
+    """seff's rows as aligned ``label: value`` lines."""
+    width = max((len(label) for label, _ in rows), default=0) + 1
+    return Text("\n".join(f"{label + ':':<{width}} {clean(value)}" for label, value in rows))
 
 
 def details_text(job: Job) -> Text:

@@ -1,14 +1,16 @@
 """The Queue screen: every cluster's jobs in one virtualised table, updated in place by row key.
 
 Jobs with a ``parent`` (array tasks, pods of a multi-node job, trials) sit collapsed under their
-group row; ``space`` expands or collapses it. ``/`` filters with the field language of
+group row; ``e`` expands or collapses it. ``/`` filters with the field language of
 ``yanflow_tui.filters``; ``o``/``O`` and header clicks sort (children stay under their group). Extra
-backend verbs (pause, activate...) are under ``a``; like cancel they are confirmed and go through
-the backend's gate."""
+backend verbs (pause, activate...) are under ``a``, and those of ``keys.JOB_VERBS`` (hold, resubmit...)
+on keys of their own; like cancel they are confirmed and go through the backend's gate. ``space``
+marks rows: cancel and every verb then act on the marked jobs, after one confirmation."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,12 +24,13 @@ from textual.widgets import Input, Static
 
 from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
 from yanflow_tui.hub import Health, error_text
+from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
 from yanflow_tui.locations import default_config_path, display_path
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.detail import JobDetailScreen
-from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
+from yanflow_tui.screens.dialogs import ChoiceScreen
 from yanflow_tui.screens.render.cluster_rows import cluster_problems
 from yanflow_tui.screens.render.rows import (
     GROUP_CHILD,
@@ -40,6 +43,7 @@ from yanflow_tui.screens.render.rows import (
     job_live_cells,
     job_sort_values,
 )
+from yanflow_tui.screens.verb_flow import ask, ask_values, confirm, targets_text
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
 from yanflow_tui.screens.widgets.status_line import StatusLine
@@ -65,6 +69,7 @@ COLUMNS = tuple(
 NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whose data is old
 # actions whose key depends on the selected job or the data (see check_action)
 STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "submit")
+MARK = "● "  # before the id of a marked row
 
 
 SLURM_EXAMPLE = """clusters:
@@ -218,17 +223,25 @@ class QueueScreen(DataScreen):
         Binding("l", "logs", "Logs", id="job-logs"),
         Binding("c", "cancel", "Cancel", id="cancel-job"),
         Binding("a", "actions", "Actions", id="job-actions"),
-        Binding("space", "toggle_group", "Expand", id="toggle-group"),
+        Binding("e", "toggle_group", "Expand", id="toggle-group"),
+        Binding("space", "toggle_mark", "Mark", show=False, id="mark-job"),
         Binding("u", "toggle_users", "Mine/All", id="toggle-users"),
         Binding("H", "widen_history", "Older jobs", show=False, id="widen-history"),
         Binding("o", "sort_next", "Sort", id="sort-jobs"),
         Binding("O", "sort_reverse", "Reverse sort", show=False, id="reverse-sort"),
         Binding("s", "submit", "Submit", id="submit-job"),
-        Binding("escape", "clear_filter", "Clear filter", show=False, id="clear-filter"),
+        Binding("escape", "clear_filter", "Clear filter / marks", show=False, id="clear-filter"),
+        *(Binding(v.key, f"verb('{v.name}')", v.label, show=False, id=v.binding_id) for v in JOB_VERBS),
         # Read-only: the keys above are gone from the footer, and pressing one says why.
         Binding("c", "app.refuse('cancel')", "Cancel (read-only)", show=False, id="cancel-job-read-only"),
         Binding("a", "app.refuse('job actions')", "Actions (read-only)", show=False, id="job-actions-read-only"),
         Binding("s", "app.refuse('submit')", "Submit (read-only)", show=False, id="submit-job-read-only"),
+        *(
+            Binding(
+                v.key, f"app.refuse('{v.verb}')", f"{v.label} (read-only)", show=False, id=f"{v.binding_id}-read-only"
+            )
+            for v in JOB_VERBS
+        ),
     ]
 
     def __init__(self) -> None:
@@ -241,6 +254,7 @@ class QueueScreen(DataScreen):
         self._children: dict[str, list[_Entry]] = {}  # group row key -> its jobs
         self._top: list[_Entry] = []  # entries not under a group, in default order (cluster, id)
         self.expanded: set[str] = set()
+        self.marked: set[str] = set()  # row keys marked with space
         self._offered: tuple = ()  # check_action of STATEFUL_ACTIONS when the footer was last drawn
         self.state_counts: Counter = Counter()
         self.shown = 0
@@ -331,7 +345,9 @@ class QueueScreen(DataScreen):
         def clock() -> float:  # read at draw time (tests pin it)
             return app.clock()
 
-        if not children and not notes:  # the usual case, kept short: it runs on every keystroke
+        self.marked &= set(self._entries or ())
+        marked = self.marked
+        if not children and not notes and not marked:  # the usual case, kept short: it runs on every keystroke
             shown = top if match is None else [e for e in top if match(e.fields)]
             plain = [e.plain_row or e.row(clock, "", 0, "", "") for e in shown]
             self.state_counts, self.shown = Counter(map(_STATE, shown)), len(plain)
@@ -344,18 +360,20 @@ class QueueScreen(DataScreen):
             kids = children.get(entry.key)
             if not kids:
                 if match is None or match(entry.fields):
-                    rows.append(entry.row(clock, "", 0, note, ""))
+                    rows.append(entry.row(clock, MARK if entry.key in marked else "", 0, note, ""))
                     counts[job.state] += 1
                 continue
             shown_kids = [k for k in kids if match(k.fields)] if match is not None else kids
             if match is not None and not shown_kids and not match(entry.fields):
                 continue
             open_ = entry.key in self.expanded or bool(match is not None and shown_kids)
-            rows.append(entry.row(clock, GROUP_OPEN if open_ else GROUP_CLOSED, len(kids), note, ""))
+            mark = MARK if entry.key in marked else ""
+            rows.append(entry.row(clock, mark + (GROUP_OPEN if open_ else GROUP_CLOSED), len(kids), note, ""))
             counts[job.state] += 1
             if open_:
                 for kid in shown_kids:
-                    rows.append(kid.row(clock, GROUP_CHILD, 0, note, entry.key))
+                    mark = MARK if kid.key in marked else ""
+                    rows.append(kid.row(clock, mark + GROUP_CHILD, 0, note, entry.key))
                     counts[kid.job.state] += 1
         self.state_counts, self.shown = counts, len(rows)
         return rows
@@ -364,6 +382,8 @@ class QueueScreen(DataScreen):
         """Counts of the rows shown, for the header: ``shown 5 of 8: pending 2 · running 3`` (the
         total first: on a narrow screen the line is cut at the end)."""
         out = Text(f"shown {self.shown} of {self.total}", no_wrap=True, overflow="ellipsis")
+        if self.marked:
+            out.append(f", {len(self.marked)} marked", "bold magenta")
         for i, (state, n) in enumerate(sorted(self.state_counts.items(), key=lambda kv: kv[0].value)):
             out.append(": " if i == 0 else " · ", "dim")
             out.append(f"{state.value} {n}", STATE_STYLES.get(state, ""))
@@ -383,9 +403,47 @@ class QueueScreen(DataScreen):
         return entry.job if entry is not None else None
 
     # -- actions -----------------------------------------------------------------------------------
+    def marked_jobs(self) -> list[Job]:
+        """The marked jobs, in the table's order."""
+        entries = self._entries or {}
+        table = self._table()
+        keys = table.row_keys if table is not None else sorted(self.marked)
+        return [entries[k].job for k in keys if k in self.marked and k in entries]
+
+    def _targets(self, fits: Callable[[Job], bool]) -> list[Job]:
+        """The jobs a verb is for: the marked ones it fits, else the highlighted one if it fits."""
+        if self.marked:
+            return [job for job in self.marked_jobs() if fits(job)]
+        job = self.selected_job()
+        return [job] if job is not None and fits(job) else []
+
+    def _can_cancel(self, job: Job) -> bool:
+        backend = self.app.hub.backend(job.cluster)
+        return not job.state.terminal and backend.capabilities.cancel and not backend.read_only
+
+    def _can(self, verb: str) -> Callable[[Job], bool]:
+        def fits(job: Job) -> bool:
+            backend = self.app.hub.backend(job.cluster)
+            return verb in backend.capabilities.actions and not backend.read_only
+
+        return fits
+
+    def _any_action(self, job: Job) -> bool:
+        backend = self.app.hub.backend(job.cluster)
+        return bool(backend.capabilities.actions) and not backend.read_only
+
     def check_action(self, action: str, parameters) -> bool | None:
-        if action in ("cancel", "submit", "actions") and self.app.read_only:
+        if action in ("cancel", "submit", "actions", "verb") and self.app.read_only:
             return False  # removed, not just disabled: read-only shows no mutating key
+        if action == "verb":
+            verb = JOB_VERB.get(str(parameters[0])) if parameters else None
+            if verb is None or not any(
+                verb.verb in self.app.hub.backend(n).capabilities.actions for n in self.app.hub.names
+            ):
+                return False  # no cluster has it: no key at all
+            return True if self._targets(self._can(verb.verb)) else None
+        if action in ("cancel", "actions") and self.marked:
+            return True if self._targets(self._can_cancel if action == "cancel" else self._any_action) else None
         if action == "actions" and not any(self.app.hub.backend(n).capabilities.actions for n in self.app.hub.names):
             return False  # no cluster has extra verbs: no key at all
         if action == "toggle_group" and not self._children:
@@ -407,9 +465,12 @@ class QueueScreen(DataScreen):
         return True
 
     def refuses(self, what: str) -> bool:
-        """Whether ``what`` is refused for the highlighted job because its cluster is read-only."""
-        job = self.selected_job()
-        return what != "submit" and job is not None and self.app.hub.backend(job.cluster).read_only
+        """Whether ``what`` is refused for the highlighted job (or every marked one) because its
+        cluster is read-only."""
+        if what == "submit":
+            return False
+        jobs = self.marked_jobs() if self.marked else [j for j in [self.selected_job()] if j is not None]
+        return bool(jobs) and all(self.app.hub.backend(j.cluster).read_only for j in jobs)
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
@@ -419,6 +480,10 @@ class QueueScreen(DataScreen):
     def action_clear_filter(self) -> None:
         box = self.query_one("#filter", Input)
         if not box.display and not box.value and not self.filter_text:
+            if self.marked:  # then the marks
+                self.marked.clear()
+                self.refresh_data()
+                return
             raise SkipAction()  # nothing to leave
         box.value = ""
         box.display = False
@@ -497,6 +562,19 @@ class QueueScreen(DataScreen):
         if key not in self.expanded:  # collapsed, maybe from a child: cursor to the group
             self.query_one(JobTable).move_cursor_to_key(key)
 
+    def action_toggle_mark(self) -> None:
+        """Mark or unmark the highlighted row, then move down (space, space... marks a run of rows)."""
+        job = self.selected_job()
+        table = self._table()
+        if job is None or table is None:
+            return
+        if job.key in self.marked:
+            self.marked.discard(job.key)
+        else:
+            self.marked.add(job.key)
+        self.refresh_data()
+        table.action_cursor_down()
+
     def action_toggle_users(self) -> None:
         """Switch between my jobs and everyone's, on every cluster."""
         app = self.app
@@ -522,61 +600,109 @@ class QueueScreen(DataScreen):
         self.notify("\n".join(said), timeout=4, markup=False)
 
     def action_actions(self) -> None:
-        job = self.selected_job()
-        if job is None or self.check_action("actions", ()) is not True:
+        if self.check_action("actions", ()) is not True:
             return
-        verbs = list(self.app.hub.backend(job.cluster).capabilities.actions)
+        jobs = self._targets(self._any_action)
+        if not jobs:
+            return
+        verbs = list(dict.fromkeys(v for j in jobs for v in self.app.hub.backend(j.cluster).capabilities.actions))
 
         def chosen(verb: str | None) -> None:
-            if verb:
+            if not verb:
+                return
+            fit = [j for j in jobs if self._can(verb)(j)]
+            keyed = next((v for v in JOB_VERBS if v.verb == verb and not v.args), None)
+            if keyed is not None:  # a verb with a key of its own asks what it needs (a signal...)
+                ask(self.app, keyed, fit, lambda args: self._perform(fit, verb, args), self._checker(fit, verb))
+                return
+            confirm(
+                self.app, f"{verb.capitalize()} {targets_text(fit)}?", {}, lambda args: self._perform(fit, verb, args)
+            )
 
-                def answered(yes: bool | None) -> None:
-                    if yes:
-                        self._perform(job, verb)
+        where = f"{jobs[0].cluster}/{jobs[0].id}" if len(jobs) == 1 else f"{len(jobs)} marked jobs"
+        self.app.push_screen(ChoiceScreen(f"Action on {where}", verbs), chosen)
 
-                self.app.push_screen(
-                    ConfirmScreen(f"{verb.capitalize()} job {job.id} ({job.name}) on {job.cluster}?"), answered
-                )
+    def action_verb(self, name: str) -> None:
+        """One of ``keys.JOB_VERBS`` (hold, resubmit...) on the marked jobs, or the highlighted one."""
+        verb = JOB_VERB.get(name)
+        if verb is None or self.check_action("verb", (name,)) is not True:
+            return
+        jobs = self._targets(self._can(verb.verb))
+        if verb.prefill and len(jobs) == 1:
+            self._prefill(verb, jobs[0])
+            return
+        if jobs:
+            ask(self.app, verb, jobs, lambda args: self._perform(jobs, verb.verb, args), self._checker(jobs, verb.verb))
 
-        self.app.push_screen(ChoiceScreen(f"Action on {job.cluster}/{job.id}", verbs), chosen)
+    @work(group="verb-defaults", exclusive=True, exit_on_error=False)
+    async def _prefill(self, verb: JobVerb, job: Job) -> None:
+        """Ask the backend what to offer (e.g. the doubled time limit), then the prefilled prompts."""
+        backend = self.app.hub.backend(job.cluster)
+        try:
+            defaults = await self.app.hub.call(backend.verb_defaults(job.id, verb.verb, dict(verb.args)))
+        except Exception as exc:
+            self.app.report_error(f"{verb.label}: not offered", error_text(exc))
+            return
+        check = self._checker([job], verb.verb)
+        if not defaults:  # nothing to prefill: confirm as for any verb
+            ask(self.app, verb, [job], lambda args: self._perform([job], verb.verb, args), check)
+            return
+        ask_values(self.app, verb, job, defaults, lambda args: self._perform([job], verb.verb, args), check)
 
-    def _perform(self, job: Job, verb: str) -> None:
+    def _checker(self, jobs: Sequence[Job], verb: str) -> Callable[[dict[str, str]], str]:
+        """The backends' own check of typed values (no I/O), run before the confirmation."""
+
+        def check(args: dict[str, str]) -> str:
+            for cluster in dict.fromkeys(job.cluster for job in jobs):
+                try:
+                    self.app.hub.backend(cluster).check_args(verb, args)
+                except Exception as exc:
+                    return f"{cluster}: {error_text(exc)}"
+            return ""
+
+        return check
+
+    def _perform(self, jobs: Sequence[Job], verb: str, args: dict[str, str]) -> None:
         self._mutate(
-            job,
-            self.app.hub.backend(job.cluster).perform(job.id, verb),
+            jobs,
+            lambda job: self.app.hub.backend(job.cluster).perform(job.id, verb, args),
             f"{verb.capitalize()} failed",
-            f"{verb}: job {job.id} on {job.cluster}",
+            verb,
         )
 
     def action_submit(self) -> None:
         self.app.action_show("submit")
 
     def action_cancel(self) -> None:
-        job = self.selected_job()
-        if job is None or self.check_action("cancel", ()) is not True:
+        if self.check_action("cancel", ()) is not True:
             return
+        jobs = self._targets(self._can_cancel)
+        if jobs:
+            confirm(self.app, f"Cancel {targets_text(jobs)}?", {}, lambda _: self._cancel(jobs))
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._cancel(job)
-
-        self.app.push_screen(ConfirmScreen(f"Cancel job {job.id} ({job.name}) on {job.cluster}?"), answered)
-
-    def _cancel(self, job: Job) -> None:
-        self._mutate(
-            job,
-            self.app.hub.backend(job.cluster).cancel(job.id),
-            "Cancel failed",
-            f"cancelled job {job.id} on {job.cluster}",
-        )
+    def _cancel(self, jobs: Sequence[Job]) -> None:
+        self._mutate(jobs, lambda job: self.app.hub.backend(job.cluster).cancel(job.id), "Cancel failed", "cancelled")
 
     @work(group="mutate", exit_on_error=False)
-    async def _mutate(self, job: Job, call, failed: str, done: str) -> None:
-        """Await a gated backend call (cancel, perform) with the hub's timeout; say how it went."""
-        try:
-            await self.app.hub.call(call)
-        except Exception as exc:
-            self.app.report_error(failed, error_text(exc))
-            return
-        self.notify(clean(done), markup=False)
-        self.app.request_refresh(job.cluster)
+    async def _mutate(
+        self, jobs: Sequence[Job], call: Callable[[Job], Awaitable[str | None]], failed: str, done: str
+    ) -> None:
+        """Await a gated backend call (cancel, perform) for each job, with the hub's timeout; say how
+        it went (what the backend said, or one line per failure). Marks of the jobs done are cleared."""
+        said, errors = [], []
+        for job in jobs:
+            try:
+                answer = await self.app.hub.call(call(job))
+            except Exception as exc:
+                errors.append(f"{job.cluster}/{job.id}: {error_text(exc)}")
+                continue
+            self.marked.discard(job.key)
+            said.append(answer or f"{done}: job {job.id} on {job.cluster}")
+        if errors:
+            self.app.report_error(failed, "\n".join(errors))
+        if said:
+            summary = said if len(said) <= 3 else [*said[:2], f"{done}: {len(said)} jobs in all"]
+            self.notify(clean("\n".join(summary)), markup=False)
+        for cluster in dict.fromkeys(job.cluster for job in jobs):
+            self.app.request_refresh(cluster)
+        self.refresh_data()

@@ -102,6 +102,26 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cancel", parents=[common], help="cancel a job")
     p.add_argument("job", metavar="JOB")
     p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
+    for name, text in VERB_HELP.items():
+        p = sub.add_parser(name, parents=[common], help=text, description=text)
+        p.add_argument("job", metavar="JOB")
+        p.add_argument(
+            "--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)"
+        )
+        if name == "resubmit":
+            p.add_argument(
+                "--more",
+                action="store_true",
+                help="twice the time limit after a TIMEOUT, twice the memory after an OUT_OF_MEMORY",
+            )
+            p.add_argument("--time", metavar="LIMIT", help="the new job's time limit, e.g. 02:00:00")
+            p.add_argument("--mem", metavar="SIZE", help="the new job's memory, e.g. 8G")
+        elif name == "edit":
+            p.add_argument("--time", metavar="LIMIT", help="new time limit, e.g. 01:30:00")
+            p.add_argument("--partition", metavar="NAME", help="new partition")
+            p.add_argument("--qos", metavar="NAME", help="new QOS")
+        elif name == "signal":
+            p.add_argument("--signal", "-s", metavar="SIG", default="TERM", help=f"one of {', '.join(SIGNALS)}")
     p = sub.add_parser("logs", parents=[common], help="print a job's log")
     p.add_argument("job", metavar="JOB")
     p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
@@ -130,6 +150,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 COMPLETION_SHELLS = ("bash", "zsh", "fish")
+# The job verbs beyond cancel (``Backend.perform``), each a command of its own.
+VERB_HELP = {
+    "resubmit": "submit a job again: its batch script and options (--more: more time or memory)",
+    "hold": "hold a pending job (it stays queued, not started)",
+    "release": "release a held job",
+    "requeue": "requeue a running or finished job",
+    "edit": "change a pending job's time limit, partition or QOS",
+    "signal": "send a signal to a job's processes",
+}
+SIGNALS = ("TERM", "INT", "HUP", "USR1", "USR2", "KILL", "STOP", "CONT")  # as backends.base.SIGNALS
 
 
 def _completion(parser: argparse.ArgumentParser, shell: str) -> int:
@@ -291,20 +321,29 @@ async def _job_cluster(hub, name: str | None, job_id: str) -> str:
 
 
 async def _list(config, args, what: str) -> int:
-    from yanflow_tui.hub import Health
-
     hub = _hub(config, args.cluster)
     names = [args.cluster] if args.cluster else hub.names
     try:
         snaps = await asyncio.gather(*(hub.refresh(n, jobs=what == "jobs", nodes=what == "nodes") for n in names))
+        return await _print_list(hub, args, what, snaps)
     finally:
         await hub.close()
+
+
+async def _print_list(hub, args, what: str, snaps) -> int:
+    from yanflow_tui.hub import Health
+
     failed = [s for s in snaps if s.health is not Health.OK]
     for snap in failed:
         _error(f"cluster {snap.name!r}: {snap.message}")
     rows = [item for s in snaps if s.health is Health.OK for item in (s.jobs if what == "jobs" else s.nodes)]
     if what == "jobs":
         data = [job_json(j) for j in rows]
+        if args.json:
+            figures = await _efficiencies(hub, rows)
+            for item in data:
+                eff = figures.get((item["cluster"], item["id"]))
+                item["efficiency"] = eff.as_json() if eff is not None else None
         table = [
             (j.cluster, j.id, j.name, j.user, j.state.value, str(j.gpus), ",".join(j.nodes) or "-", j.reason)
             for j in rows
@@ -331,6 +370,27 @@ async def _list(config, args, what: str) -> int:
     else:
         _print_table(header, table)
     return EXIT_ERROR if failed else 0
+
+
+async def _efficiencies(hub, jobs) -> dict:
+    """(cluster, job id) -> seff's figures, for started jobs on clusters that have them; a cluster
+    that cannot say (no accounting, a timeout) leaves its jobs at null."""
+    out: dict = {}
+    by_cluster: dict[str, list[str]] = {}
+    for job in jobs:
+        if job.start_time is not None or job.state.terminal:
+            by_cluster.setdefault(job.cluster, []).append(job.id)
+    for name, ids in by_cluster.items():
+        backend = hub.backend(name)
+        if not backend.capabilities.efficiency:
+            continue
+        try:
+            found = await hub.call(backend.efficiency(ids))
+        except (YanflowError, TimeoutError) as exc:
+            log.info("efficiency on %s: %s", name, exc)
+            continue
+        out.update({(name, job_id): eff for job_id, eff in found.items()})
+    return out
 
 
 def _print_table(header: tuple[str, ...], rows: Sequence[Sequence[object]]) -> None:
@@ -465,6 +525,46 @@ async def _cancel(config, args) -> int:
     return 0
 
 
+def _refuse_if_read_only(hub, name: str | None, job_id: str, verb: str) -> None:
+    """Refuse before any I/O (not even the reads that find the job's cluster) when every cluster
+    the job could be on is read-only."""
+    names = [name] if name else hub.names
+    fits = []
+    for cluster in names:
+        try:
+            hub.backend(cluster).check_id(job_id)
+        except YanflowError:
+            continue
+        fits.append(cluster)
+    if fits and all(hub.backend(c).read_only for c in fits):
+        hub.backend(fits[0]).gate.check(verb)
+
+
+def verb_args(args) -> dict[str, str]:
+    """The ``perform`` arguments a verb's command line gave (``VERB_ARGS``)."""
+    out = {}
+    for key in ("time", "mem", "partition", "qos", "signal"):
+        value = getattr(args, key, None)
+        if value:
+            out[key] = value
+    if getattr(args, "more", False):
+        out["more"] = "yes"
+    return out
+
+
+async def _verb(config, args) -> int:
+    """resubmit, hold, release, requeue, edit, signal: one ``perform`` through the gate."""
+    hub = _hub(config)
+    try:
+        _refuse_if_read_only(hub, args.cluster, args.job, args.command)
+        name = await _job_cluster(hub, args.cluster, args.job)
+        said = await hub.call(hub.backend(name).perform(args.job, args.command, verb_args(args)))
+    finally:
+        await hub.close()
+    print(clean(said or f"{args.command}: job {args.job} on {name}"), file=sys.stderr)
+    return 0
+
+
 async def _logs(config, args) -> int:
     hub = _hub(config)
     try:
@@ -521,4 +621,5 @@ _COMMANDS = {
     "cancel": _cancel,
     "logs": _logs,
     "metrics": _metrics,
+    **dict.fromkeys(VERB_HELP, _verb),
 }

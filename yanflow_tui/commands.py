@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from yanflow_tui.keys import JOB_VERBS
 from yanflow_tui.model import Job
 
 if TYPE_CHECKING:
@@ -26,6 +27,9 @@ class JobCommands(Protocol):
     def action_actions(self) -> None: ...
     def action_toggle_users(self) -> None: ...
     def action_toggle_group(self) -> None: ...
+    def action_verb(self, name: str) -> None: ...
+    def action_toggle_mark(self) -> None: ...
+    def marked_jobs(self) -> list[Job]: ...
 
 
 Command = tuple[str, str, Callable[[], Any]]
@@ -74,10 +78,20 @@ class YanflowCommands(Provider):
         if isinstance(screen, JobCommands) and job is not None:
             commands.append(("job: open", f"Describe job {job.id}", screen.action_open_job))
             commands.append(("job: logs", f"Logs of job {job.id}", screen.action_logs))
+            marked = len(screen.marked_jobs())
+            which = f"the {marked} marked jobs" if marked else f"job {job.id}"
+            commands.append(
+                ("job: mark", f"Mark or unmark job {job.id} (verbs act on every marked job)", screen.action_toggle_mark)
+            )
             if not app.read_only and screen.check_action("cancel", ()):
-                commands.append(("job: cancel", f"Cancel job {job.id}", screen.action_cancel))
+                commands.append(("job: cancel", f"Cancel {which}", screen.action_cancel))
             if not app.read_only and screen.check_action("actions", ()):
-                commands.append(("job: actions", f"Pause, activate... job {job.id}", screen.action_actions))
+                commands.append(("job: actions", f"Pause, activate... {which}", screen.action_actions))
+            for verb in JOB_VERBS:
+                if not app.read_only and screen.check_action("verb", (verb.name,)):
+                    commands.append(
+                        (f"job: {verb.label.lower()}", f"{verb.label}: {which}", partial(screen.action_verb, verb.name))
+                    )
             commands.append(("queue: mine / all users", "Show my jobs or everyone's", screen.action_toggle_users))
             if screen.check_action("toggle_group", ()):
                 commands.append(("job: expand", "Expand or collapse the group", screen.action_toggle_group))

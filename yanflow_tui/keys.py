@@ -9,11 +9,13 @@ to the UI one at a time.
   field) only after the UI has handled the one before: Textual forwards each key to the widget
   focused *when the key is read*, so keys read in one burst would all go to the widget focused
   before the first one (a Tab, an Enter, an Escape) moved the focus.
+- ``JOB_VERBS``: the job verbs beyond cancel (hold, resubmit...) and the Queue keys they are on.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -105,3 +107,38 @@ class SerialKeys(App[None]):
             return
         self._key_busy = False
         await self._deliver_keys()
+
+
+@dataclass(frozen=True)
+class JobVerb:
+    """A job verb beyond cancel on a key of its own in the Queue (and a "job: ..." palette command):
+    the backend verb it runs (one of ``Capabilities.actions``) with fixed arguments, if any."""
+
+    name: str  # the Queue's ``verb(name)`` action
+    verb: str  # ``Backend.perform``'s action
+    key: str
+    label: str
+    binding_id: str
+    args: tuple[tuple[str, str], ...] = ()
+    # Offer the backend's ``verb_defaults`` (e.g. the doubled time limit) prefilled before confirming.
+    prefill: bool = False
+
+
+JOB_VERBS = (
+    JobVerb("resubmit", "resubmit", "R", "Resubmit", "resubmit-job"),
+    JobVerb(
+        "resubmit_more",
+        "resubmit",
+        "M",
+        "Resubmit with more time/memory",
+        "resubmit-job-more",
+        (("more", "yes"),),
+        prefill=True,
+    ),
+    JobVerb("hold", "hold", "h", "Hold", "hold-job"),
+    JobVerb("release", "release", "L", "Release", "release-job"),
+    JobVerb("requeue", "requeue", "Q", "Requeue", "requeue-job"),
+    JobVerb("edit", "edit", "E", "Edit time/partition/QOS", "edit-job"),
+    JobVerb("signal", "signal", "k", "Signal", "signal-job"),
+)
+JOB_VERB = {v.name: v for v in JOB_VERBS}

@@ -616,9 +616,9 @@ class DeterminedBackend(Backend):
         raise BackendError(f"cluster {self.name!r}: submit failed: not logged in")
 
     async def _cancel(self, job_id: str) -> None:
-        await self._perform(job_id, "kill")
+        await self._perform(job_id, "kill", {})
 
-    async def _perform(self, job_id: str, action: str) -> None:
+    async def _perform(self, job_id: str, action: str, args: Mapping[str, str]) -> None:
         def run(session) -> None:
             exp = self._number(job_id, "exp")
             if exp is not None:

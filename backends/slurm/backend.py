@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 
 from yanflow_tui import formfields as ff
 from yanflow_tui.backends.base import Backend, Capabilities, TerminalLogin, describe_job
 from yanflow_tui.backends.prompting import Asker
-from yanflow_tui.backends.slurm import containers, gpus, history, parse, tbfiles
+from yanflow_tui.backends.slurm import containers, gpus, history, parse, tbfiles, verbs
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
 from yanflow_tui.backends.slurm.script import Rendered, render, render_native
@@ -35,6 +35,7 @@ from yanflow_tui.backends.slurm.transport import (
 from yanflow_tui.capacity import Request
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.curves import EventListing
+from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.model import Job, JobKind, JobSpec, JobState, LogLine, Node
 
@@ -77,6 +78,8 @@ class SlurmBackend(Backend):
         submit_tags=True,
         native_files=frozenset({"sbatch"}),
         event_files=True,
+        actions=verbs.ACTIONS,
+        efficiency=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -261,8 +264,21 @@ class SlurmBackend(Backend):
         return describe_job(job, extra)
 
     async def raw_spec(self, job_id: str) -> str:
+        """``scontrol show job -dd``, then the batch script the job was submitted with."""
         _check_id(job_id)
-        return await self.transport.check(["scontrol", "show", "job", "-dd", "--", job_id])
+        shown = await self.transport.check(["scontrol", "show", "job", "-dd", "--", job_id])
+        try:
+            script = await verbs.batch_script(self.transport, job_id)
+        except BackendError as exc:
+            script = f"({exc})\n"
+        return f"{shown.rstrip()}\n\n# batch script\n{script}"
+
+    async def efficiency(self, job_ids: Sequence[str]) -> dict[str, Efficiency]:
+        for job_id in job_ids:
+            _check_id(job_id)
+        if self.history_note:
+            raise BackendError(self.history_note)
+        return await verbs.efficiency(self.transport, list(job_ids))
 
     # -- TensorBoard event files -----------------------------------------------------------------
     async def _logdir(self, job_id: str) -> str:
@@ -518,6 +534,21 @@ class SlurmBackend(Backend):
 
     async def retry_login(self) -> None:
         await self.transport.retry_login()
+
+    async def verb_defaults(self, job_id: str, action: str, args: Mapping[str, str]) -> dict[str, str]:
+        _check_id(job_id)
+        self.check_args(action, args)
+        return await verbs.suggest(self.transport, job_id, args) if action == "resubmit" else {}
+
+    def check_args(self, action: str, args: Mapping[str, str]) -> None:
+        super().check_args(action, args)
+        verbs.check_args(action, args)  # typed values: a time limit, a partition name, a signal
+
+    async def _perform(self, job_id: str, action: str, args: Mapping[str, str]) -> str:
+        _check_id(job_id)
+        said = await verbs.perform(self.transport, job_id, action, args)
+        self._history_at = 0.0  # a resubmitted or requeued job shows at the next refresh
+        return said
 
     async def close(self) -> None:
         await self.transport.close()

@@ -37,7 +37,7 @@ class SpyBackend(Backend):
     async def _cancel(self, job_id):
         self.calls.append(("cancel", job_id))
 
-    async def _perform(self, job_id, action):
+    async def _perform(self, job_id, action, args):
         self.calls.append((action, job_id))
 
 
@@ -224,3 +224,52 @@ async def test_extra_actions_pass_the_same_gate():
     with pytest.raises(ReadOnlyError, match="read-only: pause refused"):
         await closed.perform("7", "pause")
     assert closed.calls == []
+
+
+# -- the job verbs beyond cancel (resubmit, hold, release, requeue, edit, signal) ------------------
+
+
+class SpyListing(SpyLocal):
+    """Records reads too: a refused verb must not even look for the job's cluster."""
+
+    async def list_jobs(self):
+        SpyLocal.calls.append(("list_jobs",))
+        return await super().list_jobs()
+
+
+VERB_ARGV = {"edit": ["--time", "01:00:00"], "signal": ["--signal", "KILL"], "resubmit": ["--more"]}
+
+
+@pytest.mark.parametrize("verb", list(cli.VERB_HELP))
+@pytest.mark.parametrize("where", ["flag", "config", "cluster"])
+def test_cli_read_only_refuses_every_verb_before_any_io(spy_cli, tmp_path, capsys, register_backend, verb, where):
+    register_backend(SpyListing, "local")
+    config = tmp_path / "two.yaml"
+    body = "clusters:\n  - name: here\n    kind: local\n  - name: there\n    kind: local\n"
+    if where == "config":
+        body = "read_only: true\n" + body
+    elif where == "cluster":
+        body = body.replace("kind: local\n", "kind: local\n    read_only: true\n")
+    config.write_text(body)
+    argv = ["--config", str(config), *(["--read-only"] if where == "flag" else []), verb, "7", *VERB_ARGV.get(verb, [])]
+    assert cli.main(argv) != 0
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"yanflow-tui: error: cluster 'here' is read-only: {verb} refused"]
+    assert SpyLocal.calls == []  # not even a read to find the job's cluster
+
+
+def test_cli_verbs_reach_the_backend_when_the_gate_is_open(spy_cli, capsys):
+    """Control for the test above: the verb gets past the gate to the backend's capability check."""
+    config, _ = spy_cli
+    assert cli.main(["--config", str(config), "hold", "7"]) != 0
+    assert "cannot hold jobs" in capsys.readouterr().err
+
+
+async def test_perform_arguments_are_checked_after_the_gate_and_before_the_backend():
+    spy = SpyBackend(ClusterConfig("c", "spy"))
+    with pytest.raises(BackendError, match="pause takes no signal"):
+        await spy.perform("7", "pause", {"signal": "KILL"})
+    assert spy.calls == []
+    closed = SpyBackend(ClusterConfig("c", "spy", read_only=True))
+    with pytest.raises(ReadOnlyError):
+        await closed.perform("7", "pause", {"signal": "KILL"})

@@ -139,7 +139,7 @@ class FakeBackend(Backend):
                 return
         raise BackendError(f"no job {job_id}")
 
-    async def _perform(self, job_id, action):
+    async def _perform(self, job_id, action, args):
         self.calls.append((action, job_id))
 
     @property

@@ -550,7 +550,7 @@ async def test_group_rows_start_collapsed_and_space_expands_them_in_natural_orde
         assert not [r for r in rows(app) if "104_" in r]
         assert "▸ 104" in screen_text(app) and "sweep (3)" in screen_text(app)
         select_row(app, "det/104")
-        await pilot.press("space")
+        await pilot.press("e")
         await wait_for(pilot, lambda: "det/104_0" in rows(app), what="expanded")
         order = rows(app)
         assert order[order.index("det/104") :] == ["det/104", "det/104_0", "det/104_1", "det/104_10"]
@@ -559,7 +559,7 @@ async def test_group_rows_start_collapsed_and_space_expands_them_in_natural_orde
         await refreshed(pilot, app)  # a refresh keeps the group open and the rows in place
         assert rows(app)[-4:] == ["det/104", "det/104_0", "det/104_1", "det/104_10"]
         select_row(app, "det/104_1")
-        await pilot.press("space")  # from a child: collapse its group, cursor on the group row
+        await pilot.press("e")  # from a child: collapse its group, cursor on the group row
         await wait_for(pilot, lambda: "det/104_1" not in rows(app), what="collapsed")
         assert app.screen.selected_job().id == "104"
 
@@ -631,7 +631,7 @@ async def test_job_detail_plots_metrics_lists_checkpoints_and_downloads_one(home
     async with app.run_test(size=(140, 70)) as pilot:
         await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
         select_row(app, "det/104")
-        await pilot.press("space")
+        await pilot.press("e")
         await wait_for(pilot, lambda: "det/104_1" in rows(app), what="expanded")
         select_row(app, "det/104_1")
         await pilot.press("enter")

@@ -31,7 +31,7 @@ async def test_prompted_password_logs_in_and_experiments_show_with_their_trials(
         assert not [r for r in rows(app) if "trial-" in r]  # trials start collapsed
         table = app.screen.query_one(JobTable)
         table.move_cursor_to_key("det/exp-12")
-        await pilot.press("space")
+        await pilot.press("e")
         await wait_for(pilot, lambda: len([r for r in rows(app) if "trial-" in r]) == 3, what="trials")
         assert "det/exp-13" not in rows(app)  # bob's experiment: mine by default, filtered by the master
         experiments = [r for r in master.requests if r.path == "/api/v1/experiments"]

@@ -1,14 +1,17 @@
-"""The job detail view's placement (nodes and GPUs) and raw spec sections, over the fake backend
-and over the real Slurm cluster."""
+"""The job detail view's placement (nodes and GPUs), raw spec (scontrol and the batch script; ``v``
+opens it in the editor) and efficiency sections, over the fake backend and over the real Slurm
+clusters."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 
+from sitehelpers import known_to_slurmctld, site_cluster, site_slurm
 from slurmhelpers import ssh_cluster
 from textual.widgets import Static
 from uihelpers import make_app
-from waiting import wait_for
+from waiting import async_wait_until, wait_for
 
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.screens.detail import JobDetailScreen
@@ -62,3 +65,47 @@ async def test_detail_of_a_real_slurm_job_shows_scontrol_and_its_node(slurm_dir,
         detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
         await wait_for(pilot, lambda: f"JobId={job_id}" in section(detail, "#raw-spec"), what="scontrol output")
         assert job.nodes[0] in section(detail, "#placement")
+        # the job as submitted: the batch script under scontrol's fields
+        assert "# batch script" in section(detail, "#raw-spec") and "sleep 60" in section(detail, "#raw-spec")
+
+
+async def test_v_opens_the_raw_spec_in_the_editor_with_the_console_suspended(fake_backend, tmp_path, monkeypatch):
+    copy = tmp_path / "seen.txt"
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f'#!/bin/sh\ncp "$1" {copy}\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("VISUAL", f"{editor}")
+    app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
+    suspended = []
+
+    @contextlib.contextmanager
+    def suspend():  # the headless driver cannot suspend: record that the console would have
+        suspended.append(True)
+        yield
+
+    async with app.run_test(size=(140, 50)) as pilot:
+        monkeypatch.setattr(app, "suspend", suspend)
+        await wait_for(pilot, lambda: app.hub.find_job("hpc", "101"), what="job 101")
+        app.push_screen(JobDetailScreen(app.hub.find_job("hpc", "101")))
+        detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
+        await wait_for(pilot, lambda: detail.raw_text, what="raw spec")
+        await pilot.press("v")
+        await wait_for(pilot, lambda: copy.exists(), what="the editor ran")
+        assert copy.read_text() == detail.raw_text and suspended == [True]
+
+
+async def test_detail_of_a_finished_site_job_shows_seffs_efficiency(site_dir, site_jobs, home):
+    out = site_slurm("sbatch", "--parsable", "-p", "batch", "-t", "00:02:00", "-o", "/dev/null", "--wrap=true")
+    job_id = out.strip().split(";")[0]
+    site_jobs.append(job_id)
+    app = make_app(site_cluster())
+    async with app.run_test(size=(160, 60)) as pilot:
+        name = app.hub.names[0]
+        await async_wait_until(lambda: not known_to_slurmctld(job_id), 60, "finished and purged")
+        job = await app.hub.call(app.hub.backend(name).get_job(job_id))
+        app.push_screen(JobDetailScreen(job))
+        detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
+        text = await wait_for(
+            pilot, lambda: "CPU Efficiency" in (t := section(detail, "#efficiency")) and t, timeout=20, what="seff"
+        )
+        assert "core-walltime" in text and "of 00:02:00 time limit" in text and "Memory Efficiency" in text

@@ -1,0 +1,253 @@
+"""Pilot tests of the Queue's job verbs against the REAL loopback Slurm cluster over SSH: space marks
+rows (a visible mark, a count in the header) and cancel acts on every marked job after one
+confirmation; a verb key (hold) asks, then changes what ``scontrol`` shows; with read-only, every
+verb key is refused and no command reaches the cluster."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from sitehelpers import SITE_JOBS, accounted, site_cluster, site_slurm
+from slurmhelpers import live_state, slurm, ssh_cluster
+from uihelpers import make_app, screen_text
+from waiting import async_wait_until, wait_for
+
+from yanflow_tui.commands import YanflowCommands
+from yanflow_tui.keys import JOB_VERBS
+from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
+from yanflow_tui.screens.queue import MARK, JobTable, QueueScreen
+
+
+def mutations(app, name: str) -> list[tuple[str, ...]]:
+    """The commands run on the cluster that change it (scontrol's reads, e.g. ``show job``, are not)."""
+    return [
+        argv
+        for argv in app.hub.backend(name).transport.history
+        if argv[0] in ("sbatch", "scancel")
+        or (argv[0] == "scontrol" and argv[1] in ("hold", "release", "requeue", "update"))
+    ]
+
+
+def cluster():
+    return replace(ssh_cluster(nodes_refresh_seconds=0.5), refresh_seconds=0.5)
+
+
+def rows(app) -> list[str]:
+    return app.screen.query_one(JobTable).row_keys
+
+
+def sbatch(name: str) -> str:
+    out = slurm(
+        "sbatch", "--parsable", "-p", "cpu", "--mem=100M", "-o", "/dev/null", "-J", name, "--begin=now+1hour",
+        "-t", "00:05:00", "--wrap=sleep 60",
+    )  # fmt: skip
+    return out.strip().split(";")[0]
+
+
+def reason(job_id: str) -> str:
+    return dict(re.findall(r"(\S+?)=(\S*)", slurm("scontrol", "-o", "show", "job", job_id)))["Reason"]
+
+
+async def palette_names(app) -> list[str]:
+    return [hit.text async for hit in YanflowCommands(app.screen).discover()]
+
+
+async def test_space_marks_three_jobs_and_one_confirmation_cancels_them_all(home, slurm_dir, slurm_jobs):
+    c = cluster()
+    ids = [slurm_jobs.add(sbatch(f"yf-mark-{i}")) for i in range(3)]
+    other = slurm_jobs.add(sbatch("yf-mark-not"))
+    app = make_app(c)
+    async with app.run_test(size=(160, 45)) as pilot:
+        keys = [f"{c.name}/{i}" for i in ids]
+        await wait_for(pilot, lambda: set(keys) <= set(rows(app)), what="rows")
+        table = app.screen.query_one(JobTable)
+        for key in keys:
+            table.move_cursor_to_key(key)
+            await pilot.pause()
+            await pilot.press("space")
+        screen = app.screen
+        assert isinstance(screen, QueueScreen) and screen.marked == set(keys)
+        await wait_for(pilot, lambda: all(MARK in (table.row_text(k) or "") for k in keys), what="marks drawn")
+        assert MARK not in (table.row_text(f"{c.name}/{other}") or "")
+        await wait_for(pilot, lambda: "3 marked" in screen_text(app), what="the count")
+        assert "job: cancel" in await palette_names(app)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        assert "3 jobs" in screen_text(app)
+        await pilot.press("y")
+        await async_wait_until(
+            lambda: all(live_state(i) in ("CANCELLED", None) for i in ids), 30, "all three cancelled"
+        )
+        assert isinstance(app.screen, QueueScreen)  # one confirmation, not three
+        assert live_state(other) == "PENDING"
+        scancels = [a for a in app.hub.backend(c.name).transport.history if a[0] == "scancel"]
+        assert sorted(a[-1] for a in scancels) == sorted(ids)
+        await wait_for(pilot, lambda: not screen.marked, what="marks cleared")
+
+
+async def test_hold_key_confirms_then_holds_and_release_lets_it_go(home, slurm_dir, slurm_jobs):
+    c = cluster()
+    job_id = slurm_jobs.add(sbatch("yf-ui-hold"))
+    app = make_app(c)
+    async with app.run_test(size=(160, 45)) as pilot:
+        key = f"{c.name}/{job_id}"
+        await wait_for(pilot, lambda: key in rows(app), what="row")
+        app.screen.query_one(JobTable).move_cursor_to_key(key)
+        await pilot.pause()
+        assert "job: hold" in await palette_names(app)
+        await pilot.press("h")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        assert f"Hold job {job_id}" in screen_text(app)
+        await pilot.press("y")
+        await async_wait_until(lambda: reason(job_id).startswith("JobHeld"), 20, "held")
+        await wait_for(pilot, lambda: isinstance(app.screen, QueueScreen), what="back")
+        await pilot.press("L")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm release")
+        await pilot.press("y")
+        await async_wait_until(lambda: not reason(job_id).startswith("JobHeld"), 20, "released")
+
+
+async def test_signal_key_offers_the_short_list(home, slurm_dir, slurm_jobs):
+    c = cluster()
+    job_id = slurm_jobs.add(sbatch("yf-ui-signal"))
+    app = make_app(c)
+    async with app.run_test(size=(160, 45)) as pilot:
+        key = f"{c.name}/{job_id}"
+        await wait_for(pilot, lambda: key in rows(app), what="row")
+        app.screen.query_one(JobTable).move_cursor_to_key(key)
+        await pilot.pause()
+        await pilot.press("k")
+        choice = await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen) and app.screen, what="signals")
+        assert choice.choices[:2] == ["TERM", "INT"] and "KILL" in choice.choices
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, QueueScreen), what="back")
+        assert mutations(app, c.name) == []
+
+
+async def test_read_only_refuses_every_verb_key_and_runs_nothing(home, slurm_dir, slurm_jobs):
+    c = cluster()
+    job_id = slurm_jobs.add(sbatch("yf-ui-ro"))
+    app = make_app(c, read_only=True)
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+    async with app.run_test(size=(160, 45)) as pilot:
+        key = f"{c.name}/{job_id}"
+        await wait_for(pilot, lambda: key in rows(app), what="row")
+        app.screen.query_one(JobTable).move_cursor_to_key(key)
+        await pilot.press("space")  # marking is not a change: it works read-only too
+        names = await palette_names(app)
+        for verb in JOB_VERBS:
+            assert f"job: {verb.label.lower()}" not in names
+            await pilot.press(verb.key)
+            await wait_for(
+                pilot, lambda v=verb: any(f"read-only: {v.verb} refused" in n for n in notes), what=verb.name
+            )
+            assert isinstance(app.screen, QueueScreen)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: any("read-only: cancel refused" in n for n in notes), what="cancel")
+        assert mutations(app, c.name) == []
+        assert reason(job_id) == "BeginTime"
+
+
+def shown(job_id: str) -> dict[str, str]:
+    return dict(re.findall(r"(\S+?)=(\S*)", slurm("scontrol", "-o", "show", "job", job_id)))
+
+
+async def test_edit_key_asks_the_field_and_value_then_scontrol_shows_it(home, slurm_dir, slurm_jobs):
+    c = cluster()
+    job_id = slurm_jobs.add(sbatch("yf-ui-edit"))
+    app = make_app(c)
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+    async with app.run_test(size=(160, 45)) as pilot:
+        key = f"{c.name}/{job_id}"
+        await wait_for(pilot, lambda: key in rows(app), what="row")
+        app.screen.query_one(JobTable).move_cursor_to_key(key)
+        await pilot.pause()
+
+        async def edit_time(value: str) -> None:
+            await pilot.press("E")
+            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="fields")
+            await pilot.press("enter")  # the first: time limit
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="prompt")
+            await pilot.press(*value, "enter")
+
+        await edit_time("soon")  # checked before the confirmation: said, and nothing is asked or sent
+        await wait_for(pilot, lambda: any("not a Slurm time limit: 'soon'" in n for n in notes), what="the problem")
+        assert isinstance(app.screen, QueueScreen) and mutations(app, c.name) == []
+        await edit_time("00:13:00")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        assert f"Set the time limit of job {job_id}" in screen_text(app)
+        await pilot.press("y")
+        await async_wait_until(lambda: shown(job_id)["TimeLimit"] == "00:13:00", 20, "edited")
+
+
+async def test_two_marked_jobs_are_held_after_one_confirmation(home, slurm_dir, slurm_jobs):
+    c = cluster()
+    ids = [slurm_jobs.add(sbatch(f"yf-ui-hold2-{i}")) for i in range(2)]
+    app = make_app(c)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: {f"{c.name}/{i}" for i in ids} <= set(rows(app)), what="rows")
+        table = app.screen.query_one(JobTable)
+        for job_id in ids:
+            table.move_cursor_to_key(f"{c.name}/{job_id}")
+            await pilot.pause()
+            await pilot.press("space")
+        await pilot.press("h")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        assert "Hold 2 jobs" in screen_text(app)
+        await pilot.press("y")
+        await async_wait_until(lambda: all(shown(i)["Reason"].startswith("JobHeld") for i in ids), 20, "both held")
+        assert isinstance(app.screen, QueueScreen)
+
+
+async def test_more_after_a_timeout_offers_the_doubled_time_prefilled_then_resubmits(home, site_dir, site_jobs):
+    """On the site cluster (accounting, scripts stored, jobs purged 5 s after they end): the job is known
+    only to sacct by then, so its options and its script come from accounting."""
+    out = site_slurm(
+        "sbatch", "--parsable", "-p", "batch", "--mem=100M", "-o", "/dev/null", "-J", "yf-ui-timeout", "-t", "1",
+        f"--chdir={SITE_JOBS}", "--wrap=sleep 300",
+    )  # fmt: skip
+    job_id = out.strip().split(";")[0]
+    site_jobs.append(job_id)
+    await async_wait_until(
+        lambda: (a := accounted(job_id)) and a["state"]["current"] == "TIMEOUT", 180, "timed out, in accounting"
+    )
+    app = make_app(site_cluster())
+    async with app.run_test(size=(160, 45)) as pilot:
+        name = app.hub.names[0]
+        key = f"{name}/{job_id}"
+        await wait_for(pilot, lambda: key in rows(app), what="row")
+        app.screen.query_one(JobTable).move_cursor_to_key(key)
+        await pilot.pause()
+        await pilot.press("M")
+        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="time")
+        assert prompt.default == "00:02:00"  # the 1 minute that ran out, doubled
+        await pilot.press("enter")
+        prompt = await wait_for(
+            pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen is not prompt and app.screen,
+            what="memory",
+        )  # fmt: skip
+        assert prompt.default == "100M"
+        await pilot.press("enter")
+        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm")
+        assert confirm.question.endswith(
+            f"job {job_id} (yf-ui-timeout) on {name} with time limit 00:02:00, memory 100M?"
+        )
+        await pilot.press("y")
+        history = app.hub.backend(name).transport.history
+        await async_wait_until(lambda: any(a[0] == "sbatch" for a in history), 20, "resubmitted")
+        new = await async_wait_until(lambda: site_job_named("yf-ui-timeout", job_id), 20, "the new job")
+        site_jobs.append(new)
+        fields = dict(re.findall(r"(\S+?)=(\S*)", site_slurm("scontrol", "-o", "show", "job", new)))
+        assert fields["TimeLimit"] == "00:02:00" and fields["MinMemoryNode"] == "100M"
+        assert "sleep 300" in site_slurm("scontrol", "write", "batch_script", new, "-")
+
+
+def site_job_named(name: str, other_than: str) -> str:
+    out = site_slurm("squeue", "-h", "-a", "-t", "all", "-o", "%i|%j")
+    found = [i for i, n in (line.split("|", 1) for line in out.splitlines()) if n == name and i != other_than]
+    return found[0] if found else ""
