@@ -19,6 +19,11 @@ A backend with ``capabilities.native_files`` also takes job files as they are wr
 script, a Determined config, a Kubernetes manifest): the spec carries the file (``JobSpec.native``),
 ``submit`` passes the same gate and sends it through ``_submit_native``.
 
+Inside a running job (``capabilities.files``, ``shell``, ``forward``): ``list_files`` / ``download`` read a
+job's output directory and copy from it (not gated: they write only on this machine); ``shell`` opens an
+interactive shell in the real terminal (gated: it can change anything); ``forward`` forwards a port of
+the job to 127.0.0.1. See ``JobFile``, ``Download``, ``Shell`` and ``Forward``.
+
 ``BackendInfo`` is what a backend package declares about itself in its light ``plugin.py``: its kind, its
 config options, its job spec section, its refresh default, its discovery and where its class lives. The
 registry collects them, so the core (config, spec) never lists kinds.
@@ -30,8 +35,9 @@ import abc
 import asyncio
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from yanflow_tui.capacity import Request
@@ -50,7 +56,7 @@ from yanflow_tui.model import (
     Node,
 )
 
-GATED_METHODS = ("submit", "cancel", "perform")
+GATED_METHODS = ("submit", "cancel", "perform", "shell")
 SUBMIT_TAG = re.compile(r"[0-9a-f]{12,64}")
 SUBMIT_BUDGET = 25.0  # default bound on one submit: it fits in the hub's 30 s call timeout
 
@@ -93,6 +99,9 @@ class Capabilities:
     # Job files taken as they are written (kinds of ``model.NATIVE_KINDS``: "sbatch", "determined",
     # "kubernetes"): ``submit`` of a spec whose ``native`` is one of them sends that file.
     native_files: frozenset[str] = field(default_factory=frozenset)
+    files: bool = False  # ``list_files`` / ``download``: a job's output directory, listed and copied here
+    shell: bool = False  # ``shell``: an interactive shell inside a running job, in the real terminal
+    forward: bool = False  # ``forward``: a port of a running job forwarded to 127.0.0.1
 
 
 # Capability flag -> the methods a backend declaring it must override (with ``submit_tags``, submit
@@ -108,6 +117,9 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "raw_spec": ("raw_spec",),
     "scopes": ("scopes", "set_scope"),
     "native_files": ("_submit_native", "_render_native"),
+    "files": ("list_files", "download"),
+    "shell": ("_shell",),
+    "forward": ("forward",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -138,6 +150,59 @@ class TerminalLogin:
     what: str  # told to the user before the prompts, e.g. "ssh master for alice@login.hpc"
     argv: tuple[str, ...]
     check: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JobFile:
+    """One entry of a job's output directory."""
+
+    name: str
+    path: str  # as the cluster names it, for ``download`` and ``list_files``
+    size: int
+    mtime: datetime | None
+    is_dir: bool = False
+
+
+@dataclass(frozen=True)
+class FileListing:
+    """A folder of a job: where it is (as the cluster names it) and its entries, folders first."""
+
+    path: str
+    files: tuple[JobFile, ...]
+
+
+@dataclass(frozen=True)
+class Download:
+    """A finished download: where it is, its bytes, what it was checked against (e.g. "size and
+    sha256"), and the bytes an earlier interrupted try had fetched already."""
+
+    path: Path
+    size: int
+    checked: str
+    resumed_from: int = 0
+
+
+@dataclass(frozen=True)
+class Shell:
+    """An interactive shell ready to open: ``run`` takes the real terminal (the console is suspended),
+    blocks until the shell exits and returns its exit status."""
+
+    what: str  # e.g. "pod ml/train-0 (container main)"
+    run: Callable[[], int]
+
+
+@dataclass(frozen=True)
+class Forward:
+    """A forwarded port: 127.0.0.1:``local_port`` reaches ``remote_port`` of ``what``; ``close`` stops it."""
+
+    what: str
+    remote_port: int
+    local_port: int
+    close: Callable[[], Awaitable[None]] = field(compare=False)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.local_port}"
 
 
 class Gate:
@@ -305,6 +370,23 @@ class Backend(abc.ABC):
         writes only on this machine."""
         raise BackendError(f"cluster {self.name!r} cannot download checkpoints")
 
+    async def list_files(self, job_id: str, path: str = "") -> FileListing:
+        """The entries of ``path`` ("": the job's output directory) inside the job."""
+        raise BackendError(f"cluster {self.name!r} cannot list a job's files")
+
+    async def download(
+        self, job_id: str, path: str, target: Path, progress: Callable[[int, int | None], None] | None = None
+    ) -> Download:
+        """Copy the job's file or folder ``path`` to ``target`` atomically (a temp beside it, renamed
+        when complete and checked). ``progress(done_bytes, total_or_None)`` as data arrives (maybe from
+        a thread). Not gated: it writes only on this machine."""
+        raise BackendError(f"cluster {self.name!r} cannot download a job's files")
+
+    async def forward(self, job_id: str, port: int, rank: str = "", local_port: int = 0) -> Forward:
+        """Forward ``port`` of the running job (its ``rank``; "": the first) to 127.0.0.1:``local_port``
+        (0: a free one) until ``Forward.close``."""
+        raise BackendError(f"cluster {self.name!r} cannot forward a job's ports")
+
     @property
     def current_user(self) -> str:
         """Who we are on this cluster, once known; "" when unknown (then nothing is hidden by the
@@ -400,6 +482,14 @@ class Backend(abc.ABC):
         self.check_id(job_id)
         await self._perform(job_id, action)
 
+    async def shell(self, job_id: str, rank: str = "") -> Shell:
+        """An interactive shell inside the running job (its ``rank``; "": the first), for the real terminal."""
+        self.gate.check("shell")
+        if not self.capabilities.shell:
+            raise BackendError(f"cluster {self.name!r} cannot open a shell in a job")
+        self.check_id(job_id)
+        return await self._shell(job_id, rank)
+
     # -- to implement --------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:
         raise BackendError(f"cluster {self.name!r} cannot render job specs")
@@ -427,6 +517,9 @@ class Backend(abc.ABC):
 
     async def _perform(self, job_id: str, action: str) -> None:
         raise BackendError(f"cluster {self.name!r} cannot {action} jobs")
+
+    async def _shell(self, job_id: str, rank: str) -> Shell:
+        raise BackendError(f"cluster {self.name!r} cannot open a shell in a job")
 
 
 # An option only discovery sets (no config can: no backend declares it): the cluster is shown for

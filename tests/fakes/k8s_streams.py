@@ -11,7 +11,7 @@
   endian. Data goes to a real local TCP port a test maps (``map_port``); a port with none mapped, or
   whose connection is refused, gets its error on the error channel.
 
-Fault switch: ``cut_after(n)`` drops the next exec connection once ``n`` bytes of stdout went out.
+Fault switch: ``cut_after(n)`` drops the first exec connection whose stdout passes ``n`` bytes, there.
 Each exec is recorded in ``execs`` as (namespace, pod, container, command, tty).
 """
 
@@ -103,7 +103,6 @@ class PodStreams:
         self.execs.append((namespace, name, container, command, tty))
         ws = web.WebSocketResponse(protocols=EXEC_PROTOCOLS)
         await ws.prepare(request)
-        cut, self._cut = self._cut, None
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.root(namespace, name)),
@@ -116,7 +115,7 @@ class PodStreams:
             if tty:
                 code = await self._run_tty(ws, command, namespace, name, env)
             else:
-                code = await self._run_pipes(request, ws, command, namespace, name, env, _truthy(q.get("stdin")), cut)
+                code = await self._run_pipes(request, ws, command, namespace, name, env, _truthy(q.get("stdin")))
         except FileNotFoundError:
             await self._send_status(ws, None, f"exec: {command[0]}: executable file not found in $PATH")
             return ws
@@ -144,7 +143,7 @@ class PodStreams:
         await ws.send_bytes(bytes([ERROR]) + json.dumps(body).encode())
 
     async def _run_pipes(
-        self, request: web.Request, ws, command, namespace: str, name: str, env: dict, stdin: bool, cut: int | None
+        self, request: web.Request, ws, command, namespace: str, name: str, env: dict, stdin: bool
     ) -> int | None:
         proc = await asyncio.create_subprocess_exec(
             *command,
@@ -160,8 +159,10 @@ class PodStreams:
         async def pump(stream: asyncio.StreamReader, channel: int) -> None:
             nonlocal sent, dropped
             while data := await stream.read(CHUNK):
+                cut = self._cut
                 if channel == STDOUT and cut is not None:
                     if sent + len(data) >= cut:
+                        self._cut = None
                         await ws.send_bytes(bytes([channel]) + data[: cut - sent])
                         dropped = True
                         await asyncio.sleep(0.05)  # what went before the drop reaches the client first
@@ -187,13 +188,19 @@ class PodStreams:
 
         feeder = asyncio.ensure_future(feed())
         assert proc.stdout is not None and proc.stderr is not None
-        await asyncio.gather(pump(proc.stdout, STDOUT), pump(proc.stderr, STDERR))
-        if dropped:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        code = await proc.wait()
-        feeder.cancel()
-        return None if dropped else code
+        ended = False
+        try:
+            await asyncio.gather(pump(proc.stdout, STDOUT), pump(proc.stderr, STDERR))
+            ended = not dropped
+        finally:  # dropped, or cancelled with the connection: the command goes too
+            feeder.cancel()
+            if not ended:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                with contextlib.suppress(Exception):
+                    await proc.communicate()  # what it wrote after the cut, so its pipes close
+            code = await proc.wait()
+        return code if ended else None
 
     async def _run_tty(self, ws, command, namespace: str, name: str, env: dict) -> int | None:
         master, slave = pty.openpty()
