@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO, cast
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
 from yanflow_tui.backends.kubernetes.podexec import ExecStream, Runner, run
@@ -177,7 +178,7 @@ def _folder(
         stream = start(["tar", "cf", "-", "-C", parent or ".", "--", "." if whole else name])
         stream.stop = stop or stream.stop
         reader = _Reader(stream, total, progress)
-        with tarfile.open(fileobj=reader, mode="r|") as tar:
+        with tarfile.open(fileobj=cast(IO[bytes], reader), mode="r|") as tar:
             tar.extractall(temp, filter="data")
         reader.drain()  # tar's end blocks are read; the exec's end (and exit code) comes after
         code, err = stream.finish()
