@@ -1,5 +1,6 @@
-"""Command line: ``yanflow-tui`` starts the console; ``jobs``, ``nodes``, ``submit``, ``cancel`` and
-``logs`` run headless over the same backends; ``completion SHELL`` prints a completion script. Errors go
+"""Command line: ``yanflow-tui`` starts the console; ``jobs``, ``nodes``, ``submit``, ``cancel``, ``logs``
+and (inside a running job, see ``inside``) ``files``, ``download``, ``shell``, ``forward`` run headless over
+the same backends; ``completion SHELL`` prints a completion script. Errors go
 to stderr as one line, exit code non-zero, never a traceback (``YANFLOW_DEBUG=1`` shows one)."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from yanflow_tui import __version__, applog, keyfiles
+from yanflow_tui import __version__, applog, inside, keyfiles
 from yanflow_tui.capacity import Fit
 from yanflow_tui.errors import SubmitUnknown, YanflowError
 from yanflow_tui.locations import app_log_path, display_path
@@ -110,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
         help="another of the job's logs, e.g. stderr for a Slurm job whose StdErr has its own file, "
         "or a Kubernetes pod's other container (a sidecar)",
     )
+    inside.add_parsers(sub, common)  # files, download, shell, forward
     p = sub.add_parser(
         "completion",
         help="print a shell completion script",
@@ -450,4 +452,4 @@ async def _logs(config, args) -> int:
     return 0
 
 
-_COMMANDS = {"jobs": _jobs, "nodes": _nodes, "submit": _submit, "cancel": _cancel, "logs": _logs}
+_COMMANDS = {"jobs": _jobs, "nodes": _nodes, "submit": _submit, "cancel": _cancel, "logs": _logs, **inside.COMMANDS}
