@@ -156,3 +156,26 @@ async def forward(config, args) -> int:
 
 
 COMMANDS = {"files": files, "download": download, "shell": shell, "forward": forward}
+
+
+class Forwards:
+    """The console's open port-forwards, by job key; closed with a key or all at exit."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, list] = {}  # job key -> [backends.base.Forward]
+
+    def add(self, key: str, forward) -> None:
+        self.open.setdefault(key, []).append(forward)
+
+    def of(self, key: str) -> list:
+        return list(self.open.get(key, ()))
+
+    async def close(self, key: str) -> int:
+        closing = self.open.pop(key, [])
+        for forward in closing:
+            await forward.close()
+        return len(closing)
+
+    async def close_all(self) -> None:
+        for key in list(self.open):
+            await self.close(key)
