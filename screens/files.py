@@ -96,6 +96,9 @@ class FilesScreen(ModalScreen[None]):
     def on_data_table_row_highlighted(self) -> None:
         self.refresh_bindings()
 
+    def on_data_table_row_selected(self) -> None:  # enter on the table (its own binding takes the key)
+        self.action_open()
+
     def action_open(self) -> None:
         chosen = self.selected()
         if chosen is not None and chosen.is_dir:
