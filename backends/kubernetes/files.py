@@ -34,6 +34,7 @@ INFO = (
 )
 HASH = 'if [ -d "$1" ]; then cd -- "$1" && find . -type f -exec sha256sum -- {} +; else sha256sum -- "$1"; fi'
 CHUNK = 1 << 20
+HASH_IDLE = 1800.0  # s: sha256sum prints a file's line only once it has read it all (weights can be large)
 
 
 def _checked(start: Runner, argv: list[str], what: str) -> bytes:
@@ -71,7 +72,7 @@ def _sizes(text: str) -> dict[str, int]:
 
 def _hashes(start: Runner, path: str) -> dict[str, str] | None:
     """name -> sha256 (as ``_sizes`` names them); None where the pod has no ``sha256sum``."""
-    code, out, _ = run(start, ["sh", "-c", HASH, "sh", path])
+    code, out, _ = run(start, ["sh", "-c", HASH, "sh", path], idle=HASH_IDLE)
     if code:
         return None
     found = {}

@@ -120,9 +120,14 @@ class ExecStream:
 Runner = Callable[[Sequence[str]], ExecStream]
 
 
-def run(start: Runner, argv: Sequence[str], sink: Callable[[bytes], None] | None = None) -> tuple[int, bytes, str]:
-    """Run ``argv`` to its end: (exit code, stdout (empty when ``sink`` took it), stderr)."""
+def run(
+    start: Runner, argv: Sequence[str], sink: Callable[[bytes], None] | None = None, idle: float | None = None
+) -> tuple[int, bytes, str]:
+    """Run ``argv`` to its end: (exit code, stdout (empty when ``sink`` took it), stderr). ``idle``: a longer
+    quiet time allowed (a command that prints only when done, e.g. hashing a large file)."""
     stream = start(argv)
+    if idle is not None:
+        stream.idle = idle
     out = bytearray()
     for chunk in stream:
         if sink is not None:

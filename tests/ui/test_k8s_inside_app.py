@@ -1,6 +1,7 @@
 """Pilot tests of the console inside a running Kubernetes job (API emulator): the Files view lists the
 job's folder, opens a sub-folder and downloads a file with its progress bar; a port-forward opened in
-the detail is listed there and closed with a key; read-only, ``x`` says why and opens nothing."""
+the detail is listed there and closed with a key (or at the console's exit); read-only, ``x`` says why
+and opens nothing."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import hashlib
 import os
 import socket
 
+import pytest
 from fakes.k8s_api import make_job, make_pod
 from k8shelpers import cluster
 from textual.widgets import DataTable, Input, Static
@@ -87,27 +89,33 @@ async def test_files_view_lists_opens_a_folder_and_downloads_with_progress(home,
         await wait_for(pilot, lambda: cells(table) == ["ckpt/", "notes.txt"], what="back up")
 
 
-async def test_a_port_forward_is_listed_in_the_detail_and_closed_with_a_key(home, emulator, kubeconfig):
+async def test_a_port_forward_is_listed_in_the_detail_and_closed_with_a_key(home, emulator, kubeconfig, tcp_server):
     seed(emulator)
-    server = socket.create_server(("127.0.0.1", 0))
-    emulator.streams.map_port(NS, "train-1", 6006, server.getsockname()[1])
+    emulator.streams.map_port(NS, "train-1", 6006, tcp_server(bytes.upper))
     app = make_app(cluster(kubeconfig))
-    try:
-        async with app.run_test(size=(160, 40)) as pilot:
-            detail = await open_detail(pilot, app)
-            await pilot.press("p")
-            await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="which port")
-            app.screen.query_one(Input).value = "6006"
-            await pilot.press("enter")
-            forwards = detail.query_one("#forwards", Static)
-            await wait_for(pilot, lambda: "port 6006" in str(forwards.render()), what="the forward listed")
-            (forward,) = app.forwards.of("k8s/ml/train")
-            socket.create_connection(("127.0.0.1", forward.local_port), timeout=5).close()  # it listens
-            await pilot.press("P")
-            await wait_for(pilot, lambda: not app.forwards.of("k8s/ml/train"), what="closed")
-            await wait_for(pilot, lambda: "none" in str(forwards.render()), what="the list emptied")
-    finally:
-        server.close()
+    async with app.run_test(size=(160, 40)) as pilot:
+        detail = await open_detail(pilot, app)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="which port")
+        app.screen.query_one(Input).value = "6006"
+        await pilot.press("enter")
+        forwards = detail.query_one("#forwards", Static)
+        await wait_for(pilot, lambda: "port 6006" in str(forwards.render()), what="the forward listed")
+        (forward,) = app.forwards.of("k8s/ml/train")
+        socket.create_connection(("127.0.0.1", forward.local_port), timeout=5).close()  # it listens
+        await pilot.press("P")
+        await wait_for(pilot, lambda: not app.forwards.of("k8s/ml/train"), what="closed")
+        await wait_for(pilot, lambda: "none" in str(forwards.render()), what="the list emptied")
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", forward.local_port), timeout=5).close()
+        await pilot.press("p")  # another, left open: the console's exit closes it
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="which port")
+        app.screen.query_one(Input).value = "6006"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.forwards.of("k8s/ml/train"), what="the second forward")
+        (left_open,) = app.forwards.of("k8s/ml/train")
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", left_open.local_port), timeout=5).close()
 
 
 async def test_read_only_x_refuses_the_shell_before_any_exec(home, emulator, kubeconfig):

@@ -9,11 +9,10 @@ import asyncio
 import hashlib
 import os
 import socket
-import threading
 
 import pytest
 from fakes.k8s_api import make_job, make_pod
-from k8shelpers import cluster
+from k8shelpers import cluster, read_exactly
 
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.backends.kubernetes.files import partial_path
@@ -102,20 +101,8 @@ async def test_a_corrupted_partial_file_fails_the_check_and_is_removed(emulator,
     assert not target.exists() and not partial_path(target).exists()
 
 
-async def test_a_port_of_the_chosen_rank_is_forwarded_to_localhost(emulator, backend, pod_root):
-    server = socket.create_server(("127.0.0.1", 0))
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                conn.sendall(b"rank1:" + conn.recv(100))
-
-    threading.Thread(target=serve, daemon=True).start()
-    emulator.streams.map_port(NS, "train-1-b", 6006, server.getsockname()[1])
+async def test_a_port_of_the_chosen_rank_is_forwarded_to_localhost(emulator, backend, pod_root, tcp_server):
+    emulator.streams.map_port(NS, "train-1-b", 6006, tcp_server(lambda data: b"rank1:" + data))
     forward = await backend.forward(JOB, 6006, rank="1")
     try:
         assert forward.address.startswith("127.0.0.1:") and forward.remote_port == 6006
@@ -123,15 +110,11 @@ async def test_a_port_of_the_chosen_rank_is_forwarded_to_localhost(emulator, bac
         def talk() -> bytes:
             with socket.create_connection(("127.0.0.1", forward.local_port), timeout=10) as sock:
                 sock.sendall(b"hi")
-                got = b""
-                while chunk := sock.recv(100):
-                    got += chunk
-                return got
+                return read_exactly(sock, 8)
 
         assert await asyncio.to_thread(talk) == b"rank1:hi"
     finally:
         await forward.close()
-        server.close()
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", forward.local_port), timeout=2).close()
     assert emulator.streams.forwards == [(NS, "train-1-b", (6006,))]

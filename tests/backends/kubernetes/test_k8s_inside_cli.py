@@ -8,13 +8,13 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 import yaml
 from fakes.k8s_api import make_job, make_pod
 from jobhelpers import run_cli
+from k8shelpers import read_exactly
 from paths import ROOT
 
 NS = "ml"
@@ -59,20 +59,8 @@ def test_shell_is_refused_read_only_before_any_request(emulator, config, root):
     assert emulator.streams.execs == []
 
 
-def test_forward_prints_a_local_address_that_reaches_the_pods_port(emulator, config, root, home):
-    server = socket.create_server(("127.0.0.1", 0))
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                conn.sendall(b"pong " + conn.recv(10))
-
-    threading.Thread(target=serve, daemon=True).start()
-    emulator.streams.map_port(NS, "train-x", 8888, server.getsockname()[1])
+def test_forward_prints_a_local_address_that_reaches_the_pods_port(emulator, config, root, tcp_server):
+    emulator.streams.map_port(NS, "train-x", 8888, tcp_server(lambda data: b"pong " + data))
     proc = subprocess.Popen(
         [sys.executable, "-m", "yanflow_tui", "forward", "ml/train", "8888", "--config", str(config)],
         cwd=ROOT,
@@ -87,11 +75,7 @@ def test_forward_prints_a_local_address_that_reaches_the_pods_port(emulator, con
         port = int(line.split()[0].split(":")[1])
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
             sock.sendall(b"ping")
-            got = b""
-            while chunk := sock.recv(100):
-                got += chunk
-        assert got == b"pong ping"
+            assert read_exactly(sock, 9) == b"pong ping"
     finally:
         proc.terminate()
         proc.wait(10)
-        server.close()

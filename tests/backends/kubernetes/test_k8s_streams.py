@@ -4,12 +4,11 @@ client's own ``kubernetes.stream.stream`` and ``portforward``."""
 from __future__ import annotations
 
 import io
-import socket
 import tarfile
-import threading
 
 import pytest
 from fakes.k8s_api import make_pod
+from k8shelpers import read_exactly
 
 NS = "ml"
 
@@ -127,45 +126,21 @@ def test_exec_refused_before_the_upgrade_on_a_pod_not_running(emulator, core):
     assert emulator.streams.execs == []
 
 
-def _echo_server() -> tuple[socket.socket, int]:
-    server = socket.create_server(("127.0.0.1", 0))
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                while data := conn.recv(65536):
-                    conn.sendall(data.upper())
-
-    threading.Thread(target=serve, daemon=True).start()
-    return server, server.getsockname()[1]
-
-
-def test_portforward_reaches_the_pods_port_through_the_clients_socket(emulator, core):
+def test_portforward_reaches_the_pods_port_through_the_clients_socket(emulator, core, tcp_server):
     from kubernetes.stream import portforward
 
     emulator.put("pods", make_pod("p1", NS))
-    server, port = _echo_server()
-    emulator.streams.map_port(NS, "p1", 6006, port)
-    try:
-        pf = portforward(core.connect_get_namespaced_pod_portforward, "p1", NS, ports="6006,7000")
-        sock = pf.socket(6006)
-        sock.settimeout(10)
-        sock.sendall(b"ping")
-        got = b""
-        while len(got) < 4:
-            got += sock.recv(10)
-        assert got == b"PING"
-        sock.close()
-        missing = pf.socket(7000)
-        missing.settimeout(10)
-        assert missing.recv(10) == b""  # closed: nothing listens there
-        assert "no such port" in (pf.error(7000) or "")
-        assert pf.error(6006) is None
-        pf.close()
-    finally:
-        server.close()
+    emulator.streams.map_port(NS, "p1", 6006, tcp_server(bytes.upper))
+    pf = portforward(core.connect_get_namespaced_pod_portforward, "p1", NS, ports="6006,7000")
+    sock = pf.socket(6006)
+    sock.settimeout(10)
+    sock.sendall(b"ping")
+    assert read_exactly(sock, 4) == b"PING"
+    sock.close()
+    missing = pf.socket(7000)
+    missing.settimeout(10)
+    assert missing.recv(10) == b""  # closed: nothing listens there
+    assert "no such port" in (pf.error(7000) or "")
+    assert pf.error(6006) is None
+    pf.close()
     assert emulator.streams.forwards == [(NS, "p1", (6006, 7000))]
