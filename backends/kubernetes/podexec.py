@@ -42,8 +42,18 @@ def open_exec(
     core: Any, namespace: str, pod: str, container: str, argv: Sequence[str], tty: bool = False, stdin: bool = False
 ) -> Any:
     """The client's ``WSClient`` of a started exec (binary channels)."""
-    from kubernetes.stream import stream
+    import functools
+    import importlib
 
+    from kubernetes.stream import ws_client
+
+    stream_module = importlib.import_module("kubernetes.stream.stream")  # the package's ``stream`` shadows it
+
+    # ``stream`` with capture_all off: the client would otherwise keep a copy of every byte read (a
+    # download's whole size in memory); the generated API method takes no such argument itself.
+    stream = functools.partial(
+        stream_module._websocket_request, functools.partial(ws_client.websocket_call, capture_all=False), None
+    )
     bound_sockets()
     extra = {"container": container} if container else {}
     try:

@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import os
 import socket
+import tracemalloc
 
 import pytest
 from fakes.k8s_api import make_job, make_pod
@@ -143,3 +144,18 @@ async def test_a_job_with_no_running_pod_says_so(emulator, backend):
         await backend.list_files(f"{NS}/done")
     with pytest.raises(BackendError, match="no running pod"):
         await backend.shell(f"{NS}/done")
+
+
+async def test_a_large_download_streams_to_disk_without_holding_the_file_in_memory(
+    emulator, backend, pod_root, tmp_path
+):
+    (pod_root / "big.bin").write_bytes(os.urandom(24_000_000))
+    await backend.list_files(JOB)  # connected before measuring
+    tracemalloc.start()
+    try:
+        await backend.download(JOB, "big.bin", tmp_path / "big.bin")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sha(tmp_path / "big.bin") == sha(pod_root / "big.bin")
+    assert peak < 8_000_000, peak  # the client keeps no copy of what it read (capture_all off)
