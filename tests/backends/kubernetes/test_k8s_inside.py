@@ -159,3 +159,12 @@ async def test_a_large_download_streams_to_disk_without_holding_the_file_in_memo
         tracemalloc.stop()
     assert sha(tmp_path / "big.bin") == sha(pod_root / "big.bin")
     assert peak < 8_000_000, peak  # the client keeps no copy of what it read (capture_all off)
+
+
+async def test_the_shell_opens_in_the_chosen_ranks_pod_or_the_pod_row_itself(emulator, backend, pod_root):
+    assert (await backend.shell(JOB)).what == "pod ml/train-0-a (container main)"
+    assert (await backend.shell(JOB, rank="1")).what == "pod ml/train-1-b (container main)"
+    assert (await backend.shell(f"{JOB}/train-1-b")).what == "pod ml/train-1-b (container main)"
+    with pytest.raises(BackendError, match="no running pod of rank '7'"):
+        await backend.shell(JOB, rank="7")
+    assert emulator.streams.execs == []  # nothing runs until the terminal is handed over (Shell.run)
