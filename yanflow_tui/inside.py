@@ -12,6 +12,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from yanflow_tui.backends.base import Forward
 from yanflow_tui.errors import YanflowError
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.sanitize import clean
@@ -162,12 +163,12 @@ class Forwards:
     """The console's open port-forwards, by job key; closed with a key or all at exit."""
 
     def __init__(self) -> None:
-        self.open: dict[str, list] = {}  # job key -> [backends.base.Forward]
+        self.open: dict[str, list[Forward]] = {}  # job key -> its forwards
 
-    def add(self, key: str, forward) -> None:
+    def add(self, key: str, forward: Forward) -> None:
         self.open.setdefault(key, []).append(forward)
 
-    def of(self, key: str) -> list:
+    def of(self, key: str) -> list[Forward]:
         return list(self.open.get(key, ()))
 
     async def close(self, key: str) -> int:
