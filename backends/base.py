@@ -22,6 +22,10 @@ script, a Determined config, a Kubernetes manifest): the spec carries the file (
 A backend that must ask the user something while it connects (a one-time code, a key's passphrase)
 asks through ``Backend.prompter`` (``prompting.Prompter``), which the app and the CLI set; deadlines
 leave out the time the question is open (``prompting.within``, ``Backend.asker``).
+Inside a running job (``capabilities.files``, ``shell``, ``forward``): ``list_files`` / ``download`` read a
+job's output directory and copy from it (not gated: they write only on this machine); ``shell`` opens an
+interactive shell in the real terminal (gated: it can change anything); ``forward`` forwards a port of
+the job to 127.0.0.1. See ``JobFile``, ``Download``, ``Shell`` and ``Forward``.
 
 ``BackendInfo`` is what a backend package declares about itself in its light ``plugin.py``: its kind, its
 config options, its job spec section, its refresh default, its discovery and where its class lives. The
@@ -34,8 +38,9 @@ import abc
 import asyncio
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from yanflow_tui.backends.prompting import Asker, Prompter
@@ -57,7 +62,7 @@ from yanflow_tui.model import (
     Node,
 )
 
-GATED_METHODS = ("submit", "cancel", "perform")
+GATED_METHODS = ("submit", "cancel", "perform", "shell")
 SUBMIT_TAG = re.compile(r"[0-9a-f]{12,64}")
 SUBMIT_BUDGET = 25.0  # default bound on one submit: it fits in the hub's 30 s call timeout
 
@@ -105,6 +110,9 @@ class Capabilities:
     # read by byte offset (training curves; see ``yanflow_tui.curves``).
     event_files: bool = False
     efficiency: bool = False  # ``efficiency(job_ids)`` returns seff's figures (CPU, memory, time)
+    files: bool = False  # ``list_files`` / ``download``: a job's output directory, listed and copied here
+    shell: bool = False  # ``shell``: an interactive shell inside a running job, in the real terminal
+    forward: bool = False  # ``forward``: a port of a running job forwarded to 127.0.0.1
 
 
 # The arguments each verb with arguments takes, for the CLI and the console's dialogs to ask for
@@ -132,6 +140,9 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "native_files": ("_submit_native", "_render_native"),
     "event_files": ("event_files", "read_event_bytes"),
     "efficiency": ("efficiency",),
+    "files": ("list_files", "download"),
+    "shell": ("_shell",),
+    "forward": ("forward",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -162,6 +173,59 @@ class TerminalLogin:
     what: str  # told to the user before the prompts, e.g. "ssh master for alice@login.hpc"
     argv: tuple[str, ...]
     check: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JobFile:
+    """One entry of a job's output directory."""
+
+    name: str
+    path: str  # as the cluster names it, for ``download`` and ``list_files``
+    size: int
+    mtime: datetime | None
+    is_dir: bool = False
+
+
+@dataclass(frozen=True)
+class FileListing:
+    """A folder of a job: where it is (as the cluster names it) and its entries, folders first."""
+
+    path: str
+    files: tuple[JobFile, ...]
+
+
+@dataclass(frozen=True)
+class Download:
+    """A finished download: where it is, its bytes, what it was checked against (e.g. "size and
+    sha256"), and the bytes an earlier interrupted try had fetched already."""
+
+    path: Path
+    size: int
+    checked: str
+    resumed_from: int = 0
+
+
+@dataclass(frozen=True)
+class Shell:
+    """An interactive shell ready to open: ``run`` takes the real terminal (the console is suspended),
+    blocks until the shell exits and returns its exit status."""
+
+    what: str  # e.g. "pod ml/train-0 (container main)"
+    run: Callable[[], int]
+
+
+@dataclass(frozen=True)
+class Forward:
+    """A forwarded port: 127.0.0.1:``local_port`` reaches ``remote_port`` of ``what``; ``close`` stops it."""
+
+    what: str
+    remote_port: int
+    local_port: int
+    close: Callable[[], Awaitable[None]] = field(compare=False)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.local_port}"
 
 
 class Gate:
@@ -355,6 +419,23 @@ class Backend(abc.ABC):
         writes only on this machine."""
         raise BackendError(f"cluster {self.name!r} cannot download checkpoints")
 
+    async def list_files(self, job_id: str, path: str = "") -> FileListing:
+        """The entries of ``path`` ("": the job's output directory) inside the job."""
+        raise BackendError(f"cluster {self.name!r} cannot list a job's files")
+
+    async def download(
+        self, job_id: str, path: str, target: Path, progress: Callable[[int, int | None], None] | None = None
+    ) -> Download:
+        """Copy the job's file or folder ``path`` to ``target`` atomically (a temp beside it, renamed
+        when complete and checked). ``progress(done_bytes, total_or_None)`` as data arrives (maybe from
+        a thread). Not gated: it writes only on this machine."""
+        raise BackendError(f"cluster {self.name!r} cannot download a job's files")
+
+    async def forward(self, job_id: str, port: int, rank: str = "", local_port: int = 0) -> Forward:
+        """Forward ``port`` of the running job (its ``rank``; "": the first) to 127.0.0.1:``local_port``
+        (0: a free one) until ``Forward.close``."""
+        raise BackendError(f"cluster {self.name!r} cannot forward a job's ports")
+
     @property
     def current_user(self) -> str:
         """Who we are on this cluster, once known; "" when unknown (then nothing is hidden by the
@@ -474,6 +555,14 @@ class Backend(abc.ABC):
         self.check_args(action, args)
         return await self._perform(job_id, action, args) or ""
 
+    async def shell(self, job_id: str, rank: str = "") -> Shell:
+        """An interactive shell inside the running job (its ``rank``; "": the first), for the real terminal."""
+        self.gate.check("shell")
+        if not self.capabilities.shell:
+            raise BackendError(f"cluster {self.name!r} cannot open a shell in a job")
+        self.check_id(job_id)
+        return await self._shell(job_id, rank)
+
     # -- to implement --------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:
         raise BackendError(f"cluster {self.name!r} cannot render job specs")
@@ -501,6 +590,9 @@ class Backend(abc.ABC):
 
     async def _perform(self, job_id: str, action: str, args: Mapping[str, str]) -> str | None:
         raise BackendError(f"cluster {self.name!r} cannot {action} jobs")
+
+    async def _shell(self, job_id: str, rank: str) -> Shell:
+        raise BackendError(f"cluster {self.name!r} cannot open a shell in a job")
 
 
 # An option only discovery sets (no config can: no backend declares it): the cluster is shown for

@@ -1,7 +1,8 @@
 """The job detail view: fields, describe output (events, reason), the nodes and GPUs it holds, a
 live metrics plot, training curves from the job's TensorBoard event files, the checkpoint list with
-atomic download, efficiency as seff shows it, and the raw spec as the cluster holds it (``v`` opens it in
-$EDITOR, the console suspended) -- each where the job's backend has them."""
+atomic download, efficiency as seff shows it, the raw spec as the cluster holds it (``v`` opens it in
+$EDITOR, the console suspended), and files, a shell and port-forwards inside the running job -- each
+where the job's backend has them."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from yanflow_tui.model import Checkpoint, Job, MetricPoint
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import LiveScreen
 from yanflow_tui.screens.dialogs import PromptScreen
+from yanflow_tui.screens.inside import forwards_text, open_forward, open_shell
 from yanflow_tui.screens.render.placement import placement_text
 from yanflow_tui.screens.render.plot import line_plot
 from yanflow_tui.screens.widgets.curves import CurvesView
@@ -52,6 +54,11 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         Binding(CURVE_KEYS["curves-x-axis"], "curves_x_axis", "Step / wall time", id="curves-x-axis"),
         Binding(CURVE_KEYS["curves-smoothing"], "curves_smoothing", "Smoothing", id="curves-smoothing"),
         Binding("v", "edit_spec", "Open in $EDITOR", id="detail-open-editor"),
+        Binding("f", "files", "Files", id="detail-files"),
+        Binding("x", "shell", "Shell", id="detail-shell"),
+        Binding("x", "refuse_shell", "Shell (read-only)", show=False, id="detail-shell-read-only"),
+        Binding("p", "forward", "Port-forward", id="detail-forward"),
+        Binding("P", "close_forwards", "Close forwards", id="detail-close-forwards"),
     ]
     METRICS_SECONDS = 5.0
     EFFICIENCY_SECONDS = 15.0  # sstat reaches every node of a running job: not too often
@@ -97,6 +104,10 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             )
             yield Static(Text("loading…"), id="efficiency")
             yield Static(
+                Text("Port-forwards  (p: open, P: close)", style="bold"), classes="heading", id="forwards-heading"
+            )
+            yield Static(id="forwards")
+            yield Static(
                 Text("Spec, as the cluster holds it  (v: open it in $EDITOR)", style="bold"),
                 classes="heading",
                 id="raw-spec-heading",
@@ -135,6 +146,9 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             self._load_curves()
             if not self.job.state.terminal:
                 self.set_interval(self.METRICS_SECONDS, self._load_curves)
+        for widget_id in ("#forwards-heading", "#forwards"):
+            self.query_one(widget_id).display = caps.forward
+        self._show_forwards()
         if caps.metrics:
             self._load_metrics()
             if not self.job.state.terminal:
@@ -292,11 +306,62 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             return self.caps.event_files
         if action == "edit_spec":
             return (True if self.raw_text else None) if self.caps.raw_spec else False
+        if action in ("files", "shell", "forward", "refuse_shell", "close_forwards"):
+            return self._inside_action(action)
         if action == "download":
             if not self.caps.checkpoints:
                 return False
             return True if self.checkpoint_list and self._progress is None else None
         return True
+
+    def _inside_action(self, action: str) -> bool | None:
+        caps, read_only = self.caps, self.app.hub.backend(self.job.cluster).read_only
+        if action == "files":
+            return caps.files
+        if action == "shell":
+            return caps.shell and not read_only
+        if action == "refuse_shell":
+            return caps.shell and read_only
+        if action == "forward":
+            return caps.forward
+        return bool(caps.forward and self.app.forwards.of(self.job.key))
+
+    def action_files(self) -> None:
+        from yanflow_tui.screens.files import FilesScreen
+
+        self.app.push_screen(FilesScreen(self.job))
+
+    @work(group="shell", exit_on_error=False)
+    async def action_shell(self) -> None:
+        await open_shell(self.app, self.job)
+
+    def action_refuse_shell(self) -> None:
+        self.app.action_refuse("shell")
+
+    def action_forward(self) -> None:
+        def answered(text: str | None) -> None:
+            if text and text.isdigit():
+                self._forward(int(text))
+            elif text:
+                self.app.report_error("Port-forward", f"not a port: {text}")
+
+        self.app.push_screen(PromptScreen("Forward which port of the job (to 127.0.0.1)?", ""), answered)
+
+    @work(group="forward", exit_on_error=False)
+    async def _forward(self, port: int) -> None:
+        await open_forward(self.app, self.job, port)
+        self._show_forwards()
+
+    @work(group="forward", exit_on_error=False)
+    async def action_close_forwards(self) -> None:
+        closed = await self.app.forwards.close(self.job.key)
+        self.notify(f"{closed} port-forward(s) closed", markup=False)
+        self._show_forwards()
+
+    def _show_forwards(self) -> None:
+        for widget in self.query("#forwards").results(Static):
+            widget.update(Text(clean(forwards_text(self.app, self.job), keep_newlines=True)))
+        self.refresh_bindings()
 
     def action_sort_members(self) -> None:
         self.query_one(MembersTable).action_sort_next()

@@ -31,6 +31,7 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen
+from yanflow_tui.screens.inside import open_shell
 from yanflow_tui.screens.render.cluster_rows import cluster_problems
 from yanflow_tui.screens.render.rows import (
     GROUP_CHILD,
@@ -242,6 +243,8 @@ class QueueScreen(DataScreen):
             )
             for v in JOB_VERBS
         ),
+        Binding("x", "shell", "Shell", id="job-shell"),
+        Binding("x", "app.refuse('shell')", "Shell (read-only)", show=False, id="job-shell-read-only"),
     ]
 
     def __init__(self) -> None:
@@ -446,6 +449,8 @@ class QueueScreen(DataScreen):
             return True if self._targets(self._can_cancel if action == "cancel" else self._any_action) else None
         if action == "actions" and not any(self.app.hub.backend(n).capabilities.actions for n in self.app.hub.names):
             return False  # no cluster has extra verbs: no key at all
+        if action == "shell":
+            return self._shell_action()
         if action == "toggle_group" and not self._children:
             return False
         if action in ("cancel", "logs", "open_job", "actions", "toggle_group"):
@@ -463,6 +468,21 @@ class QueueScreen(DataScreen):
             if action == "toggle_group":
                 return True if (job.key in self._children or self._group_of(job)) else None
         return True
+
+    def _shell_action(self) -> bool | None:
+        if self.app.read_only or not any(self.app.hub.backend(n).capabilities.shell for n in self.app.hub.names):
+            return False  # read-only, or no cluster opens shells: no key at all
+        job = self.selected_job()
+        if job is None:
+            return None
+        backend = self.app.hub.backend(job.cluster)
+        return None if (job.state.terminal or not backend.capabilities.shell or backend.read_only) else True
+
+    @work(group="shell", exit_on_error=False)
+    async def action_shell(self) -> None:
+        job = self.selected_job()
+        if job is not None and self._shell_action() is True:
+            await open_shell(self.app, job)
 
     def refuses(self, what: str) -> bool:
         """Whether ``what`` is refused for the highlighted job (or every marked one) because its

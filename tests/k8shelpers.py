@@ -4,6 +4,9 @@ backend/cluster config over that kubeconfig."""
 from __future__ import annotations
 
 import re
+import socket
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +70,45 @@ def pod_env(container: dict, index: int) -> dict[str, str]:
             assert match, path
             env[item["name"]] = annotations[match.group(1)]
     return env
+
+
+@pytest.fixture
+def tcp_server():
+    """``tcp_server(answer)`` starts a TCP server on 127.0.0.1 (standing for a port in a pod, see
+    ``emulator.streams.map_port``) and returns its port: each chunk a connection sends is answered with
+    ``answer(chunk)``. Every server closes at the test's end."""
+    servers: list[socket.socket] = []
+
+    def start(answer: Callable[[bytes], bytes]) -> int:
+        server = socket.create_server(("127.0.0.1", 0))
+        servers.append(server)
+
+        def serve_one(conn: socket.socket) -> None:
+            with conn:
+                while data := conn.recv(65536):
+                    conn.sendall(answer(data))
+
+        def serve() -> None:
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                threading.Thread(target=serve_one, args=(conn,), daemon=True).start()
+
+        threading.Thread(target=serve, daemon=True).start()
+        return server.getsockname()[1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def read_exactly(sock: socket.socket, size: int) -> bytes:
+    got = b""
+    while len(got) < size:
+        chunk = sock.recv(size - len(got))
+        if not chunk:
+            break
+        got += chunk
+    return got

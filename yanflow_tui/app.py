@@ -44,6 +44,7 @@ from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
 from yanflow_tui.errors import YanflowError
 from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
+from yanflow_tui.inside import Forwards
 from yanflow_tui.keys import SerialKeys, is_typing
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
@@ -127,6 +128,7 @@ class YanflowApp(SerialKeys):
         self._asking = asyncio.Lock()  # one backend question on screen at a time; the others wait their turn
         self.all_users = config.all_users  # False: the queue shows my jobs where a cluster knows who I am
         self.mouse_reporting = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
+        self.forwards = Forwards()  # port-forwards opened from the detail view, closed at exit
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -173,6 +175,7 @@ class YanflowApp(SerialKeys):
             loop.remove_signal_handler(sig)
         if self.mouse_reporting and not self.config.mouse:
             self._set_mouse_reporting(False)  # turned on here: Textual only turns off what it turned on
+        await self.forwards.close_all()
         await self.hub.close()
 
     async def _refresh_loop(self, name: str) -> None:

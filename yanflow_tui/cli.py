@@ -1,5 +1,7 @@
-"""Command line: ``yanflow-tui`` starts the console; ``jobs``, ``nodes``, ``submit``, ``cancel``,
-``logs`` and ``metrics`` run headless over the same backends; ``completion SHELL`` prints a completion script. Errors go
+"""Command line: ``yanflow-tui`` starts the console; ``jobs``, ``nodes``, ``submit``, ``cancel``, ``logs``,
+``metrics``, the scheduler verbs (``resubmit``, ``hold``, ``release``, ``requeue``, ``edit``, ``signal``) and
+(inside a running job, see ``inside``) ``files``, ``download``, ``shell``, ``forward`` run headless over
+the same backends; ``completion SHELL`` prints a completion script. Errors go
 to stderr as one line, exit code non-zero, never a traceback (``YANFLOW_DEBUG=1`` shows one)."""
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from collections.abc import Sequence
 from functools import partial
 
-from yanflow_tui import __version__, applog, keyfiles
+from yanflow_tui import __version__, applog, inside, keyfiles
 from yanflow_tui.capacity import Fit
 from yanflow_tui.errors import SubmitUnknown, YanflowError
 from yanflow_tui.locations import app_log_path, display_path
@@ -137,6 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("job", metavar="JOB")
     p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
     p.add_argument("--json", action="store_true", help="every point: {tag: [{step, wall_time, value}, ...]}")
+    inside.add_parsers(sub, common)  # files, download, shell, forward
     p = sub.add_parser(
         "completion",
         help="print a shell completion script",
@@ -623,3 +626,4 @@ _COMMANDS = {
     "metrics": _metrics,
     **dict.fromkeys(VERB_HELP, _verb),
 }
+_COMMANDS = {"jobs": _jobs, "nodes": _nodes, "submit": _submit, "cancel": _cancel, "logs": _logs, **inside.COMMANDS}

@@ -1,7 +1,8 @@
 """The Kubernetes backend: clusters from kubeconfig (several files merged as kubectl does, see
 ``kubeconfig``), the context and namespace switched live (``scopes``), live data from list+watch
 caches (Nodes, Pods, batch/v1 Jobs), submits as batch/v1 Jobs (Indexed Job + headless Service for multi-node), cancel,
-describe with events, and per-rank merged logs.
+describe with events, per-rank merged logs, and inside a running pod by exec and port-forward (a job's
+files listed and downloaded, a shell, a port: ``podexec``, ``files``, ``podshell``, ``podforward``).
 
 The official client is synchronous: every call runs in a thread with a ``_request_timeout``. It is
 imported lazily (it costs about a second of CPU) when a Kubernetes cluster is first used.
@@ -15,6 +16,7 @@ import getpass
 import json
 import os
 import re
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -24,12 +26,22 @@ import yaml
 
 from yanflow_tui import formfields as ff
 from yanflow_tui import keyfiles
-from yanflow_tui.backends.base import SCOPE_ALL, Backend, Capabilities, describe_job
-from yanflow_tui.backends.kubernetes import kubeconfig, manifests
+from yanflow_tui.backends.base import (
+    SCOPE_ALL,
+    Backend,
+    Capabilities,
+    Download,
+    FileListing,
+    Forward,
+    Shell,
+    describe_job,
+)
+from yanflow_tui.backends.kubernetes import files, kubeconfig, manifests, podexec, podshell
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
 from yanflow_tui.backends.kubernetes.ids import guard_paths, parse_id
 from yanflow_tui.backends.kubernetes.logs import container_streams, log_limits, merged_logs
+from yanflow_tui.backends.kubernetes.podforward import PodForward
 from yanflow_tui.backends.kubernetes.views import build_jobs, build_nodes, job_id, rank_label
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SubmitUnknown
@@ -64,6 +76,9 @@ class KubernetesBackend(Backend):
         submit_tags=True,
         scopes=True,
         native_files=frozenset({"kubernetes"}),
+        files=True,
+        shell=True,
+        forward=True,
     )
 
     def __init__(
@@ -386,6 +401,68 @@ class KubernetesBackend(Backend):
         namespace, name, pod = self._split(job_id_)
         await self._ensure_started()
         return container_streams(self._job_pods(namespace, name, pod))
+
+    # -- inside a running pod: files, shell, port-forward ------------------------------------------------
+    async def _running_pod(self, job_id_: str, rank: str = "") -> PodInfo:
+        """The job's pod of ``rank`` (its index, rank label or pod name; "": the first) that is running."""
+        namespace, name, pod = self._split(job_id_)
+        await self._ensure_started()
+        pods = self._job_pods(namespace, name, pod)
+        if rank:
+            pods = [p for p in pods if rank in (p.name, str(p.index), rank_label(p))]
+        running = [p for p in pods if p.phase == "Running"]
+        if not running:
+            which = f" of rank {rank!r}" if rank else ""
+            raise BackendError(
+                f"job {job_id_} has no running pod{which} to reach"
+                + (f" (its pods: {', '.join(f'{p.name} {p.phase}' for p in pods)})" if pods else "")
+            )
+        return running[0]
+
+    def _starter(self, pod: PodInfo) -> podexec.Runner:
+        container = pod.default_container or (pod.containers[0] if pod.containers else "")
+
+        def start(argv) -> podexec.ExecStream:
+            return podexec.ExecStream(podexec.open_exec(self._core, pod.namespace, pod.name, container, argv))
+
+        return start
+
+    async def list_files(self, job_id_: str, path: str = "") -> FileListing:
+        pod = await self._running_pod(job_id_)
+        return await asyncio.to_thread(files.list_dir, self._starter(pod), path)
+
+    async def download(self, job_id_: str, path: str, target: Path, progress=None) -> Download:
+        pod = await self._running_pod(job_id_)
+        stop = threading.Event()
+        try:
+            return await asyncio.to_thread(files.download, self._starter(pod), path, target, progress, stop)
+        except asyncio.CancelledError:
+            stop.set()  # the thread ends at its next read; the partial file stays for a resume
+            raise
+
+    async def _shell(self, job_id_: str, rank: str) -> Shell:
+        pod = await self._running_pod(job_id_, rank)
+        container = pod.default_container or (pod.containers[0] if pod.containers else "")
+        core = self._core
+
+        def run() -> int:
+            client = podexec.open_exec(
+                core, pod.namespace, pod.name, container, podshell.SHELL_COMMAND, tty=True, stdin=True
+            )
+            return podshell.interact(client)
+
+        return Shell(f"pod {pod.namespace}/{pod.name} (container {container or 'default'})", run)
+
+    async def forward(self, job_id_: str, port: int, rank: str = "", local_port: int = 0) -> Forward:
+        if not 0 < port < 65536 or not 0 <= local_port < 65536:
+            raise BackendError(f"not a port: {port}")
+        pod = await self._running_pod(job_id_, rank)
+        forwarder = await asyncio.to_thread(PodForward(self._core, pod.namespace, pod.name, port, local_port).start)
+
+        async def close() -> None:
+            await asyncio.to_thread(forwarder.close)
+
+        return Forward(f"pod {pod.namespace}/{pod.name}", port, forwarder.local_port, close)
 
     # -- scopes: the context and the namespace, switched live (k9s's :ctx and :ns) -------------------
     def scope(self, kind: str) -> str:

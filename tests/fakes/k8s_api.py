@@ -5,9 +5,12 @@ It behaves like the real API server where our backend depends on it: 201 on crea
 delimited events, ``resourceVersion`` replay and 410 Gone (an ERROR event carrying a Status) once
 history is compacted, ``labelSelector`` / ``fieldSelector``, ``timeoutSeconds``, pod logs (with
 ``container`` (required when a pod has several, as the real server), ``follow``, ``previous``,
-``timestamps``, ``sinceSeconds``, ``sinceTime``, ``tailLines``), events, and background deletion of a
-Job's pods. Every request is logged as (method, path). It runs in its own thread and event loop and
-can be stopped and started again on the same port, keeping its state.
+``timestamps``, ``sinceSeconds``, ``sinceTime``, ``tailLines``), events, background deletion of a
+Job's pods, and the websocket subresources the official client speaks (``fakes.k8s_streams``): exec
+(``v4.channel.k8s.io``, the command run for real in a folder standing for the pod) and port-forward
+(``portforward.k8s.io``, to a real local TCP port per pod port). Every request is logged as (method,
+path). It runs in its own thread and event loop and can be stopped and started again on the same
+port, keeping its state.
 
 Run it alone (for benchmarks): ``python tests/fakes/k8s_api.py --port 0 --nodes 1250 --pods 10000``.
 """
@@ -28,6 +31,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
+
+try:
+    from fakes.k8s_streams import PodStreams
+except ImportError:  # run alone as a script: its folder is on the path
+    from k8s_streams import PodStreams  # type: ignore[no-redef]
 
 # resource -> (group path prefix, plural, namespaced, kind)
 RESOURCES = {
@@ -126,6 +134,7 @@ class K8sEmulator:
         self._log_waiters: set[asyncio.Event] = set()
         self._streams: dict[int, web.Request] = {}  # open streaming requests, cut on stop
         self.running = False
+        self.streams = PodStreams(self)  # exec and port-forward: see ``fakes.k8s_streams``
 
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -400,6 +409,13 @@ class K8sEmulator:
         key = (namespace or "", name)
         if sub == "log" and resource == "pods" and request.method == "GET":
             return await self._log(request, namespace, name)
+        if sub in ("exec", "portforward") and resource == "pods" and request.method in ("GET", "POST"):
+            pod = self.store["pods"].get(key)
+            if pod is None:
+                return _not_found(resource, name)
+            if sub == "exec":
+                return await self.streams.exec(request, namespace or "", name, pod)
+            return await self.streams.portforward(request, namespace or "", name, pod)
         if sub is not None:
             return _status(404, "NotFound", f"subresource {sub} not emulated")
         if request.method == "GET":

@@ -1,0 +1,229 @@
+"""A job's files, read by exec in one of its pods (``podexec``): a folder listed with ``find`` and
+``stat``; a file downloaded as a raw byte stream (``tail -c +N``: an interrupted download resumes from
+its partial file), a folder as a ``tar`` stream extracted with ``filter="data"``. Both land in a temp
+beside the target, are checked against the sizes (and the ``sha256sum``, where the pod has one) read
+before, and are renamed to the target only then. Every function runs in a thread; paths reach the
+pod as arguments (``sh -c SCRIPT sh PATH``), never inside a script.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import shutil
+import tarfile
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, cast
+
+from yanflow_tui.backends.base import Download, FileListing, JobFile
+from yanflow_tui.backends.kubernetes.podexec import ExecStream, Runner, run
+from yanflow_tui.errors import BackendError
+
+Progress = Callable[[int, int | None], None]
+FORMAT = "%F\t%s\t%Y\t%n"  # type, size, mtime (epoch), name
+LIST = 'cd -- "$1" || exit 2; pwd; find . -mindepth 1 -maxdepth 1 -exec stat -c "$2" -- {} +'
+INFO = (
+    'if [ -d "$1" ]; then cd -- "$1" || exit 2; echo dir; find . -type f -exec stat -c "%s\t%n" -- {} +; '
+    'elif [ -f "$1" ]; then echo file; stat -c "%s\t%n" -- "$1"; '
+    'else echo "no such file or folder: $1" >&2; exit 2; fi'
+)
+HASH = 'if [ -d "$1" ]; then cd -- "$1" && find . -type f -exec sha256sum -- {} +; else sha256sum -- "$1"; fi'
+CHUNK = 1 << 20
+HASH_IDLE = 1800.0  # s: sha256sum prints a file's line only once it has read it all (weights can be large)
+
+
+def _checked(start: Runner, argv: list[str], what: str) -> bytes:
+    code, out, err = run(start, argv)
+    if code:
+        raise BackendError(f"{what}: {err.strip() or f'exit code {code}'}")
+    return out
+
+
+def list_dir(start: Runner, path: str) -> FileListing:
+    out = _checked(start, ["sh", "-c", LIST, "sh", path or ".", FORMAT], f"listing {path or 'the job folder'}")
+    lines = out.decode("utf-8", "replace").splitlines()
+    where = lines[0] if lines else path
+    files = []
+    for line in lines[1:]:
+        parts = line.split("\t", 3)
+        if len(parts) != 4 or not parts[1].isdigit():
+            continue  # a name with a line break: not listed
+        kind, size, mtime, name = parts
+        name = name.removeprefix("./")
+        stamp = datetime.fromtimestamp(int(mtime), UTC) if mtime.isdigit() else None
+        files.append(JobFile(name, posixpath.join(where, name), int(size), stamp, kind == "directory"))
+    files.sort(key=lambda f: (not f.is_dir, f.name))
+    return FileListing(where, tuple(files))
+
+
+def _sizes(text: str) -> dict[str, int]:
+    sizes = {}
+    for line in text.splitlines():
+        size, _, name = line.partition("\t")
+        if size.isdigit():
+            sizes[name.removeprefix("./")] = int(size)
+    return sizes
+
+
+def _hashes(start: Runner, path: str) -> dict[str, str] | None:
+    """name -> sha256 (as ``_sizes`` names them); None where the pod has no ``sha256sum``."""
+    code, out, _ = run(start, ["sh", "-c", HASH, "sh", path], idle=HASH_IDLE)
+    if code:
+        return None
+    found = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        digest, _, name = line.partition("  ")
+        if len(digest) == 64:
+            found[name.removeprefix("./")] = digest
+    return found
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def partial_path(target: Path) -> Path:
+    """Where a single file's download collects until it is complete (kept for a resume)."""
+    return target.with_name(f".{target.name}.part")
+
+
+def download(
+    start: Runner, path: str, target: Path, progress: Progress | None = None, stop: threading.Event | None = None
+) -> Download:
+    if target.exists():
+        raise BackendError(f"{target} exists; not replaced")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    info = _checked(start, ["sh", "-c", INFO, "sh", path], f"reading {path}").decode("utf-8", "replace")
+    kind, _, rest = info.partition("\n")
+    sizes = _sizes(rest)
+    hashes = _hashes(start, path)
+    if kind == "file":
+        size = next(iter(sizes.values()), 0)
+        digest = next(iter(hashes.values()), None) if hashes else None
+        return _file(start, path, target, size, digest, progress, stop)
+    return _folder(start, path, target, sizes, hashes, progress, stop)
+
+
+def _file(
+    start: Runner,
+    path: str,
+    target: Path,
+    size: int,
+    digest: str | None,
+    progress: Progress | None,
+    stop: threading.Event | None,
+) -> Download:
+    part = partial_path(target)
+    offset = part.stat().st_size if part.exists() else 0
+    if offset > size:  # the source changed since: start again
+        part.unlink()
+        offset = 0
+    done = offset
+    with part.open("ab") as handle:
+
+        def sink(chunk: bytes) -> None:
+            nonlocal done
+            handle.write(chunk)
+            done += len(chunk)
+            if progress is not None:
+                progress(done, size)
+
+        if offset < size:
+            stream = start(["tail", "-c", f"+{offset + 1}", "--", path])
+            stream.stop = stop or stream.stop
+            try:
+                for chunk in stream:
+                    sink(chunk)
+            finally:
+                handle.flush()
+                os.fsync(handle.fileno())
+            code, err = stream.finish()
+            if code:
+                raise BackendError(f"reading {path}: {err.strip() or f'exit code {code}'}")
+    got = part.stat().st_size
+    if got != size:
+        part.unlink()
+        raise BackendError(f"{path}: {got} bytes arrived, the pod has {size}; the partial file is removed")
+    if digest is not None and _sha256(part) != digest:
+        part.unlink()
+        raise BackendError(f"{path}: the sha256 does not match the pod's; the partial file is removed")
+    os.replace(part, target)
+    return Download(target, size, "size and sha256" if digest else "size", offset)
+
+
+def _folder(
+    start: Runner,
+    path: str,
+    target: Path,
+    sizes: dict[str, int],
+    hashes: dict[str, str] | None,
+    progress: Progress | None,
+    stop: threading.Event | None,
+) -> Download:
+    """A folder is not resumed: an interrupted one starts again (its temp is removed)."""
+    total = sum(sizes.values())
+    parent, name = posixpath.split(path.rstrip("/") or "/")
+    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.part")
+    temp.mkdir()
+    try:
+        whole = name in ("", ".")
+        stream = start(["tar", "cf", "-", "-C", parent or ".", "--", "." if whole else name])
+        stream.stop = stop or stream.stop
+        reader = _Reader(stream, total, progress)
+        with tarfile.open(fileobj=cast(IO[bytes], reader), mode="r|") as tar:
+            tar.extractall(temp, filter="data")
+        reader.drain()  # tar's end blocks are read; the exec's end (and exit code) comes after
+        code, err = stream.finish()
+        if code:
+            raise BackendError(f"tar of {path}: {err.strip() or f'exit code {code}'}")
+        root = temp if whole else temp / name
+        local = {str(p.relative_to(root)): p for p in root.rglob("*") if p.is_file()}
+        wrong = sorted(n for n in sizes if n not in local or local[n].stat().st_size != sizes[n])
+        if wrong or len(local) != len(sizes):
+            raise BackendError(f"{path}: the files arrived do not match the pod's ({', '.join(wrong[:3]) or 'count'})")
+        if hashes is not None:
+            bad = sorted(n for n, d in hashes.items() if n in local and _sha256(local[n]) != d)
+            if bad:
+                raise BackendError(f"{path}: sha256 differs for {', '.join(bad[:3])}")
+        os.replace(root, target)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return Download(target, total, "size and sha256" if hashes is not None else "size")
+
+
+class _Reader:
+    """A file object over an exec's stdout, for ``tarfile``'s stream mode."""
+
+    def __init__(self, stream: ExecStream, total: int, progress: Progress | None) -> None:
+        self.chunks = iter(stream)
+        self.buffer = b""
+        self.done = 0
+        self.total = total
+        self.progress = progress
+
+    def drain(self) -> None:
+        for _ in self.chunks:
+            pass
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self.buffer) < size:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                break
+            self.buffer += chunk
+            self.done += len(chunk)
+            if self.progress is not None:
+                self.progress(min(self.done, self.total), self.total)
+        if size < 0:
+            size = len(self.buffer)
+        out, self.buffer = self.buffer[:size], self.buffer[size:]
+        return out

@@ -1,0 +1,45 @@
+"""A real terminal (pty) runs the console over the Kubernetes emulator: ``x`` on a running job suspends
+the console and opens an interactive shell in its pod (exec with a TTY, the emulator's real pty);
+``echo $HOSTNAME`` answers the pod's name, ``exit`` brings the console back as it was."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import yaml
+from fakes.k8s_api import make_job, make_pod
+from terminal import Terminal
+
+NS = "ml"
+
+
+def test_x_opens_a_shell_in_the_pod_and_exit_brings_the_console_back(home, emulator, kubeconfig, tmp_path):
+    emulator.add_node("gpu-a", 8)
+    emulator.put("jobs", make_job("train", NS))
+    emulator.put("pods", make_pod("train-1", NS, node="gpu-a", job="train"))
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        yaml.safe_dump({"clusters": [{"name": "k8s", "kind": "kubernetes", "kubeconfig": str(kubeconfig)}]})
+    )
+    term = Terminal([sys.executable, "-m", "yanflow_tui", "--config", str(config)], home, 120, 30)
+    try:
+        term.wait_title("Queue", timeout=40)
+        term.wait_text(r"ml/train", timeout=40)
+        row = next(i for i in range(term.lines) if "ml/train" in term.line(i))
+        before = term.line(row)
+        term.press("x")
+        term.wait_text(r"yanflow: shell in pod ml/train-1", timeout=20)
+        term.press('echo "i""d=${HOSTNAME}:$(pwd)"', "enter")  # the typed line itself holds no "id="
+        found = term.wait(lambda text: re.search(r"id=(\S+):(\S+)", text), "the pod's hostname echoed", timeout=20)
+        assert found.group(1) == "train-1" and found.group(2) == str(emulator.streams.root(NS, "train-1"))
+        assert emulator.streams.execs[-1][4] is True  # a TTY exec
+        term.press("exit", "enter")
+        term.wait_title("Queue", timeout=20)
+        term.wait(lambda text: "id=" not in text and "ml/train" in text, "the console redrawn", timeout=20)
+        term.wait(lambda text: term.line(row) == before, "the job's row as it was", timeout=20)
+        term.wait_text(r"shell in pod ml/train-1 .* exited \(0\)", timeout=10)
+        term.press("q")
+        assert term.exit_code() == 0
+    finally:
+        term.close()
