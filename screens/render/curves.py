@@ -5,7 +5,9 @@ they are drawn, so the cost is one pass over the points."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,6 +17,7 @@ from yanflow_tui.curves import CurvePoint, Curves, smooth, stats
 from yanflow_tui.screens.render.plot import COLOURS, line_plot
 
 MAX_TAGS = len(COLOURS)  # tags drawn at once when "all" are chosen
+_STEP, _WALL_TIME, _VALUE, _X = (operator.itemgetter(i) for i in (0, 1, 2, 0))
 
 
 @dataclass(frozen=True)
@@ -59,14 +62,16 @@ def thin(points: Sequence[tuple[float, float]], columns: int) -> list[tuple[floa
 
 
 def _xy(points: Sequence[CurvePoint], wall_time: bool, origin: float, weight: float) -> list[tuple[float, float]]:
-    values = smooth([p.value for p in points], weight) if weight else [p.value for p in points]
+    values = list(map(_VALUE, points))  # map over C getters: a million points each pass
+    if weight:
+        values = smooth(values, weight)
     if wall_time:
-        xs = [p.wall_time - origin for p in points]
+        xs = [t - origin for t in map(_WALL_TIME, points)]
     else:
-        xs = [float(p.step) for p in points]
+        xs = list(map(float, map(_STEP, points)))
     pairs = list(zip(xs, values))
-    if any(pairs[i][0] > pairs[i + 1][0] for i in range(len(pairs) - 1)):
-        pairs.sort(key=lambda pair: pair[0])
+    if not all(map(operator.le, xs, itertools.islice(xs, 1, None))):
+        pairs.sort(key=_X)
     return pairs
 
 
