@@ -167,7 +167,28 @@ def _loader_class():
         from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
     except ImportError:
         raise TensorBoardMissing() from None
+    _c_crc32c()
     return LegacyEventFileLoader
+
+
+def _c_crc32c() -> None:
+    """Without TensorFlow, TensorBoard's record reader checks each record with a pure-Python CRC32C
+    (its stub's ``crc32c``); where ``google_crc32c`` (C) is installed, the stub uses it instead: the
+    same checksums, a third less time per event. Checked on a known value before it is swapped in."""
+    try:
+        import google_crc32c
+        from tensorboard.compat.tensorflow_stub import pywrap_tensorflow as stub
+    except ImportError:
+        return
+    if getattr(stub.crc32c, "yanflow_c", False):
+        return
+
+    def crc32c(data) -> int:
+        return google_crc32c.value(bytes(data))
+
+    crc32c.yanflow_c = True  # type: ignore[attr-defined]
+    if crc32c(b"123456789") == stub.crc32c(b"123456789") == 0xE3069283:
+        stub.crc32c = crc32c
 
 
 def _scalar_value(value, scalar_tags: set[str]) -> float | None:

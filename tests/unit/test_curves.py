@@ -350,3 +350,15 @@ def test_a_backend_without_event_files_gives_its_reported_metrics_as_curves():
     assert "10 points  min 0.010989  max 1  last 0.010989 (step 90)" in tb.summary_lines(found)[0]
     with pytest.raises(BackendError, match="has no curves"):
         asyncio.run(tb.job_curves(FakeBackend(ClusterConfig("g", "fake")), "1", 5))
+
+
+def test_the_python_loader_checks_records_with_c_crc32c_where_installed(logdir, reader):
+    google_crc32c = pytest.importorskip("google_crc32c")
+    from tensorboard.compat.tensorflow_stub import pywrap_tensorflow as stub
+
+    path = main_file(logdir)
+    reader.feed(path, 0, open(path, "rb").read())
+    assert getattr(stub.crc32c, "yanflow_c", False)
+    x = google_crc32c.value(b"abc")
+    assert stub.masked_crc32c(b"abc") == stub.u32(((x >> 15) | stub.u32(x << 17)) + 0xA282EAD8)
+    assert curve_points(reader.curves) == only(loader_points(logdir))
