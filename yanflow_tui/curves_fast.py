@@ -29,7 +29,8 @@ SYNC_PREFIX = "events.out.tfevents.!yanflow-sync-"  # '!' sorts before a writer'
 START_TIMEOUT = 15.0
 SYNC_TIMEOUT = 300.0  # a cycle over a large mirror takes its time
 CALL_TIMEOUT = 60.0
-POLL_S = 0.02
+POLL_S = 0.01
+POLL_MAX_S = 0.1
 ALL_POINTS = 2**31 - 1  # Downsample.num_points (int32): more than any series holds
 
 
@@ -164,6 +165,7 @@ class DataServer:
             run_tag_filter=pb.RunTagFilter(runs=pb.RunFilter(names=sorted(want)), tags=pb.TagFilter(names=[SYNC_TAG])),
         )
         deadline = time.monotonic() + SYNC_TIMEOUT
+        poll = POLL_S
         while True:
             assert self.proc is not None and self._stub is not None
             if self.proc.poll() is not None:
@@ -182,7 +184,8 @@ class DataServer:
                 return
             if time.monotonic() > deadline:
                 raise DataServerError(f"the data server did not read the event files within {SYNC_TIMEOUT:.0f} s")
-            time.sleep(POLL_S)
+            time.sleep(poll)
+            poll = min(poll * 1.5, POLL_MAX_S)  # each answer costs both sides: back off while it loads
 
     def read(self, runs: list[str]) -> dict[str, dict[str, tuple[list[int], list[float], list[float]]]]:
         """run -> tag -> (steps, wall times, values) of every scalar the server holds for ``runs``."""

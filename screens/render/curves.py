@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from yanflow_tui.curves import CurvePoint, Curves, smooth, stats
+from yanflow_tui.curves import CurvePoint, Curves, no_gc, smooth, stats
 from yanflow_tui.screens.render.plot import COLOURS, line_plot
 
 MAX_TAGS = len(COLOURS)  # tags drawn at once when "all" are chosen
@@ -48,7 +48,9 @@ def thin(points: Sequence[tuple[float, float]], columns: int) -> list[tuple[floa
     current = -1
     lo = hi = points[0]
     for point in points:
-        column = min(columns - 1, int((point[0] - x0) * scale))
+        column = int((point[0] - x0) * scale)
+        if column >= columns:
+            column = columns - 1
         if column != current:
             if current >= 0:
                 out.extend((lo, hi) if lo[0] <= hi[0] else (hi, lo))
@@ -87,9 +89,10 @@ def curve_lines(curves: Curves, options: CurveOptions, width: int = 60, height: 
     origin = min((curves.series[t][0].wall_time for t in tags if curves.series[t]), default=0.0)
     if not math.isfinite(origin):
         origin = 0.0
-    series: dict[str, Sequence[tuple[float, float]]] = {
-        tag: thin(_xy(curves.series[tag], options.wall_time, origin, options.smoothing), width * 2) for tag in tags
-    }
+    with no_gc():  # a million (x, y) pairs: see ``curves.no_gc``
+        series: dict[str, Sequence[tuple[float, float]]] = {
+            tag: thin(_xy(curves.series[tag], options.wall_time, origin, options.smoothing), width * 2) for tag in tags
+        }
     lines = line_plot(series, width, height)
     axis = "wall time (s since the first point)" if options.wall_time else "step"
     shown = "all tags" if options.tag < 0 or len(tags) > 1 else f"tag {options.tag + 1} of {len(curves.tags)}"
