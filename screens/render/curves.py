@@ -5,6 +5,7 @@ they are drawn, so the cost is one pass over the points."""
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import operator
@@ -17,7 +18,7 @@ from yanflow_tui.curves import CurvePoint, Curves, no_gc, smooth, stats
 from yanflow_tui.screens.render.plot import COLOURS, line_plot
 
 MAX_TAGS = len(COLOURS)  # tags drawn at once when "all" are chosen
-_STEP, _WALL_TIME, _VALUE, _X = (operator.itemgetter(i) for i in (0, 1, 2, 0))
+_STEP, _WALL_TIME, _VALUE, _X, _Y = (operator.itemgetter(i) for i in (0, 1, 2, 0, 1))
 
 
 @dataclass(frozen=True)
@@ -39,27 +40,28 @@ def chosen_tags(curves: Curves, tag: int) -> list[str]:
 
 def thin(points: Sequence[tuple[float, float]], columns: int) -> list[tuple[float, float]]:
     """At most two points per column of ``columns`` across the x range (its lowest and highest, in x
-    order): the same line at that resolution. ``points`` sorted by x."""
+    order; the first of equal ones): the same line at that resolution. ``points`` sorted by x, so a
+    column is a run of them: found by bisection, its lowest and highest by ``min`` / ``max`` (C loops,
+    not one Python step per point)."""
     if len(points) <= 2 * columns or columns <= 0:
         return list(points)
     x0, x1 = points[0][0], points[-1][0]
     scale = columns / ((x1 - x0) or 1.0)
+    last = columns - 1
+
+    def column(point: tuple[float, float]) -> int:
+        found = int((point[0] - x0) * scale)
+        return found if found < last else last
+
+    ys = list(map(_Y, points))
     out: list[tuple[float, float]] = []
-    current = -1
-    lo = hi = points[0]
-    for point in points:
-        column = int((point[0] - x0) * scale)
-        if column >= columns:
-            column = columns - 1
-        if column != current:
-            if current >= 0:
-                out.extend((lo, hi) if lo[0] <= hi[0] else (hi, lo))
-            current, lo, hi = column, point, point
-        elif point[1] < lo[1]:
-            lo = point
-        elif point[1] > hi[1]:
-            hi = point
-    out.extend((lo, hi) if lo[0] <= hi[0] else (hi, lo))
+    start, count = 0, len(points)
+    while start < count:
+        end = bisect.bisect_right(points, column(points[start]), lo=start, key=column)
+        run = ys[start:end]
+        lo, hi = points[start + run.index(min(run))], points[start + run.index(max(run))]
+        out.extend((lo, hi) if lo[0] <= hi[0] else (hi, lo))
+        start = end
     return out
 
 

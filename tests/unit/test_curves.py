@@ -271,6 +271,42 @@ def test_thin_keeps_each_columns_lowest_and_highest_point():
     assert thin(points[:10], 50) == points[:10]
 
 
+def reference_thin(points, columns):
+    """``thin`` one point at a time: per column its first lowest and first highest point, in x order."""
+    if len(points) <= 2 * columns:
+        return list(points)
+    x0, x1 = points[0][0], points[-1][0]
+    scale = columns / ((x1 - x0) or 1.0)
+    columns_of: dict[int, list] = {}
+    for point in points:
+        columns_of.setdefault(min(columns - 1, int((point[0] - x0) * scale)), []).append(point)
+    out = []
+    for column in sorted(columns_of):
+        run = columns_of[column]
+        lo = hi = run[0]
+        for point in run[1:]:
+            if point[1] < lo[1]:
+                lo = point
+            elif point[1] > hi[1]:
+                hi = point
+        out.extend((lo, hi) if lo[0] <= hi[0] else (hi, lo))
+    return out
+
+
+def test_thin_is_the_point_by_point_thinning_with_ties_and_non_finite_values():
+    import random
+
+    rng = random.Random(7)
+    for _ in range(100):
+        n = rng.choice([50, 401, 3000])
+        xs = sorted(rng.choice([rng.random() * 100, float(rng.randint(0, 20))]) for _ in range(n))
+        ys = [rng.choice([0.5, 1.0, math.nan, math.inf, -math.inf, rng.random()]) for _ in range(n)]
+        points = list(zip(xs, ys))
+        columns = rng.choice([1, 3, 50])
+        got, want = thin(points, columns), reference_thin(points, columns)
+        assert len(got) == len(want) and all(a is b for a, b in zip(got, want))
+
+
 def test_curve_lines_show_stats_axis_and_smoothing():
     curves = Curves({"loss": [CurvePoint(i, 100.0 + i, 10.0 - i) for i in range(10)], "acc": []})
     text = "\n".join(line.plain for line in curve_lines(curves, CurveOptions(tag=0, wall_time=True, smoothing=0.9)))
