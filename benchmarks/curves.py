@@ -94,7 +94,7 @@ def run(logdir: Path, n: int, size: int, path: str) -> tuple[float, float]:
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     reader.close()  # waits for the server to exit: its CPU time is then counted
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    child = children.ru_utime + children.ru_stime - children0.ru_utime - children0.ru_stime
+    child = max(0.0, children.ru_utime + children.ru_stime - children0.ru_utime - children0.ru_stime)
     total = parsed + plotted
     assert points == n and len(lines) > 10, (points, len(lines))
     print(f"-- {path} path (used: {used}{'; fell back: ' + fallback if fallback else ''})")
