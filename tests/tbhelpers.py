@@ -85,3 +85,18 @@ def curve_points(curves) -> dict[str, list[tuple[int, float]]]:
     """A ``Curves`` (or its JSON) as tag -> [(step, value)], for comparing with ``loader_points``."""
     series = curves if isinstance(curves, dict) else curves.to_json()
     return {tag: [(int(p["step"]), float(p["value"])) for p in points] for tag, points in series.items()}
+
+
+def loader_wall_times(logdir: Path) -> dict[str, list[float]]:
+    """tag -> [wall time] of every scalar under ``logdir``, as ``EventFileLoader`` reads them."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    out: dict[str, list[float]] = {}
+    for path in sorted(str(p) for p in logdir.rglob("events.out.tfevents.*")):
+        run = os.path.relpath(os.path.dirname(path), logdir)
+        prefix = "" if run == "." else run + "/"
+        for event in EventFileLoader(path).Load():
+            for value in event.summary.value if event.HasField("summary") else ():
+                if value.metadata.plugin_data.plugin_name == "scalars":
+                    out.setdefault(prefix + value.tag, []).append(float(event.wall_time))
+    return out

@@ -5,16 +5,20 @@ they are drawn, so the cost is one pass over the points."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
 
-from yanflow_tui.curves import CurvePoint, Curves, smooth, stats
+from yanflow_tui.curves import CurvePoint, Curves, no_gc, smooth, stats
 from yanflow_tui.screens.render.plot import COLOURS, line_plot
 
 MAX_TAGS = len(COLOURS)  # tags drawn at once when "all" are chosen
+_STEP, _WALL_TIME, _VALUE, _X, _Y = (operator.itemgetter(i) for i in (0, 1, 2, 0, 1))
 
 
 @dataclass(frozen=True)
@@ -36,37 +40,42 @@ def chosen_tags(curves: Curves, tag: int) -> list[str]:
 
 def thin(points: Sequence[tuple[float, float]], columns: int) -> list[tuple[float, float]]:
     """At most two points per column of ``columns`` across the x range (its lowest and highest, in x
-    order): the same line at that resolution. ``points`` sorted by x."""
+    order; the first of equal ones): the same line at that resolution. ``points`` sorted by x, so a
+    column is a run of them: found by bisection, its lowest and highest by ``min`` / ``max`` (C loops,
+    not one Python step per point)."""
     if len(points) <= 2 * columns or columns <= 0:
         return list(points)
     x0, x1 = points[0][0], points[-1][0]
     scale = columns / ((x1 - x0) or 1.0)
+    last = columns - 1
+
+    def column(point: tuple[float, float]) -> int:
+        found = int((point[0] - x0) * scale)
+        return found if found < last else last
+
+    ys = list(map(_Y, points))
     out: list[tuple[float, float]] = []
-    current = -1
-    lo = hi = points[0]
-    for point in points:
-        column = min(columns - 1, int((point[0] - x0) * scale))
-        if column != current:
-            if current >= 0:
-                out.extend((lo, hi) if lo[0] <= hi[0] else (hi, lo))
-            current, lo, hi = column, point, point
-        elif point[1] < lo[1]:
-            lo = point
-        elif point[1] > hi[1]:
-            hi = point
-    out.extend((lo, hi) if lo[0] <= hi[0] else (hi, lo))
+    start, count = 0, len(points)
+    while start < count:
+        end = bisect.bisect_right(points, column(points[start]), lo=start, key=column)
+        run = ys[start:end]
+        lo, hi = points[start + run.index(min(run))], points[start + run.index(max(run))]
+        out.extend((lo, hi) if lo[0] <= hi[0] else (hi, lo))
+        start = end
     return out
 
 
 def _xy(points: Sequence[CurvePoint], wall_time: bool, origin: float, weight: float) -> list[tuple[float, float]]:
-    values = smooth([p.value for p in points], weight) if weight else [p.value for p in points]
+    values = list(map(_VALUE, points))  # map over C getters: a million points each pass
+    if weight:
+        values = smooth(values, weight)
     if wall_time:
-        xs = [p.wall_time - origin for p in points]
+        xs = [t - origin for t in map(_WALL_TIME, points)]
     else:
-        xs = [float(p.step) for p in points]
+        xs = list(map(float, map(_STEP, points)))
     pairs = list(zip(xs, values))
-    if any(pairs[i][0] > pairs[i + 1][0] for i in range(len(pairs) - 1)):
-        pairs.sort(key=lambda pair: pair[0])
+    if not all(map(operator.le, xs, itertools.islice(xs, 1, None))):
+        pairs.sort(key=_X)
     return pairs
 
 
@@ -82,9 +91,10 @@ def curve_lines(curves: Curves, options: CurveOptions, width: int = 60, height: 
     origin = min((curves.series[t][0].wall_time for t in tags if curves.series[t]), default=0.0)
     if not math.isfinite(origin):
         origin = 0.0
-    series: dict[str, Sequence[tuple[float, float]]] = {
-        tag: thin(_xy(curves.series[tag], options.wall_time, origin, options.smoothing), width * 2) for tag in tags
-    }
+    with no_gc():  # a million (x, y) pairs: see ``curves.no_gc``
+        series: dict[str, Sequence[tuple[float, float]]] = {
+            tag: thin(_xy(curves.series[tag], options.wall_time, origin, options.smoothing), width * 2) for tag in tags
+        }
     lines = line_plot(series, width, height)
     axis = "wall time (s since the first point)" if options.wall_time else "step"
     shown = "all tags" if options.tag < 0 or len(tags) > 1 else f"tag {options.tag + 1} of {len(curves.tags)}"

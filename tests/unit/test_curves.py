@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from tbhelpers import curve_points, loader_points, write_script, writer_command
+from tbhelpers import curve_points, loader_points, loader_wall_times, write_script, writer_command
 
 from yanflow_tui import curves as tb
 from yanflow_tui.backends.local.tbfiles import list_event_files, read_range
@@ -38,6 +38,31 @@ def reader():
     made = CurveReader()
     yield made
     made.close()
+
+
+@pytest.fixture(params=["python", "server"])
+def either(request):
+    """A reader forced onto each path: TensorBoard's Python loader, or its Rust data server."""
+    if request.param == "server" and tb.curves_fast.server_binary() is None:
+        pytest.skip("tensorboard_data_server has no binary here")
+    made = CurveReader(fast=request.param == "server")
+    yield made
+    assert made.path == request.param and not made.fallback
+    made.close()
+
+
+def preempted(points: dict) -> dict:
+    """TensorBoard's view of restarted steps (its data server's reservoir): a step not above a
+    tag's last one drops that tag's points from that step on."""
+    out: dict = {}
+    for tag, series in points.items():
+        kept: list = []
+        for step, value in series:
+            while kept and kept[-1][0] >= step:
+                kept.pop()
+            kept.append((step, value))
+        out[tag] = kept
+    return out
 
 
 def main_file(logdir) -> str:
@@ -88,12 +113,15 @@ def test_bytes_from_the_wrong_offset_are_refused(logdir, reader):
         reader.feed(path, 50, data[50:])
 
 
-def test_refresh_reads_only_the_appended_bytes(logdir, tmp_path, reader):
+def test_refresh_reads_only_the_appended_bytes(logdir, tmp_path, either):
+    reader = either
     source = Source(logdir)
     asyncio.run(reader.refresh(source, "1"))
     path = main_file(logdir)
     first = reader.offset(path)
     assert curve_points(reader.curves) == loader_points(logdir)
+    wall = {tag: [p.wall_time for p in points] for tag, points in reader.curves.series.items()}
+    assert wall == loader_wall_times(logdir)
     # The job appends: records framed by the writer itself (a whole event file's), at the end of the file.
     extra = open(main_file(written(tmp_path, "more", 40)), "rb").read()
     with open(path, "ab") as out:
@@ -102,12 +130,37 @@ def test_refresh_reads_only_the_appended_bytes(logdir, tmp_path, reader):
     asyncio.run(reader.refresh(source, "1"))
     assert [(p, o) for p, o, _ in source.reads] == [(path, first)]  # the one grown file, from where it stopped
     assert reader.offset(path) == first + len(extra)
-    assert len(reader.curves.series["loss"]) == 30 + 40
+    expected = loader_points(logdir)
+    if reader.path == "server":  # the appended steps start again at 0: TensorBoard keeps the later ones
+        expected = preempted(expected)
+    assert curve_points(reader.curves) == expected
+    assert len(reader.curves.series["loss"]) == (40 if reader.path == "server" else 30 + 40)
     asyncio.run(reader.refresh(source, "1"))
     assert [(p, o) for p, o, _ in source.reads] == [(path, first)]  # nothing new: nothing read
 
 
-def test_a_truncated_or_replaced_file_is_read_again_from_zero(logdir, tmp_path, reader):
+def test_a_record_cut_by_a_refresh_waits_for_its_rest(logdir, tmp_path, either):
+    """The job's file ends mid-record at one refresh; the rest arrives by the next one."""
+    path = main_file(logdir)
+    data = open(path, "rb").read()
+    moved = tmp_path / "copy"
+    moved.mkdir()
+    target = moved / os.path.basename(path)
+    cut = len(data) // 2 + 7
+    target.write_bytes(data[:cut])
+    source = Source(moved)
+    asyncio.run(either.refresh(source, "1"))
+    half = sum(len(p) for p in either.curves.series.values())
+    assert 0 < half < sum(len(p) for p in only(loader_points(logdir)).values())
+    with open(target, "ab") as out:
+        out.write(data[cut:])
+    asyncio.run(either.refresh(source, "1"))
+    assert [o for _, o, _ in source.reads] == [0, cut]
+    assert curve_points(either.curves) == only(loader_points(logdir))
+
+
+def test_a_truncated_or_replaced_file_is_read_again_from_zero(logdir, tmp_path, either):
+    reader = either
     source = Source(logdir)
     asyncio.run(reader.refresh(source, "1"))
     path = main_file(logdir)
@@ -124,6 +177,53 @@ def test_a_truncated_or_replaced_file_is_read_again_from_zero(logdir, tmp_path, 
     assert len(reader.curves.series["loss"]) == 3
     assert reader.curves.series["eval/accuracy"]  # the untouched file keeps its points, not read again
     assert all(p == path for p, _, _ in source.reads)
+    assert curve_points(reader.curves) == loader_points(logdir)
+
+
+def test_a_large_first_read_takes_the_data_server_and_a_small_one_the_loader(logdir, monkeypatch):
+    if tb.curves_fast.server_binary() is None:
+        pytest.skip("tensorboard_data_server has no binary here")
+    size = os.path.getsize(main_file(logdir))
+    monkeypatch.setattr(tb, "FAST_MIN_BYTES", size)
+    small, large = CurveReader(), CurveReader()
+    try:
+        asyncio.run(small.refresh(Source(logdir / "eval"), "1"))
+        asyncio.run(large.refresh(Source(logdir), "1"))
+        assert (small.path, large.path) == ("python", "server")
+        assert curve_points(large.curves) == loader_points(logdir)
+    finally:
+        small.close()
+        large.close()
+    assert large._server is None
+
+
+def test_a_failing_data_server_falls_back_to_the_loader_without_reading_again(logdir, monkeypatch):
+    def broken(self, runs):
+        raise tb.curves_fast.DataServerError("it broke")
+
+    monkeypatch.setattr(tb.curves_fast, "server_binary", lambda: "/bin/false")
+    monkeypatch.setattr(tb.curves_fast.DataServer, "sync", broken)
+    reader = CurveReader(fast=True)
+    source = Source(logdir)
+    try:
+        added = asyncio.run(reader.refresh(source, "1"))
+        assert (reader.path, reader.fallback) == ("python", "it broke")
+        assert curve_points(reader.curves) == loader_points(logdir)
+        assert added == sum(len(p) for p in loader_points(logdir).values())
+        assert len(source.reads) == 2  # each file once: the fallback parses the mirror
+    finally:
+        reader.close()
+
+
+def test_a_missing_data_server_binary_leaves_the_loader(logdir, monkeypatch):
+    monkeypatch.setattr(tb.curves_fast, "server_binary", lambda: None)
+    reader = CurveReader(fast=True)
+    try:
+        asyncio.run(reader.refresh(Source(logdir), "1"))
+        assert reader.path == "python" and "not installed" in reader.fallback
+        assert curve_points(reader.curves) == loader_points(logdir)
+    finally:
+        reader.close()
 
 
 def test_a_new_identity_under_the_same_name_restarts_the_file(logdir, reader):
@@ -169,6 +269,42 @@ def test_thin_keeps_each_columns_lowest_and_highest_point():
     assert min(y for _, y in thinned) == 0.0 and max(y for _, y in thinned) == 100.0
     assert [x for x, _ in thinned] == sorted(x for x, _ in thinned)
     assert thin(points[:10], 50) == points[:10]
+
+
+def reference_thin(points, columns):
+    """``thin`` one point at a time: per column its first lowest and first highest point, in x order."""
+    if len(points) <= 2 * columns:
+        return list(points)
+    x0, x1 = points[0][0], points[-1][0]
+    scale = columns / ((x1 - x0) or 1.0)
+    columns_of: dict[int, list] = {}
+    for point in points:
+        columns_of.setdefault(min(columns - 1, int((point[0] - x0) * scale)), []).append(point)
+    out = []
+    for column in sorted(columns_of):
+        run = columns_of[column]
+        lo = hi = run[0]
+        for point in run[1:]:
+            if point[1] < lo[1]:
+                lo = point
+            elif point[1] > hi[1]:
+                hi = point
+        out.extend((lo, hi) if lo[0] <= hi[0] else (hi, lo))
+    return out
+
+
+def test_thin_is_the_point_by_point_thinning_with_ties_and_non_finite_values():
+    import random
+
+    rng = random.Random(7)
+    for _ in range(100):
+        n = rng.choice([50, 401, 3000])
+        xs = sorted(rng.choice([rng.random() * 100, float(rng.randint(0, 20))]) for _ in range(n))
+        ys = [rng.choice([0.5, 1.0, math.nan, math.inf, -math.inf, rng.random()]) for _ in range(n)]
+        points = list(zip(xs, ys))
+        columns = rng.choice([1, 3, 50])
+        got, want = thin(points, columns), reference_thin(points, columns)
+        assert len(got) == len(want) and all(a is b for a, b in zip(got, want))
 
 
 def test_curve_lines_show_stats_axis_and_smoothing():
@@ -221,7 +357,7 @@ def test_the_reader_removes_its_mirror_files(logdir):
     path = main_file(logdir)
     reader.feed(path, 0, open(path, "rb").read())
     mirror_dir = reader._dir
-    assert any(p.startswith("events.out.tfevents.") for p in os.listdir(mirror_dir))
+    assert any(p.startswith("events.out.tfevents.") for _, _, names in os.walk(mirror_dir) for p in names)
     reader.close()
     assert not os.path.exists(mirror_dir)
 
@@ -250,3 +386,15 @@ def test_a_backend_without_event_files_gives_its_reported_metrics_as_curves():
     assert "10 points  min 0.010989  max 1  last 0.010989 (step 90)" in tb.summary_lines(found)[0]
     with pytest.raises(BackendError, match="has no curves"):
         asyncio.run(tb.job_curves(FakeBackend(ClusterConfig("g", "fake")), "1", 5))
+
+
+def test_the_python_loader_checks_records_with_c_crc32c_where_installed(logdir, reader):
+    google_crc32c = pytest.importorskip("google_crc32c")
+    from tensorboard.compat.tensorflow_stub import pywrap_tensorflow as stub
+
+    path = main_file(logdir)
+    reader.feed(path, 0, open(path, "rb").read())
+    assert getattr(stub.crc32c, "yanflow_c", False)
+    x = google_crc32c.value(b"abc")
+    assert stub.masked_crc32c(b"abc") == stub.u32(((x >> 15) | stub.u32(x << 17)) + 0xA282EAD8)
+    assert curve_points(reader.curves) == only(loader_points(logdir))

@@ -15,6 +15,7 @@ from tbhelpers import curve_points, loader_points, write_script, writer_command
 from uihelpers import make_app, refreshed, screen_text
 from waiting import async_wait_until, wait_for
 
+from yanflow_tui import curves
 from yanflow_tui.backends.local.backend import LocalBackend
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import JobState
@@ -46,8 +47,15 @@ async def start_writer(tmp_path) -> tuple[LocalBackend, str]:
     return backend, job_id
 
 
-async def test_detail_plots_what_tensorboards_loader_reads_and_reads_only_appended_bytes(home, tmp_path, monkeypatch):
+@pytest.mark.parametrize("path", ["python", "server"])
+async def test_detail_plots_what_tensorboards_loader_reads_and_reads_only_appended_bytes(
+    home, tmp_path, monkeypatch, path
+):
     monkeypatch.setattr(JobDetailScreen, "METRICS_SECONDS", 0.3)
+    if path == "server":  # any first read takes TensorBoard's data server
+        if curves.curves_fast.server_binary() is None:
+            pytest.skip("tensorboard_data_server has no binary here")
+        monkeypatch.setattr(curves, "FAST_MIN_BYTES", 0)
     backend, job_id = await start_writer(tmp_path)
     try:
         listing = await backend.event_files(job_id)
@@ -83,6 +91,7 @@ async def test_detail_plots_what_tensorboards_loader_reads_and_reads_only_append
             await pilot.press("w", "m")
             await wait_for(pilot, lambda: view.options.wall_time and view.options.smoothing == 0.9)
             await wait_for(pilot, lambda: "smoothing: 0.9" in screen_text(app) and "x: wall time" in screen_text(app))
+            assert (view.reader.path, view.reader.fallback) == (path, "")
     finally:
         await backend.close()
 

@@ -11,12 +11,14 @@ import asyncio
 import json
 import shlex
 
+import pytest
 from jobhelpers import run_cli
 from slurmhelpers import DIR, ssh_cluster
 from tbhelpers import curve_points, loader_points, write_script, writer_command
 from uihelpers import make_app, refreshed
 from waiting import async_wait_until, wait_for
 
+from yanflow_tui import curves
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.detail import JobDetailScreen
@@ -32,10 +34,15 @@ def tail_reads(transport, path: str) -> list[int]:
     return [int(argv[2][1:]) - 1 for argv in transport.history if argv[:2] == ("tail", "-c") and argv[-1] == path]
 
 
+@pytest.mark.parametrize("path", ["python", "server"])
 async def test_a_slurm_jobs_curves_come_over_ssh_and_grow_by_appended_reads(
-    slurm_dir, slurm_jobs, tmp_path, monkeypatch
+    slurm_dir, slurm_jobs, tmp_path, monkeypatch, path
 ):
     monkeypatch.setattr(JobDetailScreen, "METRICS_SECONDS", 0.5)
+    if path == "server":  # any first read takes TensorBoard's data server, over the mirror of the SFTP reads
+        if curves.curves_fast.server_binary() is None:
+            pytest.skip("tensorboard_data_server has no binary here")
+        monkeypatch.setattr(curves, "FAST_MIN_BYTES", 0)
     command = shlex.join(writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", SECOND))
     spec = spec_from_data(
         {
@@ -83,6 +90,7 @@ async def test_a_slurm_jobs_curves_come_over_ssh_and_grow_by_appended_reads(
             await wait_for(pilot, lambda: curve_points(view.curves) == loader_points(tmp_path / "runs"))
             offsets = tail_reads(transport, main)
             assert offsets[:2] == [0, read_to] and 0 not in offsets[1:]  # on from the last offset, never from 0
+            assert (view.reader.path, view.reader.fallback) == (path, "")
 
         async def ended():
             return (await backend.get_job(job_id)).state is JobState.COMPLETED
