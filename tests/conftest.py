@@ -13,7 +13,15 @@ from paths import FAKES
 
 # The real clusters' fixtures, for every layer: loopback Slurm (two profiles), the Kubernetes API
 # emulator and the fake Determined master; and the fake backend, plugged in through the registry.
-pytest_plugins = ["slurmhelpers", "sitehelpers", "k8shelpers", "dethelpers", "backendhelpers", "opensshhelpers"]
+pytest_plugins = [
+    "slurmhelpers",
+    "sitehelpers",
+    "k8shelpers",
+    "dethelpers",
+    "backendhelpers",
+    "opensshhelpers",
+    "prometheushelpers",
+]
 
 TESTS = Path(__file__).resolve().parent
 # The test layers, each a folder with its conftest.py: its tests carry its marker (``pytest -m slurm``).
