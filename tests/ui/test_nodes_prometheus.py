@@ -1,0 +1,90 @@
+"""Pilot test of the Nodes grid and the job detail fed by a REAL Prometheus (scraping a fake DCGM
+exporter) on the REAL loopback Slurm cluster: a job holding GPUs at under 5% shows the
+idle-but-allocated marker, its detail shows the GPUs' use; a Prometheus that goes away leaves a note
+on the Clusters screen and the nodes still shown."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from slurmhelpers import JOBS, slurm, squeue_job, ssh_cluster
+from uihelpers import make_app, screen_text
+from waiting import async_wait_until, wait_for
+
+from yanflow_tui.model import GpuState
+from yanflow_tui.screens.detail import JobDetailScreen
+from yanflow_tui.screens.nodes import NodesScreen
+from yanflow_tui.screens.render.gpu_cells import Cell, cell_kind
+from yanflow_tui.screens.widgets.gpugrid import GpuGrid
+
+
+async def test_an_allocated_gpu_at_two_percent_is_marked_idle_on_the_nodes_grid(
+    slurm_dir, slurm_jobs, prometheus, dcgm
+):
+    for index in range(8):  # every GPU of gpu03 at 2%, and gpu04's at 80%
+        dcgm.set("gpu03.hpc.example", index, 2, 1500, 80420)
+        dcgm.set("GPU04", index, 80, 70000, 11920)
+    prometheus.wait_for_values({("gpu03.hpc.example", 7): 2, ("GPU04", 7): 80})
+    job_id = slurm_jobs.add(
+        slurm(
+            "sbatch", "--parsable", "-J", "yf-prom-idle", "-p", "gpu", "-w", "gpu03", "-N", "1",
+            "--gres=gpu:a100:2", "-c", "1", "--mem=100M", "-t", "00:05:00", "-o", str(JOBS / "%x-%j.out"),
+            "--wrap", "sleep 120",
+        ).strip().split(";")[0]
+    )  # fmt: skip
+    await async_wait_until(lambda: (j := squeue_job(job_id)) and j["job_state"] == "RUNNING", 30)
+    c = replace(ssh_cluster(nodes_refresh_seconds=0.5, metrics={"prometheus": prometheus.url}), refresh_seconds=0.5)
+    app = make_app(c)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("2")
+        key = f"{c.name}/gpu03"
+
+        def cells(grid: GpuGrid, node: str) -> list[Cell]:
+            return [cell_kind(g) for g in grid.gpus_of(f"{c.name}/{node}")]
+
+        grid = await wait_for(
+            pilot,
+            lambda: (
+                isinstance(app.screen, NodesScreen)
+                and (g := app.screen.query_one("#nodes", GpuGrid))
+                and cells(g, "gpu03").count(Cell.IDLE) == 2
+                and g
+            ),
+            timeout=30,
+            what="two idle-allocated cells on gpu03",
+        )
+        mine = [g for g in grid.gpus_of(key) if g.job_id == job_id]
+        assert len(mine) == 2 and all(g.utilization == 2 and g.memory_used_mb == 1500 for g in mine)
+        assert [cell_kind(g) for g in mine] == [Cell.IDLE, Cell.IDLE]
+        # The free GPUs at 2% are free, not idle; gpu04's are free with their utilisation known.
+        assert cells(grid, "gpu03").count(Cell.FREE) == 6
+        assert all(g.state is GpuState.FREE and g.utilization == 80 for g in grid.gpus_of(f"{c.name}/gpu04"))
+        await wait_for(pilot, lambda: grid.group(c.name).summary.idle == 2, what="the cluster's idle count")
+        await wait_for(pilot, lambda: "▣ 2 idle-allocated" in screen_text(app), what="the header says it")
+        # The job's detail shows the use of the GPUs it holds.
+        job = app.hub.find_job(c.name, job_id)
+        assert job is not None
+        app.push_screen(JobDetailScreen(job))
+        detail = await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen) and app.screen, what="detail")
+        placement = await wait_for(
+            pilot,
+            lambda: detail.query("#placement") and "idle" in (t := str(detail.query_one("#placement").render())) and t,
+            what="placement",
+        )
+        assert "2 of 8 GPU(s): " in placement and "2%" in placement and "2 idle" in placement
+        await pilot.press("escape")
+        # Prometheus away: the note, and the nodes are still there (without the utilisation).
+        app.hub.metrics[c.name].config = replace(app.hub.metrics[c.name].config, url="http://127.0.0.1:9")
+        await wait_for(
+            pilot,
+            lambda: (
+                "metrics: prometheus unreachable" in app.hub.snapshots[c.name].message
+                and cells(grid, "gpu03").count(Cell.IDLE) == 0
+            ),
+            timeout=30,
+            what="the unreachable note",
+        )
+        assert len(grid.gpus_of(key)) == 8
+        assert sum(g.state is GpuState.ALLOCATED for g in grid.gpus_of(key)) == 2
+        await pilot.press("5")  # the Clusters screen shows the note
+        await wait_for(pilot, lambda: "metrics: prometheus unreachable" in screen_text(app), what="note on screen")
