@@ -61,6 +61,8 @@ class GpuReading:
     utilization: float | None = None
     memory_used_mb: int | None = None
     memory_free_mb: int | None = None
+    pod: str = ""  # the pod using the GPU, where the exporter runs with Kubernetes pod mapping
+    namespace: str = ""
 
 
 def check_option(check: Any, path: str, value: Any) -> dict[str, Any] | None:
@@ -153,7 +155,8 @@ def parse_answer(payload: Any) -> list[GpuReading]:
         gpu = str(labels.get("gpu", ""))
         index = int(gpu) if gpu.isdigit() else None
         uuid = str(labels.get("UUID") or labels.get("uuid") or "")
-        key = (hosts, index, uuid)
+        pod = (str(labels.get("pod") or ""), str(labels.get("namespace") or ""))
+        key = (hosts, index, uuid, pod)
         entry = merged.setdefault(key, {"model": str(labels.get("modelName") or "")})
         entry[str(labels.get("__name__"))] = value
     return [
@@ -165,8 +168,10 @@ def parse_answer(payload: Any) -> list[GpuReading]:
             utilization=entry.get(UTIL),
             memory_used_mb=int(entry[FB_USED]) if FB_USED in entry else None,
             memory_free_mb=int(entry[FB_FREE]) if FB_FREE in entry else None,
+            pod=pod,
+            namespace=namespace,
         )
-        for (hosts, index, uuid), entry in merged.items()
+        for (hosts, index, uuid, (pod, namespace)), entry in merged.items()
     ]
 
 
@@ -205,13 +210,51 @@ def enrich(nodes: Iterable[Node], readings: Iterable[GpuReading]) -> tuple[Node,
         if not mine:
             out.append(node)
             continue
-        by_uuid = {r.uuid: r for r in mine if r.uuid}
-        by_index = {r.index: r for r in mine if r.index is not None}
-        gpus = []
-        for gpu in node.gpus:
-            found = (by_uuid.get(gpu.uuid) if gpu.uuid else None) or by_index.get(gpu.index)
-            gpus.append(gpu if found is None else _with(gpu, found))
-        out.append(replace(node, gpus=tuple(gpus)))
+        out.append(replace(node, gpus=_match(node.gpus, mine)))
+    return tuple(out)
+
+
+def owns(job_id: str, namespace: str, pod: str) -> bool:
+    """The job ``namespace/name`` (a Kubernetes job id) owns the pod: it is the pod, or its pods'
+    names start with ``name-`` as a Job's, JobSet's or PyTorchJob's do."""
+    if not namespace or not job_id.startswith(namespace + "/"):
+        return False
+    name = job_id.split("/")[1]
+    return pod == name or pod.startswith(name + "-")
+
+
+def _match(gpus: tuple[Gpu, ...], readings: list[GpuReading]) -> tuple[Gpu, ...]:
+    """Each GPU with its reading: by UUID where the backend knows it; where the readings name the pod
+    on the device and the backend counts GPUs per job without knowing the devices (Kubernetes), the
+    job's GPUs take its pods' readings in order; the rest by index."""
+    out = list(gpus)
+    used: set[int] = set()
+    done: set[int] = set()
+    by_uuid = {r.uuid: i for i, r in enumerate(readings) if r.uuid}
+    for pos, gpu in enumerate(gpus):
+        if gpu.uuid and gpu.uuid in by_uuid:
+            out[pos] = _with(gpu, readings[by_uuid[gpu.uuid]])
+            used.add(by_uuid[gpu.uuid])
+            done.add(pos)
+    for i, reading in sorted(enumerate(readings), key=lambda p: (p[1].index is None, p[1].index)):
+        if i in used or not reading.pod:
+            continue
+        pos = next(
+            (
+                p
+                for p, g in enumerate(gpus)
+                if p not in done and g.job_id and owns(g.job_id, reading.namespace, reading.pod)
+            ),
+            None,
+        )
+        if pos is not None:
+            out[pos] = _with(gpus[pos], reading)
+            used.add(i)
+            done.add(pos)
+    by_index = {r.index: r for i, r in enumerate(readings) if i not in used and r.index is not None}
+    for pos, gpu in enumerate(gpus):
+        if pos not in done and gpu.index in by_index:
+            out[pos] = _with(gpu, by_index[gpu.index])
     return tuple(out)
 
 

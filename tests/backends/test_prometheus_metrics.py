@@ -8,8 +8,11 @@ import socket
 from dataclasses import replace
 
 import k8shelpers
+from fakes.k8s_api import make_job, make_pod
 from slurmhelpers import ssh_cluster
+from waiting import async_wait_until
 
+from yanflow_tui.capacity import idle_allocated
 from yanflow_tui.config import Config
 from yanflow_tui.hub import Health, Hub
 
@@ -96,17 +99,45 @@ async def test_prometheus_down_marks_only_the_metrics(slurm_dir, prometheus, dcg
 async def test_kubernetes_nodes_carry_the_exporters_utilisation(emulator, kubeconfig, prometheus, dcgm):
     emulator.add_node("gpu-a", 8)
     emulator.add_node("gpu-b", 4)
-    # In Kubernetes the exporter's Hostname is its own pod; the node comes from Prometheus's relabelling.
-    dcgm.set("dcgm-exporter-x7k2p", 5, 1, 512, 0, kubernetes_node="gpu-a", pod="train-0", namespace="ml")
-    dcgm.set("dcgm-exporter-q9z1m", 2, 64, 4096, 0, kubernetes_node="gpu-b", container="main")
-    prometheus.wait_for_values({("dcgm-exporter-x7k2p", 5): 1, ("dcgm-exporter-q9z1m", 2): 64})
+    emulator.put("jobs", make_job("train", "ml", gpus=2))
+    emulator.put("pods", make_pod("train-0-x7k2p", "ml", node="gpu-a", gpus=2, job="train"))
+    # In Kubernetes the exporter's Hostname is its own pod; the node comes from Prometheus's relabelling,
+    # and with pod mapping on, each device names the pod using it: here the job's pod holds devices 5 and 6.
+    on_a = {"kubernetes_node": "gpu-a"}
+    dcgm.set("dcgm-exporter-x7k2p", 5, 1, 512, 80000, pod="train-0-x7k2p", namespace="ml", container="main", **on_a)
+    dcgm.set("dcgm-exporter-x7k2p", 6, 3, 600, 80000, pod="train-0-x7k2p", namespace="ml", container="main", **on_a)
+    dcgm.set("dcgm-exporter-x7k2p", 2, 0, 0, 80512, **on_a)  # a free device
+    dcgm.set("dcgm-exporter-q9z1m", 2, 64, 4096, 76416, kubernetes_node="gpu-b")
+    prometheus.wait_for_values({("dcgm-exporter-x7k2p", 6): 3, ("dcgm-exporter-q9z1m", 2): 64})
     cluster = k8shelpers.cluster(kubeconfig, metrics={"prometheus": prometheus.url})
     hub = Hub(Config(clusters=(cluster,)))
     try:
-        snap = await hub.refresh(cluster.name)
-        assert snap.health is Health.OK, snap.message
-        assert gpus_of(snap, "gpu-a")[5].utilization == 1
-        assert gpus_of(snap, "gpu-b")[2].utilization == 64
+        snap = await async_wait_until(
+            lambda: _refreshed_with_job(hub, cluster.name), what="the job's GPUs on gpu-a", timeout=20
+        )
+        a = gpus_of(snap, "gpu-a")
+        held = [g for g in a if g.job_id == "ml/train"]
+        assert [(g.utilization, g.memory_used_mb, g.memory_total_mb) for g in held] == [
+            (1, 512, 80512),
+            (3, 600, 80600),
+        ]
+        assert [idle_allocated(g) for g in held] == [True, True]
+        free = [g for g in a if g.job_id is None]
+        assert [g.utilization for g in free] == [
+            0,
+            None,
+            None,
+            None,
+            None,
+            None,
+        ]  # device 2, free; device 0 has no series
         assert [g.utilization for g in gpus_of(snap, "gpu-b")] == [None, None, 64, None]
+        assert hub.metrics[cluster.name].note == ""
     finally:
         await hub.close()
+
+
+async def _refreshed_with_job(hub, name):
+    snap = await hub.refresh(name)
+    assert snap.health is Health.OK, snap.message
+    return snap if any(g.job_id for g in gpus_of(snap, "gpu-a")) else None
