@@ -236,10 +236,10 @@ def _match(gpus: tuple[Gpu, ...], readings: list[GpuReading]) -> tuple[Gpu, ...]
             out[pos] = _with(gpu, readings[by_uuid[gpu.uuid]])
             used.add(by_uuid[gpu.uuid])
             done.add(pos)
-    for i, reading in sorted(enumerate(readings), key=lambda p: (p[1].index is None, p[1].index)):
+    for i, reading in sorted(enumerate(readings), key=lambda p: (p[1].index is None, p[1].index or 0)):
         if i in used or not reading.pod:
             continue
-        pos = next(
+        slot = next(
             (
                 p
                 for p, g in enumerate(gpus)
@@ -247,10 +247,10 @@ def _match(gpus: tuple[Gpu, ...], readings: list[GpuReading]) -> tuple[Gpu, ...]
             ),
             None,
         )
-        if pos is not None:
-            out[pos] = _with(gpus[pos], reading)
+        if slot is not None:
+            out[slot] = _with(gpus[slot], reading)
             used.add(i)
-            done.add(pos)
+            done.add(slot)
     by_index = {r.index: r for i, r in enumerate(readings) if i not in used and r.index is not None}
     for pos, gpu in enumerate(gpus):
         if pos not in done and gpu.index in by_index:
