@@ -86,8 +86,10 @@ def config_of(cluster: ClusterConfig) -> PrometheusConfig | None:
     raw = cluster.options.get(OPTION)
     if not isinstance(raw, dict) or not raw.get("prometheus"):
         return None
+    url = str(raw["prometheus"]).rstrip("/")
+    applog.add_secret(urllib.parse.urlsplit(url).password)  # a password written in the URL
     return PrometheusConfig(
-        url=str(raw["prometheus"]).rstrip("/"),
+        url=url,
         bearer_token_file=str(raw.get("bearer_token_file") or ""),
         username=str(raw.get("username") or ""),
         password_file=str(raw.get("password_file") or ""),

@@ -4,6 +4,7 @@ one query per refresh, and a Prometheus that is down, slow or wrong marks only t
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from dataclasses import replace
 
@@ -91,6 +92,27 @@ async def test_prometheus_down_marks_only_the_metrics(slurm_dir, prometheus, dcg
         assert notes["wrong"] == "metrics: prometheus answered HTTP 404"
         assert notes["good"] == "" and "metrics" not in hub.snapshots["good"].message
         assert gpus_of(hub.snapshots["good"], "gpu01")[1].utilization == 42
+    finally:
+        silent.close()
+        await hub.close()
+
+
+async def test_a_hung_prometheus_does_not_hold_up_another_cluster(slurm_dir, prometheus, dcgm):
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    hung = replace(slurm_cluster(f"http://127.0.0.1:{silent.getsockname()[1]}", timeout=3), name="hung")
+    good = replace(slurm_cluster(prometheus.url), name="good")
+    dcgm.set("gpu04", 0, 9, 10, 10)
+    prometheus.wait_for_values({("gpu04", 0): 9})
+    hub = Hub(Config(clusters=(hung, good)))
+    try:
+        slow = asyncio.ensure_future(hub.refresh("hung"))
+        fast = await hub.refresh("good")
+        assert gpus_of(fast, "gpu04")[0].utilization == 9
+        assert not slow.done()  # still waiting on its Prometheus
+        snap = await slow
+        assert snap.health is Health.OK and hub.metrics["hung"].note == "metrics: prometheus timed out"
     finally:
         silent.close()
         await hub.close()

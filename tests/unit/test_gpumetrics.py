@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 
 import pytest
 from paths import DATA
@@ -14,7 +15,7 @@ from paths import DATA
 from yanflow_tui import applog, gpumetrics
 from yanflow_tui.config import parse_config
 from yanflow_tui.errors import SpecError
-from yanflow_tui.model import Gpu, GpuState, Node
+from yanflow_tui.model import ClusterConfig, Gpu, GpuState, Node
 
 ANSWER = json.loads((DATA / "prometheus" / "dcgm-query.json").read_text())
 
@@ -160,3 +161,16 @@ async def test_a_missing_token_file_is_a_note_not_a_crash(tmp_path, caplog):
     assert len([r for r in caplog.records if "metrics:" in r.getMessage()]) == 1
     assert await source.read() is None  # again: no second warning for the same outage
     assert len([r for r in caplog.records if "metrics:" in r.getMessage()]) == 1
+
+
+def test_tls_options_make_the_context():
+    assert gpumetrics._context(gpumetrics.PrometheusConfig("http://p")) is None
+    assert gpumetrics._context(gpumetrics.PrometheusConfig("https://p")).verify_mode == ssl.CERT_REQUIRED
+    unverified = gpumetrics._context(gpumetrics.PrometheusConfig("https://p", verify_tls=False))
+    assert unverified.verify_mode == ssl.CERT_NONE
+
+
+def test_a_password_in_the_url_is_kept_out_of_the_log():
+    cluster = ClusterConfig("c", "slurm", options={"metrics": {"prometheus": "https://bob:pa55word-x@p:9090"}})
+    assert gpumetrics.config_of(cluster) is not None
+    assert "pa55word-x" not in applog.redact("GET https://bob:pa55word-x@p:9090 failed")
