@@ -139,8 +139,6 @@ class Hub:
                 if readings is not None:
                     new_nodes = gpumetrics.enrich(new_nodes, readings)
         except Exception as exc:
-            if reading is not None:
-                reading.cancel()
             failures = snap.failures + 1
             if isinstance(exc, BackendUnavailable):
                 health = Health.ERROR
@@ -179,6 +177,9 @@ class Hub:
                 login_asks=False,
                 terminal_login=False,
             )
+        finally:
+            if reading is not None and not reading.done():
+                reading.cancel()  # the refresh failed or was cancelled: its metrics are not wanted
         self.snapshots[name] = snap
         return snap
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from dataclasses import replace
 
 import k8shelpers
@@ -14,7 +15,8 @@ from slurmhelpers import ssh_cluster
 from waiting import async_wait_until
 
 from yanflow_tui.capacity import idle_allocated
-from yanflow_tui.config import Config
+from yanflow_tui.config import ClusterConfig, Config
+from yanflow_tui.errors import BackendError
 from yanflow_tui.hub import Health, Hub
 
 
@@ -113,6 +115,24 @@ async def test_a_hung_prometheus_does_not_hold_up_another_cluster(slurm_dir, pro
         assert not slow.done()  # still waiting on its Prometheus
         snap = await slow
         assert snap.health is Health.OK and hub.metrics["hung"].note == "metrics: prometheus timed out"
+    finally:
+        silent.close()
+        await hub.close()
+
+
+async def test_a_failing_backend_does_not_wait_on_its_metrics(fake_backend):
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    metrics = {"prometheus": f"http://127.0.0.1:{silent.getsockname()[1]}", "timeout": 20}
+    cluster = ClusterConfig("fk", "fake", options={"metrics": metrics})
+    hub = Hub(Config(clusters=(cluster,)))
+    try:
+        fake_backend.instances[-1].fail_reads = BackendError("controller down")
+        started = time.monotonic()
+        snap = await hub.refresh("fk")
+        assert time.monotonic() - started < 10  # not the metrics' 20 s
+        assert snap.health is Health.ERROR and snap.message == "controller down"
     finally:
         silent.close()
         await hub.close()
