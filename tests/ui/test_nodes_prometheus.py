@@ -1,12 +1,14 @@
 """Pilot test of the Nodes grid and the job detail fed by a REAL Prometheus (scraping a fake DCGM
 exporter) on the REAL loopback Slurm cluster: a job holding GPUs at under 5% shows the
 idle-but-allocated marker, its detail shows the GPUs' use; a Prometheus that goes away leaves a note
-on the Clusters screen and the nodes still shown."""
+on the Clusters screen and the nodes still shown. The same on the Kubernetes API emulator's nodes."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import k8shelpers
+from fakes.k8s_api import make_job, make_pod
 from slurmhelpers import JOBS, slurm, squeue_job, ssh_cluster
 from uihelpers import make_app, screen_text
 from waiting import async_wait_until, wait_for
@@ -19,7 +21,7 @@ from yanflow_tui.screens.widgets.gpugrid import GpuGrid
 
 
 async def test_an_allocated_gpu_at_two_percent_is_marked_idle_on_the_nodes_grid(
-    slurm_dir, slurm_jobs, prometheus, dcgm
+    home, slurm_dir, slurm_jobs, prometheus, dcgm
 ):
     # Hostnames as a site's exporter may write them (one fully qualified, one in upper case).
     hosts = {"gpu01": "gpu01.hpc.example", "gpu02": "GPU02", "gpu03": "gpu03", "gpu04": "gpu04.hpc.example"}
@@ -100,3 +102,30 @@ async def test_an_allocated_gpu_at_two_percent_is_marked_idle_on_the_nodes_grid(
         assert len(mine(grid)) == 2 and all(g.state is GpuState.ALLOCATED for g in mine(grid))
         await pilot.press("5")  # the Clusters screen shows the note
         await wait_for(pilot, lambda: "metrics: prometheus unreachable" in screen_text(app), what="note on screen")
+
+
+async def test_kubernetes_nodes_show_the_marker_from_the_same_series(home, emulator, kubeconfig, prometheus, dcgm):
+    emulator.add_node("gpu-a", 8)
+    emulator.put("jobs", make_job("train", "ml", gpus=2))
+    emulator.put("pods", make_pod("train-0-x7k2p", "ml", node="gpu-a", gpus=2, job="train"))
+    for device, util in ((3, 1), (6, 4)):  # the pod's devices, at 1% and 4%
+        dcgm.set("dcgm-exporter-x7k2p", device, util, 100, 80000, kubernetes_node="gpu-a", pod="train-0-x7k2p",
+                 namespace="ml", container="main")  # fmt: skip
+    prometheus.wait_for_values({("dcgm-exporter-x7k2p", 3): 1, ("dcgm-exporter-x7k2p", 6): 4})
+    c = k8shelpers.cluster(kubeconfig, metrics={"prometheus": prometheus.url})
+    app = make_app(c)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("2")
+        grid = await wait_for(
+            pilot,
+            lambda: (
+                isinstance(app.screen, NodesScreen)
+                and (g := app.screen.query_one("#nodes", GpuGrid))
+                and [(cell_kind(x), x.utilization) for x in g.gpus_of(f"{c.name}/gpu-a") if x.job_id == "ml/train"]
+                == [(Cell.IDLE, 1), (Cell.IDLE, 4)]
+                and g
+            ),
+            timeout=30,
+            what="the pod's GPUs idle-allocated on gpu-a",
+        )
+        assert grid.group(c.name).summary.idle == 2
