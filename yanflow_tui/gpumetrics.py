@@ -26,6 +26,7 @@ from typing import Any
 
 from yanflow_tui import applog
 from yanflow_tui.model import ClusterConfig, Gpu, Node
+from yanflow_tui.yamldoc import Checker
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +66,9 @@ class GpuReading:
     namespace: str = ""
 
 
-def check_option(check: Any, path: str, value: Any) -> dict[str, Any] | None:
-    """The ``metrics:`` mapping of a cluster entry, its problems reported through ``check`` (a
-    ``yamldoc.Checker``); None when absent or wrong."""
+def check_option(check: Checker, path: str, value: Any) -> dict[str, Any] | None:
+    """The ``metrics:`` mapping of a cluster entry, its problems reported through ``check``; None when
+    absent or wrong."""
     if value is None:
         return None
     entry = check.mapping(path, value, KEYS, required=("prometheus",))
