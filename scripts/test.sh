@@ -33,6 +33,12 @@ if [ "$(id -u)" = 0 ]; then
     # A second cluster unlike the first (other node names, h100, accounting with slurmdbd + MariaDB).
     YANFLOW_SLURM_PROFILE=site scripts/slurm-cluster up \
         || echo "test.sh: the site profile failed to start; its tests will fail" >&2
+    # The GPU metrics tests start a real Prometheus (Debian's package) scraping a fake DCGM exporter.
+    if ! command -v prometheus >/dev/null && [ ! -x /usr/bin/prometheus ]; then
+        { apt-get install -y -qq prometheus >/dev/null 2>&1 \
+            || { apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }; } \
+            || echo "test.sh: installing prometheus failed; the metrics tests will fail" >&2
+    fi
 fi
 tests=0
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" || tests=$?

@@ -21,6 +21,7 @@ pytest_plugins = [
     "backendhelpers",
     "opensshhelpers",
     "containerhelpers",
+    "prometheushelpers",
 ]
 
 TESTS = Path(__file__).resolve().parent

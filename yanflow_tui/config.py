@@ -21,6 +21,7 @@ default, come from the backend registry (``yanflow_tui.backends.registry``); not
           kind: multi-node
           resources: {gpus: 8}
           slurm: {partition: gpu, time: "04:00:00"}
+        metrics: {prometheus: "http://prom.hpc.example:9090"}   # DCGM GPU utilisation (any kind)
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from yanflow_tui.yamldoc import Checker, Doc, as_written, join, load_yaml, load_
 
 TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users", "mouse")
 COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description", "defaults")
+# Keys every kind takes that stay in ClusterConfig.options: ``metrics: {prometheus: URL}`` (yanflow_tui.gpumetrics).
+SHARED_OPTIONS = ("metrics",)
 # Each kind's own keys (``BackendInfo.options``) come on top; the backends read them from ClusterConfig.options.
 
 
@@ -241,12 +244,16 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
     kind = check.string(join(path, "kind"), item.get("kind"), choices=registry.kinds())
     info = registry.info(kind) if kind else None
     own = info.options if info else tuple(o for i in registry.infos() for o in i.options)  # no kind: any kind's
-    allowed = COMMON_CLUSTER_KEYS + own
+    allowed = COMMON_CLUSTER_KEYS + SHARED_OPTIONS + own
     entry = check.mapping(path, item, allowed, required=("name", "kind"))
     name = check.string(join(path, "name"), entry.get("name"))
     if not name or not kind or info is None:
         return None
     options = {k: v for k, v in entry.items() if k not in COMMON_CLUSTER_KEYS}
+    if "metrics" in options:
+        from yanflow_tui import gpumetrics
+
+        options["metrics"] = gpumetrics.check_option(check, join(path, "metrics"), options["metrics"])
     defaults = _defaults(check, join(path, "defaults"), entry.get("defaults"))
     return ClusterConfig(
         name=name,

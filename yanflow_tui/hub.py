@@ -15,6 +15,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from yanflow_tui import gpumetrics
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import Backend
 from yanflow_tui.backends.prompting import within
@@ -87,11 +88,16 @@ class Hub:
     backends: dict[str, Backend] = field(default_factory=dict)
     snapshots: dict[str, ClusterSnapshot] = field(default_factory=dict)
     timeout: float = CALL_TIMEOUT
+    # Each cluster's GPU metrics beside its backend (``metrics: {prometheus: URL}``), whatever its kind.
+    metrics: dict[str, gpumetrics.MetricsSource] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for cluster in self.config.clusters:
             if cluster.name not in self.backends:
                 self.backends[cluster.name] = registry.create(cluster)
+            source = gpumetrics.source_for(cluster)
+            if source is not None and cluster.name not in self.metrics:
+                self.metrics[cluster.name] = source
             self.snapshots[cluster.name] = ClusterSnapshot(cluster.name, cluster.kind, cluster.read_only)
 
     @property
@@ -122,9 +128,16 @@ class Hub:
         """Refresh one cluster. Never raises: failures mark the snapshot stale or in error."""
         backend = self.backend(name)
         snap = self.snapshots[name]
+        source = self.metrics.get(name) if nodes else None
+        # The one metrics query runs beside the backend's calls; it never raises and has its own timeout.
+        reading = asyncio.ensure_future(source.read()) if source is not None else None
         try:
             new_jobs = tuple(await self.call(backend.list_jobs(), backend=backend)) if jobs else snap.jobs
             new_nodes = tuple(await self.call(backend.list_nodes(), backend=backend)) if nodes else snap.nodes
+            if reading is not None:
+                readings = await reading
+                if readings is not None:
+                    new_nodes = gpumetrics.enrich(new_nodes, readings)
         except Exception as exc:
             failures = snap.failures + 1
             if isinstance(exc, BackendUnavailable):
@@ -150,19 +163,23 @@ class Hub:
         else:
             if snap.failures:
                 log.info("cluster %s: refresh works again after %d failure(s)", name, snap.failures)
+            notice = " · ".join(n for n in (backend.notice, source.note if source is not None else "") if n)
             snap = replace(
                 snap,
                 health=Health.OK,
-                message=backend.notice,
+                message=notice,
                 updated=time.time(),
                 jobs=new_jobs,
                 nodes=new_nodes,
                 failures=0,
                 login_user="",
-                detail=backend.notice,
+                detail=notice,
                 login_asks=False,
                 terminal_login=False,
             )
+        finally:
+            if reading is not None and not reading.done():
+                reading.cancel()  # the refresh failed or was cancelled: its metrics are not wanted
         self.snapshots[name] = snap
         return snap
 
