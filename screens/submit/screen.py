@@ -35,6 +35,7 @@ from yanflow_tui.formfields import (
     split_data,
 )
 from yanflow_tui.hub import error_text
+from yanflow_tui.images import with_images
 from yanflow_tui.keys import is_typing
 from yanflow_tui.locations import display_path
 from yanflow_tui.model import JobKind, JobSpec, NativeFile
@@ -121,7 +122,10 @@ class SubmitScreen(DataScreen):
         return JobKind.SINGLE if JobKind.SINGLE in kinds else kinds[0]
 
     def _fields(self, cluster: str, kind: JobKind) -> tuple[FormField, ...]:
-        return self.app.hub.backend(cluster).form_fields(kind) if cluster else default_fields(kind)
+        if not cluster:
+            return default_fields(kind)
+        backend = self.app.hub.backend(cluster)
+        return with_images(backend.form_fields(kind), backend.images())  # the image field offers the catalogue
 
     def _known_fields(self) -> list[FormField]:
         """Every field any writable cluster shows for any kind (loaded values for them go to fields)."""
