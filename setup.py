@@ -27,6 +27,8 @@ DATA["yanflow_tui.sample_jobs"] = [
     "det-hpsearch/.detignore",
     "native/*",  # job files as users have them, submitted as they are written
     "native/det-mnist/*",
+    "projects/*/*",  # the template projects `yanflow-tui init` writes (yanflow_tui.projects)
+    "projects/*/.detignore",
 ]
 
 setup(packages=PACKAGES, package_dir=MAPPED, package_data=DATA)

@@ -54,6 +54,7 @@ from yanflow_tui.model import (
     NATIVE_KINDS,
     Checkpoint,
     ClusterConfig,
+    Image,
     Job,
     JobKind,
     JobSpec,
@@ -324,6 +325,11 @@ class Backend(abc.ABC):
         """What ``submit`` would send, in the backend's native form (for ``--dry-run``). No I/O."""
         self.check_spec(spec)
         return self._render_native(spec) if spec.native is not None else self._render(spec)
+
+    def images(self) -> tuple[Image, ...]:
+        """The images catalogue the Submit form offers for this cluster: its config's ``images:``, then
+        what the backend learned itself (Determined: the master's default images). No I/O."""
+        return self.config.images
 
     def form_fields(self, kind: JobKind) -> tuple[FormField, ...]:
         """The Submit form's fields for ``kind`` on this cluster, in order: the spec fields this
@@ -661,6 +667,9 @@ def describe_job(job: Job, extra: Iterable[tuple[str, str]] = ()) -> str:
         ("Ended", _time(job.end_time)),
         ("Command", job.command or "-"),
     ]
+    if job.image:
+        rows.append(("Image", job.image))
+        replaced.add("Image")
     rows += [(label, value) for label, value in job.details if label not in replaced]
     rows += extra
     width = max(len(k) for k, _ in rows) + 1

@@ -430,12 +430,14 @@ def efficiency_text(rows: list[tuple[str, str]]) -> Text:
 
 
 def details_text(job: Job) -> Text:
-    """The backend's extra facts of a job as aligned ``label: value`` lines."""
+    """The job's image and the backend's extra facts of a job as aligned ``label: value`` lines."""
     out = Text()
-    if not job.details:
+    rows = [("Image", job.image)] if job.image else []
+    rows += [(label, value) for label, value in job.details if not (job.image and label == "Image")]
+    if not rows:
         return out
-    width = max(len(label) for label, _ in job.details) + 1
-    for label, value in job.details:
+    width = max(len(label) for label, _ in rows) + 1
+    for label, value in rows:
         out.append(f"{clean(label) + ':':<{width}} ", "bold")
         out.append(f"{clean(str(value))}\n")
     return out

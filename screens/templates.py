@@ -35,7 +35,8 @@ class TemplatePickerScreen(ModalScreen[Path | None]):
             for i, template in enumerate(self.templates):
                 line = Text()
                 line.append(clean(template.name), "bold")
-                line.append(f"  {template.origin}", "cyan" if template.origin == "mine" else "dim")
+                style = {"mine": "cyan", "project": "green"}.get(template.origin, "dim")
+                line.append(f"  {template.origin}", style)
                 if template.description:
                     line.append(f"\n  {clean(template.description)}", "dim")
                 options.append(Option(line, id=str(i)))

@@ -23,6 +23,7 @@ from yanflow_tui import __version__, applog, inside, keyfiles
 from yanflow_tui.capacity import Fit
 from yanflow_tui.errors import SubmitUnknown, YanflowError
 from yanflow_tui.locations import app_log_path, display_path
+from yanflow_tui.projects import ProjectError, project_names, write_project
 from yanflow_tui.sanitize import clean
 
 EXIT_ERROR = 1
@@ -149,7 +150,26 @@ def _parser() -> argparse.ArgumentParser:
         "`yanflow-tui completion fish > ~/.config/fish/completions/yanflow-tui.fish`.",
     )
     p.add_argument("shell", choices=COMPLETION_SHELLS)
+    p = sub.add_parser(
+        "init",
+        help="write a template project (code and job spec) into a new folder",
+        description="Write template project TEMPLATE (a small runnable training project and its job.yaml) "
+        "into DIR, which must be new or empty. Then: yanflow-tui submit DIR/job.yaml",
+    )
+    p.add_argument("template", metavar="TEMPLATE", choices=project_names(), help=", ".join(project_names()))
+    p.add_argument("dir", metavar="DIR").complete = shtab.DIRECTORY  # type: ignore[attr-defined]
     return parser
+
+
+def _init(template: str, folder: str) -> int:
+    """``yanflow-tui init``: needs no config, touches no cluster."""
+    try:
+        spec = write_project(template, folder)
+    except (ProjectError, OSError) as exc:
+        _error(str(exc))
+        return EXIT_ERROR
+    print(f"wrote {display_path(spec.parent)}/; submit it with: yanflow-tui submit {display_path(spec)}")
+    return 0
 
 
 COMPLETION_SHELLS = ("bash", "zsh", "fish")
@@ -177,6 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "completion":  # needs no config, touches nothing
         return _completion(parser, args.shell)
+    if args.command == "init":
+        return _init(args.template, args.dir)
     log_path = applog.setup(debug=getattr(args, "debug", False))
     log.info("yanflow-tui %s: %s", __version__, args.command or "console")
     keyfiles.install_exit_signals()  # SIGHUP/SIGTERM: key files go first, then a clean exit

@@ -22,6 +22,10 @@ default, come from the backend registry (``yanflow_tui.backends.registry``); not
           resources: {gpus: 8}
           slurm: {partition: gpu, time: "04:00:00"}
         metrics: {prometheus: "http://prom.hpc.example:9090"}   # DCGM GPU utilisation (any kind)
+        images:                 # the catalogue the Submit form's image field offers (free text still goes)
+          - name: nvcr.io/nvidia/pytorch:24.05-py3
+            description: NGC PyTorch
+            frameworks: [pytorch, deepspeed]
 """
 
 from __future__ import annotations
@@ -36,12 +40,13 @@ from typing import Any
 
 from yanflow_tui.backends import registry
 from yanflow_tui.errors import ConfigError, SpecError
+from yanflow_tui.images import parse_images
 from yanflow_tui.locations import default_config_path
 from yanflow_tui.model import DEFAULT_REFRESH, ClusterConfig
 from yanflow_tui.yamldoc import Checker, Doc, as_written, join, load_yaml, load_yaml_bytes
 
 TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users", "mouse")
-COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description", "defaults")
+COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description", "defaults", "images")
 # Keys every kind takes that stay in ClusterConfig.options: ``metrics: {prometheus: URL}`` (yanflow_tui.gpumetrics).
 SHARED_OPTIONS = ("metrics",)
 # Each kind's own keys (``BackendInfo.options``) come on top; the backends read them from ClusterConfig.options.
@@ -255,6 +260,7 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
 
         options["metrics"] = gpumetrics.check_option(check, join(path, "metrics"), options["metrics"])
     defaults = _defaults(check, join(path, "defaults"), entry.get("defaults"))
+    images = parse_images(check, join(path, "images"), entry.get("images"))
     return ClusterConfig(
         name=name,
         kind=kind,
@@ -265,6 +271,7 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
         description=check.string(join(path, "description"), entry.get("description"), nonempty=False) or "",
         options=options,
         defaults=defaults,
+        images=images,
     )
 
 

@@ -3,7 +3,9 @@ takes on every node, and how the user's command is handed to it.
 
 Every prefix refers only to environment variables that the node's shell expands: ``$NNODES``,
 ``$NODE_RANK``, ``$NPROC_PER_NODE``, ``$WORLD_SIZE``, ``$MASTER_ADDR``, ``$MASTER_PORT`` (and
-``$HOSTS`` for horovodrun). A backend sets them; no user value ever enters a prefix.
+``$HOSTS`` for horovodrun, ``$TF_WORKERS`` for tensorflow). A backend sets them; no user value ever
+enters a prefix. ``tensorflow`` runs the command once per node with ``TF_CONFIG`` (the worker list and
+this node's index, for ``MultiWorkerMirroredStrategy``), built by the node's own shell.
 
 torchrun, deepspeed and ``accelerate launch`` run Python themselves and take a script (or a module),
 so a leading ``python``/``python3`` (any path, ``-u``, ``-m MODULE``) is dropped or turned into their
@@ -17,7 +19,7 @@ import shlex
 
 from yanflow_tui.errors import BackendError
 
-LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "horovod", "none")
+LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "horovod", "tensorflow", "none")
 RESERVED_ENV = ("MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "NPROC_PER_NODE", "WORLD_SIZE")
 
 # One launcher per node; each is told its node rank.
@@ -35,6 +37,11 @@ PER_NODE = {
         ' --machine_rank="$NODE_RANK" --main_process_ip="$MASTER_ADDR"'
         ' --main_process_port="$MASTER_PORT"'
     ),
+    # TF_CONFIG from the comma-separated host:port list and this node's rank, expanded on the node.
+    "tensorflow": (
+        'env TF_CONFIG="{\\"cluster\\":{\\"worker\\":[\\"$(printf %s "$TF_WORKERS" | sed \'s/,/","/g\')\\"]},'
+        '\\"task\\":{\\"type\\":\\"worker\\",\\"index\\":$NODE_RANK}}"'
+    ),
 }
 # One driver for the whole job, on the first node: it starts every process on every host itself.
 HOROVODRUN = 'horovodrun -np "$WORLD_SIZE" -H "$HOSTS"'
@@ -47,7 +54,8 @@ _OPERATORS = {";", "&", "&&", "|", "||", ";;", "|&", ";&", "&;"}
 
 def reserved_env(launcher: str) -> tuple[str, ...]:
     """The variables a backend sets for a multi-node job with this launcher (not for env: to set)."""
-    return RESERVED_ENV + (("HOSTS",) if launcher == "horovod" else ())
+    extra = {"horovod": ("HOSTS",), "tensorflow": ("TF_WORKERS", "TF_CONFIG")}
+    return RESERVED_ENV + extra.get(launcher, ())
 
 
 def prefix(launcher: str) -> str | None:
@@ -144,4 +152,5 @@ def _replace_python(launcher: str, head: list[str], rest: list[str]) -> list[str
 
 
 def _name(launcher: str) -> str:
-    return {"horovod": "horovodrun", "accelerate": "accelerate launch"}.get(launcher, launcher)
+    names = {"horovod": "horovodrun", "accelerate": "accelerate launch", "tensorflow": "TF_CONFIG"}
+    return names.get(launcher, launcher)

@@ -66,6 +66,16 @@ class Cluster:
 
 
 @dataclass(frozen=True)
+class Image:
+    """One entry of a cluster's images catalogue: a container image the Submit form offers."""
+
+    name: str  # what ``image:`` takes, e.g. pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime
+    description: str = ""
+    frameworks: tuple[str, ...] = ()  # e.g. ("pytorch 2.4", "deepspeed")
+    source: str = "config"  # "config", or where the backend learned it (e.g. "master default")
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     """One cluster's entry of the config (``yanflow_tui.config`` loads it; each backend reads its own
     ``options``, the keys its package declares)."""
@@ -77,6 +87,7 @@ class ClusterConfig:
     description: str = ""
     options: dict[str, Any] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)  # spec fields the Submit form starts with
+    images: tuple[Image, ...] = ()  # the images catalogue (``images:``), offered by the Submit form
     # ``file:line: field: message`` of a broken entry, loaded leniently (the console): the cluster is
     # shown in error with these lines instead of stopping the app
     problems: tuple[str, ...] = ()
@@ -151,6 +162,7 @@ class Job:
     parent: str = ""
     # Backend-specific facts for the detail view, e.g. (("Partition", "gpu"), ("QOS", "normal")).
     details: tuple[tuple[str, str], ...] = ()
+    image: str = ""  # the container image it runs in, where the backend knows it
 
     @property
     def key(self) -> str:

@@ -9,7 +9,7 @@
     env: {WANDB_MODE: offline}
     mounts: ["/data:/data:ro"]    # or {source, target, read_only}
     resources: {nodes: 1, gpus: 2, cpus: 8, memory: 32G}   # gpus/cpus/memory are per node
-    launcher: torchrun            # multi-node/experiment: torchrun | deepspeed | accelerate | horovod | none
+    launcher: torchrun            # multi-node/experiment: torchrun|deepspeed|accelerate|horovod|tensorflow|none
     slurm: {partition: gpu, time: "01:00:00"}
     tensorboard: {logdir: runs}   # event files the console plots; default WORKDIR/tb
     kubernetes: {namespace: ml}

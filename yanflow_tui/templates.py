@@ -1,7 +1,9 @@
 """Job templates: spec YAML files in the ``sample_jobs/`` format. The picker lists the samples that
 ship beside the package (a source checkout's ``sample_jobs/``) and the user's own templates in
-``$XDG_CONFIG_HOME/yanflow/templates/``; "save as template" writes the Submit form there (atomically,
-mode 0600, never over an existing file unless asked). Plain file I/O: call these from a thread.
+``$XDG_CONFIG_HOME/yanflow/templates/``, then the template projects (``yanflow_tui.projects``: a
+folder each, written into a folder of the user's before its spec loads); "save as template" writes
+the Submit form there (atomically, mode 0600, never over an existing file unless asked). Plain file
+I/O: call these from a thread.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import yaml
 
 from yanflow_tui.errors import SpecError
 from yanflow_tui.locations import default_config_path, private_file
+from yanflow_tui.projects import list_projects
 from yanflow_tui.spec import top_keys
 from yanflow_tui.yamldoc import Doc, load_yaml_bytes
 
@@ -31,7 +34,7 @@ HEADER = "# Saved from the YanFlow Submit form. Load it with the Templates key o
 class Template:
     name: str  # the file name without .yaml
     path: Path
-    origin: str  # "mine" or "sample"
+    origin: str  # "mine", "sample" or "project" (path: the project's folder)
     description: str = ""  # the file's first comment line
 
 
@@ -40,7 +43,7 @@ def user_dir(env: Mapping[str, str] = os.environ) -> Path:
 
 
 def list_templates(env: Mapping[str, str] = os.environ) -> list[Template]:
-    """The user's templates, then the samples; each group by name."""
+    """The user's templates, then the samples, then the projects; each group by name."""
     found: list[Template] = []
     seen: set[Path] = set()
     for origin, folder in [("mine", user_dir(env))] + [("sample", d) for d in SAMPLE_DIRS]:
@@ -52,6 +55,7 @@ def list_templates(env: Mapping[str, str] = os.environ) -> list[Template]:
             if path.resolve() not in seen:
                 seen.add(path.resolve())
                 found.append(Template(path.stem, path, origin, _description(path)))
+    found += [Template(p.name, p.folder, "project", p.description) for p in list_projects()]
     return found
 
 

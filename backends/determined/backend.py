@@ -54,7 +54,8 @@ from yanflow_tui.backends.determined.session import (
 from yanflow_tui.capacity import Request
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SubmitUnknown
-from yanflow_tui.model import Checkpoint, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
+from yanflow_tui.images import merged
+from yanflow_tui.model import Checkpoint, Image, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
 
 __all__ = ["AuthRequired", "DeterminedBackend"]
 
@@ -113,6 +114,7 @@ class DeterminedBackend(Backend):
         self._trials_done: dict[int, list[Any]] = {}  # trials of finished experiments never change
         self._streams: set[threading.Event] = set()
         self._listed: tuple[float, list[Job]] = (float("-inf"), [])  # (monotonic time, jobs) of the last list
+        self._default_images: tuple[Image, ...] | None = None  # the master's, read once (None: not yet)
 
     # -- auth, for the UI ------------------------------------------------------------------------
     @property
@@ -175,7 +177,28 @@ class DeterminedBackend(Backend):
     async def list_nodes(self) -> list[Node]:
         return await asyncio.to_thread(self.conn.call, self._list_nodes, "listing agents")
 
+    def images(self) -> tuple[Image, ...]:
+        """The config's catalogue, then the master's default images (read with the first node list)."""
+        return merged(self.config.images, self._default_images or ())
+
+    def _read_default_images(self, session) -> None:
+        """Once: the master config's default images. A master that does not show its config to this
+        user (403), or an older one without the call (404), has none to offer; any other failure is
+        tried again at the next refresh."""
+        try:
+            config = bindings.get_GetMasterConfig(session).config
+        except (errors.ForbiddenException, errors.NotFoundException) as exc:
+            log.debug("no master config: %s", describe_error(exc, self.conn.master))
+            self._default_images = ()
+            return
+        except (errors.APIException, bindings.APIHttpError) as exc:
+            log.debug("master config not read: %s", describe_error(exc, self.conn.master))
+            return
+        self._default_images = det_convert.default_images(config if isinstance(config, dict) else {})
+
     def _list_nodes(self, session) -> list[Node]:
+        if self._default_images is None:
+            self._read_default_images(session)
         agents = bindings.get_GetAgents(session).agents
         holders = dict(self._holders)
         try:  # allocations name the containers of trials too (commands carry theirs already)

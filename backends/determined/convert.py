@@ -16,7 +16,7 @@ from typing import Any
 from determined.common import util as det_util
 from determined.common.api import bindings
 
-from yanflow_tui.model import Checkpoint, Gpu, GpuState, Job, JobKind, JobState, LogLine, MetricPoint, Node
+from yanflow_tui.model import Checkpoint, Gpu, GpuState, Image, Job, JobKind, JobState, LogLine, MetricPoint, Node
 
 TASK_PREFIX = {"command": "cmd", "notebook": "nb", "shell": "shell", "tensorboard": "tb"}
 SHORT_TASK = 8
@@ -172,6 +172,38 @@ def searcher_of(config: dict[str, Any] | None) -> tuple[str, bool]:
     return str(searcher.get("metric") or ""), searcher.get("smaller_is_better", True) is not False
 
 
+def config_image(config: dict[str, Any] | None) -> str:
+    """``environment.image`` of an experiment (or command) config: one name, or the ``cpu``/``cuda``/
+    ``rocm`` map the master fills in (shown as ``cuda: NAME, cpu: NAME``)."""
+    image = ((config or {}).get("environment") or {}).get("image")
+    if isinstance(image, dict):
+        return ", ".join(f"{k}: {image[k]}" for k in ("cuda", "cpu", "rocm") if image.get(k))
+    return str(image) if image else ""
+
+
+IMAGE_KINDS = {"cuda": "the master's default for GPU tasks", "cpu": "the master's default for CPU tasks"}
+IMAGE_KINDS["rocm"] = "the master's default for ROCm tasks"
+
+
+def default_images(master_config: dict[str, Any]) -> tuple[Image, ...]:
+    """The default images in the master's config (``GET /api/v1/master/config``):
+    ``task_container_defaults.image`` ({cpu, cuda, rocm}), then each resource pool's own."""
+    found: list[Image] = []
+    pools = [("", master_config)] + [
+        (str(p.get("pool_name") or ""), p) for p in master_config.get("resource_pools") or () if isinstance(p, dict)
+    ]
+    for pool, holder in pools:
+        image = ((holder.get("task_container_defaults") or {}) if isinstance(holder, dict) else {}).get("image")
+        if isinstance(image, str):
+            image = {"cuda": image}
+        for kind, what in IMAGE_KINDS.items():
+            name = image.get(kind) if isinstance(image, dict) else None
+            if isinstance(name, str) and name and all(i.name != name for i in found):
+                where = f" (pool {pool})" if pool else ""
+                found.append(Image(name, what + where, (), source="master default"))
+    return tuple(found)
+
+
 def experiment_job(cluster: str, exp: bindings.v1Experiment, trials: list[bindings.trialv1Trial]) -> Job:
     norm, raw, reason = exp_state(exp.state)
     metric, smaller = searcher_of(exp.config)
@@ -214,6 +246,7 @@ def experiment_job(cluster: str, exp: bindings.v1Experiment, trials: list[bindin
         kind=JobKind.EXPERIMENT,
         command=str((exp.config or {}).get("entrypoint") or ""),
         details=tuple(details),
+        image=config_image(exp.config),
     )
 
 
@@ -261,6 +294,7 @@ def trial_job(cluster: str, exp: bindings.v1Experiment, trial: bindings.trialv1T
         kind=JobKind.EXPERIMENT,
         parent=f"exp-{exp.id}",
         details=tuple(details),
+        image=config_image(exp.config),
     )
 
 

@@ -46,9 +46,9 @@ def check(spec: JobSpec) -> None:
             raise BackendError(
                 "determined.searcher: an experiment needs a searcher with a name (e.g. {name: single, metric: loss})"
             )
-        if spec.launcher == "accelerate":
+        if spec.launcher in ("accelerate", "tensorflow"):
             raise BackendError(
-                "launcher: Determined has no accelerate launcher; use torchrun, deepspeed, horovod or none"
+                f"launcher: Determined has no {spec.launcher} launcher; use torchrun, deepspeed, horovod or none"
             )
     if spec.workdir:
         raise BackendError(

@@ -77,7 +77,7 @@ def check(spec: JobSpec) -> None:
             "deepspeed or accelerate"
         )
     if spec.kind is JobKind.MULTI_NODE:
-        clash = sorted(set(spec.env) & set(launchers.RESERVED_ENV))
+        clash = sorted(set(spec.env) & set(launchers.reserved_env(spec.launcher)))
         if clash:
             raise BackendError(
                 f"env: {', '.join(clash)} are set by the launcher for multi-node jobs; "
@@ -164,6 +164,9 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
             {"name": "NPROC_PER_NODE", "value": str(max(1, gpus))},
             {"name": "WORLD_SIZE", "value": str(nodes * max(1, gpus))},
         ]
+        if spec.launcher == "tensorflow":  # every pod's host:port, for the TF_CONFIG each pod builds
+            workers = ",".join(f"{name}-{i}.{name}.{namespace}.svc:{port}" for i in range(nodes))
+            env.append({"name": "TF_WORKERS", "value": workers})
     limits: dict[str, str] = {}
     requests: dict[str, str] = {}
     if gpus:

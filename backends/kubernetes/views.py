@@ -86,7 +86,6 @@ def build_jobs(cluster: str, jobs: Iterable[JobInfo], pods: Iterable[PodInfo]) -
         details = (
             ("Namespace", info.namespace),
             ("Kubernetes name", info.name),
-            ("Image", info.image or "-"),
             ("Pods", f"{info.active} active, {info.succeeded} succeeded, {info.failed} failed"),
             ("Pod names", pods_text),
         ) + ((("Message", info.condition_message),) if info.condition_message else ())
@@ -108,6 +107,7 @@ def build_jobs(cluster: str, jobs: Iterable[JobInfo], pods: Iterable[PodInfo]) -
                 exit_code=exit_code,
                 command=info.command,
                 details=details,
+                image=info.image,
             )
         )
         if multi:
@@ -129,6 +129,7 @@ def build_jobs(cluster: str, jobs: Iterable[JobInfo], pods: Iterable[PodInfo]) -
                         kind=JobKind.MULTI_NODE,
                         exit_code=pod.exit_code,
                         command=info.command,
+                        image=info.image,
                         parent=jid,
                         details=(("Pod", pod.name), ("Namespace", pod.namespace), ("Restarts", str(pod.restarts)))
                         + ((("Message", pod.message),) if pod.message else ()),

@@ -193,6 +193,11 @@ def _rendezvous(spec: JobSpec) -> list[str]:
             'HOSTS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/\\$/:$NPROC_PER_NODE/" '
             "| paste -s -d , -); export HOSTS"
         )
+    if spec.launcher == "tensorflow":  # every node's host:port, for the TF_CONFIG each node builds
+        lines.append(
+            'TF_WORKERS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/\\$/:$MASTER_PORT/" '
+            "| paste -s -d , -); export TF_WORKERS"
+        )
     return lines
 
 

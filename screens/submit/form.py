@@ -14,6 +14,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.suggester import SuggestFromList
 from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Select, Static, TextArea
 
@@ -63,7 +64,9 @@ def field_widget(field: FormField, text: str) -> Widget:
             text, id=wid, soft_wrap=True, show_line_numbers=False, compact=True, classes=f"lines-{field.lines}"
         )
     else:
-        widget = Input(text, placeholder=field.placeholder, id=wid, compact=True)
+        # choices of a text field (the images catalogue): completions offered as you type; any text goes
+        suggester = SuggestFromList(field.choices, case_sensitive=False) if field.choices else None
+        widget = Input(text, placeholder=field.placeholder, id=wid, compact=True, suggester=suggester)
     if field.help:
         widget.tooltip = field.help
     return widget

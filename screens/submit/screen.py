@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -21,7 +22,7 @@ from textual.events import DescendantFocus
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Select, Static
 
-from yanflow_tui import drafts, templates
+from yanflow_tui import drafts, projects, templates
 from yanflow_tui.capacity import Fit, Verdict, pools, verdict
 from yanflow_tui.errors import SpecError, SubmitUnknown
 from yanflow_tui.formfields import (
@@ -34,7 +35,9 @@ from yanflow_tui.formfields import (
     split_data,
 )
 from yanflow_tui.hub import error_text
+from yanflow_tui.images import with_images
 from yanflow_tui.keys import is_typing
+from yanflow_tui.locations import display_path
 from yanflow_tui.model import JobKind, JobSpec, NativeFile
 from yanflow_tui.nativefiles import changed_fields
 from yanflow_tui.sanitize import clean
@@ -119,7 +122,10 @@ class SubmitScreen(DataScreen):
         return JobKind.SINGLE if JobKind.SINGLE in kinds else kinds[0]
 
     def _fields(self, cluster: str, kind: JobKind) -> tuple[FormField, ...]:
-        return self.app.hub.backend(cluster).form_fields(kind) if cluster else default_fields(kind)
+        if not cluster:
+            return default_fields(kind)
+        backend = self.app.hub.backend(cluster)
+        return with_images(backend.form_fields(kind), backend.images())  # the image field offers the catalogue
 
     def _known_fields(self) -> list[FormField]:
         """Every field any writable cluster shows for any kind (loaded values for them go to fields)."""
@@ -493,9 +499,25 @@ class SubmitScreen(DataScreen):
     async def _pick_template(self) -> None:
         found = await asyncio.to_thread(templates.list_templates)
         path = await self.app.push_screen_wait(TemplatePickerScreen(found, templates.user_dir()))
+        if path is not None and projects.is_project(path):
+            path = await self._write_project(path.name)
         if path is not None:
             self.query_one("#spec-path", Input).value = str(path)
             self._start_load(str(path))
+
+    async def _write_project(self, name: str) -> Path | None:
+        """Ask for a folder, write template project ``name`` there; its spec's path (None: not written)."""
+        prompt = f"Write the {name} project (code and job.yaml) into a new or empty folder:"
+        folder = await self.app.push_screen_wait(PromptScreen(prompt, f"~/{name}"))
+        if not folder:
+            return None
+        try:
+            spec = await asyncio.to_thread(projects.write_project, name, folder)
+        except (projects.ProjectError, OSError) as exc:
+            self.app.report_error("Project not written", str(exc))
+            return None
+        self.notify(clean(f"wrote {display_path(spec.parent)}/"), markup=False, timeout=3)
+        return spec
 
     def action_save_template(self) -> None:
         data, text_problems = self.form_data()

@@ -374,6 +374,8 @@ def test_determined_entrypoints_for_each_launcher(launcher, module):
 def test_determined_refuses_accelerate_and_offers_horovod():
     with pytest.raises(BackendError, match="use torchrun, deepspeed, horovod or none"):
         det_submit.check(_experiment("accelerate", ARGV))
+    with pytest.raises(BackendError, match="no tensorflow launcher"):
+        det_submit.check(_experiment("tensorflow", ARGV))
     assert det_submit.LAUNCHERS == ("torchrun", "deepspeed", "horovod", "none")
 
 
@@ -381,7 +383,8 @@ def test_determined_refuses_accelerate_and_offers_horovod():
 
 
 def test_the_spec_and_the_form_share_one_launcher_list_with_horovod():
-    assert ff.launcher().choices == launchers.LAUNCHERS == ("torchrun", "deepspeed", "accelerate", "horovod", "none")
+    assert ff.launcher().choices == launchers.LAUNCHERS
+    assert launchers.LAUNCHERS == ("torchrun", "deepspeed", "accelerate", "horovod", "tensorflow", "none")
     assert (
         spec_from_data({"name": "x", "kind": "multi-node", "launcher": "horovod", "command": ARGV}).launcher
         == "horovod"
@@ -393,8 +396,8 @@ def test_the_spec_and_the_form_share_one_launcher_list_with_horovod():
 @pytest.mark.parametrize(
     "kind, job_kind, choices",
     [
-        ("slurm", JobKind.MULTI_NODE, ("torchrun", "deepspeed", "accelerate", "horovod", "none")),
-        ("kubernetes", JobKind.MULTI_NODE, ("torchrun", "deepspeed", "accelerate", "none")),
+        ("slurm", JobKind.MULTI_NODE, ("torchrun", "deepspeed", "accelerate", "horovod", "tensorflow", "none")),
+        ("kubernetes", JobKind.MULTI_NODE, ("torchrun", "deepspeed", "accelerate", "tensorflow", "none")),
         ("determined", JobKind.EXPERIMENT, ("torchrun", "deepspeed", "horovod", "none")),
     ],
 )

@@ -24,6 +24,26 @@ from determined.common.api.authentication import salt_and_hash
 from determined.common.util import parse_protobuf_timestamp
 
 T0 = "2026-11-29T12:00:00Z"
+# The part of a master config (master.yaml, as GET /api/v1/master/config gives it) with default images:
+# task_container_defaults.image per device type, and a resource pool with its own.
+DEFAULT_CUDA = "determinedai/pytorch-ngc-dev:0736b6d"
+DEFAULT_CPU = "determinedai/pytorch-tensorflow-cpu-dev:0736b6d"
+DEFAULT_ROCM = "determinedai/environments:rocm-5.6-pytorch-1.3-tf-2.10-rocm-mpich-0736b6d"
+MASTER_CONFIG: dict[str, Any] = {
+    "log": {"level": "info", "color": True},
+    "task_container_defaults": {
+        "shm_size_bytes": 4294967296,
+        "network_mode": "bridge",
+        "image": {"cpu": DEFAULT_CPU, "cuda": DEFAULT_CUDA, "rocm": DEFAULT_ROCM},
+    },
+    "resource_pools": [
+        {"pool_name": "default", "max_aux_containers_per_agent": 100},
+        {
+            "pool_name": "a100",
+            "task_container_defaults": {"image": {"cuda": "determinedai/pytorch-ngc:0.38.1", "cpu": DEFAULT_CPU}},
+        },
+    ],
+}
 USER = web.RequestKey("user", str)
 
 
@@ -64,6 +84,9 @@ class FakeMaster:
     next_exp: int = 100
     port: int = 0
     tls: Any = None  # an ssl.SSLContext: serve HTTPS
+    # GET /api/v1/master/config: the master's config as the real one answers it (its YAML as JSON);
+    # None answers 403, as a real master does to a user without the permission to view it.
+    master_config: dict[str, Any] | None = field(default_factory=lambda: dict(MASTER_CONFIG))
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> FakeMaster:
@@ -364,6 +387,7 @@ class FakeMaster:
         r.add_post("/api/v1/auth/login", self._login)
         r.add_get("/api/v1/me", self._me)
         r.add_get("/api/v1/master", self._master_info)
+        r.add_get("/api/v1/master/config", self._master_config)
         r.add_get("/api/v1/agents", self._agents)
         r.add_get("/api/v1/experiments", self._experiments)
         r.add_post("/api/v1/experiments", self._create_experiment)
@@ -409,6 +433,11 @@ class FakeMaster:
                 version="0.38.1",
             )
         )
+
+    async def _master_config(self, request):
+        if self.master_config is None:
+            return web.json_response({"error": {"error": "access denied"}, "code": 7, "message": "denied"}, status=403)
+        return self._json(b.v1GetMasterConfigResponse(config=self.master_config))
 
     async def _me(self, request):
         return self._json(b.v1GetMeResponse(user=b.v1User(active=True, admin=False, username=request[USER])))

@@ -119,7 +119,7 @@ def test_unknown_cluster_name():
             "clusters:\n  - name: a\n    kind: local\n    ssh: x\n",
             [
                 "c.yaml:4: clusters[0].ssh: unknown key; expected one of: name, kind, read_only, refresh_seconds, "
-                "description, defaults, metrics, container"
+                "description, defaults, images, metrics, container"
             ],
         ),
         (

@@ -145,3 +145,36 @@ def test_an_installed_wheel_lists_the_samples_as_templates(wheel, tmp_path):
     samples = {line.split()[1] for line in rows if line.startswith("sample ")}
     assert {p.stem for p in (ROOT / "sample_jobs").glob("*.yaml")} <= samples
     assert all(str(target) in line for line in rows if line.startswith("sample "))
+
+
+def test_an_installed_wheel_writes_every_template_project(wheel, tmp_path):
+    """``yanflow-tui init`` from the installed copy: every project's files, from the wheel, not the checkout."""
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    script = (
+        "import sys, yanflow_tui.projects as p; "
+        "[print(x.folder, p.write_project(x.name, sys.argv[1] + '/' + x.name)) for x in p.list_projects()]"
+    )
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=str(target)),
+    )
+    rows = result.stdout.splitlines()
+    source = ROOT / "sample_jobs" / "projects"
+    names = {p.name for p in source.iterdir() if (p / "job.yaml").exists()}
+    assert len(rows) == len(names) >= 6 and all(row.startswith(str(target)) for row in rows)
+    for name in names:
+        files = (source / name).rglob("*")
+        shipped = {p.relative_to(source / name) for p in files if p.is_file() and "__pycache__" not in p.parts}
+        written = {p.relative_to(out / name) for p in (out / name).rglob("*") if p.is_file()}
+        assert written == shipped | {Path("yanflow_events.py")}, name

@@ -51,6 +51,15 @@ def test_foreign_indexed_job_is_multi_node_with_rank_children_and_plain_job_is_s
         ("ml/one", "", "one"),
     ]
     assert rows[0].kind.value == "multi-node" and rows[3].kind.value == "single"
+    assert {r.image for r in rows} == {"busybox"}  # the job's and each rank's: the pod template's container
+
+
+def test_the_image_shows_once_in_the_description():
+    from yanflow_tui.backends.base import describe_job
+
+    (row,) = build_jobs("c", [job_info(make_job("one", "ml"))], [])
+    text = describe_job(row)
+    assert text.count("Image:") == 1 and "busybox" in text
 
 
 def test_gpu_map_caps_at_allocatable_and_names_owners():

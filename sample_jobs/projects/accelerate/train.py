@@ -1,0 +1,59 @@
+"""Accelerate template: a small model trained through ``accelerate.Accelerator``.
+
+``accelerate launch`` starts one process per GPU and sets RANK, LOCAL_RANK and WORLD_SIZE for each;
+the Accelerator reads them, and without accelerate this script reads the same variables. The main
+process writes TensorBoard scalars ($YANFLOW_TB_LOGDIR, else ./tb) and checkpoints/.
+"""
+
+import argparse
+import os
+
+import yanflow_events
+
+try:
+    import torch
+    from accelerate import Accelerator
+    from torch import nn
+except ImportError:
+    Accelerator = None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=30)
+    args = parser.parse_args()
+    if Accelerator is None:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        print(f"rank {rank}/{world} local_rank {os.environ['LOCAL_RANK']}", flush=True)
+        if rank == 0:
+            writer = yanflow_events.EventWriter()
+            for step in range(args.steps):
+                writer.add_scalar("loss", yanflow_events.toy_loss(step, rank), step)
+            writer.close()
+            yanflow_events.save_checkpoint({"steps": args.steps, "world_size": world})
+        return
+    accelerator = Accelerator()
+    rank, world = accelerator.process_index, accelerator.num_processes
+    print(f"rank {rank}/{world} local_rank {accelerator.local_process_index}", flush=True)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    loss_fn = nn.BCEWithLogitsLoss()
+    writer = yanflow_events.EventWriter() if accelerator.is_main_process else None
+    for step in range(args.steps):
+        x = torch.randn(16, 32, device=accelerator.device)
+        y = (x[:, :4].sum(dim=1, keepdim=True) > 0).float()
+        loss = loss_fn(model(x), y)
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+        if writer:
+            writer.add_scalar("loss", loss.item(), step)
+    accelerator.wait_for_everyone()
+    accelerator.save_state("checkpoints")
+    if writer:
+        writer.close()
+
+
+if __name__ == "__main__":
+    main()
