@@ -37,7 +37,7 @@ RUNS_ON = {
 }
 CLUSTERS = {
     "local": {},
-    "slurm": {},
+    "slurm": {"container": {"runtime": "apptainer"}},  # a site that runs images (one without refuses image:)
     "kubernetes": {"namespace": "ml"},
     "determined": {"master": "http://127.0.0.1:1"},
 }
