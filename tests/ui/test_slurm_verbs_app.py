@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from sitehelpers import SITE_JOBS, accounted, site_cluster, site_slurm
+from sitehelpers import accounted, site_cluster, site_sbatch, site_slurm
 from slurmhelpers import live_state, slurm, ssh_cluster
 from uihelpers import make_app, screen_text
 from waiting import async_wait_until, wait_for
@@ -47,6 +47,21 @@ def sbatch(name: str) -> str:
 
 def reason(job_id: str) -> str:
     return dict(re.findall(r"(\S+?)=(\S*)", slurm("scontrol", "-o", "show", "job", job_id)))["Reason"]
+
+
+async def cursor_on(pilot, app, key: str) -> None:
+    """Waits for the job's row, then puts the Queue's cursor on it."""
+    await wait_for(pilot, lambda: key in rows(app), what="row")
+    app.screen.query_one(JobTable).move_cursor_to_key(key)
+    await pilot.pause()
+
+
+def noted(app) -> list[str]:
+    """The messages the app notifies from now on (still shown as before)."""
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+    return notes
 
 
 async def palette_names(app) -> list[str]:
@@ -92,9 +107,7 @@ async def test_hold_key_confirms_then_holds_and_release_lets_it_go(home, slurm_d
     app = make_app(c)
     async with app.run_test(size=(160, 45)) as pilot:
         key = f"{c.name}/{job_id}"
-        await wait_for(pilot, lambda: key in rows(app), what="row")
-        app.screen.query_one(JobTable).move_cursor_to_key(key)
-        await pilot.pause()
+        await cursor_on(pilot, app, key)
         assert "job: hold" in await palette_names(app)
         await pilot.press("h")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
@@ -114,9 +127,7 @@ async def test_signal_key_offers_the_short_list(home, slurm_dir, slurm_jobs):
     app = make_app(c)
     async with app.run_test(size=(160, 45)) as pilot:
         key = f"{c.name}/{job_id}"
-        await wait_for(pilot, lambda: key in rows(app), what="row")
-        app.screen.query_one(JobTable).move_cursor_to_key(key)
-        await pilot.pause()
+        await cursor_on(pilot, app, key)
         await pilot.press("k")
         choice = await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen) and app.screen, what="signals")
         assert choice.choices[:2] == ["TERM", "INT"] and "KILL" in choice.choices
@@ -129,13 +140,10 @@ async def test_read_only_refuses_every_verb_key_and_runs_nothing(home, slurm_dir
     c = cluster()
     job_id = slurm_jobs.add(sbatch("yf-ui-ro"))
     app = make_app(c, read_only=True)
-    notes: list[str] = []
-    notify = app.notify
-    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+    notes = noted(app)
     async with app.run_test(size=(160, 45)) as pilot:
         key = f"{c.name}/{job_id}"
-        await wait_for(pilot, lambda: key in rows(app), what="row")
-        app.screen.query_one(JobTable).move_cursor_to_key(key)
+        await cursor_on(pilot, app, key)
         await pilot.press("space")  # marking is not a change: it works read-only too
         names = await palette_names(app)
         for verb in JOB_VERBS:
@@ -159,14 +167,10 @@ async def test_edit_key_asks_the_field_and_value_then_scontrol_shows_it(home, sl
     c = cluster()
     job_id = slurm_jobs.add(sbatch("yf-ui-edit"))
     app = make_app(c)
-    notes: list[str] = []
-    notify = app.notify
-    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+    notes = noted(app)
     async with app.run_test(size=(160, 45)) as pilot:
         key = f"{c.name}/{job_id}"
-        await wait_for(pilot, lambda: key in rows(app), what="row")
-        app.screen.query_one(JobTable).move_cursor_to_key(key)
-        await pilot.pause()
+        await cursor_on(pilot, app, key)
 
         async def edit_time(value: str) -> None:
             await pilot.press("E")
@@ -207,12 +211,9 @@ async def test_two_marked_jobs_are_held_after_one_confirmation(home, slurm_dir, 
 async def test_more_after_a_timeout_offers_the_doubled_time_prefilled_then_resubmits(home, site_dir, site_jobs):
     """On the site cluster (accounting, scripts stored, jobs purged 5 s after they end): the job is known
     only to sacct by then, so its options and its script come from accounting."""
-    out = site_slurm(
-        "sbatch", "--parsable", "-p", "batch", "--mem=100M", "-o", "/dev/null", "-J", "yf-ui-timeout", "-t", "1",
-        f"--chdir={SITE_JOBS}", "--wrap=sleep 300",
-    )  # fmt: skip
-    job_id = out.strip().split(";")[0]
-    site_jobs.append(job_id)
+    job_id = site_sbatch(
+        site_jobs, "-p", "batch", "--mem=100M", "-o", "/dev/null", "-J", "yf-ui-timeout", "-t", "1", "--wrap=sleep 300"
+    )
     await async_wait_until(
         lambda: (a := accounted(job_id)) and a["state"]["current"] == "TIMEOUT", 180, "timed out, in accounting"
     )
@@ -220,9 +221,7 @@ async def test_more_after_a_timeout_offers_the_doubled_time_prefilled_then_resub
     async with app.run_test(size=(160, 45)) as pilot:
         name = app.hub.names[0]
         key = f"{name}/{job_id}"
-        await wait_for(pilot, lambda: key in rows(app), what="row")
-        app.screen.query_one(JobTable).move_cursor_to_key(key)
-        await pilot.pause()
+        await cursor_on(pilot, app, key)
         await pilot.press("M")
         prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="time")
         assert prompt.default == "00:02:00"  # the 1 minute that ran out, doubled
