@@ -6,6 +6,7 @@ verb key is refused and no command reaches the cluster."""
 from __future__ import annotations
 
 import re
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from sitehelpers import accounted, site_cluster, site_sbatch, site_slurm
@@ -19,11 +20,11 @@ from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
 from yanflow_tui.screens.queue import MARK, JobTable, QueueScreen
 
 
-def mutations(app, name: str) -> list[tuple[str, ...]]:
-    """The commands run on the cluster that change it (scontrol's reads, e.g. ``show job``, are not)."""
+def mutations(app) -> list[tuple[str, ...]]:
+    """The commands run on the app's cluster that change it (scontrol's reads, e.g. ``show job``, are not)."""
     return [
         argv
-        for argv in app.hub.backend(name).transport.history
+        for argv in app.hub.backend(app.hub.names[0]).transport.history
         if argv[0] in ("sbatch", "scancel")
         or (argv[0] == "scontrol" and argv[1] in ("hold", "release", "requeue", "update"))
     ]
@@ -46,7 +47,19 @@ def sbatch(name: str) -> str:
 
 
 def reason(job_id: str) -> str:
-    return dict(re.findall(r"(\S+?)=(\S*)", slurm("scontrol", "-o", "show", "job", job_id)))["Reason"]
+    return shown(job_id)["Reason"]
+
+
+@asynccontextmanager
+async def queue_on_new_job(slurm_jobs, name: str, *, read_only: bool = False):
+    """The console on the test cluster with the Queue's cursor on a new pending job ``name``: yields
+    the pilot, the app and the job's id."""
+    c = cluster()
+    job_id = slurm_jobs.add(sbatch(name))
+    app = make_app(c, read_only=read_only)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await cursor_on(pilot, app, f"{c.name}/{job_id}")
+        yield pilot, app, job_id
 
 
 async def cursor_on(pilot, app, key: str) -> None:
@@ -102,12 +115,7 @@ async def test_space_marks_three_jobs_and_one_confirmation_cancels_them_all(home
 
 
 async def test_hold_key_confirms_then_holds_and_release_lets_it_go(home, slurm_dir, slurm_jobs):
-    c = cluster()
-    job_id = slurm_jobs.add(sbatch("yf-ui-hold"))
-    app = make_app(c)
-    async with app.run_test(size=(160, 45)) as pilot:
-        key = f"{c.name}/{job_id}"
-        await cursor_on(pilot, app, key)
+    async with queue_on_new_job(slurm_jobs, "yf-ui-hold") as (pilot, app, job_id):
         assert "job: hold" in await palette_names(app)
         await pilot.press("h")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
@@ -122,28 +130,18 @@ async def test_hold_key_confirms_then_holds_and_release_lets_it_go(home, slurm_d
 
 
 async def test_signal_key_offers_the_short_list(home, slurm_dir, slurm_jobs):
-    c = cluster()
-    job_id = slurm_jobs.add(sbatch("yf-ui-signal"))
-    app = make_app(c)
-    async with app.run_test(size=(160, 45)) as pilot:
-        key = f"{c.name}/{job_id}"
-        await cursor_on(pilot, app, key)
+    async with queue_on_new_job(slurm_jobs, "yf-ui-signal") as (pilot, app, job_id):
         await pilot.press("k")
         choice = await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen) and app.screen, what="signals")
         assert choice.choices[:2] == ["TERM", "INT"] and "KILL" in choice.choices
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, QueueScreen), what="back")
-        assert mutations(app, c.name) == []
+        assert mutations(app) == []
 
 
 async def test_read_only_refuses_every_verb_key_and_runs_nothing(home, slurm_dir, slurm_jobs):
-    c = cluster()
-    job_id = slurm_jobs.add(sbatch("yf-ui-ro"))
-    app = make_app(c, read_only=True)
-    notes = noted(app)
-    async with app.run_test(size=(160, 45)) as pilot:
-        key = f"{c.name}/{job_id}"
-        await cursor_on(pilot, app, key)
+    async with queue_on_new_job(slurm_jobs, "yf-ui-ro", read_only=True) as (pilot, app, job_id):
+        notes = noted(app)
         await pilot.press("space")  # marking is not a change: it works read-only too
         names = await palette_names(app)
         for verb in JOB_VERBS:
@@ -155,7 +153,7 @@ async def test_read_only_refuses_every_verb_key_and_runs_nothing(home, slurm_dir
             assert isinstance(app.screen, QueueScreen)
         await pilot.press("c")
         await wait_for(pilot, lambda: any("read-only: cancel refused" in n for n in notes), what="cancel")
-        assert mutations(app, c.name) == []
+        assert mutations(app) == []
         assert reason(job_id) == "BeginTime"
 
 
@@ -164,13 +162,8 @@ def shown(job_id: str) -> dict[str, str]:
 
 
 async def test_edit_key_asks_the_field_and_value_then_scontrol_shows_it(home, slurm_dir, slurm_jobs):
-    c = cluster()
-    job_id = slurm_jobs.add(sbatch("yf-ui-edit"))
-    app = make_app(c)
-    notes = noted(app)
-    async with app.run_test(size=(160, 45)) as pilot:
-        key = f"{c.name}/{job_id}"
-        await cursor_on(pilot, app, key)
+    async with queue_on_new_job(slurm_jobs, "yf-ui-edit") as (pilot, app, job_id):
+        notes = noted(app)
 
         async def edit_time(value: str) -> None:
             await pilot.press("E")
@@ -181,7 +174,7 @@ async def test_edit_key_asks_the_field_and_value_then_scontrol_shows_it(home, sl
 
         await edit_time("soon")  # checked before the confirmation: said, and nothing is asked or sent
         await wait_for(pilot, lambda: any("not a Slurm time limit: 'soon'" in n for n in notes), what="the problem")
-        assert isinstance(app.screen, QueueScreen) and mutations(app, c.name) == []
+        assert isinstance(app.screen, QueueScreen) and mutations(app) == []
         await edit_time("00:13:00")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
         assert f"Set the time limit of job {job_id}" in screen_text(app)
