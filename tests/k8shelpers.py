@@ -57,6 +57,14 @@ def cluster(kubeconfig: Path, name: str = "k8s", read_only: bool = False, **opti
     )
 
 
+def config_file(path: Path, kubeconfig: Path) -> Path:
+    """A yanflow config at ``path`` with one cluster, ``k8s``, over ``kubeconfig`` (for CLI runs)."""
+    path.write_text(
+        yaml.safe_dump({"clusters": [{"name": "k8s", "kind": "kubernetes", "kubeconfig": str(kubeconfig)}]})
+    )
+    return path
+
+
 def pod_env(container: dict, index: int) -> dict[str, str]:
     """Resolve the container's env as the kubelet would for the pod with completion index ``index``."""
     annotations = {INDEX_ANNOTATION: str(index)}

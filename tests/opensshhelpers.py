@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from otphelpers import DIR, askpass, otp_cluster
+from otphelpers import DIR, askpass, established, otp_cluster
 from slurmhelpers import ssh_cluster
 
 from yanflow_tui.backends.base import TerminalLogin
@@ -82,16 +82,9 @@ def our_pids(marker: str) -> list[int]:
 
 def our_connections(port: int, marker: str) -> list[int]:
     """The local ports of the TCP connections to ``port`` held by our ssh processes."""
-    out = subprocess.run(
-        ["ss", "-Htnp", "state", "established", f"( dport = :{port} )"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=10,
-    ).stdout
     pids = set(our_pids(marker))
     ports = []
-    for line in out.splitlines():
+    for line in established(port, processes=True):
         owners = {int(p) for p in re.findall(r"pid=(\d+)", line)}
         if owners & pids:
             ports.append(int(line.split()[2].rsplit(":", 1)[1]))

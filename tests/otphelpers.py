@@ -73,16 +73,22 @@ def askpass(folder: Path) -> Path:
     return path
 
 
-def connections() -> int:
-    """TCP connections now established to the one-time-code sshd."""
+def established(port: int, *, processes: bool = False) -> list[str]:
+    """``ss``'s lines for the TCP connections now established to ``port`` (with their owning
+    processes, ``users:(("ssh",pid=...))``, when ``processes``)."""
     out = subprocess.run(
-        ["ss", "-Htn", "state", "established", f"( dport = :{PORT} )"],
+        ["ss", "-Htnp" if processes else "-Htn", "state", "established", f"( dport = :{port} )"],
         capture_output=True,
         text=True,
         check=True,
         timeout=10,
     ).stdout
-    return len([line for line in out.splitlines() if line.strip()])
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def connections() -> int:
+    """TCP connections now established to the one-time-code sshd."""
+    return len(established(PORT))
 
 
 def otp_cluster() -> ClusterConfig:

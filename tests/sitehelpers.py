@@ -45,6 +45,15 @@ def site_slurm(*argv: str, check: bool = True) -> str:
     return result.stdout
 
 
+def site_sbatch(jobs: list[str], *options: str) -> str:
+    """``sbatch --parsable`` on the site cluster, run in SITE_JOBS; the id is kept in ``jobs`` (the
+    ``site_jobs`` fixture, which cancels them after the test) and returned."""
+    out = site_slurm("sbatch", "--parsable", f"--chdir={SITE_JOBS}", *options)
+    job_id = out.strip().split(";")[0]
+    jobs.append(job_id)
+    return job_id
+
+
 def site_cluster() -> ClusterConfig:
     return load_config(str(SITE_CONFIG)).clusters[0]
 

@@ -100,3 +100,32 @@ def loader_wall_times(logdir: Path) -> dict[str, list[float]]:
                 if value.metadata.plugin_data.plugin_name == "scalars":
                     out.setdefault(prefix + value.tag, []).append(float(event.wall_time))
     return out
+
+
+async def open_curves(pilot, app, cluster: str, job_id: str, logdir: Path, first: int):
+    """Opens the job's detail screen in ``app`` and waits for its curves view to hold ``first`` losses,
+    the same points as TensorBoard's loader reads from ``logdir``; returns the view."""
+    from uihelpers import refreshed
+    from waiting import wait_for
+
+    from yanflow_tui.screens.detail import JobDetailScreen
+    from yanflow_tui.screens.widgets.curves import CurvesView
+
+    await refreshed(pilot, app)
+    job = next(j for j in app.hub.snapshots[cluster].jobs if j.id == job_id)
+    app.push_screen(JobDetailScreen(job))
+    view = await wait_for(
+        pilot,
+        lambda: isinstance(app.screen, JobDetailScreen) and next(iter(app.screen.query(CurvesView)), None),
+    )
+    await wait_for(pilot, lambda: len(view.curves.series.get("loss", [])) == first, what="the first part")
+    assert curve_points(view.curves) == loader_points(logdir)
+    return view
+
+
+async def curves_appended(pilot, view, logdir: Path, total: int) -> None:
+    """Waits for the curves view to hold ``total`` losses and the same points as the loader reads."""
+    from waiting import wait_for
+
+    await wait_for(pilot, lambda: len(view.curves.series.get("loss", [])) == total, what="the appended part")
+    await wait_for(pilot, lambda: curve_points(view.curves) == loader_points(logdir))

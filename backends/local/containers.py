@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from yanflow_tui.backends.containers import checked_args, checked_mapping
 from yanflow_tui.errors import BackendError
 
 RUNTIMES = ("podman", "docker")
@@ -44,23 +45,16 @@ class Runtime:
 def configured(options: Mapping[str, Any], cluster: str) -> tuple[Runtime | None, str]:
     """The runtime the cluster's ``container:`` option names, or the first found on PATH; with the reason
     when there is none (shown when a job asks for an image)."""
-    raw = options.get("container") or {}
-    if not isinstance(raw, dict):
-        raise BackendError(f"cluster {cluster!r}: container must be a mapping like {{runtime: podman}}")
-    unknown = sorted(set(raw) - {"runtime", "conf", "args"})
-    if unknown:
-        raise BackendError(f"cluster {cluster!r}: container.{unknown[0]} is not known (runtime, conf, args)")
+    raw = checked_mapping(options.get("container") or {}, cluster, "podman")
     name = raw.get("runtime")
     if name is not None and name not in RUNTIMES:
         raise BackendError(f"cluster {cluster!r}: container.runtime must be podman or docker, got {name!r}")
-    args = raw.get("args") or []
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise BackendError(f"cluster {cluster!r}: container.args must be a list of strings")
+    args = checked_args(raw, cluster)
     conf = str(raw.get("conf") or "")
     for candidate in [name] if name else RUNTIMES:
         path = shutil.which(candidate)
         if path:
-            return Runtime(candidate, path, str(Path(conf).expanduser()) if conf else "", tuple(args)), ""
+            return Runtime(candidate, path, str(Path(conf).expanduser()) if conf else "", args), ""
     if name:
         return None, f"container.runtime is {name}, but {name} is not installed on this machine"
     return None, "neither podman nor docker is installed on this machine"

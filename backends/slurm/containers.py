@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from yanflow_tui.backends.containers import checked_args, checked_mapping
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import JobSpec
 
@@ -45,23 +46,17 @@ def configured(options: Mapping[str, Any], cluster: str) -> Container | None:
     raw = options.get("container")
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        raise BackendError(f"cluster {cluster!r}: container must be a mapping like {{runtime: pyxis}}")
-    unknown = sorted(set(raw) - {"runtime", "conf", "args"})
-    if unknown:
-        raise BackendError(f"cluster {cluster!r}: container.{unknown[0]} is not known (runtime, conf, args)")
+    raw = checked_mapping(raw, cluster, "pyxis")
     runtime = raw.get("runtime")
     if runtime not in RUNTIMES:
         raise BackendError(
             f"cluster {cluster!r}: container.runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}"
         )
-    args = raw.get("args") or []
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise BackendError(f"cluster {cluster!r}: container.args must be a list of strings")
+    args = checked_args(raw, cluster)
     conf = raw.get("conf") or ""
     if not isinstance(conf, str):
         raise BackendError(f"cluster {cluster!r}: container.conf must be a path")
-    return Container(runtime, conf, tuple(args))
+    return Container(runtime, conf, args)
 
 
 def _paths(spec: JobSpec) -> list[tuple[str, str, bool]]:

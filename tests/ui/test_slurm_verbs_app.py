@@ -6,9 +6,10 @@ verb key is refused and no command reaches the cluster."""
 from __future__ import annotations
 
 import re
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
-from sitehelpers import SITE_JOBS, accounted, site_cluster, site_slurm
+from sitehelpers import accounted, site_cluster, site_sbatch, site_slurm
 from slurmhelpers import live_state, slurm, ssh_cluster
 from uihelpers import make_app, screen_text
 from waiting import async_wait_until, wait_for
@@ -19,11 +20,11 @@ from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
 from yanflow_tui.screens.queue import MARK, JobTable, QueueScreen
 
 
-def mutations(app, name: str) -> list[tuple[str, ...]]:
-    """The commands run on the cluster that change it (scontrol's reads, e.g. ``show job``, are not)."""
+def mutations(app) -> list[tuple[str, ...]]:
+    """The commands run on the app's cluster that change it (scontrol's reads, e.g. ``show job``, are not)."""
     return [
         argv
-        for argv in app.hub.backend(name).transport.history
+        for argv in app.hub.backend(app.hub.names[0]).transport.history
         if argv[0] in ("sbatch", "scancel")
         or (argv[0] == "scontrol" and argv[1] in ("hold", "release", "requeue", "update"))
     ]
@@ -46,7 +47,34 @@ def sbatch(name: str) -> str:
 
 
 def reason(job_id: str) -> str:
-    return dict(re.findall(r"(\S+?)=(\S*)", slurm("scontrol", "-o", "show", "job", job_id)))["Reason"]
+    return shown(job_id)["Reason"]
+
+
+@asynccontextmanager
+async def queue_on_new_job(slurm_jobs, name: str, *, read_only: bool = False):
+    """The console on the test cluster with the Queue's cursor on a new pending job ``name``: yields
+    the pilot, the app and the job's id."""
+    c = cluster()
+    job_id = slurm_jobs.add(sbatch(name))
+    app = make_app(c, read_only=read_only)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await cursor_on(pilot, app, f"{c.name}/{job_id}")
+        yield pilot, app, job_id
+
+
+async def cursor_on(pilot, app, key: str) -> None:
+    """Waits for the job's row, then puts the Queue's cursor on it."""
+    await wait_for(pilot, lambda: key in rows(app), what="row")
+    app.screen.query_one(JobTable).move_cursor_to_key(key)
+    await pilot.pause()
+
+
+def noted(app) -> list[str]:
+    """The messages the app notifies from now on (still shown as before)."""
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
+    return notes
 
 
 async def palette_names(app) -> list[str]:
@@ -87,14 +115,7 @@ async def test_space_marks_three_jobs_and_one_confirmation_cancels_them_all(home
 
 
 async def test_hold_key_confirms_then_holds_and_release_lets_it_go(home, slurm_dir, slurm_jobs):
-    c = cluster()
-    job_id = slurm_jobs.add(sbatch("yf-ui-hold"))
-    app = make_app(c)
-    async with app.run_test(size=(160, 45)) as pilot:
-        key = f"{c.name}/{job_id}"
-        await wait_for(pilot, lambda: key in rows(app), what="row")
-        app.screen.query_one(JobTable).move_cursor_to_key(key)
-        await pilot.pause()
+    async with queue_on_new_job(slurm_jobs, "yf-ui-hold") as (pilot, app, job_id):
         assert "job: hold" in await palette_names(app)
         await pilot.press("h")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
@@ -109,33 +130,18 @@ async def test_hold_key_confirms_then_holds_and_release_lets_it_go(home, slurm_d
 
 
 async def test_signal_key_offers_the_short_list(home, slurm_dir, slurm_jobs):
-    c = cluster()
-    job_id = slurm_jobs.add(sbatch("yf-ui-signal"))
-    app = make_app(c)
-    async with app.run_test(size=(160, 45)) as pilot:
-        key = f"{c.name}/{job_id}"
-        await wait_for(pilot, lambda: key in rows(app), what="row")
-        app.screen.query_one(JobTable).move_cursor_to_key(key)
-        await pilot.pause()
+    async with queue_on_new_job(slurm_jobs, "yf-ui-signal") as (pilot, app, job_id):
         await pilot.press("k")
         choice = await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen) and app.screen, what="signals")
         assert choice.choices[:2] == ["TERM", "INT"] and "KILL" in choice.choices
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, QueueScreen), what="back")
-        assert mutations(app, c.name) == []
+        assert mutations(app) == []
 
 
 async def test_read_only_refuses_every_verb_key_and_runs_nothing(home, slurm_dir, slurm_jobs):
-    c = cluster()
-    job_id = slurm_jobs.add(sbatch("yf-ui-ro"))
-    app = make_app(c, read_only=True)
-    notes: list[str] = []
-    notify = app.notify
-    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
-    async with app.run_test(size=(160, 45)) as pilot:
-        key = f"{c.name}/{job_id}"
-        await wait_for(pilot, lambda: key in rows(app), what="row")
-        app.screen.query_one(JobTable).move_cursor_to_key(key)
+    async with queue_on_new_job(slurm_jobs, "yf-ui-ro", read_only=True) as (pilot, app, job_id):
+        notes = noted(app)
         await pilot.press("space")  # marking is not a change: it works read-only too
         names = await palette_names(app)
         for verb in JOB_VERBS:
@@ -147,7 +153,7 @@ async def test_read_only_refuses_every_verb_key_and_runs_nothing(home, slurm_dir
             assert isinstance(app.screen, QueueScreen)
         await pilot.press("c")
         await wait_for(pilot, lambda: any("read-only: cancel refused" in n for n in notes), what="cancel")
-        assert mutations(app, c.name) == []
+        assert mutations(app) == []
         assert reason(job_id) == "BeginTime"
 
 
@@ -156,17 +162,8 @@ def shown(job_id: str) -> dict[str, str]:
 
 
 async def test_edit_key_asks_the_field_and_value_then_scontrol_shows_it(home, slurm_dir, slurm_jobs):
-    c = cluster()
-    job_id = slurm_jobs.add(sbatch("yf-ui-edit"))
-    app = make_app(c)
-    notes: list[str] = []
-    notify = app.notify
-    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
-    async with app.run_test(size=(160, 45)) as pilot:
-        key = f"{c.name}/{job_id}"
-        await wait_for(pilot, lambda: key in rows(app), what="row")
-        app.screen.query_one(JobTable).move_cursor_to_key(key)
-        await pilot.pause()
+    async with queue_on_new_job(slurm_jobs, "yf-ui-edit") as (pilot, app, job_id):
+        notes = noted(app)
 
         async def edit_time(value: str) -> None:
             await pilot.press("E")
@@ -177,7 +174,7 @@ async def test_edit_key_asks_the_field_and_value_then_scontrol_shows_it(home, sl
 
         await edit_time("soon")  # checked before the confirmation: said, and nothing is asked or sent
         await wait_for(pilot, lambda: any("not a Slurm time limit: 'soon'" in n for n in notes), what="the problem")
-        assert isinstance(app.screen, QueueScreen) and mutations(app, c.name) == []
+        assert isinstance(app.screen, QueueScreen) and mutations(app) == []
         await edit_time("00:13:00")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
         assert f"Set the time limit of job {job_id}" in screen_text(app)
@@ -207,12 +204,9 @@ async def test_two_marked_jobs_are_held_after_one_confirmation(home, slurm_dir, 
 async def test_more_after_a_timeout_offers_the_doubled_time_prefilled_then_resubmits(home, site_dir, site_jobs):
     """On the site cluster (accounting, scripts stored, jobs purged 5 s after they end): the job is known
     only to sacct by then, so its options and its script come from accounting."""
-    out = site_slurm(
-        "sbatch", "--parsable", "-p", "batch", "--mem=100M", "-o", "/dev/null", "-J", "yf-ui-timeout", "-t", "1",
-        f"--chdir={SITE_JOBS}", "--wrap=sleep 300",
-    )  # fmt: skip
-    job_id = out.strip().split(";")[0]
-    site_jobs.append(job_id)
+    job_id = site_sbatch(
+        site_jobs, "-p", "batch", "--mem=100M", "-o", "/dev/null", "-J", "yf-ui-timeout", "-t", "1", "--wrap=sleep 300"
+    )
     await async_wait_until(
         lambda: (a := accounted(job_id)) and a["state"]["current"] == "TIMEOUT", 180, "timed out, in accounting"
     )
@@ -220,9 +214,7 @@ async def test_more_after_a_timeout_offers_the_doubled_time_prefilled_then_resub
     async with app.run_test(size=(160, 45)) as pilot:
         name = app.hub.names[0]
         key = f"{name}/{job_id}"
-        await wait_for(pilot, lambda: key in rows(app), what="row")
-        app.screen.query_one(JobTable).move_cursor_to_key(key)
-        await pilot.pause()
+        await cursor_on(pilot, app, key)
         await pilot.press("M")
         prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="time")
         assert prompt.default == "00:02:00"  # the 1 minute that ran out, doubled

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from fakes.k8s_api import make_job, make_pod
 from jobhelpers import run_cli
+from k8shelpers import config_file
 from paths import SAMPLES
 
 NS = "ml"
@@ -18,11 +19,7 @@ TORCHRUN = str(SAMPLES / "k8s-torchrun.yaml")
 
 @pytest.fixture
 def config(home, tmp_path, kubeconfig) -> Path:
-    path = tmp_path / "config.yaml"
-    path.write_text(
-        yaml.safe_dump({"clusters": [{"name": "k8s", "kind": "kubernetes", "kubeconfig": str(kubeconfig)}]})
-    )
-    return path
+    return config_file(tmp_path / "config.yaml", kubeconfig)
 
 
 def test_dry_run_prints_the_job_and_service_manifests_and_sends_nothing(emulator, config):

@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from fakes.k8s_api import make_job, make_pod
 from jobhelpers import run_cli
-from k8shelpers import read_exactly
+from k8shelpers import config_file, read_exactly
 from paths import ROOT
 
 NS = "ml"
@@ -22,11 +21,7 @@ NS = "ml"
 
 @pytest.fixture
 def config(home, tmp_path, kubeconfig) -> Path:
-    path = tmp_path / "config.yaml"
-    path.write_text(
-        yaml.safe_dump({"clusters": [{"name": "k8s", "kind": "kubernetes", "kubeconfig": str(kubeconfig)}]})
-    )
-    return path
+    return config_file(tmp_path / "config.yaml", kubeconfig)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from jobhelpers import run_cli
-from k8shelpers import cluster
+from k8shelpers import cluster, config_file
 
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.backends.kubernetes.manifests import manifests
@@ -39,11 +39,7 @@ spec:
 
 @pytest.fixture
 def config(home, tmp_path, kubeconfig) -> Path:
-    path = tmp_path / "config.yaml"
-    path.write_text(
-        yaml.safe_dump({"clusters": [{"name": "k8s", "kind": "kubernetes", "kubeconfig": str(kubeconfig)}]})
-    )
-    return path
+    return config_file(tmp_path / "config.yaml", kubeconfig)
 
 
 def test_a_job_manifest_is_created_as_written_and_a_second_submit_reports_the_name(emulator, config, tmp_path):

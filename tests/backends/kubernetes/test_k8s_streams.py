@@ -22,34 +22,29 @@ def core(kubeconfig):
     api_client.close()
 
 
-def test_exec_runs_the_command_in_the_pods_folder_with_its_channels_and_exit_code(emulator, core):
+def exec_p1(core, command: list[str], *, stdin: bool = False, tty: bool = False, **options):
+    """The client's ``stream`` exec into pod p1 with stdout and stderr on (as the backend calls it)."""
     from kubernetes.stream import stream
 
+    return stream(
+        core.connect_get_namespaced_pod_exec,
+        "p1",
+        NS,
+        command=command,
+        stderr=True,
+        stdin=stdin,
+        stdout=True,
+        tty=tty,
+        **options,
+    )
+
+
+def test_exec_runs_the_command_in_the_pods_folder_with_its_channels_and_exit_code(emulator, core):
     emulator.put("pods", make_pod("p1", NS))
     (emulator.streams.root(NS, "p1") / "out.txt").write_text("hello\n")
-    text = stream(
-        core.connect_get_namespaced_pod_exec,
-        "p1",
-        NS,
-        command=["sh", "-c", 'cat out.txt; echo "$HOSTNAME"; echo oops >&2'],
-        stderr=True,
-        stdin=False,
-        stdout=True,
-        tty=False,
-        _request_timeout=10,
-    )
+    text = exec_p1(core, ["sh", "-c", 'cat out.txt; echo "$HOSTNAME"; echo oops >&2'], _request_timeout=10)
     assert "hello\np1\n" in text and "oops" in text
-    ws = stream(
-        core.connect_get_namespaced_pod_exec,
-        "p1",
-        NS,
-        command=["sh", "-c", "echo out; echo err >&2; exit 3"],
-        stderr=True,
-        stdin=False,
-        stdout=True,
-        tty=False,
-        _preload_content=False,
-    )
+    ws = exec_p1(core, ["sh", "-c", "echo out; echo err >&2; exit 3"], _preload_content=False)
     ws.run_forever(timeout=10)
     assert (ws.read_stdout(), ws.read_stderr(), ws.returncode) == ("out\n", "err\n", 3)
     assert ws.subprotocol == "v4.channel.k8s.io"
@@ -57,58 +52,23 @@ def test_exec_runs_the_command_in_the_pods_folder_with_its_channels_and_exit_cod
 
 
 def test_exec_streams_a_binary_tar_and_takes_stdin(emulator, core):
-    from kubernetes.stream import stream
-
     emulator.put("pods", make_pod("p1", NS))
     root = emulator.streams.root(NS, "p1")
     (root / "out").mkdir()
     blob = bytes(range(256)) * 4000
     (root / "out" / "w.bin").write_bytes(blob)
-    data = stream(
-        core.connect_get_namespaced_pod_exec,
-        "p1",
-        NS,
-        command=["tar", "cf", "-", "out"],
-        stderr=True,
-        stdin=False,
-        stdout=True,
-        tty=False,
-        binary=True,
-        _request_timeout=10,
-    )
+    data = exec_p1(core, ["tar", "cf", "-", "out"], binary=True, _request_timeout=10)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         assert tar.extractfile("out/w.bin").read() == blob
-    ws = stream(
-        core.connect_get_namespaced_pod_exec,
-        "p1",
-        NS,
-        command=["head", "-c", "5"],
-        stderr=True,
-        stdin=True,
-        stdout=True,
-        tty=False,
-        _preload_content=False,
-    )
+    ws = exec_p1(core, ["head", "-c", "5"], stdin=True, _preload_content=False)
     ws.write_stdin("abcdefgh")
     ws.run_forever(timeout=10)
     assert ws.read_stdout() == "abcde" and ws.returncode == 0
 
 
 def test_exec_with_a_tty_runs_in_a_terminal_that_resizes(emulator, core):
-    from kubernetes.stream import stream
-
     emulator.put("pods", make_pod("p1", NS))
-    ws = stream(
-        core.connect_get_namespaced_pod_exec,
-        "p1",
-        NS,
-        command=["sh"],
-        stderr=True,
-        stdin=True,
-        stdout=True,
-        tty=True,
-        _preload_content=False,
-    )
+    ws = exec_p1(core, ["sh"], stdin=True, tty=True, _preload_content=False)
     ws.write_channel(4, '{"Width": 91, "Height": 17}')
     ws.write_stdin("test -t 0 && echo TTY-$(stty size | tr ' ' x); exit\n")
     ws.run_forever(timeout=10)

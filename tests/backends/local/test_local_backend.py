@@ -9,11 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from jobhelpers import cleanup_state_dir, live, run_cli
+from jobhelpers import live, run_cli
 from paths import SAMPLES
 from waiting import async_wait_until, wait_until
 
-from yanflow_tui import locations
 from yanflow_tui.backends.local import backend as local
 from yanflow_tui.backends.local import procs
 from yanflow_tui.backends.local.backend import LocalBackend
@@ -28,15 +27,6 @@ from yanflow_tui.spec import load_spec, spec_from_data
 def nvml(fake_nvml):
     """Every test here sees the fake NVML (no driver unless a test says otherwise), never the real one."""
     return fake_nvml
-
-
-@pytest.fixture
-def state(home) -> Path:
-    """The XDG state dir of the isolated home: shared by in-process backends and CLI subprocesses."""
-    path = locations.state_dir()
-    assert str(path).startswith(str(home))
-    yield path
-    cleanup_state_dir(path)
 
 
 @pytest.fixture

@@ -9,14 +9,11 @@ import os
 import signal
 import sqlite3
 import time
-from pathlib import Path
 
 import pytest
-from jobhelpers import cleanup_state_dir
 from waiting import async_wait_until
 
 from yanflow_tui import formfields as ff
-from yanflow_tui import locations
 from yanflow_tui.backends.local import containers, procs
 from yanflow_tui.backends.local.backend import LocalBackend
 from yanflow_tui.config import ClusterConfig
@@ -28,13 +25,6 @@ from yanflow_tui.spec import spec_from_data
 @pytest.fixture(autouse=True)
 def nvml(fake_nvml):
     return fake_nvml
-
-
-@pytest.fixture
-def state(home) -> Path:
-    path = locations.state_dir()
-    yield path
-    cleanup_state_dir(path)
 
 
 @pytest.fixture

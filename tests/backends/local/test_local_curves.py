@@ -11,8 +11,8 @@ import re
 
 import pytest
 from jobhelpers import run_cli
-from tbhelpers import curve_points, loader_points, write_script, writer_command
-from uihelpers import make_app, refreshed, screen_text
+from tbhelpers import curve_points, curves_appended, loader_points, open_curves, write_script, writer_command
+from uihelpers import make_app, screen_text
 from waiting import async_wait_until, wait_for
 
 from yanflow_tui import curves
@@ -20,7 +20,6 @@ from yanflow_tui.backends.local.backend import LocalBackend
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.detail import JobDetailScreen
-from yanflow_tui.screens.widgets.curves import CurvesView
 from yanflow_tui.spec import spec_from_data
 
 FIRST, SECOND = 20, 15
@@ -62,25 +61,14 @@ async def test_detail_plots_what_tensorboards_loader_reads_and_reads_only_append
         assert listing.logdir == str(tmp_path / "runs")
         app = make_app(ClusterConfig("local", "local"))
         async with app.run_test(size=(130, 70)) as pilot:
-            await refreshed(pilot, app)
-            job = next(j for j in app.hub.snapshots["local"].jobs if j.id == job_id)
-            app.push_screen(JobDetailScreen(job))
-            view = await wait_for(
-                pilot,
-                lambda: isinstance(app.screen, JobDetailScreen) and next(iter(app.screen.query(CurvesView)), None),
-            )
-            await wait_for(pilot, lambda: len(view.curves.series.get("loss", [])) == FIRST, what="the first part")
-            assert curve_points(view.curves) == loader_points(tmp_path / "runs")
+            view = await open_curves(pilot, app, "local", job_id, tmp_path / "runs", FIRST)
             assert set(view.curves.tags) == {"loss", "accuracy", "lr", "eval/accuracy"}
             main = next(f.path for f in listing.files if "/eval/" not in f.path)
             read_to = view.reader.offset(main)
             assert [o for p, o, _ in view.reader.reads if p == main] == [0]
 
             (tmp_path / "go").touch()  # the job writes its second part, appended to the same files
-            await wait_for(
-                pilot, lambda: len(view.curves.series.get("loss", [])) == FIRST + SECOND, what="the appended part"
-            )
-            await wait_for(pilot, lambda: curve_points(view.curves) == loader_points(tmp_path / "runs"))
+            await curves_appended(pilot, view, tmp_path / "runs", FIRST + SECOND)
             offsets = [o for p, o, _ in view.reader.reads if p == main]
             assert offsets[0] == 0 and offsets[1] == read_to  # the next read began where the first stopped
             assert 0 not in offsets[1:]  # never from the start again

@@ -14,15 +14,14 @@ import shlex
 import pytest
 from jobhelpers import run_cli
 from slurmhelpers import DIR, ssh_cluster
-from tbhelpers import curve_points, loader_points, write_script, writer_command
-from uihelpers import make_app, refreshed
-from waiting import async_wait_until, wait_for
+from tbhelpers import curve_points, curves_appended, loader_points, open_curves, write_script, writer_command
+from uihelpers import make_app
+from waiting import async_wait_until
 
 from yanflow_tui import curves
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.detail import JobDetailScreen
-from yanflow_tui.screens.widgets.curves import CurvesView
 from yanflow_tui.spec import spec_from_data
 
 CONFIG = str(DIR / "yanflow.yaml")
@@ -70,24 +69,13 @@ async def test_a_slurm_jobs_curves_come_over_ssh_and_grow_by_appended_reads(
 
         app = make_app(ssh_cluster())
         async with app.run_test(size=(130, 70)) as pilot:
-            await refreshed(pilot, app)
-            job = next(j for j in app.hub.snapshots["slurm-test"].jobs if j.id == job_id)
-            app.push_screen(JobDetailScreen(job))
-            view = await wait_for(
-                pilot,
-                lambda: isinstance(app.screen, JobDetailScreen) and next(iter(app.screen.query(CurvesView)), None),
-            )
-            await wait_for(pilot, lambda: len(view.curves.series.get("loss", [])) == FIRST, what="the first part")
-            assert curve_points(view.curves) == loader_points(tmp_path / "runs")
+            view = await open_curves(pilot, app, "slurm-test", job_id, tmp_path / "runs", FIRST)
             transport = app.hub.backend("slurm-test").transport  # type: ignore[attr-defined]
             read_to = view.reader.offset(main)
             assert tail_reads(transport, main) == [0]
 
             (tmp_path / "go").touch()
-            await wait_for(
-                pilot, lambda: len(view.curves.series.get("loss", [])) == FIRST + SECOND, what="the appended part"
-            )
-            await wait_for(pilot, lambda: curve_points(view.curves) == loader_points(tmp_path / "runs"))
+            await curves_appended(pilot, view, tmp_path / "runs", FIRST + SECOND)
             offsets = tail_reads(transport, main)
             assert offsets[:2] == [0, read_to] and 0 not in offsets[1:]  # on from the last offset, never from 0
             assert (view.reader.path, view.reader.fallback) == (path, "")

@@ -9,14 +9,28 @@ import json
 import re
 from pathlib import Path
 
-from sitehelpers import SITE_CONFIG, SITE_JOBS, known_to_slurmctld, site_cluster, site_slurm
+from sitehelpers import SITE_CONFIG, known_to_slurmctld, site_cluster, site_sbatch, site_slurm
 from waiting import wait_until
 
 from yanflow_tui import cli
 from yanflow_tui.backends.slurm import verbs
 from yanflow_tui.backends.slurm.backend import SlurmBackend
+from yanflow_tui.efficiency import Efficiency
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
+
+
+def site_efficiency(job_id: str) -> Efficiency:
+    """The job's figures as a fresh SlurmBackend for the site cluster gives them."""
+
+    async def figures():
+        backend = SlurmBackend(site_cluster())
+        try:
+            return (await backend.efficiency([job_id]))[job_id]
+        finally:
+            await backend.close()
+
+    return asyncio.run(figures())
 
 
 def test_recorded_sacct_json_gives_seffs_figures():
@@ -80,12 +94,10 @@ def test_typed_values_are_checked():
 
 
 def test_site_finished_job_matches_seffs_arithmetic_on_sacct_numbers(site_dir, site_jobs, capsys):
-    out = site_slurm(
-        "sbatch", "--parsable", "-p", "batch", "-c", "2", "--mem=200M", "-t", "00:03:00", "-o", "/dev/null",
-        f"--chdir={SITE_JOBS}", "--wrap=python3 -c 'import time; t = time.time()\nwhile time.time() - t < 3: pass'",
+    job_id = site_sbatch(
+        site_jobs, "-p", "batch", "-c", "2", "--mem=200M", "-t", "00:03:00", "-o", "/dev/null",
+        "--wrap=python3 -c 'import time; t = time.time()\nwhile time.time() - t < 3: pass'",
     )  # fmt: skip
-    job_id = out.strip().split(";")[0]
-    site_jobs.append(job_id)
     wait_until(lambda: not known_to_slurmctld(job_id), 60, "finished and purged")
     fields = "JobID,State,Elapsed,TotalCPU,AllocCPUS,AllocTRES,MaxRSS,Timelimit"
 
@@ -103,14 +115,7 @@ def test_site_finished_job_matches_seffs_arithmetic_on_sacct_numbers(site_dir, s
     alloc_kb = int(re.search(r"mem=(\d+)M", job["AllocTRES"]).group(1)) * 1024
     used_kb = max((kib(r["MaxRSS"]) for r in rows[1:]), default=0)
 
-    async def figures():
-        backend = SlurmBackend(site_cluster())
-        try:
-            return (await backend.efficiency([job_id]))[job_id]
-        finally:
-            await backend.close()
-
-    eff = asyncio.run(figures())
+    eff = site_efficiency(job_id)
     assert (eff.cpu_seconds, eff.cores, eff.elapsed_seconds, eff.memory_kb) == (cput, cores, elapsed, alloc_kb)
     assert eff.memory_used_kb == used_kb
     assert f"{eff.cpu_percent:.2f}" == f"{(cput / (elapsed * cores) * 100 if elapsed else 0.0):.2f}"
@@ -139,12 +144,10 @@ def kib(text: str) -> float:
 
 
 def test_site_running_job_figures_come_from_sstat(site_dir, site_jobs):
-    out = site_slurm(
-        "sbatch", "--parsable", "-p", "batch", "--mem=200M", "-t", "00:02:00", "-o", "/dev/null",
-        f"--chdir={SITE_JOBS}", "--wrap=python3 -c 'import time; t = time.time()\nwhile time.time() - t < 60: pass'",
+    job_id = site_sbatch(
+        site_jobs, "-p", "batch", "--mem=200M", "-t", "00:02:00", "-o", "/dev/null",
+        "--wrap=python3 -c 'import time; t = time.time()\nwhile time.time() - t < 60: pass'",
     )  # fmt: skip
-    job_id = out.strip().split(";")[0]
-    site_jobs.append(job_id)
 
     def sampled() -> str:
         text = site_slurm("sstat", "-a", "-n", "-P", "-o", "JobID,TRESUsageInTot", "-j", job_id, check=False)
@@ -152,14 +155,7 @@ def test_site_running_job_figures_come_from_sstat(site_dir, site_jobs):
 
     text = wait_until(sampled, 40, "sstat has a sample")
 
-    async def figures():
-        backend = SlurmBackend(site_cluster())
-        try:
-            return (await backend.efficiency([job_id]))[job_id]
-        finally:
-            await backend.close()
-
-    eff = asyncio.run(figures())
+    eff = site_efficiency(job_id)
     assert eff.running and eff.state == "RUNNING"
     assert eff.cpu_seconds >= verbs.sstat_usage(text)[job_id][0] >= 1  # sacct has no CPU time yet: sstat's
     assert eff.memory_kb == 200 * 1024 and eff.time_limit_seconds == 120
