@@ -1,0 +1,67 @@
+"""A real TensorBoard for a real local job, started as ``t`` and ``yanflow-tui tensorboard`` start it:
+the ``tensorboard`` server runs over the job's log directory on 127.0.0.1; its scalars API lists the
+job's tags and values as TensorBoard's own loader reads them, values the job appends show up while it
+runs, and stopping it leaves no process behind. Read-only mode does not refuse it (it creates nothing
+on a cluster)."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import psutil
+import pytest
+from tbhelpers import api_points, loader_points, write_script, writer_command
+from waiting import async_wait_until
+
+from yanflow_tui import tensorboards
+from yanflow_tui.backends.local.backend import LocalBackend
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.spec import spec_from_data
+
+FIRST, SECOND = 10, 7
+
+
+@pytest.fixture(autouse=True)
+def nvml(fake_nvml):
+    return fake_nvml
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+async def test_a_local_jobs_tensorboard_serves_its_scalars_and_stops(home, tmp_path, read_only):
+    backend = LocalBackend(ClusterConfig("local", "local"))
+    command = writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", SECOND)
+    spec = spec_from_data(
+        {"name": "tb-writer", "command": command, "workdir": str(tmp_path), "tensorboard": {"logdir": "runs"}}
+    )
+    job_id = await backend.submit(spec)
+    runs = tmp_path / "runs"
+
+    def first_part():
+        return len((loader_points(runs) if runs.is_dir() else {}).get("loss", [])) == FIRST
+
+    await async_wait_until(first_part, what="the job's first part flushed")
+    backend.gate.read_only = read_only  # a TensorBoard over files the console reads stays allowed
+    boards = tensorboards.TensorBoards()
+    try:
+        board = await boards.start("local/" + job_id, backend, job_id)
+        assert board.url.startswith("http://127.0.0.1:") and board.mirror is None  # the log directory itself
+        assert str(runs) in board.what
+        with urllib.request.urlopen(board.url, timeout=5) as answer:
+            assert answer.status == 200 and b"TensorBoard" in answer.read()
+        assert (await boards.start("local/" + job_id, backend, job_id)) is board  # one per job
+        await async_wait_until(lambda: api_points(board.url) == loader_points(runs), what="the API's first part")
+        assert {"loss", "accuracy", "lr", "eval/accuracy"} <= set(api_points(board.url))
+
+        (tmp_path / "go").touch()
+        await async_wait_until(
+            lambda: len(api_points(board.url).get("loss", [])) == FIRST + SECOND, what="the appended values"
+        )
+        assert api_points(board.url) == loader_points(runs)
+        process = psutil.Process(board.pid)
+        family = [process, *process.children(recursive=True)]
+    finally:
+        await boards.stop_all()
+        await backend.close()
+    assert not boards.open
+    gone, alive = psutil.wait_procs(family, timeout=10)
+    assert not alive and not psutil.pid_exists(family[0].pid)
