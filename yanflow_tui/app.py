@@ -45,6 +45,7 @@ from yanflow_tui.config import Config, check_names
 from yanflow_tui.errors import YanflowError
 from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
 from yanflow_tui.inside import Forwards
+from yanflow_tui.tensorboards import TensorBoards
 from yanflow_tui.keys import SerialKeys, is_typing
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
@@ -129,6 +130,7 @@ class YanflowApp(SerialKeys):
         self.all_users = config.all_users  # False: the queue shows my jobs where a cluster knows who I am
         self.mouse_reporting = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
         self.forwards = Forwards()  # port-forwards opened from the detail view, closed at exit
+        self.tensorboards = TensorBoards()  # TensorBoards started from the detail view (``t``), stopped at exit
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -176,6 +178,7 @@ class YanflowApp(SerialKeys):
         if self.mouse_reporting and not self.config.mouse:
             self._set_mouse_reporting(False)  # turned on here: Textual only turns off what it turned on
         await self.forwards.close_all()
+        await self.tensorboards.stop_all()
         await self.hub.close()
 
     async def _refresh_loop(self, name: str) -> None:

@@ -6,16 +6,21 @@ on a cluster)."""
 
 from __future__ import annotations
 
+import re
 import urllib.request
 
 import psutil
 import pytest
 from tbhelpers import api_points, loader_points, write_script, writer_command
-from waiting import async_wait_until
+from uihelpers import make_app, refreshed, screen_text
+from waiting import async_wait_until, wait_for
+
+from textual.widgets import Static
 
 from yanflow_tui import tensorboards
 from yanflow_tui.backends.local.backend import LocalBackend
 from yanflow_tui.config import ClusterConfig
+from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.spec import spec_from_data
 
 FIRST, SECOND = 10, 7
@@ -65,3 +70,39 @@ async def test_a_local_jobs_tensorboard_serves_its_scalars_and_stops(home, tmp_p
     assert not boards.open
     gone, alive = psutil.wait_procs(family, timeout=10)
     assert not alive and not psutil.pid_exists(family[0].pid)
+
+
+async def test_t_in_the_detail_shows_the_url_a_second_t_shows_it_again_and_quitting_stops_it(home, tmp_path):
+    backend = LocalBackend(ClusterConfig("local", "local"))
+    command = writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", 0)
+    spec = spec_from_data(
+        {"name": "tb-writer", "command": command, "workdir": str(tmp_path), "tensorboard": {"logdir": "runs"}}
+    )
+    job_id = await backend.submit(spec)
+    runs = tmp_path / "runs"
+    await async_wait_until(
+        lambda: len((loader_points(runs) if runs.is_dir() else {}).get("loss", [])) == FIRST, what="the event files"
+    )
+    await backend.close()
+    app = make_app(ClusterConfig("local", "local"), read_only=True)  # the console's own TensorBoard stays allowed
+    async with app.run_test(size=(130, 80)) as pilot:
+        await refreshed(pilot, app)
+        job = next(j for j in app.hub.snapshots["local"].jobs if j.id == job_id)
+        app.push_screen(JobDetailScreen(job))
+        section = await wait_for(
+            pilot, lambda: isinstance(app.screen, JobDetailScreen) and next(iter(app.screen.query("#tensorboard")), None)
+        )
+        assert isinstance(section, Static)
+        await wait_for(pilot, lambda: str(section.content) == "none (t: start one)")
+        await pilot.press("t")
+        board = await wait_for(pilot, lambda: app.tensorboards.of(job.key), what="the TensorBoard", timeout=60)
+        await wait_for(pilot, lambda: str(section.content).startswith(board.url), what="the URL in the detail")
+        await wait_for(pilot, lambda: board.url in screen_text(app), what="the URL shown")  # the notification
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", board.url)
+        assert api_points(board.url).keys() >= {"loss", "accuracy"}
+        await pilot.press("t")  # a second t: the same one, the URL again
+        await wait_for(pilot, lambda: sum(board.url in n.message for n in app._notifications) >= 2)
+        assert app.tensorboards.open == {job.key: board}
+        process = psutil.Process(board.pid)
+    gone, alive = psutil.wait_procs([process], timeout=10)
+    assert not alive and not psutil.pid_exists(process.pid)  # quitting the console stopped it
