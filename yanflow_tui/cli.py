@@ -625,5 +625,5 @@ _COMMANDS = {
     "logs": _logs,
     "metrics": _metrics,
     **dict.fromkeys(VERB_HELP, _verb),
+    **inside.COMMANDS,
 }
-_COMMANDS = {"jobs": _jobs, "nodes": _nodes, "submit": _submit, "cancel": _cancel, "logs": _logs, **inside.COMMANDS}
