@@ -28,9 +28,9 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import LiveScreen
 from yanflow_tui.screens.dialogs import PromptScreen
 from yanflow_tui.screens.inside import forwards_text, open_forward, open_shell
-from yanflow_tui.screens.tensorboard import open_tensorboard, stop_tensorboard, tensorboard_text
 from yanflow_tui.screens.render.placement import placement_text
 from yanflow_tui.screens.render.plot import line_plot
+from yanflow_tui.screens.tensorboard import open_tensorboard, stop_tensorboard, tensorboard_text
 from yanflow_tui.screens.widgets.curves import CurvesView
 from yanflow_tui.screens.widgets.members import MembersTable
 

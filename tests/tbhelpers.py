@@ -128,7 +128,9 @@ def api_points(url: str) -> dict[str, list[tuple[int, float]]]:
         found = scalars_api(url)
     except OSError:
         return {}
-    return {(tag if run == "." else f"{run}/{tag}"): points for run, tags in found.items() for tag, points in tags.items()}
+    return {
+        (tag if run == "." else f"{run}/{tag}"): points for run, tags in found.items() for tag, points in tags.items()
+    }
 
 
 def tensorboard_processes() -> list[int]:

@@ -45,7 +45,6 @@ from yanflow_tui.config import Config, check_names
 from yanflow_tui.errors import YanflowError
 from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
 from yanflow_tui.inside import Forwards
-from yanflow_tui.tensorboards import TensorBoards
 from yanflow_tui.keys import SerialKeys, is_typing
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
@@ -57,6 +56,7 @@ from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import QueueScreen
 from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+from yanflow_tui.tensorboards import TensorBoards
 
 HERE = Path(__file__).parent
 log = logging.getLogger(__name__)

@@ -15,7 +15,6 @@ import os
 import posixpath
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import urllib.request
@@ -30,6 +29,7 @@ READ_LIMIT = 4 * 1024 * 1024  # bytes of one file per read
 REFRESH_SECONDS = 2.0  # the mirror's refresh while the server runs
 RELOAD_SECONDS = 1  # TensorBoard's own re-read of its log directory
 START_SECONDS = 60.0  # the server answering over HTTP
+STOP_SECONDS = 10.0  # the server exiting after SIGTERM (then SIGKILL)
 
 
 def free_port() -> int:
@@ -113,7 +113,7 @@ class TensorBoard:
     key: str
     url: str
     what: str  # where it runs, for the user ("this console over a mirror of …", "the cluster's task …")
-    process: subprocess.Popen | None = None
+    process: asyncio.subprocess.Process | None = None
     mirror: EventMirror | None = None
     refresher: asyncio.Task | None = None
     stop_remote: Callable[[], Awaitable[None]] | None = None
@@ -129,13 +129,15 @@ class TensorBoard:
             self.refresher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.refresher
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.terminate()
             try:
-                await asyncio.to_thread(self.process.wait, 10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                await asyncio.to_thread(self.process.wait, 10)
+                await asyncio.wait_for(self.process.wait(), STOP_SECONDS)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    self.process.kill()
+                await asyncio.wait_for(self.process.wait(), STOP_SECONDS)
         if self.stop_remote is not None:
             await self.stop_remote()
         if self.directory:
@@ -149,7 +151,7 @@ def _require_tensorboard() -> None:
         raise TensorBoardMissing() from None
 
 
-async def _answering(url: str, process: subprocess.Popen, timeout: float) -> None:
+async def _answering(url: str, process: asyncio.subprocess.Process, timeout: float) -> None:
     """Wait until ``url`` answers over HTTP (or the process exits: an error)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -162,7 +164,7 @@ async def _answering(url: str, process: subprocess.Popen, timeout: float) -> Non
             return False
 
     while True:
-        if process.poll() is not None:
+        if process.returncode is not None:
             raise BackendError(f"tensorboard exited ({process.returncode}) before answering at {url}")
         if await asyncio.to_thread(probe):
             return
@@ -190,7 +192,7 @@ async def start(
     listing: EventListing = await call(backend.event_files(job_id))
     mirror: EventMirror | None = None
     directory = ""
-    if caps.runs_here and os.path.isdir(listing.logdir):
+    if caps.runs_here and await asyncio.to_thread(os.path.isdir, listing.logdir):
         logdir, what = listing.logdir, f"this console over {listing.logdir}"
     else:
         directory = tempfile.mkdtemp(prefix="yanflow-tensorboard-")
@@ -204,11 +206,11 @@ async def start(
             await mirror.refresh(backend, job_id, call)
         port = free_port()
         board.url = f"http://127.0.0.1:{port}/"
-        board.process = subprocess.Popen(
-            server_argv(logdir, port),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        board.process = await asyncio.create_subprocess_exec(
+            *server_argv(logdir, port),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
             start_new_session=True,  # Ctrl-C in the terminal reaches the console, which stops it
         )
         await _answering(board.url, board.process, START_SECONDS)
@@ -267,3 +269,35 @@ class TensorBoards:
     async def stop_all(self) -> None:
         for key in list(self.open):
             await self.stop(key)
+
+
+# -- the CLI verb ``yanflow-tui tensorboard JOB [--cluster C]`` ----------------------------------------
+def add_parser(sub, common) -> None:
+    p = sub.add_parser(
+        "tensorboard",
+        parents=[common],
+        help="open a real TensorBoard for a job and print its local URL (Ctrl-C stops it)",
+        description="Run TensorBoard over the job's event files (a local mirror, refreshed while it runs) on "
+        "127.0.0.1 and a free port, or, where the cluster starts one itself (Determined), launch it there "
+        "(refused read-only). Prints the URL; Ctrl-C stops what was started.",
+    )
+    p.add_argument("job", metavar="JOB")
+    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
+
+
+async def command(config, args) -> int:
+    from yanflow_tui.cli import _hub, _job_cluster
+    from yanflow_tui.sanitize import clean
+
+    hub = _hub(config)
+    boards = TensorBoards()
+    try:
+        name = await _job_cluster(hub, args.cluster, args.job)
+        board = await boards.start(f"{name}/{args.job}", hub.backend(name), args.job, hub.call)
+        print(board.url, flush=True)
+        print(f"yanflow-tui: TensorBoard of {clean(args.job)}: {clean(board.what)} (Ctrl-C stops it)", file=sys.stderr)
+        await asyncio.Event().wait()
+    finally:
+        await boards.stop_all()
+        await hub.close()
+    return 0

@@ -667,7 +667,9 @@ class DeterminedBackend(Backend):
 
         self.notify_changed()
         url = f"{self.conn.master.rstrip('/')}/proxy/{task_id}/"
-        return TensorBoardTask(url, f"the master's TensorBoard task {det_convert.TASK_PREFIX['tensorboard']}-{task_id}", stop)
+        return TensorBoardTask(
+            url, f"the master's TensorBoard task {det_convert.TASK_PREFIX['tensorboard']}-{task_id}", stop
+        )
 
     async def close(self) -> None:
         for stop in list(self._streams):

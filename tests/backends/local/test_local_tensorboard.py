@@ -6,16 +6,18 @@ on a cluster)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import signal
+import sys
 import urllib.request
 
 import psutil
 import pytest
 from tbhelpers import api_points, loader_points, write_script, writer_command
+from textual.widgets import Static
 from uihelpers import make_app, refreshed, screen_text
 from waiting import async_wait_until, wait_for
-
-from textual.widgets import Static
 
 from yanflow_tui import tensorboards
 from yanflow_tui.backends.local.backend import LocalBackend
@@ -24,6 +26,11 @@ from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.spec import spec_from_data
 
 FIRST, SECOND = 10, 7
+
+
+def fetch(url: str) -> tuple[int, bytes]:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return answer.status, answer.read()
 
 
 @pytest.fixture(autouse=True)
@@ -51,8 +58,8 @@ async def test_a_local_jobs_tensorboard_serves_its_scalars_and_stops(home, tmp_p
         board = await boards.start("local/" + job_id, backend, job_id)
         assert board.url.startswith("http://127.0.0.1:") and board.mirror is None  # the log directory itself
         assert str(runs) in board.what
-        with urllib.request.urlopen(board.url, timeout=5) as answer:
-            assert answer.status == 200 and b"TensorBoard" in answer.read()
+        status, page = await asyncio.to_thread(fetch, board.url)
+        assert status == 200 and b"TensorBoard" in page
         assert (await boards.start("local/" + job_id, backend, job_id)) is board  # one per job
         await async_wait_until(lambda: api_points(board.url) == loader_points(runs), what="the API's first part")
         assert {"loss", "accuracy", "lr", "eval/accuracy"} <= set(api_points(board.url))
@@ -90,7 +97,8 @@ async def test_t_in_the_detail_shows_the_url_a_second_t_shows_it_again_and_quitt
         job = next(j for j in app.hub.snapshots["local"].jobs if j.id == job_id)
         app.push_screen(JobDetailScreen(job))
         section = await wait_for(
-            pilot, lambda: isinstance(app.screen, JobDetailScreen) and next(iter(app.screen.query("#tensorboard")), None)
+            pilot,
+            lambda: isinstance(app.screen, JobDetailScreen) and next(iter(app.screen.query("#tensorboard")), None),
         )
         assert isinstance(section, Static)
         await wait_for(pilot, lambda: str(section.content) == "none (t: start one)")
@@ -106,3 +114,37 @@ async def test_t_in_the_detail_shows_the_url_a_second_t_shows_it_again_and_quitt
         process = psutil.Process(board.pid)
     gone, alive = psutil.wait_procs([process], timeout=10)
     assert not alive and not psutil.pid_exists(process.pid)  # quitting the console stopped it
+
+
+async def test_the_cli_prints_the_url_and_ctrl_c_stops_the_tensorboard(home, tmp_path):
+    backend = LocalBackend(ClusterConfig("local", "local"))
+    command = writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", 0)
+    spec = spec_from_data(
+        {"name": "tb-writer", "command": command, "workdir": str(tmp_path), "tensorboard": {"logdir": "runs"}}
+    )
+    job_id = await backend.submit(spec)
+    runs = tmp_path / "runs"
+    await async_wait_until(
+        lambda: len((loader_points(runs) if runs.is_dir() else {}).get("loss", [])) == FIRST, what="the event files"
+    )
+    await backend.close()
+    cli = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "yanflow_tui", "tensorboard", job_id, "--cluster", "local",
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert cli.stdout is not None
+        line = (await asyncio.wait_for(cli.stdout.readline(), 90)).decode().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", line), line
+        assert (await asyncio.to_thread(fetch, line))[0] == 200
+        await async_wait_until(lambda: api_points(line) == loader_points(runs), what="the API's scalars")
+        servers = psutil.Process(cli.pid).children(recursive=True)
+        assert any("tensorboard.main" in p.cmdline() for p in servers)
+        cli.send_signal(signal.SIGINT)  # Ctrl-C
+        assert await asyncio.wait_for(cli.wait(), 30) in (0, 130)
+    finally:
+        if cli.returncode is None:
+            cli.kill()
+            await cli.wait()
+    gone, alive = psutil.wait_procs(servers, timeout=10)
+    assert not alive  # Ctrl-C stopped the TensorBoard it started

@@ -6,6 +6,7 @@ stopping it leaves no process behind."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shlex
 
@@ -19,6 +20,7 @@ from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.spec import spec_from_data
 
 FIRST, SECOND = 12, 9
+
 
 async def test_a_slurm_jobs_tensorboard_runs_here_over_a_mirror_kept_up_by_appended_reads(
     slurm_dir, slurm_jobs, tmp_path, monkeypatch
@@ -70,4 +72,4 @@ async def test_a_slurm_jobs_tensorboard_runs_here_over_a_mirror_kept_up_by_appen
     assert not alive and not psutil.pid_exists(family[0].pid)
     assert board.refresher is not None and board.refresher.done()
 
-    assert not os.path.exists(mirror_dir)
+    assert not await asyncio.to_thread(os.path.exists, mirror_dir)
