@@ -245,9 +245,12 @@ class TensorBoards:
 
     async def start(self, key: str, backend: Any, job_id: str, call=None) -> TensorBoard:
         """The job's TensorBoard: the one already open, or a new one (a second start while one is
-        starting waits for it)."""
-        if key in self.open:
-            return self.open[key]
+        starting waits for it; one whose server exited is replaced)."""
+        board = self.open.get(key)
+        if board is not None and board.process is not None and board.process.returncode is not None:
+            await self.stop(key)
+        elif board is not None:
+            return board
         task = self._starting.get(key)
         if task is None:
             task = self._starting[key] = asyncio.ensure_future(start(key, backend, job_id, call))

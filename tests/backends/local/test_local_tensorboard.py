@@ -69,7 +69,14 @@ async def test_a_local_jobs_tensorboard_serves_its_scalars_and_stops(home, tmp_p
             lambda: len(api_points(board.url).get("loss", [])) == FIRST + SECOND, what="the appended values"
         )
         assert api_points(board.url) == loader_points(runs)
-        process = psutil.Process(board.pid)
+        died = board.process
+        assert died is not None
+        died.kill()  # a server that died: the next start replaces it
+        await died.wait()
+        again = await boards.start("local/" + job_id, backend, job_id)
+        assert again is not board and again.pid != board.pid and boards.open == {"local/" + job_id: again}
+        await async_wait_until(lambda: api_points(again.url) == loader_points(runs), what="the new server's API")
+        process = psutil.Process(again.pid)
         family = [process, *process.children(recursive=True)]
     finally:
         await boards.stop_all()
