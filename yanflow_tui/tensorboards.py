@@ -254,13 +254,13 @@ class TensorBoards:
         task = self._starting.get(key)
         if task is None:
             task = self._starting[key] = asyncio.ensure_future(start(key, backend, job_id, call))
-        try:
-            board = await asyncio.shield(task)
-        finally:
-            if task.done():
-                self._starting.pop(key, None)
-        self.open[key] = board
-        return board
+            task.add_done_callback(lambda done: self._started(key, done))
+        return await asyncio.shield(task)  # a caller cancelled meanwhile: the board is kept all the same
+
+    def _started(self, key: str, task: asyncio.Future[TensorBoard]) -> None:
+        self._starting.pop(key, None)
+        if not task.cancelled() and task.exception() is None:
+            self.open[key] = task.result()
 
     async def stop(self, key: str) -> bool:
         board = self.open.pop(key, None)
@@ -270,6 +270,11 @@ class TensorBoards:
         return True
 
     async def stop_all(self) -> None:
+        """Every TensorBoard, and any still starting (its start stops what it had started)."""
+        for task in list(self._starting.values()):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         for key in list(self.open):
             await self.stop(key)
 
