@@ -63,7 +63,7 @@ from yanflow_tui.model import (
     Node,
 )
 
-GATED_METHODS = ("submit", "cancel", "perform", "shell")
+GATED_METHODS = ("submit", "cancel", "perform", "shell", "tensorboard")
 SUBMIT_TAG = re.compile(r"[0-9a-f]{12,64}")
 SUBMIT_BUDGET = 25.0  # default bound on one submit: it fits in the hub's 30 s call timeout
 
@@ -114,6 +114,9 @@ class Capabilities:
     files: bool = False  # ``list_files`` / ``download``: a job's output directory, listed and copied here
     shell: bool = False  # ``shell``: an interactive shell inside a running job, in the real terminal
     forward: bool = False  # ``forward``: a port of a running job forwarded to 127.0.0.1
+    # ``tensorboard``: a TensorBoard the cluster starts for a job (a task it creates: behind the gate). Without
+    # it, the console runs one itself over the job's event files (see ``yanflow_tui.tensorboards``).
+    tensorboard: bool = False
 
 
 # The arguments each verb with arguments takes, for the CLI and the console's dialogs to ask for
@@ -144,6 +147,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "files": ("list_files", "download"),
     "shell": ("_shell",),
     "forward": ("forward",),
+    "tensorboard": ("_tensorboard",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -213,6 +217,15 @@ class Shell:
 
     what: str  # e.g. "pod ml/train-0 (container main)"
     run: Callable[[], int]
+
+
+@dataclass(frozen=True)
+class TensorBoardTask:
+    """A TensorBoard the cluster runs for a job: its URL (e.g. the master's proxy) and how to stop it."""
+
+    url: str
+    what: str
+    stop: Callable[[], Awaitable[None]] = field(compare=False)
 
 
 @dataclass(frozen=True)
@@ -569,6 +582,14 @@ class Backend(abc.ABC):
         self.check_id(job_id)
         return await self._shell(job_id, rank)
 
+    async def tensorboard(self, job_id: str) -> TensorBoardTask:
+        """A TensorBoard started on the cluster for the job (it creates a task there: gated)."""
+        self.gate.check("tensorboard")
+        if not self.capabilities.tensorboard:
+            raise BackendError(f"cluster {self.name!r} cannot start a TensorBoard")
+        self.check_id(job_id)
+        return await self._tensorboard(job_id)
+
     # -- to implement --------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:
         raise BackendError(f"cluster {self.name!r} cannot render job specs")
@@ -599,6 +620,9 @@ class Backend(abc.ABC):
 
     async def _shell(self, job_id: str, rank: str) -> Shell:
         raise BackendError(f"cluster {self.name!r} cannot open a shell in a job")
+
+    async def _tensorboard(self, job_id: str) -> TensorBoardTask:
+        raise BackendError(f"cluster {self.name!r} cannot start a TensorBoard")
 
 
 # An option only discovery sets (no config can: no backend declares it): the cluster is shown for

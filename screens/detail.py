@@ -30,6 +30,7 @@ from yanflow_tui.screens.dialogs import PromptScreen
 from yanflow_tui.screens.inside import forwards_text, open_forward, open_shell
 from yanflow_tui.screens.render.placement import placement_text
 from yanflow_tui.screens.render.plot import line_plot
+from yanflow_tui.screens.tensorboard import open_tensorboard, stop_tensorboard, tensorboard_text
 from yanflow_tui.screens.widgets.curves import CurvesView
 from yanflow_tui.screens.widgets.members import MembersTable
 
@@ -59,6 +60,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         Binding("x", "refuse_shell", "Shell (read-only)", show=False, id="detail-shell-read-only"),
         Binding("p", "forward", "Port-forward", id="detail-forward"),
         Binding("P", "close_forwards", "Close forwards", id="detail-close-forwards"),
+        Binding("t", "tensorboard", "TensorBoard", id="detail-tensorboard"),
+        Binding("T", "stop_tensorboard", "Stop TensorBoard", id="detail-stop-tensorboard"),
     ]
     METRICS_SECONDS = 5.0
     EFFICIENCY_SECONDS = 15.0  # sstat reaches every node of a running job: not too often
@@ -108,6 +111,10 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             )
             yield Static(id="forwards")
             yield Static(
+                Text("TensorBoard  (t: open, T: stop)", style="bold"), classes="heading", id="tensorboard-heading"
+            )
+            yield Static(id="tensorboard")
+            yield Static(
                 Text("Spec, as the cluster holds it  (v: open it in $EDITOR)", style="bold"),
                 classes="heading",
                 id="raw-spec-heading",
@@ -149,6 +156,9 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         for widget_id in ("#forwards-heading", "#forwards"):
             self.query_one(widget_id).display = caps.forward
         self._show_forwards()
+        for widget_id in ("#tensorboard-heading", "#tensorboard"):
+            self.query_one(widget_id).display = caps.event_files or caps.tensorboard
+        self._show_tensorboard()
         if caps.metrics:
             self._load_metrics()
             if not self.job.state.terminal:
@@ -308,6 +318,10 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             return (True if self.raw_text else None) if self.caps.raw_spec else False
         if action in ("files", "shell", "forward", "refuse_shell", "close_forwards"):
             return self._inside_action(action)
+        if action == "tensorboard":
+            return self.caps.event_files or self.caps.tensorboard
+        if action == "stop_tensorboard":
+            return self.app.tensorboards.of(self.job.key) is not None
         if action == "download":
             if not self.caps.checkpoints:
                 return False
@@ -361,6 +375,22 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
     def _show_forwards(self) -> None:
         for widget in self.query("#forwards").results(Static):
             widget.update(Text(clean(forwards_text(self.app, self.job), keep_newlines=True)))
+        self.refresh_bindings()
+
+    @work(group="tensorboard", exit_on_error=False)
+    async def action_tensorboard(self) -> None:
+        self._show_tensorboard("starting…")
+        await open_tensorboard(self.app, self.job)
+        self._show_tensorboard()
+
+    @work(group="tensorboard", exit_on_error=False)
+    async def action_stop_tensorboard(self) -> None:
+        await stop_tensorboard(self.app, self.job)
+        self._show_tensorboard()
+
+    def _show_tensorboard(self, note: str = "") -> None:
+        for widget in self.query("#tensorboard").results(Static):
+            widget.update(Text(note or clean(tensorboard_text(self.app, self.job))))
         self.refresh_bindings()
 
     def action_sort_members(self) -> None:

@@ -129,3 +129,46 @@ async def curves_appended(pilot, view, logdir: Path, total: int) -> None:
 
     await wait_for(pilot, lambda: len(view.curves.series.get("loss", [])) == total, what="the appended part")
     await wait_for(pilot, lambda: curve_points(view.curves) == loader_points(logdir))
+
+
+def scalars_api(url: str, timeout: float = 5.0) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """run -> tag -> [(step, value)], as a running TensorBoard's scalars API at ``url`` gives them
+    (``/data/plugin/scalars/tags``, then ``/data/plugin/scalars/scalars?run=..&tag=..`` for each)."""
+    import json
+    import urllib.parse
+    import urllib.request
+
+    def get(path: str):
+        with urllib.request.urlopen(url.rstrip("/") + path, timeout=timeout) as answer:
+            return json.load(answer)
+
+    out: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    for run, tags in get("/data/plugin/scalars/tags").items():
+        for tag in tags:
+            query = urllib.parse.urlencode({"run": run, "tag": tag})
+            rows = get(f"/data/plugin/scalars/scalars?{query}")
+            out.setdefault(run, {})[tag] = [(int(step), float(value)) for _, step, value in rows]
+    return out
+
+
+def api_points(url: str) -> dict[str, list[tuple[int, float]]]:
+    """The scalars API's points named as ``loader_points`` names them (``RUN/TAG``; "." is the top)."""
+    try:
+        found = scalars_api(url)
+    except OSError:
+        return {}
+    return {
+        (tag if run == "." else f"{run}/{tag}"): points for run, tags in found.items() for tag, points in tags.items()
+    }
+
+
+def tensorboard_processes() -> list[int]:
+    """The pids of ``tensorboard.main`` servers this machine runs (for "stopping left none")."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = proc.info.get("cmdline") or []
+        if "tensorboard.main" in cmdline:
+            found.append(proc.info["pid"])
+    return found

@@ -56,6 +56,7 @@ from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import QueueScreen
 from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+from yanflow_tui.tensorboards import TensorBoards
 
 HERE = Path(__file__).parent
 log = logging.getLogger(__name__)
@@ -129,6 +130,7 @@ class YanflowApp(SerialKeys):
         self.all_users = config.all_users  # False: the queue shows my jobs where a cluster knows who I am
         self.mouse_reporting = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
         self.forwards = Forwards()  # port-forwards opened from the detail view, closed at exit
+        self.tensorboards = TensorBoards()  # TensorBoards started from the detail view (``t``), stopped at exit
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -176,6 +178,7 @@ class YanflowApp(SerialKeys):
         if self.mouse_reporting and not self.config.mouse:
             self._set_mouse_reporting(False)  # turned on here: Textual only turns off what it turned on
         await self.forwards.close_all()
+        await self.tensorboards.stop_all()
         await self.hub.close()
 
     async def _refresh_loop(self, name: str) -> None:

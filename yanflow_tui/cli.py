@@ -1,7 +1,7 @@
 """Command line: ``yanflow-tui`` starts the console; ``jobs``, ``nodes``, ``submit``, ``cancel``, ``logs``,
-``metrics``, the scheduler verbs (``resubmit``, ``hold``, ``release``, ``requeue``, ``edit``, ``signal``) and
-(inside a running job, see ``inside``) ``files``, ``download``, ``shell``, ``forward`` run headless over
-the same backends; ``completion SHELL`` prints a completion script. Errors go
+``metrics``, the scheduler verbs (``resubmit``, ``hold``, ``release``, ``requeue``, ``edit``, ``signal``),
+(inside a running job, see ``inside``) ``files``, ``download``, ``shell``, ``forward`` and ``tensorboard``
+(see ``tensorboards``) run headless over the same backends; ``completion SHELL`` prints a completion script. Errors go
 to stderr as one line, exit code non-zero, never a traceback (``YANFLOW_DEBUG=1`` shows one)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from functools import partial
 
-from yanflow_tui import __version__, applog, inside, keyfiles
+from yanflow_tui import __version__, applog, inside, keyfiles, tensorboards
 from yanflow_tui.capacity import Fit
 from yanflow_tui.errors import SubmitUnknown, YanflowError
 from yanflow_tui.locations import app_log_path, display_path
@@ -141,6 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
     p.add_argument("--json", action="store_true", help="every point: {tag: [{step, wall_time, value}, ...]}")
     inside.add_parsers(sub, common)  # files, download, shell, forward
+    tensorboards.add_parser(sub, common)
     p = sub.add_parser(
         "completion",
         help="print a shell completion script",
@@ -648,4 +649,5 @@ _COMMANDS = {
     "metrics": _metrics,
     **dict.fromkeys(VERB_HELP, _verb),
     **inside.COMMANDS,
+    "tensorboard": tensorboards.command,
 }

@@ -38,7 +38,7 @@ import yaml
 from determined.common.api import bindings, errors
 
 from yanflow_tui import formfields as ff
-from yanflow_tui.backends.base import Backend, Capabilities, describe_job
+from yanflow_tui.backends.base import Backend, Capabilities, TensorBoardTask, describe_job
 from yanflow_tui.backends.determined import checkpoints as det_checkpoints
 from yanflow_tui.backends.determined import convert as det_convert
 from yanflow_tui.backends.determined import submit as det_submit
@@ -84,6 +84,7 @@ JOB_ID = re.compile(
 )
 METRICS_READ_TIMEOUT = 5.0  # a running trial's metric stream may stay open: stop after a quiet spell
 LOG_RECONNECT_MAX = 30.0
+TENSORBOARD_WAIT = 20.0  # a launched TensorBoard task coming up (the hub's call timeout is 30 s)
 LOG_QUEUE = 10_000  # log entries read ahead of the console before the reader thread waits
 
 
@@ -102,6 +103,7 @@ class DeterminedBackend(Backend):
         raw_spec=True,
         submit_tags=True,
         native_files=frozenset({"determined"}),
+        tensorboard=True,
     )
 
     def __init__(self, config: ClusterConfig, env: Mapping[str, str] | None = None, retries=DEFAULT_RETRIES):
@@ -662,6 +664,35 @@ class DeterminedBackend(Backend):
 
         await asyncio.to_thread(self.conn.call, run, f"{action} {job_id}")
         self.notify_changed()
+
+    async def _tensorboard(self, job_id: str) -> TensorBoardTask:
+        """``LaunchTensorboard`` for the experiment or trial; its URL is the master's proxy of the task,
+        once the master says it runs (or after ``TENSORBOARD_WAIT`` seconds, the URL anyway)."""
+        exp, trial = self._number(job_id, "exp"), self._number(job_id, "trial")
+        if exp is None and trial is None:
+            raise BackendError(f"{job_id}: a TensorBoard is started for an experiment or a trial")
+        ids = {"experimentIds": [exp]} if exp is not None else {"trialIds": [trial]}
+
+        def launch(session) -> str:
+            task = bindings.post_LaunchTensorboard(session, body=bindings.v1LaunchTensorboardRequest(**ids)).tensorboard
+            deadline = time.monotonic() + TENSORBOARD_WAIT
+            while task.state != bindings.taskv1State.RUNNING and time.monotonic() < deadline:
+                time.sleep(0.5)
+                task = bindings.get_GetTensorboard(session, tensorboardId=task.id).tensorboard
+            return task.id
+
+        task_id = await asyncio.to_thread(self.conn.call, launch, f"tensorboard {job_id}")
+
+        async def stop() -> None:
+            kill = TASK_KILL["tensorboard"]
+            await asyncio.to_thread(self.conn.call, lambda s: kill(s, task_id), f"kill tensorboard {task_id}")
+            self.notify_changed()
+
+        self.notify_changed()
+        url = f"{self.conn.master.rstrip('/')}/proxy/{task_id}/"
+        return TensorBoardTask(
+            url, f"the master's TensorBoard task {det_convert.TASK_PREFIX['tensorboard']}-{task_id}", stop
+        )
 
     async def close(self) -> None:
         for stop in list(self._streams):

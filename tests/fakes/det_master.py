@@ -68,6 +68,7 @@ class FakeMaster:
     experiments: dict[int, b.v1Experiment] = field(default_factory=dict)
     trials: dict[int, list[b.trialv1Trial]] = field(default_factory=dict)  # experiment id -> trials
     commands: dict[str, b.v1Command] = field(default_factory=dict)
+    tensorboards: dict[str, b.v1Tensorboard] = field(default_factory=dict)  # launched: QUEUED, RUNNING at the next GET
     logs: dict[str, list[b.v1TaskLogsResponse]] = field(default_factory=dict)
     finished_tasks: set[str] = field(default_factory=set)
     metrics: dict[tuple[int, str], list[b.v1MetricsReport]] = field(default_factory=dict)
@@ -402,8 +403,12 @@ class FakeMaster:
         r.add_get("/api/v1/commands", self._commands)
         r.add_post("/api/v1/commands", self._launch)
         r.add_post("/api/v1/commands/{id}/kill", self._command_kill)
-        for kind in ("notebooks", "shells", "tensorboards"):
+        for kind in ("notebooks", "shells"):
             r.add_get(f"/api/v1/{kind}", self._empty(kind))
+        r.add_get("/api/v1/tensorboards", self._tensorboards)
+        r.add_post("/api/v1/tensorboards", self._launch_tensorboard)
+        r.add_get("/api/v1/tensorboards/{id}", self._tensorboard)
+        r.add_post("/api/v1/tensorboards/{id}/kill", self._kill_tensorboard)
         r.add_get("/api/v1/tasks", self._tasks)
         r.add_get("/api/v1/tasks/{id}/logs", self._task_logs)
         r.add_get("/checkpoints/{uuid}", self._checkpoint_tar)
@@ -543,11 +548,43 @@ class FakeMaster:
         command.state = b.taskv1State.TERMINATING
         return self._json(b.v1KillCommandResponse(command=command))
 
+    async def _tensorboards(self, request):
+        return self._json(b.v1GetTensorboardsResponse(tensorboards=list(self.tensorboards.values())))
+
+    async def _launch_tensorboard(self, request):
+        body = b.v1LaunchTensorboardRequest.from_json(await request.json())
+        task_id = str(uuidlib.uuid4())
+        board = b.v1Tensorboard(
+            description=f"TensorBoard ({task_id[:8]})",
+            id=task_id,
+            jobId=f"job-{task_id[:8]}",
+            resourcePool="default",
+            startTime=T0,
+            state=b.taskv1State.QUEUED,
+            username=request[USER],
+            workspaceId=1,
+            experimentIds=body.experimentIds,
+            trialIds=body.trialIds,
+        )
+        self.tensorboards[task_id] = board
+        config = {"description": board.description}
+        return self._json(b.v1LaunchTensorboardResponse(tensorboard=board, config=config))
+
+    async def _tensorboard(self, request):
+        board = self.tensorboards[request.match_info["id"]]
+        if board.state == b.taskv1State.QUEUED:
+            board.state = b.taskv1State.RUNNING
+        return self._json(b.v1GetTensorboardResponse(tensorboard=board, config={}))
+
+    async def _kill_tensorboard(self, request):
+        board = self.tensorboards[request.match_info["id"]]
+        board.state = b.taskv1State.TERMINATING
+        return self._json(b.v1KillTensorboardResponse(tensorboard=board))
+
     def _empty(self, kind):
         response = {
             "notebooks": b.v1GetNotebooksResponse,
             "shells": b.v1GetShellsResponse,
-            "tensorboards": b.v1GetTensorboardsResponse,
         }[kind]
 
         async def handler(request):

@@ -1,0 +1,157 @@
+"""A real TensorBoard for a real local job, started as ``t`` and ``yanflow-tui tensorboard`` start it:
+the ``tensorboard`` server runs over the job's log directory on 127.0.0.1; its scalars API lists the
+job's tags and values as TensorBoard's own loader reads them, values the job appends show up while it
+runs, and stopping it leaves no process behind. Read-only mode does not refuse it (it creates nothing
+on a cluster)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import sys
+import urllib.request
+
+import psutil
+import pytest
+from tbhelpers import api_points, loader_points, write_script, writer_command
+from textual.widgets import Static
+from uihelpers import make_app, refreshed, screen_text
+from waiting import async_wait_until, wait_for
+
+from yanflow_tui import tensorboards
+from yanflow_tui.backends.local.backend import LocalBackend
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.screens.detail import JobDetailScreen
+from yanflow_tui.spec import spec_from_data
+
+FIRST, SECOND = 10, 7
+
+
+def fetch(url: str) -> tuple[int, bytes]:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return answer.status, answer.read()
+
+
+@pytest.fixture(autouse=True)
+def nvml(fake_nvml):
+    return fake_nvml
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+async def test_a_local_jobs_tensorboard_serves_its_scalars_and_stops(home, tmp_path, read_only):
+    backend = LocalBackend(ClusterConfig("local", "local"))
+    command = writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", SECOND)
+    spec = spec_from_data(
+        {"name": "tb-writer", "command": command, "workdir": str(tmp_path), "tensorboard": {"logdir": "runs"}}
+    )
+    job_id = await backend.submit(spec)
+    runs = tmp_path / "runs"
+
+    def first_part():
+        return len((loader_points(runs) if runs.is_dir() else {}).get("loss", [])) == FIRST
+
+    await async_wait_until(first_part, what="the job's first part flushed")
+    backend.gate.read_only = read_only  # a TensorBoard over files the console reads stays allowed
+    boards = tensorboards.TensorBoards()
+    try:
+        board = await boards.start("local/" + job_id, backend, job_id)
+        assert board.url.startswith("http://127.0.0.1:") and board.mirror is None  # the log directory itself
+        assert str(runs) in board.what
+        status, page = await asyncio.to_thread(fetch, board.url)
+        assert status == 200 and b"TensorBoard" in page
+        assert (await boards.start("local/" + job_id, backend, job_id)) is board  # one per job
+        await async_wait_until(lambda: api_points(board.url) == loader_points(runs), what="the API's first part")
+        assert {"loss", "accuracy", "lr", "eval/accuracy"} <= set(api_points(board.url))
+
+        (tmp_path / "go").touch()
+        await async_wait_until(
+            lambda: len(api_points(board.url).get("loss", [])) == FIRST + SECOND, what="the appended values"
+        )
+        assert api_points(board.url) == loader_points(runs)
+        died = board.process
+        assert died is not None
+        died.kill()  # a server that died: the next start replaces it
+        await died.wait()
+        again = await boards.start("local/" + job_id, backend, job_id)
+        assert again is not board and again.pid != board.pid and boards.open == {"local/" + job_id: again}
+        await async_wait_until(lambda: api_points(again.url) == loader_points(runs), what="the new server's API")
+        process = psutil.Process(again.pid)
+        family = [process, *process.children(recursive=True)]
+    finally:
+        await boards.stop_all()
+        await backend.close()
+    assert not boards.open
+    gone, alive = psutil.wait_procs(family, timeout=10)
+    assert not alive and not psutil.pid_exists(family[0].pid)
+
+
+async def test_t_in_the_detail_shows_the_url_a_second_t_shows_it_again_and_quitting_stops_it(home, tmp_path):
+    backend = LocalBackend(ClusterConfig("local", "local"))
+    command = writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", 0)
+    spec = spec_from_data(
+        {"name": "tb-writer", "command": command, "workdir": str(tmp_path), "tensorboard": {"logdir": "runs"}}
+    )
+    job_id = await backend.submit(spec)
+    runs = tmp_path / "runs"
+    await async_wait_until(
+        lambda: len((loader_points(runs) if runs.is_dir() else {}).get("loss", [])) == FIRST, what="the event files"
+    )
+    await backend.close()
+    app = make_app(ClusterConfig("local", "local"), read_only=True)  # the console's own TensorBoard stays allowed
+    async with app.run_test(size=(130, 80)) as pilot:
+        await refreshed(pilot, app)
+        job = next(j for j in app.hub.snapshots["local"].jobs if j.id == job_id)
+        app.push_screen(JobDetailScreen(job))
+        section = await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, JobDetailScreen) and next(iter(app.screen.query("#tensorboard")), None),
+        )
+        assert isinstance(section, Static)
+        await wait_for(pilot, lambda: str(section.content) == "none (t: start one)")
+        await pilot.press("t")
+        board = await wait_for(pilot, lambda: app.tensorboards.of(job.key), what="the TensorBoard", timeout=60)
+        await wait_for(pilot, lambda: str(section.content).startswith(board.url), what="the URL in the detail")
+        await wait_for(pilot, lambda: board.url in screen_text(app), what="the URL shown")  # the notification
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", board.url)
+        assert api_points(board.url).keys() >= {"loss", "accuracy"}
+        await pilot.press("t")  # a second t: the same one, the URL again
+        await wait_for(pilot, lambda: sum(board.url in n.message for n in app._notifications) >= 2)
+        assert app.tensorboards.open == {job.key: board}
+        process = psutil.Process(board.pid)
+    gone, alive = psutil.wait_procs([process], timeout=10)
+    assert not alive and not psutil.pid_exists(process.pid)  # quitting the console stopped it
+
+
+async def test_the_cli_prints_the_url_and_ctrl_c_stops_the_tensorboard(home, tmp_path):
+    backend = LocalBackend(ClusterConfig("local", "local"))
+    command = writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", 0)
+    spec = spec_from_data(
+        {"name": "tb-writer", "command": command, "workdir": str(tmp_path), "tensorboard": {"logdir": "runs"}}
+    )
+    job_id = await backend.submit(spec)
+    runs = tmp_path / "runs"
+    await async_wait_until(
+        lambda: len((loader_points(runs) if runs.is_dir() else {}).get("loss", [])) == FIRST, what="the event files"
+    )
+    await backend.close()
+    cli = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "yanflow_tui", "tensorboard", job_id, "--cluster", "local",
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert cli.stdout is not None
+        line = (await asyncio.wait_for(cli.stdout.readline(), 90)).decode().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", line), line
+        assert (await asyncio.to_thread(fetch, line))[0] == 200
+        await async_wait_until(lambda: api_points(line) == loader_points(runs), what="the API's scalars")
+        servers = psutil.Process(cli.pid).children(recursive=True)
+        assert any("tensorboard.main" in p.cmdline() for p in servers)
+        cli.send_signal(signal.SIGINT)  # Ctrl-C
+        assert await asyncio.wait_for(cli.wait(), 30) in (0, 130)
+    finally:
+        if cli.returncode is None:
+            cli.kill()
+            await cli.wait()
+    gone, alive = psutil.wait_procs(servers, timeout=10)
+    assert not alive  # Ctrl-C stopped the TensorBoard it started

@@ -1,0 +1,311 @@
+"""A real TensorBoard for a job, one key away: the console runs the ``tensorboard`` package's server
+(the optional extra, from this interpreter) on 127.0.0.1 and a free port over the job's event files.
+A job whose files are on this machine (``capabilities.runs_here``) is served from its log directory
+as it is; any other backend with ``capabilities.event_files`` through a private local mirror (the
+layout RUN/BASENAME of the log directory) that a refresher task keeps up by reading only what each
+file gained. A backend with ``capabilities.tensorboard`` (Determined) starts one on the cluster
+instead, behind the read-only gate, and is given its proxy URL. ``TensorBoards`` keeps one per job
+and stops what it started: the process and its refresher, or the cluster's task. No Textual here."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import posixpath
+import shutil
+import socket
+import sys
+import tempfile
+import urllib.request
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from yanflow_tui.backends.base import BackendError
+from yanflow_tui.curves import EventListing, TensorBoardMissing
+
+READ_LIMIT = 4 * 1024 * 1024  # bytes of one file per read
+REFRESH_SECONDS = 2.0  # the mirror's refresh while the server runs
+RELOAD_SECONDS = 1  # TensorBoard's own re-read of its log directory
+START_SECONDS = 60.0  # the server answering over HTTP
+STOP_SECONDS = 10.0  # the server exiting after SIGTERM (then SIGKILL)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_argv(logdir: str, port: int) -> list[str]:
+    """TensorBoard's own entry point from this interpreter (an argv list: no shell)."""
+    return [
+        sys.executable,
+        "-m",
+        "tensorboard.main",
+        "--logdir",
+        logdir,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--load_fast=false",  # the Python loader: it re-reads what the mirror gained every reload
+        "--reload_interval",
+        str(RELOAD_SECONDS),
+    ]
+
+
+class EventMirror:
+    """Appended bytes of a job's event files, written to ``root`` as RUN/BASENAME. ``reads`` records
+    every (path, offset, length) read."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.offsets: dict[str, int] = {}
+        self.identities: dict[str, str] = {}
+        self.reads: list[tuple[str, int, int]] = []
+
+    def target(self, logdir: str, path: str) -> str:
+        relative = posixpath.relpath(posixpath.dirname(path), logdir) if logdir else "."
+        parts = [p for p in relative.split("/") if p not in ("", ".", "..")]
+        return os.path.join(self.root, *parts, posixpath.basename(path))
+
+    async def refresh(self, source: Any, job_id: str, call: Callable[[Awaitable[Any]], Awaitable[Any]]) -> int:
+        """Read what each listed file gained; returns the number of bytes written."""
+        listing: EventListing = await call(source.event_files(job_id))
+        written = 0
+        for entry in sorted(listing.files, key=lambda f: f.path):
+            target = self.target(listing.logdir, entry.path)
+            offset = self.offsets.get(entry.path, 0)
+            known = self.identities.get(entry.path, "")
+            if entry.size < offset or (entry.identity and known and entry.identity != known):
+                offset = 0  # replaced or truncated: read again from the start
+                with contextlib.suppress(OSError):
+                    os.unlink(target)
+            self.identities[entry.path] = entry.identity
+            while offset < entry.size:
+                start, data = await call(
+                    source.read_event_bytes(job_id, entry.path, offset, min(READ_LIMIT, entry.size - offset))
+                )
+                self.reads.append((entry.path, start, len(data)))
+                if not data or start != offset:
+                    break
+                await asyncio.to_thread(_append, target, offset, data)
+                offset += len(data)
+                written += len(data)
+            self.offsets[entry.path] = offset
+        return written
+
+
+def _append(target: str, offset: int, data: bytes) -> None:
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "r+b" if offset else "wb") as out:
+        out.seek(offset)
+        out.write(data)
+        out.truncate()
+
+
+@dataclass
+class TensorBoard:
+    """One job's TensorBoard: where it answers and what to stop."""
+
+    key: str
+    url: str
+    what: str  # where it runs, for the user ("this console over a mirror of …", "the cluster's task …")
+    process: asyncio.subprocess.Process | None = None
+    mirror: EventMirror | None = None
+    refresher: asyncio.Task | None = None
+    stop_remote: Callable[[], Awaitable[None]] | None = None
+    directory: str = ""  # the mirror's private directory, removed at stop
+    failure: str = field(default="")  # the refresher's last failure
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    async def stop(self) -> None:
+        if self.refresher is not None:
+            self.refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.refresher
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.terminate()
+            try:
+                await asyncio.wait_for(self.process.wait(), STOP_SECONDS)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    self.process.kill()
+                await asyncio.wait_for(self.process.wait(), STOP_SECONDS)
+        if self.stop_remote is not None:
+            await self.stop_remote()
+        if self.directory:
+            await asyncio.to_thread(shutil.rmtree, self.directory, True)
+
+
+def _require_tensorboard() -> None:
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        raise TensorBoardMissing() from None
+
+
+async def _answering(url: str, process: asyncio.subprocess.Process, timeout: float) -> None:
+    """Wait until ``url`` answers over HTTP (or the process exits: an error)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+
+    def probe() -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                return answer.status == 200
+        except OSError:
+            return False
+
+    while True:
+        if process.returncode is not None:
+            raise BackendError(f"tensorboard exited ({process.returncode}) before answering at {url}")
+        if await asyncio.to_thread(probe):
+            return
+        if loop.time() > deadline:
+            raise BackendError(f"tensorboard did not answer at {url} within {timeout:.0f} s")
+        await asyncio.sleep(0.2)
+
+
+async def _direct(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+async def start(
+    key: str, backend: Any, job_id: str, call: Callable[[Awaitable[Any]], Awaitable[Any]] | None = None
+) -> TensorBoard:
+    """Start a TensorBoard for the job (see the module's docstring); it answers when this returns."""
+    call = call or _direct
+    caps = backend.capabilities
+    if getattr(caps, "tensorboard", False):
+        task = await call(backend.tensorboard(job_id))  # the gate answers first: this creates a task
+        return TensorBoard(key, task.url, task.what, stop_remote=task.stop)
+    if not caps.event_files:
+        raise BackendError(f"cluster {backend.name!r} has no TensorBoard event files for its jobs")
+    _require_tensorboard()
+    listing: EventListing = await call(backend.event_files(job_id))
+    mirror: EventMirror | None = None
+    directory = ""
+    if caps.runs_here and await asyncio.to_thread(os.path.isdir, listing.logdir):
+        logdir, what = listing.logdir, f"this console over {listing.logdir}"
+    else:
+        directory = tempfile.mkdtemp(prefix="yanflow-tensorboard-")
+        logdir = os.path.join(directory, "logdir")
+        os.mkdir(logdir)
+        mirror = EventMirror(logdir)
+        what = f"this console over a local mirror of {listing.logdir}"
+    board = TensorBoard(key, "", what, mirror=mirror, directory=directory)
+    try:
+        if mirror is not None:
+            await mirror.refresh(backend, job_id, call)
+        port = free_port()
+        board.url = f"http://127.0.0.1:{port}/"
+        board.process = await asyncio.create_subprocess_exec(
+            *server_argv(logdir, port),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C in the terminal reaches the console, which stops it
+        )
+        await _answering(board.url, board.process, START_SECONDS)
+    except BaseException:
+        await board.stop()
+        raise
+    if mirror is not None:
+        board.refresher = asyncio.create_task(_keep_up(board, backend, job_id, call))
+    return board
+
+
+async def _keep_up(board: TensorBoard, backend: Any, job_id: str, call) -> None:
+    assert board.mirror is not None
+    while True:
+        await asyncio.sleep(REFRESH_SECONDS)
+        try:
+            await board.mirror.refresh(backend, job_id, call)
+            board.failure = ""
+        except Exception as exc:  # a lost connection: tried again at the next round
+            board.failure = str(exc)
+
+
+class TensorBoards:
+    """The console's TensorBoards, one per job key at most; stopped with a key or all at exit."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, TensorBoard] = {}
+        self._starting: dict[str, asyncio.Task[TensorBoard]] = {}
+
+    def of(self, key: str) -> TensorBoard | None:
+        return self.open.get(key)
+
+    async def start(self, key: str, backend: Any, job_id: str, call=None) -> TensorBoard:
+        """The job's TensorBoard: the one already open, or a new one (a second start while one is
+        starting waits for it; one whose server exited is replaced)."""
+        board = self.open.get(key)
+        if board is not None and board.process is not None and board.process.returncode is not None:
+            await self.stop(key)
+        elif board is not None:
+            return board
+        task = self._starting.get(key)
+        if task is None:
+            task = self._starting[key] = asyncio.ensure_future(start(key, backend, job_id, call))
+            task.add_done_callback(lambda done: self._started(key, done))
+        return await asyncio.shield(task)  # a caller cancelled meanwhile: the board is kept all the same
+
+    def _started(self, key: str, task: asyncio.Future[TensorBoard]) -> None:
+        self._starting.pop(key, None)
+        if not task.cancelled() and task.exception() is None:
+            self.open[key] = task.result()
+
+    async def stop(self, key: str) -> bool:
+        board = self.open.pop(key, None)
+        if board is None:
+            return False
+        await board.stop()
+        return True
+
+    async def stop_all(self) -> None:
+        """Every TensorBoard, and any still starting (its start stops what it had started)."""
+        for task in list(self._starting.values()):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for key in list(self.open):
+            await self.stop(key)
+
+
+# -- the CLI verb ``yanflow-tui tensorboard JOB [--cluster C]`` ----------------------------------------
+def add_parser(sub, common) -> None:
+    p = sub.add_parser(
+        "tensorboard",
+        parents=[common],
+        help="open a real TensorBoard for a job and print its local URL (Ctrl-C stops it)",
+        description="Run TensorBoard over the job's event files (a local mirror, refreshed while it runs) on "
+        "127.0.0.1 and a free port, or, where the cluster starts one itself (Determined), launch it there "
+        "(refused read-only). Prints the URL; Ctrl-C stops what was started.",
+    )
+    p.add_argument("job", metavar="JOB")
+    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
+
+
+async def command(config, args) -> int:
+    from yanflow_tui.cli import _hub, _job_cluster
+    from yanflow_tui.sanitize import clean
+
+    hub = _hub(config)
+    boards = TensorBoards()
+    try:
+        name = await _job_cluster(hub, args.cluster, args.job)
+        board = await boards.start(f"{name}/{args.job}", hub.backend(name), args.job, hub.call)
+        print(board.url, flush=True)
+        print(f"yanflow-tui: TensorBoard of {clean(args.job)}: {clean(board.what)} (Ctrl-C stops it)", file=sys.stderr)
+        await asyncio.Event().wait()
+    finally:
+        await boards.stop_all()
+        await hub.close()
+    return 0
