@@ -147,7 +147,7 @@ class SlurmBackend(Backend):
     async def _shell(self, job_id: str, rank: str) -> Shell:
         raw, node = await self._job_node(job_id, rank)
         run = self.transport.interactive(inside.srun_shell(raw.job_id, node))
-        return Shell(f"job {job_id} on {node} ({self.transport.description})", run)
+        return Shell(f"job {job_id} on {node}", run)
 
     async def forward(self, job_id: str, port: int, rank: str = "", local_port: int = 0) -> Forward:
         if not 0 < port < 65536 or not 0 <= local_port < 65536:
