@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import replace
 
 import pytest
-from slurmhelpers import DIR, ssh_cluster
+from slurmhelpers import CONF, DIR, local_cluster, ssh_cluster
 from terminal import Terminal
 from waiting import async_wait_until
 
@@ -180,3 +180,38 @@ def test_the_shell_cli_opens_srun_in_the_job_in_a_real_terminal(slurm_dir, slurm
         assert term.exit_code(timeout=30) == 0
     finally:
         term.close()
+
+
+async def test_on_the_login_node_downloads_resume_and_a_relay_forwards(slurm_dir, slurm_jobs, tmp_path, monkeypatch):
+    """The console on the login node (``LocalTransport``): ``tail -c +N`` here, and a relay to the node."""
+    monkeypatch.setenv("SLURM_CONF", str(CONF))
+    data = os.urandom(2 << 20)
+    (tmp_path / "w.bin").write_bytes(data)
+    (tmp_path / "hello.txt").write_text("relayed")
+    port = free_port()
+    command = f"exec {sys.executable} -m http.server {port} --bind 127.0.0.1"
+    backend = SlurmBackend(local_cluster())
+    try:
+        job_id = slurm_jobs.add(await backend.submit(sleeper(tmp_path, command, "yf-local-inside")))
+        await running(backend, job_id)
+        target = tmp_path / "got" / "w.bin"
+        target.parent.mkdir()
+        inside.partial_path(target).write_bytes(data[:12345])  # an interrupted try's bytes
+        got = await backend.download(job_id, "w.bin", target)
+        assert got.resumed_from == 12345 and sha(target) == sha(tmp_path / "w.bin")
+        assert ("tail", "-c", "+12346", "--", str(tmp_path / "w.bin")) in backend.transport.history
+        forward = await backend.forward(job_id, port)
+
+        def fetch():
+            try:
+                with urllib.request.urlopen(f"http://{forward.address}/hello.txt", timeout=5) as reply:
+                    return reply.read().decode()
+            except OSError:
+                return None
+
+        await async_wait_until(lambda: asyncio.to_thread(fetch), what="the relay answers", timeout=60)
+        assert await asyncio.to_thread(fetch) == "relayed" and forward.local_port != port
+        await forward.close()
+        assert await asyncio.to_thread(fetch) is None
+    finally:
+        await backend.close()
