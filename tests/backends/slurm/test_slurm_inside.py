@@ -155,7 +155,8 @@ async def test_read_only_refuses_the_shell_before_any_io_but_lists_and_downloads
         await backend.close()
 
 
-def test_the_shell_cli_opens_srun_in_the_job_in_a_real_terminal(slurm_dir, slurm_jobs, tmp_path):
+@pytest.mark.parametrize("where", ["ssh", "login-node"])
+def test_the_shell_cli_opens_srun_in_the_job_in_a_real_terminal(slurm_dir, slurm_jobs, tmp_path, where):
     async def start():
         backend = SlurmBackend(ssh_cluster())
         try:
@@ -168,8 +169,9 @@ def test_the_shell_cli_opens_srun_in_the_job_in_a_real_terminal(slurm_dir, slurm
     job_id = slurm_jobs.add(asyncio.run(start()))
     home = tmp_path / "home"
     home.mkdir()
-    argv = [sys.executable, "-m", "yanflow_tui", "--config", str(DIR / "yanflow.yaml"), "shell", job_id]
-    term = Terminal(argv, home, 100, 30)
+    config = DIR / ("yanflow.yaml" if where == "ssh" else "yanflow-local.yaml")
+    argv = [sys.executable, "-m", "yanflow_tui", "--config", str(config), "shell", job_id]
+    term = Terminal(argv, home, 100, 30, env={"SLURM_CONF": str(CONF)} if where != "ssh" else None)
     try:
         term.wait_text(rf"shell in job {job_id} on", timeout=40)
         term.press('echo "j""ob=$SLURM_JOB_ID:$(stty size)"', "enter")  # the typed line holds no "job="
