@@ -116,12 +116,12 @@ async def test_download_resume_forward_and_the_gate_through_the_master(sockets, 
 
 def test_the_shell_through_the_master_in_a_real_terminal(sockets, otp_askpass, slurm_jobs, tmp_path):
     cluster = otp_openssh()
-    backend = SlurmBackend(cluster)
-    login = backend.terminal_login()
+    login = SlurmBackend(cluster).terminal_login()  # no I/O: the master's argv
     assert login is not None
     start_master(login)
 
     async def start():
+        backend = SlurmBackend(cluster)  # made on the loop that runs it
         try:
             job_id = await backend.submit(job_spec(tmp_path, "sleep 300"))
             await running(backend, job_id)
