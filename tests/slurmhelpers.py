@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
+import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -125,3 +128,41 @@ def slurm_jobs(slurm_dir):
     jobs = Jobs()
     yield jobs
     jobs.cancel_all()
+
+
+@pytest.fixture(scope="session")
+def sftp_cluster(slurm_dir, tmp_path_factory) -> Iterator[ClusterConfig]:
+    """The SSH cluster with an SFTP subsystem on its login node: the running sshd where its config has
+    one (``scripts/slurm-cluster`` writes it now), else a second sshd of ours on a free port with the
+    same config and keys plus ``Subsystem sftp internal-sftp``, stopped at the end."""
+    ssh = DIR / "ssh"
+    config = (ssh / "sshd_config").read_text()
+    if "Subsystem sftp" in config:
+        yield ssh_cluster()
+        return
+    folder = tmp_path_factory.mktemp("sftp-sshd")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    lines = [line for line in config.splitlines() if not line.startswith(("Port ", "PidFile "))]
+    lines += [f"Port {port}", f"PidFile {folder / 'sshd.pid'}", "Subsystem sftp internal-sftp"]
+    (folder / "sshd_config").write_text("\n".join(lines) + "\n")
+    host_key = (ssh / "host_ed25519.pub").read_text().split()[:2]
+    (folder / "known_hosts").write_text(f"[127.0.0.1]:{port} {' '.join(host_key)}\n")
+    proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-f", str(folder / "sshd_config"), "-E", str(folder / "log")])
+    try:
+        deadline = time.monotonic() + 20
+        while True:  # waiting for the listener: connect until it answers (no event to wait on)
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise AssertionError(f"our sshd on {port} did not start: {(folder / 'log').read_text()}") from None
+                time.sleep(0.05)
+        cluster = ssh_cluster()
+        target = {**cluster.options["ssh"], "port": port, "known_hosts": str(folder / "known_hosts")}
+        yield replace(cluster, options={**cluster.options, "ssh": target})
+    finally:
+        proc.terminate()
+        proc.wait(10)

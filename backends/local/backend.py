@@ -30,8 +30,17 @@ import yaml
 
 from yanflow_tui import formfields as ff
 from yanflow_tui import locations
-from yanflow_tui.backends.base import MONITOR_ONLY, Backend, Capabilities, describe_job
-from yanflow_tui.backends.local import containers, procs, runner, scheduler
+from yanflow_tui.backends.base import (
+    MONITOR_ONLY,
+    Backend,
+    Capabilities,
+    Download,
+    FileListing,
+    Forward,
+    Shell,
+    describe_job,
+)
+from yanflow_tui.backends.local import containers, inside, procs, runner, scheduler
 from yanflow_tui.backends.local.nvml import GpuReading, NvmlProbe
 from yanflow_tui.backends.local.store import JobRow, LocalStore
 from yanflow_tui.backends.local.tbfiles import list_event_files, logdir_of, read_range
@@ -86,6 +95,9 @@ class LocalBackend(Backend):
         raw_spec=True,
         runs_here=True,
         event_files=True,
+        files=True,
+        shell=True,
+        forward=True,
     )
     MONITOR_ONLY = MONITOR_ONLY  # option discovery sets on a Slurm login node (a config cannot)
 
@@ -166,6 +178,54 @@ class LocalBackend(Backend):
         self.check_id(job_id)
         row = await asyncio.to_thread(self._row, job_id)
         return await asyncio.to_thread(read_range, logdir_of(row.spec_data), path, offset, limit)
+
+    # -- inside a job (``inside``): its workdir, a shell there, its ports (already local) -------------
+    def _workdir(self, row: JobRow) -> str:
+        if self._job_runtime(row.id) is not None:
+            return str(self.jobs_dir / str(row.id))  # a container job: the folder it was started from here
+        return str(Path(row.spec_data.get("workdir") or "~").expanduser())
+
+    async def _running_row(self, job_id: str) -> JobRow:
+        self.check_id(job_id)
+        row = await asyncio.to_thread(self._row, job_id)
+        if row.state != "running" or not self._mine(row):
+            raise BackendError(f"job {job_id} is not running on this machine ({row.state})")
+        return row
+
+    async def list_files(self, job_id: str, path: str = "") -> FileListing:
+        self.check_id(job_id)
+        row = await asyncio.to_thread(self._row, job_id)
+        return await asyncio.to_thread(inside.list_dir, self._workdir(row), path)
+
+    async def download(self, job_id: str, path: str, target: Path, progress=None) -> Download:
+        self.check_id(job_id)
+        row = await asyncio.to_thread(self._row, job_id)
+        return await asyncio.to_thread(inside.download, self._workdir(row), path, target, progress)
+
+    async def _shell(self, job_id: str, rank: str) -> Shell:
+        row = await self._running_row(job_id)
+        if self._job_runtime(row.id) is not None:
+            raise BackendError(f"job {job_id} runs in a container: open a shell with its runtime's exec")
+        workdir = self._workdir(row)
+        fallback = dict(os.environ, YANFLOW_JOB_ID=str(row.id), YANFLOW_JOB_NAME=row.name, YANFLOW_CLUSTER=self.name)
+        env = await asyncio.to_thread(inside.job_environment, row.pid, fallback)
+        shell = os.environ.get("SHELL") or "/bin/sh"
+
+        def run() -> int:
+            return subprocess.call([shell], cwd=workdir, env=env)
+
+        return Shell(f"job {job_id} ({shell} in {workdir})", run)
+
+    async def forward(self, job_id: str, port: int, rank: str = "", local_port: int = 0) -> Forward:
+        """A local job's ports are on this machine already: nothing is forwarded."""
+        if not 0 < port < 65536 or local_port not in (0, port):
+            raise BackendError(f"job {job_id} runs here: its port {port} is already 127.0.0.1:{port}")
+        await self._running_row(job_id)
+
+        async def close() -> None:
+            return None
+
+        return Forward(f"job {job_id} (here, not forwarded)", port, port, close)
 
     async def list_nodes(self) -> list[Node]:
         return [await asyncio.to_thread(self._node)]

@@ -17,11 +17,21 @@ import re
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from yanflow_tui import formfields as ff
-from yanflow_tui.backends.base import Backend, Capabilities, TerminalLogin, describe_job
+from yanflow_tui.backends.base import (
+    Backend,
+    Capabilities,
+    Download,
+    FileListing,
+    Forward,
+    Shell,
+    TerminalLogin,
+    describe_job,
+)
 from yanflow_tui.backends.prompting import Asker
-from yanflow_tui.backends.slurm import containers, gpus, history, parse, tbfiles, verbs
+from yanflow_tui.backends.slurm import containers, gpus, history, inside, parse, tbfiles, verbs
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
 from yanflow_tui.backends.slurm.script import Rendered, render, render_native
@@ -80,6 +90,9 @@ class SlurmBackend(Backend):
         event_files=True,
         actions=verbs.ACTIONS,
         efficiency=True,
+        files=True,
+        shell=True,
+        forward=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -108,6 +121,42 @@ class SlurmBackend(Backend):
         self._gpu_jobs: list[str] | None = None  # running jobs holding GPUs, from the last job refresh
         self._placements: dict[str, gpus.Placement] = {}  # job -> node -> GPU indices (fixed while it runs)
         self._logdirs: dict[str, str] = {}  # job -> its TensorBoard log directory (fixed at submit)
+
+    # -- inside a job (``inside``) ----------------------------------------------------------------
+    async def _job_node(self, job_id: str, rank: str = "") -> tuple[parse.RawJob, str]:
+        """The running job and one of its nodes: ``rank`` when it names one (or is an index), else the first."""
+        raw = await self._raw_job(job_id)
+        if raw.state.upper() not in ("RUNNING", "R") or not raw.nodes:
+            raise BackendError(f"job {job_id} is not running ({raw.state.lower() or 'unknown'})")
+        if not rank:
+            return raw, raw.nodes[0]
+        if rank in raw.nodes:
+            return raw, rank
+        if rank.isdigit() and int(rank) < len(raw.nodes):
+            return raw, raw.nodes[int(rank)]
+        raise BackendError(f"job {job_id} runs on {', '.join(raw.nodes)}; not on {rank!r}")
+
+    async def list_files(self, job_id: str, path: str = "") -> FileListing:
+        raw = await self._raw_job(job_id)
+        return await inside.list_dir(self.transport, raw.workdir, path)
+
+    async def download(self, job_id: str, path: str, target: Path, progress=None) -> Download:
+        raw = await self._raw_job(job_id)
+        return await inside.download(self.transport, raw.workdir, path, target, progress)
+
+    async def _shell(self, job_id: str, rank: str) -> Shell:
+        raw, node = await self._job_node(job_id, rank)
+        run = self.transport.interactive(inside.srun_shell(raw.job_id, node))
+        return Shell(f"job {job_id} on {node}", run)
+
+    async def forward(self, job_id: str, port: int, rank: str = "", local_port: int = 0) -> Forward:
+        if not 0 < port < 65536 or not 0 <= local_port < 65536:
+            raise BackendError(f"not a port: {port}")
+        _, node = await self._job_node(job_id, rank)
+        shown = await self.transport.run(["scontrol", "show", "node", node])
+        host = inside.node_addr(shown.stdout if shown.ok else "", node)
+        local, close = await self.transport.forward(host, port, local_port)
+        return Forward(f"job {job_id} on {node}", port, local, close)
 
     # -- reads -----------------------------------------------------------------------------------
     async def _squeue(self, user: str = "") -> list[parse.RawJob]:

@@ -19,11 +19,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shlex
+import socket
 import stat
 import subprocess
 import tempfile
 import weakref
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from yanflow_tui.backends.base import TerminalLogin
@@ -32,6 +34,7 @@ from yanflow_tui.backends.slurm.transport import (
     DEFAULT_TIMEOUT,
     KEEPALIVE_SECONDS,
     MAX_CHANNELS,
+    PRELUDE,
     SHELL,
     LineStream,
     LocalTransport,
@@ -260,6 +263,55 @@ class OpenSSHTransport(LocalTransport):
                     self._channels.release()
 
         return LineStream(stream, closer)
+
+    def interactive(self, script: str) -> Callable[[], int]:
+        """``ssh -t`` through the master, in the real terminal."""
+        argv = [*self.ssh, "-o", "ControlMaster=no", *self._control_options(), "-o", "BatchMode=yes"]
+        argv += [*self._target(), "-t", "--", self.target.host, "exec /bin/sh -c " + shlex.quote(PRELUDE + script)]
+
+        def run() -> int:
+            if not self._socket_exists():
+                raise self._no_master()
+            self.commands.append(tuple(argv))
+            return subprocess.call(argv)
+
+        return run
+
+    async def forward(self, host: str, port: int, local_port: int = 0) -> tuple[int, Callable[[], Awaitable[None]]]:
+        """``ssh -O forward -L`` on the master (``-O cancel`` stops it); a free port is picked here."""
+        await self._ready()
+        if not local_port:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                local_port = probe.getsockname()[1]
+        spec = f"127.0.0.1:{local_port}:{host}:{port}"
+        base = [*self.ssh, *self._control_options(), *self._target()]
+
+        async def control(op: str) -> None:
+            argv = (*base, "-O", op, "-L", spec, "--", self.target.host)
+            self.commands.append(argv)
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+            try:
+                _, err = await asyncio.wait_for(proc.communicate(), CHECK_TIMEOUT)
+            except TimeoutError:
+                _kill(proc)
+                raise BackendError(f"ssh {self.target.label}: -O {op} timed out") from None
+            if proc.returncode:
+                why = err.decode(errors="replace").strip() or f"exit status {proc.returncode}"
+                raise BackendError(f"ssh {self.target.label}: cannot {op} {spec}: {why}")
+
+        await control("forward")
+
+        async def close() -> None:
+            await control("cancel")
+
+        return local_port, close
 
     async def close(self) -> None:
         """Stop the commands still running; the master stays (see the module's docstring)."""

@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import getpass
 import logging
 import os
 import re
+import select
 import shlex
 import stat
+import subprocess
+import sys
+import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,8 @@ CONNECT_TIMEOUT = 15.0
 KEEPALIVE_SECONDS = 15
 MAX_BACKOFF = 30.0
 CHUNK = 65536  # bytes read at a time from a binary stream
+SFTP_CHUNK = 1 << 18
+PTY_POLL = 0.1
 SHELL = "exec /bin/sh -s"
 # Environment every command sees: epoch times in -o output.
 PRELUDE = "SLURM_TIME_FORMAT=%s; export SLURM_TIME_FORMAT\n"
@@ -175,6 +182,27 @@ class Transport(abc.ABC):
         """Seconds spent so far waiting on the user (a login prompt); deadlines leave them out."""
         return 0.0
 
+    # -- inside a job (``backends/slurm/inside.py``) ------------------------------------------------
+    async def read_bytes(self, path: str, offset: int) -> AsyncIterator[bytes]:
+        """The bytes of ``path`` from ``offset`` on, in chunks (here: ``tail -c +N`` as a stream)."""
+        self.history.append(("tail", "-c", f"+{offset + 1}", "--", path))
+        stream = await self._stream(f"exec tail -c +{offset + 1} -- {shlex.quote(path)} </dev/null\n", binary=True)
+        try:
+            async for chunk in stream:
+                yield chunk
+        finally:
+            await stream.aclose()
+
+    def interactive(self, script: str) -> Callable[[], int]:
+        """A blocking call that runs the /bin/sh ``script`` on the login node in the real terminal
+        (a TTY) and returns its exit status."""
+        raise BackendError(f"{self.description}: no interactive session")
+
+    async def forward(self, host: str, port: int, local_port: int = 0) -> tuple[int, Callable[[], Awaitable[None]]]:
+        """127.0.0.1:``local_port`` (0: a free one) reaching ``host:port`` as the login node sees it:
+        (the local port, a coroutine function that stops the forward)."""
+        raise BackendError(f"{self.description}: cannot forward ports")
+
     @abc.abstractmethod
     async def _exec(self, script: str) -> tuple[int, str, str]: ...
 
@@ -248,6 +276,57 @@ class LocalTransport(Transport):
                 await proc.wait()
 
         return LineStream(lines(), closer)
+
+    def interactive(self, script: str) -> Callable[[], int]:
+        env = self.env
+
+        def run() -> int:
+            return subprocess.call(["/bin/sh", "-c", PRELUDE + script], env=env)
+
+        return run
+
+    async def forward(self, host: str, port: int, local_port: int = 0) -> tuple[int, Callable[[], Awaitable[None]]]:
+        """The console runs on the login node: a relay on 127.0.0.1 that connects to ``host:port``."""
+        return await relay(host, port, local_port, self.timeout)
+
+
+async def relay(host: str, port: int, local_port: int, timeout: float) -> tuple[int, Callable[[], Awaitable[None]]]:
+    """A listener on 127.0.0.1 whose every connection is copied both ways to a new one to ``host:port``."""
+    tasks: set[asyncio.Future] = set()
+
+    async def copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(CHUNK):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.close()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            far_reader, far_writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        except (OSError, TimeoutError):
+            writer.close()
+            return
+        both = asyncio.gather(copy(reader, far_writer), copy(far_reader, writer))
+        task = asyncio.ensure_future(both)
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    try:
+        server = await asyncio.start_server(serve, "127.0.0.1", local_port)
+    except OSError as exc:
+        raise BackendError(f"cannot listen on 127.0.0.1:{local_port}: {exc.strerror or exc}") from None
+
+    async def close() -> None:
+        server.close()
+        for task in list(tasks):
+            task.cancel()
+        await server.wait_closed()
+
+    return server.sockets[0].getsockname()[1], close
 
 
 def _kill(proc) -> None:
@@ -363,6 +442,7 @@ class SshTransport(Transport):
         self._config: Any = None
         self._jump: SshTransport | None = None  # the ProxyJump host's connection, logged in as this one is
         self.connects = 0  # how many connections were made (tests watch reconnects)
+        self._sftp: tuple[Any, Any] | None = None  # (connection, its SFTP client), started on first use
 
     @property
     def description(self) -> str:
@@ -652,6 +732,64 @@ class SshTransport(Transport):
 
         return LineStream(lines(), closer)
 
+    async def read_bytes(self, path: str, offset: int) -> AsyncIterator[bytes]:
+        """Over SFTP on the same connection (one client per connection), reads from ``offset``."""
+        import asyncssh
+
+        self.history.append(("sftp", "get", f"+{offset}", "--", path))
+        conn = await self._connection()
+        try:
+            if self._sftp is None or self._sftp[0] is not conn:
+                self._sftp = (conn, await asyncio.wait_for(conn.start_sftp_client(), self.timeout))
+            sftp = self._sftp[1]
+            handle = await asyncio.wait_for(sftp.open(path, "rb"), self.timeout)
+            try:
+                while True:
+                    chunk = await asyncio.wait_for(handle.read(SFTP_CHUNK, offset), self.timeout)
+                    if not chunk:
+                        return
+                    offset += len(chunk)
+                    yield chunk
+            finally:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(handle.close(), 3)
+        except asyncssh.SFTPError as exc:
+            raise BackendError(f"ssh {self.target.label}: sftp {path}: {exc.reason}") from None
+        except asyncssh.ChannelOpenError as exc:  # e.g. no sftp subsystem on the login node
+            raise BackendError(f"ssh {self.target.label}: no SFTP session ({_reason(exc)})") from None
+        except (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError) as exc:
+            self._drop(conn)
+            raise BackendError(f"ssh {self.target.label}: connection lost ({_reason(exc)})") from None
+
+    def interactive(self, script: str) -> Callable[[], int]:
+        """A pty session bridged to the real terminal. The console's own connection lives on its event
+        loop, which waits while the terminal is handed over, so the session logs in afresh (keys and
+        agent; no prompts) on a loop of its own in a thread; the terminal is bridged here."""
+        target, timeout = self.target, self.timeout
+
+        def run() -> int:
+            return _pty_session(target, timeout, "exec /bin/sh -c " + shlex.quote(PRELUDE + script))
+
+        return run
+
+    async def forward(self, host: str, port: int, local_port: int = 0) -> tuple[int, Callable[[], Awaitable[None]]]:
+        import asyncssh
+
+        conn = await self._connection()
+        try:
+            listener = await asyncio.wait_for(
+                conn.forward_local_port("127.0.0.1", local_port, host, port), self.timeout
+            )
+        except (asyncssh.Error, OSError) as exc:
+            raise BackendError(f"ssh {self.target.label}: cannot forward to {host}:{port} ({_reason(exc)})") from None
+
+        async def close() -> None:
+            listener.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(listener.wait_closed(), 3)
+
+        return listener.get_port(), close
+
     async def close(self) -> None:
         if self._connecting is not None:
             self._connecting.cancel()
@@ -691,3 +829,69 @@ def _retrieve(task: asyncio.Task) -> None:
 
 def _reason(exc: BaseException) -> str:
     return str(getattr(exc, "reason", "") or exc or type(exc).__name__)
+
+
+def _pty_session(target: SshTarget, timeout: float, command: str) -> int:
+    """Run ``command`` in a pty on a fresh connection to ``target`` (its own loop, in a thread), this
+    thread bridging the terminal to it: raw keys in, output out, the window size at the start and on
+    each resize. Its exit status."""
+    from yanflow_tui.backends.rawterm import raw_terminal, window_size
+
+    fd_in, fd_out = sys.stdin.fileno(), sys.stdout.fileno()
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    done = threading.Event()
+    state: dict[str, Any] = {}
+
+    async def session() -> int:
+        transport = SshTransport(target, timeout)
+        try:
+            conn = await transport._connection()
+            cols, rows = window_size(fd_out)
+            proc = await conn.create_process(
+                command, term_type=os.environ.get("TERM", "xterm"), term_size=(cols, rows), encoding=None
+            )
+            state["proc"] = proc
+            started.set()
+            while chunk := await proc.stdout.read(CHUNK):
+                os.write(fd_out, chunk)
+            await proc.wait(check=False)
+            return proc.exit_status if proc.exit_status is not None else 255
+        finally:
+            await transport.close()
+
+    def worker() -> None:
+        try:
+            state["code"] = loop.run_until_complete(session())
+        except BaseException as exc:
+            state["error"] = exc
+        finally:
+            started.set()
+            done.set()
+            loop.close()
+
+    thread = threading.Thread(target=worker, name=f"ssh-pty-{target.label}", daemon=True)
+    with raw_terminal(fd_in) as resized:
+        thread.start()
+        started.wait()
+        proc = state.get("proc")
+        while proc is not None and not done.is_set():
+            if resized.is_set():
+                resized.clear()
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(proc.change_terminal_size, *window_size(fd_out))
+            ready, _, _ = select.select([fd_in], [], [], PTY_POLL)
+            if fd_in in ready and not done.is_set():
+                data = os.read(fd_in, 4096)
+                with contextlib.suppress(RuntimeError):  # the loop closed: the session ended meanwhile
+                    if data:
+                        loop.call_soon_threadsafe(proc.stdin.write, data)
+                    else:
+                        loop.call_soon_threadsafe(proc.stdin.write_eof)
+                if not data:
+                    break
+        thread.join()
+    if "error" in state:
+        exc = state["error"]
+        raise exc if isinstance(exc, BackendError) else BackendError(f"ssh {target.label}: {_reason(exc)}")
+    return int(state.get("code", 255))

@@ -1,0 +1,126 @@
+"""Inside a real local job: its workdir listed; a file copied with progress into ``.NAME.part``, an
+interrupted copy resumed from what it left, byte-identical (sha256); a folder copied whole; the shell
+(its workdir, the job's own environment) in a real terminal; a port that is already local said so;
+read-only refusing the shell before anything runs while files stay readable."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import sys
+from dataclasses import replace
+
+import pytest
+from terminal import Terminal
+from waiting import async_wait_until
+
+from yanflow_tui.backends.local import inside
+from yanflow_tui.backends.local.backend import LocalBackend
+from yanflow_tui.config import ClusterConfig
+from yanflow_tui.errors import BackendError, ReadOnlyError
+from yanflow_tui.model import JobKind, JobSpec
+
+
+@pytest.fixture(autouse=True)
+def nvml(fake_nvml):
+    return fake_nvml
+
+
+async def started(backend, tmp_path, command="sleep 60") -> str:
+    job_id = await backend.submit(
+        JobSpec("inside", JobKind.SINGLE, command, workdir=str(tmp_path), env={"YF_MARK": "in-the-job"})
+    )
+
+    async def running():
+        return (await backend.get_job(job_id)).state.value == "running"
+
+    await async_wait_until(running, what="the job running")
+    return job_id
+
+
+async def test_files_download_resume_and_folders(home, tmp_path):
+    work = tmp_path / "work"
+    (work / "out" / "deep").mkdir(parents=True)
+    data = os.urandom(3 << 20)
+    (work / "out" / "w.bin").write_bytes(data)
+    (work / "out" / "deep" / "a.txt").write_text("a")
+    backend = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")
+    try:
+        job_id = await started(backend, work)
+        listing = await backend.list_files(job_id)
+        assert listing.path == str(work) and [f.name for f in listing.files] == ["out"]
+        inner = await backend.list_files(job_id, "out")
+        assert [(f.name, f.size) for f in inner.files] == [("deep", 0), ("w.bin", len(data))]
+        target = tmp_path / "dl" / "w.bin"
+        target.parent.mkdir()
+        inside.partial_path(target).write_bytes(data[:1000])  # what an interrupted copy left
+        seen = []
+        got = await backend.download(job_id, "out/w.bin", target, lambda d, t: seen.append((d, t)))
+        assert got.resumed_from == 1000 and got.checked == "size and sha256"
+        assert hashlib.sha256(target.read_bytes()).digest() == hashlib.sha256(data).digest()
+        assert seen[-1] == (len(data), len(data)) and not inside.partial_path(target).exists()
+        with pytest.raises(BackendError, match="exists"):
+            await backend.download(job_id, "out/w.bin", target)
+        folder = await backend.download(job_id, "out", tmp_path / "dl" / "out")
+        assert folder.size == len(data) + 1 and (tmp_path / "dl" / "out" / "deep" / "a.txt").read_text() == "a"
+        forward = await backend.forward(job_id, 8080)
+        assert forward.address == "127.0.0.1:8080" and "not forwarded" in forward.what
+        with pytest.raises(BackendError, match="already"):
+            await backend.forward(job_id, 8080, local_port=9000)
+        await backend.cancel(job_id)
+    finally:
+        await backend.close()
+
+
+async def test_read_only_refuses_the_shell_but_lists_and_downloads(home, tmp_path):
+    (tmp_path / "r.txt").write_text("r")
+    writer = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")
+    reader = LocalBackend(replace(ClusterConfig("local", "local"), read_only=True), state_dir=tmp_path / "state")
+    try:
+        job_id = await started(writer, tmp_path)
+        with pytest.raises(ReadOnlyError):
+            await reader.shell(job_id)
+        assert "r.txt" in [f.name for f in (await reader.list_files(job_id)).files]
+        assert (await reader.download(job_id, "r.txt", tmp_path / "c.txt")).path.read_text() == "r"
+    finally:
+        await writer.cancel(job_id)
+        await writer.close()
+        await reader.close()
+
+
+def test_the_shell_cli_opens_the_users_shell_in_the_jobs_workdir_with_its_environment(home, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    config = tmp_path / "config.yaml"
+    config.write_text("clusters:\n  - name: here\n    kind: local\n")
+
+    async def start():
+        backend = LocalBackend(ClusterConfig("here", "local"))
+        try:
+            return await started(backend, work)
+        finally:
+            await backend.close()
+
+    job_id = asyncio.run(start())
+    argv = [sys.executable, "-m", "yanflow_tui", "--config", str(config), "shell", job_id]
+    term = Terminal(argv, home, 100, 30, env={"SHELL": "/bin/sh"})
+    try:
+        term.wait_text(rf"shell in job {job_id}", timeout=30)
+        term.press('echo "m""ark=$YF_MARK:$YANFLOW_JOB_ID:$(pwd)"', "enter")
+        found = term.wait(lambda text: re.search(r"mark=(\S+):(\d+):(\S+)", text), "the job's env echoed", timeout=20)
+        assert found.groups() == ("in-the-job", job_id, str(work))
+        term.press("exit", "enter")
+        assert term.exit_code(timeout=20) == 0
+    finally:
+        term.close()
+        asyncio.run(stop(job_id))
+
+
+async def stop(job_id: str) -> None:
+    backend = LocalBackend(ClusterConfig("here", "local"))
+    try:
+        await backend.cancel(job_id)
+    finally:
+        await backend.close()
