@@ -38,7 +38,7 @@ from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
-from yanflow_tui import applog, keyfiles, termlogin
+from yanflow_tui import applog, keyfiles, snapcache, termlogin
 from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
@@ -115,11 +115,15 @@ class YanflowApp(SerialKeys):
 
     clock = staticmethod(time.time)  # tests pin it for deterministic snapshots
 
-    def __init__(self, config: Config, hub: Hub | None = None) -> None:
+    def __init__(self, config: Config, hub: Hub | None = None, snapshot_file: Path | None = None) -> None:
         super().__init__()
         check_names(config, self.available_themes, binding_ids())  # a typo is a located error, not ignored
         self.config = config
         self.hub = hub or Hub(config)
+        # Where the last run's snapshot is kept (``snapcache``): shown marked cached until each cluster's
+        # first refresh, written again at exit. None (tests): nothing read or kept.
+        self.snapshot_file = snapshot_file
+        self._cache_note = snapcache.restore(self.hub, snapshot_file) if snapshot_file is not None else ""
         self.read_only = config.read_only or all(c.read_only for c in config.clusters)
         self._wake: dict[str, asyncio.Event] = {}
         # Every refresh's snapshot, to the screens on show (``LiveScreen`` subscribes on mount).
@@ -154,6 +158,8 @@ class YanflowApp(SerialKeys):
                 exit_on_error=False,
             )
         self.set_interval(1.0, self._tick)
+        if self._cache_note:
+            self.notify(self._cache_note, severity="warning")
         loop = asyncio.get_running_loop()
         for sig in keyfiles.EXIT_SIGNALS:
             try:
@@ -179,6 +185,8 @@ class YanflowApp(SerialKeys):
             self._set_mouse_reporting(False)  # turned on here: Textual only turns off what it turned on
         await self.forwards.close_all()
         await self.tensorboards.stop_all()
+        if self.snapshot_file is not None:
+            await asyncio.to_thread(snapcache.keep, self.hub, self.snapshot_file, time.time())
         await self.hub.close()
 
     async def _refresh_loop(self, name: str) -> None:
