@@ -51,10 +51,8 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.clusters import ClustersScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen, HelpScreen, PromptScreen
-from yanflow_tui.screens.logs.screen import LogsScreen
 from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import QueueScreen
-from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.tensorboards import TensorBoards
 
@@ -70,8 +68,12 @@ DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
 
 def binding_ids() -> set[str]:
     """The registry a ``keymap:`` is checked against: the id of every binding of the app, its
-    screens, dialogs and widgets (each class of this package that is loaded; the app imports all)."""
+    screens, dialogs and widgets (each class of this package that is loaded: the app imports all but
+    the screens made on demand, imported here)."""
     from textual.dom import DOMNode
+
+    import yanflow_tui.screens.logs.screen
+    import yanflow_tui.screens.submit.screen  # noqa: F401 - loaded: their classes' bindings count
 
     ids: set[str] = set()
     todo = [DOMNode]
@@ -83,14 +85,28 @@ def binding_ids() -> set[str]:
     return ids
 
 
+def _submit_screen() -> Screen:
+    """The Submit screen, imported when first shown (not needed for the first paint)."""
+    from yanflow_tui.screens.submit.screen import SubmitScreen
+
+    return SubmitScreen()
+
+
+def _logs_screen() -> Screen:
+    """The Logs screen, imported when first shown."""
+    from yanflow_tui.screens.logs.screen import LogsScreen
+
+    return LogsScreen()
+
+
 class YanflowApp(SerialKeys):
     TITLE = "YanFlow"
     CSS_PATH = [HERE / "app.tcss"]
     MODES = {
         "queue": QueueScreen,
         "nodes": NodesScreen,
-        "submit": SubmitScreen,
-        "logs": LogsScreen,
+        "submit": _submit_screen,
+        "logs": _logs_screen,
         "clusters": ClustersScreen,
     }
     DEFAULT_MODE = "queue"
@@ -117,7 +133,8 @@ class YanflowApp(SerialKeys):
 
     def __init__(self, config: Config, hub: Hub | None = None, snapshot_file: Path | None = None) -> None:
         super().__init__()
-        check_names(config, self.available_themes, binding_ids())  # a typo is a located error, not ignored
+        # a typo is a located error, not ignored (the ids are gathered only when there is a keymap to check)
+        check_names(config, self.available_themes, binding_ids() if config.keymap else ())
         self.config = config
         self.hub = hub or Hub(config)
         # Where the last run's snapshot is kept (``snapcache``): shown marked cached until each cluster's
@@ -482,6 +499,8 @@ class YanflowApp(SerialKeys):
 
     def open_logs(self, job: Job) -> None:
         """Show the Logs screen following ``job``."""
+        from yanflow_tui.screens.logs.screen import LogsScreen
+
         self.switch_mode("logs")  # nothing when it is on already
         logs = self.screen_stack[0]
         if isinstance(logs, LogsScreen):
