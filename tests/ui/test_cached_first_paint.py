@@ -18,6 +18,7 @@ from yanflow_tui.errors import BackendError
 from yanflow_tui.hub import ClusterSnapshot, Health, Hub
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.queue import JobTable
+from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 
 CLUSTER = ClusterConfig("hpc", "fake", refresh_seconds=60)
 
@@ -99,6 +100,10 @@ async def test_a_corrupt_cache_is_ignored_with_a_note(fake_backend, tmp_path):
     path = tmp_path / "snapshot.json"
     path.write_text("{broken")
     app = app_over(path)
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, *args, **kwargs: (notes.append(message), notify(message, *args, **kwargs))[1]
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="the fresh jobs")
-        assert any("cached snapshot ignored" in n.message for n in app._notifications)
+        assert [n for n in notes if n.startswith("cached snapshot ignored: not JSON")] and "\n" not in notes[0]
+        assert "cached" not in app.query_one(ClusterBar).render().plain
