@@ -38,7 +38,7 @@ from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
-from yanflow_tui import applog, keyfiles, termlogin
+from yanflow_tui import applog, keyfiles, snapcache, termlogin
 from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
@@ -51,10 +51,8 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.clusters import ClustersScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen, HelpScreen, PromptScreen
-from yanflow_tui.screens.logs.screen import LogsScreen
 from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import QueueScreen
-from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.tensorboards import TensorBoards
 
@@ -70,8 +68,12 @@ DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
 
 def binding_ids() -> set[str]:
     """The registry a ``keymap:`` is checked against: the id of every binding of the app, its
-    screens, dialogs and widgets (each class of this package that is loaded; the app imports all)."""
+    screens, dialogs and widgets (each class of this package that is loaded: the app imports all but
+    the screens made on demand, imported here)."""
     from textual.dom import DOMNode
+
+    import yanflow_tui.screens.logs.screen
+    import yanflow_tui.screens.submit.screen  # noqa: F401 - loaded: their classes' bindings count
 
     ids: set[str] = set()
     todo = [DOMNode]
@@ -83,14 +85,28 @@ def binding_ids() -> set[str]:
     return ids
 
 
+def _submit_screen() -> Screen:
+    """The Submit screen, imported when first shown (not needed for the first paint)."""
+    from yanflow_tui.screens.submit.screen import SubmitScreen
+
+    return SubmitScreen()
+
+
+def _logs_screen() -> Screen:
+    """The Logs screen, imported when first shown."""
+    from yanflow_tui.screens.logs.screen import LogsScreen
+
+    return LogsScreen()
+
+
 class YanflowApp(SerialKeys):
     TITLE = "YanFlow"
     CSS_PATH = [HERE / "app.tcss"]
     MODES = {
         "queue": QueueScreen,
         "nodes": NodesScreen,
-        "submit": SubmitScreen,
-        "logs": LogsScreen,
+        "submit": _submit_screen,
+        "logs": _logs_screen,
         "clusters": ClustersScreen,
     }
     DEFAULT_MODE = "queue"
@@ -115,11 +131,16 @@ class YanflowApp(SerialKeys):
 
     clock = staticmethod(time.time)  # tests pin it for deterministic snapshots
 
-    def __init__(self, config: Config, hub: Hub | None = None) -> None:
+    def __init__(self, config: Config, hub: Hub | None = None, snapshot_file: Path | None = None) -> None:
         super().__init__()
-        check_names(config, self.available_themes, binding_ids())  # a typo is a located error, not ignored
+        # a typo is a located error, not ignored (the ids are gathered only when there is a keymap to check)
+        check_names(config, self.available_themes, binding_ids() if config.keymap else ())
         self.config = config
         self.hub = hub or Hub(config)
+        # Where the last run's snapshot is kept (``snapcache``): shown marked cached until each cluster's
+        # first refresh, written again at exit. None (tests): nothing read or kept.
+        self.snapshot_file = snapshot_file
+        self._cache_note = snapcache.restore(self.hub, snapshot_file) if snapshot_file is not None else ""
         self.read_only = config.read_only or all(c.read_only for c in config.clusters)
         self._wake: dict[str, asyncio.Event] = {}
         # Every refresh's snapshot, to the screens on show (``LiveScreen`` subscribes on mount).
@@ -154,6 +175,8 @@ class YanflowApp(SerialKeys):
                 exit_on_error=False,
             )
         self.set_interval(1.0, self._tick)
+        if self._cache_note:
+            self.notify(self._cache_note, severity="warning")
         loop = asyncio.get_running_loop()
         for sig in keyfiles.EXIT_SIGNALS:
             try:
@@ -179,6 +202,8 @@ class YanflowApp(SerialKeys):
             self._set_mouse_reporting(False)  # turned on here: Textual only turns off what it turned on
         await self.forwards.close_all()
         await self.tensorboards.stop_all()
+        if self.snapshot_file is not None:
+            await asyncio.to_thread(snapcache.keep, self.hub, self.snapshot_file, time.time())
         await self.hub.close()
 
     async def _refresh_loop(self, name: str) -> None:
@@ -474,6 +499,8 @@ class YanflowApp(SerialKeys):
 
     def open_logs(self, job: Job) -> None:
         """Show the Logs screen following ``job``."""
+        from yanflow_tui.screens.logs.screen import LogsScreen
+
         self.switch_mode("logs")  # nothing when it is on already
         logs = self.screen_stack[0]
         if isinstance(logs, LogsScreen):

@@ -239,10 +239,11 @@ def _config(args):
 
 
 def _run_app(config) -> int:
+    from yanflow_tui import snapcache
     from yanflow_tui.app import YanflowApp
     from yanflow_tui.termlogin import log_in_first
 
-    app = YanflowApp(config)
+    app = YanflowApp(config, snapshot_file=snapcache.default_path())
     log_in_first(app.hub)  # a cluster that logs in in the terminal does it now, before the console
     app.run(mouse=config.mouse)
     return app.return_code or 0

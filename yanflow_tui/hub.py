@@ -54,6 +54,7 @@ class ClusterSnapshot:
     detail: str = ""  # the whole error (every line, with its fix) or the backend's notice, for the Clusters screen
     login_asks: bool = False  # the login asks its own questions (AuthRequired.asks): ``l`` retries it
     terminal_login: bool = False  # set while the cluster waits for its login in the real terminal (LoginInTerminal)
+    cached: bool = False  # the data is the last run's (``snapcache``), shown until the first good refresh
 
     @property
     def needs_login(self) -> bool:
@@ -176,6 +177,7 @@ class Hub:
                 detail=notice,
                 login_asks=False,
                 terminal_login=False,
+                cached=False,
             )
         finally:
             if reading is not None and not reading.done():

@@ -15,10 +15,13 @@ LOGIN_NEEDED = "login needed"
 
 def short_state(snap: ClusterSnapshot, now: float) -> str:
     """A few words, never the error itself: ``connecting``, ``login needed``, ``error``, ``stale 2m``,
-    or the age of the data (``4s``) when healthy."""
+    ``cached 5m`` (the last run's data, until the first good refresh), or the age of the data (``4s``)
+    when healthy."""
     if snap.needs_login:
         return LOGIN_NEEDED
     age = snap.age(now)
+    if snap.cached and age is not None:
+        return f"cached {duration(age)}"
     if snap.health is Health.OK:
         return duration(age) if age is not None else "ok"
     if snap.health is Health.STALE and age is not None:

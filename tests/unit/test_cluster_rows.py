@@ -20,6 +20,15 @@ def test_short_states_never_carry_the_error_text():
     assert short_state(snap(health=Health.ERROR, login_user="alice", message="log in"), NOW) == "login needed"
 
 
+def test_a_cached_snapshot_says_cached_with_its_age_never_a_fresh_age():
+    assert short_state(snap(cached=True, updated=NOW - 300), NOW) == "cached 5m"
+    assert short_state(snap(cached=True, health=Health.STALE, updated=NOW - 300), NOW) == "cached 5m"
+    assert short_state(snap(cached=True, health=Health.OK, updated=NOW - 300), NOW) == "cached 5m"
+    assert short_state(snap(cached=True, updated=NOW - 300, login_user="alice"), NOW) == "login needed"
+    row = cluster_row(snap(cached=True, updated=NOW - 300), NOW)
+    assert row.health == "cached 5m" and row.last_good == "5m ago" and row.error
+
+
 def test_a_row_carries_the_whole_error_and_what_to_do():
     long = "ssh x: host key not trusted\nIf it is the login node's key, add this line to kh:\n[h]:22 ssh-ed25519 AAAA"
     row = cluster_row(snap(health=Health.ERROR, message="ssh x: host key not trusted", detail=long), NOW, "root")

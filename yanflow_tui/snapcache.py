@@ -1,0 +1,190 @@
+"""The last known state of each cluster, kept between runs so that the console paints at once.
+
+At exit the app writes every cluster's last good snapshot (its jobs, nodes, health and when it was
+taken) to one private JSON file (mode 0600, atomic, in the state dir); at start it reads it back and
+the hub shows it marked ``cached`` until that cluster's first refresh replaces it. The file holds only
+what the screens showed (what a read-only user of the cluster sees), never the config: no token,
+password, key or option. A file that is corrupt, or from another format or yanflow version, is
+ignored with a one-line note. No Textual here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from yanflow_tui import __version__
+from yanflow_tui.hub import ClusterSnapshot, Health, Hub
+from yanflow_tui.locations import CLOEXEC, NOFOLLOW, private_file, state_dir
+from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+FILE_NAME = "snapshot.json"
+MAX_BYTES = 512 * 1024 * 1024  # a bigger file is not ours: ignored
+
+
+def default_path() -> Path:
+    return state_dir() / FILE_NAME
+
+
+@dataclass(frozen=True)
+class Cached:
+    """One cluster's state as read back from the file."""
+
+    kind: str
+    health: str
+    updated: float
+    jobs: tuple[Job, ...]
+    nodes: tuple[Node, ...]
+
+
+# -- writing -----------------------------------------------------------------------------------------
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, (JobState, JobKind, GpuState, Health)):
+        return value.value
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, (Gpu, Node, Job)):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    return value
+
+
+def encode(snapshots: Iterable[ClusterSnapshot], saved: float) -> bytes:
+    """The file's bytes: each cluster that has had a good refresh (a cached one keeps its own age)."""
+    clusters = {
+        snap.name: {
+            "kind": snap.kind,
+            "health": snap.health.value,
+            "updated": snap.updated,
+            "jobs": [_plain(job) for job in snap.jobs],
+            "nodes": [_plain(node) for node in snap.nodes],
+        }
+        for snap in snapshots
+        if snap.updated is not None
+    }
+    doc = {"format": FORMAT, "yanflow": __version__, "saved": saved, "clusters": clusters}
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def save(path: Path, snapshots: Iterable[ClusterSnapshot], saved: float) -> None:
+    """Write the file atomically, mode 0600 (``locations.private_file``)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_file(path, encode(snapshots, saved))
+
+
+# -- reading -----------------------------------------------------------------------------------------
+def _when(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _gpu(d: dict) -> Gpu:
+    return Gpu(**{**d, "state": GpuState(d["state"])})
+
+
+def _node(d: dict) -> Node:
+    return Node(
+        **{**d, "partitions": tuple(d["partitions"]), "gpus": tuple(_gpu(g) for g in d["gpus"])},
+    )
+
+
+def _job(d: dict) -> Job:
+    return Job(
+        **{
+            **d,
+            "state": JobState(d["state"]),
+            "kind": JobKind(d["kind"]),
+            "nodes": tuple(d["nodes"]),
+            "gpu_indices": tuple(d["gpu_indices"]),
+            "details": tuple((str(k), str(v)) for k, v in d["details"]),
+            "submit_time": _when(d["submit_time"]),
+            "start_time": _when(d["start_time"]),
+            "end_time": _when(d["end_time"]),
+        }
+    )
+
+
+def decode(data: bytes) -> dict[str, Cached]:
+    """The clusters in the file; raises ``ValueError`` when it is corrupt or not this version's."""
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise ValueError("not a snapshot file")
+    if doc.get("format") != FORMAT or doc.get("yanflow") != __version__:
+        raise ValueError(f"written by yanflow {doc.get('yanflow')!s} (format {doc.get('format')!s})")
+    try:
+        return {
+            str(name): Cached(
+                kind=str(c["kind"]),
+                health=str(c["health"]),
+                updated=float(c["updated"]),
+                jobs=tuple(_job(j) for j in c["jobs"]),
+                nodes=tuple(_node(n) for n in c["nodes"]),
+            )
+            for name, c in doc["clusters"].items()
+        }
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"corrupt ({type(exc).__name__}: {exc})") from None
+
+
+def load(path: Path) -> tuple[dict[str, Cached], str]:
+    """The file's clusters and a one-line note ("" when all is well or there is no file yet).
+    Never raises: a file that cannot be used is ignored and the note says why."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | CLOEXEC)
+    except FileNotFoundError:
+        return {}, ""
+    except OSError as exc:
+        return {}, f"cached snapshot ignored: {exc.strerror or exc}"
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        return {}, f"cached snapshot ignored: {exc.strerror or exc}"
+    if len(data) > MAX_BYTES:
+        return {}, "cached snapshot ignored: too big"
+    try:
+        return decode(data), ""
+    except ValueError as exc:
+        return {}, f"cached snapshot ignored: {exc}"
+
+
+def seed(hub: Hub, cached: dict[str, Cached]) -> list[str]:
+    """Show each configured cluster's cached state (same name and kind) marked ``cached`` until its
+    first refresh; a cluster no longer in the config is not shown. Returns the names seeded."""
+    seeded = []
+    for name, entry in cached.items():
+        snap = hub.snapshots.get(name)
+        if snap is None or snap.kind != entry.kind or snap.updated is not None:
+            continue
+        hub.snapshots[name] = replace(snap, updated=entry.updated, jobs=entry.jobs, nodes=entry.nodes, cached=True)
+        seeded.append(name)
+    return seeded
+
+
+def restore(hub: Hub, path: Path) -> str:
+    """Read ``path`` into ``hub``; the one-line note to show ("" when none)."""
+    cached, note = load(path)
+    if note:
+        log.warning("%s (%s)", note, path)
+    seed(hub, cached)
+    return note
+
+
+def keep(hub: Hub, path: Path, now: float) -> None:
+    """Write each cluster's last good state to ``path``; a failure is logged, never raised."""
+    try:
+        save(path, hub.snapshots.values(), now)
+    except (OSError, TypeError, ValueError) as exc:
+        log.warning("could not keep the snapshot in %s: %s", path, exc)
