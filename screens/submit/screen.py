@@ -72,7 +72,7 @@ class SubmitScreen(DataScreen):
         Binding("ctrl+l", "templates", "Templates", id="pick-template"),
         Binding("ctrl+b", "save_template", "Save template", id="save-template"),
         Binding("ctrl+r", "reset", "Reset form", id="reset-form"),
-        Binding(EDITOR_KEYS["submit-open-editor"], "open_editor", "Edit in $EDITOR", id="submit-open-editor"),
+        Binding(EDITOR_KEYS["submit-open-editor"], "open_editor", "Edit", id="submit-open-editor"),
         Binding("escape", "leave_field", "Leave field", id="leave-field"),
     ]
 
@@ -531,7 +531,7 @@ class SubmitScreen(DataScreen):
         own = own and await asyncio.to_thread(Path(source).is_file)
         if own:
             path = source
-        elif scratch and await asyncio.to_thread(Path(scratch).is_file):
+        elif bool(scratch) and await asyncio.to_thread(Path(scratch).is_file):
             path = scratch  # the spec edited last time, which did not load: its text as the user left it
         else:
             path = self._scratch = await asyncio.to_thread(_spec_file, templates.template_text(self.form_data()[0]))
