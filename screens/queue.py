@@ -669,7 +669,7 @@ class QueueScreen(DataScreen):
             except Exception as exc:
                 self.app.report_error(f"{verb.label}: not offered", error_text(exc))
                 return
-            self.app.open_in_submit(str(path), values)
+            self.app.open_in_submit(str(path), values, job.cluster)
             return
         try:
             defaults = await self.app.hub.call(backend.verb_defaults(job.id, verb.verb, dict(verb.args)))

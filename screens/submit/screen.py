@@ -97,7 +97,7 @@ class SubmitScreen(DataScreen):
         self.unknown_submit: tuple[str, JobSpec, str] | None = None
         self._form: SpecForm | None = None
         self._verdict: Verdict | None = None  # the capacity verdict on the valid form, with node data
-        self._pending_load: tuple[str, dict[str, str]] | None = None  # ``load_file`` before the screen mounted
+        self._pending_load: tuple[str, dict[str, str], str] | None = None  # ``load_file`` before the screen mounted
         self._scratch = ""  # the form as a spec in a temporary file for $EDITOR, kept while it does not load
 
     # -- clusters and kinds ---------------------------------------------------------------------------
@@ -217,18 +217,19 @@ class SubmitScreen(DataScreen):
         self._drafts.start()  # a file asked for before the screen was shown replaces the draft
         self._show_file(*pending)
 
-    def load_file(self, path: str, values: dict[str, str] | None = None) -> None:
+    def load_file(self, path: str, values: dict[str, str] | None = None, cluster: str = "") -> None:
         """Load the job file ``path`` into the form as Load does, then set ``values`` (form texts by
-        field key, e.g. a larger time limit) over what it says: they are sent as changes."""
+        field key, e.g. a larger time limit) over what it says: they are sent as changes. ``cluster``:
+        the one to send it to (where it takes the file), e.g. the cluster the job came from."""
         if self.is_mounted:
-            self._show_file(path, values or {})
+            self._show_file(path, values or {}, cluster)
         else:
-            self._pending_load = (path, values or {})
+            self._pending_load = (path, values or {}, cluster)
 
-    def _show_file(self, path: str, values: dict[str, str]) -> None:
+    def _show_file(self, path: str, values: dict[str, str], cluster: str) -> None:
         self.query_one("#spec-path", Input).value = path
         self.focus_main()
-        self._start_load(path, values)
+        self._start_load(path, values, cluster)
 
     # -- the form -> a spec ---------------------------------------------------------------------------
     def form_data(self) -> tuple[dict[str, Any], dict[str, list[str]]]:
@@ -491,14 +492,14 @@ class SubmitScreen(DataScreen):
         self.focus_main()
         self._start_load(path)
 
-    def _start_load(self, path: str, values: dict[str, str] | None = None) -> Worker[None]:
+    def _start_load(self, path: str, values: dict[str, str] | None = None, cluster: str = "") -> Worker[None]:
         self._loading = path  # Submit is off until this load ends, whichever way
         self._loads += 1
         self._show_state()
-        return self._load(path, self._loads, values)
+        return self._load(path, self._loads, values, cluster)
 
     @work(exclusive=True, group="load-spec", exit_on_error=False)
-    async def _load(self, path: str, token: int, values: dict[str, str] | None = None) -> None:
+    async def _load(self, path: str, token: int, values: dict[str, str] | None = None, cluster: str = "") -> None:
         """Load ``path`` into the form. A file that cannot be read, or is not a mapping, changes
         nothing in the form: its error is listed, and Submit stays off while the box names it."""
         try:
@@ -509,7 +510,7 @@ class SubmitScreen(DataScreen):
             problems = bool(read.problems)
             self._loaded_box = path
             self._native = read.native
-            await self._fill(read.data, read.file, values)  # the fields show what the file says (values over it)
+            await self._fill(read.data, read.file, values, cluster=cluster)  # what the file says, values over it
         finally:
             if token == self._loads:  # not a load that a newer one replaced
                 self._loading = ""
