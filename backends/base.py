@@ -117,6 +117,9 @@ class Capabilities:
     # ``tensorboard``: a TensorBoard the cluster starts for a job (a task it creates: behind the gate). Without
     # it, the console runs one itself over the job's event files (see ``yanflow_tui.tensorboards``).
     tensorboard: bool = False
+    # ``job_file(job_id, args)``: a job as a job file of its own kind to load into the Submit form (e.g. an
+    # sbatch script with the job's options), with the form values to set (resubmit's larger time or memory).
+    job_files: bool = False
 
 
 # The arguments each verb with arguments takes, for the CLI and the console's dialogs to ask for
@@ -148,6 +151,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "shell": ("_shell",),
     "forward": ("forward",),
     "tensorboard": ("_tensorboard",),
+    "job_files": ("job_file",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -521,6 +525,13 @@ class Backend(abc.ABC):
         gated); ``{}`` where the backend suggests nothing (the console then asks only to confirm)."""
         self.check_id(job_id)
         return {}
+
+    async def job_file(self, job_id: str, args: Mapping[str, str]) -> tuple[str, str, dict[str, str]]:
+        """``capabilities.job_files``: the job as a job file to submit again from the form, for
+        ``resubmit`` with ``args`` (``VERB_ARGS``): (a file name to suggest, the file's text, form values
+        by field key that differ from the file, e.g. the doubled time limit after a TIMEOUT). A read (not
+        gated: the form's Submit is)."""
+        raise BackendError(f"cluster {self.name!r} cannot give a job back as a job file")
 
     def check_args(self, action: str, args: Mapping[str, str]) -> None:
         """Raise ``BackendError`` unless ``args`` suit ``action`` (the names ``VERB_ARGS`` gives it, the

@@ -9,6 +9,7 @@ marks rows: cancel and every verb then act on the marked jobs, after one confirm
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from operator import attrgetter
@@ -25,7 +26,7 @@ from textual.widgets import Input, Static
 from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
 from yanflow_tui.hub import Health, error_text
 from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
-from yanflow_tui.locations import default_config_path, display_path
+from yanflow_tui.locations import default_config_path, display_path, job_file_path, private_file
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
@@ -656,8 +657,20 @@ class QueueScreen(DataScreen):
 
     @work(group="verb-defaults", exclusive=True, exit_on_error=False)
     async def _prefill(self, verb: JobVerb, job: Job) -> None:
-        """Ask the backend what to offer (e.g. the doubled time limit), then the prefilled prompts."""
+        """A backend that gives the job back as a job file (``capabilities.job_files``): the Submit form
+        with that file loaded and the larger values set, to review and submit. Else ask it what to offer
+        (e.g. the doubled time limit), then the prefilled prompts."""
         backend = self.app.hub.backend(job.cluster)
+        if backend.capabilities.job_files:  # the job back in the Submit form, the larger values set there
+            try:
+                name, text, values = await self.app.hub.call(backend.job_file(job.id, dict(verb.args)))
+                path = job_file_path(f"{job.cluster}-{name}")
+                await asyncio.to_thread(private_file, path, text)
+            except Exception as exc:
+                self.app.report_error(f"{verb.label}: not offered", error_text(exc))
+                return
+            self.app.open_in_submit(str(path), values, job.cluster)
+            return
         try:
             defaults = await self.app.hub.call(backend.verb_defaults(job.id, verb.verb, dict(verb.args)))
         except Exception as exc:

@@ -439,6 +439,14 @@ class YanflowApp(SerialKeys):
             self.switch_mode(mode)
             self._close_pushed()
 
+    def open_in_submit(self, path: str, values: dict[str, str], cluster: str = "") -> None:
+        """The Submit form with the job file ``path`` loaded, ``values`` (form texts by field key) set
+        over what the file says, for ``cluster``: e.g. a job given back by its cluster with a larger time limit."""
+        self.action_show("submit")
+        screen = self.screen
+        if isinstance(screen, SubmitScreen):
+            screen.load_file(path, values, cluster)
+
     async def action_back(self) -> None:
         """Escape with nothing left to leave on this screen: close a pushed screen, or go to the Queue."""
         if isinstance(self.screen, CommandPalette):

@@ -28,6 +28,8 @@ from textual.widgets import Input, Select, TextArea
 APP_KEYS = ("1", "2", "3", "4", "5", "question_mark", "q", "r")  # app-wide single keys; ctrl+p besides
 # The job detail's curve keys, by binding id (remappable with the keymap like every binding).
 CURVE_KEYS = {"curves-tag": "c", "curves-x-axis": "w", "curves-smoothing": "m"}
+# The Submit screen's "open in $EDITOR" (free in Input and TextArea too, unlike ctrl+e, so it works from a field).
+EDITOR_KEYS = {"submit-open-editor": "ctrl+g"}
 MAX_HOLD = 5.0  # s a key may wait for the one before it: a handler that never answers holds no key for longer
 
 

@@ -32,6 +32,14 @@ def state_dir(env: Mapping[str, str] = os.environ) -> Path:
     return path
 
 
+def job_file_path(name: str, env: Mapping[str, str] = os.environ) -> Path:
+    """Where a job file given back by a cluster (``Backend.job_file``) is kept for the Submit form: a
+    folder of the state dir, mode 0700 (write it with ``private_file``)."""
+    folder = state_dir(env) / "job-files"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder / safe_filename(name)
+
+
 def app_log_path(env: Mapping[str, str] = os.environ) -> Path:
     """The console's own log (``yanflow_tui.applog``); its folder is made when logging starts."""
     return _xdg(env, "XDG_STATE_HOME", ".local/state") / APP_DIR / "yanflow.log"

@@ -93,6 +93,7 @@ class SlurmBackend(Backend):
         files=True,
         shell=True,
         forward=True,
+        job_files=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -588,6 +589,11 @@ class SlurmBackend(Backend):
         _check_id(job_id)
         self.check_args(action, args)
         return await verbs.suggest(self.transport, job_id, args) if action == "resubmit" else {}
+
+    async def job_file(self, job_id: str, args: Mapping[str, str]) -> tuple[str, str, dict[str, str]]:
+        _check_id(job_id)
+        self.check_args("resubmit", args)
+        return await verbs.job_file(self.transport, job_id, args)
 
     def check_args(self, action: str, args: Mapping[str, str]) -> None:
         super().check_args(action, args)

@@ -6,21 +6,26 @@ A resubmit sends the job's own batch script (``scontrol write batch_script ID -`
 job slurmctld has forgotten) on stdin, with the job's recorded options on sbatch's command line (they
 override the script's ``#SBATCH`` lines, as they did when it was first submitted). Every value typed by
 a user is checked against a narrow grammar before it goes into an argv list; nothing goes through a
-shell. The pure parts (options from a record, validation, efficiency from sacct) have no I/O."""
+shell. The pure parts (options from a record, validation, efficiency from sacct) have no I/O.
+
+``job_file`` gives the job back as an sbatch script for the Submit form: its batch script with the
+recorded options as ``#SBATCH`` lines (``with_options``), and the larger time or memory as form values."""
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from yanflow_tui import nativefiles
 from yanflow_tui.backends.base import SIGNALS, new_submit_tag
 from yanflow_tui.backends.slurm import history
 from yanflow_tui.backends.slurm.parse import _int, _loads
 from yanflow_tui.backends.slurm.transport import Transport
 from yanflow_tui.efficiency import Efficiency, cpu_seconds
-from yanflow_tui.errors import BackendError
+from yanflow_tui.errors import BackendError, SpecError
 
 ACTIONS = ("resubmit", "hold", "release", "requeue", "edit", "signal")
 # sacct's JSON breaks under the SLURM_TIME_FORMAT=%s every command gets (22.05), so it runs without it.
@@ -381,6 +386,57 @@ async def batch_script(transport: Transport, job_id: str) -> str:
         why = result.error() if not result.ok else "it has none (not a batch job?)"
         raise BackendError(f"cannot read job {job_id}'s batch script: {why}; accounting keeps none either")
     return script
+
+
+def _directive(key: str, value: str) -> str:
+    quoted = f'"{value}"' if any(c.isspace() for c in value) and '"' not in value else value
+    return f"#SBATCH --{key}={quoted}"
+
+
+def with_options(script: str, opts: Options) -> str:
+    """``script`` with ``opts`` (a yanflow tag in the comment left out: the new job gets its own) as
+    ``#SBATCH`` lines right after the ``#!`` line, the script's own lines after them. An option the
+    script sets to another value (the command line overrode it when the job was submitted) goes after
+    the script's last directive instead, where sbatch takes it over the script's."""
+    pairs = dict(opts.pairs)
+    if opts.time_minutes is not None:
+        pairs["time"] = str(opts.time_minutes)
+    if opts.mem:
+        pairs["mem-per-cpu" if opts.mem_per_cpu else "mem"] = f"{opts.mem}M"
+    if pairs.get("comment", "").startswith("yanflow:"):
+        del pairs["comment"]
+    try:
+        own = {name: value for _, name, value in nativefiles.sbatch_options(script, "<batch script>")}
+    except SpecError:
+        own = {}
+    first = [_directive(k, v) for k, v in pairs.items() if v and k not in own]
+    late = [_directive(k, v) for k, v in pairs.items() if v and k in own and own[k] != v]
+    lines = script.splitlines(keepends=True)
+    shebang = 1 if lines and lines[0].startswith("#!") else 0
+    last = nativefiles.sbatch_header(script)[1] if own else shebang
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    head, middle, body = lines[:shebang], lines[shebang:last], lines[last:]
+    return "".join(head + [f"{line}\n" for line in first] + middle + [f"{line}\n" for line in late] + body)
+
+
+async def job_file(transport: Transport, job_id: str, args: Mapping[str, str]) -> tuple[str, str, dict[str, str]]:
+    """The job as an sbatch script to submit again from the form (``Backend.job_file``): its script
+    with the options it ran with, and the form's time limit and memory per node after ``apply_args``
+    (``more`` doubles what ran out). Memory per CPU has no form field: its new value is in the script."""
+    opts = await _record(transport, job_id)
+    larger = copy.deepcopy(opts)
+    apply_args(larger, args, job_id)
+    script = await batch_script(transport, job_id)
+    if opts.mem_per_cpu:
+        opts.mem = larger.mem
+    values = {}
+    if larger.time_minutes is not None:
+        values["slurm.time"] = format_minutes(larger.time_minutes)
+    if larger.mem and not larger.mem_per_cpu:
+        values["resources.memory"] = f"{larger.mem}M"
+    name = f"job-{job_id}.sbatch"
+    return name, with_options(script, opts), values
 
 
 async def resubmit(transport: Transport, job_id: str, args: Mapping[str, str]) -> str:

@@ -8,6 +8,10 @@ the form's state: which file it was loaded from, the file's problems, the load i
 from __future__ import annotations
 
 import asyncio
+import os
+import shlex
+import subprocess
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,12 +19,13 @@ from typing import Any
 from rich.text import Text
 from textual import on, work
 from textual.actions import SkipAction
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import DescendantFocus
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Select, Static
+from textual.worker import Worker
 
 from yanflow_tui import drafts, projects, templates
 from yanflow_tui.capacity import Fit, Verdict, pools, verdict
@@ -36,7 +41,7 @@ from yanflow_tui.formfields import (
 )
 from yanflow_tui.hub import error_text
 from yanflow_tui.images import with_images
-from yanflow_tui.keys import is_typing
+from yanflow_tui.keys import EDITOR_KEYS, is_typing
 from yanflow_tui.locations import display_path
 from yanflow_tui.model import JobKind, JobSpec, NativeFile
 from yanflow_tui.nativefiles import changed_fields
@@ -67,6 +72,7 @@ class SubmitScreen(DataScreen):
         Binding("ctrl+l", "templates", "Templates", id="pick-template"),
         Binding("ctrl+b", "save_template", "Save template", id="save-template"),
         Binding("ctrl+r", "reset", "Reset form", id="reset-form"),
+        Binding(EDITOR_KEYS["submit-open-editor"], "open_editor", "Edit", id="submit-open-editor"),
         Binding("escape", "leave_field", "Leave field", id="leave-field"),
     ]
 
@@ -91,6 +97,8 @@ class SubmitScreen(DataScreen):
         self.unknown_submit: tuple[str, JobSpec, str] | None = None
         self._form: SpecForm | None = None
         self._verdict: Verdict | None = None  # the capacity verdict on the valid form, with node data
+        self._pending_load: tuple[str, dict[str, str], str] | None = None  # ``load_file`` before the screen mounted
+        self._scratch = ""  # the form as a spec in a temporary file for $EDITOR, kept while it does not load
 
     # -- clusters and kinds ---------------------------------------------------------------------------
     def _writable(self) -> list[str]:
@@ -202,7 +210,26 @@ class SubmitScreen(DataScreen):
     def on_mount(self) -> None:
         self._validate()
         self._render_preview()
-        self._restore_draft()
+        pending, self._pending_load = self._pending_load, None
+        if pending is None:
+            self._restore_draft()
+            return
+        self._drafts.start()  # a file asked for before the screen was shown replaces the draft
+        self._show_file(*pending)
+
+    def load_file(self, path: str, values: dict[str, str] | None = None, cluster: str = "") -> None:
+        """Load the job file ``path`` into the form as Load does, then set ``values`` (form texts by
+        field key, e.g. a larger time limit) over what it says: they are sent as changes. ``cluster``:
+        the one to send it to (where it takes the file), e.g. the cluster the job came from."""
+        if self.is_mounted:
+            self._show_file(path, values or {}, cluster)
+        else:
+            self._pending_load = (path, values or {}, cluster)
+
+    def _show_file(self, path: str, values: dict[str, str], cluster: str) -> None:
+        self.query_one("#spec-path", Input).value = path
+        self.focus_main()
+        self._start_load(path, values, cluster)
 
     # -- the form -> a spec ---------------------------------------------------------------------------
     def form_data(self) -> tuple[dict[str, Any], dict[str, list[str]]]:
@@ -465,14 +492,14 @@ class SubmitScreen(DataScreen):
         self.focus_main()
         self._start_load(path)
 
-    def _start_load(self, path: str) -> None:
+    def _start_load(self, path: str, values: dict[str, str] | None = None, cluster: str = "") -> Worker[None]:
         self._loading = path  # Submit is off until this load ends, whichever way
         self._loads += 1
         self._show_state()
-        self._load(path, self._loads)
+        return self._load(path, self._loads, values, cluster)
 
     @work(exclusive=True, group="load-spec", exit_on_error=False)
-    async def _load(self, path: str, token: int) -> None:
+    async def _load(self, path: str, token: int, values: dict[str, str] | None = None, cluster: str = "") -> None:
         """Load ``path`` into the form. A file that cannot be read, or is not a mapping, changes
         nothing in the form: its error is listed, and Submit stays off while the box names it."""
         try:
@@ -483,7 +510,7 @@ class SubmitScreen(DataScreen):
             problems = bool(read.problems)
             self._loaded_box = path
             self._native = read.native
-            await self._fill(read.data, read.file)  # the fields show what the file says
+            await self._fill(read.data, read.file, values, cluster=cluster)  # what the file says, values over it
         finally:
             if token == self._loads:  # not a load that a newer one replaced
                 self._loading = ""
@@ -491,6 +518,47 @@ class SubmitScreen(DataScreen):
                 self._validate()
         self._drafts.schedule()
         self.notify(clean(f"loaded {path}" + (" (with problems)" if problems else "")), markup=False, timeout=2)
+
+    def action_open_editor(self) -> None:
+        self._open_editor()
+
+    @work(exclusive=True, group="open-editor", exit_on_error=False)
+    async def _open_editor(self) -> None:
+        """The loaded file (or, with none, the form as a spec in a private temporary file) in $VISUAL /
+        $EDITOR (vi if neither is set), the console suspended; then loaded into the form again. A file
+        that no longer loads keeps the form, and its problems are listed with their lines."""
+        source, scratch = self._source, self._scratch
+        own = bool(source) and source != scratch and not source.startswith("<")
+        own = own and await asyncio.to_thread(Path(source).is_file)
+        if own:
+            path = source
+        elif bool(scratch) and await asyncio.to_thread(Path(scratch).is_file):
+            path = scratch  # the spec edited last time, which did not load: its text as the user left it
+        else:
+            path = self._scratch = await asyncio.to_thread(_spec_file, templates.template_text(self.form_data()[0]))
+        editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+        failed = self._run_editor(editor, path)
+        if failed:
+            self.app.report_error("Cannot open the editor", f"{shlex.join(editor)}: {failed}")
+            return
+        self.query_one("#spec-path", Input).value = path if own else ""
+        try:
+            await self._start_load(path).wait()
+        except Exception:
+            pass  # the load lists its own problems
+        if not own and not self._file_problems:  # the form holds what the spec says now
+            self._scratch = ""
+            self._source = "" if self._source == path else self._source
+            await asyncio.to_thread(Path(path).unlink, missing_ok=True)
+
+    def _run_editor(self, editor: list[str], path: str) -> str:
+        """Run the editor on ``path`` in the real terminal; why it could not run, or ""."""
+        try:
+            with self.app.suspend():  # the terminal is the editor's until it exits (the console waits)
+                subprocess.run([*editor, path], check=False)
+        except (OSError, ValueError, SuspendNotSupported) as exc:
+            return str(exc) or type(exc).__name__
+        return ""
 
     def action_templates(self) -> None:
         self._pick_template()
@@ -648,3 +716,11 @@ class SubmitScreen(DataScreen):
             self._submitting = False
             if self.is_mounted:
                 self._validate()
+
+
+def _spec_file(text: str) -> str:
+    """``text`` in a new private (0600) temporary ``.yaml`` file, for the editor."""
+    fd, name = tempfile.mkstemp(prefix="yanflow-spec-", suffix=".yaml")
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    return name

@@ -8,9 +8,11 @@ from __future__ import annotations
 import re
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
 
 from sitehelpers import accounted, site_cluster, site_sbatch, site_slurm
 from slurmhelpers import live_state, slurm, ssh_cluster
+from textual.widgets import Input
 from uihelpers import make_app, screen_text
 from waiting import async_wait_until, wait_for
 
@@ -18,6 +20,7 @@ from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.keys import JOB_VERBS
 from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
 from yanflow_tui.screens.queue import MARK, JobTable, QueueScreen
+from yanflow_tui.screens.submit.screen import SubmitScreen
 
 
 def mutations(app) -> list[tuple[str, ...]]:
@@ -201,9 +204,11 @@ async def test_two_marked_jobs_are_held_after_one_confirmation(home, slurm_dir, 
         assert isinstance(app.screen, QueueScreen)
 
 
-async def test_more_after_a_timeout_offers_the_doubled_time_prefilled_then_resubmits(home, site_dir, site_jobs):
+async def test_more_after_a_timeout_opens_the_form_with_the_doubled_time_then_submits_it(home, site_dir, site_jobs):
     """On the site cluster (accounting, scripts stored, jobs purged 5 s after they end): the job is known
-    only to sacct by then, so its options and its script come from accounting."""
+    only to sacct by then, so its options and its script come from accounting. ``M`` opens the Submit
+    form on the job's script (its options as #SBATCH lines, in a private file) with the time doubled;
+    Submit sends it, the doubled time as an override, the body unchanged."""
     job_id = site_sbatch(
         site_jobs, "-p", "batch", "--mem=100M", "-o", "/dev/null", "-J", "yf-ui-timeout", "-t", "1", "--wrap=sleep 300"
     )
@@ -211,32 +216,38 @@ async def test_more_after_a_timeout_offers_the_doubled_time_prefilled_then_resub
         lambda: (a := accounted(job_id)) and a["state"]["current"] == "TIMEOUT", 180, "timed out, in accounting"
     )
     app = make_app(site_cluster())
-    async with app.run_test(size=(160, 45)) as pilot:
+    async with app.run_test(size=(160, 60)) as pilot:
         name = app.hub.names[0]
         key = f"{name}/{job_id}"
         await cursor_on(pilot, app, key)
         await pilot.press("M")
-        prompt = await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="time")
-        assert prompt.default == "00:02:00"  # the 1 minute that ran out, doubled
-        await pilot.press("enter")
-        prompt = await wait_for(
-            pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen is not prompt and app.screen,
-            what="memory",
-        )  # fmt: skip
-        assert prompt.default == "100M"
-        await pilot.press("enter")
-        confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm")
-        assert confirm.question.endswith(
-            f"job {job_id} (yf-ui-timeout) on {name} with time limit 00:02:00, memory 100M?"
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="the form")
+        shown = lambda wid: next((box.value for box in screen.query(f"#{wid}").results(Input)), None)  # noqa: E731
+        await wait_for(pilot, lambda: shown("slurm-time") == "00:02:00", what="the doubled time")  # 1 minute, doubled
+        assert screen.query_one("#name", Input).value == "yf-ui-timeout"
+        assert screen.query_one("#memory", Input).value == "100M"
+        mode, written = mode_and_text(Path(screen.query_one("#spec-path", Input).value))
+        assert mode == 0o600
+        assert written.startswith("#!") and "#SBATCH --job-name=yf-ui-timeout\n" in written
+        assert "#SBATCH --time=1\n" in written and written.rstrip().endswith("sleep 300")
+        preview = await wait_for(
+            pilot,
+            lambda: (p := str(screen.query_one("#preview").render())).startswith("# sbatch") and p,
+            what="preview",
         )
-        await pilot.press("y")
-        history = app.hub.backend(name).transport.history
-        await async_wait_until(lambda: any(a[0] == "sbatch" for a in history), 20, "resubmitted")
-        new = await async_wait_until(lambda: site_job_named("yf-ui-timeout", job_id), 20, "the new job")
+        assert "--time=00:02:00" in preview.split("\n", 1)[0]  # the form's change, over the script's line
+        await pilot.press("ctrl+s")
+        _, new = await wait_for(pilot, lambda: screen.last_submitted, what="submitted")
         site_jobs.append(new)
         fields = dict(re.findall(r"(\S+?)=(\S*)", site_slurm("scontrol", "-o", "show", "job", new)))
         assert fields["TimeLimit"] == "00:02:00" and fields["MinMemoryNode"] == "100M"
-        assert "sleep 300" in site_slurm("scontrol", "write", "batch_script", new, "-")
+        assert fields["JobName"] == "yf-ui-timeout"
+        script = site_slurm("scontrol", "write", "batch_script", new, "-")
+        assert script == written  # the script as the form loaded it: our lines, then the body unchanged
+
+
+def mode_and_text(path: Path) -> tuple[int, str]:
+    return path.stat().st_mode & 0o777, path.read_text()
 
 
 def site_job_named(name: str, other_than: str) -> str:

@@ -6,7 +6,10 @@ API emulator; plus every real backend's form rendering as it stands."""
 from __future__ import annotations
 
 import asyncio
+import re
 import stat
+import tempfile
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
@@ -187,7 +190,10 @@ async def test_the_wizard_keys_show_in_the_help_with_their_ids(home):
         await pilot.press("question_mark")  # focus starts on the cluster chooser: ? is help
         shown = await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen, what="help")
         keys = str(shown.query_one("#help-text").render())
-        for binding_id in ("submit-form", "load-spec", "pick-template", "save-template", "reset-form", "leave-field"):
+        for binding_id in (
+            "submit-form", "load-spec", "pick-template", "save-template", "reset-form", "leave-field",
+            "submit-open-editor",
+        ):  # fmt: skip
             assert binding_id in keys
 
 
@@ -788,3 +794,78 @@ async def test_a_file_with_control_characters_is_not_loaded_and_the_form_refuses
         await pilot.press("ctrl+s")
         await no_submit_in_flight(pilot, app)
         assert app.hub.backend("hpc").mutations == []
+
+
+# -- $EDITOR (ctrl+g) ------------------------------------------------------------------------------------
+
+
+def fake_editor(tmp_path, monkeypatch, sed: str) -> None:
+    """$EDITOR is a script that edits the file it is given with ``sed -i sed``."""
+    script = tmp_path / "editor.sh"
+    script.write_text(f"#!/bin/sh\nsed -i '{sed}' \"$1\"\n")
+    script.chmod(0o755)
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", str(script))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the form's spec goes there
+
+
+def suspends(app) -> list[str]:
+    """App.suspend (not available in a pilot) recorded: the editor runs between these two."""
+    said: list[str] = []
+
+    @contextmanager
+    def suspend():
+        said.append("suspended")
+        yield
+        said.append("resumed")
+
+    app.suspend = suspend
+    return said
+
+
+async def test_the_editor_key_edits_the_form_as_a_spec_or_the_loaded_file_and_loads_it_back(
+    home, tmp_path, monkeypatch
+):
+    fake_editor(tmp_path, monkeypatch, "s/^name: .*/name: edited/")
+    app = make_app(hpc())
+    async with app.run_test(size=(140, 50)) as pilot:
+        said = suspends(app)
+        screen = await open_submit(pilot)
+        await type_into(pilot, screen, "#name", "typed")
+        await type_into(pilot, screen, "#command", "echo hi", clear=False)
+        screen.focus_main()
+        await pilot.press("ctrl+g")  # no file: the form as a spec in a temporary file
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "edited", what="edited, loaded back")
+        assert said == ["suspended", "resumed"]
+        assert screen.form_data()[0]["command"] == "echo hi"
+        assert not list(tmp_path.glob("yanflow-spec-*"))  # loaded: the temporary file is gone
+        await wait_for(pilot, lambda: not screen.query_one("#submit").disabled, what="valid")
+
+        path = tmp_path / "mine.yaml"
+        path.write_text("name: mine\ncommand: echo mine\n")
+        await load_path(pilot, screen, str(path))
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "mine", what="loaded")
+        screen.focus_main()
+        await pilot.press("ctrl+g")  # a loaded file: that file, edited in place
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "edited", what="the file, again")
+        assert path.read_text() == "name: edited\ncommand: echo mine\n"
+        assert screen.query_one("#spec-path", Input).value == str(path)
+
+
+async def test_an_edit_that_no_longer_loads_keeps_the_form_and_lists_the_problem_with_its_line(
+    home, tmp_path, monkeypatch
+):
+    fake_editor(tmp_path, monkeypatch, "s/^command: .*/command: [unclosed/")
+    app = make_app(hpc())
+    async with app.run_test(size=(140, 50)) as pilot:
+        suspends(app)
+        screen = await open_submit(pilot)
+        await type_into(pilot, screen, "#name", "kept")
+        await type_into(pilot, screen, "#command", "echo kept", clear=False)
+        screen.focus_main()
+        await pilot.press("ctrl+g")
+        kept = await wait_for(pilot, lambda: list(tmp_path.glob("yanflow-spec-*.yaml")), what="the edited spec kept")
+        await wait_for(pilot, lambda: f"{kept[0]}:" in problems(screen), what="the problem, with file:line")
+        assert re.search(rf"{re.escape(str(kept[0]))}:\d+", problems(screen))
+        assert screen.query_one("#name", Input).value == "kept"  # the form as it was
+        assert "[unclosed" in kept[0].read_text()  # the user's text stays for the next edit

@@ -148,3 +148,25 @@ def test_read_only_cli_refuses_every_verb(slurm_dir, slurm_jobs, capsys, verb):
     assert cli.main(argv) == 1
     assert f"read-only: {verb} refused" in capsys.readouterr().err
     assert shown(job_id)["TimeLimit"] == "00:05:00" and shown(job_id)["Reason"] == "BeginTime"
+
+
+def test_the_job_file_has_the_recorded_options_after_the_shebang_and_the_script_s_own_lines_after_them():
+    """Pure: what ``M`` loads into the form. A yanflow tag is left out (the new job gets its own); an
+    option the script sets otherwise (the command line overrode it) comes after the script's lines."""
+    from yanflow_tui.backends.slurm.verbs import Options, with_options
+
+    opts = Options()
+    opts.pairs = {"job-name": "train", "partition": "batch", "comment": "yanflow:OLD", "output": "/tmp/a b.out"}
+    opts.time_minutes, opts.mem = 10, 100
+    script = "#!/bin/bash\n#SBATCH -p gpu\n#SBATCH --job-name=train\necho body\n"
+    assert with_options(script, opts) == (
+        "#!/bin/bash\n"
+        '#SBATCH --output="/tmp/a b.out"\n#SBATCH --time=10\n#SBATCH --mem=100M\n'
+        "#SBATCH -p gpu\n#SBATCH --job-name=train\n"
+        "#SBATCH --partition=batch\n"
+        "echo body\n"
+    )
+    opts.pairs["comment"] = "mine"
+    wrapped = with_options("#!/bin/sh\n# This script was created by sbatch --wrap.\n\nsleep 300", opts)
+    assert wrapped.startswith("#!/bin/sh\n#SBATCH --job-name=train\n") and "#SBATCH --comment=mine\n" in wrapped
+    assert wrapped.endswith("# This script was created by sbatch --wrap.\n\nsleep 300\n")
