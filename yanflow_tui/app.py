@@ -442,6 +442,8 @@ class YanflowApp(SerialKeys):
     def open_in_submit(self, path: str, values: dict[str, str], cluster: str = "") -> None:
         """The Submit form with the job file ``path`` loaded, ``values`` (form texts by field key) set
         over what the file says, for ``cluster``: e.g. a job given back by its cluster with a larger time limit."""
+        from yanflow_tui.screens.submit.screen import SubmitScreen  # imported on first show (startup)
+
         self.action_show("submit")
         screen = self.screen
         if isinstance(screen, SubmitScreen):
