@@ -5,6 +5,7 @@ each tool's documented flags (quoted in backends/slurm/containers.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -184,6 +185,9 @@ def test_each_launcher_runs_in_the_podman_image_on_each_node(podman_matrix, podm
         if launcher == "none":
             assert argv == ["python3", *WORDS]
             rank = env["NODE_RANK"]
+        elif launcher == "tensorflow":  # no launcher process: TF_CONFIG, built on the node, names its index
+            assert argv == ["python3", *WORDS]
+            rank = str(json.loads(env["TF_CONFIG"])["task"]["index"])
         else:
             assert argv[-len(WORDS) :] == WORDS
             rank = next(w.split("=", 1)[1] for w in argv if w.startswith(RANK_OPTION[launcher] + "="))

@@ -22,11 +22,19 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
 
 def site_efficiency(job_id: str) -> Efficiency:
     """The job's figures as a fresh SlurmBackend for the site cluster gives them."""
+    eff = site_efficiency_or_none(job_id)
+    assert eff is not None, f"no figures for job {job_id}"
+    return eff
+
+
+def site_efficiency_or_none(job_id: str) -> Efficiency | None:
+    """The job's figures, or None while accounting does not know the job yet (slurmdbd learns of a
+    job a moment after slurmctld, longer on a loaded machine)."""
 
     async def figures():
         backend = SlurmBackend(site_cluster())
         try:
-            return (await backend.efficiency([job_id]))[job_id]
+            return (await backend.efficiency([job_id])).get(job_id)
         finally:
             await backend.close()
 
@@ -155,7 +163,7 @@ def test_site_running_job_figures_come_from_sstat(site_dir, site_jobs):
 
     text = wait_until(sampled, 40, "sstat has a sample")
 
-    eff = site_efficiency(job_id)
+    eff = wait_until(lambda: site_efficiency_or_none(job_id), 40, "accounting knows the running job")
     assert eff.running and eff.state == "RUNNING"
     assert eff.cpu_seconds >= verbs.sstat_usage(text)[job_id][0] >= 1  # sacct has no CPU time yet: sstat's
     assert eff.memory_kb == 200 * 1024 and eff.time_limit_seconds == 120
