@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import json
 import os
 import pwd
@@ -651,7 +652,19 @@ class LocalBackend(Backend):
             exit_code=row.exit_code,
             command=row.command,
             gpu_indices=tuple(row.indices),
+            image=_spec_image(row.spec),
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def _spec_image(spec: str) -> str:
+    """The ``image:`` of a stored spec (JSON), "" for a job run directly or a spec that does not parse."""
+    try:
+        data = json.loads(spec)
+    except ValueError:
+        return ""
+    image = data.get("image") if isinstance(data, dict) else None
+    return image if isinstance(image, str) else ""
 
 
 def _still_running(row: JobRow) -> bool:

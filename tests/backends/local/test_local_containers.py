@@ -148,6 +148,7 @@ async def test_a_restarted_console_still_shows_the_container_job_and_cancels_it(
     second = make()  # a new console over the same state dir
     job = await second.get_job(job_id)
     assert job.state is JobState.RUNNING
+    assert job.image == podman.image  # the detail shows the image it runs in
     started = time.monotonic()
     await second.cancel(job_id)
     await wait_for_state(second, job_id, JobState.CANCELLED)
