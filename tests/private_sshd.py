@@ -14,6 +14,7 @@ sessions it serves without disturbing the shared sshd on port 2222 that other te
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -40,6 +41,7 @@ class PrivateSshd:
         require_cluster()
         self.port = free_port()
         self.dir = Path(workdir or DIR / "run" / f"private-sshd-{self.port}")
+        self._own_dir = workdir is None  # ours to remove at the end
         self.dir.mkdir(parents=True, exist_ok=True)
         self.pidfile = self.dir / "sshd.pid"
         self.log = self.dir / "sshd.log"
@@ -70,6 +72,8 @@ class PrivateSshd:
     def __exit__(self, *exc) -> None:
         self.kill_sessions()
         self.stop()
+        if self._own_dir:  # the cluster's run folder is not left a folder per test run
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def cluster(self, **options):
         """The cluster's SSH config pointed at this sshd; ``options`` override kind options."""
