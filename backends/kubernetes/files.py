@@ -8,7 +8,6 @@ pod as arguments (``sh -c SCRIPT sh PATH``), never inside a script.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 import shutil
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import IO, cast
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
+from yanflow_tui.backends.downloads import HASH, partial_path, sha256_file
 from yanflow_tui.backends.kubernetes.podexec import ExecStream, Runner, run
 from yanflow_tui.errors import BackendError
 
@@ -32,8 +32,6 @@ INFO = (
     'elif [ -f "$1" ]; then echo file; stat -c "%s\t%n" -- "$1"; '
     'else echo "no such file or folder: $1" >&2; exit 2; fi'
 )
-HASH = 'if [ -d "$1" ]; then cd -- "$1" && find . -type f -exec sha256sum -- {} +; else sha256sum -- "$1"; fi'
-CHUNK = 1 << 20
 HASH_IDLE = 1800.0  # s: sha256sum prints a file's line only once it has read it all (weights can be large)
 
 
@@ -81,19 +79,6 @@ def _hashes(start: Runner, path: str) -> dict[str, str] | None:
         if len(digest) == 64:
             found[name.removeprefix("./")] = digest
     return found
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def partial_path(target: Path) -> Path:
-    """Where a single file's download collects until it is complete (kept for a resume)."""
-    return target.with_name(f".{target.name}.part")
 
 
 def download(
@@ -153,7 +138,7 @@ def _file(
     if got != size:
         part.unlink()
         raise BackendError(f"{path}: {got} bytes arrived, the pod has {size}; the partial file is removed")
-    if digest is not None and _sha256(part) != digest:
+    if digest is not None and sha256_file(part) != digest:
         part.unlink()
         raise BackendError(f"{path}: the sha256 does not match the pod's; the partial file is removed")
     os.replace(part, target)
@@ -191,7 +176,7 @@ def _folder(
         if wrong or len(local) != len(sizes):
             raise BackendError(f"{path}: the files arrived do not match the pod's ({', '.join(wrong[:3]) or 'count'})")
         if hashes is not None:
-            bad = sorted(n for n, d in hashes.items() if n in local and _sha256(local[n]) != d)
+            bad = sorted(n for n, d in hashes.items() if n in local and sha256_file(local[n]) != d)
             if bad:
                 raise BackendError(f"{path}: sha256 differs for {', '.join(bad[:3])}")
         os.replace(root, target)

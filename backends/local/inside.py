@@ -5,13 +5,13 @@ its workdir). Blocking: the backend runs these in threads."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
+from yanflow_tui.backends.downloads import partial_path, sha256_file
 from yanflow_tui.errors import BackendError
 
 Progress = Callable[[int, int | None], None]
@@ -40,18 +40,6 @@ def list_dir(workdir: str, path: str = "") -> FileListing:
         files.append(JobFile(entry.name, entry.path, 0 if is_dir else info.st_size, stamp, is_dir))
     files.sort(key=lambda f: (not f.is_dir, f.name))
     return FileListing(str(where), tuple(files))
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def partial_path(target: Path) -> Path:
-    return target.with_name(f".{target.name}.part")
 
 
 def download(workdir: str, path: str, target: Path, progress: Progress | None = None) -> Download:
@@ -87,7 +75,7 @@ def download(workdir: str, path: str, target: Path, progress: Progress | None = 
     resumed = 0
     for file in files:
         local = part / file.relative_to(source)
-        if local.is_file() and local.stat().st_size == file.stat().st_size and sha256(local) == sha256(file):
+        if local.is_file() and local.stat().st_size == file.stat().st_size and sha256_file(local) == sha256_file(file):
             counted(local.stat().st_size)
             resumed += local.stat().st_size
             continue
@@ -115,7 +103,7 @@ def _copy(source: Path, part: Path, count: Callable[[int], None]) -> int:
 
 
 def _finish(source: Path, part: Path, target: Path) -> None:
-    if part.stat().st_size != source.stat().st_size or sha256(part) != sha256(source):
+    if part.stat().st_size != source.stat().st_size or sha256_file(part) != sha256_file(source):
         part.unlink()
         raise BackendError(f"{source}: the copy differs from the source (changed meanwhile?); removed")
     os.replace(part, target)

@@ -9,7 +9,6 @@ argv words (``sh -c SCRIPT sh PATH``), never inside a script."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import posixpath
 import shutil
@@ -18,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
+from yanflow_tui.backends.downloads import HASH, partial_path, sha256_file
 from yanflow_tui.backends.slurm.transport import Transport
 from yanflow_tui.errors import BackendError
 
@@ -28,9 +28,7 @@ INFO = (
     'elif [ -f "$1" ]; then echo file; find "$1" -maxdepth 0 -printf "%s\\t.\\0"; '
     'else echo "no such file or folder: $1" >&2; exit 2; fi'
 )
-HASH = 'if [ -d "$1" ]; then cd -- "$1" && find . -type f -exec sha256sum -- {} +; else sha256sum -- "$1"; fi'
 HASH_TIMEOUT = 1800.0  # s: weights can be large
-CHUNK = 1 << 20
 
 
 def _where(path: str, workdir: str) -> str:
@@ -85,19 +83,6 @@ async def _hashes(transport: Transport, path: str) -> dict[str, str] | None:
         if len(digest) == 64:
             found[name.removeprefix("./") if name != path else "."] = digest
     return found
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def partial_path(target: Path) -> Path:
-    """Where a download collects until it is complete and checked (kept for a resume)."""
-    return target.with_name(f".{target.name}.part")
 
 
 async def download(
@@ -201,7 +186,7 @@ def _finish(part: Path, target: Path, what: str, size: int, digest: str | None) 
     if got != size:
         part.unlink(missing_ok=True)
         raise BackendError(f"{what}: {got} bytes arrived, the cluster has {size}; the partial file is removed")
-    if digest is not None and _sha256(part) != digest:
+    if digest is not None and sha256_file(part) != digest:
         part.unlink()
         raise BackendError(f"{what}: the sha256 does not match the cluster's; the partial file is removed")
     os.replace(part, target)

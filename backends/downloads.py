@@ -1,0 +1,26 @@
+"""What every backend's download shares: where a file collects until it is complete and checked (kept
+beside the target, so an interrupted download resumes from it), and the sha256 it is checked by."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+CHUNK = 1 << 20  # bytes hashed at a time
+# The sha256 of a file, or of every file under a folder (``./name`` lines), as the cluster computes it:
+# ``sh -c HASH sh PATH``.
+HASH = 'if [ -d "$1" ]; then cd -- "$1" && find . -type f -exec sha256sum -- {} +; else sha256sum -- "$1"; fi'
+
+
+def partial_path(target: Path) -> Path:
+    """Where a download of ``target`` collects until it is complete and checked (kept for a resume)."""
+    return target.with_name(f".{target.name}.part")
+
+
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of the file at ``path``, read a block at a time."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
