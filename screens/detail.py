@@ -21,6 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
 
 from yanflow_tui.hub import error_text
+from yanflow_tui.inside import size_text
 from yanflow_tui.keys import CURVE_KEYS
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.model import Checkpoint, Job, MetricPoint
@@ -471,12 +472,3 @@ def details_text(job: Job) -> Text:
         out.append(f"{clean(label) + ':':<{width}} ", "bold")
         out.append(f"{clean(str(value))}\n")
     return out
-
-
-def size_text(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"
