@@ -24,3 +24,14 @@ def sha256_file(path: Path) -> str:
         while block := handle.read(CHUNK):
             digest.update(block)
     return digest.hexdigest()
+
+
+def parse_hashes(text: str, single: str | None = None) -> dict[str, str]:
+    """name -> sha256 from HASH's output (``./`` dropped); the line of ``single`` (the path of a single
+    file hashed, where the caller names it) is keyed ".", as its size is."""
+    found = {}
+    for line in text.splitlines():
+        digest, _, name = line.partition("  ")
+        if len(digest) == 64:
+            found["." if single is not None and name == single else name.removeprefix("./")] = digest
+    return found

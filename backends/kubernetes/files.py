@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, cast
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
-from yanflow_tui.backends.downloads import HASH, partial_path, sha256_file
+from yanflow_tui.backends.downloads import HASH, parse_hashes, partial_path, sha256_file
 from yanflow_tui.backends.kubernetes.podexec import ExecStream, Runner, run
 from yanflow_tui.errors import BackendError
 
@@ -73,12 +73,7 @@ def _hashes(start: Runner, path: str) -> dict[str, str] | None:
     code, out, _ = run(start, ["sh", "-c", HASH, "sh", path], idle=HASH_IDLE)
     if code:
         return None
-    found = {}
-    for line in out.decode("utf-8", "replace").splitlines():
-        digest, _, name = line.partition("  ")
-        if len(digest) == 64:
-            found[name.removeprefix("./")] = digest
-    return found
+    return parse_hashes(out.decode("utf-8", "replace"))
 
 
 def download(

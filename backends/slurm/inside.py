@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
-from yanflow_tui.backends.downloads import HASH, partial_path, sha256_file
+from yanflow_tui.backends.downloads import HASH, parse_hashes, partial_path, sha256_file
 from yanflow_tui.backends.slurm.transport import Transport
 from yanflow_tui.errors import BackendError
 
@@ -77,12 +77,7 @@ async def _hashes(transport: Transport, path: str) -> dict[str, str] | None:
     result = await transport.run(["sh", "-c", HASH, "sh", path], timeout=HASH_TIMEOUT)
     if not result.ok:
         return None
-    found = {}
-    for line in result.stdout.splitlines():
-        digest, _, name = line.partition("  ")
-        if len(digest) == 64:
-            found[name.removeprefix("./") if name != path else "."] = digest
-    return found
+    return parse_hashes(result.stdout, single=path)
 
 
 async def download(
