@@ -114,8 +114,9 @@ class Capabilities:
     files: bool = False  # ``list_files`` / ``download``: a job's output directory, listed and copied here
     shell: bool = False  # ``shell``: an interactive shell inside a running job, in the real terminal
     forward: bool = False  # ``forward``: a port of a running job forwarded to 127.0.0.1
-    # ``tensorboard``: a TensorBoard the cluster starts for a job (a task it creates: behind the gate). Without
-    # it, the console runs one itself over the job's event files (see ``yanflow_tui.tensorboards``).
+    # ``tensorboard``: a TensorBoard the cluster starts for a job (a task it creates, or a server where the files
+    # are: behind the gate). Without it (or read-only, or none there, with ``event_files``), the console runs
+    # one itself over the job's event files (see ``yanflow_tui.tensorboards``).
     tensorboard: bool = False
     # ``job_file(job_id, args)``: a job as a job file of its own kind to load into the Submit form (e.g. an
     # sbatch script with the job's options), with the form values to set (resubmit's larger time or memory).

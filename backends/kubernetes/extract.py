@@ -19,6 +19,7 @@ ANN_KIND = "yanflow.io/kind"
 ANN_USER = "yanflow.io/user"
 ANN_COMMAND = "yanflow.io/command"
 ANN_SUBMIT_ID = "yanflow.io/submit-id"
+ANN_LOGDIR = "yanflow.io/tb-logdir"  # the spec's ``tensorboard.logdir`` (``tbfiles``)
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"  # kubectl logs' default container
 WAITING_REASONS = (
     "ImagePullBackOff",
@@ -67,6 +68,7 @@ class PodInfo:
     containers: tuple[str, ...] = ()  # container names, in spec order
     default_container: str = ""  # the one kubectl logs reads: the annotation's, else the first
     container_restarts: tuple[tuple[str, int], ...] = ()  # (name, restartCount) from the statuses
+    tb_logdir: str = ""  # the ``yanflow.io/tb-logdir`` annotation: where its TensorBoard event files go
 
     @property
     def terminal(self) -> bool:
@@ -266,6 +268,7 @@ def pod_info(obj: dict) -> PodInfo:
         containers=containers,
         default_container=default_container,
         container_restarts=tuple(container_restarts),
+        tb_logdir=str(annotations.get(ANN_LOGDIR) or ""),
     )
 
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from yanflow_tui import formfields as ff
+from yanflow_tui.backends import tbserver
 from yanflow_tui.backends.base import (
     Backend,
     Capabilities,
@@ -27,6 +28,7 @@ from yanflow_tui.backends.base import (
     FileListing,
     Forward,
     Shell,
+    TensorBoardTask,
     TerminalLogin,
     describe_job,
 )
@@ -94,6 +96,7 @@ class SlurmBackend(Backend):
         shell=True,
         forward=True,
         job_files=True,
+        tensorboard=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -122,6 +125,7 @@ class SlurmBackend(Backend):
         self._gpu_jobs: list[str] | None = None  # running jobs holding GPUs, from the last job refresh
         self._placements: dict[str, gpus.Placement] = {}  # job -> node -> GPU indices (fixed while it runs)
         self._logdirs: dict[str, str] = {}  # job -> its TensorBoard log directory (fixed at submit)
+        self.tensorboard_command = tbserver.remote_command(opts.get("tensorboard"), config.name)
 
     # -- inside a job (``inside``) ----------------------------------------------------------------
     async def _job_node(self, job_id: str, rank: str = "") -> tuple[parse.RawJob, str]:
@@ -344,6 +348,18 @@ class SlurmBackend(Backend):
 
     async def read_event_bytes(self, job_id: str, path: str, offset: int, limit: int) -> tuple[int, bytes]:
         return await tbfiles.read_range(self.transport, await self._logdir(job_id), path, offset, limit)
+
+    async def _tensorboard(self, job_id: str) -> TensorBoardTask:
+        """The real server on the login node (``tensorboard: {command: [...]}``, default ``tensorboard``) over
+        the job's log directory, a local port forwarded to it through the same connection."""
+        logdir = await self._logdir(job_id)
+        return await tbserver.serve_remote(
+            tbfiles.runner(self.transport),
+            tbfiles.forwarder(self.transport),
+            self.tensorboard_command,
+            logdir,
+            f"the login node of {self.name}",
+        )
 
     # -- logs ------------------------------------------------------------------------------------
     async def _log_paths(self, raw: parse.RawJob) -> tuple[str, str]:
