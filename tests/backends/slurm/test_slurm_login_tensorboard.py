@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+import signal
 import sys
 import urllib.request
 from dataclasses import replace
 
 import psutil
 import pytest
+import yaml
 from slurmhelpers import ssh_cluster
 from tbhelpers import api_points, loader_points, write_script, writer_command
 from waiting import async_wait_until
@@ -127,3 +129,37 @@ async def test_read_only_starts_nothing_on_the_login_node_and_the_command_option
         await backend.close()
     with pytest.raises(BackendError, match="tensorboard: expected"):
         SlurmBackend(ssh_cluster(tensorboard={"command": []}))
+
+
+async def test_the_cli_prints_a_url_that_answers_and_ctrl_c_kills_the_login_nodes_server(
+    slurm_dir, slurm_jobs, tmp_path, home
+):
+    entry = yaml.safe_load((slurm_dir / "yanflow.yaml").read_text())["clusters"][0]
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"clusters": [{**entry, "tensorboard": {"command": SERVER}}]}))
+    backend = SlurmBackend(ssh_cluster())
+    try:
+        job_id = await writer_job(backend, slurm_jobs, tmp_path)
+    finally:
+        await backend.close()
+    runs = tmp_path / "runs"
+    cli = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "yanflow_tui", "tensorboard", job_id, "--config", str(config),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert cli.stdout is not None
+        line = (await asyncio.wait_for(cli.stdout.readline(), 120)).decode().strip()
+        assert line.startswith("http://127.0.0.1:") and line.endswith("/"), line
+        (server,) = servers_over(runs)  # on the login node, not a child of the console
+        assert server.pid not in {p.pid for p in psutil.Process(cli.pid).children(recursive=True)}
+        await async_wait_until(lambda: scalars_match(line, runs), what="the job's scalars through the CLI's forward")
+        family = [server, *server.children(recursive=True)]
+        cli.send_signal(signal.SIGINT)  # Ctrl-C
+        assert await asyncio.wait_for(cli.wait(), 60) in (0, 130)
+    finally:
+        if cli.returncode is None:
+            cli.kill()
+            await cli.wait()
+    gone, alive = psutil.wait_procs(family, timeout=15)
+    assert not alive and not servers_over(runs)
