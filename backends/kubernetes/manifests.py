@@ -24,6 +24,7 @@ from yanflow_tui.backends.kubernetes.extract import (
     ANN_COMMAND,
     ANN_KIND,
     ANN_NAME,
+    ANN_OUTPUTS,
     ANN_SUBMIT_ID,
     ANN_USER,
     INDEX_ANNOTATION,
@@ -149,6 +150,8 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
     }
     if user:
         annotations[ANN_USER] = user
+    if spec.outputs:
+        annotations[ANN_OUTPUTS] = spec.outputs
 
     env: list[dict[str, Any]] = [{"name": k, "value": str(v)} for k, v in spec.env.items()]
     if multi:
