@@ -34,7 +34,7 @@ HASH_TIMEOUT = 1800.0  # s: weights can be large
 def _where(path: str, workdir: str) -> str:
     if not path:
         return workdir or "."
-    return path if path.startswith("/") else posixpath.join(workdir or ".", path)
+    return posixpath.normpath(path if path.startswith("/") else posixpath.join(workdir or ".", path))
 
 
 async def _checked(transport: Transport, script: str, path: str, what: str, timeout: float | None = None) -> str:

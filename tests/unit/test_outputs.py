@@ -61,9 +61,7 @@ def test_a_comment_carries_the_tag_and_the_facts_percent_encoded():
 
 
 def test_the_batch_script_records_image_and_outputs_in_its_comment_and_the_job_reads_the_image_back():
-    spec = spec_from_data(
-        {"name": "x", "kind": "slurm", "command": "c", "image": "localhost/box:1", "outputs": "ckpt"}
-    )
+    spec = spec_from_data({"name": "x", "kind": "slurm", "command": "c", "image": "localhost/box:1", "outputs": "ckpt"})
     rendered = render(spec, TAG, container=Container("podman"))
     assert f"#SBATCH --comment=yanflow:{TAG},image=localhost/box:1,outputs=ckpt" in rendered.script.splitlines()
     raw = parse.raw_from_json({"job_id": 7, "name": "x", "job_state": "RUNNING", "comment": f"yanflow:{TAG},image=a:1"})

@@ -124,3 +124,49 @@ async def stop(job_id: str) -> None:
         await backend.cancel(job_id)
     finally:
         await backend.close()
+
+
+class Cut(Exception):
+    """Stands for the copy being killed part-way."""
+
+
+async def test_a_folder_copy_cut_part_way_resumes_from_the_outputs_folder_after_a_restart(home, tmp_path):
+    work = tmp_path / "work"
+    (work / "ckpt" / "deep").mkdir(parents=True)
+    names = ["a.bin", "b.bin", "deep/c.bin"]
+    for name in names:
+        (work / "ckpt" / name).write_bytes(os.urandom(3 << 20))
+    spec = JobSpec("outputs", JobKind.SINGLE, "sleep 60", workdir=str(work), outputs="ckpt")
+    backend = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")
+    target = tmp_path / "dl" / "ckpt"
+    try:
+        job_id = await backend.submit(spec)
+        listing = await backend.list_files(job_id)
+        assert listing.path == str(work / "ckpt") and [f.name for f in listing.files] == ["deep", "a.bin", "b.bin"]
+
+        def cut(done, total):
+            if done >= (4 << 20) + 1:  # inside b.bin (each copy step is 1 MiB)
+                raise Cut
+
+        with pytest.raises(Cut):
+            await backend.download(job_id, ".", target, cut)
+    finally:
+        await backend.close()
+    part = inside.partial_path(target)
+    kept = inside.partial_path(part / "b.bin").stat().st_size
+    assert not target.exists() and (part / "a.bin").stat().st_size == 3 << 20
+    assert 0 < kept < 3 << 20 and not (part / "b.bin").exists()  # nothing half-written under a final name
+    (work / "ckpt" / "a.bin").write_bytes(os.urandom(3 << 20))  # changed since: the same size, not the same bytes
+
+    again = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")  # the console restarted
+    try:
+        result = await again.download(job_id, ".", target)
+        await again.cancel(job_id)
+    finally:
+        await again.close()
+    assert result.resumed_from == kept and result.size == 3 * (3 << 20) and not part.exists()
+    for name in names:
+        assert (
+            hashlib.sha256((target / name).read_bytes()).digest()
+            == hashlib.sha256((work / "ckpt" / name).read_bytes()).digest()
+        )
