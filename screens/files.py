@@ -1,6 +1,7 @@
-"""The Files view of a running job: its output folder (names, sizes, times) read through the job's
-backend (``list_files``); ``enter`` opens a folder, ``backspace`` goes up, ``d`` downloads the highlighted
-file or folder (atomically, checked; a file resumes) with a progress bar."""
+"""The Files view of a running job: its output folder (the spec's ``outputs:``, else its workdir: names,
+sizes, times) read through the job's backend (``list_files``); ``enter`` opens a folder, ``backspace``
+goes up, ``d`` downloads the highlighted file or folder (atomically, checked, resumed where a try was cut)
+with a progress bar (``screens.progress``)."""
 
 from __future__ import annotations
 
