@@ -54,6 +54,23 @@ def sha(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+async def cancelled_at(bytes_done: int, download, total: int | None = None) -> None:
+    """Start ``download(progress)`` and cancel it (as a kill would stop it) once ``bytes_done`` arrived."""
+    cut = asyncio.Event()
+
+    def progress(done, size):
+        assert total is None or size == total
+        if done >= bytes_done:
+            cut.set()
+
+    task = asyncio.ensure_future(download(progress))
+    await asyncio.wait([task, asyncio.ensure_future(cut.wait())], return_when=asyncio.FIRST_COMPLETED)
+    assert cut.is_set() and not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
 async def test_an_sftp_download_cancelled_part_way_resumes_byte_identical(sftp_cluster, slurm_jobs, tmp_path):
     work = tmp_path / "work"
     (work / "ckpt" / "sub").mkdir(parents=True)
@@ -71,19 +88,7 @@ async def test_an_sftp_download_cancelled_part_way_resumes_byte_identical(sftp_c
         assert entry.size == SIZE and entry.mtime is not None
 
         target = tmp_path / "got" / "model.bin"
-        cut = asyncio.Event()
-
-        def progress(done, total):
-            assert total == SIZE
-            if done >= 3 << 20:
-                cut.set()
-
-        task = asyncio.ensure_future(backend.download(job_id, "ckpt/model.bin", target, progress))
-        await asyncio.wait([task, asyncio.ensure_future(cut.wait())], return_when=asyncio.FIRST_COMPLETED)
-        assert cut.is_set() and not task.done()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await cancelled_at(3 << 20, lambda progress: backend.download(job_id, "ckpt/model.bin", target, progress), SIZE)
         part = inside.partial_path(target)
         kept = part.stat().st_size
         assert 0 < kept < SIZE and not target.exists()  # nothing under the final name
@@ -235,18 +240,7 @@ async def test_a_folder_download_cut_part_way_resumes_skipping_what_is_complete(
         job_id = slurm_jobs.add(await backend.submit(spec))
         listing = await backend.list_files(job_id)
         assert listing.path == str(work / "ckpt") and [f.name for f in listing.files] == ["deep", "a.bin", "b.bin"]
-        cut = asyncio.Event()
-
-        def progress(done, total):
-            if done >= 12 << 20:  # inside b.bin
-                cut.set()
-
-        task = asyncio.ensure_future(backend.download(job_id, ".", target, progress))
-        await asyncio.wait([task, asyncio.ensure_future(cut.wait())], return_when=asyncio.FIRST_COMPLETED)
-        assert cut.is_set() and not task.done()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await cancelled_at(12 << 20, lambda progress: backend.download(job_id, ".", target, progress))  # in b.bin
     finally:
         await backend.close()
     part = inside.partial_path(target)
