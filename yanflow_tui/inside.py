@@ -59,8 +59,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         help="download a file or folder of a running job",
         description="Copy PATH of the job to DEST (default: here, under its own name), atomically: a temp beside "
         "DEST, renamed when complete and checked (size, and sha256 where the cluster computes one). An "
-        "interrupted download resumes when run again (a folder skips the files it has complete; a Kubernetes "
-        "folder, which comes as one tar stream, starts again).",
+        "interrupted download resumes when run again (a folder keeps the files it has complete).",
     )
     p.add_argument("job", metavar="JOB")
     p.add_argument("path", metavar="PATH")

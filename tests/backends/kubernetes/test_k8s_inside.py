@@ -96,6 +96,25 @@ async def test_an_interrupted_file_download_leaves_no_final_file_and_resumes(emu
         await backend.download(JOB, "model.pt", target)
 
 
+async def test_a_folder_cut_inside_its_tar_stream_resumes_file_by_file(emulator, backend, pod_root, tmp_path):
+    target = tmp_path / "out"
+    emulator.streams.cut_after(150_000)  # inside weights.bin (300 kB), the folder's one large file
+    with pytest.raises(BackendError, match="resume"):
+        await backend.download(JOB, "outputs", target)
+    part = partial_path(target)
+    assert not target.exists() and part.is_dir()  # nothing under the final name
+    half = part / "outputs" / "ckpt" / "weights.bin"
+    kept = half.stat().st_size
+    assert 0 < kept < 300_000
+    result = await backend.download(JOB, "outputs", target)
+    src = pod_root / "outputs"
+    for rel in ("ckpt/weights.bin", "ckpt/a name with spaces.txt", "log.txt"):
+        assert sha(target / rel) == sha(src / rel)
+    assert result.checked == "size and sha256" and result.resumed_from >= kept and not part.exists()
+    resumed = ("tail", "-c", f"+{kept + 1}", "--", "outputs/ckpt/weights.bin")
+    assert resumed in [e[3] for e in emulator.streams.execs]  # only the rest of it came
+
+
 async def test_a_corrupted_partial_file_fails_the_check_and_is_removed(emulator, backend, pod_root, tmp_path):
     target = tmp_path / "model.pt"
     partial_path(target).write_bytes(b"not the same bytes")
