@@ -13,6 +13,7 @@ import sys
 from dataclasses import replace
 
 import pytest
+from jobhelpers import run_cli
 from terminal import Terminal
 from waiting import async_wait_until
 
@@ -170,3 +171,31 @@ async def test_a_folder_copy_cut_part_way_resumes_from_the_outputs_folder_after_
             hashlib.sha256((target / name).read_bytes()).digest()
             == hashlib.sha256((work / "ckpt" / name).read_bytes()).digest()
         )
+
+
+def test_the_files_and_download_verbs_start_in_the_jobs_outputs_folder(home, tmp_path):
+    work = tmp_path / "work"
+    (work / "ckpt").mkdir(parents=True)
+    (work / "ckpt" / "w.bin").write_bytes(os.urandom(70_000))
+    (work / "train.py").write_text("pass\n")
+    config = tmp_path / "config.yaml"
+    config.write_text("clusters:\n  - name: here\n    kind: local\n")
+
+    async def start():
+        backend = LocalBackend(ClusterConfig("here", "local"))
+        try:
+            return await backend.submit(JobSpec("outs", JobKind.SINGLE, "sleep 60", workdir=str(work), outputs="ckpt"))
+        finally:
+            await backend.close()
+
+    job_id = asyncio.run(start())
+    try:
+        listed = run_cli("files", job_id, "--config", str(config))
+        assert listed.returncode == 0, listed.stderr
+        assert str(work / "ckpt") in listed.stderr and "w.bin" in listed.stdout and "train.py" not in listed.stdout
+        dest = tmp_path / "got.bin"
+        got = run_cli("download", job_id, "w.bin", str(dest), "--config", str(config))
+        assert got.returncode == 0, got.stderr
+        assert dest.read_bytes() == (work / "ckpt" / "w.bin").read_bytes()
+    finally:
+        asyncio.run(stop(job_id))
