@@ -4,6 +4,8 @@ against the workdir, and each backend's record of it (the Slurm comment, the Kub
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from yanflow_tui import formfields
@@ -12,8 +14,9 @@ from yanflow_tui.backends.kubernetes.extract import ANN_OUTPUTS, job_info
 from yanflow_tui.backends.kubernetes.manifests import manifests
 from yanflow_tui.backends.slurm import comment, parse
 from yanflow_tui.backends.slurm.containers import Container
-from yanflow_tui.backends.slurm.script import render
+from yanflow_tui.backends.slurm.script import render, render_native
 from yanflow_tui.errors import SpecError
+from yanflow_tui.nativefiles import read_job_text
 from yanflow_tui.spec import parse_spec, spec_from_data, spec_to_data
 
 TAG = "0123456789abcdef0123456789abcdef"
@@ -67,6 +70,13 @@ def test_the_batch_script_records_image_and_outputs_in_its_comment_and_the_job_r
     raw = parse.raw_from_json({"job_id": 7, "name": "x", "job_state": "RUNNING", "comment": f"yanflow:{TAG},image=a:1"})
     assert parse.to_job(raw, "c").image == "a:1"
     assert parse.to_job(parse.raw_from_json({"job_id": 7, "comment": "user's"}), "c").image == ""
+
+
+def test_an_sbatch_script_of_the_users_gets_its_outputs_in_the_comment_it_is_tagged_with():
+    native = read_job_text("#!/bin/sh\n#SBATCH --job-name=mine\npython train.py\n", "run.sbatch")
+    argv = render_native(replace(native, outputs="ckpt"), TAG).argv
+    assert f"--comment=yanflow:{TAG},outputs=ckpt" in argv
+    assert f"--comment=yanflow:{TAG}" in render_native(native, TAG).argv
 
 
 def test_a_kubernetes_job_is_annotated_with_its_outputs_and_reads_them_back():
