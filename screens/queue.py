@@ -32,7 +32,7 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen
-from yanflow_tui.screens.inside import open_shell
+from yanflow_tui.screens.inside import open_shell, shell_key
 from yanflow_tui.screens.render.cluster_rows import cluster_problems
 from yanflow_tui.screens.render.rows import (
     GROUP_CHILD,
@@ -471,13 +471,14 @@ class QueueScreen(DataScreen):
         return True
 
     def _shell_action(self) -> bool | None:
-        if self.app.read_only or not any(self.app.hub.backend(n).capabilities.shell for n in self.app.hub.names):
+        """A cluster without shells that says why (``no_shell``) keeps the key, so that ``x`` says it."""
+        if self.app.read_only or not any(shell_key(self.app.hub.backend(n).capabilities) for n in self.app.hub.names):
             return False  # read-only, or no cluster opens shells: no key at all
         job = self.selected_job()
         if job is None:
             return None
         backend = self.app.hub.backend(job.cluster)
-        return None if (job.state.terminal or not backend.capabilities.shell or backend.read_only) else True
+        return None if (job.state.terminal or not shell_key(backend.capabilities) or backend.read_only) else True
 
     @work(group="shell", exit_on_error=False)
     async def action_shell(self) -> None:

@@ -16,6 +16,7 @@ import functools
 import getpass
 import json
 import os
+import posixpath
 import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -435,15 +436,25 @@ class KubernetesBackend(Backend):
 
         return start
 
+    def _outputs(self, job_id_: str, path: str) -> str:
+        """``path`` in the job's output folder (its ``yanflow.io/outputs``, relative to the pod's workdir)."""
+        namespace, name, _ = self._split(job_id_)
+        info = self._reflectors["jobs"].items.get((namespace, name)) if "jobs" in self._reflectors else None
+        base = info.outputs if info is not None else ""
+        if not base or path.startswith("/"):
+            return path
+        return posixpath.join(base, path) if path else base
+
     async def list_files(self, job_id_: str, path: str = "") -> FileListing:
         pod = await self._running_pod(job_id_)
-        return await asyncio.to_thread(files.list_dir, self._starter(pod), path)
+        return await asyncio.to_thread(files.list_dir, self._starter(pod), self._outputs(job_id_, path))
 
     async def download(self, job_id_: str, path: str, target: Path, progress=None) -> Download:
         pod = await self._running_pod(job_id_)
         stop = threading.Event()
+        where = self._outputs(job_id_, path)
         try:
-            return await asyncio.to_thread(files.download, self._starter(pod), path, target, progress, stop)
+            return await asyncio.to_thread(files.download, self._starter(pod), where, target, progress, stop)
         except asyncio.CancelledError:
             stop.set()  # the thread ends at its next read; the partial file stays for a resume
             raise
@@ -626,7 +637,13 @@ class KubernetesBackend(Backend):
             raise
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
-        fields = [ff.NAME, replace(ff.IMAGE, placeholder=manifests.DEFAULT_IMAGE), ff.COMMAND_FIELD, ff.WORKDIR]
+        fields = [
+            ff.NAME,
+            replace(ff.IMAGE, placeholder=manifests.DEFAULT_IMAGE),
+            ff.COMMAND_FIELD,
+            ff.WORKDIR,
+            ff.OUTPUTS,
+        ]
         if kind is JobKind.MULTI_NODE:
             fields.append(ff.launcher(manifests.LAUNCHERS))
         fields += ff.resources(kind)

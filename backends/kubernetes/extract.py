@@ -20,6 +20,7 @@ ANN_USER = "yanflow.io/user"
 ANN_COMMAND = "yanflow.io/command"
 ANN_SUBMIT_ID = "yanflow.io/submit-id"
 ANN_LOGDIR = "yanflow.io/tb-logdir"  # the spec's ``tensorboard.logdir`` (``tbfiles``)
+ANN_OUTPUTS = "yanflow.io/outputs"  # the spec's ``outputs:`` (the folder the Files view opens)
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"  # kubectl logs' default container
 WAITING_REASONS = (
     "ImagePullBackOff",
@@ -104,6 +105,7 @@ class JobInfo:
     deleting: bool
     image: str
     gpus_per_pod: int
+    outputs: str = ""  # our yanflow.io/outputs annotation: the job's output folder in its pods
 
 
 def parse_time(value: str) -> datetime | None:
@@ -315,6 +317,7 @@ def job_info(obj: dict) -> JobInfo:
         deleting=bool(meta.get("deletionTimestamp")),
         image=containers[0].get("image") or "",
         gpus_per_pod=gpus,
+        outputs=annotations.get(ANN_OUTPUTS, ""),
     )
 
 

@@ -25,6 +25,7 @@ from yanflow_tui.backends.kubernetes.extract import (
     ANN_KIND,
     ANN_LOGDIR,
     ANN_NAME,
+    ANN_OUTPUTS,
     ANN_SUBMIT_ID,
     ANN_USER,
     INDEX_ANNOTATION,
@@ -152,6 +153,8 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
     if user:
         annotations[ANN_USER] = user
     logdir = str(spec.section(SECTION).get("logdir") or "")
+    if spec.outputs:
+        annotations[ANN_OUTPUTS] = spec.outputs
 
     env: list[dict[str, Any]] = [{"name": k, "value": str(v)} for k, v in spec.env.items()]
     if logdir:  # the console reads it back from the pod's annotation (``tbfiles``); the job may use the env

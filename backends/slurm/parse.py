@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from yanflow_tui.backends.slurm.comment import facts_of
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
 
@@ -644,6 +645,7 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
         gpu_indices=raw.gpu_indices,
         parent=parent,
         details=details,
+        image=facts_of(raw.comment).get("image", ""),
     )
 
 
