@@ -28,6 +28,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from yanflow_tui.screens.render.rows import natural_key
+from yanflow_tui.screens.widgets.scrolling import set_virtual_size
 
 Cell = str | Text | Callable[[], Text]
 PAD = 1  # blank cells each side of every column
@@ -547,9 +548,7 @@ class VirtualTable(ScrollView, can_focus=True):
         return sum(w + 2 * PAD for i, w in enumerate(self._widths) if i not in self._hidden)
 
     def _update_virtual_size(self) -> None:
-        size = Size(self._total_width(), len(self._rows) + 1)
-        if size != self.virtual_size:
-            self.virtual_size = size
+        set_virtual_size(self, Size(self._total_width(), len(self._rows) + 1))
 
     def _column_at(self, x: int) -> int | None:
         for i, (start, width) in enumerate(zip(self._starts, self._widths)):
