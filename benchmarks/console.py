@@ -16,7 +16,9 @@ registered as the ``synthetic`` kind) and prints a table with the goals beside t
   screen) holds the changed rows and has painted them. Shown whole and from "data in hand" (the
   backends answered) to painted; the whole includes the app's ``COALESCE_SECONDS`` wait;
 - key latency: each key posted as the terminal would, until the screen reflects it and has painted:
-  ``down`` on the Queue, the ``/`` filter typed a character at a time, ``escape`` clearing it;
+  ``down`` on the Queue, the ``/`` filter typed a character at a time, ``escape`` clearing it, ``o``/``O``
+  sorting (``--sorts``), ``e`` opening and closing groups (``--toggles``); median and p95 of each, with
+  this process's CPU seconds beside them (steadier than wall clock on a shared machine);
 - log throughput: lines per second into the Logs pane from a fast ``stream_logs``, with key latency
   measured while it streams;
 - peak RSS of the whole run, and a separate run following a big log (``--log-gb``; 1 GB is possible,
@@ -25,7 +27,9 @@ registered as the ``synthetic`` kind) and prints a table with the goals beside t
 
 The baseline is a tiny App with an ``Input`` and one ``DataTable``: on each change it rebuilds the
 same rows (the Queue's collapsed rows, cells from ``yanflow_tui.screens.render.rows``) with ``clear()`` + ``add_rows``;
-for Nodes, a ``DataTable`` of the node rows. Ratios are YanFlow / baseline: below 1 is faster.
+for Nodes, a ``DataTable`` of the node rows. Ratios are YanFlow / baseline: below 1 is faster. The goals
+are issue #17's for the scale of the run (10,000 jobs, or 100,000); a DataTable part estimated (from its
+first screen) to take longer than ``--baseline-budget`` seconds is left out, and the table says so.
 
 Each part runs in its own process (``--phase``) so that its peak RSS is its own. Everything that
 looks inside a screen's widgets is in the ADAPTERS section below: when a screen changes, fix it

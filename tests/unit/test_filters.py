@@ -203,3 +203,15 @@ def test_narrows_holds_only_where_every_match_of_the_new_filter_matched_the_old_
     assert not narrows("-erin", "-er")  # a negated word typed on matches more
     assert not narrows("gpus:>40", "gpus:>4") and not narrows("state:ru", "state:u")
     assert not narrows("name:erin", "erin") and not narrows("alice", "alice bob")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(TOKENS, max_size=12).map("".join), st.lists(TOKENS, max_size=6).map("".join))
+def test_a_filter_that_narrows_another_never_matches_a_job_the_other_does_not(old_text, typed):
+    try:
+        old, new = compile_filter(old_text), compile_filter(old_text + typed)
+    except FilterError:
+        return
+    if new.narrows(old):
+        for j in JOBS:
+            assert not new.matches(j) or old.matches(j), (old_text, typed, j.id)
