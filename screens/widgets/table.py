@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from operator import itemgetter
 from typing import ClassVar, NamedTuple, TypeGuard, cast
 
 from rich.cells import cell_len
@@ -185,7 +184,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self._starts: list[int] = [0] * ncols
         self._hidden: frozenset[int] = frozenset()  # columns given way (see Column.give_way)
         self._layout_key: tuple | None = None
-        self._strips: dict[str, tuple[tuple, Strip]] = {}
+        # key -> its drawn lines by (stripe, cursor, live text): a filter, a sort or a group opened above
+        # moves rows between odd and even stripes and back, and the cursor comes and goes
+        self._strips: dict[str, dict[tuple, Strip]] = {}
         self._header: Strip | None = None
         self._sort_cache: dict[str, tuple[Row, object]] = {}
 
@@ -366,10 +367,7 @@ class VirtualTable(ScrollView, can_focus=True):
             return
         index = max(0, min(index, len(self._rows) - 1))
         key = self._rows[index].key
-        if key != self._cursor_key:
-            if self._cursor_key is not None:
-                self._strips.pop(self._cursor_key, None)
-            self._strips.pop(key, None)
+        if key != self._cursor_key:  # (the cursor is in each drawn line's signature)
             old = self._cursor_index
             self._cursor_key = key
             self._refresh_row(old)
@@ -480,7 +478,7 @@ class VirtualTable(ScrollView, can_focus=True):
         (a filter cleared), then dropped."""
         measured = self._measured
         per_row = [measured[row.key][1] for row in rows]
-        widths = [max(map(itemgetter(i), per_row), default=0) for i in range(len(self.columns))]
+        widths = [max(column) for column in zip(*per_row)] if per_row else [0] * len(self.columns)
         self._most_rows = max(self._most_rows, len(rows))
         if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
             self._measured = {row.key: measured[row.key] for row in rows}
@@ -602,9 +600,11 @@ class VirtualTable(ScrollView, can_focus=True):
         live = [(i, c()) for i, c in enumerate(cells) if _is_live(c)]
         cursor = row.key == self._cursor_key
         signature = (index % 2 if self.zebra_stripes else 0, cursor, tuple(t.plain for _, t in live))
-        hit = self._strips.get(row.key)
-        if hit is not None and hit[0] == signature:
-            return hit[1]
+        drawn_before = self._strips.get(row.key)
+        if drawn_before is not None:
+            hit = drawn_before.get(signature)
+            if hit is not None:
+                return hit
         self.render_count += 1
         shown = cast("Sequence[str | Text]", cells)  # no live cell left after this
         if live:
@@ -620,7 +620,11 @@ class VirtualTable(ScrollView, can_focus=True):
         else:
             style = self.rich_style
         strip = self._build_strip(shown, style, Style.parse(row.style) if row.style else None)
-        self._strips[row.key] = (signature, strip)
+        if drawn_before is None:
+            drawn_before = self._strips[row.key] = {}
+        elif len(drawn_before) >= 4:  # ages moved on: the old ones are no use
+            drawn_before.clear()
+        drawn_before[signature] = strip
         return strip
 
     def _note_live_widths(self, live: list[tuple[int, Text]]) -> None:
