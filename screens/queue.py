@@ -74,6 +74,8 @@ NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whos
 # actions whose key depends on the selected job or the data (see check_action)
 STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "submit")
 MARK = "● "  # before the id of a marked row
+WARM_ROWS = 400  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
+WARM_SECONDS = 0.03  # between two such turns: a key waits for one at most
 
 
 SLURM_EXAMPLE = """clusters:
@@ -272,6 +274,8 @@ class QueueScreen(DataScreen):
         self._version = 0  # bumped whenever the entries change: the caches below are for one version
         self._matches: dict[str, list[_Entry]] = {}  # filter text -> its matches in _flat order (a few kept)
         self._unfiltered: tuple[tuple, list[Row], Counter] | None = None  # (what it depends on, rows, counts)
+        self._warmed = 0  # the entries version whose member rows are being made ahead (see _warm_members)
+        self._warm_at = 0  # how far into _flat that has gone
         self.expanded: set[str] = set()
         self.marked: set[str] = set()  # row keys marked with space
         self._offered: tuple = ()  # check_action of STATEFUL_ACTIONS when the footer was last drawn
@@ -302,6 +306,9 @@ class QueueScreen(DataScreen):
     def refresh_data(self) -> None:
         table = self.query_one(JobTable)
         table.set_rows(self._visible_rows())
+        if self._children and self._warmed != self._version:
+            self._warmed, self._warm_at = self._version, 0
+            self.set_timer(WARM_SECONDS, self._warm_members)
         self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty, not self.app.all_users)
         self._show_problems()
         self._update_bindings()
@@ -413,6 +420,33 @@ class QueueScreen(DataScreen):
         self._unfiltered = (depends, rows, counts)
         self.state_counts, self.shown = counts, len(rows)
         return rows
+
+    def _warm_members(self) -> None:
+        """Make the rows of group members ahead, a few at a time between keys: the first filter
+        keystroke (which opens every group with a match) and ``e`` then find them made and measured.
+        Stops when the entries change (the next refresh starts again)."""
+        table = self._table()
+        if self._warmed != self._version or table is None or not self.is_mounted:
+            return
+        app = self.app
+
+        def clock() -> float:
+            return app.clock()
+
+        flat, parent_of = self._flat, self._parent_of
+        start = self._warm_at
+        end = min(len(flat), start + 4 * WARM_ROWS)  # top-level entries in the way are skipped cheaply
+        made: list[Row] = []
+        while start < end and len(made) < WARM_ROWS:
+            entry = flat[start]
+            start += 1
+            parent = parent_of.get(entry.key)
+            if parent is not None:
+                made.append(entry.row(clock, GROUP_CHILD, 0, "", parent.key))
+        self._warm_at = start
+        table.measure(made)
+        if start < len(flat):
+            self.set_timer(WARM_SECONDS, self._warm_members)
 
     def _matching(self) -> list[_Entry]:
         """The entries the filter matches, in ``_flat`` order. Only the matches of an earlier filter

@@ -4,8 +4,9 @@ With 10,000 jobs (100,000 at big sites) the console holds a million objects or m
 one refresh to the next: jobs, snapshots, the Queue's entries and rows. CPython's full (generation 2)
 collection walks all of them, 100-200 ms at 10k jobs and about a second at 100k, and it comes at
 whatever allocation crosses its threshold, often in the middle of a key. So once fresh data is in
-place, what is alive is moved out of the collector's sight (``gc.freeze``); young garbage is still
-collected as usual, and refcounting frees the old jobs a refresh replaces. Cyclic garbage made of
+place, and then every second (what a filter or a sort made meanwhile), what is alive is moved out
+of the collector's sight (``gc.freeze``, which costs nothing); young garbage is still collected as
+usual, and refcounting frees the old jobs a refresh replaces. Cyclic garbage made of
 frozen objects (a screen closed, widgets unmounted) waits for ``full_collection``: every
 ``FULL_EVERY`` seconds, when no key came for ``QUIET`` seconds, everything is unfrozen, collected
 once, and frozen again. ``release`` (at exit) hands everything back to the collector. Pure: no Textual.
@@ -40,10 +41,11 @@ class Heap:
         self.freezes += 1
 
     def tick(self) -> bool:
-        """Called about once a second: the periodic full collection, when due and the user is
-        not typing. True when one ran."""
+        """Called about once a second: what lives now is frozen too, or the periodic full
+        collection runs, when due and the user is not typing. True when one ran."""
         now = self.clock()
         if now - self.last_full < FULL_EVERY or now - self.last_key < QUIET:
+            self.settled()
             return False
         self.full_collection()
         return True

@@ -277,6 +277,15 @@ class VirtualTable(ScrollView, can_focus=True):
             self._scroll_to_index(index)
         self.refresh()
 
+    def measure(self, rows: Iterable[Row]) -> None:
+        """Measure rows ahead of the ``set_rows`` that shows them (in idle time): these very ``Row``
+        objects then cost no measuring there."""
+        measured = self._measured
+        for row in rows:
+            known = measured.get(row.key)
+            if known is None or (known[0] is not row and known[0].cells != row.cells):
+                measured[row.key] = (row, self._row_widths(row))
+
     def move_cursor_to_key(self, key: str) -> bool:
         """Put the cursor on ``key`` (scrolling it into view); False when there is no such row."""
         index = self._key_index(key)
