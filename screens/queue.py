@@ -398,6 +398,11 @@ class QueueScreen(DataScreen):
         if cached is not None and cached[0] == depends:  # escape back to what was shown before the filter
             self.state_counts, self.shown = cached[2], len(cached[1])
             return cached[1]
+        patched = self._toggled(cached, depends, clock, notes) if cached is not None else None
+        if patched is not None:  # one group opened or closed (e): its rows put in or taken out
+            self._unfiltered = (depends, *patched)
+            self.state_counts, self.shown = patched[1], len(patched[0])
+            return patched[0]
         rows: list[Row] = []
         counts: Counter = Counter()
         for entry in top:
@@ -420,6 +425,39 @@ class QueueScreen(DataScreen):
         self._unfiltered = (depends, rows, counts)
         self.state_counts, self.shown = counts, len(rows)
         return rows
+
+    def _toggled(
+        self, cached: tuple[tuple, list[Row], Counter], depends: tuple, clock: Callable[[], float], notes: dict
+    ) -> tuple[list[Row], Counter] | None:
+        """The unfiltered rows ``cached`` with one group opened or closed, when that is all that
+        changed: a copy with that group's rows put in or taken out, instead of every row again.
+        None when something else changed too."""
+        (version, was_open, marked, was_notes), rows, counts = cached
+        if (version, marked, was_notes) != (depends[0], depends[2], depends[3]) or len(was_open ^ depends[1]) != 1:
+            return None
+        (key,) = was_open ^ depends[1]
+        entry = (self._entries or {}).get(key)
+        kids = self._children.get(key)
+        if entry is None or not kids or entry._row is None:
+            return None
+        try:
+            at = rows.index(entry._row)  # the group's row as shown (compared by identity first)
+        except ValueError:
+            return None
+        if rows[at] is not entry._row:
+            return None
+        note = notes.get(entry.job.cluster, "")
+        mark = MARK if key in marked else ""
+        opening = key in depends[1]
+        row = entry.row(clock, mark + (GROUP_OPEN if opening else GROUP_CLOSED), len(kids), note, "")
+        states = Counter(kid.job.state for kid in kids)
+        if opening:
+            members = [kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, note, key) for kid in kids]
+            return [*rows[:at], row, *members, *rows[at + 1 :]], counts + states
+        end = at + 1 + len(kids)
+        if any(shown.parent != key for shown in rows[at + 1 : end]):
+            return None
+        return [*rows[:at], row, *rows[end:]], counts - states
 
     def _warm_members(self) -> None:
         """Make the rows of group members ahead, a few at a time between keys: the first filter

@@ -12,6 +12,7 @@ is drawn). Rows may name a ``parent``: sorting keeps them right under it. Header
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar, NamedTuple, TypeGuard, cast
 
@@ -178,6 +179,7 @@ class VirtualTable(ScrollView, can_focus=True):
         ncols = len(self.columns)
         self._measured: dict[str, tuple[Row, tuple[int, ...]]] = {}  # key -> (row measured, its widths)
         self._content_widths = [0] * ncols  # widest static cell per column, over the current rows
+        self._width_counts: list[Counter[int]] | None = None  # per column: how many current rows have each width
         self._most_rows = 0  # the most rows set at once since widths were last pruned
         self._live_widths = [0] * ncols
         self._widths: list[int] = [0] * ncols
@@ -235,6 +237,8 @@ class VirtualTable(ScrollView, can_focus=True):
         measured = self._measured
         added = same = 0
         dirty = False  # rows added, changed or gone: the column widths may move
+        arrived: list[tuple[int, ...]] = []  # widths of rows added or changed, and of those changed or gone
+        left: list[tuple[int, ...]] = []
         for row in rows:
             key = row.key
             by_key[key] = row
@@ -251,9 +255,13 @@ class VirtualTable(ScrollView, can_focus=True):
                 dirty = True
                 self._strips.pop(key, None)
             known = measured.get(key)
+            if before is not None and known is not None:
+                left.append(known[1])
             if known is None or (known[0] is not row and known[0].cells != row.cells):
-                measured[key] = (row, self._row_widths(row))
+                known = measured[key] = (row, self._row_widths(row))
+            arrived.append(known[1])
         if len(by_key) != len(rows):
+            self._width_counts = None  # counted partly: counted again next time
             raise ValueError("duplicate row keys")
         if len(old) > len(by_key) - added:  # some rows went away
             dirty = True
@@ -261,7 +269,10 @@ class VirtualTable(ScrollView, can_focus=True):
                 if key not in by_key:
                     self._strips.pop(key, None)
                     self._sort_cache.pop(key, None)
-        widths_changed = dirty and self._update_content_widths(rows)
+                    gone = measured.get(key)
+                    if gone is not None:
+                        left.append(gone[1])
+        widths_changed = dirty and self._update_content_widths(rows, arrived, left)
         self._by_key = by_key
         unchanged = same == len(rows) == len(old) and rows == self._given  # same Row objects, same order
         self._given = rows
@@ -280,8 +291,10 @@ class VirtualTable(ScrollView, can_focus=True):
     def measure(self, rows: Iterable[Row]) -> None:
         """Measure rows ahead of the ``set_rows`` that shows them (in idle time): these very ``Row``
         objects then cost no measuring there."""
-        measured = self._measured
+        measured, shown = self._measured, self._by_key
         for row in rows:
+            if row.key in shown:  # its widths are those of the row on show (counted in the column widths)
+                continue
             known = measured.get(row.key)
             if known is None or (known[0] is not row and known[0].cells != row.cells):
                 measured[row.key] = (row, self._row_widths(row))
@@ -481,13 +494,30 @@ class VirtualTable(ScrollView, can_focus=True):
         widths = tuple(_width(cell) for cell in row.cells[:ncols])
         return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
 
-    def _update_content_widths(self, rows: list[Row]) -> bool:
+    def _update_content_widths(
+        self, rows: list[Row], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]]
+    ) -> bool:
         """The widest cell per column from each row's cached widths (no text measured here); True
-        when that moved. Widths of rows that went away are kept a while, for when they come back
-        (a filter cleared), then dropped."""
+        when that moved. Per column, how many rows have each width is kept: a few rows added or gone
+        (a group opened, a refresh) update those counts; many (a filter) count them all again, in C.
+        Widths of rows that went away are kept a while, for when they come back (a filter cleared),
+        then dropped."""
         measured = self._measured
-        per_row = [measured[row.key][1] for row in rows]
-        widths = [max(column) for column in zip(*per_row)] if per_row else [0] * len(self.columns)
+        counts = self._width_counts
+        if counts is not None and len(arrived) + len(left) <= len(rows) // 4:
+            for widths_of in arrived:
+                for counter, width in zip(counts, widths_of):
+                    counter[width] += 1
+            for widths_of in left:
+                for counter, width in zip(counts, widths_of):
+                    counter[width] -= 1
+        else:
+            per_row = [measured[row.key][1] for row in rows]
+            counts = self._width_counts = [Counter(column) for column in zip(*per_row)] if per_row else None
+        if counts is None:
+            widths = [0] * len(self.columns)
+        else:
+            widths = [max((w for w, n in counter.items() if n > 0), default=0) for counter in counts]
         self._most_rows = max(self._most_rows, len(rows))
         if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
             self._measured = {row.key: measured[row.key] for row in rows}
