@@ -243,6 +243,6 @@ async def test_opening_and_closing_a_group_patches_the_rows_as_a_full_rebuild_wo
         for want_open in (True, False):
             table(app).move_cursor_to_key("det/104")
             await pilot.press("e")
-            await wait_for(pilot, lambda: ("det/104_0" in rows(app)) is want_open, what="toggled")
+            await wait_for(pilot, lambda want=want_open: ("det/104_0" in rows(app)) is want, what="toggled")
             patched, counts = rows(app), dict(screen.state_counts)
             assert (patched, counts) == rebuilt()
