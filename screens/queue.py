@@ -149,6 +149,7 @@ def _parent_key(job: Job) -> str:
 
 _PLAIN = ("", 0, "", "")  # Entry.row's signature for a top-level job of a cluster with fresh data
 _STATE = attrgetter("job.state")
+_ROW_KEY = attrgetter("key")
 
 
 class _Entry:
@@ -438,13 +439,11 @@ class QueueScreen(DataScreen):
         (key,) = was_open ^ depends[1]
         entry = (self._entries or {}).get(key)
         kids = self._children.get(key)
-        if entry is None or not kids or entry._row is None:
+        if entry is None or not kids:
             return None
         try:
-            at = rows.index(entry._row)  # the group's row as shown (compared by identity first)
+            at = list(map(_ROW_KEY, rows)).index(key)  # the group's row as shown (in C: a few ms at 100k)
         except ValueError:
-            return None
-        if rows[at] is not entry._row:
             return None
         note = notes.get(entry.job.cluster, "")
         mark = MARK if key in marked else ""
