@@ -51,7 +51,7 @@ work_dir() {
 
 # submit_and_wait SPEC: shows the dry run, submits SPEC to $CONFIG's cluster and waits up to
 # $WAIT_SECONDS for the job to end. Sets JOB_ID, STATE (the final Slurm state, empty if the job was
-# no longer known) and RUN_TIME (scontrol's RunTime), and prints the job's log ($WORK/JOB_ID.out).
+# no longer known), RUN_TIME (scontrol's RunTime) and NODE_LIST, and prints the job's log ($WORK/JOB_ID.out).
 submit_and_wait() {
     local spec=$1 out info=
     "$YANFLOW" submit --config "$CONFIG" --dry-run "$spec"
@@ -67,7 +67,8 @@ submit_and_wait() {
         sleep 1
     done
     RUN_TIME=$(printf '%s\n' "$info" | grep -oE 'RunTime=[0-9:-]+' | cut -d= -f2 || true)
+    NODE_LIST=$(printf '%s\n' "$info" | grep -oE ' NodeList=[^ ]+' | cut -d= -f2 || true)
     case "$STATE" in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | "") JOB= ;; esac
-    echo "--- job $JOB_ID: ${STATE:-gone} after ${RUN_TIME:-?}"
+    echo "--- job $JOB_ID: ${STATE:-gone} after ${RUN_TIME:-?} on ${NODE_LIST:-?}"
     cat "$WORK/$JOB_ID.out" 2>/dev/null || true
 }

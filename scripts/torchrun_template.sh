@@ -5,6 +5,10 @@
 #   python3 -m venv /tmp/torchvenv && /tmp/torchvenv/bin/python -m pip install torch==2.13.0
 #   scripts/torchrun_template.sh /tmp/torchvenv        (or TORCH_PYTHON=/tmp/torchvenv/bin/python)
 #   TEMPLATE=accelerate scripts/torchrun_template.sh /tmp/torchvenv   (after pip install accelerate there)
+#   TEMPLATE=deepspeed ...   (pip install --no-build-isolation deepspeed torch==2.13.0: no CUDA torch pulled;
+#   its first run JIT-compiles DeepSpeed's CPU ops inside the job, minutes on 2 cores: raise TIME_LIMIT and
+#   WAIT_SECONDS; a job killed mid-build leaves a lock in ~/.cache/torch_extensions/*/ that hangs later runs)
+# NODES, NPROC, TIME_LIMIT (the job's, 00:05:00), WAIT_SECONDS (300) and CONFIG (yanflow.yaml) change the run.
 # The project is written unchanged; only the spec is adapted to the test cluster (no image: the
 # processes run on the node; CPU sizes; the gpu partition; PATH to the venv). Exits 0 when every one of
 # the NODES x NPROC ranks reported, the job ended COMPLETED, the project wrote its TensorBoard event
@@ -39,18 +43,19 @@ fi
 PROJECT=$WORK/project
 "$YANFLOW" init "$TEMPLATE" "$PROJECT"
 # The written spec with the cluster's shape: no container image, CPU sizes, the venv's PATH, the log file.
-"$ROOT/.venv/bin/python" - "$PROJECT/job.yaml" "$WORK/job.yaml" "$WORK" "$TORCH_BIN" "$NODES" "$NPROC" <<'PY'
+"$ROOT/.venv/bin/python" - "$PROJECT/job.yaml" "$WORK/job.yaml" "$WORK" "$TORCH_BIN" "$NODES" "$NPROC" \
+    "${TIME_LIMIT:-00:05:00}" <<'PY'
 import sys
 
 import yaml
 
-source, target, work, bin_dir, nodes, nproc = sys.argv[1:]
+source, target, work, bin_dir, nodes, nproc, limit = sys.argv[1:]
 with open(source, encoding="utf-8") as fh:
     spec = yaml.safe_load(fh)
 spec.pop("image", None)
 spec["resources"] = {"nodes": int(nodes), "gpus": int(nproc), "cpus": int(nproc), "memory": "2G"}
 spec["env"] = {**spec.get("env", {}), "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "GLOO_SOCKET_IFNAME": "lo"}
-spec["slurm"] = {"partition": "gpu", "time": "00:05:00", "output": f"{work}/%j.out"}
+spec["slurm"] = {"partition": "gpu", "time": limit, "output": f"{work}/%j.out"}
 with open(target, "w", encoding="utf-8") as fh:
     yaml.safe_dump(spec, fh, sort_keys=False)
 PY
