@@ -28,9 +28,14 @@ PER_NODE = {
         'torchrun --nnodes="$NNODES" --node_rank="$NODE_RANK" --nproc_per_node="$NPROC_PER_NODE"'
         ' --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT"'
     ),
+    # --no_ssh still takes the node list from a hostfile (without one, deepspeed runs one node only and
+    # refuses --num_nodes above 1): one line per node, NODE slots=N, written on the node first. The names
+    # only count the nodes (no ssh; the master's address is given); the file is left in $TMPDIR.
     "deepspeed": (
-        'deepspeed --num_nodes="$NNODES" --num_gpus="$NPROC_PER_NODE" --node_rank="$NODE_RANK"'
-        ' --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" --no_ssh'
+        'sh -c \'h=$(mktemp "${TMPDIR:-/tmp}/yanflow-hostfile.XXXXXX") && i=0 &&'
+        ' while [ "$i" -lt "$NNODES" ]; do echo "node$i slots=$NPROC_PER_NODE"; i=$((i + 1)); done > "$h" &&'
+        ' exec deepspeed --hostfile="$h" --num_nodes="$NNODES" --num_gpus="$NPROC_PER_NODE" --node_rank="$NODE_RANK"'
+        ' --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" --no_ssh "$@"\' deepspeed'
     ),
     "accelerate": (
         'accelerate launch --multi_gpu --num_machines="$NNODES" --num_processes="$WORLD_SIZE"'

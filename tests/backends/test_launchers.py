@@ -68,7 +68,11 @@ def spec(launcher: str, nodes: int, command, bin_dir: Path, record: Path, **extr
             "launcher": launcher,
             "command": command,
             "resources": {"nodes": nodes, "gpus": NPROC, "cpus": 1, "memory": "1G"},
-            "env": {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "YF_RECORD": str(record)},
+            "env": {
+                "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+                "YF_RECORD": str(record),
+                "TMPDIR": str(record.parent),  # where deepspeed's hostfile is written
+            },
             **extra,
         }
     )
@@ -122,6 +126,9 @@ def check_ranked(launcher: str, recs: list[dict], nodes: int, rank_var: str, wor
                 }
             elif launcher == "deepspeed":
                 assert "no_ssh" in opts
+                # --no_ssh reads the node list from a hostfile: without one, deepspeed refuses num_nodes > 1
+                hosts = Path(opts["hostfile"]).read_text().splitlines()
+                assert hosts == [f"node{i} slots={NPROC}" for i in range(nodes)], hosts
                 got = {
                     "nnodes": opts["num_nodes"],
                     "rank": opts["node_rank"],

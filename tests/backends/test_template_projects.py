@@ -89,7 +89,7 @@ def _check_run(project: Path, logdir: Path, output: str, world: int) -> None:
 
 def _env(bin_dir: Path, logdir: Path | None, extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("YANFLOW_TB_LOGDIR", "RANK", "WORLD_SIZE")}
-    env.update(extra, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    env.update(extra, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", TMPDIR=str(bin_dir.parent))  # hostfiles
     if logdir is not None:
         env["YANFLOW_TB_LOGDIR"] = str(logdir)
     return env

@@ -1,8 +1,9 @@
 """Accelerate template: a small model trained through ``accelerate.Accelerator``.
 
 ``accelerate launch`` starts one process per GPU and sets RANK, LOCAL_RANK and WORLD_SIZE for each;
-the Accelerator reads them, and without accelerate this script reads the same variables. The main
-process writes TensorBoard scalars ($YANFLOW_TB_LOGDIR, else ./tb) and checkpoints/.
+the Accelerator reads them (on nodes without a GPU it joins them over gloo), and without accelerate
+this script reads the same variables. The main process writes TensorBoard scalars
+($YANFLOW_TB_LOGDIR, else ./tb) and checkpoints/.
 """
 
 import argparse
@@ -32,9 +33,12 @@ def main():
             writer.close()
             yanflow_events.save_checkpoint({"steps": args.steps, "world_size": world})
         return
-    accelerator = Accelerator()
+    # On nodes without a GPU, `accelerate launch --multi_gpu` still starts every process, but only
+    # cpu=True joins them into one job (gloo); without it each would train alone as rank 0 of 1.
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
     rank, world = accelerator.process_index, accelerator.num_processes
-    print(f"rank {rank}/{world} local_rank {accelerator.local_process_index}", flush=True)
+    node = os.environ.get("GROUP_RANK", "?")  # torch.distributed.run's, under accelerate's multi-GPU launcher
+    print(f"rank {rank}/{world} node {node} local_rank {accelerator.local_process_index}", flush=True)
     model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     model, optimizer = accelerator.prepare(model, optimizer)

@@ -1,8 +1,10 @@
 """torchrun DDP template: a small model on synthetic data, trained with DistributedDataParallel.
 
-torchrun gives every process RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; this script
-reads its place in the job from them only. Rank 0 writes TensorBoard scalars ($YANFLOW_TB_LOGDIR, else
-./tb) and checkpoints/. Without torch it runs the same loop in pure Python (for a dry run of the wiring).
+torchrun gives every process RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK (its node), MASTER_ADDR and
+MASTER_PORT; this script reads its place in the job from them only. Rank 0 writes TensorBoard scalars
+($YANFLOW_TB_LOGDIR, else ./tb) and checkpoints/, and says whether the weights ended equal on every rank
+(DDP's gradients averaged across the nodes). Without torch it runs the same loop in pure Python (for a
+dry run of the wiring).
 """
 
 import argparse
@@ -24,9 +26,9 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     args = parser.parse_args()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    local_rank = int(os.environ["LOCAL_RANK"])
+    local_rank, node = int(os.environ["LOCAL_RANK"]), os.environ["GROUP_RANK"]
     master = os.environ["MASTER_ADDR"] + ":" + os.environ["MASTER_PORT"]
-    print(f"rank {rank}/{world} local_rank {local_rank} master {master}", flush=True)
+    print(f"rank {rank}/{world} node {node} local_rank {local_rank} master {master}", flush=True)
     writer = yanflow_events.EventWriter() if rank == 0 else None
     if torch is None:
         step = 0
@@ -63,10 +65,16 @@ def main():
             if writer:
                 writer.add_scalar("loss", loss.item(), step)
             step += 1
+    weights = torch.cat([p.detach().flatten() for p in model.parameters()])
+    low, high = weights.clone(), weights.clone()
+    dist.all_reduce(low, op=dist.ReduceOp.MIN)
+    dist.all_reduce(high, op=dist.ReduceOp.MAX)
     if writer:
         writer.close()
         os.makedirs("checkpoints", exist_ok=True)
         torch.save({"model": model.module.state_dict(), "steps": step}, "checkpoints/checkpoint.pt")
+        same = "equal" if torch.equal(low, high) else "NOT equal"
+        print(f"weights {same} on all {world} ranks after {step} steps", flush=True)
     dist.barrier()
     dist.destroy_process_group()
 

@@ -49,7 +49,8 @@ def fake_launchers(tmp_path) -> Path:
 
 
 def run_pod(container: dict, index: int, bin_dir: Path) -> list[str]:
-    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **pod_env(container, index)}
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TMPDIR": str(bin_dir.parent)}
+    env.update(pod_env(container, index))
     assert container["command"][:2] == ["/bin/sh", "-c"]
     out = subprocess.run(container["command"], env=env, capture_output=True, text=True, timeout=30, check=True)
     argv = json.loads(out.stdout)
@@ -117,6 +118,9 @@ def test_deepspeed_and_accelerate_variants_get_their_own_rendezvous_flags(fake_l
     name = ds_job["metadata"]["name"]
     master = f"{name}-0.{name}.{NS}.svc"
     argv = run_pod(ds_job["spec"]["template"]["spec"]["containers"][0], 1, fake_launchers)
+    hostfile = argv.pop(1)  # --no_ssh still takes the node list from a hostfile, written in the pod
+    assert hostfile.startswith(f"--hostfile={fake_launchers.parent}/")
+    assert Path(hostfile.partition("=")[2]).read_text() == "node0 slots=8\nnode1 slots=8\n"
     assert argv == [
         "deepspeed",
         "--num_nodes=2",

@@ -1,9 +1,12 @@
-"""Inside a job on the REAL loopback Slurm cluster, over the SSH transport (asyncssh): the job's folder
-listed; a download over SFTP cancelled part-way and resumed, byte-identical (sha256) and nothing under
-the final name until complete; a port of the job's node (a ``python -m http.server`` the job runs)
-forwarded through the same connection; a shell (``srun --overlap --pty``) in a real terminal (pty) that
-echoes the job's id; and the read-only gate refusing the shell before any command while listing and
-downloading still work."""
+"""Inside a job on the REAL loopback Slurm cluster, over each SSH transport: asyncssh (downloads over
+SFTP) and OpenSSH (``transport: openssh``: every command through a master the user started, here on the
+login node that asks a one-time code, askpass answering; downloads as ``tail -c +N``). For each: the
+job's folder listed; a download cancelled part-way and resumed, byte-identical (sha256) and nothing
+under the final name until complete; a port of the job's node (a ``python -m http.server`` the job runs)
+forwarded through the same connection (``ssh -O forward`` for OpenSSH); a shell (``srun --overlap
+--pty``) in a real terminal that echoes the job's id; and the read-only gate refusing the shell before
+any command while listing and downloading still work. On the login node itself (``LocalTransport``):
+the shell, a resumed download and a relay."""
 
 from __future__ import annotations
 
@@ -14,15 +17,21 @@ import re
 import socket
 import sys
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
+import yaml
+from opensshhelpers import control, otp_openssh, start_master
 from slurmhelpers import CONF, DIR, local_cluster, ssh_cluster
 from terminal import Terminal
 from waiting import async_wait_until
 
 from yanflow_tui.backends.slurm import inside
 from yanflow_tui.backends.slurm.backend import SlurmBackend
+from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
+from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import ReadOnlyError
 from yanflow_tui.spec import spec_from_data
 
@@ -72,12 +81,63 @@ async def cancelled_at(bytes_done: int, download, total: int | None = None) -> N
 
 
 async def test_an_sftp_download_cancelled_part_way_resumes_byte_identical(sftp_cluster, slurm_jobs, tmp_path):
+TRANSPORTS = ["asyncssh", "openssh"]
+
+
+@pytest.fixture
+def through(request, slurm_dir) -> Iterator[ClusterConfig]:
+    """The cluster over the transport named by the test's parameter: asyncssh with an SFTP subsystem on
+    the login node, or OpenSSH through a master started as the user would (the one-time-code login
+    node, askpass answering), stopped at the end."""
+    if request.param == "asyncssh":
+        yield request.getfixturevalue("sftp_cluster")
+        return
+    with otp_master(request) as cluster:
+        yield cluster
+
+
+@contextmanager
+def otp_master(request) -> Iterator[ClusterConfig]:
+    """The one-time-code login node over OpenSSH, its master started as the user would (in the test's
+    private socket folder, askpass answering the code), and stopped at the end."""
+    request.getfixturevalue("sockets")
+    request.getfixturevalue("otp_askpass")
+    cluster = otp_openssh()
+    login = SlurmBackend(cluster).terminal_login()  # no I/O: the master's argv
+    assert login is not None
+    start_master(login)
+    try:
+        yield cluster
+    finally:
+        control(login, "exit")
+
+
+def resumed_argv(backend: SlurmBackend, kept: int, path) -> tuple[str, ...]:
+    """The read a resumed download starts with: SFTP from byte ``kept``, else ``tail`` from the next one."""
+    if isinstance(backend.transport, OpenSSHTransport):
+        return ("tail", "-c", f"+{kept + 1}", "--", str(path))
+    return ("sftp", "get", f"+{kept}", "--", str(path))
+
+
+def fetcher(address: str):
+    def fetch():
+        try:
+            with urllib.request.urlopen(f"http://{address}/hello.txt", timeout=5) as reply:
+                return reply.read().decode()
+        except OSError:
+            return None
+
+    return fetch
+
+
+@pytest.mark.parametrize("through", TRANSPORTS, indirect=True)
+async def test_a_download_cancelled_part_way_resumes_byte_identical(through, slurm_jobs, tmp_path):
     work = tmp_path / "work"
     (work / "ckpt" / "sub").mkdir(parents=True)
     weights = work / "ckpt" / "model.bin"
     weights.write_bytes(os.urandom(SIZE))
     (work / "ckpt" / "sub" / "meta.json").write_text('{"step": 7}')
-    backend = SlurmBackend(sftp_cluster)
+    backend = SlurmBackend(through)
     try:
         job_id = slurm_jobs.add(await backend.submit(sleeper(work)))
         listing = await backend.list_files(job_id)
@@ -92,12 +152,12 @@ async def test_an_sftp_download_cancelled_part_way_resumes_byte_identical(sftp_c
         part = inside.partial_path(target)
         kept = part.stat().st_size
         assert 0 < kept < SIZE and not target.exists()  # nothing under the final name
-        assert any(argv[:2] == ("sftp", "get") for argv in backend.transport.history)
+        assert any(argv[:2] == resumed_argv(backend, 0, weights)[:2] for argv in backend.transport.history)
 
         result = await backend.download(job_id, "ckpt/model.bin", target)
         assert result.resumed_from == kept and result.size == SIZE and result.checked == "size and sha256"
         assert sha(target) == sha(weights) and not part.exists()
-        assert ("sftp", "get", f"+{kept}", "--", str(weights)) in backend.transport.history
+        assert resumed_argv(backend, kept, weights) in backend.transport.history
 
         folder = await backend.download(job_id, "ckpt", tmp_path / "got" / "ckpt")
         assert folder.size == SIZE + len('{"step": 7}')
@@ -113,44 +173,46 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-async def test_a_port_of_the_jobs_node_is_forwarded_through_the_ssh_connection(slurm_dir, slurm_jobs, tmp_path):
+@pytest.mark.parametrize("through", TRANSPORTS, indirect=True)
+async def test_a_port_of_the_jobs_node_is_forwarded_through_the_ssh_connection(through, slurm_jobs, tmp_path):
     (tmp_path / "hello.txt").write_text("served from the job")
     port = free_port()
     command = f"exec {sys.executable} -m http.server {port} --bind 127.0.0.1"
-    backend = SlurmBackend(ssh_cluster())
+    backend = SlurmBackend(through)
     try:
         job_id = slurm_jobs.add(await backend.submit(sleeper(tmp_path, command, "yf-http")))
         await running(backend, job_id)
         forward = await backend.forward(job_id, port)
         assert forward.local_port != port and forward.remote_port == port
-
-        def fetch():
-            try:
-                with urllib.request.urlopen(f"http://{forward.address}/hello.txt", timeout=5) as reply:
-                    return reply.read().decode()
-            except OSError:
-                return None
-
+        fetch = fetcher(forward.address)
         await async_wait_until(
             lambda: asyncio.to_thread(fetch), what="the job's server answers through the forward", timeout=60
         )
         assert await asyncio.to_thread(fetch) == "served from the job"
-        assert backend.transport.connects == 1  # the same connection as every command
+        if isinstance(backend.transport, OpenSSHTransport):  # asked of the master, -O cancel stops it
+            assert any("-O" in argv and "forward" in argv for argv in backend.transport.commands)
+        else:
+            assert backend.transport.connects == 1  # the same connection as every command
         await forward.close()
         assert await asyncio.to_thread(fetch) is None
     finally:
         await backend.close()
 
 
-async def test_read_only_refuses_the_shell_before_any_io_but_lists_and_downloads(sftp_cluster, slurm_jobs, tmp_path):
+@pytest.mark.parametrize("through", TRANSPORTS, indirect=True)
+async def test_read_only_refuses_the_shell_before_any_io_but_lists_and_downloads(through, slurm_jobs, tmp_path):
     (tmp_path / "result.txt").write_text("done")
     writer = SlurmBackend(ssh_cluster())
-    backend = SlurmBackend(replace(sftp_cluster, read_only=True))
+    backend = SlurmBackend(replace(through, read_only=True))
     try:
         job_id = slurm_jobs.add(await writer.submit(sleeper(tmp_path)))
         with pytest.raises(ReadOnlyError):
             await backend.shell(job_id)
-        assert backend.transport.history == [] and backend.transport.connects == 0
+        assert backend.transport.history == []
+        if isinstance(backend.transport, OpenSSHTransport):
+            assert backend.transport.commands == []  # no ssh run at all
+        else:
+            assert backend.transport.connects == 0
         listing = await backend.list_files(job_id)
         assert "result.txt" in [f.name for f in listing.files]
         got = await backend.download(job_id, "result.txt", tmp_path / "copy.txt")
@@ -160,10 +222,28 @@ async def test_read_only_refuses_the_shell_before_any_io_but_lists_and_downloads
         await backend.close()
 
 
-@pytest.mark.parametrize("where", ["ssh", "login-node"])
-def test_the_shell_cli_opens_srun_in_the_job_in_a_real_terminal(slurm_dir, slurm_jobs, tmp_path, where):
+@pytest.fixture
+def shell_config(request, tmp_path) -> Iterator[tuple[ClusterConfig, str, dict[str, str] | None]]:
+    """(cluster, config file, the terminal's extra env) for the test's ``where``: the SSH config
+    (asyncssh), the login node's (local commands), or OpenSSH through a master started for it."""
+    if request.param == "ssh":
+        yield ssh_cluster(), str(DIR / "yanflow.yaml"), None
+    elif request.param == "login-node":
+        yield local_cluster(), str(DIR / "yanflow-local.yaml"), {"SLURM_CONF": str(CONF)}
+    else:
+        with otp_master(request) as cluster:
+            config = tmp_path / "config.yaml"
+            entry = {"name": cluster.name, "kind": "slurm", **cluster.options}
+            config.write_text(yaml.safe_dump({"clusters": [entry]}))
+            yield cluster, str(config), {"XDG_CACHE_HOME": str(request.getfixturevalue("sockets"))}
+
+
+@pytest.mark.parametrize("shell_config", ["ssh", "login-node", "openssh"], indirect=True)
+def test_the_shell_cli_opens_srun_in_the_job_in_a_real_terminal(slurm_dir, slurm_jobs, tmp_path, shell_config):
+    cluster, config, env = shell_config
+
     async def start():
-        backend = SlurmBackend(ssh_cluster())
+        backend = SlurmBackend(cluster if "ssh" in cluster.options else ssh_cluster())
         try:
             job_id = await backend.submit(sleeper(tmp_path))
             await running(backend, job_id)
@@ -174,9 +254,8 @@ def test_the_shell_cli_opens_srun_in_the_job_in_a_real_terminal(slurm_dir, slurm
     job_id = slurm_jobs.add(asyncio.run(start()))
     home = tmp_path / "home"
     home.mkdir()
-    config = DIR / ("yanflow.yaml" if where == "ssh" else "yanflow-local.yaml")
-    argv = [sys.executable, "-m", "yanflow_tui", "--config", str(config), "shell", job_id]
-    term = Terminal(argv, home, 100, 30, env={"SLURM_CONF": str(CONF)} if where != "ssh" else None)
+    argv = [sys.executable, "-m", "yanflow_tui", "--config", config, "shell", job_id]
+    term = Terminal(argv, home, 100, 30, env=env)
     try:
         term.wait_text(rf"shell in job {job_id} on", timeout=40)
         term.press('echo "j""ob=$SLURM_JOB_ID:$(stty size)"', "enter")  # the typed line holds no "job="
@@ -208,14 +287,7 @@ async def test_on_the_login_node_downloads_resume_and_a_relay_forwards(slurm_dir
         assert got.resumed_from == 12345 and sha(target) == sha(tmp_path / "w.bin")
         assert ("tail", "-c", "+12346", "--", str(tmp_path / "w.bin")) in backend.transport.history
         forward = await backend.forward(job_id, port)
-
-        def fetch():
-            try:
-                with urllib.request.urlopen(f"http://{forward.address}/hello.txt", timeout=5) as reply:
-                    return reply.read().decode()
-            except OSError:
-                return None
-
+        fetch = fetcher(forward.address)
         await async_wait_until(lambda: asyncio.to_thread(fetch), what="the relay answers", timeout=60)
         assert await asyncio.to_thread(fetch) == "relayed" and forward.local_port != port
         await forward.close()

@@ -42,7 +42,7 @@ def template_jobs(slurm_dir):
             spec = replace(
                 spec,
                 image=None,  # the processes run on the node itself
-                env={**spec.env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+                env={**spec.env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TMPDIR": str(root)},
                 resources=Resources(nodes=2, gpus=2, cpus=1, memory_mb=512),
                 sections={"slurm": {"partition": "gpu", "time": "00:02:00", "output": str(root / f"{name}-%j.out")}},
             )
