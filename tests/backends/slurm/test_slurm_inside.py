@@ -80,7 +80,6 @@ async def cancelled_at(bytes_done: int, download, total: int | None = None) -> N
         await task
 
 
-async def test_an_sftp_download_cancelled_part_way_resumes_byte_identical(sftp_cluster, slurm_jobs, tmp_path):
 TRANSPORTS = ["asyncssh", "openssh"]
 
 
