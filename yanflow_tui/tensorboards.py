@@ -17,7 +17,6 @@ import shutil
 import socket
 import sys
 import tempfile
-import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -157,6 +156,8 @@ async def _answering(url: str, process: asyncio.subprocess.Process, timeout: flo
     deadline = loop.time() + timeout
 
     def probe() -> bool:
+        import urllib.request  # with http.client and email: not loaded before the first paint
+
         try:
             with urllib.request.urlopen(url, timeout=2) as answer:
                 return answer.status == 200
