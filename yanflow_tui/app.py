@@ -117,7 +117,9 @@ def _logs_screen() -> Screen:
 
 class YanflowApp(SerialKeys):
     TITLE = "YanFlow"
-    CSS_PATH = [HERE / "app.tcss"]
+    # The first screen's styles are read with the app's: read when it is shown, they would parse every
+    # rule again (Textual reparses the whole stylesheet for a screen's own CSS), delaying the first paint.
+    CSS_PATH = [HERE / "app.tcss", QueueScreen.CSS_PATH]
     MODES = {
         "queue": QueueScreen,
         "nodes": _nodes_screen,

@@ -72,3 +72,11 @@ def test_a_console_start_reads_its_options_as_the_whole_parser_does(argv):
 )
 def test_anything_else_goes_to_the_whole_parser(argv):
     assert cli._console_args(argv) is None
+
+
+def test_the_queue_styles_are_read_with_the_apps():
+    """Read when the Queue is first shown, they would make Textual parse every rule again before the first paint."""
+    from yanflow_tui.app import YanflowApp
+    from yanflow_tui.screens.queue import QueueScreen
+
+    assert QueueScreen.CSS_PATH in YanflowApp.CSS_PATH
