@@ -20,6 +20,7 @@ private PYTHONPYCACHEPREFIX that the first, warming run fills. Not part of the t
 from __future__ import annotations
 
 import argparse
+import atexit
 import fcntl
 import os
 import pty
@@ -42,7 +43,8 @@ HEADER = re.compile(rb"YanFlow \xc2\xb7 [^\r\n\x1b]*\xe2\x94\x82")  # a whole he
 
 
 DROPPED = ("YANFLOW_CONFIG", "KUBECONFIG", "DET_MASTER", "PYTHONDONTWRITEBYTECODE")
-PYCACHE = tempfile.mkdtemp(prefix="yanflow-bench-pyc-")  # the console's bytecode, written by the warming run
+# The console's bytecode, written by the warming run (made and removed by ``main``).
+PYCACHE = os.path.join(tempfile.gettempdir(), f"yanflow-bench-pyc-{os.getpid()}")
 
 
 def environment(home: str) -> dict[str, str]:
@@ -158,6 +160,8 @@ def main() -> None:
     args = parser.parse_args()
     script = shutil.which("yanflow-tui") or ""
     command = [script] if script else [sys.executable, "-m", "yanflow_tui"]
+    os.makedirs(PYCACHE, mode=0o700)
+    atexit.register(shutil.rmtree, PYCACHE, True)  # however the benchmark ends
     warm = tempfile.mkdtemp(prefix="yanflow-bench-")
     one_run(command, warm)  # warm the page cache and bytecode
     shutil.rmtree(warm, ignore_errors=True)
@@ -181,7 +185,6 @@ def main() -> None:
         cpu3 = cpu_seconds()
     finally:
         shutil.rmtree(home, ignore_errors=True)
-        shutil.rmtree(PYCACHE, ignore_errors=True)
     print(f"{'metric':<46}{'median':>10}{'max':>10}   goal")
     print(row("first paint, no snapshot (s)", [r["first paint"] for r in fresh]))
     print(row("  CPU until then (s)", [r["first paint cpu"] for r in fresh]))
