@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import re
 import shlex
-import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -34,6 +33,8 @@ async def answering(url: str, timeout: float, ended: Callable[[], str] | None = 
     deadline = loop.time() + timeout
 
     def probe() -> bool:
+        import urllib.request  # with http.client and email: not loaded before the first paint
+
         try:
             with urllib.request.urlopen(url, timeout=2) as answer:
                 return answer.status == 200

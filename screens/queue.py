@@ -32,7 +32,6 @@ from yanflow_tui.locations import default_config_path, display_path, job_file_pa
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
-from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen
 from yanflow_tui.screens.inside import open_shell, shell_key
 from yanflow_tui.screens.render.cluster_rows import cluster_problems
@@ -713,6 +712,8 @@ class QueueScreen(DataScreen):
         self.query_one(JobTable).reverse_sort()
 
     def action_open_job(self) -> None:
+        from yanflow_tui.screens.detail import JobDetailScreen  # imported when first opened (startup)
+
         job = self.selected_job()
         if job is not None:
             self.app.push_screen(JobDetailScreen(job))

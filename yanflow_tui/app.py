@@ -50,9 +50,6 @@ from yanflow_tui.keys import SerialKeys, is_typing
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
-from yanflow_tui.screens.clusters import ClustersScreen
-from yanflow_tui.screens.dialogs import ChoiceScreen, HelpScreen, PromptScreen
-from yanflow_tui.screens.nodes import NodesScreen
 from yanflow_tui.screens.queue import QueueScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.tensorboards import TensorBoards
@@ -69,13 +66,17 @@ DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
 
 def binding_ids() -> set[str]:
     """The registry a ``keymap:`` is checked against: the id of every binding of the app, its
-    screens, dialogs and widgets (each class of this package that is loaded: the app imports all but
-    the screens made on demand, imported here)."""
+    screens, dialogs and widgets (each class of this package: the app imports only what the first
+    screen needs, so every module of ``yanflow_tui.screens`` is imported here)."""
+    import importlib
+    import pkgutil
+
     from textual.dom import DOMNode
 
-    import yanflow_tui.screens.logs.screen
-    import yanflow_tui.screens.submit.screen  # noqa: F401 - loaded: their classes' bindings count
+    from yanflow_tui import screens
 
+    for module in pkgutil.walk_packages(screens.__path__, f"{screens.__name__}."):
+        importlib.import_module(module.name)  # loaded: its classes' bindings count
     ids: set[str] = set()
     todo = [DOMNode]
     while todo:
@@ -86,8 +87,23 @@ def binding_ids() -> set[str]:
     return ids
 
 
+# The first paint imports only the Queue: every other screen and dialog is imported when first shown.
+def _nodes_screen() -> Screen:
+    """The Nodes screen, imported when first shown."""
+    from yanflow_tui.screens.nodes import NodesScreen
+
+    return NodesScreen()
+
+
+def _clusters_screen() -> Screen:
+    """The Clusters screen, imported when first shown."""
+    from yanflow_tui.screens.clusters import ClustersScreen
+
+    return ClustersScreen()
+
+
 def _submit_screen() -> Screen:
-    """The Submit screen, imported when first shown (not needed for the first paint)."""
+    """The Submit screen, imported when first shown."""
     from yanflow_tui.screens.submit.screen import SubmitScreen
 
     return SubmitScreen()
@@ -102,13 +118,15 @@ def _logs_screen() -> Screen:
 
 class YanflowApp(SerialKeys):
     TITLE = "YanFlow"
-    CSS_PATH = [HERE / "app.tcss"]
+    # The first screen's styles are read with the app's: read when it is shown, they would parse every
+    # rule again (Textual reparses the whole stylesheet for a screen's own CSS), delaying the first paint.
+    CSS_PATH = [HERE / "app.tcss", QueueScreen.CSS_PATH]
     MODES = {
         "queue": QueueScreen,
-        "nodes": NodesScreen,
+        "nodes": _nodes_screen,
         "submit": _submit_screen,
         "logs": _logs_screen,
-        "clusters": ClustersScreen,
+        "clusters": _clusters_screen,
     }
     DEFAULT_MODE = "queue"
     COMMANDS = App.COMMANDS | {YanflowCommands}
@@ -243,6 +261,8 @@ class YanflowApp(SerialKeys):
     async def _ask_user(self, name: str, question: str, secret: bool) -> str | None:
         """A backend's question while it connects (its ``prompter``): a dialog, masked when ``secret``,
         after any other backend's question has been answered. None when the user cancels."""
+        from yanflow_tui.screens.dialogs import PromptScreen
+
         async with self._asking:
             self._asked_login.add(name)  # a login that asked is never asked again by itself
             answered: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
@@ -277,6 +297,8 @@ class YanflowApp(SerialKeys):
         if snap.login_asks:
             self._retry_login(name)
             return
+
+        from yanflow_tui.screens.dialogs import PromptScreen
 
         def answered(password: str | None) -> None:
             if password:
@@ -336,6 +358,8 @@ class YanflowApp(SerialKeys):
 
     @work(group="scope", exit_on_error=False)
     async def _choose_scope(self, name: str, kind: str) -> None:
+        from yanflow_tui.screens.dialogs import ChoiceScreen
+
         backend = self.hub.backend(name)
         try:
             choices = await self.hub.call(backend.scopes(kind))
@@ -503,6 +527,8 @@ class YanflowApp(SerialKeys):
         self.notify(f"theme: {self.theme}", timeout=1.5, markup=False)
 
     def action_help(self) -> None:
+        from yanflow_tui.screens.dialogs import HelpScreen
+
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss()
             return

@@ -37,16 +37,17 @@ log = logging.getLogger(__name__)
 VERDICT_TIMEOUT = 15.0  # s to read the nodes for submit's capacity verdict
 
 
-def _parser() -> argparse.ArgumentParser:
-    import shtab  # static completion scripts, made from this parser
-
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+def _common(files: object = None, exit_on_error: bool = True) -> argparse.ArgumentParser:
+    """The options every command takes; ``files``: shtab's completion of a file name (the whole parser's)."""
+    common = argparse.ArgumentParser(add_help=False, exit_on_error=exit_on_error)
+    config = common.add_argument(
         "--config",
         metavar="PATH",
         default=argparse.SUPPRESS,
         help="config file (default: $YANFLOW_CONFIG or $XDG_CONFIG_HOME/yanflow/config.yaml)",
-    ).complete = shtab.FILE  # type: ignore[attr-defined]
+    )
+    if files is not None:
+        config.complete = files  # type: ignore[attr-defined]
     common.add_argument(
         "--read-only",
         action="store_true",
@@ -59,6 +60,27 @@ def _parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="write more detail to the log (no secrets, ever)",
     )
+    return common
+
+
+def _console_args(argv: Sequence[str] | None) -> argparse.Namespace | None:
+    """The arguments of a plain console start (no command; only the common options), read without building
+    every command's parser and importing shtab, which would cost the first paint ~35 ms. None for anything
+    else (a command, --help, --version, a mistake): the whole parser reads those and says what is wrong."""
+    try:
+        args, rest = _common(exit_on_error=False).parse_known_args(argv)
+    except argparse.ArgumentError:
+        return None
+    if rest:
+        return None
+    args.command = None
+    return args
+
+
+def _parser() -> argparse.ArgumentParser:
+    import shtab  # static completion scripts, made from this parser
+
+    common = _common(shtab.FILE)
     parser = argparse.ArgumentParser(
         prog="yanflow-tui",
         parents=[common],
@@ -194,12 +216,14 @@ def _completion(parser: argparse.ArgumentParser, shell: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command == "completion":  # needs no config, touches nothing
-        return _completion(parser, args.shell)
-    if args.command == "init":
-        return _init(args.template, args.dir)
+    args = _console_args(argv)
+    if args is None:
+        parser = _parser()
+        args = parser.parse_args(argv)
+        if args.command == "completion":  # needs no config, touches nothing
+            return _completion(parser, args.shell)
+        if args.command == "init":
+            return _init(args.template, args.dir)
     log_path = applog.setup(debug=getattr(args, "debug", False))
     log.info("yanflow-tui %s: %s", __version__, args.command or "console")
     keyfiles.install_exit_signals()  # SIGHUP/SIGTERM: key files go first, then a clean exit

@@ -18,15 +18,17 @@ import logging
 import ssl
 import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yanflow_tui import applog
 from yanflow_tui.model import ClusterConfig, Gpu, Node
 from yanflow_tui.yamldoc import Checker
+
+if TYPE_CHECKING:
+    import urllib.request
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,8 @@ def _secret_file(path: str) -> str:
 
 
 def request_for(config: PrometheusConfig, query: str = QUERY) -> urllib.request.Request:
+    import urllib.request  # with http.client and email: imported at the first query, not at start-up
+
     url = f"{config.url}/api/v1/query?{urllib.parse.urlencode({'query': query})}"
     headers = {"Accept": "application/json"}
     if config.bearer_token_file:
@@ -129,6 +133,8 @@ def _context(config: PrometheusConfig) -> ssl.SSLContext | None:
 
 def query_blocking(config: PrometheusConfig) -> dict[str, Any]:
     """One instant query (blocking; run in a thread): the decoded JSON answer."""
+    import urllib.request
+
     with urllib.request.urlopen(request_for(config), timeout=config.timeout, context=_context(config)) as answer:
         return json.loads(answer.read(16 * 2**20))
 

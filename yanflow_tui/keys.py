@@ -14,6 +14,7 @@ to the UI one at a time.
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 from dataclasses import dataclass
 from functools import partial
@@ -23,13 +24,16 @@ from textual import events
 from textual.app import App
 from textual.dom import DOMNode
 from textual.widget import Widget
-from textual.widgets import Input, Select, TextArea
+from textual.widgets import Input, Select
 
 APP_KEYS = ("1", "2", "3", "4", "5", "question_mark", "q", "r")  # app-wide single keys; ctrl+p besides
 # The job detail's curve keys, by binding id (remappable with the keymap like every binding).
 CURVE_KEYS = {"curves-tag": "c", "curves-x-axis": "w", "curves-smoothing": "m"}
 # The Submit screen's "open in $EDITOR" (free in Input and TextArea too, unlike ctrl+e, so it works from a field).
 EDITOR_KEYS = {"submit-open-editor": "ctrl+g"}
+# Where Textual defines TextArea: ``is_typing`` looks it up there instead of importing it, which would cost
+# the first paint ~30 ms (none can be on screen before its module is loaded; a test pins the path).
+TEXT_AREA_MODULE = "textual.widgets._text_area"
 MAX_HOLD = 5.0  # s a key may wait for the one before it: a handler that never answers holds no key for longer
 
 
@@ -39,7 +43,8 @@ def is_typing(widget: Widget | None) -> bool:
         return False
     if isinstance(widget, Input):
         return True
-    if isinstance(widget, TextArea):
+    text_area = sys.modules.get(TEXT_AREA_MODULE)
+    if text_area is not None and isinstance(widget, text_area.TextArea):
         return not widget.read_only
     node: DOMNode | None = widget
     while node is not None and not isinstance(node, Select):
