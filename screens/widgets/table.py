@@ -37,6 +37,8 @@ PAD = 1  # blank cells each side of every column
 SORT_MARKS = {False: " ▲", True: " ▼"}
 _NUMBER = re.compile(r"^\s*-?\d+(?:\.\d*)?\s*$")
 _ROW_KEY = attrgetter("key")
+KEEP_ROWS = 1000  # sets of at least this many rows are kept when left for a quite different one
+KEEP_SETS = 2
 _PARENT = attrgetter("parent")
 _SORT = attrgetter("sort")
 _FIRST = itemgetter(0)
@@ -89,6 +91,10 @@ def _cell_text(cell: Cell) -> Text:
 
 def _is_live(cell: Cell) -> TypeGuard[Callable[[], Text]]:
     return not isinstance(cell, (str, Text))
+
+
+# a set of rows kept: the rows given, keyed, their width counts, widths measured of rows replaced
+_Kept = tuple[list[Row], dict[str, Row], list[Counter[int]] | None, dict[str, tuple[Row, tuple[int, ...]]]]
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -199,6 +205,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self._strips: dict[str, dict[tuple, Strip]] = {}
         self._header: Strip | None = None
         self._sort_cache: dict[str, tuple[Row, object]] = {}
+        # sets of rows left for a quite different one (a filter typed), kept to come back to at once
+        # (the filter cleared): the rows given, keyed, their width counts, and widths measured of them
+        self._kept: list[_Kept] = []
 
     # -- public API --------------------------------------------------------------------------------
     @property
@@ -245,6 +254,11 @@ class VirtualTable(ScrollView, can_focus=True):
         top = self.scroll_offset.y
         old_cursor = self._cursor_index
         cursor_was_visible = old_cursor is not None and top <= old_cursor < top + page
+        kept = self._kept_for(rows)
+        if kept is not None:  # rows shown before (a filter cleared): as they were then
+            self._come_back(kept)
+            self._after_set(old_cursor, cursor_was_visible, top, page, True)
+            return
         keys = list(map(_ROW_KEY, rows))
         spliced = self._splice(rows, old)
         if spliced is None:
@@ -293,21 +307,74 @@ class VirtualTable(ScrollView, can_focus=True):
                 for key in cache.keys() & gone:
                     del cache[key]
             left.extend(map(_SECOND, filter(None, map(measured.get, gone))))
+        if spliced is None and old and len(old) >= KEEP_ROWS and dirty:
+            self._keep(old, [before for before in befores if before is not None])
         widths_changed = dirty and self._update_content_widths(keys, arrived, left)
         self._by_key = by_key
         unchanged = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
         self._given = rows
         if not unchanged:
             self._reorder()
+        self._after_set(old_cursor, cursor_was_visible, top, page, widths_changed)
+
+    def _after_set(self, old_cursor: int | None, cursor_was_visible: bool, top: int, page: int, relayout: bool) -> None:
         if self._cursor_index is None:  # its row went away: the row now in its place
             self._move_to_index(min(old_cursor or 0, len(self._rows) - 1), scroll=False)
-        if widths_changed:
+        if relayout:
             self._relayout()
         self._update_virtual_size()
         index = self._cursor_index
         if cursor_was_visible and index is not None and not top <= index < top + page:
             self._scroll_to_index(index)
         self.refresh()
+
+    def _keep(self, old: dict[str, Row], replaced: list[Row]) -> None:
+        """Keep the rows on show (``old``, about to go) to come back to: ``replaced`` are those of
+        them that the new rows change (their widths are measured again meanwhile: kept here)."""
+        measured = self._measured
+        widths = {row.key: measured[row.key] for row in replaced if row.key in measured}
+        counts = [Counter(c) for c in self._width_counts] if self._width_counts is not None else None
+        self._kept.append((self._given, old, counts, widths))
+        if len(self._kept) > KEEP_SETS:  # the smallest goes (the unfiltered rows are the most costly)
+            self._kept.remove(min(self._kept, key=lambda kept: len(kept[0])))
+
+    def _kept_for(self, rows: list[Row]) -> _Kept | None:
+        """A kept set that ``rows`` are: the very same ``Row`` objects in the same order (in C)."""
+        for kept in self._kept:
+            if len(kept[0]) == len(rows) and kept[0] is not self._given and all(map(is_, kept[0], rows)):
+                return kept
+        return None
+
+    def _come_back(self, kept: _Kept) -> None:
+        """Show a kept set again: its keyed rows and width counts as they were; only the rows on show
+        now that it lacks (or has in another version) are looked at, and the kept rows whose widths
+        were measured for another version meanwhile (found in C)."""
+        old = self._by_key
+        given, by_key, counts, widths = kept
+        self._kept.remove(kept)
+        other = list(compress(old, map(is_not, map(by_key.get, old), old.values())))
+        if len(old) >= KEEP_ROWS:  # the rows on show now, to come back to in turn
+            self._keep(old, [old[key] for key in other])
+        for cache in (self._strips, self._sort_cache):  # (few keys: drawn or text-sorted rows)
+            for key in cache.keys() & set(other):
+                del cache[key]
+        measured = self._measured
+        keys = list(map(_ROW_KEY, given))
+        for row in compress(given, map(is_not, map(_FIRST, map(measured.get, keys, repeat(_UNMEASURED))), given)):
+            known = widths.get(row.key)
+            if known is None or (known[0] is not row and known[0].cells != row.cells):
+                known = measured.get(row.key)
+                if known is None or (known[0] is not row and known[0].cells != row.cells):
+                    known = (row, self._row_widths(row))
+            measured[row.key] = known if known[0] is row else (row, known[1])
+        self._by_key, self._given = by_key, given
+        if counts is None:
+            self._width_counts = None
+            self._update_content_widths(keys, [], [])
+        else:
+            self._width_counts = [Counter(c) for c in counts]
+            self._content_widths = [max((w for w, n in c.items() if n > 0), default=0) for c in counts]
+        self._reorder()
 
     def _splice(self, rows: list[Row], old: dict[str, Row]) -> tuple[dict[str, Row], list[Row], list, list[str]] | None:
         """When ``rows`` are the rows on show with one run replaced (the same ``Row`` objects before

@@ -271,24 +271,35 @@ def test_sort_value_numbers_before_text_and_text_naturally():
 def _state(table: VirtualTable) -> tuple:
     """What set_rows works out: order, keys, cursor, widths (not the caches)."""
     by_key = {key: table.get_row(key) for key in table.row_keys}
-    return table.row_keys, by_key, table._content_widths, table.cursor_key, table.cursor_row
+    widths = {key: table._measured[key][1] for key in table.row_keys}  # what rows on show count as
+    counts = [{w: n for w, n in c.items() if n} for c in table._width_counts or ()]
+    return table.row_keys, by_key, widths, counts, table._content_widths, table.cursor_key, table.cursor_row
 
 
-async def test_set_rows_patching_what_changed_ends_as_a_fresh_table_would():
+async def test_set_rows_patching_what_changed_ends_as_a_fresh_table_would(monkeypatch):
     """Runs put in, taken out and changed (a group opened, a refresh), narrowed and widened sets (a
     filter typed, then cleared), sorted or not: the table then equals one given those rows afresh."""
     import random
 
+    from yanflow_tui.screens.widgets import table as table_module
+
+    monkeypatch.setattr(table_module, "KEEP_ROWS", 20)  # sets kept (and come back to) at this size too
     rng = random.Random(17)
     pool = {i: row(i, "n" * rng.randint(1, 30), gpus=rng.randint(0, 12000)) for i in range(400)}
     kids = {i: row(i, f"kid-{i}", parent=f"r{i // 100 * 100}") for i in range(1000, 1040)}
     app = Host(list(pool.values()))
     async with app.run_test(size=(80, 12)):
         table = app.query_one(VirtualTable)
+        came_back = []
+        come_back = table._come_back
+        monkeypatch.setattr(table, "_come_back", lambda kept: came_back.append(1) or come_back(kept))
         current = list(pool.values())
-        for step in range(120):
-            kind = rng.choice(["splice", "open", "close", "change", "filter", "all", "sort", "same"])
-            if kind == "splice" and current:
+        history: list[list[Row]] = []
+        for step in range(200):
+            kind = rng.choice(["splice", "open", "close", "change", "filter", "all", "sort", "same", "back", "back"])
+            if kind == "back" and history:  # rows shown before, the very same (a filter cleared)
+                current = rng.choice(history)
+            elif kind == "splice" and current:
                 at = rng.randrange(len(current))
                 out = current[at : at + rng.randint(0, 5)]
                 shown = {r.key for r in current}
@@ -322,6 +333,7 @@ async def test_set_rows_patching_what_changed_ends_as_a_fresh_table_would():
                 key = rng.choice(current).key
                 table.move_cursor_to_key(key)
             table.set_rows(current)
+            history = [*history[-5:], current]
             fresh_copy = VirtualTable(COLUMNS)
             fresh_copy.sort_column, fresh_copy.sort_reverse = table.sort_column, table.sort_reverse
             fresh_copy._cursor_key = table.cursor_key
@@ -330,3 +342,4 @@ async def test_set_rows_patching_what_changed_ends_as_a_fresh_table_would():
             fresh_copy.move_cursor_to_key(table.cursor_key or "")
             assert _state(table) == _state(fresh_copy), (step, kind)
             await fresh_copy.remove()
+        assert len(came_back) > 3
