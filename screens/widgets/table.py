@@ -285,7 +285,8 @@ class VirtualTable(ScrollView, can_focus=True):
                 if known is None or known[0].cells != row.cells:
                     known = measured[row.key] = (row, self._row_widths(row))
                 arrived.append(known[1])
-        for row, before in compress(zip(differ, befores), befores):  # rows on show in another version
+        changed = cast("Iterable[tuple[Row, Row]]", compress(zip(differ, befores), befores))
+        for row, before in changed:  # rows on show in another version
             if before.cells == row.cells and before.style == row.style:
                 continue
             key = row.key
@@ -297,19 +298,27 @@ class VirtualTable(ScrollView, can_focus=True):
             if known is None or (known[0] is not row and known[0].cells != row.cells):
                 known = measured[key] = (row, self._row_widths(row))
             arrived.append(known[1])
-        if spliced is not None or len(old) > len(by_key) - added:  # some rows went away
-            if spliced is not None:
-                gone = set(gone_keys)
+        gone_count = len(gone_keys) if spliced is not None else len(old) - (len(by_key) - added)
+        recount = spliced is None and len(arrived) + 4 * gone_count > len(keys)  # widths counted afresh
+        if gone_count:  # some rows went away
+            dirty = True
+            if recount:  # (what went is not needed for the counts: only the caches' few keys are looked at)
+                for cache in (self._strips, self._sort_cache):
+                    for key in [key for key in cache if key not in by_key]:
+                        del cache[key]
             else:
-                gone = set(compress(old, map(not_, map(by_key.__contains__, old))))
-            dirty = dirty or bool(gone)
-            for cache in (self._strips, self._sort_cache):  # (both hold few keys: drawn or text-sorted rows)
-                for key in cache.keys() & gone:
-                    del cache[key]
-            left.extend(map(_SECOND, filter(None, map(measured.get, gone))))
+                gone = (
+                    set(gone_keys)
+                    if spliced is not None
+                    else set(compress(old, map(not_, map(by_key.__contains__, old))))
+                )
+                for cache in (self._strips, self._sort_cache):  # (both hold few keys: drawn or text-sorted rows)
+                    for key in cache.keys() & gone:
+                        del cache[key]
+                left.extend(map(_SECOND, filter(None, map(measured.get, gone))))
         if spliced is None and old and len(old) >= KEEP_ROWS and dirty:
             self._keep(old, [before for before in befores if before is not None])
-        widths_changed = dirty and self._update_content_widths(keys, arrived, left)
+        widths_changed = dirty and self._update_content_widths(keys, arrived, left, recount)
         self._by_key = by_key
         unchanged = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
         self._given = rows
@@ -619,7 +628,7 @@ class VirtualTable(ScrollView, can_focus=True):
         return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
 
     def _update_content_widths(
-        self, keys: list[str], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]]
+        self, keys: list[str], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]], recount: bool = False
     ) -> bool:
         """The widest cell per column from each row's cached widths (no text measured here); True
         when that moved. Per column, how many rows have each width is kept: rows added or gone (a
@@ -628,7 +637,7 @@ class VirtualTable(ScrollView, can_focus=True):
         come back (a filter cleared), then dropped."""
         measured = self._measured
         counts = self._width_counts
-        if counts is not None and len(arrived) + 4 * len(left) <= len(keys):
+        if counts is not None and not recount and len(arrived) + 4 * len(left) <= len(keys):
             if arrived:
                 for counter, column in zip(counts, zip(*arrived)):
                     counter.update(column)
