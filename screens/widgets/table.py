@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from itertools import compress, count, repeat
+from operator import attrgetter, is_, is_not, itemgetter, not_
 from typing import ClassVar, NamedTuple, TypeGuard, cast
 
 from rich.cells import cell_len
@@ -34,6 +36,14 @@ Cell = str | Text | Callable[[], Text]
 PAD = 1  # blank cells each side of every column
 SORT_MARKS = {False: " ▲", True: " ▼"}
 _NUMBER = re.compile(r"^\s*-?\d+(?:\.\d*)?\s*$")
+_ROW_KEY = attrgetter("key")
+KEEP_ROWS = 1000  # sets of at least this many rows are kept when left for a quite different one
+KEEP_SETS = 2
+_PARENT = attrgetter("parent")
+_SORT = attrgetter("sort")
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+_UNMEASURED: tuple = (None, ())  # measured.get's default: matches no row
 
 
 class Column(NamedTuple):
@@ -81,6 +91,10 @@ def _cell_text(cell: Cell) -> Text:
 
 def _is_live(cell: Cell) -> TypeGuard[Callable[[], Text]]:
     return not isinstance(cell, (str, Text))
+
+
+# a set of rows kept: the rows given, keyed, their width counts, widths measured of rows replaced
+_Kept = tuple[list[Row], dict[str, Row], list[Counter[int]] | None, dict[str, tuple[Row, tuple[int, ...]]]]
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -191,6 +205,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self._strips: dict[str, dict[tuple, Strip]] = {}
         self._header: Strip | None = None
         self._sort_cache: dict[str, tuple[Row, object]] = {}
+        # sets of rows left for a quite different one (a filter typed), kept to come back to at once
+        # (the filter cleared): the rows given, keyed, their width counts, and widths measured of them
+        self._kept: list[_Kept] = []
 
     # -- public API --------------------------------------------------------------------------------
     @property
@@ -226,67 +243,173 @@ class VirtualTable(ScrollView, can_focus=True):
         return None if row is None else " ".join(_cell_text(cell).plain for cell in row.cells)
 
     def set_rows(self, rows: Iterable[Row]) -> None:
-        """Replace every row, in order. Unchanged ``Row`` objects (or equal cells) cost a lookup."""
+        """Replace every row, in order. Unchanged ``Row`` objects (or equal cells) cost a lookup.
+
+        The rows are compared with those on show in C (keys, identity); only the rows added, changed
+        or gone are looked at one by one, so a filter or a refresh over 100k rows costs little more
+        than what it changed."""
         rows = list(rows)
         old = self._by_key
         page = self._page_height()
         top = self.scroll_offset.y
         old_cursor = self._cursor_index
         cursor_was_visible = old_cursor is not None and top <= old_cursor < top + page
-        by_key: dict[str, Row] = {}
+        kept = self._kept_for(rows)
+        if kept is not None:  # rows shown before (a filter cleared): as they were then
+            self._come_back(kept)
+            self._after_set(old_cursor, cursor_was_visible, top, page, True)
+            return
+        keys = list(map(_ROW_KEY, rows))
+        spliced = self._splice(rows, old)
+        if spliced is None:
+            by_key = dict(zip(keys, rows))
+            if len(by_key) != len(rows):
+                raise ValueError("duplicate row keys")
+            differ = list(compress(rows, map(is_not, map(old.get, keys), rows))) if old else rows
+            befores = list(map(old.get, map(_ROW_KEY, differ))) if old else [None] * len(differ)
+        else:  # a run of rows put in, taken out or changed (a group opened): the rest stays as it is
+            by_key, differ, befores, gone_keys = spliced
         measured = self._measured
-        added = same = 0
-        dirty = False  # rows added, changed or gone: the column widths may move
         arrived: list[tuple[int, ...]] = []  # widths of rows added or changed, and of those changed or gone
         left: list[tuple[int, ...]] = []
-        for row in rows:
+        same = len(rows) - len(differ)
+        new = list(compress(differ, map(is_, befores, repeat(None))))
+        added = len(new)
+        dirty = bool(new)  # rows added, changed or gone: the column widths may move
+        if new:  # those measured ahead (or before a filter hid them) bring their widths
+            knowns = list(map(measured.get, map(_ROW_KEY, new), repeat(_UNMEASURED)))
+            ready = list(map(is_, map(_FIRST, knowns), new))
+            arrived.extend(map(_SECOND, compress(knowns, ready)))
+            for row in compress(new, map(not_, ready)):
+                known = measured.get(row.key)
+                if known is None or known[0].cells != row.cells:
+                    known = measured[row.key] = (row, self._row_widths(row))
+                arrived.append(known[1])
+        changed = cast("Iterable[tuple[Row, Row]]", compress(zip(differ, befores), befores))
+        for row, before in changed:  # rows on show in another version
+            if before.cells == row.cells and before.style == row.style:
+                continue
             key = row.key
-            by_key[key] = row
-            before = old.get(key)
-            if before is row:
-                same += 1
-                continue
-            if before is None:
-                added += 1
-                dirty = True
-            elif before.cells == row.cells and before.style == row.style:
-                continue
-            else:
-                dirty = True
-                self._strips.pop(key, None)
+            dirty = True
+            self._strips.pop(key, None)
             known = measured.get(key)
-            if before is not None and known is not None:
+            if known is not None:
                 left.append(known[1])
             if known is None or (known[0] is not row and known[0].cells != row.cells):
                 known = measured[key] = (row, self._row_widths(row))
             arrived.append(known[1])
-        if len(by_key) != len(rows):
-            self._width_counts = None  # counted partly: counted again next time
-            raise ValueError("duplicate row keys")
-        if len(old) > len(by_key) - added:  # some rows went away
+        gone_count = len(gone_keys) if spliced is not None else len(old) - (len(by_key) - added)
+        recount = spliced is None and len(arrived) + 4 * gone_count > len(keys)  # widths counted afresh
+        if gone_count:  # some rows went away
             dirty = True
-            for key in old:
-                if key not in by_key:
-                    self._strips.pop(key, None)
-                    self._sort_cache.pop(key, None)
-                    gone = measured.get(key)
-                    if gone is not None:
-                        left.append(gone[1])
-        widths_changed = dirty and self._update_content_widths(rows, arrived, left)
+            if recount:  # (what went is not needed for the counts: only the caches' few keys are looked at)
+                for cache in (self._strips, self._sort_cache):
+                    for key in [key for key in cache if key not in by_key]:
+                        del cache[key]
+            else:
+                gone = (
+                    set(gone_keys)
+                    if spliced is not None
+                    else set(compress(old, map(not_, map(by_key.__contains__, old))))
+                )
+                for cache in (self._strips, self._sort_cache):  # (both hold few keys: drawn or text-sorted rows)
+                    for key in cache.keys() & gone:
+                        del cache[key]
+                left.extend(map(_SECOND, filter(None, map(measured.get, gone))))
+        if spliced is None and old and len(old) >= KEEP_ROWS and dirty:
+            self._keep(old, [before for before in befores if before is not None])
+        widths_changed = dirty and self._update_content_widths(keys, arrived, left, recount)
         self._by_key = by_key
-        unchanged = same == len(rows) == len(old) and rows == self._given  # same Row objects, same order
+        unchanged = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
         self._given = rows
         if not unchanged:
             self._reorder()
+        self._after_set(old_cursor, cursor_was_visible, top, page, widths_changed)
+
+    def _after_set(self, old_cursor: int | None, cursor_was_visible: bool, top: int, page: int, relayout: bool) -> None:
         if self._cursor_index is None:  # its row went away: the row now in its place
             self._move_to_index(min(old_cursor or 0, len(self._rows) - 1), scroll=False)
-        if widths_changed:
+        if relayout:
             self._relayout()
         self._update_virtual_size()
         index = self._cursor_index
         if cursor_was_visible and index is not None and not top <= index < top + page:
             self._scroll_to_index(index)
         self.refresh()
+
+    def _keep(self, old: dict[str, Row], replaced: list[Row]) -> None:
+        """Keep the rows on show (``old``, about to go) to come back to: ``replaced`` are those of
+        them that the new rows change (their widths are measured again meanwhile: kept here)."""
+        measured = self._measured
+        widths = {row.key: measured[row.key] for row in replaced if row.key in measured}
+        counts = [Counter(c) for c in self._width_counts] if self._width_counts is not None else None
+        self._kept.append((self._given, old, counts, widths))
+        if len(self._kept) > KEEP_SETS:  # the smallest goes (the unfiltered rows are the most costly)
+            self._kept.remove(min(self._kept, key=lambda kept: len(kept[0])))
+
+    def _kept_for(self, rows: list[Row]) -> _Kept | None:
+        """A kept set that ``rows`` are: the very same ``Row`` objects in the same order (in C)."""
+        for kept in self._kept:
+            if len(kept[0]) == len(rows) and kept[0] is not self._given and all(map(is_, kept[0], rows)):
+                return kept
+        return None
+
+    def _come_back(self, kept: _Kept) -> None:
+        """Show a kept set again: its keyed rows and width counts as they were; only the rows on show
+        now that it lacks (or has in another version) are looked at, and the kept rows whose widths
+        were measured for another version meanwhile (found in C)."""
+        old = self._by_key
+        given, by_key, counts, widths = kept
+        self._kept.remove(kept)
+        other = list(compress(old, map(is_not, map(by_key.get, old), old.values())))
+        if len(old) >= KEEP_ROWS:  # the rows on show now, to come back to in turn
+            self._keep(old, [old[key] for key in other])
+        for cache in (self._strips, self._sort_cache):  # (few keys: drawn or text-sorted rows)
+            for key in cache.keys() & set(other):
+                del cache[key]
+        measured = self._measured
+        keys = list(map(_ROW_KEY, given))
+        for row in compress(given, map(is_not, map(_FIRST, map(measured.get, keys, repeat(_UNMEASURED))), given)):
+            known = widths.get(row.key)
+            if known is None or (known[0] is not row and known[0].cells != row.cells):
+                known = measured.get(row.key)
+                if known is None or (known[0] is not row and known[0].cells != row.cells):
+                    known = (row, self._row_widths(row))
+            measured[row.key] = known if known[0] is row else (row, known[1])
+        self._by_key, self._given = by_key, given
+        if counts is None:
+            self._width_counts = None
+            self._update_content_widths(keys, [], [])
+        else:
+            self._width_counts = [Counter(c) for c in counts]
+            self._content_widths = [max((w for w, n in c.items() if n > 0), default=0) for c in counts]
+        self._reorder()
+
+    def _splice(self, rows: list[Row], old: dict[str, Row]) -> tuple[dict[str, Row], list[Row], list, list[str]] | None:
+        """When ``rows`` are the rows on show with one run replaced (the same ``Row`` objects before
+        and after it, found in C): the keyed rows patched in place, the new run's rows that differ
+        from the old, their old versions (or None) and the keys gone. None when much changed."""
+        given = self._given
+        n, m = len(rows), len(given)
+        short = min(n, m)
+        if not short or len(old) != m:
+            return None
+        lo = next(compress(count(), map(is_not, rows, given)), short)
+        hi = next(compress(count(), map(is_not, reversed(rows), reversed(given))), short)
+        hi = min(hi, short - lo)
+        new_run, old_run = rows[lo : n - hi], given[lo : m - hi]
+        if len(new_run) + len(old_run) > max(64, short // 4):
+            return None
+        was = {row.key: row for row in old_run}
+        now = {row.key: row for row in new_run}
+        if len(now) != len(new_run) or any(key in old and key not in was for key in now):
+            raise ValueError("duplicate row keys")
+        gone = [key for key in was if key not in now]
+        for key in gone:
+            del old[key]
+        old.update(now)
+        differ = [row for row in new_run if was.get(row.key) is not row]
+        return old, differ, [was.get(row.key) for row in differ], gone
 
     def measure(self, rows: Iterable[Row]) -> None:
         """Measure rows ahead of the ``set_rows`` that shows them (in idle time): these very ``Row``
@@ -301,7 +424,7 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def move_cursor_to_key(self, key: str) -> bool:
         """Put the cursor on ``key`` (scrolling it into view); False when there is no such row."""
-        index = self._key_index(key)
+        index = self._cursor_index if key == self._cursor_key else self._key_index(key)
         if index is None:
             return False
         self._move_to_index(index)
@@ -419,7 +542,7 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def _key_index(self, key: str) -> int | None:
         if self._index is None:
-            self._index = {row.key: i for i, row in enumerate(self._rows)}
+            self._index = dict(zip(map(_ROW_KEY, self._rows), range(len(self._rows))))
         return self._index.get(key)
 
     def _sorted(self, rows: list[Row]) -> list[Row]:
@@ -440,18 +563,24 @@ class VirtualTable(ScrollView, can_focus=True):
             return result
 
         present = self._by_key
-        top: list[Row] = []
+        parents = list(map(_PARENT, rows))
         children: dict[str, list[Row]] = {}
-        for row in rows:
-            if row.parent and row.parent != row.key and row.parent in present:
+        orphans = False  # rows naming a parent that is not there (or themselves): they sort as top rows
+        for row in compress(rows, parents):
+            if row.parent != row.key and row.parent in present:
                 children.setdefault(row.parent, []).append(row)
             else:
-                top.append(row)
+                orphans = True
+        if orphans:
+            top = [row for row in rows if not (row.parent and row.parent != row.key and row.parent in present)]
+        else:
+            top = list(compress(rows, map(not_, parents))) if children else rows
         reverse = self.sort_reverse
+        at = itemgetter(column)
 
         def ordered(group: list[Row]) -> list[Row]:
             try:
-                keys = [row.sort[column] for row in group]
+                keys = list(map(at, map(_SORT, group)))
             except IndexError:  # some rows bring no sort values: use their cells' text
                 keys = [value(row) for row in group]
             try:
@@ -459,7 +588,7 @@ class VirtualTable(ScrollView, can_focus=True):
             except TypeError:  # sort values of mixed types: fall back to their text
                 texts = [str(k) for k in keys]
                 order = sorted(range(len(group)), key=texts.__getitem__, reverse=reverse)
-            return [group[i] for i in order]
+            return list(map(group.__getitem__, order))
 
         top = ordered(top)
         for parent, kids in children.items():
@@ -467,17 +596,21 @@ class VirtualTable(ScrollView, can_focus=True):
         if not children:
             return top
         out: list[Row] = []
-        placed: set[str] = set()
+        placed: set[str] = set(map(_ROW_KEY, top))
 
-        def place(row: Row, depth: int = 0) -> None:
-            out.append(row)
-            placed.add(row.key)
+        def place_kids(row: Row, depth: int = 0) -> None:
             for kid in children.get(row.key, ()):
                 if kid.key not in placed and depth < 16:
-                    place(kid, depth + 1)
+                    out.append(kid)
+                    placed.add(kid.key)
+                    place_kids(kid, depth + 1)
 
-        for row in top:
-            place(row)
+        start = 0  # runs of top rows with no children go in whole
+        for i in compress(range(len(top)), map(children.__contains__, map(_ROW_KEY, top))):
+            out.extend(top[start : i + 1])
+            place_kids(top[i])
+            start = i + 1
+        out.extend(top[start:])
         if len(out) < len(rows):  # parent cycles: keep them, after the rest
             out.extend(row for row in rows if row.key not in placed)
         return out
@@ -495,33 +628,33 @@ class VirtualTable(ScrollView, can_focus=True):
         return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
 
     def _update_content_widths(
-        self, rows: list[Row], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]]
+        self, keys: list[str], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]], recount: bool = False
     ) -> bool:
         """The widest cell per column from each row's cached widths (no text measured here); True
-        when that moved. Per column, how many rows have each width is kept: a few rows added or gone
-        (a group opened, a refresh) update those counts; many (a filter) count them all again, in C.
-        Widths of rows that went away are kept a while, for when they come back (a filter cleared),
-        then dropped."""
+        when that moved. Per column, how many rows have each width is kept: rows added or gone (a
+        group opened, a refresh, a filter narrowed) update those counts; when most rows changed, they
+        are all counted again (in C). Widths of rows that went away are kept a while, for when they
+        come back (a filter cleared), then dropped."""
         measured = self._measured
         counts = self._width_counts
-        if counts is not None and len(arrived) + len(left) <= len(rows) // 4:
-            for widths_of in arrived:
-                for counter, width in zip(counts, widths_of):
-                    counter[width] += 1
-            for widths_of in left:
-                for counter, width in zip(counts, widths_of):
-                    counter[width] -= 1
+        if counts is not None and not recount and len(arrived) + 4 * len(left) <= len(keys):
+            if arrived:
+                for counter, column in zip(counts, zip(*arrived)):
+                    counter.update(column)
+            if left:
+                for counter, column in zip(counts, zip(*left)):
+                    counter.subtract(column)
         else:
-            per_row = [measured[row.key][1] for row in rows]
+            per_row = list(map(_SECOND, map(measured.__getitem__, keys)))
             counts = self._width_counts = [Counter(column) for column in zip(*per_row)] if per_row else None
         if counts is None:
             widths = [0] * len(self.columns)
         else:
             widths = [max((w for w, n in counter.items() if n > 0), default=0) for counter in counts]
-        self._most_rows = max(self._most_rows, len(rows))
+        self._most_rows = max(self._most_rows, len(keys))
         if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
-            self._measured = {row.key: measured[row.key] for row in rows}
-            self._most_rows = len(rows)
+            self._measured = {key: measured[key] for key in keys}
+            self._most_rows = len(keys)
         if widths == self._content_widths:
             return False
         self._content_widths = widths
@@ -542,8 +675,8 @@ class VirtualTable(ScrollView, can_focus=True):
         floors = {i: max(c.min_width, c.floor, Text(c.label).cell_len, 3) for i, c in enumerate(self.columns) if c.flex}
         order = sorted((c.give_way, i) for i, c in enumerate(self.columns) if c.give_way)
         hidden: frozenset[int] = frozenset()
-        for count in range(len(order) + 1):
-            hidden = frozenset(i for _, i in order[:count])
+        for given_way in range(len(order) + 1):
+            hidden = frozenset(i for _, i in order[:given_way])
             widths = [0 if i in hidden else w for i, w in enumerate(natural)]
             excess = sum(w + 2 * PAD for i, w in enumerate(widths) if i not in hidden) - available
             while excess > 0:

@@ -266,3 +266,80 @@ async def test_a_row_style_applies_under_its_cells():
 def test_sort_value_numbers_before_text_and_text_naturally():
     values = ["b", "10", "a10", "9", "a9", "-1.5"]
     assert sorted(values, key=sort_value) == ["-1.5", "9", "10", "a9", "a10", "b"]
+
+
+def _state(table: VirtualTable) -> tuple:
+    """What set_rows works out: order, keys, cursor, widths (not the caches)."""
+    by_key = {key: table.get_row(key) for key in table.row_keys}
+    widths = {key: table._measured[key][1] for key in table.row_keys}  # what rows on show count as
+    counts = [{w: n for w, n in c.items() if n} for c in table._width_counts or ()]
+    return table.row_keys, by_key, widths, counts, table._content_widths, table.cursor_key, table.cursor_row
+
+
+async def test_set_rows_patching_what_changed_ends_as_a_fresh_table_would(monkeypatch):
+    """Runs put in, taken out and changed (a group opened, a refresh), narrowed and widened sets (a
+    filter typed, then cleared), sorted or not: the table then equals one given those rows afresh."""
+    import random
+
+    from yanflow_tui.screens.widgets import table as table_module
+
+    monkeypatch.setattr(table_module, "KEEP_ROWS", 20)  # sets kept (and come back to) at this size too
+    rng = random.Random(17)
+    pool = {i: row(i, "n" * rng.randint(1, 30), gpus=rng.randint(0, 12000)) for i in range(400)}
+    kids = {i: row(i, f"kid-{i}", parent=f"r{i // 100 * 100}") for i in range(1000, 1040)}
+    app = Host(list(pool.values()))
+    async with app.run_test(size=(80, 12)):
+        table = app.query_one(VirtualTable)
+        came_back = []
+        come_back = table._come_back
+        monkeypatch.setattr(table, "_come_back", lambda kept: came_back.append(1) or come_back(kept))
+        current = list(pool.values())
+        history: list[list[Row]] = []
+        for step in range(200):
+            kind = rng.choice(["splice", "open", "close", "change", "filter", "all", "sort", "same", "back", "back"])
+            if kind == "back" and history:  # rows shown before, the very same (a filter cleared)
+                current = rng.choice(history)
+            elif kind == "splice" and current:
+                at = rng.randrange(len(current))
+                out = current[at : at + rng.randint(0, 5)]
+                shown = {r.key for r in current}
+                extra = [r for r in pool.values() if r.key not in shown][: rng.randint(0, 5)]
+                current = [*current[:at], *extra, *current[at + len(out) :]]
+            elif kind == "open":
+                shown = {r.key for r in current}
+                group = [k for k in kids.values() if k.parent in shown and k.key not in shown]
+                if group:
+                    at = next(i for i, r in enumerate(current) if r.key == group[0].parent) + 1
+                    same_parent = [k for k in group if k.parent == group[0].parent]
+                    current = [*current[:at], *same_parent, *current[at:]]
+            elif kind == "close":
+                current = [r for r in current if not r.parent or rng.random() < 0.5]
+            elif kind == "change" and current:
+                i = rng.randrange(len(current))
+                n = int(current[i].key[1:])
+                replaced = row(n, "w" * rng.randint(1, 40), gpus=rng.randint(0, 99), parent=current[i].parent)
+                pool.setdefault(n, replaced)
+                current = [*current[:i], replaced, *current[i + 1 :]]
+            elif kind == "filter":
+                current = [r for r in current if rng.random() < 0.3]
+            elif kind == "all":
+                shown = {r.key for r in current}
+                current = current + [r for r in pool.values() if r.key not in shown]
+            elif kind == "sort":
+                column = rng.choice([None, "id", "name", "gpus"])
+                reverse = rng.random() < 0.5
+                table.sort_by(column, reverse)
+            if current and rng.random() < 0.3:
+                key = rng.choice(current).key
+                table.move_cursor_to_key(key)
+            table.set_rows(current)
+            history = [*history[-5:], current]
+            fresh_copy = VirtualTable(COLUMNS)
+            fresh_copy.sort_column, fresh_copy.sort_reverse = table.sort_column, table.sort_reverse
+            fresh_copy._cursor_key = table.cursor_key
+            await app.mount(fresh_copy)
+            fresh_copy.set_rows(current)
+            fresh_copy.move_cursor_to_key(table.cursor_key or "")
+            assert _state(table) == _state(fresh_copy), (step, kind)
+            await fresh_copy.remove()
+        assert len(came_back) > 3
