@@ -135,32 +135,49 @@ def _parent_key(job: Job) -> str:
     return f"{job.cluster}/{job.parent}" if job.parent else ""
 
 
-_PLAIN = ("", 0, "", "")  # Entry.row's signature for a top-level job of a cluster with fresh data
 _STATE = attrgetter("job.state")
 
 
 class _Entry:
-    """What the queue derives from one version of a job, kept until the job changes."""
+    """What the queue derives from a job, kept until the job changes; ``set_job`` takes its next
+    version in place (the group lists holding the entry stay as they are). The filter's fields are
+    worked out when a filter first needs them; sort values reuse the last version's where equal."""
 
-    __slots__ = ("job", "key", "fields", "sort", "plain_row", "_row_sig", "_row")
+    __slots__ = ("job", "key", "_fields", "sort", "plain_row", "_marker", "_count", "_note", "_parent", "_row")
 
     def __init__(self, job: Job, key: str) -> None:
-        self.job, self.key = job, key
-        self.fields = JobFields(job)
-        self.sort = job_sort_values(job)
+        self.key = key
+        self.set_job(job, None)
+
+    def set_job(self, job: Job, previous: Job | None) -> None:
+        self.job = job
+        self._fields: JobFields | None = None
+        self.sort = job_sort_values(job, previous, self.sort if previous is not None else None)
         self.plain_row: Row | None = None  # the row as a top-level job of a fresh cluster, once made
-        self._row_sig: tuple | None = None
         self._row: Row | None = None
 
+    @property
+    def fields(self) -> JobFields:
+        fields = self._fields
+        if fields is None:
+            fields = self._fields = JobFields(self.job)
+        return fields
+
     def row(self, clock, marker: str, count: int, note: str, parent: str) -> Row:
-        sig = (marker, count, note, parent)
         row = self._row
-        if row is None or sig != self._row_sig:
-            cells = job_live_cells(self.job, clock, marker, count, note)
-            row = self._row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
-            self._row_sig = sig
-            if sig == _PLAIN:
-                self.plain_row = row
+        if (
+            row is not None
+            and marker == self._marker
+            and count == self._count
+            and note == self._note
+            and parent == self._parent
+        ):
+            return row
+        cells = job_live_cells(self.job, clock, marker, count, note)
+        row = self._row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
+        self._marker, self._count, self._note, self._parent = marker, count, note, parent
+        if not marker and not count and not note and not parent:
+            self.plain_row = row
         return row
 
 
@@ -172,9 +189,10 @@ class _ClusterJobs:
     """One cluster's entries, its groups and their default order (ids, naturally): worked out again
     only when the cluster's job tuple changes, so a refresh of one cluster leaves the others be."""
 
-    __slots__ = ("jobs", "me", "by_id", "by_key", "top", "children")
+    __slots__ = ("jobs", "me", "by_id", "by_key", "top", "children", "generation")
 
     def __init__(self) -> None:
+        self.generation = 0  # +1 each time the groups or the order were worked out again
         self.jobs: tuple[Job, ...] | None = None
         self.me = ""
         self.by_id: dict[str, _Entry] = {}
@@ -183,23 +201,34 @@ class _ClusterJobs:
         self.children: dict[str, list[_Entry]] = {}  # group row key -> its members
 
     def update(self, jobs: tuple[Job, ...], me: str) -> bool:
-        """Take the cluster's latest jobs (only ``me``'s when set); True when any row may differ."""
+        """Take the cluster's latest jobs (only ``me``'s when set); True when any row may differ.
+        Changed jobs update their entries in place; the groups and the order are worked out again
+        only when jobs came or went or moved to another group."""
         if jobs is self.jobs and me == self.me:
             return False
         old = self.by_id
         by_id: dict[str, _Entry] = {}
-        made = 0
+        made = changed = 0
+        moved = me != self.me
         for job in jobs:
             if me and job.user != me:
                 continue
             entry = old.get(job.id)
-            if entry is None or (entry.job is not job and entry.job != job):
+            if entry is None:
                 entry = _Entry(job, job.key)
                 made += 1
+            elif entry.job is not job:
+                before = entry.job
+                if before != job:
+                    moved = moved or before.parent != job.parent
+                    entry.set_job(job, before)
+                    changed += 1
+                else:
+                    entry.job = job  # equal: the new object, so the old one can go
             by_id[job.id] = entry
         self.jobs, self.me, self.by_id = jobs, me, by_id
-        if not made and len(by_id) == len(old):
-            return False
+        if not made and not moved and len(by_id) == len(old):
+            return changed > 0  # the same jobs in the same groups: the lists hold the updated entries
         self.by_key = {entry.key: entry for entry in by_id.values()}
         children: dict[str, list[_Entry]] = {}
         top: list[_Entry] = []
@@ -213,6 +242,7 @@ class _ClusterJobs:
         for kids in children.values():
             kids.sort(key=_by_id)
         self.top, self.children = top, children
+        self.generation += 1
         return True
 
 
@@ -257,6 +287,7 @@ class QueueScreen(DataScreen):
         self._entries: dict[str, _Entry] | None = None  # every entry by row key, once synced
         self._children: dict[str, list[_Entry]] = {}  # group row key -> its jobs
         self._top: list[_Entry] = []  # entries not under a group, in default order (cluster, id)
+        self._generations: tuple[int, ...] = ()  # each cluster's ``generation`` when they were joined
         self.expanded: set[str] = set()
         self.marked: set[str] = set()  # row keys marked with space
         self._offered: tuple = ()  # check_action of STATEFUL_ACTIONS when the footer was last drawn
@@ -326,9 +357,11 @@ class QueueScreen(DataScreen):
                 cluster = self._clusters[name] = _ClusterJobs()
                 changed = True
             # mine: where a cluster knows who I am, my jobs only
-            changed |= cluster.update(snap.jobs, hub.backend(name).current_user if mine else "")
-        if changed:
-            ordered = [self._clusters[name] for name in sorted(self._clusters)]
+            cluster.update(snap.jobs, hub.backend(name).current_user if mine else "")
+        ordered = [self._clusters[name] for name in sorted(self._clusters)]
+        generations = tuple(cluster.generation for cluster in ordered)
+        if changed or generations != self._generations:  # groups or order moved: the lists again
+            self._generations = generations
             self._top = [entry for cluster in ordered for entry in cluster.top]
             self._children = {key: kids for cluster in ordered for key, kids in cluster.children.items()}
             self._entries = {}
@@ -364,7 +397,10 @@ class QueueScreen(DataScreen):
             kids = children.get(entry.key)
             if not kids:
                 if match is None or match(entry.fields):
-                    rows.append(entry.row(clock, MARK if entry.key in marked else "", 0, note, ""))
+                    if not note and entry.key not in marked:  # most rows: the one made already
+                        rows.append(entry.plain_row or entry.row(clock, "", 0, "", ""))
+                    else:
+                        rows.append(entry.row(clock, MARK if entry.key in marked else "", 0, note, ""))
                     counts[job.state] += 1
                 continue
             shown_kids = [k for k in kids if match(k.fields)] if match is not None else kids
