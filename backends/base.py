@@ -47,7 +47,7 @@ from yanflow_tui.backends.prompting import Asker, Prompter
 from yanflow_tui.capacity import Request
 from yanflow_tui.curves import EventListing
 from yanflow_tui.efficiency import Efficiency
-from yanflow_tui.errors import BackendError, ReadOnlyError, SubmitUnknown
+from yanflow_tui.errors import BackendError, NotOffered, ReadOnlyError, SubmitUnknown
 from yanflow_tui.formfields import FormField, default_fields
 from yanflow_tui.model import (
     DEFAULT_REFRESH,
@@ -113,9 +113,11 @@ class Capabilities:
     efficiency: bool = False  # ``efficiency(job_ids)`` returns seff's figures (CPU, memory, time)
     files: bool = False  # ``list_files`` / ``download``: a job's output directory, listed and copied here
     shell: bool = False  # ``shell``: an interactive shell inside a running job, in the real terminal
+    no_shell: str = ""  # without ``shell``: why this cluster's jobs have none, said plainly when one is asked for
     forward: bool = False  # ``forward``: a port of a running job forwarded to 127.0.0.1
-    # ``tensorboard``: a TensorBoard the cluster starts for a job (a task it creates: behind the gate). Without
-    # it, the console runs one itself over the job's event files (see ``yanflow_tui.tensorboards``).
+    # ``tensorboard``: a TensorBoard the cluster starts for a job (a task it creates, or a server where the files
+    # are: behind the gate). Without it (or read-only, or none there, with ``event_files``), the console runs
+    # one itself over the job's event files (see ``yanflow_tui.tensorboards``).
     tensorboard: bool = False
     # ``job_file(job_id, args)``: a job as a job file of its own kind to load into the Submit form (e.g. an
     # sbatch script with the job's options), with the form values to set (resubmit's larger time or memory).
@@ -589,7 +591,7 @@ class Backend(abc.ABC):
         """An interactive shell inside the running job (its ``rank``; "": the first), for the real terminal."""
         self.gate.check("shell")
         if not self.capabilities.shell:
-            raise BackendError(f"cluster {self.name!r} cannot open a shell in a job")
+            raise NotOffered(self.capabilities.no_shell or f"cluster {self.name!r} cannot open a shell in a job")
         self.check_id(job_id)
         return await self._shell(job_id, rank)
 

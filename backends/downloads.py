@@ -4,12 +4,23 @@ beside the target, so an interrupted download resumes from it), and the sha256 i
 from __future__ import annotations
 
 import hashlib
+import posixpath
 from pathlib import Path
 
 CHUNK = 1 << 20  # bytes hashed at a time
 # The sha256 of a file, or of every file under a folder (``./name`` lines), as the cluster computes it:
 # ``sh -c HASH sh PATH``.
 HASH = 'if [ -d "$1" ]; then cd -- "$1" && find . -type f -exec sha256sum -- {} +; else sha256sum -- "$1"; fi'
+
+
+def output_folder(outputs: str | None, workdir: str) -> str:
+    """A job's output folder, where its Files view opens and a relative download path starts: the spec's
+    ``outputs:`` (absolute, or relative to the workdir), else the workdir itself."""
+    if not outputs:
+        return workdir
+    if outputs.startswith(("/", "~")):
+        return outputs
+    return posixpath.join(workdir or ".", outputs)
 
 
 def partial_path(target: Path) -> Path:

@@ -28,7 +28,8 @@ from yanflow_tui.model import Checkpoint, Job, MetricPoint
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import LiveScreen
 from yanflow_tui.screens.dialogs import PromptScreen
-from yanflow_tui.screens.inside import forwards_text, open_forward, open_shell
+from yanflow_tui.screens.inside import forwards_text, open_forward, open_shell, shell_key
+from yanflow_tui.screens.progress import DownloadProgress
 from yanflow_tui.screens.render.placement import placement_text
 from yanflow_tui.screens.render.plot import line_plot
 from yanflow_tui.screens.tensorboard import open_tensorboard, stop_tensorboard, tensorboard_text
@@ -72,7 +73,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         self.job = job
         self.checkpoint_list: list[Checkpoint] = []
         self.metric_points: list[MetricPoint] = []
-        self._progress: tuple[int, int | None] | None = None
+        self.progress = DownloadProgress(self, "#download")
         self.raw_text = ""  # the raw spec once read, for ``v``
 
     @property
@@ -326,7 +327,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         if action == "download":
             if not self.caps.checkpoints:
                 return False
-            return True if self.checkpoint_list and self._progress is None else None
+            return True if self.checkpoint_list and not self.progress.busy else None
         return True
 
     def _inside_action(self, action: str) -> bool | None:
@@ -334,9 +335,9 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         if action == "files":
             return caps.files
         if action == "shell":
-            return caps.shell and not read_only
+            return shell_key(caps) and not read_only
         if action == "refuse_shell":
-            return caps.shell and read_only
+            return shell_key(caps) and read_only
         if action == "forward":
             return caps.forward
         return bool(caps.forward and self.app.forwards.of(self.job.key))
@@ -412,7 +413,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
 
     def action_download(self) -> None:
         checkpoint = self.selected_checkpoint()
-        if checkpoint is None or self._progress is not None:
+        if checkpoint is None or self.progress.busy:
             return
         default = str(Path.cwd() / "checkpoints" / safe_filename(checkpoint.uuid))
 
@@ -424,34 +425,13 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
 
     @work(exclusive=True, group="download", exit_on_error=False)
     async def _download(self, checkpoint: Checkpoint, target: Path) -> None:
-        bar = self.query_one("#download", ProgressBar)
-        bar.display = True
-        bar.update(total=None, progress=0)
-        self._progress = (0, None)
-        timer = self.set_interval(0.1, self._show_progress)
         backend = self.app.hub.backend(self.job.cluster)
-
-        def progress(done: int, total: int | None) -> None:  # may run in a worker thread
-            self._progress = (done, total)
-
         try:
-            path = await backend.download_checkpoint(checkpoint, target, progress)
+            path = await self.progress.run(lambda report: backend.download_checkpoint(checkpoint, target, report))
         except Exception as exc:
             self.app.report_error("Download failed", error_text(exc))
-            bar.display = False
             return
-        finally:
-            timer.stop()
-            self._show_progress()
-            self._progress = None
-            self.refresh_bindings()
         self.notify(clean(f"checkpoint {checkpoint.uuid} downloaded to {path}"), markup=False)
-
-    def _show_progress(self) -> None:
-        if self._progress is None:
-            return
-        done, total = self._progress
-        self.query_one("#download", ProgressBar).update(total=total, progress=done)
 
 
 def efficiency_text(rows: list[tuple[str, str]]) -> Text:

@@ -1,6 +1,7 @@
-"""The Files view of a running job: its output folder (names, sizes, times) read through the job's
-backend (``list_files``); ``enter`` opens a folder, ``backspace`` goes up, ``d`` downloads the highlighted
-file or folder (atomically, checked; a file resumes) with a progress bar."""
+"""The Files view of a running job: its output folder (the spec's ``outputs:``, else its workdir: names,
+sizes, times) read through the job's backend (``list_files``); ``enter`` opens a folder, ``backspace``
+goes up, ``d`` downloads the highlighted file or folder (atomically, checked, resumed where a try was cut)
+with a progress bar (``screens.progress``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from yanflow_tui.hub import error_text
 from yanflow_tui.inside import download_target, size_text, time_text
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
+from yanflow_tui.screens.progress import DownloadProgress
 
 if TYPE_CHECKING:
     from yanflow_tui.app import YanflowApp
@@ -44,7 +46,7 @@ class FilesScreen(ModalScreen[None]):
         self.job = job
         self.path = path
         self.files: list[JobFile] = []
-        self._progress: tuple[int, int | None] | None = None
+        self.progress = DownloadProgress(self, "#files-progress")
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -90,7 +92,7 @@ class FilesScreen(ModalScreen[None]):
             chosen = self.selected()
             return True if chosen is not None and chosen.is_dir else None
         if action == "download":
-            return True if self.selected() is not None and self._progress is None else None
+            return True if self.selected() is not None and not self.progress.busy else None
         return True
 
     def on_data_table_row_highlighted(self) -> None:
@@ -110,7 +112,7 @@ class FilesScreen(ModalScreen[None]):
 
     def action_download(self) -> None:
         chosen = self.selected()
-        if chosen is None or self._progress is not None:
+        if chosen is None or self.progress.busy:
             return
         from yanflow_tui.screens.dialogs import PromptScreen
 
@@ -123,31 +125,10 @@ class FilesScreen(ModalScreen[None]):
 
     @work(exclusive=True, group="files-download", exit_on_error=False)
     async def _download(self, chosen: JobFile, target: Path) -> None:
-        bar = self.query_one("#files-progress", ProgressBar)
-        bar.display = True
-        bar.update(total=None, progress=0)
-        self._progress = (0, None)
-        self.refresh_bindings()
-        timer = self.set_interval(0.1, self._show_progress)
         backend = self.app.hub.backend(self.job.cluster)
-
-        def progress(done: int, total: int | None) -> None:  # from the backend's thread
-            self._progress = (done, total)
-
         try:
-            result = await backend.download(self.job.id, chosen.path, target, progress)
+            result = await self.progress.run(lambda report: backend.download(self.job.id, chosen.path, target, report))
         except Exception as exc:
             self.app.report_error("Download failed", error_text(exc))
-            bar.display = False
             return
-        finally:
-            timer.stop()
-            self._show_progress()
-            self._progress = None
-            self.refresh_bindings()
         self.notify(clean(f"{chosen.name} downloaded to {result.path} (checked: {result.checked})"), markup=False)
-
-    def _show_progress(self) -> None:
-        if self._progress is not None:
-            done, total = self._progress
-            self.query_one("#files-progress", ProgressBar).update(total=total, progress=done)

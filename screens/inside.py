@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from textual.app import SuspendNotSupported
 
+from yanflow_tui.backends.base import Capabilities
+from yanflow_tui.errors import NotOffered
 from yanflow_tui.hub import error_text
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
@@ -16,12 +18,24 @@ if TYPE_CHECKING:
     from yanflow_tui.app import YanflowApp
 
 
+def shell_key(caps: Capabilities) -> bool:
+    """Whether ``x`` is offered for a cluster's jobs: a shell, or a plain word why there is none (``no_shell``)."""
+    return caps.shell or bool(caps.no_shell)
+
+
 async def open_shell(app: YanflowApp, job: Job) -> None:
     """Ask the job's backend for a shell (the read-only gate answers first), then hand it the terminal."""
     try:
         shell = await app.hub.call(app.hub.backend(job.cluster).shell(job.id))
     except Exception as exc:
-        app.report_error("Shell refused" if "read-only" in str(exc) else "Shell failed", error_text(exc))
+        title = (
+            "No shell"
+            if isinstance(exc, NotOffered)
+            else "Shell refused"
+            if "read-only" in str(exc)
+            else "Shell failed"
+        )
+        app.report_error(title, error_text(exc))
         return
     try:
         with app.suspend():

@@ -21,6 +21,8 @@ from textual import on, work
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.widgets import Input, Static
 
 from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
@@ -32,7 +34,7 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen
-from yanflow_tui.screens.inside import open_shell
+from yanflow_tui.screens.inside import open_shell, shell_key
 from yanflow_tui.screens.render.cluster_rows import cluster_problems
 from yanflow_tui.screens.render.rows import (
     GROUP_CHILD,
@@ -72,6 +74,8 @@ NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whos
 # actions whose key depends on the selected job or the data (see check_action)
 STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "submit")
 MARK = "● "  # before the id of a marked row
+WARM_ROWS = 400  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
+WARM_SECONDS = 0.03  # between two such turns: a key waits for one at most
 
 
 SLURM_EXAMPLE = """clusters:
@@ -123,6 +127,14 @@ class QueueHint(Static):
         return out
 
 
+class FilterBox(Input):
+    """The ``/`` box. Textual's ``Input`` sets its virtual size on every keystroke, a reactive that
+    lays out the whole screen (15-40 ms with a big Queue); the box's own size never depends on its
+    text (queue.tcss: fixed height, full width), so here that size only repaints the box."""
+
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0))
+
+
 class JobTable(VirtualTable):
     BINDINGS = [Binding("enter", "select_cursor", "Open", id="open-job")]
 
@@ -136,6 +148,7 @@ def _parent_key(job: Job) -> str:
 
 
 _STATE = attrgetter("job.state")
+_ROW_KEY = attrgetter("key")
 
 
 class _Entry:
@@ -288,6 +301,13 @@ class QueueScreen(DataScreen):
         self._children: dict[str, list[_Entry]] = {}  # group row key -> its jobs
         self._top: list[_Entry] = []  # entries not under a group, in default order (cluster, id)
         self._generations: tuple[int, ...] = ()  # each cluster's ``generation`` when they were joined
+        self._flat: list[_Entry] = []  # every entry in default order, each group's members right after it
+        self._parent_of: dict[str, _Entry] = {}  # a member's row key -> its group's entry
+        self._version = 0  # bumped whenever the entries change: the caches below are for one version
+        self._matches: dict[str, list[_Entry]] = {}  # filter text -> its matches in _flat order (a few kept)
+        self._unfiltered: tuple[tuple, list[Row], Counter] | None = None  # (what it depends on, rows, counts)
+        self._warmed = 0  # the entries version whose member rows are being made ahead (see _warm_members)
+        self._warm_at = 0  # how far into _flat that has gone
         self.expanded: set[str] = set()
         self.marked: set[str] = set()  # row keys marked with space
         self._offered: tuple = ()  # check_action of STATEFUL_ACTIONS when the footer was last drawn
@@ -297,7 +317,7 @@ class QueueScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield ClusterBar()
-        yield Input(
+        yield FilterBox(
             placeholder="filter: words, field:value (cluster id name user state reason node kind gpus nnodes),"
             ' gpus:>4, -negate, "quoted words"',
             id="filter",
@@ -318,6 +338,9 @@ class QueueScreen(DataScreen):
     def refresh_data(self) -> None:
         table = self.query_one(JobTable)
         table.set_rows(self._visible_rows())
+        if self._children and self._warmed != self._version:
+            self._warmed, self._warm_at = self._version, 0
+            self.set_timer(WARM_SECONDS, self._warm_members)
         self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty, not self.app.all_users)
         self._show_problems()
         self._update_bindings()
@@ -350,23 +373,40 @@ class QueueScreen(DataScreen):
         data did not change are reused as they are. Returns a note per cluster with old data."""
         hub = self.app.hub
         mine = not self.app.all_users
-        changed = self._entries is None
+        rebuild = self._entries is None
+        changed = False  # any job changed (its entry updated in place): the caches of rows go
         for name, snap in hub.snapshots.items():
             cluster = self._clusters.get(name)
             if cluster is None:
                 cluster = self._clusters[name] = _ClusterJobs()
-                changed = True
+                rebuild = True
             # mine: where a cluster knows who I am, my jobs only
-            cluster.update(snap.jobs, hub.backend(name).current_user if mine else "")
+            changed |= cluster.update(snap.jobs, hub.backend(name).current_user if mine else "")
         ordered = [self._clusters[name] for name in sorted(self._clusters)]
         generations = tuple(cluster.generation for cluster in ordered)
-        if changed or generations != self._generations:  # groups or order moved: the lists again
+        if changed and not rebuild and generations == self._generations:  # same jobs, same groups
+            self._version += 1
+            self._matches.clear()
+            self._unfiltered = None
+        elif rebuild or generations != self._generations:  # jobs came, went or moved: the lists again
             self._generations = generations
             self._top = [entry for cluster in ordered for entry in cluster.top]
             self._children = {key: kids for cluster in ordered for key, kids in cluster.children.items()}
             self._entries = {}
             for cluster in ordered:
                 self._entries.update(cluster.by_key)
+            entries, children = self._entries, self._children
+            self._parent_of = {kid.key: entries[key] for key, kids in children.items() for kid in kids}
+            flat: list[_Entry] = []
+            for entry in self._top:
+                flat.append(entry)
+                kids = children.get(entry.key)
+                if kids:
+                    flat.extend(kids)
+            self._flat = flat
+            self._version += 1
+            self._matches.clear()
+            self._unfiltered = None
         self.total = sum(len(snap.jobs) for snap in hub.snapshots.values())
         return {name: NOTES[snap.health] for name, snap in hub.snapshots.items() if snap.jobs and snap.health in NOTES}
 
@@ -375,46 +415,165 @@ class QueueScreen(DataScreen):
         their group; the table applies any sort on top."""
         notes = self._sync()
         top, children = self._top, self._children
-        self.expanded &= set(children)
-        match = None if self.job_filter.empty else self.job_filter.predicate
+        if self.expanded:
+            self.expanded = {key for key in self.expanded if key in children}
+        entries = self._entries or {}
+        if self.marked:
+            self.marked = {key for key in self.marked if key in entries}
         app = self.app
 
         def clock() -> float:  # read at draw time (tests pin it)
             return app.clock()
 
-        self.marked &= set(self._entries or ())
         marked = self.marked
-        if not children and not notes and not marked:  # the usual case, kept short: it runs on every keystroke
-            shown = top if match is None else [e for e in top if match(e.fields)]
-            plain = [e.plain_row or e.row(clock, "", 0, "", "") for e in shown]
-            self.state_counts, self.shown = Counter(map(_STATE, shown)), len(plain)
+        if not self.job_filter.empty:
+            return self._filtered_rows(clock, notes)
+        if not children and not notes and not marked:  # the usual case, kept short
+            plain = [e.plain_row or e.row(clock, "", 0, "", "") for e in top]
+            self.state_counts, self.shown = Counter(map(_STATE, top)), len(plain)
             return plain
+        depends = (self._version, frozenset(self.expanded), frozenset(marked), tuple(sorted(notes.items())))
+        cached = self._unfiltered
+        if cached is not None and cached[0] == depends:  # escape back to what was shown before the filter
+            self.state_counts, self.shown = cached[2], len(cached[1])
+            return cached[1]
+        patched = self._toggled(cached, depends, clock, notes) if cached is not None else None
+        if patched is not None:  # one group opened or closed (e): its rows put in or taken out
+            self._unfiltered = (depends, *patched)
+            self.state_counts, self.shown = patched[1], len(patched[0])
+            return patched[0]
         rows: list[Row] = []
         counts: Counter = Counter()
         for entry in top:
             job = entry.job
             note = notes.get(job.cluster, "")
             kids = children.get(entry.key)
-            if not kids:
-                if match is None or match(entry.fields):
-                    if not note and entry.key not in marked:  # most rows: the one made already
-                        rows.append(entry.plain_row or entry.row(clock, "", 0, "", ""))
-                    else:
-                        rows.append(entry.row(clock, MARK if entry.key in marked else "", 0, note, ""))
-                    counts[job.state] += 1
-                continue
-            shown_kids = [k for k in kids if match(k.fields)] if match is not None else kids
-            if match is not None and not shown_kids and not match(entry.fields):
-                continue
-            open_ = entry.key in self.expanded or bool(match is not None and shown_kids)
             mark = MARK if entry.key in marked else ""
+            if not kids:
+                rows.append(entry.row(clock, mark, 0, note, ""))
+                counts[job.state] += 1
+                continue
+            open_ = entry.key in self.expanded
             rows.append(entry.row(clock, mark + (GROUP_OPEN if open_ else GROUP_CLOSED), len(kids), note, ""))
             counts[job.state] += 1
             if open_:
-                for kid in shown_kids:
+                for kid in kids:
                     mark = MARK if kid.key in marked else ""
                     rows.append(kid.row(clock, mark + GROUP_CHILD, 0, note, entry.key))
                     counts[kid.job.state] += 1
+        self._unfiltered = (depends, rows, counts)
+        self.state_counts, self.shown = counts, len(rows)
+        return rows
+
+    def _toggled(
+        self, cached: tuple[tuple, list[Row], Counter], depends: tuple, clock: Callable[[], float], notes: dict
+    ) -> tuple[list[Row], Counter] | None:
+        """The unfiltered rows ``cached`` with one group opened or closed, when that is all that
+        changed: a copy with that group's rows put in or taken out, instead of every row again.
+        None when something else changed too."""
+        (version, was_open, marked, was_notes), rows, counts = cached
+        if (version, marked, was_notes) != (depends[0], depends[2], depends[3]) or len(was_open ^ depends[1]) != 1:
+            return None
+        (key,) = was_open ^ depends[1]
+        entry = (self._entries or {}).get(key)
+        kids = self._children.get(key)
+        if entry is None or not kids:
+            return None
+        try:
+            at = list(map(_ROW_KEY, rows)).index(key)  # the group's row as shown (in C: a few ms at 100k)
+        except ValueError:
+            return None
+        note = notes.get(entry.job.cluster, "")
+        mark = MARK if key in marked else ""
+        opening = key in depends[1]
+        row = entry.row(clock, mark + (GROUP_OPEN if opening else GROUP_CLOSED), len(kids), note, "")
+        states = Counter(kid.job.state for kid in kids)
+        if opening:
+            members = [kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, note, key) for kid in kids]
+            return [*rows[:at], row, *members, *rows[at + 1 :]], counts + states
+        end = at + 1 + len(kids)
+        if any(shown.parent != key for shown in rows[at + 1 : end]):
+            return None
+        return [*rows[:at], row, *rows[end:]], counts - states
+
+    def _warm_members(self) -> None:
+        """Make the rows of group members ahead, a few at a time between keys: the first filter
+        keystroke (which opens every group with a match) and ``e`` then find them made and measured.
+        Stops when the entries change (the next refresh starts again)."""
+        table = self._table()
+        if self._warmed != self._version or table is None or not self.is_mounted:
+            return
+        app = self.app
+
+        def clock() -> float:
+            return app.clock()
+
+        flat, parent_of = self._flat, self._parent_of
+        start = self._warm_at
+        end = min(len(flat), start + 4 * WARM_ROWS)  # top-level entries in the way are skipped cheaply
+        made: list[Row] = []
+        while start < end and len(made) < WARM_ROWS:
+            entry = flat[start]
+            start += 1
+            parent = parent_of.get(entry.key)
+            if parent is not None:
+                made.append(entry.row(clock, GROUP_CHILD, 0, "", parent.key))
+        self._warm_at = start
+        table.measure(made)
+        if start < len(flat):
+            self.set_timer(WARM_SECONDS, self._warm_members)
+
+    def _matching(self) -> list[_Entry]:
+        """The entries the filter matches, in ``_flat`` order. Only the matches of an earlier filter
+        that this one narrows (a word typed on, a term added) are tested again, or the same filter's
+        (a backspace); a few filters' matches are kept until the entries change."""
+        job_filter = self.job_filter
+        known = self._matches
+        pool = known.get(job_filter.text)
+        if pool is None:
+            pool = self._flat
+            for text, matches in known.items():
+                if len(matches) < len(pool) and job_filter.narrows(compile_filter(text)):
+                    pool = matches
+            predicate = job_filter.predicate
+            pool = [entry for entry in pool if predicate(entry.fields)]
+            if len(known) >= 16:
+                del known[next(iter(known))]
+            known[job_filter.text] = pool
+        return pool
+
+    def _filtered_rows(self, clock: Callable[[], float], notes: dict[str, str]) -> list[Row]:
+        """The matching jobs, and the group of each matching member (opened), in default order:
+        built from the matches alone, never from every job."""
+        children, parent_of, marked, expanded = self._children, self._parent_of, self.marked, self.expanded
+        matched = self._matching()
+        hit_groups = {parent_of[e.key].key for e in matched if e.key in parent_of}
+        shown: set[str] = set()  # group rows drawn
+        rows: list[Row] = []
+        counts: Counter = Counter()
+        for entry in matched:
+            job = entry.job
+            note = notes.get(job.cluster, "") if notes else ""
+            mark = MARK if marked and entry.key in marked else ""
+            parent = parent_of.get(entry.key)
+            if parent is None:
+                kids = children.get(entry.key)
+                if not kids:
+                    rows.append(entry.row(clock, mark, 0, note, ""))
+                else:
+                    open_ = entry.key in hit_groups or entry.key in expanded
+                    rows.append(entry.row(clock, mark + (GROUP_OPEN if open_ else GROUP_CLOSED), len(kids), note, ""))
+                    shown.add(entry.key)
+                counts[job.state] += 1
+                continue
+            if parent.key not in shown:  # a member matched, its group did not: the group row first
+                shown.add(parent.key)
+                group_mark = MARK if marked and parent.key in marked else ""
+                kids = children[parent.key]
+                rows.append(parent.row(clock, group_mark + GROUP_OPEN, len(kids), note, ""))
+                counts[parent.job.state] += 1
+            rows.append(entry.row(clock, mark + GROUP_CHILD, 0, note, parent.key))
+            counts[job.state] += 1
         self.state_counts, self.shown = counts, len(rows)
         return rows
 
@@ -507,13 +666,14 @@ class QueueScreen(DataScreen):
         return True
 
     def _shell_action(self) -> bool | None:
-        if self.app.read_only or not any(self.app.hub.backend(n).capabilities.shell for n in self.app.hub.names):
+        """A cluster without shells that says why (``no_shell``) keeps the key, so that ``x`` says it."""
+        if self.app.read_only or not any(shell_key(self.app.hub.backend(n).capabilities) for n in self.app.hub.names):
             return False  # read-only, or no cluster opens shells: no key at all
         job = self.selected_job()
         if job is None:
             return None
         backend = self.app.hub.backend(job.cluster)
-        return None if (job.state.terminal or not backend.capabilities.shell or backend.read_only) else True
+        return None if (job.state.terminal or not shell_key(backend.capabilities) or backend.read_only) else True
 
     @work(group="shell", exit_on_error=False)
     async def action_shell(self) -> None:

@@ -30,7 +30,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from textual import work
+from textual import events, work
 from textual.app import App, ScreenStackError, SuspendNotSupported
 from textual.binding import Binding
 from textual.command import CommandPalette
@@ -43,6 +43,7 @@ from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
 from yanflow_tui.errors import YanflowError
+from yanflow_tui.heap import Heap
 from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
 from yanflow_tui.inside import Forwards
 from yanflow_tui.keys import SerialKeys, is_typing
@@ -152,6 +153,7 @@ class YanflowApp(SerialKeys):
         self.mouse_reporting = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
         self.forwards = Forwards()  # port-forwards opened from the detail view, closed at exit
         self.tensorboards = TensorBoards()  # TensorBoards started from the detail view (``t``), stopped at exit
+        self.heap = Heap()  # no full GC pass over the jobs while a key waits (yanflow_tui.heap)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -195,6 +197,7 @@ class YanflowApp(SerialKeys):
         deadline.start()
 
     async def on_unmount(self) -> None:
+        self.heap.release()
         loop = asyncio.get_running_loop()
         for sig in self._signals:
             loop.remove_signal_handler(sig)
@@ -229,6 +232,7 @@ class YanflowApp(SerialKeys):
         still composing draws itself once mounted; one torn down at exit has nothing to redraw)."""
         self.snapshots_changed.publish(snap)
         self._tick()
+        self.call_after_refresh(self.heap.settled)  # the new rows are drawn: they are long-lived now
         if snap.login_user and snap.name not in self._asked_login and not self._dialog_open():
             self.ask_login(snap.name)
 
@@ -405,7 +409,13 @@ class YanflowApp(SerialKeys):
                 break
         return shown
 
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.heap.key_pressed()
+        await super().on_event(event)
+
     def _tick(self) -> None:
+        self.heap.tick()
         for screen in self._drawable_screens():
             for bar in screen.query(ClusterBar):
                 bar.redraw()

@@ -21,6 +21,12 @@ class BackendError(YanflowError):
     title = "Backend error"
 
 
+class NotOffered(BackendError):
+    """The cluster has no such thing for its jobs at all (its backend says why: ``Capabilities.no_shell``)."""
+
+    title = "Not offered"
+
+
 class BackendUnavailable(BackendError):
     """The backend cannot be used at all here (missing extra, not built yet)."""
 

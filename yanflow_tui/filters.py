@@ -78,6 +78,7 @@ class JobFilter:
     text: str
     predicates: tuple[Predicate, ...] = ()
     predicate: Predicate = field(init=False, repr=False, compare=False)  # all of them, as one function
+    terms: tuple[tuple[bool, str, str], ...] = field(default=(), compare=False)  # (negated, field, value)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "predicate", _all(self.predicates))
@@ -92,11 +93,28 @@ class JobFilter:
     def empty(self) -> bool:
         return not self.predicates
 
+    def narrows(self, other: JobFilter) -> bool:
+        """Whether every job this filter matches also matches ``other``, as when a word is typed
+        on (``er`` -> ``erin``) or a term is added: then only ``other``'s matches need testing. Each
+        of ``other``'s terms must be implied by the term in the same place here: the same term, or
+        a positive text term of the same field whose value contains it (``state``: starts with it)."""
+        if len(self.terms) < len(other.terms) or (other.predicates and not other.terms):
+            return False
+        for (neg, fld, value), (was_neg, was_fld, was_value) in zip(self.terms, other.terms):
+            if (neg, fld, value) == (was_neg, was_fld, was_value):
+                continue
+            if neg or was_neg or fld != was_fld or fld in NUMBER_FIELDS:
+                return False
+            low, was_low = value.lower(), was_value.lower()
+            if not (low.startswith(was_low) if fld == "state" else was_low in low):
+                return False
+        return True
+
 
 def compile_filter(text: str) -> JobFilter:
     """Compile ``text``; raises ``FilterError`` (only) when it is not a valid filter."""
-    predicates = tuple(_term(negate, field, value) for negate, field, value in _tokens(text))
-    return JobFilter(text, predicates)
+    terms = tuple(_tokens(text))
+    return JobFilter(text, tuple(_term(negate, field, value) for negate, field, value in terms), terms)
 
 
 def _tokens(text: str):

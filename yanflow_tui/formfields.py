@@ -63,6 +63,12 @@ NAME = FormField("name", "Name", "Any text; shown in the queue", placeholder="jo
 COMMAND_FIELD = FormField("command", "Command", "A shell line (several lines are one script)", kind=COMMAND, lines=4)
 IMAGE = FormField("image", "Image", "Container image", placeholder="e.g. pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime")
 WORKDIR = FormField("workdir", "Workdir", "Directory the command starts in")
+OUTPUTS = FormField(
+    "outputs",
+    "Outputs",
+    "The folder of the job's files and weights (relative to the workdir)",
+    placeholder="the workdir",
+)
 NODES = FormField("resources.nodes", "Nodes", "Whole nodes", default="1", kind=NUMBER)
 GPUS = FormField("resources.gpus", "GPUs/node", "GPUs on each node", default="0", kind=NUMBER)
 CPUS = FormField("resources.cpus", "CPUs/node", "CPU cores on each node", kind=NUMBER)
@@ -93,7 +99,7 @@ def resources(kind: JobKind, cpus: bool = True, memory: bool = True) -> list[For
 
 def default_fields(kind: JobKind) -> tuple[FormField, ...]:
     """The generic spec fields, for a backend that declares none of its own."""
-    fields = [NAME, COMMAND_FIELD, IMAGE, WORKDIR, *resources(kind)]
+    fields = [NAME, COMMAND_FIELD, IMAGE, WORKDIR, OUTPUTS, *resources(kind)]
     if kind in (JobKind.MULTI_NODE, JobKind.EXPERIMENT):
         fields.append(launcher())
     fields.append(ENV_FIELD)

@@ -45,7 +45,13 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     where = "the job's cluster (needed when its id is on several clusters)"
     p = sub.add_parser("files", parents=[common], help="list a running job's output folder")
     p.add_argument("job", metavar="JOB")
-    p.add_argument("path", metavar="PATH", nargs="?", default="", help="a folder of the job (default: its workdir)")
+    p.add_argument(
+        "path",
+        metavar="PATH",
+        nargs="?",
+        default="",
+        help="a folder of the job (default: its outputs folder, else its workdir)",
+    )
     p.add_argument("--cluster", metavar="NAME", help=where)
     p = sub.add_parser(
         "download",
@@ -53,7 +59,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         help="download a file or folder of a running job",
         description="Copy PATH of the job to DEST (default: here, under its own name), atomically: a temp beside "
         "DEST, renamed when complete and checked (size, and sha256 where the cluster computes one). An "
-        "interrupted file download resumes when run again.",
+        "interrupted download resumes when run again (a folder keeps the files it has complete).",
     )
     p.add_argument("job", metavar="JOB")
     p.add_argument("path", metavar="PATH")

@@ -310,6 +310,7 @@ class JobSpec:
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = ""
     native: NativeFile | None = None  # a job file sent as written; the fields above say what it asks for
+    outputs: str | None = None  # the job's output folder (relative to the workdir): where its Files view opens
 
     def section(self, kind: str) -> dict[str, Any]:
         """The ``kind:`` section of the spec (empty when the spec has none)."""

@@ -6,6 +6,7 @@
     command: python train.py      # a shell line, or a list of argv words
     image: pytorch:2.4            # containers (Kubernetes, Determined)
     workdir: ~/project
+    outputs: checkpoints          # the folder the Files view opens (relative to the workdir); default the workdir
     env: {WANDB_MODE: offline}
     mounts: ["/data:/data:ro"]    # or {source, target, read_only}
     resources: {nodes: 1, gpus: 2, cpus: 8, memory: 32G}   # gpus/cpus/memory are per node
@@ -44,6 +45,7 @@ COMMON_KEYS = (
     "command",
     "image",
     "workdir",
+    "outputs",
     "env",
     "mounts",
     "resources",
@@ -134,6 +136,7 @@ def spec_from_doc(doc: Doc) -> JobSpec:
         cluster=check.string("cluster", top.get("cluster")),
         image=check.string("image", top.get("image")),
         workdir=check.string("workdir", top.get("workdir")),
+        outputs=check.string("outputs", top.get("outputs")),
         env=check.env("env", top.get("env")),
         mounts=_mounts(check, top.get("mounts")),
         resources=resources,
@@ -278,7 +281,7 @@ def spec_to_data(spec: JobSpec) -> dict[str, Any]:
     if spec.cluster:
         data["cluster"] = spec.cluster
     data["command"] = list(spec.command) if isinstance(spec.command, tuple) else spec.command
-    for key in ("image", "workdir"):
+    for key in ("image", "workdir", "outputs"):
         if getattr(spec, key):
             data[key] = getattr(spec, key)
     if spec.env:

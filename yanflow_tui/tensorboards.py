@@ -3,9 +3,14 @@
 A job whose files are on this machine (``capabilities.runs_here``) is served from its log directory
 as it is; any other backend with ``capabilities.event_files`` through a private local mirror (the
 layout RUN/BASENAME of the log directory) that a refresher task keeps up by reading only what each
-file gained. A backend with ``capabilities.tensorboard`` (Determined) starts one on the cluster
-instead, behind the read-only gate, and is given its proxy URL. ``TensorBoards`` keeps one per job
-and stops what it started: the process and its refresher, or the cluster's task. No Textual here."""
+file gained. A backend with ``capabilities.tensorboard`` starts one on the cluster instead, behind
+the read-only gate: Determined's task (its proxy URL), or the real server where the files are (a Slurm
+login node, a Kubernetes pod: ``backends.tbserver``, over the backend's own command runner, with a
+local port forwarded through the same connection). Where that cluster has no tensorboard, or is read-only,
+a backend that also has ``capabilities.event_files`` falls back to the local mirror, and says so in
+``TensorBoard.what``. ``TensorBoards`` keeps one per job and stops what it started: the process and
+its refresher, or the cluster's task (a remote server's process group and its forward). No Textual
+here."""
 
 from __future__ import annotations
 
@@ -17,12 +22,13 @@ import shutil
 import socket
 import sys
 import tempfile
-import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from yanflow_tui.backends import tbserver
 from yanflow_tui.backends.base import BackendError
+from yanflow_tui.backends.tbserver import TensorBoardNotThere
 from yanflow_tui.curves import EventListing, TensorBoardMissing
 
 READ_LIMIT = 4 * 1024 * 1024  # bytes of one file per read
@@ -30,6 +36,7 @@ REFRESH_SECONDS = 2.0  # the mirror's refresh while the server runs
 RELOAD_SECONDS = 1  # TensorBoard's own re-read of its log directory
 START_SECONDS = 60.0  # the server answering over HTTP
 STOP_SECONDS = 10.0  # the server exiting after SIGTERM (then SIGKILL)
+REMOTE_SECONDS = tbserver.START_SECONDS + 30.0  # a remote start: its server coming up, its forward, an answer
 
 
 def free_port() -> int:
@@ -153,39 +160,34 @@ def _require_tensorboard() -> None:
 
 async def _answering(url: str, process: asyncio.subprocess.Process, timeout: float) -> None:
     """Wait until ``url`` answers over HTTP (or the process exits: an error)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
 
-    def probe() -> bool:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as answer:
-                return answer.status == 200
-        except OSError:
-            return False
+    def ended() -> str:
+        return f"tensorboard exited ({process.returncode})" if process.returncode is not None else ""
 
-    while True:
-        if process.returncode is not None:
-            raise BackendError(f"tensorboard exited ({process.returncode}) before answering at {url}")
-        if await asyncio.to_thread(probe):
-            return
-        if loop.time() > deadline:
-            raise BackendError(f"tensorboard did not answer at {url} within {timeout:.0f} s")
-        await asyncio.sleep(0.2)
+    await tbserver.answering(url, timeout, ended)
 
 
-async def _direct(awaitable: Awaitable[Any]) -> Any:
+async def _direct(awaitable: Awaitable[Any], timeout: float | None = None) -> Any:
     return await awaitable
 
 
-async def start(
-    key: str, backend: Any, job_id: str, call: Callable[[Awaitable[Any]], Awaitable[Any]] | None = None
-) -> TensorBoard:
+async def start(key: str, backend: Any, job_id: str, call: Callable[..., Awaitable[Any]] | None = None) -> TensorBoard:
     """Start a TensorBoard for the job (see the module's docstring); it answers when this returns."""
     call = call or _direct
     caps = backend.capabilities
+    note = ""
     if getattr(caps, "tensorboard", False):
-        task = await call(backend.tensorboard(job_id))  # the gate answers first: this creates a task
-        return TensorBoard(key, task.url, task.what, stop_remote=task.stop)
+        if caps.event_files and getattr(backend, "read_only", False):
+            note = "read-only: nothing started on the cluster"
+        else:
+            try:  # the gate answers first: this creates a task, or a process on the cluster
+                task = await call(backend.tensorboard(job_id), timeout=REMOTE_SECONDS)
+            except TensorBoardNotThere as exc:
+                if not caps.event_files:
+                    raise
+                note = str(exc)
+            else:
+                return TensorBoard(key, task.url, task.what, stop_remote=task.stop)
     if not caps.event_files:
         raise BackendError(f"cluster {backend.name!r} has no TensorBoard event files for its jobs")
     _require_tensorboard()
@@ -200,6 +202,8 @@ async def start(
         os.mkdir(logdir)
         mirror = EventMirror(logdir)
         what = f"this console over a local mirror of {listing.logdir}"
+    if note:
+        what = f"{what} ({note})"
     board = TensorBoard(key, "", what, mirror=mirror, directory=directory)
     try:
         if mirror is not None:
@@ -222,7 +226,7 @@ async def start(
     return board
 
 
-async def _keep_up(board: TensorBoard, backend: Any, job_id: str, call) -> None:
+async def _keep_up(board: TensorBoard, backend: Any, job_id: str, call: Callable[..., Awaitable[Any]]) -> None:
     assert board.mirror is not None
     while True:
         await asyncio.sleep(REFRESH_SECONDS)
@@ -285,9 +289,11 @@ def add_parser(sub, common) -> None:
         "tensorboard",
         parents=[common],
         help="open a real TensorBoard for a job and print its local URL (Ctrl-C stops it)",
-        description="Run TensorBoard over the job's event files (a local mirror, refreshed while it runs) on "
-        "127.0.0.1 and a free port, or, where the cluster starts one itself (Determined), launch it there "
-        "(refused read-only). Prints the URL; Ctrl-C stops what was started.",
+        description="Where the cluster starts one (a Determined task; the real server on a Slurm login node or in "
+        "a Kubernetes pod, with a local port forwarded through the same connection), start it there (refused "
+        "read-only); else, or where the cluster has no tensorboard or is read-only, run TensorBoard here over the "
+        "job's event files (a local mirror, refreshed while it runs) on 127.0.0.1 and a free port. Prints the "
+        "URL; Ctrl-C stops what was started.",
     )
     p.add_argument("job", metavar="JOB")
     p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")

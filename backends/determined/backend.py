@@ -104,6 +104,8 @@ class DeterminedBackend(Backend):
         submit_tags=True,
         native_files=frozenset({"determined"}),
         tensorboard=True,
+        no_shell="Determined offers no shell into a running trial: start an interactive task beside it with "
+        "`det shell start` (or `det notebook start`), and follow the trial here with its logs",
     )
 
     def __init__(self, config: ClusterConfig, env: Mapping[str, str] | None = None, retries=DEFAULT_RETRIES):

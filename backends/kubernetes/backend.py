@@ -2,7 +2,8 @@
 ``kubeconfig``), the context and namespace switched live (``scopes``), live data from list+watch
 caches (Nodes, Pods, batch/v1 Jobs), submits as batch/v1 Jobs (Indexed Job + headless Service for multi-node), cancel,
 describe with events, per-rank merged logs, and inside a running pod by exec and port-forward (a job's
-files listed and downloaded, a shell, a port: ``podexec``, ``files``, ``podshell``, ``podforward``).
+files listed and downloaded, a shell, a port, its TensorBoard event files and a TensorBoard server:
+``podexec``, ``files``, ``podshell``, ``podforward``, ``tbfiles``).
 
 The official client is synchronous: every call runs in a thread with a ``_request_timeout``. It is
 imported lazily (it costs about a second of CPU) when a Kubernetes cluster is first used.
@@ -15,9 +16,10 @@ import functools
 import getpass
 import json
 import os
+import posixpath
 import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ import yaml
 
 from yanflow_tui import formfields as ff
 from yanflow_tui import keyfiles
+from yanflow_tui.backends import tbserver
 from yanflow_tui.backends.base import (
     SCOPE_ALL,
     Backend,
@@ -34,9 +37,10 @@ from yanflow_tui.backends.base import (
     FileListing,
     Forward,
     Shell,
+    TensorBoardTask,
     describe_job,
 )
-from yanflow_tui.backends.kubernetes import files, kubeconfig, manifests, podexec, podshell
+from yanflow_tui.backends.kubernetes import files, kubeconfig, manifests, podexec, podshell, tbfiles
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
 from yanflow_tui.backends.kubernetes.ids import guard_paths, parse_id
@@ -44,6 +48,7 @@ from yanflow_tui.backends.kubernetes.logs import container_streams, log_limits, 
 from yanflow_tui.backends.kubernetes.podforward import PodForward
 from yanflow_tui.backends.kubernetes.views import build_jobs, build_nodes, job_id, rank_label
 from yanflow_tui.config import ClusterConfig
+from yanflow_tui.curves import EventListing
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.model import Job, JobKind, JobSpec, LogLine, Node
 
@@ -79,6 +84,8 @@ class KubernetesBackend(Backend):
         files=True,
         shell=True,
         forward=True,
+        event_files=True,
+        tensorboard=True,
     )
 
     def __init__(
@@ -108,6 +115,8 @@ class KubernetesBackend(Backend):
         self._throttle: ChangeThrottle | None = None
         self._memo: dict[str, tuple[Any, list]] = {}
         self._active_context = self.context or ""  # the context in use, once the kubeconfig is read
+        self._logdirs: dict[tuple[str, str], str] = {}  # (job, pod) -> its log directory in that pod
+        self.tensorboard_command = tbserver.remote_command(opts.get("tensorboard"), config.name)
 
     # -- connection ------------------------------------------------------------------------------
     @property
@@ -427,15 +436,25 @@ class KubernetesBackend(Backend):
 
         return start
 
+    def _outputs(self, job_id_: str, path: str) -> str:
+        """``path`` in the job's output folder (its ``yanflow.io/outputs``, relative to the pod's workdir)."""
+        namespace, name, _ = self._split(job_id_)
+        info = self._reflectors["jobs"].items.get((namespace, name)) if "jobs" in self._reflectors else None
+        base = info.outputs if info is not None else ""
+        if not base or path.startswith("/"):
+            return path
+        return posixpath.join(base, path) if path else base
+
     async def list_files(self, job_id_: str, path: str = "") -> FileListing:
         pod = await self._running_pod(job_id_)
-        return await asyncio.to_thread(files.list_dir, self._starter(pod), path)
+        return await asyncio.to_thread(files.list_dir, self._starter(pod), self._outputs(job_id_, path))
 
     async def download(self, job_id_: str, path: str, target: Path, progress=None) -> Download:
         pod = await self._running_pod(job_id_)
         stop = threading.Event()
+        where = self._outputs(job_id_, path)
         try:
-            return await asyncio.to_thread(files.download, self._starter(pod), path, target, progress, stop)
+            return await asyncio.to_thread(files.download, self._starter(pod), where, target, progress, stop)
         except asyncio.CancelledError:
             stop.set()  # the thread ends at its next read; the partial file stays for a resume
             raise
@@ -463,6 +482,46 @@ class KubernetesBackend(Backend):
             await asyncio.to_thread(forwarder.close)
 
         return Forward(f"pod {pod.namespace}/{pod.name}", port, forwarder.local_port, close)
+
+    # -- TensorBoard event files and server, by exec in the job's first running pod (rank 0) -----------------
+    async def _logdir(self, job_id_: str) -> tuple[PodInfo, str]:
+        pod = await self._running_pod(job_id_)
+        key = (job_id_, pod.name)
+        if key not in self._logdirs:
+            self._logdirs[key] = await asyncio.to_thread(tbfiles.resolve_logdir, self._starter(pod), pod.tb_logdir)
+        return pod, self._logdirs[key]
+
+    async def event_files(self, job_id_: str) -> EventListing:
+        pod, logdir = await self._logdir(job_id_)
+        return EventListing(
+            logdir, tuple(await asyncio.to_thread(tbfiles.list_event_files, self._starter(pod), logdir))
+        )
+
+    async def read_event_bytes(self, job_id_: str, path: str, offset: int, limit: int) -> tuple[int, bytes]:
+        pod, logdir = await self._logdir(job_id_)
+        return await asyncio.to_thread(tbfiles.read_range, self._starter(pod), logdir, path, offset, limit)
+
+    async def _tensorboard(self, job_id_: str) -> TensorBoardTask:
+        """The real server in the pod (``tensorboard: {command: [...]}`` in the cluster config, default
+        ``tensorboard``), started by exec, detached, and a local port forwarded to it."""
+        pod, logdir = await self._logdir(job_id_)
+        start = self._starter(pod)
+        core = self._core
+
+        async def run(argv: list[str]) -> tuple[int, str, str]:
+            return await asyncio.to_thread(tbfiles.run_text, start, argv)
+
+        async def forward(port: int) -> tuple[int, Callable[[], Awaitable[None]]]:
+            forwarder = await asyncio.to_thread(PodForward(core, pod.namespace, pod.name, port).start)
+
+            async def close() -> None:
+                await asyncio.to_thread(forwarder.close)
+
+            return forwarder.local_port, close
+
+        return await tbserver.serve_remote(
+            run, forward, self.tensorboard_command, logdir, f"pod {pod.namespace}/{pod.name}"
+        )
 
     # -- scopes: the context and the namespace, switched live (k9s's :ctx and :ns) -------------------
     def scope(self, kind: str) -> str:
@@ -578,7 +637,13 @@ class KubernetesBackend(Backend):
             raise
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
-        fields = [ff.NAME, replace(ff.IMAGE, placeholder=manifests.DEFAULT_IMAGE), ff.COMMAND_FIELD, ff.WORKDIR]
+        fields = [
+            ff.NAME,
+            replace(ff.IMAGE, placeholder=manifests.DEFAULT_IMAGE),
+            ff.COMMAND_FIELD,
+            ff.WORKDIR,
+            ff.OUTPUTS,
+        ]
         if kind is JobKind.MULTI_NODE:
             fields.append(ff.launcher(manifests.LAUNCHERS))
         fields += ff.resources(kind)

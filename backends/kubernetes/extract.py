@@ -19,6 +19,8 @@ ANN_KIND = "yanflow.io/kind"
 ANN_USER = "yanflow.io/user"
 ANN_COMMAND = "yanflow.io/command"
 ANN_SUBMIT_ID = "yanflow.io/submit-id"
+ANN_LOGDIR = "yanflow.io/tb-logdir"  # the spec's ``tensorboard.logdir`` (``tbfiles``)
+ANN_OUTPUTS = "yanflow.io/outputs"  # the spec's ``outputs:`` (the folder the Files view opens)
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"  # kubectl logs' default container
 WAITING_REASONS = (
     "ImagePullBackOff",
@@ -67,6 +69,7 @@ class PodInfo:
     containers: tuple[str, ...] = ()  # container names, in spec order
     default_container: str = ""  # the one kubectl logs reads: the annotation's, else the first
     container_restarts: tuple[tuple[str, int], ...] = ()  # (name, restartCount) from the statuses
+    tb_logdir: str = ""  # the ``yanflow.io/tb-logdir`` annotation: where its TensorBoard event files go
 
     @property
     def terminal(self) -> bool:
@@ -102,6 +105,7 @@ class JobInfo:
     deleting: bool
     image: str
     gpus_per_pod: int
+    outputs: str = ""  # our yanflow.io/outputs annotation: the job's output folder in its pods
 
 
 def parse_time(value: str) -> datetime | None:
@@ -266,6 +270,7 @@ def pod_info(obj: dict) -> PodInfo:
         containers=containers,
         default_container=default_container,
         container_restarts=tuple(container_restarts),
+        tb_logdir=str(annotations.get(ANN_LOGDIR) or ""),
     )
 
 
@@ -312,6 +317,7 @@ def job_info(obj: dict) -> JobInfo:
         deleting=bool(meta.get("deletionTimestamp")),
         image=containers[0].get("image") or "",
         gpus_per_pod=gpus,
+        outputs=annotations.get(ANN_OUTPUTS, ""),
     )
 
 

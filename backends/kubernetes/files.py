@@ -1,8 +1,9 @@
 """A job's files, read by exec in one of its pods (``podexec``): a folder listed with ``find`` and
 ``stat``; a file downloaded as a raw byte stream (``tail -c +N``: an interrupted download resumes from
-its partial file), a folder as a ``tar`` stream extracted with ``filter="data"``. Both land in a temp
-beside the target, are checked against the sizes (and the ``sha256sum``, where the pod has one) read
-before, and are renamed to the target only then. Every function runs in a thread; paths reach the
+its partial file), a folder as a ``tar`` stream extracted with ``filter="data"`` (an interrupted one
+resumes file by file from what its partial folder holds). Both land in ``.NAME.part`` beside the
+target, are checked against the sizes (and the ``sha256sum``, where the pod has one) read before, and
+are renamed to the target only then. Every function runs in a thread; paths reach the
 pod as arguments (``sh -c SCRIPT sh PATH``), never inside a script.
 """
 
@@ -13,7 +14,6 @@ import posixpath
 import shutil
 import tarfile
 import threading
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -149,35 +149,90 @@ def _folder(
     progress: Progress | None,
     stop: threading.Event | None,
 ) -> Download:
-    """A folder is not resumed: an interrupted one starts again (its temp is removed)."""
+    """One tar stream, extracted into ``.NAME.part`` beside the target. A try cut part-way leaves that
+    folder, and the next one fetches only what it lacks there (``_resume``)."""
     total = sum(sizes.values())
     parent, name = posixpath.split(path.rstrip("/") or "/")
-    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.part")
-    temp.mkdir()
-    try:
-        whole = name in ("", ".")
+    whole = name in ("", ".")
+    part = partial_path(target)
+    root = part if whole else part / name
+    resumed = 0
+    if part.is_dir():
+        resumed = _resume(start, path, root, sizes, hashes, total, progress, stop)
+    else:
+        part.unlink(missing_ok=True)
+        part.mkdir()
         stream = start(["tar", "cf", "-", "-C", parent or ".", "--", "." if whole else name])
         stream.stop = stop or stream.stop
         reader = _Reader(stream, total, progress)
-        with tarfile.open(fileobj=cast(IO[bytes], reader), mode="r|") as tar:
-            tar.extractall(temp, filter="data")
+        try:
+            with tarfile.open(fileobj=cast(IO[bytes], reader), mode="r|") as tar:
+                tar.extractall(part, filter="data")
+        except (tarfile.TarError, EOFError, BackendError) as exc:  # cut short: what arrived stays for a resume
+            raise BackendError(f"tar of {path} ended early ({exc}); run the download again to resume") from None
         reader.drain()  # tar's end blocks are read; the exec's end (and exit code) comes after
         code, err = stream.finish()
         if code:
             raise BackendError(f"tar of {path}: {err.strip() or f'exit code {code}'}")
-        root = temp if whole else temp / name
-        local = {str(p.relative_to(root)): p for p in root.rglob("*") if p.is_file()}
-        wrong = sorted(n for n in sizes if n not in local or local[n].stat().st_size != sizes[n])
-        if wrong or len(local) != len(sizes):
-            raise BackendError(f"{path}: the files arrived do not match the pod's ({', '.join(wrong[:3]) or 'count'})")
-        if hashes is not None:
-            bad = sorted(n for n, d in hashes.items() if n in local and sha256_file(local[n]) != d)
-            if bad:
-                raise BackendError(f"{path}: sha256 differs for {', '.join(bad[:3])}")
-        os.replace(root, target)
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
-    return Download(target, total, "size and sha256" if hashes is not None else "size")
+    _check_folder(part, root, path, sizes, hashes if not resumed else None)
+    os.replace(root, target)
+    shutil.rmtree(part, ignore_errors=True)  # what is left of it when the folder was a member of it
+    return Download(target, total, "size and sha256" if hashes is not None else "size", resumed)
+
+
+def _resume(
+    start: Runner,
+    path: str,
+    root: Path,
+    sizes: dict[str, int],
+    hashes: dict[str, str] | None,
+    total: int,
+    progress: Progress | None,
+    stop: threading.Event | None,
+) -> int:
+    """The files a cut try left in ``root``: each complete one (the pod's size and sha256) is kept, a
+    shorter one (the member tar was writing) resumes from its end as a single file does, the rest come
+    whole; the bytes kept."""
+    inside = root.resolve()
+    done = resumed = 0
+    for name, size in sorted(sizes.items()):
+        local = root / name
+        if not local.resolve().is_relative_to(inside):
+            raise BackendError(f"a file name leaves the folder: {name!r}")
+        digest = (hashes or {}).get(name)
+        if local.is_file() and local.stat().st_size == size and (digest is None or sha256_file(local) == digest):
+            done += size
+            resumed += size
+            if progress is not None:
+                progress(done, total)
+            continue
+        local.parent.mkdir(parents=True, exist_ok=True)
+        if local.is_file():
+            os.replace(local, partial_path(local))  # as a cut single file leaves it
+        base = done
+
+        def counted(got: int, _size: int | None, base: int = base) -> None:
+            if progress is not None:
+                progress(base + got, total)
+
+        resumed += _file(start, posixpath.join(path, name), local, size, digest, counted, stop).resumed_from
+        done += size
+    return resumed
+
+
+def _check_folder(part: Path, root: Path, path: str, sizes: dict[str, int], hashes: dict[str, str] | None) -> None:
+    """The folder arrived as the pod has it (sizes, and sha256 where given), else ``part`` is removed."""
+    local = {str(p.relative_to(root)): p for p in root.rglob("*") if p.is_file()}
+    wrong = sorted(n for n in sizes if n not in local or local[n].stat().st_size != sizes[n])
+    bad = sorted(n for n, d in (hashes or {}).items() if n in local and sha256_file(local[n]) != d)
+    if wrong or len(local) != len(sizes) or bad:
+        shutil.rmtree(part, ignore_errors=True)
+        if bad and not wrong:
+            raise BackendError(f"{path}: sha256 differs for {', '.join(bad[:3])}; the partial folder is removed")
+        raise BackendError(
+            f"{path}: the files arrived do not match the pod's ({', '.join(wrong[:3]) or 'count'}); "
+            "the partial folder is removed"
+        )
 
 
 class _Reader:

@@ -23,11 +23,14 @@ from yanflow_tui import launchers
 from yanflow_tui.backends.kubernetes.extract import (
     ANN_COMMAND,
     ANN_KIND,
+    ANN_LOGDIR,
     ANN_NAME,
+    ANN_OUTPUTS,
     ANN_SUBMIT_ID,
     ANN_USER,
     INDEX_ANNOTATION,
 )
+from yanflow_tui.curves import LOGDIR_ENV, SECTION
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import JobKind, JobSpec
 
@@ -149,8 +152,15 @@ def manifests(spec: JobSpec, token: str, namespace: str, user: str = "") -> list
     }
     if user:
         annotations[ANN_USER] = user
+    logdir = str(spec.section(SECTION).get("logdir") or "")
+    if spec.outputs:
+        annotations[ANN_OUTPUTS] = spec.outputs
 
     env: list[dict[str, Any]] = [{"name": k, "value": str(v)} for k, v in spec.env.items()]
+    if logdir:  # the console reads it back from the pod's annotation (``tbfiles``); the job may use the env
+        annotations[ANN_LOGDIR] = logdir
+        if LOGDIR_ENV not in spec.env:
+            env.append({"name": LOGDIR_ENV, "value": logdir})
     if multi:
         master = f"{name}-0.{name}.{namespace}.svc"
         env += [

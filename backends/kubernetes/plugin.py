@@ -43,7 +43,8 @@ def discover(env: Mapping[str, str]) -> list[ClusterConfig]:
 INFO = BackendInfo(
     kind="kubernetes",
     backend="yanflow_tui.backends.kubernetes.backend:KubernetesBackend",
-    options=("kubeconfig", "context", "namespace", "all_namespaces", "log_tail", "log_since"),
+    # tensorboard: {command: [WORD, ...]}: the TensorBoard started in a job's pod (default ``tensorboard``)
+    options=("kubeconfig", "context", "namespace", "all_namespaces", "log_tail", "log_since", "tensorboard"),
     section=SECTION,
     discover=discover,
 )

@@ -41,6 +41,7 @@ from yanflow_tui.backends.base import (
     Shell,
     describe_job,
 )
+from yanflow_tui.backends.downloads import output_folder
 from yanflow_tui.backends.local import containers, inside, procs, runner, scheduler
 from yanflow_tui.backends.local.nvml import GpuReading, NvmlProbe
 from yanflow_tui.backends.local.store import JobRow, LocalStore
@@ -186,6 +187,12 @@ class LocalBackend(Backend):
             return str(self.jobs_dir / str(row.id))  # a container job: the folder it was started from here
         return str(Path(row.spec_data.get("workdir") or "~").expanduser())
 
+    def _outputs(self, row: JobRow) -> str:
+        """The job's output folder (``outputs:``, relative to its workdir), where its files are listed."""
+        if self._job_runtime(row.id) is not None:
+            return self._workdir(row)  # a path in the image is not one here
+        return str(Path(output_folder(row.spec_data.get("outputs"), self._workdir(row))).expanduser())
+
     async def _running_row(self, job_id: str) -> JobRow:
         self.check_id(job_id)
         row = await asyncio.to_thread(self._row, job_id)
@@ -196,12 +203,12 @@ class LocalBackend(Backend):
     async def list_files(self, job_id: str, path: str = "") -> FileListing:
         self.check_id(job_id)
         row = await asyncio.to_thread(self._row, job_id)
-        return await asyncio.to_thread(inside.list_dir, self._workdir(row), path)
+        return await asyncio.to_thread(inside.list_dir, self._outputs(row), path)
 
     async def download(self, job_id: str, path: str, target: Path, progress=None) -> Download:
         self.check_id(job_id)
         row = await asyncio.to_thread(self._row, job_id)
-        return await asyncio.to_thread(inside.download, self._workdir(row), path, target, progress)
+        return await asyncio.to_thread(inside.download, self._outputs(row), path, target, progress)
 
     async def _shell(self, job_id: str, rank: str) -> Shell:
         row = await self._running_row(job_id)
@@ -410,9 +417,9 @@ class LocalBackend(Backend):
             return row
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
-        fields = (ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind, memory=False), ff.ENV_FIELD)
+        fields = (ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, ff.OUTPUTS, *ff.resources(kind, memory=False), ff.ENV_FIELD)
         if self.container is not None and self.config.options.get("container"):  # configured, not just found
-            return (*fields[:3], ff.IMAGE, ff.MOUNTS_FIELD, *fields[3:])
+            return (*fields[:4], ff.IMAGE, ff.MOUNTS_FIELD, *fields[4:])
         return fields
 
     def _render(self, spec: JobSpec) -> str:

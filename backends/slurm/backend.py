@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from yanflow_tui import formfields as ff
+from yanflow_tui.backends import tbserver
 from yanflow_tui.backends.base import (
     Backend,
     Capabilities,
@@ -27,11 +28,14 @@ from yanflow_tui.backends.base import (
     FileListing,
     Forward,
     Shell,
+    TensorBoardTask,
     TerminalLogin,
     describe_job,
 )
+from yanflow_tui.backends.downloads import output_folder
 from yanflow_tui.backends.prompting import Asker
 from yanflow_tui.backends.slurm import containers, gpus, history, inside, parse, tbfiles, verbs
+from yanflow_tui.backends.slurm.comment import facts_of, tag_of
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
 from yanflow_tui.backends.slurm.script import Rendered, render, render_native
@@ -94,6 +98,7 @@ class SlurmBackend(Backend):
         shell=True,
         forward=True,
         job_files=True,
+        tensorboard=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -122,6 +127,7 @@ class SlurmBackend(Backend):
         self._gpu_jobs: list[str] | None = None  # running jobs holding GPUs, from the last job refresh
         self._placements: dict[str, gpus.Placement] = {}  # job -> node -> GPU indices (fixed while it runs)
         self._logdirs: dict[str, str] = {}  # job -> its TensorBoard log directory (fixed at submit)
+        self.tensorboard_command = tbserver.remote_command(opts.get("tensorboard"), config.name)
 
     # -- inside a job (``inside``) ----------------------------------------------------------------
     async def _job_node(self, job_id: str, rank: str = "") -> tuple[parse.RawJob, str]:
@@ -137,13 +143,16 @@ class SlurmBackend(Backend):
             return raw, raw.nodes[int(rank)]
         raise BackendError(f"job {job_id} runs on {', '.join(raw.nodes)}; not on {rank!r}")
 
-    async def list_files(self, job_id: str, path: str = "") -> FileListing:
+    async def _outputs(self, job_id: str) -> str:
+        """The job's output folder: ``outputs=`` of its comment (relative to its workdir), else the workdir."""
         raw = await self._raw_job(job_id)
-        return await inside.list_dir(self.transport, raw.workdir, path)
+        return output_folder(facts_of(raw.comment).get("outputs"), raw.workdir)
+
+    async def list_files(self, job_id: str, path: str = "") -> FileListing:
+        return await inside.list_dir(self.transport, await self._outputs(job_id), path)
 
     async def download(self, job_id: str, path: str, target: Path, progress=None) -> Download:
-        raw = await self._raw_job(job_id)
-        return await inside.download(self.transport, raw.workdir, path, target, progress)
+        return await inside.download(self.transport, await self._outputs(job_id), path, target, progress)
 
     async def _shell(self, job_id: str, rank: str) -> Shell:
         raw, node = await self._job_node(job_id, rank)
@@ -345,6 +354,18 @@ class SlurmBackend(Backend):
     async def read_event_bytes(self, job_id: str, path: str, offset: int, limit: int) -> tuple[int, bytes]:
         return await tbfiles.read_range(self.transport, await self._logdir(job_id), path, offset, limit)
 
+    async def _tensorboard(self, job_id: str) -> TensorBoardTask:
+        """The real server on the login node (``tensorboard: {command: [...]}``, default ``tensorboard``) over
+        the job's log directory, a local port forwarded to it through the same connection."""
+        logdir = await self._logdir(job_id)
+        return await tbserver.serve_remote(
+            tbfiles.runner(self.transport),
+            tbfiles.forwarder(self.transport),
+            self.tensorboard_command,
+            logdir,
+            f"the login node of {self.name}",
+        )
+
     # -- logs ------------------------------------------------------------------------------------
     async def _log_paths(self, raw: parse.RawJob) -> tuple[str, str]:
         """(StdOut, StdErr or "" when it shares StdOut's file). slurmctld records both; for a job
@@ -447,9 +468,9 @@ class SlurmBackend(Backend):
         )
 
     def form_fields(self, kind: JobKind) -> tuple[ff.FormField, ...]:
-        fields = [ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, *ff.resources(kind)]
+        fields = [ff.NAME, ff.COMMAND_FIELD, ff.WORKDIR, ff.OUTPUTS, *ff.resources(kind)]
         if self.container is not None:
-            fields[3:3] = [ff.IMAGE, ff.MOUNTS_FIELD]
+            fields[4:4] = [ff.IMAGE, ff.MOUNTS_FIELD]
         fields.insert(
             fields.index(ff.CPUS),
             ff.FormField(
@@ -495,7 +516,7 @@ class SlurmBackend(Backend):
     async def _submit_native(self, spec: JobSpec, tag: str | None, retry: bool) -> str:
         """The user's sbatch script, as written (what the form changed as sbatch options)."""
         rendered = render_native(spec, tag, self.defaults)
-        if tag is not None and f"--comment=yanflow:{tag}" in rendered.argv:
+        if tag is not None and any(tag_of(arg.removeprefix("--comment=")) == tag for arg in rendered.argv):
             return await self._send(rendered, tag, retry)
         if retry:  # the script sets its own --comment: no tag to look up, so no retry that is sure
             raise BackendError(
@@ -557,7 +578,6 @@ class SlurmBackend(Backend):
         none does and ``keep_looking`` seconds have passed (a job sbatch creates late still shows);
         ``(None, last error)`` when no query answered within ``LOOKUP_SECONDS`` (the transport
         reconnects between tries). One line of ``squeue`` per query, our jobs only."""
-        wanted = f"yanflow:{tag}"
         start = clock()
         while True:
             try:
@@ -569,7 +589,7 @@ class SlurmBackend(Backend):
                 error = ""
                 for line in out.splitlines():
                     job_id, _, comment = line.strip().partition("|")
-                    if comment == wanted and job_id.isdigit():
+                    if tag_of(comment) == tag and job_id.isdigit():
                         return job_id, ""
             later = clock() - start + LOOKUP_PAUSE
             if later > (max(keep_looking, LOOKUP_SECONDS) if error else keep_looking):

@@ -34,7 +34,7 @@ HASH_TIMEOUT = 1800.0  # s: weights can be large
 def _where(path: str, workdir: str) -> str:
     if not path:
         return workdir or "."
-    return path if path.startswith("/") else posixpath.join(workdir or ".", path)
+    return posixpath.normpath(path if path.startswith("/") else posixpath.join(workdir or ".", path))
 
 
 async def _checked(transport: Transport, script: str, path: str, what: str, timeout: float | None = None) -> str:
@@ -99,7 +99,7 @@ async def download(
         await asyncio.to_thread(_finish, part, target, where, size, hashes.get(".") if hashes else None)
         return Download(target, size, checked, resumed)
     # a folder: each file into .NAME.part/ (each resumed as a single file is), then the folder renamed
-    done = await asyncio.to_thread(_folder_part, part, sizes)
+    done = await asyncio.to_thread(_folder_part, part, sizes, hashes)
     resumed = sum(sizes[name] for name in done)
     counted.add(resumed)
     for name in sorted(set(sizes) - done):
@@ -110,8 +110,9 @@ async def download(
     return Download(target, counted.total, checked, resumed)
 
 
-def _folder_part(part: Path, sizes: dict[str, int]) -> set[str]:
-    """The temp folder made ready; the names complete in it already (from an interrupted try)."""
+def _folder_part(part: Path, sizes: dict[str, int], hashes: dict[str, str] | None) -> set[str]:
+    """The temp folder made ready; the names complete in it already (from an interrupted try): the
+    cluster's size, and its sha256 where it has one (a file changed there since is fetched again)."""
     if part.exists() and not part.is_dir():
         part.unlink()
     part.mkdir(parents=True, exist_ok=True)
@@ -123,7 +124,9 @@ def _folder_part(part: Path, sizes: dict[str, int]) -> set[str]:
             raise BackendError(f"a file name leaves the folder: {name!r}")
         local.parent.mkdir(parents=True, exist_ok=True)
         if local.is_file() and local.stat().st_size == size:
-            done.add(name)
+            digest = (hashes or {}).get(name)
+            if digest is None or sha256_file(local) == digest:
+                done.add(name)
     return done
 
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from sys import intern
 from typing import Any
 
+from yanflow_tui.backends.slurm.comment import facts_of
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobState, Node, quick_init
 
@@ -765,6 +766,7 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
         raw.gpu_indices,
         parent,
         details,
+        facts_of(raw.comment).get("image", "") if raw.comment else "",
     )
 
 

@@ -47,7 +47,17 @@ INFO = BackendInfo(
     kind="slurm",
     backend="yanflow_tui.backends.slurm.backend:SlurmBackend",
     # container: {runtime: pyxis|apptainer|singularity|podman, conf: PATH, args: [...]} (backends/slurm/containers.py)
-    options=("ssh", "partition", "account", "nodes_refresh_seconds", "command_timeout", "history", "container"),
+    # tensorboard: {command: [WORD, ...]}: the login node's TensorBoard (default ``tensorboard``)
+    options=(
+        "ssh",
+        "partition",
+        "account",
+        "nodes_refresh_seconds",
+        "command_timeout",
+        "history",
+        "container",
+        "tensorboard",
+    ),
     section=SECTION,
     refresh=REFRESH,
     discover=discover,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from yanflow_tui import launchers, nativefiles
 from yanflow_tui.backends.slurm import containers
+from yanflow_tui.backends.slurm.comment import tagged
 from yanflow_tui.backends.slurm.containers import Container
 from yanflow_tui.curves import LOGDIR_ENV, SECTION
 from yanflow_tui.errors import BackendError, SpecError
@@ -97,7 +98,8 @@ def options(spec: JobSpec, defaults: dict | None = None, in_container: bool = Fa
 
 
 def render(spec: JobSpec, tag: str, defaults: dict | None = None, container: Container | None = None) -> Rendered:
-    """``tag`` goes into ``--comment=yanflow:<tag>`` so a timed-out submit can be found again.
+    """``tag`` goes into ``--comment=yanflow:<tag>`` so a timed-out submit can be found again (with the
+    job's image and output folder, ``comment.tagged``).
     Any name Slurm takes is passed through unchanged (a newline too: sbatch stores it as given).
     ``container``: the cluster's runtime, which runs a spec with ``image:``."""
     if spec.image and container is None:
@@ -108,7 +110,8 @@ def render(spec: JobSpec, tag: str, defaults: dict | None = None, container: Con
     if spec.mounts and not spec.image:
         raise BackendError("mounts: are bind mounts into a container; add image: or remove mounts:")
     boxed = container if spec.image else None
-    options_ = [*options(spec, defaults, boxed is not None), ("comment", f"yanflow:{tag}")]
+    facts = {"image": spec.image, "outputs": spec.outputs}  # read back by a console started later (``comment``)
+    options_ = [*options(spec, defaults, boxed is not None), ("comment", tagged(tag, facts))]
 
     argv = ["sbatch", "--parsable"]
     lines = ["#!/bin/sh"]
@@ -157,7 +160,7 @@ def render_native(spec: JobSpec, tag: str | None, defaults: dict | None = None) 
     written = dict(options(native.written))
     argv = ["sbatch", "--parsable"]
     if tag is not None and not nativefiles.sbatch_sets(native, "comment"):
-        argv.append(f"--comment=yanflow:{tag}")
+        argv.append(f"--comment={tagged(tag, {'outputs': spec.outputs})}")
     for key, value in options(spec, defaults):
         if key not in written or written[key] != value:
             argv.append(f"--{key}" if value is None else f"--{key}={value}")

@@ -2,12 +2,15 @@
 connection as every other command; SFTP would need a change to ``transport.py``): the job's log
 directory (an ``export YANFLOW_TB_LOGDIR=...`` line of its batch script, else WORKDIR/tb), the
 event files under it (``find -printf``), and a byte range of one (``Transport.read_from``, which
-reads from an offset and says where it started: 0 for a file now shorter than the offset)."""
+reads from an offset and says where it started: 0 for a file now shorter than the offset); and, for
+a TensorBoard on the login node (``tbserver.serve_remote``), the transport as its command runner
+and its port forward."""
 
 from __future__ import annotations
 
 import posixpath
 import shlex
+from collections.abc import Awaitable, Callable
 
 from yanflow_tui.backends.slurm.transport import Transport
 from yanflow_tui.curves import EVENT_PREFIX, LOGDIR_ENV, EventFile, is_event_file, logdir_for
@@ -91,3 +94,22 @@ async def read_range(transport: Transport, logdir: str, path: str, offset: int, 
     if header is None or header[0] < 0:
         return 0, b""  # gone since listed
     return header[1], bytes(buf[: max(0, limit)])
+
+
+def runner(transport: Transport) -> Callable[[list[str]], Awaitable[tuple[int, str, str]]]:
+    """``transport.run`` as ``serve_remote`` calls it: argv -> (exit code, stdout, stderr)."""
+
+    async def run(argv: list[str]) -> tuple[int, str, str]:
+        result = await transport.run(argv)
+        return result.returncode, result.stdout, result.stderr
+
+    return run
+
+
+def forwarder(transport: Transport) -> Callable[[int], Awaitable[tuple[int, Callable[[], Awaitable[None]]]]]:
+    """A free local port forwarded to ``port`` of the login node's loopback, through the same connection."""
+
+    async def forward(port: int) -> tuple[int, Callable[[], Awaitable[None]]]:
+        return await transport.forward("127.0.0.1", port)
+
+    return forward

@@ -22,6 +22,7 @@ from typing import Any
 from yanflow_tui import nativefiles
 from yanflow_tui.backends.base import SIGNALS, new_submit_tag
 from yanflow_tui.backends.slurm import history
+from yanflow_tui.backends.slurm.comment import retagged
 from yanflow_tui.backends.slurm.parse import _int, _loads
 from yanflow_tui.backends.slurm.transport import Transport
 from yanflow_tui.efficiency import Efficiency, cpu_seconds
@@ -130,7 +131,7 @@ class Options:
         if self.mem:
             pairs["mem-per-cpu" if self.mem_per_cpu else "mem"] = f"{self.mem}M"
         comment = pairs.pop("comment", "")
-        pairs["comment"] = f"yanflow:{tag}" if not comment or comment.startswith("yanflow:") else comment
+        pairs["comment"] = retagged(comment, tag)
         return ["sbatch", "--parsable", *(f"--{key}={value}" for key, value in pairs.items() if value)]
 
 

@@ -25,7 +25,8 @@ from yanflow_tui.screens.widgets.logview import LogView
 
 FLUSH_SECONDS = 0.05  # 20 Hz; a split pane flushes at 10 Hz
 YIELD_EVERY = 512  # lines taken from a backend stream between yields to the event loop
-FLUSH_LINES = 16_384  # most lines one pane takes per flush (a bigger batch would stall keys)
+FLUSH_LINES = 4_096  # most lines one pane takes per flush call (the screen calls again while its budget lasts)
+FLUSH_BUDGET = 0.008  # seconds of flushing per tick, all panes together, after the first batch: keys get the rest
 MAX_PENDING = 65_536  # lines buffered before the stream waits for flushes to catch up
 RANK_KEEP_LINES = 5_000  # in-memory window of each per-rank store (the whole log keeps the default)
 SPLIT_VISIBLE = 4  # rank views side by side; more scroll sideways
@@ -153,13 +154,13 @@ class LogPane(ForwardFailures, TabPane):
             self.error = error_text(exc)
         self.ended = True
 
-    def flush(self) -> bool:
-        """Move buffered lines into the stores and views; True if there were any."""
+    def flush(self, most: int = FLUSH_LINES) -> bool:
+        """Move up to ``most`` buffered lines into the stores and views; True if there were any."""
         if not self.pending_texts:
             return False
-        if len(self.pending_texts) > FLUSH_LINES:  # the rest waits for the next tick
-            sources, texts = self.pending_sources[:FLUSH_LINES], self.pending_texts[:FLUSH_LINES]
-            del self.pending_sources[:FLUSH_LINES], self.pending_texts[:FLUSH_LINES]
+        if len(self.pending_texts) > most:  # the rest waits for the next call
+            sources, texts = self.pending_sources[:most], self.pending_texts[:most]
+            del self.pending_sources[:most], self.pending_texts[:most]
         else:
             sources, texts = self.pending_sources, self.pending_texts
             self.pending_sources, self.pending_texts = [], []

@@ -11,6 +11,7 @@ line rates.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -18,7 +19,7 @@ from textual import on, work
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Input, Static, TabbedContent
+from textual.widgets import Input, TabbedContent
 
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.logstore import LogStore
@@ -26,7 +27,7 @@ from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen, PromptScreen
-from yanflow_tui.screens.logs.pane import ERROR_PATTERN, FLUSH_SECONDS, LogPane
+from yanflow_tui.screens.logs.pane import ERROR_PATTERN, FLUSH_BUDGET, FLUSH_SECONDS, LogPane
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
 from yanflow_tui.screens.widgets.logview import LogView
@@ -179,11 +180,15 @@ class LogsScreen(DataScreen):
             return
         changed = False
         self._ticks += 1
+        deadline = time.perf_counter() + FLUSH_BUDGET  # a key waiting gets the loop within a frame
         for pane in self.panes:
             # Side-by-side views redraw several screens' worth of lines per flush: flush them at half rate.
             if pane.is_mounted and (not pane.split or self._ticks % 2 == 0):
                 known = len(pane.source_stores)
-                changed = pane.flush() or changed
+                while pane.flush():  # one batch at least, more while the budget lasts
+                    changed = True
+                    if not pane.pending_texts or time.perf_counter() >= deadline:
+                        break
                 if len(pane.source_stores) != known:
                     self._refresh_keys()
                 if pane.ended and not pane.ended_shown:
@@ -196,7 +201,7 @@ class LogsScreen(DataScreen):
             self._update_status()
 
     def _update_status(self) -> None:
-        status = self.query_one("#log-status", Static)
+        status = self.query_one("#log-status", StatusLine)
         pane = self.pane
         if pane is None:
             status.update(Text("No job selected: highlight a job in the Queue (1) and press l.", style="dim"))
@@ -232,7 +237,8 @@ class LogsScreen(DataScreen):
             else:
                 where = "no match"
             out.append(f"  search {pane.term!r}: {where}", "cyan")
-        status.update(out)
+        if out != status.full_text:  # every flush asks: most leave it as it was
+            status.update(out, layout=False)  # one line high (logs.tcss): its size never moves
 
     # -- actions -----------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters) -> bool | None:

@@ -30,6 +30,7 @@ from textual.strip import Strip
 
 from yanflow_tui.logstore import LogStore, match_lines
 from yanflow_tui.screens.failures import ForwardFailures
+from yanflow_tui.screens.widgets.scrolling import set_virtual_size
 
 MAX_MATCHES = 100_000  # match positions kept per view; beyond, n/N cycle through these
 SYNC_LINES = 50_000  # a store this small, all in memory, is searched on the event loop
@@ -306,9 +307,9 @@ class LogView(ForwardFailures, ScrollView, can_focus=True):
         store = self.store
         if self.wrap:
             width = self._wrap_width()
-            self.virtual_size = Size(width, store.wrapped_rows(width))
+            set_virtual_size(self, Size(width, store.wrapped_rows(width)))
         else:
-            self.virtual_size = Size(store.widest, len(store))
+            set_virtual_size(self, Size(store.widest, len(store)))
 
     def _wrap_width(self) -> int:
         """Cells per wrapped row (0 before the first layout)."""

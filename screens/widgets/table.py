@@ -12,8 +12,8 @@ is drawn). Rows may name a ``parent``: sorting keeps them right under it. Header
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from operator import itemgetter
 from typing import ClassVar, NamedTuple, TypeGuard, cast
 
 from rich.cells import cell_len
@@ -28,6 +28,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from yanflow_tui.screens.render.rows import natural_key
+from yanflow_tui.screens.widgets.scrolling import set_virtual_size
 
 Cell = str | Text | Callable[[], Text]
 PAD = 1  # blank cells each side of every column
@@ -178,13 +179,16 @@ class VirtualTable(ScrollView, can_focus=True):
         ncols = len(self.columns)
         self._measured: dict[str, tuple[Row, tuple[int, ...]]] = {}  # key -> (row measured, its widths)
         self._content_widths = [0] * ncols  # widest static cell per column, over the current rows
+        self._width_counts: list[Counter[int]] | None = None  # per column: how many current rows have each width
         self._most_rows = 0  # the most rows set at once since widths were last pruned
         self._live_widths = [0] * ncols
         self._widths: list[int] = [0] * ncols
         self._starts: list[int] = [0] * ncols
         self._hidden: frozenset[int] = frozenset()  # columns given way (see Column.give_way)
         self._layout_key: tuple | None = None
-        self._strips: dict[str, tuple[tuple, Strip]] = {}
+        # key -> its drawn lines by (stripe, cursor, live text): a filter, a sort or a group opened above
+        # moves rows between odd and even stripes and back, and the cursor comes and goes
+        self._strips: dict[str, dict[tuple, Strip]] = {}
         self._header: Strip | None = None
         self._sort_cache: dict[str, tuple[Row, object]] = {}
 
@@ -233,6 +237,8 @@ class VirtualTable(ScrollView, can_focus=True):
         measured = self._measured
         added = same = 0
         dirty = False  # rows added, changed or gone: the column widths may move
+        arrived: list[tuple[int, ...]] = []  # widths of rows added or changed, and of those changed or gone
+        left: list[tuple[int, ...]] = []
         for row in rows:
             key = row.key
             by_key[key] = row
@@ -249,9 +255,13 @@ class VirtualTable(ScrollView, can_focus=True):
                 dirty = True
                 self._strips.pop(key, None)
             known = measured.get(key)
+            if before is not None and known is not None:
+                left.append(known[1])
             if known is None or (known[0] is not row and known[0].cells != row.cells):
-                measured[key] = (row, self._row_widths(row))
+                known = measured[key] = (row, self._row_widths(row))
+            arrived.append(known[1])
         if len(by_key) != len(rows):
+            self._width_counts = None  # counted partly: counted again next time
             raise ValueError("duplicate row keys")
         if len(old) > len(by_key) - added:  # some rows went away
             dirty = True
@@ -259,7 +269,10 @@ class VirtualTable(ScrollView, can_focus=True):
                 if key not in by_key:
                     self._strips.pop(key, None)
                     self._sort_cache.pop(key, None)
-        widths_changed = dirty and self._update_content_widths(rows)
+                    gone = measured.get(key)
+                    if gone is not None:
+                        left.append(gone[1])
+        widths_changed = dirty and self._update_content_widths(rows, arrived, left)
         self._by_key = by_key
         unchanged = same == len(rows) == len(old) and rows == self._given  # same Row objects, same order
         self._given = rows
@@ -274,6 +287,17 @@ class VirtualTable(ScrollView, can_focus=True):
         if cursor_was_visible and index is not None and not top <= index < top + page:
             self._scroll_to_index(index)
         self.refresh()
+
+    def measure(self, rows: Iterable[Row]) -> None:
+        """Measure rows ahead of the ``set_rows`` that shows them (in idle time): these very ``Row``
+        objects then cost no measuring there."""
+        measured, shown = self._measured, self._by_key
+        for row in rows:
+            if row.key in shown:  # its widths are those of the row on show (counted in the column widths)
+                continue
+            known = measured.get(row.key)
+            if known is None or (known[0] is not row and known[0].cells != row.cells):
+                measured[row.key] = (row, self._row_widths(row))
 
     def move_cursor_to_key(self, key: str) -> bool:
         """Put the cursor on ``key`` (scrolling it into view); False when there is no such row."""
@@ -365,10 +389,7 @@ class VirtualTable(ScrollView, can_focus=True):
             return
         index = max(0, min(index, len(self._rows) - 1))
         key = self._rows[index].key
-        if key != self._cursor_key:
-            if self._cursor_key is not None:
-                self._strips.pop(self._cursor_key, None)
-            self._strips.pop(key, None)
+        if key != self._cursor_key:  # (the cursor is in each drawn line's signature)
             old = self._cursor_index
             self._cursor_key = key
             self._refresh_row(old)
@@ -473,13 +494,30 @@ class VirtualTable(ScrollView, can_focus=True):
         widths = tuple(_width(cell) for cell in row.cells[:ncols])
         return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
 
-    def _update_content_widths(self, rows: list[Row]) -> bool:
+    def _update_content_widths(
+        self, rows: list[Row], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]]
+    ) -> bool:
         """The widest cell per column from each row's cached widths (no text measured here); True
-        when that moved. Widths of rows that went away are kept a while, for when they come back
-        (a filter cleared), then dropped."""
+        when that moved. Per column, how many rows have each width is kept: a few rows added or gone
+        (a group opened, a refresh) update those counts; many (a filter) count them all again, in C.
+        Widths of rows that went away are kept a while, for when they come back (a filter cleared),
+        then dropped."""
         measured = self._measured
-        per_row = [measured[row.key][1] for row in rows]
-        widths = [max(map(itemgetter(i), per_row), default=0) for i in range(len(self.columns))]
+        counts = self._width_counts
+        if counts is not None and len(arrived) + len(left) <= len(rows) // 4:
+            for widths_of in arrived:
+                for counter, width in zip(counts, widths_of):
+                    counter[width] += 1
+            for widths_of in left:
+                for counter, width in zip(counts, widths_of):
+                    counter[width] -= 1
+        else:
+            per_row = [measured[row.key][1] for row in rows]
+            counts = self._width_counts = [Counter(column) for column in zip(*per_row)] if per_row else None
+        if counts is None:
+            widths = [0] * len(self.columns)
+        else:
+            widths = [max((w for w, n in counter.items() if n > 0), default=0) for counter in counts]
         self._most_rows = max(self._most_rows, len(rows))
         if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
             self._measured = {row.key: measured[row.key] for row in rows}
@@ -547,9 +585,7 @@ class VirtualTable(ScrollView, can_focus=True):
         return sum(w + 2 * PAD for i, w in enumerate(self._widths) if i not in self._hidden)
 
     def _update_virtual_size(self) -> None:
-        size = Size(self._total_width(), len(self._rows) + 1)
-        if size != self.virtual_size:
-            self.virtual_size = size
+        set_virtual_size(self, Size(self._total_width(), len(self._rows) + 1))
 
     def _column_at(self, x: int) -> int | None:
         for i, (start, width) in enumerate(zip(self._starts, self._widths)):
@@ -603,9 +639,11 @@ class VirtualTable(ScrollView, can_focus=True):
         live = [(i, c()) for i, c in enumerate(cells) if _is_live(c)]
         cursor = row.key == self._cursor_key
         signature = (index % 2 if self.zebra_stripes else 0, cursor, tuple(t.plain for _, t in live))
-        hit = self._strips.get(row.key)
-        if hit is not None and hit[0] == signature:
-            return hit[1]
+        drawn_before = self._strips.get(row.key)
+        if drawn_before is not None:
+            hit = drawn_before.get(signature)
+            if hit is not None:
+                return hit
         self.render_count += 1
         shown = cast("Sequence[str | Text]", cells)  # no live cell left after this
         if live:
@@ -621,7 +659,11 @@ class VirtualTable(ScrollView, can_focus=True):
         else:
             style = self.rich_style
         strip = self._build_strip(shown, style, Style.parse(row.style) if row.style else None)
-        self._strips[row.key] = (signature, strip)
+        if drawn_before is None:
+            drawn_before = self._strips[row.key] = {}
+        elif len(drawn_before) >= 4:  # ages moved on: the old ones are no use
+            drawn_before.clear()
+        drawn_before[signature] = strip
         return strip
 
     def _note_live_widths(self, live: list[tuple[int, Text]]) -> None:

@@ -8,8 +8,9 @@
   a real pseudo-terminal, which resize frames resize.
 - ``portforward`` (``portforward.k8s.io``, else ``v4.channel.k8s.io``): per port asked, a data channel
   (2i) and an error channel (2i+1); the first frame of each carries only the port, 2 bytes little-
-  endian. Data goes to a real local TCP port a test maps (``map_port``); a port with none mapped, or
-  whose connection is refused, gets its error on the error channel.
+  endian. Data goes to a real local TCP port a test maps (``map_port``), or, for a pod whose network a
+  test shares (``share_ports``: a server its exec started listens on this machine), to the same port
+  here; a port with none mapped, or whose connection is refused, gets its error on the error channel.
 
 Fault switch: ``cut_after(n)`` drops the first exec connection whose stdout passes ``n`` bytes, there.
 Each exec is recorded in ``execs`` as (namespace, pod, container, command, tty).
@@ -59,6 +60,7 @@ class PodStreams:
         self.emulator = emulator
         self.roots: dict[tuple[str, str], Path] = {}
         self.ports: dict[tuple[str, str, int], int] = {}  # (namespace, pod, pod port) -> local port
+        self.shared: set[tuple[str, str]] = set()  # pods whose every port is the same port here
         self.execs: list[tuple[str, str, str, tuple[str, ...], bool]] = []
         self.forwards: list[tuple[str, str, tuple[int, ...]]] = []
         self._cut: int | None = None
@@ -80,6 +82,9 @@ class PodStreams:
 
     def map_port(self, namespace: str, pod: str, port: int, local_port: int) -> None:
         self.ports[(namespace, pod, port)] = local_port
+
+    def share_ports(self, namespace: str, pod: str) -> None:
+        self.shared.add((namespace, pod))
 
     def cut_after(self, nbytes: int) -> None:
         self._cut = nbytes
@@ -279,7 +284,7 @@ class PodStreams:
             prefix = port.to_bytes(2, "little")
             await ws.send_bytes(bytes([2 * index]) + prefix)
             await ws.send_bytes(bytes([2 * index + 1]) + prefix)
-            local = self.ports.get((namespace, name, port))
+            local = self.ports.get((namespace, name, port), port if (namespace, name) in self.shared else None)
             error = f"error forwarding port {port} to pod {name}: no such port"
             if local is not None:
                 try:

@@ -15,6 +15,19 @@ def rows(app) -> list[str]:
     return app.screen.query_one(JobTable).row_keys
 
 
+async def logged_in(pilot, app) -> JobTable:
+    """The password typed into the prompt; the Queue's table once it shows experiment 12, on its row."""
+    prompt = await wait_for(
+        pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="password prompt"
+    )
+    prompt.query_one(Input).value = PASSWORD
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: "det/exp-12" in rows(app), what="experiment row")
+    table = app.screen.query_one(JobTable)
+    table.move_cursor_to_key("det/exp-12")
+    return table
+
+
 async def test_prompted_password_logs_in_and_experiments_show_with_their_trials(master, caplog):
     import logging
 
@@ -22,15 +35,8 @@ async def test_prompted_password_logs_in_and_experiments_show_with_their_trials(
     seed(master)
     app = make_app(cluster(master, user="alice"))
     async with app.run_test(size=(160, 40)) as pilot:
-        prompt = await wait_for(
-            pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="password prompt"
-        )
-        prompt.query_one(Input).value = PASSWORD
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: "det/exp-12" in rows(app), what="experiment row")
+        await logged_in(pilot, app)
         assert not [r for r in rows(app) if "trial-" in r]  # trials start collapsed
-        table = app.screen.query_one(JobTable)
-        table.move_cursor_to_key("det/exp-12")
         await pilot.press("e")
         await wait_for(pilot, lambda: len([r for r in rows(app) if "trial-" in r]) == 3, what="trials")
         assert "det/exp-13" not in rows(app)  # bob's experiment: mine by default, filtered by the master
@@ -43,3 +49,28 @@ async def test_prompted_password_logs_in_and_experiments_show_with_their_trials(
         await wait_for(pilot, lambda: "agent-a" in screen_text(app), what="agents on the Nodes screen")
     assert PASSWORD not in caplog.text
     assert all(PASSWORD not in repr(r) for r in master.requests)
+
+
+async def test_x_on_an_experiment_or_a_trial_says_plainly_that_determined_offers_no_shell(master):
+    seed(master)
+    app = make_app(cluster(master, user="alice"))
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = await logged_in(pilot, app)
+        await pilot.press("e")
+        trial = await wait_for(pilot, lambda: next((r for r in rows(app) if "trial-" in r), None), what="trials")
+
+        def said() -> list[tuple[str, str]]:
+            return [(str(n.title), str(n.message)) for n in app._notifications if "no shell" in str(n.message)]
+
+        for key in ("det/exp-12", trial):
+            table.move_cursor_to_key(key)
+            await pilot.press("x")
+            await wait_for(pilot, lambda: len(said()) == 1, what=f"the reason for {key}")
+            title, message = said()[0]
+            assert title == "No shell" and message.startswith("Determined offers no shell into a running trial")
+            assert "det shell start" in message and "Traceback" not in message
+            app.clear_notifications()
+        await pilot.press("enter")  # the detail of the trial: x says the same
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "JobDetailScreen", what="the detail")
+        await pilot.press("x")
+        await wait_for(pilot, lambda: len(said()) == 1, what="the reason in the detail")

@@ -67,20 +67,20 @@ async def test_files_view_lists_opens_a_folder_and_downloads_with_progress(home,
         await wait_for(pilot, lambda: cells(table) == ["w.bin"], what="the sub-folder")
         assert "1.9 MiB" in str(table.get_row_at(0)[1])
         seen: list[tuple[int, int | None]] = []
-        show = files._show_progress
+        show = files.progress.show
 
         def recorded() -> None:
-            if files._progress is not None:
-                seen.append(files._progress)
+            if files.progress.figures is not None:
+                seen.append(files.progress.figures)
             show()
 
-        files._show_progress = recorded
+        files.progress.show = recorded  # type: ignore[method-assign]
         await pilot.press("d")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="where to")
         target = tmp_path / "w.bin"
         app.screen.query_one(Input).value = str(target)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: target.exists() and files._progress is None, what="the download", timeout=30)
+        await wait_for(pilot, lambda: target.exists() and not files.progress.busy, what="the download", timeout=30)
         assert (
             hashlib.sha256(target.read_bytes()).digest() == hashlib.sha256((root / "ckpt/w.bin").read_bytes()).digest()
         )

@@ -228,3 +228,21 @@ async def test_at_80_columns_reason_nodes_and_age_give_way_before_name_drops_und
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         await wait_for(pilot, lambda: "QOSMaxGRESPerUser" in screen_text(app), what="the reason drawn")
         assert table(app).hidden_columns == ()
+
+
+async def test_opening_and_closing_a_group_patches_the_rows_as_a_full_rebuild_would_make_them(home):
+    app = make_app(ClusterConfig("det", "fake-actions", refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
+        screen = app.screen
+
+        def rebuilt() -> tuple[list[str], dict]:
+            screen._unfiltered = None  # what the rows would be, made from every job
+            return [r.key for r in screen._visible_rows()], dict(screen.state_counts)
+
+        for want_open in (True, False):
+            table(app).move_cursor_to_key("det/104")
+            await pilot.press("e")
+            await wait_for(pilot, lambda want=want_open: ("det/104_0" in rows(app)) is want, what="toggled")
+            patched, counts = rows(app), dict(screen.state_counts)
+            assert (patched, counts) == rebuilt()

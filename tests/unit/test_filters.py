@@ -190,3 +190,28 @@ def test_parsing_never_raises_anything_but_filter_error(text):
         return
     for j in JOBS:  # and a compiled filter never raises on a job
         assert f.matches(j) in (True, False)
+
+
+def test_narrows_holds_only_where_every_match_of_the_new_filter_matched_the_old_one():
+    def narrows(new: str, old: str) -> bool:
+        return compile_filter(new).narrows(compile_filter(old))
+
+    assert narrows("erin", "er") and narrows("er", "") and narrows("erin", "erin")
+    assert narrows("name:train", "name:rai") and narrows("state:runn", "state:r")
+    assert narrows("alice state:run", "alice") and narrows("alice -bob", "alice")
+    assert not narrows("er", "erin")  # shorter: wider
+    assert not narrows("-erin", "-er")  # a negated word typed on matches more
+    assert not narrows("gpus:>40", "gpus:>4") and not narrows("state:ru", "state:u")
+    assert not narrows("name:erin", "erin") and not narrows("alice", "alice bob")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(TOKENS, max_size=12).map("".join), st.lists(TOKENS, max_size=6).map("".join))
+def test_a_filter_that_narrows_another_never_matches_a_job_the_other_does_not(old_text, typed):
+    try:
+        old, new = compile_filter(old_text), compile_filter(old_text + typed)
+    except FilterError:
+        return
+    if new.narrows(old):
+        for j in JOBS:
+            assert not new.matches(j) or old.matches(j), (old_text, typed, j.id)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
 from yanflow_tui.screens.render.gpu_cells import GLYPHS, cell_kind, node_fields, node_gpus, util_label
 from yanflow_tui.screens.render.rows import duration, job_live_cells, job_sort_values
@@ -130,3 +133,14 @@ def test_member_sort_values_compare_numbers_as_numbers():
     a = Job("1", "c", "a", "u", JobState.RUNNING, details=(("Experiment", "7"), ("hp.lr", "0.1")))
     b = Job("2", "c", "b", "u", JobState.RUNNING, details=(("Experiment", "7"), ("hp.lr", "0.2"), ("Seed", "3")))
     assert varying_details([a, b]) == ["hp.lr", "Seed"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("ab-_.09١٢ Z")), max_size=12), min_size=2, max_size=30))
+def test_natural_text_sorts_exactly_as_natural_key(values):
+    from yanflow_tui.screens.render.rows import natural_key, natural_text
+
+    by_key = sorted(values, key=natural_key)
+    assert [natural_key(v) for v in sorted(values, key=natural_text)] == [natural_key(v) for v in by_key]
+    for a, b in zip(values, values[1:]):
+        assert (natural_text(a) < natural_text(b)) == (natural_key(a) < natural_key(b))

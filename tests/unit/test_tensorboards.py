@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from waiting import async_wait_until
 
 from yanflow_tui.backends.base import Capabilities, TensorBoardTask
+from yanflow_tui.backends.tbserver import TensorBoardNotThere, remote_command
+from yanflow_tui.errors import BackendError
 from yanflow_tui.tensorboards import TensorBoards
 
 
@@ -53,3 +56,26 @@ async def test_stop_all_stops_a_start_under_way():
     assert not boards._starting and not boards.open and backend.launched == []
     (outcome,) = await asyncio.wait_for(asyncio.gather(waiting, return_exceptions=True), 5)
     assert isinstance(outcome, asyncio.CancelledError)  # its caller hears it was stopped
+
+
+class NoServerThere(ClusterBoards):
+    async def tensorboard(self, job_id: str) -> TensorBoardTask:
+        raise TensorBoardNotThere("the login node has no tensorboard")
+
+
+async def test_a_cluster_without_tensorboard_and_no_event_files_to_mirror_says_so():
+    with pytest.raises(TensorBoardNotThere, match="has no tensorboard"):
+        await TensorBoards().start("c/3", NoServerThere(), "3")
+
+
+def test_the_remote_command_is_a_list_of_words_from_the_cluster_config():
+    assert remote_command(None, "c") == ("tensorboard",)
+    assert remote_command({"command": ["/opt/py/bin/python", "-m", "tensorboard.main"]}, "c")[-1] == "tensorboard.main"
+    assert remote_command({"command": "tensorboard --samples_per_plugin 'scalars=0'"}, "c") == (
+        "tensorboard",
+        "--samples_per_plugin",
+        "scalars=0",
+    )
+    for wrong in ({"command": []}, {"command": [1]}, ["tensorboard"], {"cmd": "x"}):
+        with pytest.raises(BackendError, match="tensorboard: expected"):
+            remote_command(wrong, "c")

@@ -14,8 +14,10 @@ import tracemalloc
 import pytest
 from fakes.k8s_api import make_job, make_pod
 from k8shelpers import cluster, read_exactly
+from waiting import async_wait_until
 
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
+from yanflow_tui.backends.kubernetes.extract import ANN_OUTPUTS
 from yanflow_tui.backends.kubernetes.files import partial_path
 from yanflow_tui.errors import BackendError, ReadOnlyError
 
@@ -94,6 +96,25 @@ async def test_an_interrupted_file_download_leaves_no_final_file_and_resumes(emu
         await backend.download(JOB, "model.pt", target)
 
 
+async def test_a_folder_cut_inside_its_tar_stream_resumes_file_by_file(emulator, backend, pod_root, tmp_path):
+    target = tmp_path / "out"
+    emulator.streams.cut_after(150_000)  # inside weights.bin (300 kB), the folder's one large file
+    with pytest.raises(BackendError, match="resume"):
+        await backend.download(JOB, "outputs", target)
+    part = partial_path(target)
+    assert not target.exists() and part.is_dir()  # nothing under the final name
+    half = part / "outputs" / "ckpt" / "weights.bin"
+    kept = half.stat().st_size
+    assert 0 < kept < 300_000
+    result = await backend.download(JOB, "outputs", target)
+    src = pod_root / "outputs"
+    for rel in ("ckpt/weights.bin", "ckpt/a name with spaces.txt", "log.txt"):
+        assert sha(target / rel) == sha(src / rel)
+    assert result.checked == "size and sha256" and result.resumed_from >= kept and not part.exists()
+    resumed = ("tail", "-c", f"+{kept + 1}", "--", "outputs/ckpt/weights.bin")
+    assert resumed in [e[3] for e in emulator.streams.execs]  # only the rest of it came
+
+
 async def test_a_corrupted_partial_file_fails_the_check_and_is_removed(emulator, backend, pod_root, tmp_path):
     target = tmp_path / "model.pt"
     partial_path(target).write_bytes(b"not the same bytes")
@@ -168,3 +189,20 @@ async def test_the_shell_opens_in_the_chosen_ranks_pod_or_the_pod_row_itself(emu
     with pytest.raises(BackendError, match="no running pod of rank '7'"):
         await backend.shell(JOB, rank="7")
     assert emulator.streams.execs == []  # nothing runs until the terminal is handed over (Shell.run)
+
+
+async def test_a_job_annotated_with_its_outputs_lists_and_downloads_from_there(emulator, backend, pod_root, tmp_path):
+    job = make_job("train", NS, parallelism=2, indexed=True)
+    job["metadata"].setdefault("annotations", {})[ANN_OUTPUTS] = "outputs"  # as a submit with outputs: writes it
+    emulator.put("jobs", job)
+
+    async def annotated():
+        await backend._ensure_started()
+        info = backend._reflectors["jobs"].items.get((NS, "train"))
+        return info is not None and info.outputs == "outputs"
+
+    await async_wait_until(annotated, what="the annotation in the job cache")
+    listing = await backend.list_files(JOB)
+    assert [f.name for f in listing.files] == ["ckpt", "log.txt"]
+    got = await backend.download(JOB, "log.txt", tmp_path / "log.txt")
+    assert got.path.read_text() == "epoch 1\n"

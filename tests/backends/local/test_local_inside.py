@@ -13,6 +13,7 @@ import sys
 from dataclasses import replace
 
 import pytest
+from jobhelpers import run_cli
 from terminal import Terminal
 from waiting import async_wait_until
 
@@ -124,3 +125,77 @@ async def stop(job_id: str) -> None:
         await backend.cancel(job_id)
     finally:
         await backend.close()
+
+
+class Cut(Exception):
+    """Stands for the copy being killed part-way."""
+
+
+async def test_a_folder_copy_cut_part_way_resumes_from_the_outputs_folder_after_a_restart(home, tmp_path):
+    work = tmp_path / "work"
+    (work / "ckpt" / "deep").mkdir(parents=True)
+    names = ["a.bin", "b.bin", "deep/c.bin"]
+    for name in names:
+        (work / "ckpt" / name).write_bytes(os.urandom(3 << 20))
+    spec = JobSpec("outputs", JobKind.SINGLE, "sleep 60", workdir=str(work), outputs="ckpt")
+    backend = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")
+    target = tmp_path / "dl" / "ckpt"
+    try:
+        job_id = await backend.submit(spec)
+        listing = await backend.list_files(job_id)
+        assert listing.path == str(work / "ckpt") and [f.name for f in listing.files] == ["deep", "a.bin", "b.bin"]
+
+        def cut(done, total):
+            if done >= (4 << 20) + 1:  # inside b.bin (each copy step is 1 MiB)
+                raise Cut
+
+        with pytest.raises(Cut):
+            await backend.download(job_id, ".", target, cut)
+    finally:
+        await backend.close()
+    part = inside.partial_path(target)
+    kept = inside.partial_path(part / "b.bin").stat().st_size
+    assert not target.exists() and (part / "a.bin").stat().st_size == 3 << 20
+    assert 0 < kept < 3 << 20 and not (part / "b.bin").exists()  # nothing half-written under a final name
+    (work / "ckpt" / "a.bin").write_bytes(os.urandom(3 << 20))  # changed since: the same size, not the same bytes
+
+    again = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")  # the console restarted
+    try:
+        result = await again.download(job_id, ".", target)
+        await again.cancel(job_id)
+    finally:
+        await again.close()
+    assert result.resumed_from == kept and result.size == 3 * (3 << 20) and not part.exists()
+    for name in names:
+        assert (
+            hashlib.sha256((target / name).read_bytes()).digest()
+            == hashlib.sha256((work / "ckpt" / name).read_bytes()).digest()
+        )
+
+
+def test_the_files_and_download_verbs_start_in_the_jobs_outputs_folder(home, tmp_path):
+    work = tmp_path / "work"
+    (work / "ckpt").mkdir(parents=True)
+    (work / "ckpt" / "w.bin").write_bytes(os.urandom(70_000))
+    (work / "train.py").write_text("pass\n")
+    config = tmp_path / "config.yaml"
+    config.write_text("clusters:\n  - name: here\n    kind: local\n")
+
+    async def start():
+        backend = LocalBackend(ClusterConfig("here", "local"))
+        try:
+            return await backend.submit(JobSpec("outs", JobKind.SINGLE, "sleep 60", workdir=str(work), outputs="ckpt"))
+        finally:
+            await backend.close()
+
+    job_id = asyncio.run(start())
+    try:
+        listed = run_cli("files", job_id, "--config", str(config))
+        assert listed.returncode == 0, listed.stderr
+        assert str(work / "ckpt") in listed.stderr and "w.bin" in listed.stdout and "train.py" not in listed.stdout
+        dest = tmp_path / "got.bin"
+        got = run_cli("download", job_id, "w.bin", str(dest), "--config", str(config))
+        assert got.returncode == 0, got.stderr
+        assert dest.read_bytes() == (work / "ckpt" / "w.bin").read_bytes()
+    finally:
+        asyncio.run(stop(job_id))

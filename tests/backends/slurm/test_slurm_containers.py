@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import uuid
@@ -18,6 +19,7 @@ from slurmhelpers import JOBS, Jobs, live_state, slurm, ssh_cluster
 from waiting import async_wait_until, wait_until
 
 from yanflow_tui import launchers
+from yanflow_tui.backends.slurm import parse
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.backends.slurm.containers import Container, configured
 from yanflow_tui.backends.slurm.script import render, render_native
@@ -91,6 +93,14 @@ async def test_podman_job_reads_a_read_only_mount_cannot_write_it_and_is_reclaim
         assert "Read-only file system" in text and "WRITE-FAILED" in text, text
         assert not (data / "new").exists()
         assert left_behind(podman, job_id) == []
+        fresh = SlurmBackend(ssh_cluster())  # a console started afresh reads the image from the job's comment
+        try:
+            described = await fresh.describe(job_id)
+            job = parse.to_job(await fresh._raw_job(job_id), "c")
+        finally:
+            await fresh.close()
+        assert job.image == podman.image
+        assert re.search(rf"^Image:\s+{re.escape(podman.image)}$", described, re.M), described
     finally:
         jobs.cancel_all()
 

@@ -54,6 +54,23 @@ def sha(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+async def cancelled_at(bytes_done: int, download, total: int | None = None) -> None:
+    """Start ``download(progress)`` and cancel it (as a kill would stop it) once ``bytes_done`` arrived."""
+    cut = asyncio.Event()
+
+    def progress(done, size):
+        assert total is None or size == total
+        if done >= bytes_done:
+            cut.set()
+
+    task = asyncio.ensure_future(download(progress))
+    await asyncio.wait([task, asyncio.ensure_future(cut.wait())], return_when=asyncio.FIRST_COMPLETED)
+    assert cut.is_set() and not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
 async def test_an_sftp_download_cancelled_part_way_resumes_byte_identical(sftp_cluster, slurm_jobs, tmp_path):
     work = tmp_path / "work"
     (work / "ckpt" / "sub").mkdir(parents=True)
@@ -71,19 +88,7 @@ async def test_an_sftp_download_cancelled_part_way_resumes_byte_identical(sftp_c
         assert entry.size == SIZE and entry.mtime is not None
 
         target = tmp_path / "got" / "model.bin"
-        cut = asyncio.Event()
-
-        def progress(done, total):
-            assert total == SIZE
-            if done >= 3 << 20:
-                cut.set()
-
-        task = asyncio.ensure_future(backend.download(job_id, "ckpt/model.bin", target, progress))
-        await asyncio.wait([task, asyncio.ensure_future(cut.wait())], return_when=asyncio.FIRST_COMPLETED)
-        assert cut.is_set() and not task.done()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await cancelled_at(3 << 20, lambda progress: backend.download(job_id, "ckpt/model.bin", target, progress), SIZE)
         part = inside.partial_path(target)
         kept = part.stat().st_size
         assert 0 < kept < SIZE and not target.exists()  # nothing under the final name
@@ -217,3 +222,38 @@ async def test_on_the_login_node_downloads_resume_and_a_relay_forwards(slurm_dir
         assert await asyncio.to_thread(fetch) is None
     finally:
         await backend.close()
+
+
+async def test_a_folder_download_cut_part_way_resumes_skipping_what_is_complete(sftp_cluster, slurm_jobs, tmp_path):
+    """Over SFTP: a folder cut inside its second file, resumed by a console started afresh, with the
+    job's ``outputs:`` as the folder its files start in; a file complete in the partial folder is kept
+    only while its sha256 matches the cluster's (one changed there since is fetched again)."""
+    work = tmp_path / "work"
+    (work / "ckpt" / "deep").mkdir(parents=True)
+    names = ["a.bin", "b.bin", "deep/c.bin"]
+    for name in names:
+        (work / "ckpt" / name).write_bytes(os.urandom(8 << 20))
+    spec = replace(sleeper(work), outputs="ckpt")
+    backend = SlurmBackend(sftp_cluster)
+    target = tmp_path / "got" / "ckpt"
+    try:
+        job_id = slurm_jobs.add(await backend.submit(spec))
+        listing = await backend.list_files(job_id)
+        assert listing.path == str(work / "ckpt") and [f.name for f in listing.files] == ["deep", "a.bin", "b.bin"]
+        await cancelled_at(12 << 20, lambda progress: backend.download(job_id, ".", target, progress))  # in b.bin
+    finally:
+        await backend.close()
+    part = inside.partial_path(target)
+    assert not target.exists() and (part / "a.bin").stat().st_size == 8 << 20
+    kept = inside.partial_path(part / "b.bin").stat().st_size
+    assert 0 < kept < 8 << 20 and not (part / "b.bin").exists()  # nothing half-written under a final name
+    (work / "ckpt" / "a.bin").write_bytes(os.urandom(8 << 20))  # changed on the cluster since: same size
+
+    again = SlurmBackend(sftp_cluster)  # a console started afresh knows the outputs folder from the job
+    try:
+        result = await again.download(job_id, ".", target)
+    finally:
+        await again.close()
+    assert result.checked == "size and sha256" and result.size == 3 * (8 << 20) and result.resumed_from == kept
+    assert [sha(target / n) for n in names] == [sha(work / "ckpt" / n) for n in names] and not part.exists()
+    assert ("sftp", "get", f"+{kept}", "--", str(work / "ckpt" / "b.bin")) in again.transport.history

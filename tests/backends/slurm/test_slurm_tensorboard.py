@@ -2,7 +2,8 @@
 compute node; the console mirrors them over the cluster's SSH transport (appended bytes only) and runs
 the ``tensorboard`` server over the mirror on 127.0.0.1. Its scalars API lists the job's tags and
 values as TensorBoard's own loader reads the job's files, values appended while it runs show up, and
-stopping it leaves no process behind."""
+stopping it leaves no process behind. (The login node has no tensorboard here: with one, the server
+runs there, see ``test_slurm_login_tensorboard``.)"""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ async def test_a_slurm_jobs_tensorboard_runs_here_over_a_mirror_kept_up_by_appen
         }
     )
     runs = tmp_path / "runs"
-    backend = SlurmBackend(ssh_cluster())
+    backend = SlurmBackend(ssh_cluster(tensorboard={"command": ["yanflow-no-such-tensorboard"]}))  # none there
     boards = tensorboards.TensorBoards()
     try:
         job_id = slurm_jobs.add(await backend.submit(spec))

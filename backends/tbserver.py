@@ -1,0 +1,148 @@
+"""A real TensorBoard where a job's files are (a Slurm login node, a Kubernetes pod), started through the
+backend's own connection: ``serve_remote`` runs the cluster's ``tensorboard`` command there detached, in
+a session of its own (``setsid``, where the cluster has it) on 127.0.0.1 and a port the OS picks
+(``--port 0``, read back from its log), forwards a local port to it, and waits until that answers over
+HTTP; its stop closes the forward and signals the server's whole process group (the data server it
+spawns too). Each script is a constant; what varies (the log directory, the command's words, a pid)
+reaches it as its arguments (``sh -c SCRIPT sh ARGS...``). Used by ``yanflow_tui.tensorboards`` through
+each backend's ``_tensorboard``; no UI here."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import shlex
+import urllib.request
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from yanflow_tui.backends.base import TensorBoardTask
+from yanflow_tui.errors import BackendError
+
+START_SECONDS = 60.0  # the server printing its address, then answering over HTTP
+POLL_SECONDS = 0.5  # its log read again while it starts
+
+
+class TensorBoardNotThere(BackendError):
+    """The cluster has no tensorboard where the files are (exit 127, or the module is not installed)."""
+
+
+async def answering(url: str, timeout: float, ended: Callable[[], str] | None = None) -> None:
+    """Wait until ``url`` answers over HTTP 200 (or ``ended`` says why it never will: an error)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+
+    def probe() -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                return answer.status == 200
+        except OSError:
+            return False
+
+    while True:
+        why = ended() if ended is not None else ""
+        if why:
+            raise BackendError(f"{why} before answering at {url}")
+        if await asyncio.to_thread(probe):
+            return
+        if loop.time() > deadline:
+            raise BackendError(f"tensorboard did not answer at {url} within {timeout:.0f} s")
+        await asyncio.sleep(0.2)
+
+
+REMOTE_START = (
+    'logdir=$1; shift; command -v "$1" >/dev/null 2>&1 || { echo "$1: not found" >&2; exit 127; }; '
+    'log=$(mktemp "${TMPDIR:-/tmp}/yanflow-tensorboard.XXXXXX") || exit 3; '
+    'if command -v setsid >/dev/null 2>&1; then set -- setsid "$@"; fi; '
+    '"$@" --logdir "$logdir" --host 127.0.0.1 --port 0 </dev/null >"$log" 2>&1 & '
+    'echo "$! $log"'
+)
+REMOTE_LOG = 'cat -- "$2" 2>/dev/null; kill -0 "$1" 2>/dev/null || echo "@yanflow: exited"'
+REMOTE_STOP = (
+    'kill -TERM "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null; i=0; '
+    'while kill -0 "$1" 2>/dev/null && [ "$i" -lt 50 ]; do sleep 0.2; i=$((i + 1)); done; '
+    'kill -KILL "-$1" 2>/dev/null; kill -KILL "$1" 2>/dev/null; rm -f -- "$2"; exit 0'
+)
+EXITED = "@yanflow: exited"
+SERVING = re.compile(r"TensorBoard \S* ?at http://127\.0\.0\.1:([0-9]+)/")
+MISSING = ("No module named tensorboard", "No module named 'tensorboard", "command not found", ": not found")
+
+# argv -> (exit code, stdout, stderr) of one command where the files are
+RemoteRun = Callable[[list[str]], Awaitable[tuple[int, str, str]]]
+# a port there -> (the local port forwarded to it, its close)
+RemoteForward = Callable[[int], Awaitable[tuple[int, Callable[[], Awaitable[None]]]]]
+
+
+def remote_command(value: Any, cluster: str) -> tuple[str, ...]:
+    """The cluster config's ``tensorboard: {command: [...]}`` (a list of words; a string is split as a
+    shell would, into words: it never reaches a shell); ``tensorboard`` without one."""
+    if value in (None, ""):
+        return ("tensorboard",)
+    command = value.get("command") if isinstance(value, dict) else None
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if not isinstance(command, list) or not command or not all(isinstance(w, str) and w for w in command):
+        raise BackendError(f"cluster {cluster!r}: tensorboard: expected {{command: [WORD, ...]}}, got {value!r}")
+    return tuple(command)
+
+
+def _log_tail(text: str, lines: int = 3) -> str:
+    kept = [line for line in text.replace(EXITED, "").splitlines() if line.strip()]
+    return " / ".join(kept[-lines:]) or "no output"
+
+
+async def serve_remote(
+    run: RemoteRun, forward: RemoteForward, command: Sequence[str], logdir: str, where: str
+) -> TensorBoardTask:
+    """Start ``command --logdir LOGDIR --host 127.0.0.1 --port 0`` detached where ``run`` runs, wait for
+    the port it prints, forward a local port to it and wait until that answers over HTTP. Raises
+    ``TensorBoardNotThere`` where the command is not found (or is a Python without the package)."""
+    code, out, err = await run(["sh", "-c", REMOTE_START, "sh", logdir, *command])
+    if code == 127:
+        raise TensorBoardNotThere(f"{where} has no {command[0]}")
+    pid, _, log = out.strip().partition(" ")
+    if code or not pid.isdigit() or not log:
+        raise BackendError(f"starting tensorboard on {where}: {_log_tail(err or out) if code else repr(out)}")
+
+    async def kill() -> None:
+        await run(["sh", "-c", REMOTE_STOP, "sh", pid, log])
+
+    close: Callable[[], Awaitable[None]] | None = None
+    try:
+        port = await _remote_port(run, pid, log, where, command)
+        local_port, close = await forward(port)
+        url = f"http://127.0.0.1:{local_port}/"
+        await answering(url, START_SECONDS)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            if close is not None:
+                await asyncio.shield(close())
+            await asyncio.shield(kill())
+        raise
+
+    async def stop() -> None:
+        try:
+            assert close is not None
+            await close()
+        finally:
+            await kill()
+
+    return TensorBoardTask(url, f"tensorboard (pid {pid}) on {where}, port {port} forwarded here", stop)
+
+
+async def _remote_port(run: RemoteRun, pid: str, log: str, where: str, command: Sequence[str]) -> int:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + START_SECONDS
+    while True:
+        _, text, _ = await run(["sh", "-c", REMOTE_LOG, "sh", pid, log])
+        found = SERVING.search(text)
+        if found:
+            return int(found.group(1))
+        if text.rstrip().endswith(EXITED):
+            if any(sign in text for sign in MISSING):
+                raise TensorBoardNotThere(f"{where} has no tensorboard ({' '.join(command)}: {_log_tail(text, 1)})")
+            raise BackendError(f"tensorboard exited on {where}: {_log_tail(text)}")
+        if loop.time() > deadline:
+            raise BackendError(f"tensorboard on {where} printed no address within {START_SECONDS:.0f} s")
+        await asyncio.sleep(POLL_SECONDS)

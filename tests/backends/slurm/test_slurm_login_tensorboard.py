@@ -1,0 +1,165 @@
+"""A real TensorBoard on the REAL loopback cluster's login node, for a Slurm job: the console starts the
+cluster's configured ``tensorboard`` command there over SSH (here this interpreter's ``python -m
+tensorboard.main``, as a cluster would name its own), forwards a free local port to it through the same
+connection, and the URL it gives answers: TensorBoard's scalars API lists the job's tags with the values
+TensorBoard's own loader reads from the job's files. Stopping it kills the server on the login node.
+Without a tensorboard there, or read-only, the console falls back to its local mirror and says so."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import signal
+import sys
+import urllib.request
+from dataclasses import replace
+
+import psutil
+import pytest
+import yaml
+from slurmhelpers import ssh_cluster
+from tbhelpers import api_points, loader_points, write_script, writer_command
+from waiting import async_wait_until
+
+from yanflow_tui import tensorboards
+from yanflow_tui.backends.slurm.backend import SlurmBackend
+from yanflow_tui.errors import BackendError, ReadOnlyError
+from yanflow_tui.spec import spec_from_data
+
+FIRST = 12
+SERVER = [sys.executable, "-m", "tensorboard.main"]
+
+
+async def get(url: str) -> tuple[int, str]:
+    """An HTTP GET in a thread: the forward it goes through runs on this test's event loop."""
+
+    def fetch() -> tuple[int, str]:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status, answer.read().decode()
+
+    return await asyncio.to_thread(fetch)
+
+
+async def scalars_match(url: str, runs) -> bool:
+    return await asyncio.to_thread(api_points, url) == loader_points(runs)
+
+
+def servers_over(logdir) -> list[psutil.Process]:
+    """The TensorBoard servers running over ``logdir`` (started by the login node's sshd session)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info.get("cmdline") or []
+        if "tensorboard.main" in cmdline and str(logdir) in cmdline:
+            found.append(proc)
+    return found
+
+
+async def writer_job(backend: SlurmBackend, slurm_jobs, tmp_path) -> str:
+    command = shlex.join(writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", 0))
+    spec = spec_from_data(
+        {
+            "name": "yf-tb-login",
+            "kind": "slurm",
+            "command": command,
+            "workdir": str(tmp_path),
+            "resources": {"cpus": 1, "memory": "500M"},
+            "slurm": {"partition": "cpu", "time": "00:05:00", "output": str(tmp_path / "out.log")},
+            "tensorboard": {"logdir": "runs"},
+        }
+    )
+    job_id = slurm_jobs.add(await backend.submit(spec))
+    runs = tmp_path / "runs"
+
+    def written():
+        return len((loader_points(runs) if runs.is_dir() else {}).get("loss", [])) == FIRST
+
+    await async_wait_until(written, timeout=90, what="the job's event files written on its compute node")
+    return job_id
+
+
+async def test_the_login_nodes_tensorboard_serves_the_jobs_tags_through_a_forward(slurm_dir, slurm_jobs, tmp_path):
+    backend = SlurmBackend(ssh_cluster(tensorboard={"command": SERVER}))
+    boards = tensorboards.TensorBoards()
+    runs = tmp_path / "runs"
+    try:
+        job_id = await writer_job(backend, slurm_jobs, tmp_path)
+        board = await boards.start("slurm-test/" + job_id, backend, job_id)
+        assert board.process is None and board.mirror is None  # nothing runs here but the forward
+        assert "login node of slurm-test" in board.what
+        (server,) = servers_over(runs)  # the real server, over the job's own log directory
+        assert "--port" in server.cmdline() and server.cmdline()[-1] == "0"
+        assert board.url.startswith("http://127.0.0.1:")
+        assert (await get(board.url))[0] == 200
+        await async_wait_until(lambda: scalars_match(board.url, runs), what="the job's scalars")
+        status, tags = await get(board.url + "data/plugin/scalars/tags")
+        assert status == 200 and all(f'"{tag}"' in tags for tag in ("loss", "accuracy", "lr"))
+        family = [server, *server.children(recursive=True)]  # the data server it spawned too
+    finally:
+        await boards.stop_all()
+    gone, alive = psutil.wait_procs(family, timeout=15)
+    assert not alive and not servers_over(runs)
+    with pytest.raises(OSError):
+        await get(board.url)  # the forward is closed
+    await backend.close()
+
+
+async def test_without_tensorboard_on_the_login_node_the_local_mirror_serves_and_says_so(
+    slurm_dir, slurm_jobs, tmp_path
+):
+    backend = SlurmBackend(ssh_cluster(tensorboard={"command": ["yanflow-no-such-tensorboard"]}))
+    boards = tensorboards.TensorBoards()
+    try:
+        job_id = await writer_job(backend, slurm_jobs, tmp_path)
+        board = await boards.start("slurm-test/" + job_id, backend, job_id)
+        assert board.mirror is not None and board.process is not None
+        assert "local mirror" in board.what and "has no yanflow-no-such-tensorboard" in board.what
+        await async_wait_until(lambda: scalars_match(board.url, tmp_path / "runs"), what="the job's scalars")
+    finally:
+        await boards.stop_all()
+        await backend.close()
+
+
+async def test_read_only_starts_nothing_on_the_login_node_and_the_command_option_is_checked(slurm_dir):
+    backend = SlurmBackend(replace(ssh_cluster(tensorboard={"command": SERVER}), read_only=True))
+    try:
+        with pytest.raises(ReadOnlyError):
+            await backend.tensorboard("1")  # refused before any I/O
+        assert not backend.transport.history  # type: ignore[attr-defined]
+    finally:
+        await backend.close()
+    with pytest.raises(BackendError, match="tensorboard: expected"):
+        SlurmBackend(ssh_cluster(tensorboard={"command": []}))
+
+
+async def test_the_cli_prints_a_url_that_answers_and_ctrl_c_kills_the_login_nodes_server(
+    slurm_dir, slurm_jobs, tmp_path, home
+):
+    entry = yaml.safe_load((slurm_dir / "yanflow.yaml").read_text())["clusters"][0]
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"clusters": [{**entry, "tensorboard": {"command": SERVER}}]}))
+    backend = SlurmBackend(ssh_cluster())
+    try:
+        job_id = await writer_job(backend, slurm_jobs, tmp_path)
+    finally:
+        await backend.close()
+    runs = tmp_path / "runs"
+    cli = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "yanflow_tui", "tensorboard", job_id, "--config", str(config),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert cli.stdout is not None
+        line = (await asyncio.wait_for(cli.stdout.readline(), 120)).decode().strip()
+        assert line.startswith("http://127.0.0.1:") and line.endswith("/"), line
+        (server,) = servers_over(runs)  # on the login node, not a child of the console
+        assert server.pid not in {p.pid for p in psutil.Process(cli.pid).children(recursive=True)}
+        await async_wait_until(lambda: scalars_match(line, runs), what="the job's scalars through the CLI's forward")
+        family = [server, *server.children(recursive=True)]
+        cli.send_signal(signal.SIGINT)  # Ctrl-C
+        assert await asyncio.wait_for(cli.wait(), 60) in (0, 130)
+    finally:
+        if cli.returncode is None:
+            cli.kill()
+            await cli.wait()
+    gone, alive = psutil.wait_procs(family, timeout=15)
+    assert not alive and not servers_over(runs)

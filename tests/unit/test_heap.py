@@ -1,0 +1,65 @@
+"""The GC policy for a big steady heap (yanflow_tui.heap): freeze after a refresh, a full pass only when quiet."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from yanflow_tui import heap
+from yanflow_tui.heap import Heap
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_settled_moves_what_lives_out_of_the_collectors_sight_and_release_hands_it_back():
+    keeper = Heap(Clock())
+    try:
+        kept = [[] for _ in range(100)]  # tracked containers
+        keeper.settled()
+        assert gc.get_freeze_count() >= len(kept)
+    finally:
+        keeper.release()
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_full_collection_waits_for_its_period_and_for_a_quiet_keyboard():
+    clock = Clock()
+    keeper = Heap(clock)
+    try:
+        clock.now += heap.FULL_EVERY - 1
+        assert not keeper.tick()  # not due yet
+        clock.now += 2
+        keeper.key_pressed()
+        clock.now += heap.QUIET / 2
+        assert not keeper.tick()  # due, but a key just came
+        clock.now += heap.QUIET
+        assert keeper.tick()
+        assert keeper.full_collections == 1 and gc.get_freeze_count() > 0
+        assert not keeper.tick()  # the next one is a period away
+    finally:
+        keeper.release()
+
+
+def test_a_full_collection_frees_cyclic_garbage_that_was_frozen():
+    class Node:
+        other: object = None
+
+    keeper = Heap(Clock())
+    try:
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle: only the collector frees it
+        gone = weakref.ref(a)
+        keeper.settled()
+        del a, b
+        gc.collect()
+        assert gone() is not None  # frozen: out of the collector's sight, not freed
+        keeper.full_collection()
+        assert gone() is None
+    finally:
+        keeper.release()
