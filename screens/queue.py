@@ -160,6 +160,8 @@ class _Entry:
 
     def __init__(self, job: Job, key: str) -> None:
         self.key = key
+        self.sort: tuple = ()
+        self._marker, self._count, self._note, self._parent = "", 0, "", ""  # what ``_row`` was made for
         self.set_job(job, None)
 
     def set_job(self, job: Job, previous: Job | None) -> None:
