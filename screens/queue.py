@@ -501,7 +501,8 @@ class QueueScreen(DataScreen):
     def _warm_members(self) -> None:
         """Make the rows of group members ahead, a few at a time between keys: the first filter
         keystroke (which opens every group with a match) and ``e`` then find them made and measured.
-        Stops when the entries change (the next refresh starts again)."""
+        Each entry's filter fields are made on the way. Stops when the entries change (the next
+        refresh starts again)."""
         table = self._table()
         if self._warmed != self._version or table is None or not self.is_mounted:
             return
@@ -517,6 +518,7 @@ class QueueScreen(DataScreen):
         while start < end and len(made) < WARM_ROWS:
             entry = flat[start]
             start += 1
+            entry.fields  # noqa: B018 - made now, not on the first filter keystroke
             parent = parent_of.get(entry.key)
             if parent is not None:
                 made.append(entry.row(clock, GROUP_CHILD, 0, "", parent.key))
