@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from sys import intern
 from typing import Any
@@ -472,7 +472,7 @@ def _merge_nodes(nodes: list[Node]) -> list[Node]:
             seen[node.name] = node
         else:
             parts = prev.partitions + tuple(p for p in node.partitions if p not in prev.partitions)
-            seen[node.name] = Node(**{**prev.__dict__, "partitions": parts})
+            seen[node.name] = replace(prev, partitions=parts)
     return list(seen.values())
 
 

@@ -437,3 +437,12 @@ def test_repeated_squeue_words_are_shared_between_rows():
     first, second = parse.build_jobs(parse.parse_squeue_text(rows + "\n"), "c")
     assert first.user is second.user and first.nodes[0] is second.nodes[0] and first.details is second.details
     assert first.submit_time is second.submit_time and first.gpus == 2 and first.reason == ""
+
+
+def test_a_node_in_two_partitions_is_one_node_with_both():
+    row = parse.SEP.join(
+        ["gpu01", "idle", "gpu:a100:8", "gpu:a100:0(IDX:N/A)", "gpu", "0/64/0/64", "1000", "0", "none"]
+    )
+    other = row.replace(f"{parse.SEP}gpu{parse.SEP}", f"{parse.SEP}debug{parse.SEP}")
+    (node,) = parse.parse_sinfo_text(f"{row}\n{other}\n", "c")
+    assert node.partitions == ("gpu", "debug") and node.gpus_total == 8
