@@ -44,9 +44,19 @@ class LiveScreen(ForwardFailures, Screen):
     def _unfollow_snapshots(self) -> None:
         self.app.snapshots_changed.unsubscribe(self)
 
+    _redraw_queued = False
+
     def _snapshot_arrived(self, snapshot: ClusterSnapshot) -> None:
         if not self.app.shows(self):
             return  # redrawn when it comes back (``on_screen_resume``)
+        if not self._redraw_queued:  # the snapshots of a burst (every cluster woken at once): one redraw
+            self._redraw_queued = True
+            self.call_later(self._redraw_from_snapshots)
+
+    def _redraw_from_snapshots(self) -> None:
+        self._redraw_queued = False
+        if not self.app.shows(self):
+            return
         try:
             self.refresh_data()
         except NoMatches:

@@ -146,33 +146,52 @@ def _parent_key(job: Job) -> str:
     return f"{job.cluster}/{job.parent}" if job.parent else ""
 
 
-_PLAIN = ("", 0, "", "")  # Entry.row's signature for a top-level job of a cluster with fresh data
 _STATE = attrgetter("job.state")
 _ROW_KEY = attrgetter("key")
 
 
 class _Entry:
-    """What the queue derives from one version of a job, kept until the job changes."""
+    """What the queue derives from a job, kept until the job changes; ``set_job`` takes its next
+    version in place (the group lists holding the entry stay as they are). The filter's fields are
+    worked out when a filter first needs them; sort values reuse the last version's where equal."""
 
-    __slots__ = ("job", "key", "fields", "sort", "plain_row", "_row_sig", "_row")
+    __slots__ = ("job", "key", "_fields", "sort", "plain_row", "_marker", "_count", "_note", "_parent", "_row")
 
     def __init__(self, job: Job, key: str) -> None:
-        self.job, self.key = job, key
-        self.fields = JobFields(job)
-        self.sort = job_sort_values(job)
+        self.key = key
+        self.sort: tuple = ()
+        self._marker, self._count, self._note, self._parent = "", 0, "", ""  # what ``_row`` was made for
+        self.set_job(job, None)
+
+    def set_job(self, job: Job, previous: Job | None) -> None:
+        self.job = job
+        self._fields: JobFields | None = None
+        self.sort = job_sort_values(job, previous, self.sort if previous is not None else None)
         self.plain_row: Row | None = None  # the row as a top-level job of a fresh cluster, once made
-        self._row_sig: tuple | None = None
         self._row: Row | None = None
 
+    @property
+    def fields(self) -> JobFields:
+        fields = self._fields
+        if fields is None:
+            fields = self._fields = JobFields(self.job)
+        return fields
+
     def row(self, clock, marker: str, count: int, note: str, parent: str) -> Row:
-        sig = (marker, count, note, parent)
         row = self._row
-        if row is None or sig != self._row_sig:
-            cells = job_live_cells(self.job, clock, marker, count, note)
-            row = self._row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
-            self._row_sig = sig
-            if sig == _PLAIN:
-                self.plain_row = row
+        if (
+            row is not None
+            and marker == self._marker
+            and count == self._count
+            and note == self._note
+            and parent == self._parent
+        ):
+            return row
+        cells = job_live_cells(self.job, clock, marker, count, note)
+        row = self._row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
+        self._marker, self._count, self._note, self._parent = marker, count, note, parent
+        if not marker and not count and not note and not parent:
+            self.plain_row = row
         return row
 
 
@@ -184,9 +203,10 @@ class _ClusterJobs:
     """One cluster's entries, its groups and their default order (ids, naturally): worked out again
     only when the cluster's job tuple changes, so a refresh of one cluster leaves the others be."""
 
-    __slots__ = ("jobs", "me", "by_id", "by_key", "top", "children")
+    __slots__ = ("jobs", "me", "by_id", "by_key", "top", "children", "generation")
 
     def __init__(self) -> None:
+        self.generation = 0  # +1 each time the groups or the order were worked out again
         self.jobs: tuple[Job, ...] | None = None
         self.me = ""
         self.by_id: dict[str, _Entry] = {}
@@ -195,23 +215,34 @@ class _ClusterJobs:
         self.children: dict[str, list[_Entry]] = {}  # group row key -> its members
 
     def update(self, jobs: tuple[Job, ...], me: str) -> bool:
-        """Take the cluster's latest jobs (only ``me``'s when set); True when any row may differ."""
+        """Take the cluster's latest jobs (only ``me``'s when set); True when any row may differ.
+        Changed jobs update their entries in place; the groups and the order are worked out again
+        only when jobs came or went or moved to another group."""
         if jobs is self.jobs and me == self.me:
             return False
         old = self.by_id
         by_id: dict[str, _Entry] = {}
-        made = 0
+        made = changed = 0
+        moved = me != self.me
         for job in jobs:
             if me and job.user != me:
                 continue
             entry = old.get(job.id)
-            if entry is None or (entry.job is not job and entry.job != job):
+            if entry is None:
                 entry = _Entry(job, job.key)
                 made += 1
+            elif entry.job is not job:
+                before = entry.job
+                if before != job:
+                    moved = moved or before.parent != job.parent
+                    entry.set_job(job, before)
+                    changed += 1
+                else:
+                    entry.job = job  # equal: the new object, so the old one can go
             by_id[job.id] = entry
         self.jobs, self.me, self.by_id = jobs, me, by_id
-        if not made and len(by_id) == len(old):
-            return False
+        if not made and not moved and len(by_id) == len(old):
+            return changed > 0  # the same jobs in the same groups: the lists hold the updated entries
         self.by_key = {entry.key: entry for entry in by_id.values()}
         children: dict[str, list[_Entry]] = {}
         top: list[_Entry] = []
@@ -225,6 +256,7 @@ class _ClusterJobs:
         for kids in children.values():
             kids.sort(key=_by_id)
         self.top, self.children = top, children
+        self.generation += 1
         return True
 
 
@@ -269,6 +301,7 @@ class QueueScreen(DataScreen):
         self._entries: dict[str, _Entry] | None = None  # every entry by row key, once synced
         self._children: dict[str, list[_Entry]] = {}  # group row key -> its jobs
         self._top: list[_Entry] = []  # entries not under a group, in default order (cluster, id)
+        self._generations: tuple[int, ...] = ()  # each cluster's ``generation`` when they were joined
         self._flat: list[_Entry] = []  # every entry in default order, each group's members right after it
         self._parent_of: dict[str, _Entry] = {}  # a member's row key -> its group's entry
         self._version = 0  # bumped whenever the entries change: the caches below are for one version
@@ -341,16 +374,23 @@ class QueueScreen(DataScreen):
         data did not change are reused as they are. Returns a note per cluster with old data."""
         hub = self.app.hub
         mine = not self.app.all_users
-        changed = self._entries is None
+        rebuild = self._entries is None
+        changed = False  # any job changed (its entry updated in place): the caches of rows go
         for name, snap in hub.snapshots.items():
             cluster = self._clusters.get(name)
             if cluster is None:
                 cluster = self._clusters[name] = _ClusterJobs()
-                changed = True
+                rebuild = True
             # mine: where a cluster knows who I am, my jobs only
             changed |= cluster.update(snap.jobs, hub.backend(name).current_user if mine else "")
-        if changed:
-            ordered = [self._clusters[name] for name in sorted(self._clusters)]
+        ordered = [self._clusters[name] for name in sorted(self._clusters)]
+        generations = tuple(cluster.generation for cluster in ordered)
+        if changed and not rebuild and generations == self._generations:  # same jobs, same groups
+            self._version += 1
+            self._matches.clear()
+            self._unfiltered = None
+        elif rebuild or generations != self._generations:  # jobs came, went or moved: the lists again
+            self._generations = generations
             self._top = [entry for cluster in ordered for entry in cluster.top]
             self._children = {key: kids for cluster in ordered for key, kids in cluster.children.items()}
             self._entries = {}
@@ -460,7 +500,8 @@ class QueueScreen(DataScreen):
     def _warm_members(self) -> None:
         """Make the rows of group members ahead, a few at a time between keys: the first filter
         keystroke (which opens every group with a match) and ``e`` then find them made and measured.
-        Stops when the entries change (the next refresh starts again)."""
+        Each entry's filter fields are made on the way. Stops when the entries change (the next
+        refresh starts again)."""
         table = self._table()
         if self._warmed != self._version or table is None or not self.is_mounted:
             return
@@ -476,6 +517,7 @@ class QueueScreen(DataScreen):
         while start < end and len(made) < WARM_ROWS:
             entry = flat[start]
             start += 1
+            entry.fields  # noqa: B018 - made now, not on the first filter keystroke
             parent = parent_of.get(entry.key)
             if parent is not None:
                 made.append(entry.row(clock, GROUP_CHILD, 0, "", parent.key))

@@ -15,6 +15,7 @@ import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from sys import intern
 
 from yanflow_tui.model import Job
 
@@ -50,14 +51,15 @@ class JobFields:
     )
 
     def __init__(self, job: Job) -> None:
-        self.cluster = job.cluster.lower()
+        # the words many jobs share (cluster, user, states, reasons) are kept once, not per job
+        self.cluster = intern(job.cluster.lower())
         self.id = job.id.lower()
         self.name = job.name.lower()
-        self.user = job.user.lower()
+        self.user = intern(job.user.lower())
         self.state = job.state.value
-        self.raw_state = job.raw_state.lower()
-        self.reason = job.reason.lower()
-        self.node = " ".join(job.nodes).lower()
+        self.raw_state = intern(job.raw_state.lower())
+        self.reason = intern(job.reason.lower())
+        self.node = intern(" ".join(job.nodes).lower()) if len(job.nodes) == 1 else " ".join(job.nodes).lower()
         self.kind = job.kind.value
         self.gpus = job.gpus
         self.nnodes = len(job.nodes)

@@ -1,14 +1,56 @@
 """The domain model: plain frozen dataclasses shared by every backend and every screen.
 
 Backends translate their systems' objects into these; nothing else crosses into the UI.
+
+The per-job and per-node ones (``Job``, ``Node``, ``Gpu``, ``LogLine``) are built by the hundred
+thousand, so they have ``__slots__`` and a quicker ``__init__`` (``quick_init``), and intern their
+repeated words (cluster, user, state, partition...): one string per distinct value, not per object.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from sys import intern
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+
+def quick_init(*interned: str) -> Callable[[type[_T]], type[_T]]:
+    """Give a frozen, slotted dataclass an ``__init__`` that fills its slots through their
+    descriptors: a frozen dataclass's own ``__init__`` calls ``object.__setattr__`` per field, which
+    makes it 2-3 times slower. Same signature, defaults and immutability afterwards (``replace``
+    goes through it too). The ``interned`` fields, when given a plain ``str``, are interned."""
+
+    def wrap(cls: type[_T]) -> type[_T]:
+        params, body = [], []
+        space: dict[str, Any] = {"_intern": intern, "_str": str}
+        for f in fields(cls):  # type: ignore[arg-type]
+            if f.default_factory is not MISSING or not f.init:
+                raise TypeError(f"quick_init: {cls.__name__}.{f.name} needs the dataclass __init__")
+            if f.default is MISSING:
+                params.append(f.name)
+            else:
+                space[f"_default_{f.name}"] = f.default
+                params.append(f"{f.name}=_default_{f.name}")
+            space[f"_set_{f.name}"] = getattr(cls, f.name).__set__
+            value = f"_intern({f.name}) if type({f.name}) is _str else {f.name}" if f.name in interned else f.name
+            body.append(f"    _set_{f.name}(self, {value})")
+        exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n", space)
+        init: Any = space["__init__"]
+        init.__qualname__ = f"{cls.__qualname__}.__init__"
+        setattr(cls, "__init__", init)  # noqa: B010 - mypy refuses a method assignment
+        return cls
+
+    return wrap
+
+
+def intern_all(values: Iterable[str]) -> tuple[str, ...]:
+    """A tuple of interned strings (node names, partitions): shared by every object that names them."""
+    return tuple(intern(v) if type(v) is str else v for v in values)
 
 
 class JobState(str, enum.Enum):
@@ -93,7 +135,8 @@ class ClusterConfig:
     problems: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@quick_init("name", "reason", "job_id")
+@dataclass(frozen=True, slots=True)
 class Gpu:
     """One GPU of a node. Utilisation and memory are None where the backend cannot see them."""
 
@@ -108,7 +151,8 @@ class Gpu:
     reason: str = ""
 
 
-@dataclass(frozen=True)
+@quick_init("cluster", "state", "gpu_type", "reason")
+@dataclass(frozen=True, slots=True)
 class Node:
     cluster: str
     name: str
@@ -139,7 +183,8 @@ class Node:
         )
 
 
-@dataclass(frozen=True)
+@quick_init("cluster", "user", "raw_state", "reason", "image")
+@dataclass(frozen=True, slots=True)
 class Job:
     id: str
     cluster: str
@@ -170,7 +215,8 @@ class Job:
         return f"{self.cluster}/{self.id}"
 
 
-@dataclass(frozen=True)
+@quick_init("job_id", "source")
+@dataclass(frozen=True, slots=True)
 class LogLine:
     """One line of a job's output. ``source`` names a rank or stream where the backend has one.
     ``status`` marks a line from the console about the stream itself ("reconnecting…", "resumed"),

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from sys import intern
 from typing import Any
 
 from yanflow_tui.backends.slurm.comment import facts_of
 from yanflow_tui.errors import BackendError
-from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
+from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobState, Node, quick_init
 
 # A delimiter that cannot occur in names given on the command line (ASCII unit separator).
 SEP = "\x1f"
@@ -98,8 +99,22 @@ _STATES: dict[str, JobState] = {
 }
 
 
+_STATE_OF: dict[str, JobState] = {}  # raw state text -> state, as met
+
+
 def normalise_state(raw: Any) -> JobState:
     """A Slurm state (``PD``, ``RUNNING``, ``CANCELLED by 0``, ``["RUNNING"]``...) as a ``JobState``."""
+    if type(raw) is str:
+        state = _STATE_OF.get(raw)
+        if state is None:
+            if len(_STATE_OF) >= 4096:
+                _STATE_OF.clear()
+            state = _STATE_OF[raw] = _normalise_state(raw)
+        return state
+    return _normalise_state(raw)
+
+
+def _normalise_state(raw: Any) -> JobState:
     if isinstance(raw, list):
         raw = raw[0] if raw else ""
     word = str(raw or "").strip().upper().split(" ")[0].split("+")[0].split(",")[0]
@@ -115,28 +130,61 @@ def _state_text(raw: Any) -> str:
 # -- hostlists and GRES ---------------------------------------------------------------------------
 
 
+_PLAIN_HOSTS = frozenset("[](),")
+_HOSTLIST_CACHE: dict[str, tuple[str, ...]] = {}  # hostlist text -> names (names interned)
+_HOSTLIST_CACHE_MAX = 65_536
+_HOST_BRACKET = re.compile(r"([^\[\]]*)\[([^\]]*)\](.*)")
+
+
 def expand_hostlist(text: str) -> tuple[str, ...]:
-    """``gpu[01-02,04],cpu01`` -> ``("gpu01", "gpu02", "gpu04", "cpu01")``."""
+    """``gpu[01-02,04],cpu01`` -> ``("gpu01", "gpu02", "gpu04", "cpu01")``. Names are interned and
+    results kept (a queue repeats the same node lists poll after poll), so this is a lookup for a
+    list already seen."""
+    if not text:
+        return ()
+    cached = _HOSTLIST_CACHE.get(text)
+    if cached is not None:
+        return cached
+    if "[" not in text and "(" not in text:
+        out = tuple(intern(p) for p in (s.strip() for s in text.split(",")) if p and p not in ("(null)", "N/A"))
+    else:
+        out = tuple(intern(name) for name in _expand_hostlist(text))
+    if len(_HOSTLIST_CACHE) >= _HOSTLIST_CACHE_MAX:
+        _HOSTLIST_CACHE.clear()
+    _HOSTLIST_CACHE[text] = out
+    return out
+
+
+def _expand_hostlist(text: str) -> list[str]:
     out: list[str] = []
-    for part in _split_top(text or ""):
-        match = re.fullmatch(r"([^\[\]]*)\[([^\]]*)\](.*)", part)
+    for part in _split_top(text):
+        match = _HOST_BRACKET.fullmatch(part)
         if not match:
             if part and part not in ("(null)", "N/A"):
                 out.append(part)
             continue
         prefix, ranges, suffix = match.groups()
+        # a name made from this group is final unless the rest holds more brackets (or odd characters)
+        final = _PLAIN_HOSTS.isdisjoint(prefix) and _PLAIN_HOSTS.isdisjoint(suffix)
         for item in ranges.split(","):
             lo, _, hi = item.partition("-")
             if hi and lo.isdigit() and hi.isdigit():
                 width = len(lo)
-                for n in range(int(lo), int(hi) + 1):
-                    out.extend(expand_hostlist(f"{prefix}{n:0{width}d}{suffix}"))
+                if final:
+                    out.extend(f"{prefix}{n:0{width}d}{suffix}" for n in range(int(lo), int(hi) + 1))
+                else:
+                    for n in range(int(lo), int(hi) + 1):
+                        out.extend(_expand_hostlist(f"{prefix}{n:0{width}d}{suffix}"))
+            elif final and item.isdigit():
+                out.append(f"{prefix}{item}{suffix}")
             else:
-                out.extend(expand_hostlist(f"{prefix}{item}{suffix}"))
-    return tuple(out)
+                out.extend(_expand_hostlist(f"{prefix}{item}{suffix}"))
+    return out
 
 
 def _split_top(text: str) -> list[str]:
+    if "[" not in text and "(" not in text:
+        return [p.strip() for p in text.split(",") if p.strip()]
     parts, depth, cur = [], 0, ""
     for ch in text:
         if ch in "[(":
@@ -342,9 +390,12 @@ def _limit(value: Any) -> str:
     return value if isinstance(value, str) else format_minutes(value)
 
 
+_NO_REASON = frozenset(("none", "None", "(null)", ""))
+
+
 def _reason(value: Any) -> str:
     text = str(value or "")
-    return "" if text in ("none", "None", "(null)") else text
+    return "" if text in _NO_REASON else text
 
 
 def json_failure(data: dict, items: str, what: str) -> None:
@@ -421,14 +472,15 @@ def _merge_nodes(nodes: list[Node]) -> list[Node]:
             seen[node.name] = node
         else:
             parts = prev.partitions + tuple(p for p in node.partitions if p not in prev.partitions)
-            seen[node.name] = Node(**{**prev.__dict__, "partitions": parts})
+            seen[node.name] = replace(prev, partitions=parts)
     return list(seen.values())
 
 
 # -- squeue ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@quick_init()
+@dataclass(frozen=True, slots=True)
 class RawJob:
     """One squeue record, before array grouping."""
 
@@ -469,7 +521,7 @@ class RawJob:
 
 
 def _time(value: Any) -> datetime | None:
-    number = _int(value, 0)
+    number = int(value) if type(value) is str and value.isdigit() else _int(value, 0)
     if number <= 0:
         return None
     try:
@@ -559,45 +611,107 @@ class AmbiguousRows(BackendError):
     """The ``-o`` text cannot be split safely (a newline in a job name); use JSON instead."""
 
 
+# The order parse_squeue_text unpacks a row in (tests check it against SQUEUE_FIELDS).
+TEXT_ORDER = (
+    "job_id",
+    "array_job_id",
+    "array_task",
+    "state",
+    "reason",
+    "user",
+    "node_count",
+    "nodes",
+    "tres_per_node",
+    "submit",
+    "start",
+    "end",
+    "partition",
+    "account",
+    "qos",
+    "time_limit",
+    "cpus",
+    "display_id",
+    "name",
+)
+_NO_VALUE = frozenset(("N/A", "", "(null)"))
+_NO_TASK = frozenset(("", "N/A", "0"))
+
+
 def parse_squeue_text(text: str) -> list[RawJob]:
-    """Rows of ``squeue -h -o SQUEUE_FORMAT`` with ``SLURM_TIME_FORMAT=%s``."""
-    jobs = []
+    """Rows of ``squeue -h -o SQUEUE_FORMAT`` with ``SLURM_TIME_FORMAT=%s``. The text's repeated
+    words (states, users, partitions, node names...) come out as one shared string each, and the same
+    epoch as one ``datetime``: a queue of 100,000 jobs holds a few thousand distinct values."""
+    jobs: list[RawJob] = []
+    append = jobs.append
     width = len(SQUEUE_FIELDS)
+    times: dict[str, Any] = {"N/A": None, "NONE": None, "0": None, "": None, "Unknown": None}
+    gpus_of: dict[tuple[str, str], int] = {}
     for line in text.split("\n"):
         if not line:
             continue
         cols = line.split(SEP, width - 1)
         if len(cols) != width or not cols[0].isdigit():
             raise AmbiguousRows(f"ambiguous squeue row: {line[:80]!r}")
-        row = dict(zip((f for f, _ in SQUEUE_FIELDS), cols))
+        (
+            job_id,
+            array_job_id,
+            array_task,
+            state,
+            reason,
+            user,
+            node_count,
+            nodes,
+            tres,
+            submit,
+            start,
+            end,
+            partition,
+            account,
+            qos,
+            time_limit,
+            cpus,
+            _display,
+            name,
+        ) = cols
         # %F is the job's own id for a plain job; only %K (task id or range) marks an array member.
-        is_array = row["array_task"] not in ("N/A", "", "(null)") and row["array_job_id"] not in ("", "N/A", "0")
-        array_job = row["array_job_id"] if is_array else ""
-        task = row["array_task"] if is_array else ""
-        if task.startswith("[") and task.endswith("]"):
-            task = task[1:-1]
-        node_count = _int(row["node_count"], 1)
-        tres = row["tres_per_node"] if row["tres_per_node"] not in ("N/A", "(null)") else ""
-        jobs.append(
+        if array_task not in _NO_VALUE and array_job_id not in _NO_TASK:
+            task = array_task[1:-1] if array_task.startswith("[") and array_task.endswith("]") else array_task
+        else:
+            array_job_id = task = ""
+        gpus = gpus_of.get((tres, node_count))
+        if gpus is None:
+            gpus = gpus_of[tres, node_count] = (
+                0 if tres in ("N/A", "(null)") else _gpus_from_tres(tres, _int(node_count, 1))
+            )
+        submitted = times.get(submit, times)
+        if submitted is times:
+            submitted = times[submit] = _time(submit)
+        started = times.get(start, times)
+        if started is times:
+            started = times[start] = _time(start)
+        ended = times.get(end, times)
+        if ended is times:
+            ended = times[end] = _time(end)
+        append(
             RawJob(
-                job_id=row["job_id"],
-                array_job_id=array_job,
-                array_task=task,
-                name=row["name"],
-                user=row["user"],
-                state=row["state"],
-                reason=_reason(row["reason"]),
-                nodes=expand_hostlist(row["nodes"]),
-                gpus=_gpus_from_tres(tres, node_count),
-                gpu_indices=(),
-                submit=_time(row["submit"]),
-                start=_time(row["start"]),
-                end=_time(row["end"]),
-                partition=row["partition"],
-                account=_reason(row["account"]),
-                qos=_reason(row["qos"]),
-                time_limit=row["time_limit"],
-                cpus=_int(row["cpus"]),
+                job_id,
+                array_job_id,
+                task,
+                intern(name) if len(name) < 64 else name,
+                intern(user),
+                intern(state),
+                "" if reason in _NO_REASON else intern(reason),
+                expand_hostlist(nodes),
+                gpus,
+                (),
+                submitted,
+                started,
+                ended,
+                intern(partition),
+                "" if account in _NO_REASON else intern(account),
+                "" if qos in _NO_REASON else intern(qos),
+                intern(time_limit),
+                int(cpus) if cpus.isdigit() else _int(cpus),
             )
         )
     return jobs
@@ -606,51 +720,78 @@ def parse_squeue_text(text: str) -> list[RawJob]:
 # -- domain jobs ----------------------------------------------------------------------------------
 
 
+_DETAILS: dict[tuple, tuple[tuple[str, str], ...]] = {}  # the same details, one tuple (a queue repeats them)
+_DETAILS_MAX = 65_536
+
+
 def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
     state = normalise_state(raw.state)
     # A pending job's start time is when Slurm expects to start it, not a start.
     expected = _local(raw.start) if raw.start and state is JobState.PENDING else ""
-    details = tuple(
-        (k, v)
-        for k, v in (
-            ("Expected start", expected),
-            ("Partition", raw.partition),
-            ("Account", raw.account),
-            ("QOS", raw.qos),
-            ("Time limit", raw.time_limit),
-            ("CPUs", str(raw.cpus) if raw.cpus else ""),
-            ("Work dir", raw.workdir),
-            ("StdOut", raw.stdout),
-            ("StdErr", raw.stderr),
-            ("Comment", raw.comment),
-        )
-        if v
+    values = (
+        expected,
+        raw.partition,
+        raw.account,
+        raw.qos,
+        raw.time_limit,
+        str(raw.cpus) if raw.cpus else "",
+        raw.workdir,
+        raw.stdout,
+        raw.stderr,
+        raw.comment,
     )
+    details = _DETAILS.get(values)
+    if details is None:
+        details = tuple((k, v) for k, v in zip(_DETAIL_LABELS, values) if v)
+        if len(_DETAILS) >= _DETAILS_MAX:
+            _DETAILS.clear()
+        _DETAILS[values] = details
+    terminal = state in TERMINAL_STATES
     return Job(
-        id=raw.display_id,
-        cluster=cluster,
-        name=raw.name,
-        user=raw.user,
-        state=state,
-        raw_state=raw.state,
-        reason=raw.reason,
-        nodes=raw.nodes,
-        gpus=raw.gpus,
-        submit_time=raw.submit,
-        start_time=None if state is JobState.PENDING else raw.start,
-        end_time=raw.end if state.terminal else None,
-        kind=JobKind.SLURM,
-        exit_code=raw.exit_code if state.terminal else None,
-        command=raw.command,
-        gpu_indices=raw.gpu_indices,
-        parent=parent,
-        details=details,
-        image=facts_of(raw.comment).get("image", ""),
+        raw.display_id,
+        cluster,
+        raw.name,
+        raw.user,
+        state,
+        raw.state,
+        raw.reason,
+        raw.nodes,
+        raw.gpus,
+        raw.submit,
+        None if state is JobState.PENDING else raw.start,
+        raw.end if terminal else None,
+        JobKind.SLURM,
+        raw.exit_code if terminal else None,
+        raw.command,
+        raw.gpu_indices,
+        parent,
+        details,
+        facts_of(raw.comment).get("image", "") if raw.comment else "",
     )
+
+
+_DETAIL_LABELS = (
+    "Expected start",
+    "Partition",
+    "Account",
+    "QOS",
+    "Time limit",
+    "CPUs",
+    "Work dir",
+    "StdOut",
+    "StdErr",
+    "Comment",
+)
+_LOCAL: dict[datetime, str] = {}
 
 
 def _local(value: datetime) -> str:
-    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    text = _LOCAL.get(value)
+    if text is None:
+        if len(_LOCAL) >= _DETAILS_MAX:
+            _LOCAL.clear()
+        text = _LOCAL[value] = value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return text
 
 
 _AGGREGATE = (
@@ -743,3 +884,10 @@ def expand_output_path(pattern: str, raw: RawJob, node: str = "", workdir: str =
     if path and not path.startswith("/") and base:
         path = base.rstrip("/") + "/" + path
     return path
+
+
+def clear_caches() -> None:
+    """Forget the values kept between parses (node lists, states, details): for benchmarks and tests
+    that time or check a first parse."""
+    for cache in (_HOSTLIST_CACHE, _STATE_OF, _DETAILS, _LOCAL):
+        cache.clear()

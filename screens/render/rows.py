@@ -79,10 +79,24 @@ def job_live_cells(
     )
 
 
-def job_sort_values(job: Job) -> tuple:
+def job_sort_values(job: Job, previous: Job | None = None, values: tuple | None = None) -> tuple:
     """One sort value per ``JOB_COLUMNS`` entry: ids and names naturally (``natural_text``), GPUs as
-    numbers, age by submit time (youngest first; unknown last)."""
+    numbers, age by submit time (youngest first; unknown last). Given the ``values`` of a ``previous``
+    version of the job, the ones whose field did not change are taken from there (a poll mostly
+    changes states)."""
     submitted = job.submit_time
+    if previous is not None and values is not None:
+        return (
+            values[0] if job.cluster == previous.cluster else natural_text(job.cluster),
+            values[1] if job.id == previous.id else natural_text(job.id),
+            values[2] if job.name == previous.name else natural_text(job.name.lower()),
+            job.user.lower(),
+            job.state.value,
+            job.gpus,
+            values[6] if job.nodes == previous.nodes else natural_text(",".join(job.nodes)),
+            values[7] if submitted == previous.submit_time else _age_value(submitted),
+            job.reason.lower(),
+        )
     return (
         natural_text(job.cluster),
         natural_text(job.id),
@@ -91,9 +105,13 @@ def job_sort_values(job: Job) -> tuple:
         job.state.value,
         job.gpus,
         natural_text(",".join(job.nodes)),
-        (0, -submitted.timestamp()) if submitted else (1, 0.0),
+        _age_value(submitted),
         job.reason.lower(),
     )
+
+
+def _age_value(submitted: datetime | None) -> tuple:
+    return (0, -submitted.timestamp()) if submitted else (1, 0.0)
 
 
 _DIGITS = re.compile(r"(\d+)")

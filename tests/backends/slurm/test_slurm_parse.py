@@ -400,3 +400,49 @@ def test_json_that_reports_errors_and_no_data_is_a_failure_not_an_empty_cluster(
     with pytest.raises(BackendError, match="sacct --json failed"):
         slurm_history.parse_sacct_json(json.dumps({"errors": [{"error": "Unspecified error"}], "jobs": []}))
     assert parse.parse_squeue_json(json.dumps({"errors": [], "jobs": []})) == []  # an empty queue is fine
+
+
+def test_the_text_parser_unpacks_the_columns_in_the_format_order():
+    assert parse.TEXT_ORDER == tuple(name for name, _ in parse.SQUEUE_FIELDS)
+
+
+def test_node_lists_expand_the_same_from_the_cache_and_after_it_is_cleared():
+    text = "gpu[0012-0014,0040],rack[1-2]-n[01-02],cpu0003,(null)"
+    want = (
+        "gpu0012",
+        "gpu0013",
+        "gpu0014",
+        "gpu0040",
+        "rack1-n01",
+        "rack1-n02",
+        "rack2-n01",
+        "rack2-n02",
+        "cpu0003",
+    )
+    parse.clear_caches()
+    assert parse.expand_hostlist(text) == want
+    assert parse.expand_hostlist(text) is parse.expand_hostlist(text)
+    parse.clear_caches()
+    assert parse.expand_hostlist(text) == want and parse.expand_hostlist("") == ()
+
+
+def test_repeated_squeue_words_are_shared_between_rows():
+    rows = "\n".join(
+        parse.SEP.join(
+            [str(i), str(i), "N/A", "RUNNING", "None", "alice", "1", "gpu01", "gres:gpu:2", "100", "100", "NONE"]
+            + ["gpu", "(null)", "(null)", "UNLIMITED", "8", str(i), "train"]
+        )
+        for i in (1, 2)
+    )
+    first, second = parse.build_jobs(parse.parse_squeue_text(rows + "\n"), "c")
+    assert first.user is second.user and first.nodes[0] is second.nodes[0] and first.details is second.details
+    assert first.submit_time is second.submit_time and first.gpus == 2 and first.reason == ""
+
+
+def test_a_node_in_two_partitions_is_one_node_with_both():
+    row = parse.SEP.join(
+        ["gpu01", "idle", "gpu:a100:8", "gpu:a100:0(IDX:N/A)", "gpu", "0/64/0/64", "1000", "0", "none"]
+    )
+    other = row.replace(f"{parse.SEP}gpu{parse.SEP}", f"{parse.SEP}debug{parse.SEP}")
+    (node,) = parse.parse_sinfo_text(f"{row}\n{other}\n", "c")
+    assert node.partitions == ("gpu", "debug") and node.gpus_total == 8
