@@ -398,7 +398,7 @@ def test_cluster_defaults_are_spec_fields_kept_as_written():
             "    defaults:\n      cluster: other\n",
             [
                 "c.yaml:5: clusters[0].defaults.cluster: unknown key; expected one of: "
-                "name, kind, command, image, workdir, env, mounts, resources, launcher, "
+                "name, kind, command, image, workdir, outputs, env, mounts, resources, launcher, "
                 "description, slurm, kubernetes, determined, tensorboard"
             ],
         ),
