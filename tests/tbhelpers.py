@@ -6,9 +6,17 @@ own ``scalar_pb``, and a second run in a subdirectory), waits for a go-file, the
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shlex
 import sys
+import urllib.request
 from pathlib import Path
+
+import psutil
+
+from yanflow_tui.model import JobSpec
+from yanflow_tui.spec import spec_from_data
 
 WRITER = """
 import os, sys, time
@@ -172,3 +180,45 @@ def tensorboard_processes() -> list[int]:
         if "tensorboard.main" in cmdline:
             found.append(proc.info["pid"])
     return found
+
+
+async def get(url: str) -> tuple[int, str]:
+    """An HTTP GET in a thread: a forward it goes through may run on the test's own event loop."""
+
+    def fetch() -> tuple[int, str]:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status, answer.read().decode()
+
+    return await asyncio.to_thread(fetch)
+
+
+async def scalars_match(url: str, runs: Path) -> bool:
+    """TensorBoard's scalars API at ``url`` gives what its own loader reads from ``runs``."""
+    return await asyncio.to_thread(api_points, url) == loader_points(runs)
+
+
+def servers_over(logdir) -> list[psutil.Process]:
+    """The TensorBoard servers running over ``logdir`` (whoever started them)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info.get("cmdline") or []
+        if "tensorboard.main" in cmdline and str(logdir) in cmdline:
+            found.append(proc)
+    return found
+
+
+def slurm_writer_spec(tmp_path: Path, name: str, first: int, second: int) -> JobSpec:
+    """A Slurm job on the cpu partition running ``WRITER`` over ``tmp_path/runs`` (its
+    ``tensorboard.logdir``): ``first`` steps, then ``second`` more once ``tmp_path/go`` exists."""
+    command = shlex.join(writer_command(write_script(tmp_path), "runs", first, tmp_path / "go", second))
+    return spec_from_data(
+        {
+            "name": name,
+            "kind": "slurm",
+            "command": command,
+            "workdir": str(tmp_path),
+            "resources": {"cpus": 1, "memory": "500M"},
+            "slurm": {"partition": "cpu", "time": "00:05:00", "output": str(tmp_path / "out.log")},
+            "tensorboard": {"logdir": "runs"},
+        }
+    )

@@ -21,7 +21,7 @@ from typing import IO, cast
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
 from yanflow_tui.backends.downloads import HASH, parse_hashes, partial_path, sha256_file
-from yanflow_tui.backends.kubernetes.podexec import ExecStream, Runner, run
+from yanflow_tui.backends.kubernetes.podexec import ExecStream, Runner, checked, run
 from yanflow_tui.errors import BackendError
 
 Progress = Callable[[int, int | None], None]
@@ -35,15 +35,8 @@ INFO = (
 HASH_IDLE = 1800.0  # s: sha256sum prints a file's line only once it has read it all (weights can be large)
 
 
-def _checked(start: Runner, argv: list[str], what: str) -> bytes:
-    code, out, err = run(start, argv)
-    if code:
-        raise BackendError(f"{what}: {err.strip() or f'exit code {code}'}")
-    return out
-
-
 def list_dir(start: Runner, path: str) -> FileListing:
-    out = _checked(start, ["sh", "-c", LIST, "sh", path or ".", FORMAT], f"listing {path or 'the job folder'}")
+    out = checked(start, ["sh", "-c", LIST, "sh", path or ".", FORMAT], f"listing {path or 'the job folder'}")
     lines = out.decode("utf-8", "replace").splitlines()
     where = lines[0] if lines else path
     files = []
@@ -82,7 +75,7 @@ def download(
     if target.exists():
         raise BackendError(f"{target} exists; not replaced")
     target.parent.mkdir(parents=True, exist_ok=True)
-    info = _checked(start, ["sh", "-c", INFO, "sh", path], f"reading {path}").decode("utf-8", "replace")
+    info = checked(start, ["sh", "-c", INFO, "sh", path], f"reading {path}").decode("utf-8", "replace")
     kind, _, rest = info.partition("\n")
     sizes = _sizes(rest)
     hashes = _hashes(start, path)

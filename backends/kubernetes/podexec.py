@@ -146,3 +146,11 @@ def run(
             out += chunk
     code, err = stream.finish()
     return code, bytes(out), err
+
+
+def checked(start: Runner, argv: list[str], what: str) -> bytes:
+    """``run`` to its end, its stdout; a non-zero exit is a ``BackendError`` naming ``what``."""
+    code, out, err = run(start, argv)
+    if code:
+        raise BackendError(f"{what}: {err.strip() or f'exit code {code}'}")
+    return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 
-from yanflow_tui.backends.kubernetes.podexec import Runner, run
+from yanflow_tui.backends.kubernetes.podexec import Runner, checked, run
 from yanflow_tui.curves import EVENT_PREFIX, LOGDIR_ENV, EventFile, is_event_file
 from yanflow_tui.errors import BackendError
 
@@ -25,16 +25,9 @@ READ = (
 )
 
 
-def _checked(start: Runner, argv: list[str], what: str) -> bytes:
-    code, out, err = run(start, argv)
-    if code:
-        raise BackendError(f"{what}: {err.strip() or f'exit code {code}'}")
-    return out
-
-
 def resolve_logdir(start: Runner, logdir: str) -> str:
     """The absolute log directory in the pod ("" asks the container's ``$YANFLOW_TB_LOGDIR``, else ``tb``)."""
-    out = _checked(start, ["sh", "-c", RESOLVE, "sh", logdir], "finding the log directory")
+    out = checked(start, ["sh", "-c", RESOLVE, "sh", logdir], "finding the log directory")
     return posixpath.normpath(out.decode("utf-8", "replace").strip() or "/")
 
 
@@ -50,7 +43,7 @@ def parse_list(output: str, logdir: str) -> list[EventFile]:
 
 
 def list_event_files(start: Runner, logdir: str) -> list[EventFile]:
-    out = _checked(start, ["sh", "-c", LIST, "sh", logdir, EVENT_PREFIX], f"listing {logdir}")
+    out = checked(start, ["sh", "-c", LIST, "sh", logdir, EVENT_PREFIX], f"listing {logdir}")
     return parse_list(out.decode("utf-8", "replace"), logdir)
 
 
@@ -64,7 +57,7 @@ def read_range(start: Runner, logdir: str, path: str, offset: int, limit: int) -
     shorter; (0, b"") where it is gone); ``path`` must be an event file under ``logdir``."""
     if not _inside(path, logdir):
         raise BackendError(f"not an event file under the job's log directory {logdir}: {path}")
-    out = _checked(start, ["sh", "-c", READ, "sh", path, str(max(0, offset)), str(max(0, limit))], f"reading {path}")
+    out = checked(start, ["sh", "-c", READ, "sh", path, str(max(0, offset)), str(max(0, limit))], f"reading {path}")
     head, _, data = out.partition(b"\n")
     try:
         begin = int(head)

@@ -12,7 +12,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import urllib.request
 
 import psutil
 import pytest
@@ -20,11 +19,13 @@ from fakes.k8s_api import make_job, make_pod
 from jobhelpers import run_cli
 from k8shelpers import cluster, config_file
 from tbhelpers import (
-    api_points,
     curve_points,
     curves_appended,
+    get,
     loader_points,
     open_curves,
+    scalars_match,
+    servers_over,
     write_script,
     writer_command,
 )
@@ -72,27 +73,6 @@ def read_offsets(emulator, path: str) -> list[int]:
     return [
         int(cmd[5]) for *_, cmd, _ in emulator.streams.execs if cmd[:3] == ("sh", "-c", tbfiles.READ) and cmd[4] == path
     ]
-
-
-async def get(url: str) -> tuple[int, str]:
-    def fetch() -> tuple[int, str]:
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            return answer.status, answer.read().decode()
-
-    return await asyncio.to_thread(fetch)
-
-
-async def scalars_match(url: str, runs) -> bool:
-    return await asyncio.to_thread(api_points, url) == loader_points(runs)
-
-
-def servers_over(logdir) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = proc.info.get("cmdline") or []
-        if "tensorboard.main" in cmdline and str(logdir) in cmdline:
-            found.append(proc)
-    return found
 
 
 async def test_event_files_are_listed_and_read_by_exec_in_rank_0s_pod(emulator, kubeconfig, pod_root, writer):

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shlex
 
 import pytest
 from jobhelpers import run_cli
 from slurmhelpers import DIR, ssh_cluster
-from tbhelpers import curve_points, curves_appended, loader_points, open_curves, write_script, writer_command
+from tbhelpers import curve_points, curves_appended, loader_points, open_curves, slurm_writer_spec
 from uihelpers import make_app
 from waiting import async_wait_until
 
@@ -22,7 +21,6 @@ from yanflow_tui import curves
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.model import JobState
 from yanflow_tui.screens.detail import JobDetailScreen
-from yanflow_tui.spec import spec_from_data
 
 CONFIG = str(DIR / "yanflow.yaml")
 FIRST, SECOND = 12, 9
@@ -42,18 +40,7 @@ async def test_a_slurm_jobs_curves_come_over_ssh_and_grow_by_appended_reads(
         if curves.curves_fast.server_binary() is None:
             pytest.skip("tensorboard_data_server has no binary here")
         monkeypatch.setattr(curves, "FAST_MIN_BYTES", 0)
-    command = shlex.join(writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", SECOND))
-    spec = spec_from_data(
-        {
-            "name": "yf-tb-writer",
-            "kind": "slurm",
-            "command": command,
-            "workdir": str(tmp_path),
-            "resources": {"cpus": 1, "memory": "500M"},
-            "slurm": {"partition": "cpu", "time": "00:05:00", "output": str(tmp_path / "out.log")},
-            "tensorboard": {"logdir": "runs"},
-        }
-    )
+    spec = slurm_writer_spec(tmp_path, "yf-tb-writer", FIRST, SECOND)
     backend = SlurmBackend(ssh_cluster())
     try:
         job_id = slurm_jobs.add(await backend.submit(spec))

@@ -8,65 +8,27 @@ Without a tensorboard there, or read-only, the console falls back to its local m
 from __future__ import annotations
 
 import asyncio
-import shlex
 import signal
 import sys
-import urllib.request
 from dataclasses import replace
 
 import psutil
 import pytest
 import yaml
 from slurmhelpers import ssh_cluster
-from tbhelpers import api_points, loader_points, write_script, writer_command
+from tbhelpers import get, loader_points, scalars_match, servers_over, slurm_writer_spec
 from waiting import async_wait_until
 
 from yanflow_tui import tensorboards
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.errors import BackendError, ReadOnlyError
-from yanflow_tui.spec import spec_from_data
 
 FIRST = 12
 SERVER = [sys.executable, "-m", "tensorboard.main"]
 
 
-async def get(url: str) -> tuple[int, str]:
-    """An HTTP GET in a thread: the forward it goes through runs on this test's event loop."""
-
-    def fetch() -> tuple[int, str]:
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            return answer.status, answer.read().decode()
-
-    return await asyncio.to_thread(fetch)
-
-
-async def scalars_match(url: str, runs) -> bool:
-    return await asyncio.to_thread(api_points, url) == loader_points(runs)
-
-
-def servers_over(logdir) -> list[psutil.Process]:
-    """The TensorBoard servers running over ``logdir`` (started by the login node's sshd session)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = proc.info.get("cmdline") or []
-        if "tensorboard.main" in cmdline and str(logdir) in cmdline:
-            found.append(proc)
-    return found
-
-
 async def writer_job(backend: SlurmBackend, slurm_jobs, tmp_path) -> str:
-    command = shlex.join(writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", 0))
-    spec = spec_from_data(
-        {
-            "name": "yf-tb-login",
-            "kind": "slurm",
-            "command": command,
-            "workdir": str(tmp_path),
-            "resources": {"cpus": 1, "memory": "500M"},
-            "slurm": {"partition": "cpu", "time": "00:05:00", "output": str(tmp_path / "out.log")},
-            "tensorboard": {"logdir": "runs"},
-        }
-    )
+    spec = slurm_writer_spec(tmp_path, "yf-tb-login", FIRST, 0)
     job_id = slurm_jobs.add(await backend.submit(spec))
     runs = tmp_path / "runs"
 

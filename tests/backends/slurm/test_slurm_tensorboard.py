@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
 
 import psutil
 from slurmhelpers import ssh_cluster
-from tbhelpers import api_points, loader_points, write_script, writer_command
+from tbhelpers import api_points, loader_points, slurm_writer_spec
 from waiting import async_wait_until
 
 from yanflow_tui import tensorboards
 from yanflow_tui.backends.slurm.backend import SlurmBackend
-from yanflow_tui.spec import spec_from_data
 
 FIRST, SECOND = 12, 9
 
@@ -27,18 +25,7 @@ async def test_a_slurm_jobs_tensorboard_runs_here_over_a_mirror_kept_up_by_appen
     slurm_dir, slurm_jobs, tmp_path, monkeypatch
 ):
     monkeypatch.setattr(tensorboards, "REFRESH_SECONDS", 0.3)
-    command = shlex.join(writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", SECOND))
-    spec = spec_from_data(
-        {
-            "name": "yf-tb-server",
-            "kind": "slurm",
-            "command": command,
-            "workdir": str(tmp_path),
-            "resources": {"cpus": 1, "memory": "500M"},
-            "slurm": {"partition": "cpu", "time": "00:05:00", "output": str(tmp_path / "out.log")},
-            "tensorboard": {"logdir": "runs"},
-        }
-    )
+    spec = slurm_writer_spec(tmp_path, "yf-tb-server", FIRST, SECOND)
     runs = tmp_path / "runs"
     backend = SlurmBackend(ssh_cluster(tensorboard={"command": ["yanflow-no-such-tensorboard"]}))  # none there
     boards = tensorboards.TensorBoards()
