@@ -178,6 +178,18 @@ def _reader() -> tuple[Callable[[dict], Job], Callable[[dict], Node]]:
 
 def decode(data: bytes) -> dict[str, Cached]:
     """The clusters in the file; raises ``ValueError`` when it is corrupt or not this version's."""
+    collecting = gc.isenabled()
+    # The parsed document (acyclic: refcounting frees it) and the objects made from it, which all
+    # live on: collections while making them would only cost (~35%)
+    gc.disable()
+    try:
+        return _decode(data)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _decode(data: bytes) -> dict[str, Cached]:
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -186,8 +198,6 @@ def decode(data: bytes) -> dict[str, Cached]:
         raise ValueError("not a snapshot file")
     if doc.get("format") != FORMAT or doc.get("yanflow") != __version__:
         raise ValueError(f"written by yanflow {doc.get('yanflow')!s} (format {doc.get('format')!s})")
-    collecting = gc.isenabled()
-    gc.disable()  # the objects made here all live on: collections while making them would only cost (~35%)
     try:
         job, node = _reader()
         return {
@@ -202,9 +212,6 @@ def decode(data: bytes) -> dict[str, Cached]:
         }
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"corrupt ({type(exc).__name__}: {exc})") from None
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def load(path: Path) -> tuple[dict[str, Cached], str]:
