@@ -159,7 +159,11 @@ class YanflowApp(SerialKeys):
         # Where the last run's snapshot is kept (``snapcache``): shown marked cached until each cluster's
         # first refresh, written again at exit. None (tests): nothing read or kept.
         self.snapshot_file = snapshot_file
-        self._cache_note = snapcache.restore(self.hub, snapshot_file) if snapshot_file is not None else ""
+        self.heap = Heap()  # no full GC pass over the jobs while a key waits (yanflow_tui.heap)
+        self._cache_note = ""
+        if snapshot_file is not None:  # the console (not a test's app): no GC pass until the first refresh or tick
+            self.heap.hold()
+            self._cache_note = snapcache.restore(self.hub, snapshot_file)
         self.read_only = config.read_only or all(c.read_only for c in config.clusters)
         self._wake: dict[str, asyncio.Event] = {}
         # Every refresh's snapshot, to the screens on show (``LiveScreen`` subscribes on mount).
@@ -171,7 +175,6 @@ class YanflowApp(SerialKeys):
         self.mouse_reporting = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
         self.forwards = Forwards()  # port-forwards opened from the detail view, closed at exit
         self.tensorboards = TensorBoards()  # TensorBoards started from the detail view (``t``), stopped at exit
-        self.heap = Heap()  # no full GC pass over the jobs while a key waits (yanflow_tui.heap)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def on_mount(self) -> None:

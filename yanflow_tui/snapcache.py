@@ -14,7 +14,7 @@ import gc
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +23,7 @@ from typing import Any
 from yanflow_tui import __version__
 from yanflow_tui.hub import ClusterSnapshot, Health, Hub
 from yanflow_tui.locations import CLOEXEC, NOFOLLOW, private_file, state_dir
-from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
+from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node, intern_all
 
 log = logging.getLogger(__name__)
 
@@ -91,38 +91,105 @@ _JOB_KINDS = {k.value: k for k in JobKind}
 _GPU_STATES = {s.value: s for s in GpuState}
 
 
-def _when(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
+_JOB_FIELDS = len(fields(Job))
+_NODE_FIELDS = len(fields(Node))
+_GPU_FIELDS = len(fields(Gpu))
 
 
-def _gpu(d: dict) -> Gpu:
-    return Gpu(**{**d, "state": _GPU_STATES[d["state"]]})
+def _reader() -> tuple[Callable[[dict], Job], Callable[[dict], Node]]:
+    """The readers of one file's jobs and nodes. Fields are passed by position (``**`` and a merged
+    dict per object cost more than the object itself); a record with a field missing (KeyError) or
+    one too many (its length) is corrupt, as the keyword call had it. Equal times are read once and
+    shared (array members, one submission), like the interned words."""
+    times: dict[str, datetime] = {}
+    states, kinds, gpu_states = _JOB_STATES, _JOB_KINDS, _GPU_STATES
+    parse = datetime.fromisoformat
 
+    def when(value: str | None) -> datetime | None:
+        if value is None:
+            return None
+        stamp = times.get(value)
+        if stamp is None:
+            stamp = times[value] = parse(value)
+        return stamp
 
-def _node(d: dict) -> Node:
-    return Node(
-        **{**d, "partitions": tuple(d["partitions"]), "gpus": tuple(_gpu(g) for g in d["gpus"])},
-    )
+    def job(d: dict) -> Job:
+        if len(d) != _JOB_FIELDS:
+            raise ValueError(f"a job with {len(d)} fields")
+        details = d["details"]
+        return Job(
+            d["id"],
+            d["cluster"],
+            d["name"],
+            d["user"],
+            states[d["state"]],
+            d["raw_state"],
+            d["reason"],
+            tuple(d["nodes"]),
+            d["gpus"],
+            when(d["submit_time"]),
+            when(d["start_time"]),
+            when(d["end_time"]),
+            kinds[d["kind"]],
+            d["exit_code"],
+            d["command"],
+            tuple(d["gpu_indices"]),
+            d["parent"],
+            tuple([(str(k), str(v)) for k, v in details]) if details else (),
+            d["image"],
+        )
 
+    def gpu(d: dict) -> Gpu:
+        if len(d) != _GPU_FIELDS:
+            raise ValueError(f"a GPU with {len(d)} fields")
+        return Gpu(
+            d["index"],
+            gpu_states[d["state"]],
+            d["job_id"],
+            d["uuid"],
+            d["name"],
+            d["utilization"],
+            d["memory_used_mb"],
+            d["memory_total_mb"],
+            d["reason"],
+        )
 
-def _job(d: dict) -> Job:
-    return Job(
-        **{
-            **d,
-            "state": _JOB_STATES[d["state"]],
-            "kind": _JOB_KINDS[d["kind"]],
-            "nodes": tuple(d["nodes"]),
-            "gpu_indices": tuple(d["gpu_indices"]),
-            "details": tuple((str(k), str(v)) for k, v in d["details"]),
-            "submit_time": _when(d["submit_time"]),
-            "start_time": _when(d["start_time"]),
-            "end_time": _when(d["end_time"]),
-        }
-    )
+    def node(d: dict) -> Node:
+        if len(d) != _NODE_FIELDS:
+            raise ValueError(f"a node with {len(d)} fields")
+        return Node(
+            d["cluster"],
+            d["name"],
+            d["state"],
+            intern_all(d["partitions"]),
+            d["cpus_total"],
+            d["cpus_allocated"],
+            d["memory_mb"],
+            d["memory_allocated_mb"],
+            d["gpu_type"],
+            d["gpus_total"],
+            d["gpus_allocated"],
+            tuple([gpu(g) for g in d["gpus"]]),
+            d["reason"],
+        )
+
+    return job, node
 
 
 def decode(data: bytes) -> dict[str, Cached]:
     """The clusters in the file; raises ``ValueError`` when it is corrupt or not this version's."""
+    collecting = gc.isenabled()
+    # The parsed document (acyclic: refcounting frees it) and the objects made from it, which all
+    # live on: collections while making them would only cost (~35%)
+    gc.disable()
+    try:
+        return _decode(data)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _decode(data: bytes) -> dict[str, Cached]:
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -131,24 +198,20 @@ def decode(data: bytes) -> dict[str, Cached]:
         raise ValueError("not a snapshot file")
     if doc.get("format") != FORMAT or doc.get("yanflow") != __version__:
         raise ValueError(f"written by yanflow {doc.get('yanflow')!s} (format {doc.get('format')!s})")
-    collecting = gc.isenabled()
-    gc.disable()  # the objects made here all live on: collections while making them would only cost (~35%)
     try:
+        job, node = _reader()
         return {
             str(name): Cached(
                 kind=str(c["kind"]),
                 health=str(c["health"]),
                 updated=float(c["updated"]),
-                jobs=tuple(_job(j) for j in c["jobs"]),
-                nodes=tuple(_node(n) for n in c["nodes"]),
+                jobs=tuple([job(j) for j in c["jobs"]]),
+                nodes=tuple([node(n) for n in c["nodes"]]),
             )
             for name, c in doc["clusters"].items()
         }
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"corrupt ({type(exc).__name__}: {exc})") from None
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def load(path: Path) -> tuple[dict[str, Cached], str]:

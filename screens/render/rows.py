@@ -87,27 +87,51 @@ def job_sort_values(job: Job, previous: Job | None = None, values: tuple | None 
     submitted = job.submit_time
     if previous is not None and values is not None:
         return (
-            values[0] if job.cluster == previous.cluster else natural_text(job.cluster),
+            values[0] if job.cluster == previous.cluster else _repeated_natural(job.cluster),
             values[1] if job.id == previous.id else natural_text(job.id),
             values[2] if job.name == previous.name else natural_text(job.name.lower()),
             job.user.lower(),
             job.state.value,
             job.gpus,
-            values[6] if job.nodes == previous.nodes else natural_text(",".join(job.nodes)),
+            values[6] if job.nodes == previous.nodes else _nodes_natural(job.nodes),
             values[7] if submitted == previous.submit_time else _age_value(submitted),
             job.reason.lower(),
         )
     return (
-        natural_text(job.cluster),
+        _repeated_natural(job.cluster),
         natural_text(job.id),
         natural_text(job.name.lower()),
         job.user.lower(),
         job.state.value,
         job.gpus,
-        natural_text(",".join(job.nodes)),
+        _nodes_natural(job.nodes),
         _age_value(submitted),
         job.reason.lower(),
     )
+
+
+# ``natural_text`` of the values many jobs share (cluster names, node lists): worked out once each,
+# not per job (10,000 jobs on 64 nodes: 64 node lists). Bounded: emptied when it grows past its size.
+_SHARED_NATURAL: dict[object, str] = {}
+_SHARED_MAX = 65536
+
+
+def _repeated_natural(value: str) -> str:
+    made = _SHARED_NATURAL.get(value)
+    if made is None:
+        if len(_SHARED_NATURAL) >= _SHARED_MAX:
+            _SHARED_NATURAL.clear()
+        made = _SHARED_NATURAL[value] = natural_text(value)
+    return made
+
+
+def _nodes_natural(nodes: tuple[str, ...]) -> str:
+    made = _SHARED_NATURAL.get(nodes)
+    if made is None:
+        if len(_SHARED_NATURAL) >= _SHARED_MAX:
+            _SHARED_NATURAL.clear()
+        made = _SHARED_NATURAL[nodes] = natural_text(",".join(nodes))
+    return made
 
 
 def _age_value(submitted: datetime | None) -> tuple:

@@ -63,3 +63,29 @@ def test_a_full_collection_frees_cyclic_garbage_that_was_frozen():
         assert gone() is None
     finally:
         keeper.release()
+
+
+def test_hold_stops_collecting_until_the_first_settled_and_release_always_resumes():
+    assert gc.isenabled()
+    keeper = Heap(Clock())
+    try:
+        keeper.hold()
+        assert not gc.isenabled()
+        keeper.tick()  # the first tick settles
+        assert gc.isenabled()
+        keeper.hold()
+    finally:
+        keeper.release()
+    assert gc.isenabled()
+
+
+def test_hold_leaves_a_collector_turned_off_elsewhere_off():
+    gc.disable()
+    keeper = Heap(Clock())
+    try:
+        keeper.hold()
+        keeper.settled()
+        assert not gc.isenabled()
+    finally:
+        keeper.release()
+        gc.enable()

@@ -66,6 +66,33 @@ def test_a_corrupt_file_is_ignored_with_a_one_line_note(tmp_path):
         assert note.startswith("cached snapshot ignored") and "\n" not in note
 
 
+def test_a_record_with_a_field_missing_or_one_too_many_is_corrupt(tmp_path):
+    path = tmp_path / "snapshot.json"
+    snapcache.save(path, [good()], 1.0)
+    doc = json.loads(path.read_bytes())
+    for kind, change in (("jobs", "extra"), ("jobs", "missing"), ("nodes", "extra"), ("nodes", "missing")):
+        broken = json.loads(json.dumps(doc))
+        record = broken["clusters"]["hpc"][kind][0]
+        if change == "extra":
+            record["surprise"] = 1
+        else:
+            del record["name"]
+        path.write_bytes(json.dumps(broken).encode())
+        cached, note = snapcache.load(path)
+        assert cached == {}, (kind, change)
+        assert note.startswith("cached snapshot ignored: corrupt")
+
+
+def test_equal_times_are_read_once_and_shared(tmp_path):
+    path = tmp_path / "snapshot.json"
+    snap = good()
+    snapcache.save(path, [snap], 1.0)
+    jobs = snapcache.load(path)[0]["hpc"].jobs
+    times = [job.submit_time for job in jobs if job.submit_time is not None]
+    assert len(times) > 1 and len({id(t) for t in times}) == len(set(times))
+    assert jobs == snap.jobs
+
+
 def test_a_file_from_another_version_is_ignored_with_a_note(tmp_path):
     path = tmp_path / "snapshot.json"
     snapcache.save(path, [good()], 1.0)
