@@ -385,11 +385,11 @@ class VirtualTable(ScrollView, can_focus=True):
             if known is None or (known[0] is not row and known[0].cells != row.cells):
                 known = measured.get(row.key)
                 if known is None or (known[0] is not row and known[0].cells != row.cells):
-                    other = ahead.get(row.key)
-                    if other is not None and (other[0] is row or other[0].cells == row.cells):
+                    turn = ahead.get(row.key)
+                    if turn is not None and (turn[0] is row or turn[0].cells == row.cells):
                         if known is not None:  # the two versions take turns
                             ahead[row.key] = known
-                        known = other
+                        known = turn
                     else:
                         known = (row, self._row_widths(row))
             measured[row.key] = known if known[0] is row else (row, known[1])
