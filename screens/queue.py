@@ -10,9 +10,12 @@ marks rows: cancel and every verb then act on the marked jobs, after one confirm
 from __future__ import annotations
 
 import asyncio
+import time
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +78,7 @@ STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "su
 MARK = "● "  # before the id of a marked row
 WARM_ROWS = 400  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
 WARM_SECONDS = 0.03  # between two such turns: a key waits for one at most
+WARM_BUDGET = 0.008  # seconds of such a turn spent on entries (made already or not), besides measuring
 
 
 SLURM_EXAMPLE = """clusters:
@@ -148,14 +152,31 @@ def _parent_key(job: Job) -> str:
 
 _STATE = attrgetter("job.state")
 _ROW_KEY = attrgetter("key")
+_VIEW_ROW = attrgetter("view_row")
+_PLAIN_ROW = attrgetter("plain_row")
+_FIELDS = attrgetter("fields")
 
 
 class _Entry:
     """What the queue derives from a job, kept until the job changes; ``set_job`` takes its next
     version in place (the group lists holding the entry stay as they are). The filter's fields are
-    worked out when a filter first needs them; sort values reuse the last version's where equal."""
+    worked out when a filter first needs them; sort values reuse the last version's where equal.
+    Two versions of the row are kept (a group closed and opened, a filter typed and cleared)."""
 
-    __slots__ = ("job", "key", "_fields", "sort", "plain_row", "_marker", "_count", "_note", "_parent", "_row")
+    __slots__ = (
+        "job",
+        "key",
+        "_fields",
+        "sort",
+        "plain_row",
+        "view_row",
+        "_marker",
+        "_count",
+        "_note",
+        "_parent",
+        "_row",
+        "_other",
+    )
 
     def __init__(self, job: Job, key: str) -> None:
         self.key = key
@@ -168,7 +189,9 @@ class _Entry:
         self._fields: JobFields | None = None
         self.sort = job_sort_values(job, previous, self.sort if previous is not None else None)
         self.plain_row: Row | None = None  # the row as a top-level job of a fresh cluster, once made
+        self.view_row: Row | None = None  # the row as a filter shows it (groups open), once made
         self._row: Row | None = None
+        self._other: tuple | None = None  # the version before: (marker, count, note, parent, row)
 
     @property
     def fields(self) -> JobFields:
@@ -187,11 +210,17 @@ class _Entry:
             and parent == self._parent
         ):
             return row
-        cells = job_live_cells(self.job, clock, marker, count, note)
-        row = self._row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
+        other = self._other
+        self._other = (self._marker, self._count, self._note, self._parent, row) if row is not None else None
+        if other is not None and other[:4] == (marker, count, note, parent):
+            row = other[4]
+        else:
+            cells = job_live_cells(self.job, clock, marker, count, note)
+            row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
+        self._row = row
         self._marker, self._count, self._note, self._parent = marker, count, note, parent
         if not marker and not count and not note and not parent:
-            self.plain_row = row
+            self.plain_row = self.view_row = row  # (a top-level job with no group: a filter shows it so)
         return row
 
 
@@ -247,11 +276,17 @@ class _ClusterJobs:
         children: dict[str, list[_Entry]] = {}
         top: list[_Entry] = []
         for entry in by_id.values():
+            entry.view_row = None  # its group or its members may have changed
             parent = by_id.get(entry.job.parent) if entry.job.parent else None
             if parent is not None and parent is not entry:
                 children.setdefault(parent.key, []).append(entry)
             else:
                 top.append(entry)
+        for entry in top:  # a job with no group shows as it does with no filter; a group never plain
+            if entry.key not in children:
+                entry.view_row = entry.plain_row
+            else:
+                entry.plain_row = None
         top.sort(key=_by_id)
         for kids in children.values():
             kids.sort(key=_by_id)
@@ -304,8 +339,11 @@ class QueueScreen(DataScreen):
         self._generations: tuple[int, ...] = ()  # each cluster's ``generation`` when they were joined
         self._flat: list[_Entry] = []  # every entry in default order, each group's members right after it
         self._parent_of: dict[str, _Entry] = {}  # a member's row key -> its group's entry
+        self._group_at: list[int] = []  # per _flat index: its group's index there, or -1 (not a member)
+        self._groups: list[int] = []  # the _flat indices of groups
+        self._columns: tuple[int, list[JobFields], list] | None = None  # (version, each entry's fields, state)
         self._version = 0  # bumped whenever the entries change: the caches below are for one version
-        self._matches: dict[str, list[_Entry]] = {}  # filter text -> its matches in _flat order (a few kept)
+        self._matches: dict[str, list[int]] = {}  # filter text -> its matches' _flat indices (a few kept)
         self._unfiltered: tuple[tuple, list[Row], Counter] | None = None  # (what it depends on, rows, counts)
         self._warmed = 0  # the entries version whose member rows are being made ahead (see _warm_members)
         self._warm_at = 0  # how far into _flat that has gone
@@ -399,12 +437,21 @@ class QueueScreen(DataScreen):
             entries, children = self._entries, self._children
             self._parent_of = {kid.key: entries[key] for key, kids in children.items() for kid in kids}
             flat: list[_Entry] = []
+            group_of: list[int] = []
+            groups: list[int] = []
             for entry in self._top:
-                flat.append(entry)
                 kids = children.get(entry.key)
                 if kids:
+                    at = len(flat)
+                    groups.append(at)
+                    flat.append(entry)
+                    group_of.append(-1)
                     flat.extend(kids)
-            self._flat = flat
+                    group_of.extend(repeat(at, len(kids)))
+                else:
+                    flat.append(entry)
+                    group_of.append(-1)
+            self._flat, self._group_at, self._groups = flat, group_of, groups
             self._version += 1
             self._matches.clear()
             self._unfiltered = None
@@ -443,8 +490,18 @@ class QueueScreen(DataScreen):
             self._unfiltered = (depends, *patched)
             self.state_counts, self.shown = patched[1], len(patched[0])
             return patched[0]
-        rows: list[Row] = []
-        counts: Counter = Counter()
+        if not marked and not notes and not self.expanded:  # every group closed: in C, but for rows to make
+            rows = list(map(_PLAIN_ROW, top))
+            for at in list(compress(range(len(rows)), map(is_, rows, repeat(None)))):  # groups, changed jobs
+                entry = top[at]
+                kids = children.get(entry.key)
+                rows[at] = entry.row(clock, GROUP_CLOSED if kids else "", len(kids) if kids else 0, "", "")
+            counts = Counter(map(_STATE, top))
+            self._unfiltered = (depends, rows, counts)
+            self.state_counts, self.shown = counts, len(rows)
+            return rows
+        rows = []
+        counts = Counter()
         for entry in top:
             job = entry.job
             note = notes.get(job.cluster, "")
@@ -511,35 +568,45 @@ class QueueScreen(DataScreen):
             return app.clock()
 
         flat, parent_of = self._flat, self._parent_of
-        start = self._warm_at
-        end = min(len(flat), start + 4 * WARM_ROWS)  # top-level entries in the way are skipped cheaply
+        start, total = self._warm_at, len(flat)
         made: list[Row] = []
-        while start < end and len(made) < WARM_ROWS:
-            entry = flat[start]
-            start += 1
-            entry.fields  # noqa: B018 - made now, not on the first filter keystroke
-            parent = parent_of.get(entry.key)
-            if parent is not None:
-                made.append(entry.row(clock, GROUP_CHILD, 0, "", parent.key))
+        children = self._children
+        until = time.perf_counter() + WARM_BUDGET  # entries made already are skimmed, many to a turn
+        while start < total and len(made) < WARM_ROWS and time.perf_counter() < until:
+            for index in range(start, min(total, start + 256)):
+                entry = flat[index]
+                entry.fields  # noqa: B018 - made now, not on the first filter keystroke
+                row = self._view_row(index, clock)
+                if entry.key in parent_of or entry.key in children:  # a member, or a group (as opened)
+                    made.append(row)
+            start = min(total, start + 256)
         self._warm_at = start
         table.measure(made)
         if start < len(flat):
             self.set_timer(WARM_SECONDS, self._warm_members)
 
-    def _matching(self) -> list[_Entry]:
-        """The entries the filter matches, in ``_flat`` order. Only the matches of an earlier filter
-        that this one narrows (a word typed on, a term added) are tested again, or the same filter's
-        (a backspace); a few filters' matches are kept until the entries change."""
+    def _per_entry(self) -> tuple[list[JobFields], list]:
+        """Each entry's filter fields and state, in ``_flat`` order, for this version of the entries."""
+        columns = self._columns
+        if columns is None or columns[0] != self._version:
+            flat = self._flat
+            columns = self._columns = (self._version, list(map(_FIELDS, flat)), list(map(_STATE, flat)))
+        return columns[1], columns[2]
+
+    def _matching(self) -> list[int]:
+        """The ``_flat`` indices of the entries the filter matches, in order. Only the matches of an
+        earlier filter that this one narrows (a word typed on, a term added) are tested again, or the
+        same filter's (a backspace); a few filters' matches are kept until the entries change."""
         job_filter = self.job_filter
         known = self._matches
         pool = known.get(job_filter.text)
         if pool is None:
-            pool = self._flat
+            fields = self._per_entry()[0]
+            pool = list(range(len(fields)))
             for text, matches in known.items():
                 if len(matches) < len(pool) and job_filter.narrows(compile_filter(text)):
                     pool = matches
-            predicate = job_filter.predicate
-            pool = [entry for entry in pool if predicate(entry.fields)]
+            pool = list(compress(pool, map(job_filter.predicate, map(fields.__getitem__, pool))))
             if len(known) >= 16:
                 del known[next(iter(known))]
             known[job_filter.text] = pool
@@ -549,7 +616,10 @@ class QueueScreen(DataScreen):
         """The matching jobs, and the group of each matching member (opened), in default order:
         built from the matches alone, never from every job."""
         children, parent_of, marked, expanded = self._children, self._parent_of, self.marked, self.expanded
-        matched = self._matching()
+        if not notes and not marked:
+            return self._filtered_view(clock)
+        flat = self._flat
+        matched = list(map(flat.__getitem__, self._matching()))
         hit_groups = {parent_of[e.key].key for e in matched if e.key in parent_of}
         shown: set[str] = set()  # group rows drawn
         rows: list[Row] = []
@@ -578,6 +648,45 @@ class QueueScreen(DataScreen):
             rows.append(entry.row(clock, mark + GROUP_CHILD, 0, note, parent.key))
             counts[job.state] += 1
         self.state_counts, self.shown = counts, len(rows)
+        return rows
+
+    def _view_row(self, index: int, clock: Callable[[], float]) -> Row:
+        """The row of ``_flat[index]`` as a filter shows it with no notes or marks (a group open)."""
+        entry = self._flat[index]
+        row = entry.view_row
+        if row is None:
+            group = self._group_at[index]
+            if group >= 0:
+                row = entry.row(clock, GROUP_CHILD, 0, "", self._flat[group].key)
+            else:
+                kids = self._children.get(entry.key)
+                row = entry.row(clock, GROUP_OPEN if kids else "", len(kids) if kids else 0, "", "")
+            entry.view_row = row
+        return row
+
+    def _filtered_view(self, clock: Callable[[], float]) -> list[Row]:
+        """``_filtered_rows`` with no notes and no marks: the matches' indices and their groups',
+        mapped to rows made once per entry (in C, but for rows not made yet and matching groups
+        with no matching member, shown closed)."""
+        matched = self._matching()
+        group_of, flat = self._group_at, self._flat
+        hit = set(map(group_of.__getitem__, matched))  # groups with a matching member (and -1)
+        hit.discard(-1)
+        order = sorted(hit.union(matched)) if hit else matched
+        rows = list(map(_VIEW_ROW, map(flat.__getitem__, order)))
+        for at in list(compress(range(len(rows)), map(is_, rows, repeat(None)))):  # not made yet
+            rows[at] = self._view_row(order[at], clock)
+        expanded, children = self.expanded, self._children
+        for index in self._groups:  # a matching group with no matching member: closed (unless opened)
+            if index in hit:
+                continue
+            at = bisect_left(order, index)
+            if at < len(order) and order[at] == index:
+                entry = flat[index]
+                if entry.key not in expanded:
+                    rows[at] = entry.row(clock, GROUP_CLOSED, len(children[entry.key]), "", "")
+        states = self._per_entry()[1]
+        self.state_counts, self.shown = Counter(map(states.__getitem__, order)), len(rows)
         return rows
 
     def count_summary(self) -> Text:

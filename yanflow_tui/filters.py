@@ -56,11 +56,11 @@ class JobFields:
         self.id = job.id.lower()
         self.name = job.name.lower()
         self.user = intern(job.user.lower())
-        self.state = job.state.value
+        self.state = job.state._value_  # (an attribute: .value is a descriptor, slow over 100k jobs)
         self.raw_state = intern(job.raw_state.lower())
         self.reason = intern(job.reason.lower())
         self.node = intern(" ".join(job.nodes).lower()) if len(job.nodes) == 1 else " ".join(job.nodes).lower()
-        self.kind = job.kind.value
+        self.kind = job.kind._value_
         self.gpus = job.gpus
         self.nnodes = len(job.nodes)
         # what a bare word searches: the columns the queue shows

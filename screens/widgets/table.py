@@ -192,6 +192,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self._cursor_index: int | None = None  # display index of the cursor's row
         ncols = len(self.columns)
         self._measured: dict[str, tuple[Row, tuple[int, ...]]] = {}  # key -> (row measured, its widths)
+        # key -> another version of a row on show, measured ahead (a group as a filter opens it); kept
+        # as the two versions take turns
+        self._ahead: dict[str, tuple[Row, tuple[int, ...]]] = {}
         self._content_widths = [0] * ncols  # widest static cell per column, over the current rows
         self._width_counts: list[Counter[int]] | None = None  # per column: how many current rows have each width
         self._most_rows = 0  # the most rows set at once since widths were last pruned
@@ -296,7 +299,15 @@ class VirtualTable(ScrollView, can_focus=True):
             if known is not None:
                 left.append(known[1])
             if known is None or (known[0] is not row and known[0].cells != row.cells):
-                known = measured[key] = (row, self._row_widths(row))
+                ahead = self._ahead.get(key)
+                if ahead is not None:  # the version on show now takes its place there
+                    if known is not None:
+                        self._ahead[key] = known
+                    if ahead[0] is not row and ahead[0].cells != row.cells:
+                        ahead = (row, self._row_widths(row))
+                    known = measured[key] = ahead
+                else:
+                    known = measured[key] = (row, self._row_widths(row))
             arrived.append(known[1])
         gone_count = len(gone_keys) if spliced is not None else len(old) - (len(by_key) - added)
         recount = spliced is None and len(arrived) + 4 * gone_count > len(keys)  # widths counted afresh
@@ -367,14 +378,20 @@ class VirtualTable(ScrollView, can_focus=True):
         for cache in (self._strips, self._sort_cache):  # (few keys: drawn or text-sorted rows)
             for key in cache.keys() & set(other):
                 del cache[key]
-        measured = self._measured
+        measured, ahead = self._measured, self._ahead
         keys = list(map(_ROW_KEY, given))
         for row in compress(given, map(is_not, map(_FIRST, map(measured.get, keys, repeat(_UNMEASURED))), given)):
             known = widths.get(row.key)
             if known is None or (known[0] is not row and known[0].cells != row.cells):
                 known = measured.get(row.key)
                 if known is None or (known[0] is not row and known[0].cells != row.cells):
-                    known = (row, self._row_widths(row))
+                    turn = ahead.get(row.key)
+                    if turn is not None and (turn[0] is row or turn[0].cells == row.cells):
+                        if known is not None:  # the two versions take turns
+                            ahead[row.key] = known
+                        known = turn
+                    else:
+                        known = (row, self._row_widths(row))
             measured[row.key] = known if known[0] is row else (row, known[1])
         self._by_key, self._given = by_key, given
         if counts is None:
@@ -414,9 +431,14 @@ class VirtualTable(ScrollView, can_focus=True):
     def measure(self, rows: Iterable[Row]) -> None:
         """Measure rows ahead of the ``set_rows`` that shows them (in idle time): these very ``Row``
         objects then cost no measuring there."""
-        measured, shown = self._measured, self._by_key
+        measured, shown, ahead = self._measured, self._by_key, self._ahead
         for row in rows:
-            if row.key in shown:  # its widths are those of the row on show (counted in the column widths)
+            on_show = shown.get(row.key)
+            if on_show is not None:  # another version of a row on show: kept aside till it is shown
+                if on_show is not row and on_show.cells != row.cells:
+                    known = ahead.get(row.key)
+                    if known is None or (known[0] is not row and known[0].cells != row.cells):
+                        ahead[row.key] = (row, self._row_widths(row))
                 continue
             known = measured.get(row.key)
             if known is None or (known[0] is not row and known[0].cells != row.cells):
@@ -654,6 +676,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._most_rows = max(self._most_rows, len(keys))
         if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
             self._measured = {key: measured[key] for key in keys}
+            self._ahead = {key: known for key, known in self._ahead.items() if key in self._measured}
             self._most_rows = len(keys)
         if widths == self._content_widths:
             return False

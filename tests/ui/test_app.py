@@ -571,6 +571,21 @@ async def test_filter_matching_a_task_shows_it_under_its_group(home, actions_kin
         await pilot.press("slash")
         await pilot.press(*"sweep-10")
         await wait_for(pilot, lambda: rows(app) == ["det/104", "det/104_10"], what="filtered rows")
+        await wait_for(pilot, lambda: "▾ 104" in screen_text(app), what="the group drawn open")
+
+
+async def test_filter_cleared_shows_the_group_closed_again(home, actions_kind):
+    app = make_app(actions_cluster())
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
+        before = rows(app)
+        await pilot.press("slash")
+        await pilot.press(*"sweep-10")
+        await wait_for(pilot, lambda: rows(app) == ["det/104", "det/104_10"], what="filtered rows")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: rows(app) == before, what="every row again")
+        await wait_for(pilot, lambda: "▸ 104" in screen_text(app), what="the group drawn closed")
+        assert "▾ 104" not in screen_text(app)
 
 
 async def test_actions_menu_confirms_then_performs_through_the_gate(home, actions_kind):
