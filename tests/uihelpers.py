@@ -83,3 +83,11 @@ async def refreshed(pilot, app: YanflowApp, *names: str) -> None:
         what=f"a refresh of {', '.join(names)} asked for now",
     )
     await pilot.pause()  # the ClusterUpdated messages handled: the screens redrawn
+
+
+def prompt_ready(app):
+    """The prompt on show once its input is mounted (a pushed screen composes a frame later), else None."""
+    screen = app.screen
+    if type(screen).__name__ != "PromptScreen" or not screen.query("Input"):
+        return None
+    return screen

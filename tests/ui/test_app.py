@@ -8,7 +8,7 @@ from paths import SAMPLES
 from textual.app import ScreenStackError
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
-from uihelpers import log_lines, make_app, refreshed, screen_text
+from uihelpers import log_lines, make_app, prompt_ready, refreshed, screen_text
 from waiting import wait_for
 
 from yanflow_tui.app import YanflowApp
@@ -656,9 +656,7 @@ async def test_job_detail_plots_metrics_lists_checkpoints_and_downloads_one(home
         assert "training.loss (last 0.01099)" in text and "validation.accuracy (last 1)" in text
         assert "ckpt-aaa" in text and "4.0 KiB" in text and "accuracy=0.9" in text
         await pilot.press("d")
-        prompt = await wait_for(
-            pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="prompt"
-        )
+        prompt = await wait_for(pilot, lambda: prompt_ready(app), what="prompt")
         prompt.query_one(Input).value = str(tmp_path / "dl")
         await pilot.press("enter")
         await wait_for(pilot, lambda: (tmp_path / "dl" / "state.bin").exists(), what="download")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dethelpers import PASSWORD, cluster, seed
 from textual.widgets import Input
-from uihelpers import make_app, screen_text
+from uihelpers import make_app, prompt_ready, screen_text
 from waiting import wait_for
 
 from yanflow_tui.screens.queue import JobTable
@@ -17,9 +17,7 @@ def rows(app) -> list[str]:
 
 async def logged_in(pilot, app) -> JobTable:
     """The password typed into the prompt; the Queue's table once it shows experiment 12, on its row."""
-    prompt = await wait_for(
-        pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="password prompt"
-    )
+    prompt = await wait_for(pilot, lambda: prompt_ready(app), what="password prompt")
     prompt.query_one(Input).value = PASSWORD
     await pilot.press("enter")
     await wait_for(pilot, lambda: "det/exp-12" in rows(app), what="experiment row")

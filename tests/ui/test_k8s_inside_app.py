@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Input, Static
 from uihelpers import make_app
 from waiting import wait_for
 
+from yanflow_tui.backends.kubernetes import tbfiles
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import PromptScreen
 from yanflow_tui.screens.files import FilesScreen
@@ -136,4 +137,6 @@ async def test_read_only_x_refuses_the_shell_before_any_exec(home, emulator, kub
         await pilot.press("x")
         await wait_for(pilot, lambda: len(notes) == 2, what="the detail's refusal")
         assert notes[-1].startswith("read-only: shell refused")
-    assert emulator.streams.execs == []
+    # the detail's curves read the pod's event files by exec (a read); the refused shell opened nothing
+    reads = (tbfiles.RESOLVE, tbfiles.LIST, tbfiles.READ)
+    assert [e for e in emulator.streams.execs if e[3][:2] != ("sh", "-c") or e[3][2] not in reads] == []

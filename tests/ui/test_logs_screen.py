@@ -12,7 +12,7 @@ import pytest
 from fakes.backend import FakeActionsBackend
 from paths import SAMPLES
 from textual.widgets import Input
-from uihelpers import log_lines, make_app, screen_text
+from uihelpers import log_lines, make_app, prompt_ready, screen_text
 from waiting import wait_for
 
 from yanflow_tui import logstore
@@ -292,9 +292,7 @@ async def test_save_writes_the_whole_spilled_log_with_mode_0600(home, stream_kin
         await asyncio.to_thread(store.sync)
         assert store.spilled > 4_000 and store.in_memory < 1_000
         await pilot.press("w")
-        prompt = await wait_for(
-            pilot, lambda: type(app.screen).__name__ == "PromptScreen" and app.screen, what="save prompt"
-        )
+        prompt = await wait_for(pilot, lambda: prompt_ready(app), what="save prompt")
         saved = tmp_path / "hpc-101-train-resnet.log"  # named after the job, in the current directory
         assert prompt.query_one(Input).value == str(saved)
         await pilot.press("enter")
