@@ -93,6 +93,11 @@ def _is_live(cell: Cell) -> TypeGuard[Callable[[], Text]]:
     return not isinstance(cell, (str, Text))
 
 
+def _fits(known: tuple[Row, tuple[int, ...]] | None, row: Row) -> TypeGuard[tuple[Row, tuple[int, ...]]]:
+    """``known`` (a row measured and its widths) holds for ``row``: that very row, or equal cells."""
+    return known is not None and (known[0] is row or known[0].cells == row.cells)
+
+
 # a set of rows kept: the rows given, keyed, their width counts, widths measured of rows replaced
 _Kept = tuple[list[Row], dict[str, Row], list[Counter[int]] | None, dict[str, tuple[Row, tuple[int, ...]]]]
 
@@ -285,7 +290,7 @@ class VirtualTable(ScrollView, can_focus=True):
             arrived.extend(map(_SECOND, compress(knowns, ready)))
             for row in compress(new, map(not_, ready)):
                 known = measured.get(row.key)
-                if known is None or known[0].cells != row.cells:
+                if not _fits(known, row):
                     known = measured[row.key] = (row, self._row_widths(row))
                 arrived.append(known[1])
         changed = cast("Iterable[tuple[Row, Row]]", compress(zip(differ, befores), befores))
@@ -298,12 +303,12 @@ class VirtualTable(ScrollView, can_focus=True):
             known = measured.get(key)
             if known is not None:
                 left.append(known[1])
-            if known is None or (known[0] is not row and known[0].cells != row.cells):
+            if not _fits(known, row):
                 ahead = self._ahead.get(key)
                 if ahead is not None:  # the version on show now takes its place there
                     if known is not None:
                         self._ahead[key] = known
-                    if ahead[0] is not row and ahead[0].cells != row.cells:
+                    if not _fits(ahead, row):
                         ahead = (row, self._row_widths(row))
                     known = measured[key] = ahead
                 else:
@@ -382,11 +387,11 @@ class VirtualTable(ScrollView, can_focus=True):
         keys = list(map(_ROW_KEY, given))
         for row in compress(given, map(is_not, map(_FIRST, map(measured.get, keys, repeat(_UNMEASURED))), given)):
             known = widths.get(row.key)
-            if known is None or (known[0] is not row and known[0].cells != row.cells):
+            if not _fits(known, row):
                 known = measured.get(row.key)
-                if known is None or (known[0] is not row and known[0].cells != row.cells):
+                if not _fits(known, row):
                     turn = ahead.get(row.key)
-                    if turn is not None and (turn[0] is row or turn[0].cells == row.cells):
+                    if _fits(turn, row):
                         if known is not None:  # the two versions take turns
                             ahead[row.key] = known
                         known = turn
@@ -437,11 +442,11 @@ class VirtualTable(ScrollView, can_focus=True):
             if on_show is not None:  # another version of a row on show: kept aside till it is shown
                 if on_show is not row and on_show.cells != row.cells:
                     known = ahead.get(row.key)
-                    if known is None or (known[0] is not row and known[0].cells != row.cells):
+                    if not _fits(known, row):
                         ahead[row.key] = (row, self._row_widths(row))
                 continue
             known = measured.get(row.key)
-            if known is None or (known[0] is not row and known[0].cells != row.cells):
+            if not _fits(known, row):
                 measured[row.key] = (row, self._row_widths(row))
 
     def move_cursor_to_key(self, key: str) -> bool:
