@@ -423,11 +423,8 @@ class QueueScreen(DataScreen):
             changed |= cluster.update(snap.jobs, hub.backend(name).current_user if mine else "")
         ordered = [self._clusters[name] for name in sorted(self._clusters)]
         generations = tuple(cluster.generation for cluster in ordered)
-        if changed and not rebuild and generations == self._generations:  # same jobs, same groups
-            self._version += 1
-            self._matches.clear()
-            self._unfiltered = None
-        elif rebuild or generations != self._generations:  # jobs came, went or moved: the lists again
+        relist = rebuild or generations != self._generations  # jobs came, went or moved: the lists again
+        if relist:
             self._generations = generations
             self._top = [entry for cluster in ordered for entry in cluster.top]
             self._children = {key: kids for cluster in ordered for key, kids in cluster.children.items()}
@@ -440,18 +437,16 @@ class QueueScreen(DataScreen):
             group_of: list[int] = []
             groups: list[int] = []
             for entry in self._top:
+                at = len(flat)
+                flat.append(entry)
+                group_of.append(-1)
                 kids = children.get(entry.key)
                 if kids:
-                    at = len(flat)
                     groups.append(at)
-                    flat.append(entry)
-                    group_of.append(-1)
                     flat.extend(kids)
                     group_of.extend(repeat(at, len(kids)))
-                else:
-                    flat.append(entry)
-                    group_of.append(-1)
             self._flat, self._group_at, self._groups = flat, group_of, groups
+        if relist or changed:  # (changed alone: same jobs in the same groups, entries updated in place)
             self._version += 1
             self._matches.clear()
             self._unfiltered = None
