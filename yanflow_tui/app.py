@@ -23,6 +23,7 @@ A cluster with ``capabilities.scopes`` switches its context or namespace live (`
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import threading
@@ -68,7 +69,6 @@ def binding_ids() -> set[str]:
     """The registry a ``keymap:`` is checked against: the id of every binding of the app, its
     screens, dialogs and widgets (each class of this package: the app imports only what the first
     screen needs, so every module of ``yanflow_tui.screens`` is imported here)."""
-    import importlib
     import pkgutil
 
     from textual.dom import DOMNode
@@ -88,32 +88,10 @@ def binding_ids() -> set[str]:
 
 
 # The first paint imports only the Queue: every other screen and dialog is imported when first shown.
-def _nodes_screen() -> Screen:
-    """The Nodes screen, imported when first shown."""
-    from yanflow_tui.screens.nodes import NodesScreen
-
-    return NodesScreen()
-
-
-def _clusters_screen() -> Screen:
-    """The Clusters screen, imported when first shown."""
-    from yanflow_tui.screens.clusters import ClustersScreen
-
-    return ClustersScreen()
-
-
-def _submit_screen() -> Screen:
-    """The Submit screen, imported when first shown."""
-    from yanflow_tui.screens.submit.screen import SubmitScreen
-
-    return SubmitScreen()
-
-
-def _logs_screen() -> Screen:
-    """The Logs screen, imported when first shown."""
-    from yanflow_tui.screens.logs.screen import LogsScreen
-
-    return LogsScreen()
+def _screen_from(module: str, name: str) -> Screen:
+    """A new ``name`` screen from ``yanflow_tui.screens.<module>``, that module imported when first needed."""
+    screen: Screen = getattr(importlib.import_module(f"yanflow_tui.screens.{module}"), name)()
+    return screen
 
 
 class YanflowApp(SerialKeys):
@@ -123,10 +101,10 @@ class YanflowApp(SerialKeys):
     CSS_PATH = [HERE / "app.tcss", QueueScreen.CSS_PATH]
     MODES = {
         "queue": QueueScreen,
-        "nodes": _nodes_screen,
-        "submit": _submit_screen,
-        "logs": _logs_screen,
-        "clusters": _clusters_screen,
+        "nodes": partial(_screen_from, "nodes", "NodesScreen"),
+        "submit": partial(_screen_from, "submit.screen", "SubmitScreen"),
+        "logs": partial(_screen_from, "logs.screen", "LogsScreen"),
+        "clusters": partial(_screen_from, "clusters", "ClustersScreen"),
     }
     DEFAULT_MODE = "queue"
     COMMANDS = App.COMMANDS | {YanflowCommands}
