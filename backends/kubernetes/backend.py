@@ -476,12 +476,19 @@ class KubernetesBackend(Backend):
         if not 0 < port < 65536 or not 0 <= local_port < 65536:
             raise BackendError(f"not a port: {port}")
         pod = await self._running_pod(job_id_, rank)
+        local, close = await self._pod_forward(pod, port, local_port)
+        return Forward(f"pod {pod.namespace}/{pod.name}", port, local, close)
+
+    async def _pod_forward(
+        self, pod: PodInfo, port: int, local_port: int = 0
+    ) -> tuple[int, Callable[[], Awaitable[None]]]:
+        """A local port (``local_port``, or a free one) forwarded to ``port`` of ``pod``, and its close."""
         forwarder = await asyncio.to_thread(PodForward(self._core, pod.namespace, pod.name, port, local_port).start)
 
         async def close() -> None:
             await asyncio.to_thread(forwarder.close)
 
-        return Forward(f"pod {pod.namespace}/{pod.name}", port, forwarder.local_port, close)
+        return forwarder.local_port, close
 
     # -- TensorBoard event files and server, by exec in the job's first running pod (rank 0) -----------------
     async def _logdir(self, job_id_: str) -> tuple[PodInfo, str]:
@@ -506,21 +513,16 @@ class KubernetesBackend(Backend):
         ``tensorboard``), started by exec, detached, and a local port forwarded to it."""
         pod, logdir = await self._logdir(job_id_)
         start = self._starter(pod)
-        core = self._core
 
         async def run(argv: list[str]) -> tuple[int, str, str]:
             return await asyncio.to_thread(tbfiles.run_text, start, argv)
 
-        async def forward(port: int) -> tuple[int, Callable[[], Awaitable[None]]]:
-            forwarder = await asyncio.to_thread(PodForward(core, pod.namespace, pod.name, port).start)
-
-            async def close() -> None:
-                await asyncio.to_thread(forwarder.close)
-
-            return forwarder.local_port, close
-
         return await tbserver.serve_remote(
-            run, forward, self.tensorboard_command, logdir, f"pod {pod.namespace}/{pod.name}"
+            run,
+            functools.partial(self._pod_forward, pod),
+            self.tensorboard_command,
+            logdir,
+            f"pod {pod.namespace}/{pod.name}",
         )
 
     # -- scopes: the context and the namespace, switched live (k9s's :ctx and :ns) -------------------
