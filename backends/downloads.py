@@ -4,8 +4,11 @@ beside the target, so an interrupted download resumes from it), and the sha256 i
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 from pathlib import Path
+
+from yanflow_tui.errors import BackendError
 
 CHUNK = 1 << 20  # bytes hashed at a time
 # The sha256 of a file, or of every file under a folder (``./name`` lines), as the cluster computes it:
@@ -46,3 +49,30 @@ def parse_hashes(text: str, single: str | None = None) -> dict[str, str]:
         if len(digest) == 64:
             found["." if single is not None and name == single else name.removeprefix("./")] = digest
     return found
+
+
+def member(folder: Path, inside: Path, name: str) -> Path:
+    """``folder / name`` for a name the source listed; ``inside`` is ``folder`` resolved. A name that
+    would leave the folder (``..``, a link) is refused."""
+    local = folder / name
+    if not local.resolve().is_relative_to(inside):
+        raise BackendError(f"a file name leaves the folder: {name!r}")
+    return local
+
+
+def is_complete(local: Path, size: int, digest: str | None) -> bool:
+    """``local`` is a whole copy already: the source's size, and its sha256 where the source gave one."""
+    return local.is_file() and local.stat().st_size == size and (digest is None or sha256_file(local) == digest)
+
+
+def finish(part: Path, target: Path, what: str, size: int, digest: str | None, source: str) -> None:
+    """Check ``part`` against the ``source``'s size (``source``: "the cluster", "the pod") and sha256 where
+    it gave one, then rename it to ``target``; a partial file that fails is removed."""
+    got = part.stat().st_size if part.exists() else 0
+    if got != size:
+        part.unlink(missing_ok=True)
+        raise BackendError(f"{what}: {got} bytes arrived, {source} has {size}; the partial file is removed")
+    if digest is not None and sha256_file(part) != digest:
+        part.unlink()
+        raise BackendError(f"{what}: the sha256 does not match {source}'s; the partial file is removed")
+    os.replace(part, target)

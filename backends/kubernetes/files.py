@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, cast
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
-from yanflow_tui.backends.downloads import HASH, parse_hashes, partial_path, sha256_file
+from yanflow_tui.backends.downloads import HASH, finish, is_complete, member, parse_hashes, partial_path, sha256_file
 from yanflow_tui.backends.kubernetes.podexec import ExecStream, Runner, checked, run
 from yanflow_tui.errors import BackendError
 
@@ -122,14 +122,7 @@ def _file(
             code, err = stream.finish()
             if code:
                 raise BackendError(f"reading {path}: {err.strip() or f'exit code {code}'}")
-    got = part.stat().st_size
-    if got != size:
-        part.unlink()
-        raise BackendError(f"{path}: {got} bytes arrived, the pod has {size}; the partial file is removed")
-    if digest is not None and sha256_file(part) != digest:
-        part.unlink()
-        raise BackendError(f"{path}: the sha256 does not match the pod's; the partial file is removed")
-    os.replace(part, target)
+    finish(part, target, path, size, digest, "the pod")
     return Download(target, size, "size and sha256" if digest else "size", offset)
 
 
@@ -189,11 +182,9 @@ def _resume(
     inside = root.resolve()
     done = resumed = 0
     for name, size in sorted(sizes.items()):
-        local = root / name
-        if not local.resolve().is_relative_to(inside):
-            raise BackendError(f"a file name leaves the folder: {name!r}")
+        local = member(root, inside, name)
         digest = (hashes or {}).get(name)
-        if local.is_file() and local.stat().st_size == size and (digest is None or sha256_file(local) == digest):
+        if is_complete(local, size, digest):
             done += size
             resumed += size
             if progress is not None:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
-from yanflow_tui.backends.downloads import HASH, parse_hashes, partial_path, sha256_file
+from yanflow_tui.backends.downloads import HASH, finish, is_complete, member, parse_hashes, partial_path
 from yanflow_tui.backends.slurm.transport import Transport
 from yanflow_tui.errors import BackendError
 
@@ -96,7 +96,7 @@ async def download(
     if kind.strip() == "file":
         size = sizes.get(".", 0)
         resumed = await _file(transport, where, part, size, counted)
-        await asyncio.to_thread(_finish, part, target, where, size, hashes.get(".") if hashes else None)
+        await asyncio.to_thread(finish, part, target, where, size, hashes.get(".") if hashes else None, "the cluster")
         return Download(target, size, checked, resumed)
     # a folder: each file into .NAME.part/ (each resumed as a single file is), then the folder renamed
     done = await asyncio.to_thread(_folder_part, part, sizes, hashes)
@@ -105,7 +105,9 @@ async def download(
     for name in sorted(set(sizes) - done):
         local = part / name
         resumed += await _file(transport, posixpath.join(where, name), partial_path(local), sizes[name], counted)
-        await asyncio.to_thread(_finish, partial_path(local), local, name, sizes[name], (hashes or {}).get(name))
+        await asyncio.to_thread(
+            finish, partial_path(local), local, name, sizes[name], (hashes or {}).get(name), "the cluster"
+        )
     await asyncio.to_thread(_finish_folder, part, target, where, sizes)
     return Download(target, counted.total, checked, resumed)
 
@@ -119,14 +121,10 @@ def _folder_part(part: Path, sizes: dict[str, int], hashes: dict[str, str] | Non
     root = part.resolve()
     done = set()
     for name, size in sizes.items():
-        local = part / name
-        if not local.resolve().is_relative_to(root):
-            raise BackendError(f"a file name leaves the folder: {name!r}")
+        local = member(part, root, name)
         local.parent.mkdir(parents=True, exist_ok=True)
-        if local.is_file() and local.stat().st_size == size:
-            digest = (hashes or {}).get(name)
-            if digest is None or sha256_file(local) == digest:
-                done.add(name)
+        if is_complete(local, size, (hashes or {}).get(name)):
+            done.add(name)
     return done
 
 
@@ -176,18 +174,6 @@ def _close(handle) -> None:
     handle.flush()
     os.fsync(handle.fileno())
     handle.close()
-
-
-def _finish(part: Path, target: Path, what: str, size: int, digest: str | None) -> None:
-    """Check ``part`` against the cluster's size and sha256, then rename it to ``target``."""
-    got = part.stat().st_size if part.exists() else 0
-    if got != size:
-        part.unlink(missing_ok=True)
-        raise BackendError(f"{what}: {got} bytes arrived, the cluster has {size}; the partial file is removed")
-    if digest is not None and sha256_file(part) != digest:
-        part.unlink()
-        raise BackendError(f"{what}: the sha256 does not match the cluster's; the partial file is removed")
-    os.replace(part, target)
 
 
 def srun_shell(job_id: str, node: str) -> str:
