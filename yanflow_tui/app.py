@@ -35,6 +35,7 @@ from textual import events, work
 from textual.app import App, ScreenStackError, SuspendNotSupported
 from textual.binding import Binding
 from textual.command import CommandPalette
+from textual.driver import Driver
 from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 from textual.worker import Worker, WorkerState
@@ -43,6 +44,7 @@ from yanflow_tui import applog, keyfiles, snapcache, termlogin
 from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
+from yanflow_tui.earlypaint import EarlyPaint
 from yanflow_tui.errors import YanflowError
 from yanflow_tui.heap import Heap
 from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
@@ -87,6 +89,30 @@ def binding_ids() -> set[str]:
     return ids
 
 
+def takeover_driver(early: EarlyPaint) -> type[Driver]:
+    """Textual's Linux driver, starting on the screen ``early`` painted: the terminal's modes are
+    given back first (what the driver saves and restores at exit), and the alternate screen, entered
+    already, is not entered again (a second enter would save the cursor of the paint, not the shell's)."""
+    from textual.drivers.linux_driver import LinuxDriver
+
+    class TakeOver(LinuxDriver):
+        def start_application_mode(self) -> None:
+            self._skip_alt = early.on_screen
+            early.takes_over()
+            super().start_application_mode()
+
+        def write(self, data: str) -> None:
+            if data == ALT_SCREEN and getattr(self, "_skip_alt", False):
+                self._skip_alt = False
+                return
+            super().write(data)
+
+    return TakeOver
+
+
+ALT_SCREEN = "\x1b[?1049h"
+
+
 # The first paint imports only the Queue: every other screen and dialog is imported when first shown.
 def _screen_from(module: str, name: str) -> Screen:
     """A new ``name`` screen from ``yanflow_tui.screens.<module>``, that module imported when first needed."""
@@ -128,20 +154,29 @@ class YanflowApp(SerialKeys):
 
     clock = staticmethod(time.time)  # tests pin it for deterministic snapshots
 
-    def __init__(self, config: Config, hub: Hub | None = None, snapshot_file: Path | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        config: Config,
+        hub: Hub | None = None,
+        snapshot_file: Path | None = None,
+        cache_note: str | None = None,
+        driver_class: type[Driver] | None = None,
+    ) -> None:
+        super().__init__(driver_class=driver_class)
         # a typo is a located error, not ignored (the ids are gathered only when there is a keymap to check)
         check_names(config, self.available_themes, binding_ids() if config.keymap else ())
         self.config = config
         self.hub = hub or Hub(config)
         # Where the last run's snapshot is kept (``snapcache``): shown marked cached until each cluster's
-        # first refresh, written again at exit. None (tests): nothing read or kept.
+        # first refresh, written again at exit. None (tests): nothing read or kept. ``cache_note``: the
+        # caller read it into ``hub`` already (the console, to paint it before Textual: ``earlypaint``).
         self.snapshot_file = snapshot_file
         self.heap = Heap()  # no full GC pass over the jobs while a key waits (yanflow_tui.heap)
-        self._cache_note = ""
+        self._cache_note = cache_note or ""
         if snapshot_file is not None:  # the console (not a test's app): no GC pass until the first refresh or tick
             self.heap.hold()
-            self._cache_note = snapcache.restore(self.hub, snapshot_file)
+            if cache_note is None:
+                self._cache_note = snapcache.restore(self.hub, snapshot_file)
         self.read_only = config.read_only or all(c.read_only for c in config.clusters)
         self._wake: dict[str, asyncio.Event] = {}
         # Every refresh's snapshot, to the screens on show (``LiveScreen`` subscribes on mount).

@@ -7,7 +7,6 @@ to stderr as one line, exit code non-zero, never a traceback (``YANFLOW_DEBUG=1`
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import json
 import logging
@@ -18,13 +17,18 @@ import threading
 import time
 from collections.abc import Sequence
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from yanflow_tui import __version__, applog, inside, keyfiles, tensorboards
-from yanflow_tui.capacity import Fit
+from yanflow_tui import __version__, applog, keyfiles
 from yanflow_tui.errors import SubmitUnknown, YanflowError
 from yanflow_tui.locations import app_log_path, display_path
-from yanflow_tui.projects import ProjectError, project_names, write_project
 from yanflow_tui.sanitize import clean
+
+if TYPE_CHECKING:
+    import asyncio
+
+# A plain console start imports only what paints the cached Queue (``earlypaint``): the commands'
+# modules (and asyncio, the backends, Textual) are imported where they are used.
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -79,6 +83,9 @@ def _console_args(argv: Sequence[str] | None) -> argparse.Namespace | None:
 
 def _parser() -> argparse.ArgumentParser:
     import shtab  # static completion scripts, made from this parser
+
+    from yanflow_tui import inside, tensorboards
+    from yanflow_tui.projects import project_names
 
     common = _common(shtab.FILE)
     parser = argparse.ArgumentParser(
@@ -186,6 +193,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _init(template: str, folder: str) -> int:
     """``yanflow-tui init``: needs no config, touches no cluster."""
+    from yanflow_tui.projects import ProjectError, write_project
+
     try:
         spec = write_project(template, folder)
     except (ProjectError, OSError) as exc:
@@ -232,7 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = _config(args)
         if args.command is None:
             return _run_app(config)
-        return asyncio.run(_COMMANDS[args.command](config, args))
+        import asyncio
+
+        return asyncio.run(_commands()[args.command](config, args))
     except YanflowError as exc:
         log.info("%s: %s", type(exc).__name__, exc)
         _error(str(exc))
@@ -263,17 +274,41 @@ def _config(args):
 
 
 def _run_app(config) -> int:
-    from yanflow_tui import snapcache
-    from yanflow_tui.app import YanflowApp
-    from yanflow_tui.termlogin import log_in_first
+    """The console. Before the backends and Textual are imported (most of a second of CPU), the last
+    run's snapshot is read and the cached Queue painted (``earlypaint``); Textual then takes over that
+    screen. A cluster that logs in in the terminal does it first (the paint gives the screen back)."""
+    import gc
 
-    app = YanflowApp(config, snapshot_file=snapcache.default_path())
-    log_in_first(app.hub)  # a cluster that logs in in the terminal does it now, before the console
-    app.run(mouse=config.mouse)
+    from yanflow_tui import earlypaint, snapcache
+
+    path = snapcache.default_path()
+    doc = snapcache.read(path)
+    early = earlypaint.paint(config, doc[0])
+    try:
+        from yanflow_tui.hub import Hub
+        from yanflow_tui.termlogin import log_in_first
+
+        hub = Hub(config)
+        # a cluster that logs in in the terminal does it now, before the console (on the normal screen)
+        log_in_first(hub, out=early.stream(sys.stderr) if early is not None else None)
+        note = snapcache.restore(hub, path, doc)
+        del doc
+        gc.freeze()  # the cached jobs live on: the collections while Textual loads need not walk them
+
+        from yanflow_tui.app import YanflowApp, takeover_driver
+
+        driver = takeover_driver(early) if early is not None else None
+        app = YanflowApp(config, hub=hub, snapshot_file=path, cache_note=note, driver_class=driver)
+        app.run(mouse=config.mouse)
+    finally:
+        if early is not None:
+            early.leave()  # nothing once Textual took over (it leaves the screen itself)
     return app.return_code or 0
 
 
 def _hub(config, cluster: str | None = None):
+    import asyncio
+
     from yanflow_tui.hub import Hub
 
     if cluster:
@@ -289,6 +324,8 @@ def _hub(config, cluster: str | None = None):
 async def _ask_in_terminal(asking: asyncio.Lock, cluster: str, question: str, secret: bool) -> str | None:
     """A backend's question, asked on the terminal (one at a time; the other clusters keep going).
     Read in a thread of its own, so the event loop runs meanwhile; None on end of input (ctrl+d)."""
+    import asyncio
+
     async with asking:
         text = f"{clean(cluster)}: {clean(question)} "
         loop = asyncio.get_running_loop()
@@ -325,6 +362,8 @@ async def _job_cluster(hub, name: str | None, job_id: str) -> str:
     holds the job. Clusters whose id grammar the id does not fit are skipped with no I/O
     (``Backend.check_id``); the rest are asked at once. Unique only when every one of them answered:
     an id on several clusters, or one that could not be checked everywhere, needs ``--cluster``."""
+    import asyncio
+
     from yanflow_tui.hub import Health
 
     if name:
@@ -372,6 +411,8 @@ async def _job_cluster(hub, name: str | None, job_id: str) -> str:
 
 
 async def _list(config, args, what: str) -> int:
+    import asyncio
+
     hub = _hub(config, args.cluster)
     names = [args.cluster] if args.cluster else hub.names
     try:
@@ -512,6 +553,7 @@ async def _nodes(config, args) -> int:
 
 
 async def _submit(config, args) -> int:
+    from yanflow_tui.capacity import Fit
     from yanflow_tui.nativefiles import load_job_file
 
     spec = load_job_file(args.file, args.context)
@@ -665,14 +707,24 @@ async def _metrics(config, args) -> int:
     return 0
 
 
-_COMMANDS = {
-    "jobs": _jobs,
-    "nodes": _nodes,
-    "submit": _submit,
-    "cancel": _cancel,
-    "logs": _logs,
-    "metrics": _metrics,
-    **dict.fromkeys(VERB_HELP, _verb),
-    **inside.COMMANDS,
-    "tensorboard": tensorboards.command,
-}
+def _commands() -> dict[str, Any]:
+    """Each command's coroutine function by name (its modules imported on first use)."""
+    global _COMMANDS
+    if _COMMANDS is None:
+        from yanflow_tui import inside, tensorboards
+
+        _COMMANDS = {
+            "jobs": _jobs,
+            "nodes": _nodes,
+            "submit": _submit,
+            "cancel": _cancel,
+            "logs": _logs,
+            "metrics": _metrics,
+            **dict.fromkeys(VERB_HELP, _verb),
+            **inside.COMMANDS,
+            "tensorboard": tensorboards.command,
+        }
+    return _COMMANDS
+
+
+_COMMANDS: dict[str, Any] | None = None

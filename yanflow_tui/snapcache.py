@@ -17,13 +17,16 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yanflow_tui import __version__
-from yanflow_tui.hub import ClusterSnapshot, Health, Hub
 from yanflow_tui.locations import CLOEXEC, NOFOLLOW, private_file, state_dir
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node, intern_all
+
+if TYPE_CHECKING:  # the hub (and the backends' clients it loads) is imported after the early paint
+    from yanflow_tui.hub import ClusterSnapshot, Hub
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +54,7 @@ class Cached:
 def _plain(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
-    if isinstance(value, (JobState, JobKind, GpuState, Health)):
+    if isinstance(value, Enum):  # JobState, JobKind, GpuState, Health
         return value.value
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
@@ -60,13 +63,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def encode(snapshots: Iterable[ClusterSnapshot], saved: float) -> bytes:
-    """The file's bytes: each cluster that has had a good refresh (a cached one keeps its own age)."""
+def encode(snapshots: Iterable[ClusterSnapshot], saved: float, users: dict[str, str] | None = None) -> bytes:
+    """The file's bytes: each cluster that has had a good refresh (a cached one keeps its own age), with
+    who "mine" was there (``users``: ``Backend.current_user``, "" unknown; the early paint's "mine")."""
+    users = users or {}
     clusters = {
         snap.name: {
             "kind": snap.kind,
             "health": snap.health.value,
             "updated": snap.updated,
+            "user": users.get(snap.name, ""),
             "jobs": [_plain(job) for job in snap.jobs],
             "nodes": [_plain(node) for node in snap.nodes],
         }
@@ -77,10 +83,10 @@ def encode(snapshots: Iterable[ClusterSnapshot], saved: float) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-def save(path: Path, snapshots: Iterable[ClusterSnapshot], saved: float) -> None:
+def save(path: Path, snapshots: Iterable[ClusterSnapshot], saved: float, users: dict[str, str] | None = None) -> None:
     """Write the file atomically, mode 0600 (``locations.private_file``)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    private_file(path, encode(snapshots, saved))
+    private_file(path, encode(snapshots, saved, users))
 
 
 # -- reading -----------------------------------------------------------------------------------------
@@ -178,26 +184,45 @@ def _reader() -> tuple[Callable[[dict], Job], Callable[[dict], Node]]:
 
 def decode(data: bytes) -> dict[str, Cached]:
     """The clusters in the file; raises ``ValueError`` when it is corrupt or not this version's."""
+    return build(parse(data))
+
+
+def _no_gc(make: Callable[[Any], Any], arg: Any) -> Any:
     collecting = gc.isenabled()
     # The parsed document (acyclic: refcounting frees it) and the objects made from it, which all
     # live on: collections while making them would only cost (~35%)
     gc.disable()
     try:
-        return _decode(data)
+        return make(arg)
     finally:
         if collecting:
             gc.enable()
 
 
-def _decode(data: bytes) -> dict[str, Cached]:
-    try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"not JSON ({exc})") from None
+def parse(data: bytes) -> dict:
+    """The file's document (plain JSON: what ``earlypaint`` draws from, before ``build``); raises
+    ``ValueError`` when it is not JSON or not this version's."""
+    doc = _no_gc(_parse, data)
     if not isinstance(doc, dict):
         raise ValueError("not a snapshot file")
     if doc.get("format") != FORMAT or doc.get("yanflow") != __version__:
         raise ValueError(f"written by yanflow {doc.get('yanflow')!s} (format {doc.get('format')!s})")
+    return doc
+
+
+def _parse(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+
+
+def build(doc: dict) -> dict[str, Cached]:
+    """The clusters of a ``parse``d document; raises ``ValueError`` when it is corrupt."""
+    return _no_gc(_build, doc)
+
+
+def _build(doc: dict) -> dict[str, Cached]:
     try:
         job, node = _reader()
         return {
@@ -214,24 +239,42 @@ def _decode(data: bytes) -> dict[str, Cached]:
         raise ValueError(f"corrupt ({type(exc).__name__}: {exc})") from None
 
 
-def load(path: Path) -> tuple[dict[str, Cached], str]:
-    """The file's clusters and a one-line note ("" when all is well or there is no file yet).
-    Never raises: a file that cannot be used is ignored and the note says why."""
+def read(path: Path) -> tuple[dict | None, str]:
+    """The file's ``parse``d document (None when there is none to use) and a one-line note ("" when
+    all is well or there is no file yet). Never raises: a file that cannot be used is ignored and
+    the note says why."""
     try:
         fd = os.open(path, os.O_RDONLY | NOFOLLOW | CLOEXEC)
     except FileNotFoundError:
-        return {}, ""
+        return None, ""
     except OSError as exc:
-        return {}, f"cached snapshot ignored: {exc.strerror or exc}"
+        return None, f"cached snapshot ignored: {exc.strerror or exc}"
     try:
         with os.fdopen(fd, "rb") as fh:
             data = fh.read(MAX_BYTES + 1)
     except OSError as exc:
-        return {}, f"cached snapshot ignored: {exc.strerror or exc}"
+        return None, f"cached snapshot ignored: {exc.strerror or exc}"
     if len(data) > MAX_BYTES:
-        return {}, "cached snapshot ignored: too big"
+        return None, "cached snapshot ignored: too big"
     try:
-        return decode(data), ""
+        return parse(data), ""
+    except ValueError as exc:
+        return None, f"cached snapshot ignored: {exc}"
+
+
+def load(path: Path) -> tuple[dict[str, Cached], str]:
+    """The file's clusters and a one-line note ("" when all is well or there is no file yet).
+    Never raises: a file that cannot be used is ignored and the note says why."""
+    doc, note = read(path)
+    return from_doc(doc, note)
+
+
+def from_doc(doc: dict | None, note: str = "") -> tuple[dict[str, Cached], str]:
+    """``load`` of a document ``read`` already (``note``: what ``read`` said)."""
+    if doc is None:
+        return {}, note
+    try:
+        return build(doc), note
     except ValueError as exc:
         return {}, f"cached snapshot ignored: {exc}"
 
@@ -249,9 +292,10 @@ def seed(hub: Hub, cached: dict[str, Cached]) -> list[str]:
     return seeded
 
 
-def restore(hub: Hub, path: Path) -> str:
-    """Read ``path`` into ``hub``; the one-line note to show ("" when none)."""
-    cached, note = load(path)
+def restore(hub: Hub, path: Path, doc: tuple[dict | None, str] | None = None) -> str:
+    """Read ``path`` into ``hub``; the one-line note to show ("" when none). ``doc``: what ``read``
+    returned for ``path`` already (the console reads it before Textual, to paint it at once)."""
+    cached, note = from_doc(*doc) if doc is not None else load(path)
     if note:
         log.warning("%s (%s)", note, path)
     seed(hub, cached)
@@ -261,6 +305,7 @@ def restore(hub: Hub, path: Path) -> str:
 def keep(hub: Hub, path: Path, now: float) -> None:
     """Write each cluster's last good state to ``path``; a failure is logged, never raised."""
     try:
-        save(path, hub.snapshots.values(), now)
+        users = {name: hub.backend(name).current_user for name in hub.names}
+        save(path, hub.snapshots.values(), now, users)
     except (OSError, TypeError, ValueError) as exc:
         log.warning("could not keep the snapshot in %s: %s", path, exc)

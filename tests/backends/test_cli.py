@@ -249,7 +249,7 @@ def test_in_process_unexpected_error_has_no_traceback(home, monkeypatch, capsys)
     async def broken(config, args):
         raise RuntimeError("something odd\nwith two lines")
 
-    monkeypatch.setitem(cli._COMMANDS, "jobs", broken)
+    monkeypatch.setitem(cli._commands(), "jobs", broken)
     assert cli.main(["jobs"]) == cli.EXIT_ERROR
     err = capsys.readouterr().err
     assert err.splitlines()[0] == "yanflow-tui: error: unexpected RuntimeError: something odd"

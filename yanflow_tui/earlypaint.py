@@ -1,0 +1,584 @@
+"""The first paint from the cached snapshot, before Textual is imported (about half a second of CPU).
+
+When the hub holds the last run's state (``snapcache``) and stdout is a terminal, ``paint`` draws the
+Queue as the console will first show it (the header with each cluster marked ``cached <age>``, the
+column headers and the first screenful of rows, in the default order with groups closed) in plain
+ANSI on the alternate screen. Textual then takes over that same screen (``takes_over``: the
+terminal's modes are handed back as they were before the paint, and the alternate screen is not
+entered twice) and repaints it whole. Anything that ends the process first (an error, ^C, a
+signal, a login in the terminal) calls ``leave``: the normal screen, the cursor and the terminal's
+modes come back as they were. Nothing is painted when there is no cached snapshot, stdin or stdout
+is not a terminal, ``TERM`` is unset or ``dumb``, ``YANFLOW_NO_EARLY_PAINT`` is set, or the terminal
+is too small. Cluster text is cleaned of control characters (``sanitize.clean``). No Textual or
+Rich here; the row cells follow ``screens/render/rows.py`` and the column fitting ``VirtualTable``.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import sys
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from itertools import repeat
+from operator import itemgetter
+from typing import TYPE_CHECKING, TextIO, cast
+
+from yanflow_tui.sanitize import clean
+
+if TYPE_CHECKING:
+    from yanflow_tui.config import Config
+    from yanflow_tui.model import ClusterConfig
+
+DISABLE_ENV = "YANFLOW_NO_EARLY_PAINT"
+MIN_COLUMNS, MIN_LINES = 20, 4
+
+# The default dark theme's colours, as Textual draws the Queue (textual-dark); another theme gets
+# the attributes only (bold, dim, reverse) on the terminal's own colours.
+PANEL, SURFACE, STRIPE, CURSOR = "242f38", "1e1e1e", "171717", "0178d4"
+FOREGROUND, CURSOR_FG = "e0e0e0", "ddedf9"
+COLOURS = {
+    "yellow": "fd971f",
+    "green": "98e024",
+    "cyan": "58d1eb",
+    "red": "f4005f",
+    "magenta": "9d65ff",
+}
+HEALTH_COLOUR = {"connecting": "yellow", "ok": "green", "stale": "yellow", "error": "red"}
+STATE_STYLE = {  # screens/render/rows.py STATE_STYLES
+    "pending": ("yellow", ""),
+    "running": ("green", ""),
+    "completing": ("cyan", ""),
+    "completed": ("", "dim"),
+    "failed": ("red", "bold"),
+    "cancelled": ("magenta", ""),
+    "unknown": ("red", ""),
+}
+GROUP_CLOSED = "▸ "
+HEADERS = ("CLUSTER", "ID", "NAME", "USER", "STATE", "GPUS", "NODES", "AGE", "REASON")
+# Per column (screens/queue.py COLUMNS): flexible, its floor, give-way rank, right-justified, min width.
+FLEX = {2: 16, 6: 0, 8: 0}
+GIVE_WAY = {8: 1, 6: 2, 7: 3}
+RIGHT = {5, 7}
+MIN_WIDTH = {7: 4}
+PAD = 1
+
+
+# -- whether to paint --------------------------------------------------------------------------------
+def wanted(environ: dict[str, str] | None = None) -> bool:
+    """A real terminal that can take ANSI, and not switched off."""
+    env = os.environ if environ is None else environ
+    if env.get(DISABLE_ENV) or env.get("TERM", "") in ("", "dumb"):
+        return False
+    try:
+        return os.isatty(sys.stdout.fileno()) and os.isatty(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):  # replaced streams (tests), closed ones
+        return False
+
+
+# -- text helpers ------------------------------------------------------------------------------------
+def cells(text: str) -> int:
+    """Terminal cells ``text`` takes (East Asian wide characters two, combining marks none)."""
+    if text.isascii():
+        return len(text)
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` cells, with an ellipsis where it was cut (as Rich's ``truncate``)."""
+    if cells(text) <= width:
+        return text
+    if width <= 0:
+        return ""
+    out, used = [], 0
+    for ch in text:
+        w = cells(ch)
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + "…"
+
+
+def duration(seconds: float | None) -> str:
+    """As ``screens.render.rows.duration``: 45s, 12m, 3h, 5d."""
+    if seconds is None:
+        return "-"
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _number_text(digits: str) -> str:
+    number = str(int(digits))
+    return f"\x01{len(number):03d}{number}"
+
+
+def natural_text(value: str) -> str:
+    """The Queue's natural order of ids (``screens.render.rows.natural_text``)."""
+    if value.isdigit() and value.isascii():
+        return _number_text(value)
+    return "".join(_number_text(p) if p.isdecimal() else f"\x02{p}\x00" for p in _DIGITS.split(value) if p)
+
+
+# -- styles ------------------------------------------------------------------------------------------
+class Style:
+    """SGR sequences for one theme: the dark theme's colours in truecolor or 256 colours, or none."""
+
+    def __init__(self, colours: str) -> None:
+        self.colours = colours  # "truecolor", "256" or "" (attributes only)
+
+    def _rgb(self, hexa: str, ground: int) -> str:
+        r, g, b = (int(hexa[i : i + 2], 16) for i in (0, 2, 4))
+        if self.colours == "truecolor":
+            return f"{ground};2;{r};{g};{b}"
+        if max(r, g, b) - min(r, g, b) < 12:  # a grey: the 24-step ramp
+            index = 232 + min(23, max(0, round((r - 8) / 10)))
+        else:
+            index = 16 + 36 * round(r / 255 * 5) + 6 * round(g / 255 * 5) + round(b / 255 * 5)
+        return f"{ground};5;{index}"
+
+    def sgr(self, fg: str = "", bg: str = "", bold: bool = False, dim: bool = False, reverse: bool = False) -> str:
+        parts = ["0"]
+        if bold:
+            parts.append("1")
+        if dim:
+            parts.append("2")
+        if reverse:
+            parts.append("7")
+        if self.colours:
+            fg = COLOURS.get(fg, fg)
+            if fg:
+                parts.append(self._rgb(fg, 38))
+            if bg:
+                parts.append(self._rgb(bg, 48))
+        return f"\x1b[{';'.join(parts)}m"
+
+
+def colour_system(environ: dict[str, str], theme: str | None) -> str:
+    if theme not in (None, "", "textual-dark"):
+        return ""
+    if environ.get("COLORTERM", "").lower() in ("truecolor", "24bit"):
+        return "truecolor"
+    return "256" if "256" in environ.get("TERM", "") else ""
+
+
+# -- what is shown -----------------------------------------------------------------------------------
+class Shown:
+    """One configured cluster as the console's first frame shows it, with the file's cached entry
+    for it (``snapcache.seed``'s rule: the same name and kind) or None (it shows ``connecting``)."""
+
+    def __init__(self, cluster: ClusterConfig, entry: dict | None) -> None:
+        self.name, self.kind, self.read_only = cluster.name, cluster.kind, cluster.read_only
+        self.entry = entry
+        self.jobs: list[dict] = list(entry["jobs"]) if entry is not None else []
+        self.user = str(entry.get("user") or "") if entry is not None else ""  # who "mine" is there
+
+    def short_state(self, now: float) -> str:
+        """As ``screens.render.cluster_rows.short_state`` for a cluster not refreshed yet."""
+        if self.entry is not None:
+            return f"cached {duration(max(0.0, now - float(self.entry['updated'])))}"
+        return "connecting"
+
+
+def shown_clusters(config: Config, doc: dict) -> list[Shown]:
+    """Every configured cluster, in the config's order (the hub's), with its cached entry where it has one."""
+    entries = doc.get("clusters") or {}
+    out = []
+    for cluster in config.clusters:
+        entry = entries.get(cluster.name)
+        usable = isinstance(entry, dict) and entry.get("kind") == cluster.kind
+        out.append(Shown(cluster, entry if usable else None))
+    return out
+
+
+def top_jobs(clusters: Iterable[Shown], users: dict[str, str]) -> tuple[list[tuple[dict, int]], int]:
+    """The Queue's rows with every group closed: (job, members) in the default order (cluster by
+    name, then id naturally), ``users[cluster]``'s jobs only where set; and every job's count."""
+    rows: list[tuple[dict, int]] = []
+    total = 0
+    for shown in sorted(clusters, key=lambda c: c.name):
+        total += len(shown.jobs)
+        me = users.get(shown.name, "")
+        jobs = [job for job in shown.jobs if job["user"] == me] if me else shown.jobs
+        ids = {job["id"] for job in jobs}
+        members: Counter[str] = Counter()
+        top = []
+        for job in jobs:
+            parent = job["parent"]
+            if parent and parent != job["id"] and parent in ids:
+                members[parent] += 1
+            else:
+                top.append(job)
+        ids_text = "".join(map(itemgetter("id"), top))
+        if ids_text.isdigit() and ids_text.isascii():  # numbers only (Slurm, local): natural order is by value
+            numbers = list(map(int, map(itemgetter("id"), top)))
+            top = [top[i] for i in sorted(range(len(top)), key=numbers.__getitem__)]
+        else:
+            top.sort(key=lambda job: natural_text(job["id"]))
+        if members:
+            rows.extend((job, members.get(job["id"], 0)) for job in top)
+        else:
+            rows.extend(zip(top, repeat(0)))
+    return rows, total
+
+
+def _age(submitted: str | None, now: float) -> str:
+    if not submitted:
+        return "-"
+    from datetime import datetime
+
+    return duration(now - datetime.fromisoformat(submitted).timestamp())
+
+
+def row_cells(job: dict, members: int, now: float) -> tuple[str, ...]:
+    """One row's texts (``screens.render.rows.job_live_cells``)."""
+    return (
+        clean(job["cluster"]),
+        clean(f"{GROUP_CLOSED if members else ''}{job['id']}"),
+        clean(f"{job['name']} ({members})" if members else job["name"]),
+        clean(job["user"]),
+        str(job["state"]),
+        str(job["gpus"]) if job["gpus"] else "-",
+        clean(",".join(job["nodes"])) or "-",
+        _age(job["submit_time"], now),
+        clean(job["reason"]),
+    )
+
+
+def content_widths(rows: list[tuple[dict, int]]) -> list[int]:
+    """The widest cell of each column over every row (as the table measures them all; AGE is
+    measured as drawn, so 0 here)."""
+    widths = [0] * len(HEADERS)
+
+    def widest(column: int, texts: set[str]) -> None:
+        joined = "".join(texts)
+        if joined.isascii() and joined.isprintable():  # the usual case: a cell is as wide as it is long
+            widths[column] = max(map(len, texts), default=0)
+        else:
+            widths[column] = max((cells(clean(text)) for text in texts), default=0)
+
+    jobs = [job for job, _ in rows]
+    widest(0, {job["cluster"] for job in jobs})
+    widest(1, {job["id"] if not n else GROUP_CLOSED + job["id"] for job, n in rows})
+    widest(2, {job["name"] if not n else f"{job['name']} ({n})" for job, n in rows})
+    widest(3, {job["user"] for job in jobs})
+    widest(4, {job["state"] for job in jobs})
+    widths[5] = max((len(str(job["gpus"])) if job["gpus"] else 1 for job in jobs), default=0)
+    widest(6, {",".join(job["nodes"]) or "-" for job in jobs})
+    widest(8, {job["reason"] for job in jobs})
+    return widths
+
+
+def fit_widths(natural: list[int], available: int) -> tuple[list[int], set[int]]:
+    """``VirtualTable._fit_widths``: flexible columns shrink first (the widest first, to their floor),
+    then columns give way in rank order."""
+    floors = {i: max(floor, cells(HEADERS[i]), MIN_WIDTH.get(i, 0), 3) for i, floor in FLEX.items()}
+    order = sorted((rank, i) for i, rank in GIVE_WAY.items())
+    hidden: set[int] = set()
+    widths = list(natural)
+    for given_way in range(len(order) + 1):
+        hidden = {i for _, i in order[:given_way]}
+        widths = [0 if i in hidden else w for i, w in enumerate(natural)]
+        excess = sum(w + 2 * PAD for i, w in enumerate(widths) if i not in hidden) - available
+        while excess > 0:
+            shrinkable = [i for i in floors if i not in hidden and widths[i] > floors[i]]
+            if not shrinkable:
+                break
+            widths[max(shrinkable, key=lambda i: widths[i] - floors[i])] -= 1
+            excess -= 1
+        if excess <= 0:
+            break
+    return widths, hidden
+
+
+Span = tuple[str, str]  # (text, its SGR)
+
+
+def _line(spans: Sequence[Span], width: int, fill: str) -> str:
+    """Spans cut to ``width`` cells (an ellipsis at the cut), the rest filled in ``fill``'s style."""
+    out, used = [], 0
+    for text, sgr in spans:
+        if used >= width:
+            break
+        w = cells(text)
+        if used + w > width:
+            text = fit(text + "…", width - used)  # room left: cut, and say so
+            w = cells(text)
+        out.append(sgr + text)
+        used += w
+    if used < width:
+        out.append(fill + " " * (width - used))
+    return "".join(out)
+
+
+def header_lines(
+    config: Config, clusters: list[Shown], style: Style, now: float, width: int, shown: int, total: int, counts: Counter
+) -> list[str]:
+    """The header bar (``ClusterBar`` on the Queue), packed into ``width`` columns like it. Every
+    cluster is as the hub starts it: connecting (yellow), with no message yet."""
+    bg = PANEL
+    read_only = config.read_only or all(c.read_only for c in config.clusters)
+    head: list[Span] = [("YanFlow · Queue", style.sgr(FOREGROUND, bg, bold=True))]
+    if read_only:
+        head.append(("  ", style.sgr(FOREGROUND, bg, bold=True)))
+        head.append(("READ-ONLY ", style.sgr("red", bg, bold=True, reverse=True)))
+    head.append(("  all users" if config.all_users else "  mine", style.sgr("cyan", bg, bold=True)))
+    parts: list[list[Span]] = []
+    colour = HEALTH_COLOUR["connecting"]
+    for cluster in clusters:
+        part: list[Span] = [
+            ("● ", style.sgr(colour, bg, bold=True)),
+            (clean(cluster.name), style.sgr(colour, bg, bold=True)),
+            (f" {cluster.short_state(now)}", style.sgr(colour, bg, bold=True)),
+        ]
+        if cluster.read_only and not read_only:
+            part.append((" ro", style.sgr("red", bg, bold=True)))
+        parts.append(part)
+    plain = style.sgr(FOREGROUND, bg)
+    tail: list[Span] = [(f"shown {shown} of {total}", plain)]
+    for i, (state_name, n) in enumerate(sorted(counts.items())):
+        tail.append((": " if i == 0 else " · ", style.sgr(FOREGROUND, bg, dim=True)))
+        colour, attr = STATE_STYLE.get(state_name, ("", ""))
+        tail.append((f"{state_name} {n}", style.sgr(colour or FOREGROUND, bg, bold=attr == "bold", dim=attr == "dim")))
+    room = max(1, width - 2)  # padding 0 1
+    lines: list[list[Span]] = [head]
+
+    def length(spans: list[Span]) -> int:
+        return sum(cells(text) for text, _ in spans)
+
+    for part in parts:
+        if length(lines[-1]) and length(lines[-1]) + 2 + length(part) > room:
+            lines.append([])
+        if length(lines[-1]):
+            lines[-1].append(("  ", plain))
+        lines[-1].extend(part)
+    if length(lines[-1]) + 4 + min(length(tail), 12) > room:
+        lines.append([])
+    if length(lines[-1]):
+        lines[-1].append(("  │ ", plain))
+    lines[-1].extend(tail)
+    pad = style.sgr(FOREGROUND, bg)
+    return [pad + " " + _line(spans, room, pad) + pad + " " * (width - 1 - room) for spans in lines]
+
+
+def frame(config: Config, doc: dict, columns: int, lines: int, style: Style, now: float) -> list[str]:
+    """The screen's lines, each exactly ``columns`` cells wide."""
+    clusters = shown_clusters(config, doc)
+    users = {} if config.all_users else {c.name: c.user for c in clusters}
+    rows, total = top_jobs(clusters, users)
+    counts = Counter(map(str, map(itemgetter("state"), map(itemgetter(0), rows))))
+    out = header_lines(config, clusters, style, now, columns, len(rows), total, counts)
+    body = max(0, lines - len(out) - 2)  # the column headers and the footer
+    out = out[: max(1, lines - 2)]
+    shown = [row_cells(job, members, now) for job, members in rows[:body]]
+    scrollbar = 2 if len(rows) > body else 0
+    available = max(1, columns - scrollbar)
+    natural = [
+        max(cells(label), MIN_WIDTH.get(i, 0), w) for i, (label, w) in enumerate(zip(HEADERS, content_widths(rows)))
+    ]
+    for texts in shown:
+        natural[7] = max(natural[7], cells(texts[7]))
+    widths, hidden = fit_widths(natural, available)
+
+    def table_line(texts: Sequence[str], base: dict, state: str | None) -> str:
+        spans: list[Span] = []
+        for i, text in enumerate(texts):
+            if i in hidden:
+                continue
+            width = widths[i]
+            text = fit(text, width)
+            room = width - cells(text)
+            fg, bold, dim = base["fg"], base["bold"], False
+            if i == 0 and state is not None:
+                bold = True
+            if i == 8 and state is not None:
+                dim = True
+            if i == 4 and state is not None:
+                colour, attr = STATE_STYLE.get(state, ("", ""))
+                fg, bold, dim = colour or fg, bold or attr == "bold", attr == "dim"
+            filler = style.sgr(base["fg"], base["bg"], bold=base["bold"])
+            before, after = (" " * room, "") if i in RIGHT else ("", " " * room)
+            spans += [
+                (" " + before, filler),
+                (text, style.sgr(fg, base["bg"], bold=bold, dim=dim)),
+                (after + " ", filler),
+            ]
+        line = "".join(sgr + text for text, sgr in spans)
+        used = sum(widths[i] + 2 * PAD for i in range(len(HEADERS)) if i not in hidden)
+        fill = style.sgr(base["fg"], base["bg"])
+        rest = available - used
+        if rest < 0:  # narrower than every column's floor: cut (the table scrolls sideways there)
+            return _clip(line, available) + style.sgr("", SURFACE) + " " * scrollbar
+        return line + fill + " " * rest + style.sgr("", SURFACE) + " " * scrollbar
+
+    out.append(table_line(HEADERS, {"fg": FOREGROUND, "bg": PANEL, "bold": True}, None))
+    for index, texts in enumerate(shown):
+        if index == 0:
+            base = {"fg": CURSOR_FG, "bg": CURSOR, "bold": True}
+        else:
+            base = {"fg": FOREGROUND, "bg": SURFACE if index % 2 else STRIPE, "bold": False}
+        out.append(table_line(texts, base, texts[4]))
+    while len(out) < lines - 1:
+        out.append(style.sgr(FOREGROUND, SURFACE) + " " * columns)
+    out.append(style.sgr(FOREGROUND, PANEL) + " " * columns)  # the footer's bar (its keys come with Textual)
+    return out[:lines]
+
+
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _clip(line: str, width: int) -> str:
+    """``line`` (text and SGR sequences) cut to ``width`` cells."""
+    out: list[str] = []
+    used = at = 0
+    for match in _SGR.finditer(line):
+        for ch in line[at : match.start()]:
+            w = cells(ch)
+            if used + w > width:
+                return "".join(out)
+            out.append(ch)
+            used += w
+        out.append(match.group())
+        at = match.end()
+    for ch in line[at:]:
+        w = cells(ch)
+        if used + w > width:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out)
+
+
+# -- the terminal ------------------------------------------------------------------------------------
+ENTER = "\x1b[?1049h\x1b[?25l\x1b[?7l"  # the alternate screen, no cursor, no autowrap
+LEAVE = "\x1b[0m\x1b[?7h\x1b[?25h\x1b[?1049l"
+
+
+class EarlyPaint:
+    """The cached Queue on the alternate screen, until Textual takes over (or ``leave``)."""
+
+    def __init__(self, out: int, fd: int, modes: list | None) -> None:
+        self.out = out
+        self.fd = fd
+        self.modes = modes  # the terminal's modes before the paint (echo was turned off meanwhile)
+        self.on_screen = True  # the alternate screen is ours to leave
+        self.painted_at = time.monotonic()
+
+    def restore_modes(self) -> None:
+        if self.modes is not None:
+            import termios
+
+            try:
+                termios.tcsetattr(self.fd, termios.TCSANOW, self.modes)
+            except termios.error:
+                pass
+            self.modes = None
+
+    def takes_over(self) -> None:
+        """Textual's driver starts on this screen: the modes it saves (and restores at exit) are the
+        ones from before the paint; from here, leaving the screen is its job."""
+        self.restore_modes()
+        self.on_screen = False
+
+    def leave(self) -> None:
+        """Back to the normal screen, as before the paint (nothing when Textual took over)."""
+        if self.on_screen:
+            self.on_screen = False
+            _write(self.out, LEAVE)
+        self.restore_modes()
+
+    def stream(self, out: TextIO) -> TextIO:
+        """``out``, leaving this screen before anything is written to it (a login in the terminal)."""
+        return cast(TextIO, _Leaving(self, out))
+
+
+class _Leaving:
+    def __init__(self, early: EarlyPaint, out: TextIO) -> None:
+        self.early, self.out = early, out
+
+    def write(self, text: str) -> int:
+        self.early.leave()
+        return self.out.write(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.out, name)
+
+
+def _write(fd: int, text: str) -> None:
+    data = text.encode("utf-8", "replace")
+    while data:
+        try:
+            data = data[os.write(fd, data) :]
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+
+
+def paint(
+    config: Config, doc: dict | None, environ: dict[str, str] | None = None, now: float | None = None
+) -> EarlyPaint | None:
+    """Paint the cached Queue from ``doc`` (``snapcache.read``, before its jobs are made) when
+    ``wanted`` and some configured cluster has a cached entry in it; None otherwise."""
+    env = dict(os.environ if environ is None else environ)
+    if doc is None or not wanted(env):
+        return None
+    try:
+        if not any(c.entry is not None for c in shown_clusters(config, doc)):
+            return None
+    except Exception:  # a document this code does not expect (``snapcache.build`` says what is wrong)
+        return None
+    fd = sys.stdout.fileno()
+    try:
+        size = os.get_terminal_size(fd)
+    except OSError:
+        return None
+    if size.columns < MIN_COLUMNS or size.lines < MIN_LINES:
+        return None
+    style = Style(colour_system(env, config.theme))
+    collecting = gc.isenabled()
+    gc.disable()  # the document's objects all live on: collections would walk them all (a third of the time)
+    try:
+        lines = frame(config, doc, size.columns, size.lines, style, time.time() if now is None else now)
+    except Exception:  # a snapshot this code does not expect: Textual paints it in a moment anyway
+        return None
+    finally:
+        if collecting:
+            gc.enable()
+    modes = _quiet(sys.stdin.fileno())
+    text = ENTER + "".join(f"\x1b[{y + 1};1H{line}" for y, line in enumerate(lines)) + "\x1b[0m"
+    sys.stdout.flush()
+    _write(fd, text)
+    return EarlyPaint(fd, sys.stdin.fileno(), modes)
+
+
+def _quiet(fd: int) -> list | None:
+    """Turn off the echo of keys typed before Textual reads them (they would be drawn over the
+    paint); the modes before, for ``restore_modes``."""
+    import termios
+
+    try:
+        modes = termios.tcgetattr(fd)
+        quiet = termios.tcgetattr(fd)
+        quiet[3] &= ~(termios.ECHO | termios.ICANON)
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    except termios.error:
+        return None
+    return modes
