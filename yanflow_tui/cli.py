@@ -274,16 +274,15 @@ def _config(args):
 
 
 def _run_app(config) -> int:
-    """The console. Before the backends and Textual are imported (most of a second of CPU), the last
-    run's snapshot is read and the cached Queue painted (``earlypaint``); Textual then takes over that
+    """The console. Before the backends and Textual are imported (most of a second of CPU), the cached
+    Queue is painted from the digest the last run kept (``earlypaint``); Textual then takes over that
     screen. A cluster that logs in in the terminal does it first (the paint gives the screen back)."""
     import gc
 
     from yanflow_tui import earlypaint, snapcache
 
     path = snapcache.default_path()
-    doc = snapcache.read(path)
-    early = earlypaint.paint(config, doc[0])
+    early = earlypaint.paint(config, snapcache.read_paint(path))
     try:
         from yanflow_tui.hub import Hub
         from yanflow_tui.termlogin import log_in_first
@@ -291,8 +290,7 @@ def _run_app(config) -> int:
         hub = Hub(config)
         # a cluster that logs in in the terminal does it now, before the console (on the normal screen)
         log_in_first(hub, out=early.stream(sys.stderr) if early is not None else None)
-        note = snapcache.restore(hub, path, doc)
-        del doc
+        note = snapcache.restore(hub, path)
         gc.freeze()  # the cached jobs live on: the collections while Textual loads need not walk them
 
         from yanflow_tui.app import YanflowApp, takeover_driver

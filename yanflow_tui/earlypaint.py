@@ -1,28 +1,30 @@
-"""The first paint from the cached snapshot, before Textual is imported (about half a second of CPU).
+"""The first paint from the cached snapshot, before the backends and Textual are imported (most of a
+second of CPU on a small machine).
 
-When the hub holds the last run's state (``snapcache``) and stdout is a terminal, ``paint`` draws the
-Queue as the console will first show it (the header with each cluster marked ``cached <age>``, the
-column headers and the first screenful of rows, in the default order with groups closed) in plain
-ANSI on the alternate screen. Textual then takes over that same screen (``takes_over``: the
-terminal's modes are handed back as they were before the paint, and the alternate screen is not
-entered twice) and repaints it whole. Anything that ends the process first (an error, ^C, a
-signal, a login in the terminal) calls ``leave``: the normal screen, the cursor and the terminal's
-modes come back as they were. Nothing is painted when there is no cached snapshot, stdin or stdout
-is not a terminal, ``TERM`` is unset or ``dumb``, ``YANFLOW_NO_EARLY_PAINT`` is set, or the terminal
-is too small. Cluster text is cleaned of control characters (``sanitize.clean``). No Textual or
-Rich here; the row cells follow ``screens/render/rows.py`` and the column fitting ``VirtualTable``.
+When the last run's snapshot (``snapcache.read``, the plain document, before its jobs are made) has a
+configured cluster and stdout is a terminal, ``paint`` draws the Queue as the console first shows it:
+the header with each cluster marked ``cached <age>`` (the others ``connecting``), the column headers
+and the first screenful of rows, in the default order with groups closed, "mine" as the last run had
+it (the file keeps each cluster's user), in plain ANSI on the alternate screen. Textual then takes
+over that same screen (``takes_over``, ``app.takeover_driver``: the terminal's modes are handed back
+as they were before the paint, and the alternate screen is not entered twice) and repaints it whole.
+Anything that ends the process first (an error, ^C, a signal) or writes to the terminal (a login in
+the terminal: ``stream``) calls ``leave``: the normal screen, the cursor and the terminal's modes come
+back as they were. Nothing is painted when there is no usable snapshot, stdin or stdout is not a
+terminal, ``TERM`` is unset or ``dumb``, ``YANFLOW_NO_EARLY_PAINT`` is set, or the terminal is
+smaller than 20x4. Cluster text is cleaned of control characters (``sanitize.clean``). No Textual
+or Rich here; the cells follow ``screens/render/rows.py`` and the column fitting ``VirtualTable``.
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 import sys
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, TextIO, cast
@@ -177,15 +179,45 @@ def colour_system(environ: dict[str, str], theme: str | None) -> str:
 
 
 # -- what is shown -----------------------------------------------------------------------------------
-class Shown:
-    """One configured cluster as the console's first frame shows it, with the file's cached entry
-    for it (``snapcache.seed``'s rule: the same name and kind) or None (it shows ``connecting``)."""
+MAX_ROWS = 500  # rows per cluster and view kept for the paint (more than any screen holds)
+ROW_FIELDS = ("id", "cluster", "name", "user", "state", "gpus", "nodes", "submit_time", "reason")
 
-    def __init__(self, cluster: ClusterConfig, entry: dict | None) -> None:
+
+def digest(doc: dict) -> dict:
+    """What the paint needs of a snapshot document (``snapcache.encode``'s), worked out at exit so
+    that the start reads a few kilobytes, not every job: per cluster its kind, age and job count, and
+    per view ("all" users; "mine", None when it is the same) the Queue's row count, counts by state,
+    widest cell per column and first ``MAX_ROWS`` rows (groups closed, in the default order)."""
+    clusters = {}
+    for name, entry in doc["clusters"].items():
+        jobs, user = entry["jobs"], str(entry.get("user") or "")
+        views: dict[str, dict | None] = {}
+        for view, me in (("all", ""), ("mine", user)):
+            if view == "mine" and not me:
+                views[view] = None
+                continue
+            rows = top_jobs(jobs, me)
+            views[view] = {
+                "shown": len(rows),
+                "counts": dict(Counter(map(str, map(itemgetter("state"), map(itemgetter(0), rows))))),
+                "widths": content_widths(rows),
+                "rows": [[{k: job[k] for k in ROW_FIELDS}, n] for job, n in rows[:MAX_ROWS]],
+            }
+        clusters[str(name)] = {"kind": entry["kind"], "updated": entry["updated"], "total": len(jobs), "views": views}
+    return {"clusters": clusters}
+
+
+class Shown:
+    """One configured cluster as the console's first frame shows it, with the digest's entry for it
+    (``snapcache.seed``'s rule: the same name and kind) or None (it shows ``connecting``)."""
+
+    def __init__(self, cluster: ClusterConfig, entry: dict | None, all_users: bool) -> None:
         self.name, self.kind, self.read_only = cluster.name, cluster.kind, cluster.read_only
         self.entry = entry
-        self.jobs: list[dict] = list(entry["jobs"]) if entry is not None else []
-        self.user = str(entry.get("user") or "") if entry is not None else ""  # who "mine" is there
+        views = entry["views"] if entry is not None else {}
+        view = views.get("all") if all_users or views.get("mine") is None else views["mine"]
+        self.view: dict = view or {"shown": 0, "counts": {}, "widths": [0] * len(HEADERS), "rows": []}
+        self.total = int(entry["total"]) if entry is not None else 0
 
     def short_state(self, now: float) -> str:
         """As ``screens.render.cluster_rows.short_state`` for a cluster not refreshed yet."""
@@ -194,46 +226,40 @@ class Shown:
         return "connecting"
 
 
-def shown_clusters(config: Config, doc: dict) -> list[Shown]:
+def shown_clusters(config: Config, digested: dict) -> list[Shown]:
     """Every configured cluster, in the config's order (the hub's), with its cached entry where it has one."""
-    entries = doc.get("clusters") or {}
+    entries = digested.get("clusters") or {}
     out = []
     for cluster in config.clusters:
         entry = entries.get(cluster.name)
         usable = isinstance(entry, dict) and entry.get("kind") == cluster.kind
-        out.append(Shown(cluster, entry if usable else None))
+        out.append(Shown(cluster, entry if usable else None, config.all_users))
     return out
 
 
-def top_jobs(clusters: Iterable[Shown], users: dict[str, str]) -> tuple[list[tuple[dict, int]], int]:
-    """The Queue's rows with every group closed: (job, members) in the default order (cluster by
-    name, then id naturally), ``users[cluster]``'s jobs only where set; and every job's count."""
-    rows: list[tuple[dict, int]] = []
-    total = 0
-    for shown in sorted(clusters, key=lambda c: c.name):
-        total += len(shown.jobs)
-        me = users.get(shown.name, "")
-        jobs = [job for job in shown.jobs if job["user"] == me] if me else shown.jobs
-        ids = {job["id"] for job in jobs}
-        members: Counter[str] = Counter()
-        top = []
-        for job in jobs:
-            parent = job["parent"]
-            if parent and parent != job["id"] and parent in ids:
-                members[parent] += 1
-            else:
-                top.append(job)
-        ids_text = "".join(map(itemgetter("id"), top))
-        if ids_text.isdigit() and ids_text.isascii():  # numbers only (Slurm, local): natural order is by value
-            numbers = list(map(int, map(itemgetter("id"), top)))
-            top = [top[i] for i in sorted(range(len(top)), key=numbers.__getitem__)]
+def top_jobs(jobs: list[dict], me: str) -> list[tuple[dict, int]]:
+    """One cluster's Queue rows with every group closed: (job, members) in the default order (id
+    naturally), ``me``'s jobs only where set."""
+    if me:
+        jobs = [job for job in jobs if job["user"] == me]
+    ids = {job["id"] for job in jobs}
+    members: Counter[str] = Counter()
+    top = []
+    for job in jobs:
+        parent = job["parent"]
+        if parent and parent != job["id"] and parent in ids:
+            members[parent] += 1
         else:
-            top.sort(key=lambda job: natural_text(job["id"]))
-        if members:
-            rows.extend((job, members.get(job["id"], 0)) for job in top)
-        else:
-            rows.extend(zip(top, repeat(0)))
-    return rows, total
+            top.append(job)
+    ids_text = "".join(map(itemgetter("id"), top))
+    if ids_text.isdigit() and ids_text.isascii():  # numbers only (Slurm, local): natural order is by value
+        numbers = list(map(int, map(itemgetter("id"), top)))
+        top = [top[i] for i in sorted(range(len(top)), key=numbers.__getitem__)]
+    else:
+        top.sort(key=lambda job: natural_text(job["id"]))
+    if members:
+        return [(job, members.get(job["id"], 0)) for job in top]
+    return list(zip(top, repeat(0)))
 
 
 def _age(submitted: str | None, now: float) -> str:
@@ -375,21 +401,25 @@ def header_lines(
     return [pad + " " + _line(spans, room, pad) + pad + " " * (width - 1 - room) for spans in lines]
 
 
-def frame(config: Config, doc: dict, columns: int, lines: int, style: Style, now: float) -> list[str]:
-    """The screen's lines, each exactly ``columns`` cells wide."""
-    clusters = shown_clusters(config, doc)
-    users = {} if config.all_users else {c.name: c.user for c in clusters}
-    rows, total = top_jobs(clusters, users)
-    counts = Counter(map(str, map(itemgetter("state"), map(itemgetter(0), rows))))
-    out = header_lines(config, clusters, style, now, columns, len(rows), total, counts)
+def frame(config: Config, digested: dict, columns: int, lines: int, style: Style, now: float) -> list[str]:
+    """The screen's lines, each exactly ``columns`` cells wide, from a ``digest``."""
+    clusters = shown_clusters(config, digested)
+    ordered = sorted(clusters, key=lambda c: c.name)  # the Queue's order: by cluster name, then id
+    shown_count = sum(int(c.view["shown"]) for c in ordered)
+    total = sum(c.total for c in ordered)
+    counts: Counter[str] = Counter()
+    for c in ordered:
+        counts.update({str(k): int(v) for k, v in c.view["counts"].items()})
+    out = header_lines(config, clusters, style, now, columns, shown_count, total, counts)
     body = max(0, lines - len(out) - 2)  # the column headers and the footer
     out = out[: max(1, lines - 2)]
-    shown = [row_cells(job, members, now) for job, members in rows[:body]]
-    scrollbar = 2 if len(rows) > body else 0
+    rows = [(job, int(n)) for c in ordered for job, n in c.view["rows"]][:body]
+    shown = [row_cells(job, members, now) for job, members in rows]
+    scrollbar = 2 if shown_count > body else 0
     available = max(1, columns - scrollbar)
-    natural = [
-        max(cells(label), MIN_WIDTH.get(i, 0), w) for i, (label, w) in enumerate(zip(HEADERS, content_widths(rows)))
-    ]
+    natural = [max(cells(label), MIN_WIDTH.get(i, 0)) for i, label in enumerate(HEADERS)]
+    for c in ordered:
+        natural = [max(w, int(v)) for w, v in zip(natural, c.view["widths"])]
     for texts in shown:
         natural[7] = max(natural[7], cells(texts[7]))
     widths, hidden = fit_widths(natural, available)
@@ -533,17 +563,12 @@ def _write(fd: int, text: str) -> None:
 
 
 def paint(
-    config: Config, doc: dict | None, environ: dict[str, str] | None = None, now: float | None = None
+    config: Config, digested: dict | None, environ: dict[str, str] | None = None, now: float | None = None
 ) -> EarlyPaint | None:
-    """Paint the cached Queue from ``doc`` (``snapcache.read``, before its jobs are made) when
-    ``wanted`` and some configured cluster has a cached entry in it; None otherwise."""
+    """Paint the cached Queue from ``digested`` (``snapcache.read_paint``) when ``wanted`` and some
+    configured cluster has a cached entry in it; None otherwise (nothing written)."""
     env = dict(os.environ if environ is None else environ)
-    if doc is None or not wanted(env):
-        return None
-    try:
-        if not any(c.entry is not None for c in shown_clusters(config, doc)):
-            return None
-    except Exception:  # a document this code does not expect (``snapcache.build`` says what is wrong)
+    if digested is None or not wanted(env):
         return None
     fd = sys.stdout.fileno()
     try:
@@ -552,16 +577,13 @@ def paint(
         return None
     if size.columns < MIN_COLUMNS or size.lines < MIN_LINES:
         return None
-    style = Style(colour_system(env, config.theme))
-    collecting = gc.isenabled()
-    gc.disable()  # the document's objects all live on: collections would walk them all (a third of the time)
     try:
-        lines = frame(config, doc, size.columns, size.lines, style, time.time() if now is None else now)
-    except Exception:  # a snapshot this code does not expect: Textual paints it in a moment anyway
+        if not any(c.entry is not None for c in shown_clusters(config, digested)):
+            return None
+        style = Style(colour_system(env, config.theme))
+        lines = frame(config, digested, size.columns, size.lines, style, time.time() if now is None else now)
+    except Exception:  # a file this code does not expect: Textual paints the snapshot in a moment anyway
         return None
-    finally:
-        if collecting:
-            gc.enable()
     modes = _quiet(sys.stdin.fileno())
     text = ENTER + "".join(f"\x1b[{y + 1};1H{line}" for y, line in enumerate(lines)) + "\x1b[0m"
     sys.stdout.flush()

@@ -66,7 +66,10 @@ def _plain(value: Any) -> Any:
 def encode(snapshots: Iterable[ClusterSnapshot], saved: float, users: dict[str, str] | None = None) -> bytes:
     """The file's bytes: each cluster that has had a good refresh (a cached one keeps its own age), with
     who "mine" was there (``users``: ``Backend.current_user``, "" unknown; the early paint's "mine")."""
-    users = users or {}
+    return json.dumps(_document(snapshots, saved, users or {}), separators=(",", ":")).encode()
+
+
+def _document(snapshots: Iterable[ClusterSnapshot], saved: float, users: dict[str, str]) -> dict:
     clusters = {
         snap.name: {
             "kind": snap.kind,
@@ -79,14 +82,48 @@ def encode(snapshots: Iterable[ClusterSnapshot], saved: float, users: dict[str, 
         for snap in snapshots
         if snap.updated is not None
     }
-    doc = {"format": FORMAT, "yanflow": __version__, "saved": saved, "clusters": clusters}
-    return json.dumps(doc, separators=(",", ":")).encode()
+    return {"format": FORMAT, "yanflow": __version__, "saved": saved, "clusters": clusters}
 
 
 def save(path: Path, snapshots: Iterable[ClusterSnapshot], saved: float, users: dict[str, str] | None = None) -> None:
     """Write the file atomically, mode 0600 (``locations.private_file``)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    private_file(path, encode(snapshots, saved, users))
+    doc = _document(snapshots, saved, users or {})
+    private_file(path, json.dumps(doc, separators=(",", ":")).encode())
+    _save_paint(path, doc)
+
+
+# -- the early paint's digest ------------------------------------------------------------------------
+# Beside the file, what the first paint needs of it (``earlypaint.digest``: a screenful of rows per
+# cluster and view, counts, widths), so that a start paints after reading a few kilobytes. It names
+# the file it was made from (size and mtime): a digest of another version of it is not used.
+PAINT_FILE = "firstpaint.json"
+
+
+def _stamp(path: Path) -> list[int]:
+    st = os.stat(path, follow_symlinks=False)
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _save_paint(path: Path, doc: dict) -> None:
+    from yanflow_tui.earlypaint import digest
+
+    made = {"format": FORMAT, "yanflow": __version__, "of": _stamp(path), **digest(doc)}
+    private_file(path.with_name(PAINT_FILE), json.dumps(made, separators=(",", ":")).encode())
+
+
+def read_paint(path: Path) -> dict | None:
+    """The digest beside the snapshot file ``path``, when it was made from that very file and by this
+    version; None otherwise (no early paint: the console paints the snapshot itself, a moment later)."""
+    try:
+        fd = os.open(path.with_name(PAINT_FILE), os.O_RDONLY | NOFOLLOW | CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            made = json.loads(fh.read(MAX_BYTES))
+        if not isinstance(made, dict) or made.get("format") != FORMAT or made.get("yanflow") != __version__:
+            return None
+        return made if made.get("of") == _stamp(path) else None
+    except (OSError, ValueError):
+        return None
 
 
 # -- reading -----------------------------------------------------------------------------------------

@@ -24,8 +24,9 @@ def job(i: str, name: str, user: str = "alice", state: JobState = JobState.RUNNI
 
 
 def document(jobs: tuple[Job, ...], users: dict[str, str] | None = None, age: float = 300.0) -> dict:
+    """The early paint's digest of a snapshot file holding ``jobs`` on ``hpc``."""
     snap = ClusterSnapshot("hpc", "fake", False, Health.OK, "", NOW - age, jobs)
-    return snapcache.parse(snapcache.encode([snap], NOW, users))
+    return earlypaint.digest(snapcache.parse(snapcache.encode([snap], NOW, users)))
 
 
 def screen(config: Config, doc: dict, columns: int = 100, lines: int = 12, colours: str = "truecolor") -> list[str]:
@@ -108,10 +109,11 @@ def test_another_theme_gets_no_colours_and_a_corrupt_document_no_paint():
     assert not re.search(r"\x1b\[[0-9;]*(38|48);", "".join(out))
     assert earlypaint.colour_system({"COLORTERM": "truecolor"}, "textual-light") == ""
     assert earlypaint.colour_system({"COLORTERM": "truecolor"}, None) == "truecolor"
-    broken = json.loads(json.dumps(document(JOBS)))
+    snap = ClusterSnapshot("hpc", "fake", False, Health.OK, "", NOW, JOBS)
+    broken = json.loads(snapcache.encode([snap], NOW))
     broken["clusters"]["hpc"]["jobs"][0]["id"] = None
     with pytest.raises(TypeError):
-        earlypaint.frame(Config(clusters=CLUSTERS), broken, 80, 8, earlypaint.Style(""), NOW)
+        earlypaint.digest(broken)
 
 
 def test_the_user_of_each_cluster_is_kept_for_the_next_start(fake_backend, tmp_path):
@@ -126,3 +128,30 @@ def test_the_user_of_each_cluster_is_kept_for_the_next_start(fake_backend, tmp_p
     assert note == "" and doc is not None
     assert doc["clusters"]["hpc"]["user"] == hub.backend("hpc").current_user
     assert snapcache.from_doc(doc)[0]["hpc"].jobs == JOBS
+
+
+def test_the_digest_beside_the_file_is_used_only_for_that_very_file_and_version(tmp_path):
+    path = tmp_path / "state" / snapcache.FILE_NAME
+    snap = ClusterSnapshot("hpc", "fake", False, Health.OK, "", NOW - 60, JOBS)
+    snapcache.save(path, [snap], NOW, {"hpc": "alice"})
+    made = path.with_name(snapcache.PAINT_FILE)
+    assert made.stat().st_mode & 0o777 == 0o600
+    digested = snapcache.read_paint(path)
+    assert digested is not None and digested["clusters"]["hpc"]["views"]["mine"]["shown"] == 3
+    assert screen(Config(clusters=CLUSTERS), digested)[0].startswith(" YanFlow · Queue  mine  ● hpc cached 1m")
+    path.write_bytes(path.read_bytes() + b" ")  # another version of the file: its digest is not for it
+    assert snapcache.read_paint(path) is None
+    snapcache.save(path, [snap], NOW)
+    made.write_text(made.read_text().replace(f'"yanflow":"{snapcache.__version__}"', '"yanflow":"0.0.0"'))
+    assert snapcache.read_paint(path) is None
+    made.write_text("{not json")
+    assert snapcache.read_paint(path) is None
+    path.unlink()
+    assert snapcache.read_paint(path) is None
+
+
+def test_the_digest_keeps_a_screenful_of_rows_whatever_the_queue_holds():
+    many = tuple(job(str(i), f"n{i}") for i in range(earlypaint.MAX_ROWS + 50))
+    view = document(many)["clusters"]["hpc"]["views"]["all"]
+    assert view["shown"] == earlypaint.MAX_ROWS + 50 and len(view["rows"]) == earlypaint.MAX_ROWS
+    assert [row[0]["id"] for row in view["rows"][:3]] == ["0", "1", "2"]

@@ -1,0 +1,124 @@
+"""The early paint in a real terminal: the console (``python -m yanflow_tui`` over this machine, the
+``local`` cluster) starts over the last run's snapshot, paints the cached Queue before Textual is
+loaded (``yanflow_tui.earlypaint``), and Textual takes over the same alternate screen, which it enters
+once; the fresh data then replaces the cached. After the console (a quit, an error before Textual
+took over) the terminal is as before: the normal screen, the cursor shown, echo and line editing on
+(``stty`` run after it in the same terminal says so)."""
+
+from __future__ import annotations
+
+import getpass
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from terminal import Terminal
+
+from yanflow_tui import earlypaint, snapcache
+from yanflow_tui.hub import ClusterSnapshot, Health
+from yanflow_tui.model import Job, JobState
+
+ALT_ON, ALT_OFF = b"\x1b[?1049h", b"\x1b[?1049l"
+ENTER = earlypaint.ENTER.encode()
+
+
+@pytest.fixture
+def tty_home(tmp_path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    return home
+
+
+def keep_snapshot(home: Path, age: float = 300.0, jobs: int = 3) -> None:
+    """The snapshot a last run kept: the local cluster with ``jobs`` jobs of mine (one named with escapes)."""
+    me = getpass.getuser()
+    made = tuple(
+        Job(f"77{i:03d}", "local", f"cached-run-{i}", me, JobState.RUNNING, nodes=("n1",)) for i in range(jobs)
+    ) + (Job("78000", "local", "evil\x1b]0;title\x07\x1b[2J", me, JobState.PENDING),)
+    snap = ClusterSnapshot("local", "local", False, Health.OK, "", time.time() - age, made)
+    path = home / ".local" / "state" / "yanflow" / snapcache.FILE_NAME
+    snapcache.save(path, [snap], time.time(), {"local": me})
+
+
+def console(
+    home: Path, columns: int, lines: int, env: dict[str, str] | None = None, then_stty: bool = True
+) -> Terminal:
+    """The console in a pty; when it ends, ``stty -a`` in the same terminal shows its modes."""
+    command = f"{sys.executable} -m yanflow_tui; echo EXIT=$?; stty -a" if then_stty else ""
+    return Terminal(["/bin/sh", "-c", command], home, columns, lines, env=env)
+
+
+def modes_after(term: Terminal) -> str:
+    """What the shell printed after the console: its exit status and ``stty -a``."""
+    term.exit_code()
+    output = bytes(term.output).decode(errors="replace")
+    return output[output.rindex("EXIT=") :]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (44, 9)])
+def test_the_cached_queue_is_painted_before_textual_which_takes_over_the_screen_and_the_terminal_comes_back(
+    tty_home, size
+):
+    keep_snapshot(tty_home, jobs=30)
+    term = console(tty_home, *size)
+    try:
+        term.wait(lambda text: "cached 5m" in text and "77000" in text, "the cached Queue")
+        painted = bytes(term.output)
+        assert painted.startswith(ENTER)  # drawn by the early paint, before Textual
+        assert b"\x1b]0;title" not in painted and b"\x1b[2J" not in painted  # the cluster's text cleaned
+        assert "evil" not in term.text() or "title" in term.text()  # (the row, if shown, is plain text)
+        term.wait_text("Open")  # Textual's footer: it took over
+        term.wait_gone("cached")  # the first refresh: this machine's real (empty) queue
+        assert "77000" not in term.text()
+        term.press("q")
+        text = modes_after(term)
+    finally:
+        term.close()
+    output = bytes(term.output)
+    assert output.count(ALT_ON) == 1  # Textual did not enter it again (nor save the paint's cursor)
+    assert output.count(ALT_OFF) == 1 and output.index(ALT_OFF) > output.index(b"Open")
+    assert "EXIT=0" in text
+    modes = text
+    assert re.search(r"(?<!-)\becho\b", modes) and re.search(r"(?<!-)\bicanon\b", modes)
+    assert b"\x1b[?25h" in output[output.rindex(ALT_OFF) - 40 :]  # the cursor shown again
+
+
+def test_an_error_before_textual_takes_over_gives_the_normal_screen_and_the_modes_back(tty_home):
+    keep_snapshot(tty_home)
+    config = tty_home / ".config" / "yanflow" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("clusters:\n  - name: local\n    kind: local\nkeymap:\n  no-such-binding: x\n")
+    term = console(tty_home, 80, 24)
+    try:
+        text = modes_after(term)
+    finally:
+        term.close()
+    output = bytes(term.output)
+    assert output.startswith(ENTER)
+    leave = output.index(earlypaint.LEAVE.encode())
+    assert output.index(b"no-such-binding") > leave  # the error is said on the normal screen
+    assert "EXIT=1" in text or "EXIT=2" in text
+    modes = text
+    assert re.search(r"(?<!-)\becho\b", modes) and re.search(r"(?<!-)\bicanon\b", modes)
+
+
+@pytest.mark.parametrize("case", ["no snapshot", "switched off"])
+def test_no_early_paint_without_a_snapshot_or_when_switched_off(tty_home, case):
+    env = {}
+    if case == "switched off":
+        keep_snapshot(tty_home)
+        env[earlypaint.DISABLE_ENV] = "1"
+    term = console(tty_home, 80, 24, env=env)
+    try:
+        term.wait_text("Open")  # Textual's first frame
+        if case == "switched off":
+            term.wait_text("cached 5m")  # Textual shows the cached data itself
+        term.press("q")
+        text = modes_after(term)
+    finally:
+        term.close()
+    output = bytes(term.output)
+    assert not output.startswith(ENTER) and ENTER not in output
+    assert output.count(ALT_ON) == 1 and "EXIT=0" in text
