@@ -73,8 +73,8 @@ PAD = 1
 def wanted(environ: dict[str, str] | None = None) -> bool:
     """A real terminal that can take ANSI, and not switched off."""
     env = os.environ if environ is None else environ
-    if env.get(DISABLE_ENV) or env.get("TERM", "") in ("", "dumb"):
-        return False
+    if os.name != "posix" or env.get(DISABLE_ENV) or env.get("TERM", "") in ("", "dumb"):
+        return False  # (elsewhere Textual's driver is not the one ``app.takeover_driver`` extends)
     try:
         return os.isatty(sys.stdout.fileno()) and os.isatty(sys.stdin.fileno())
     except (AttributeError, OSError, ValueError):  # replaced streams (tests), closed ones

@@ -155,3 +155,21 @@ def test_the_digest_keeps_a_screenful_of_rows_whatever_the_queue_holds():
     view = document(many)["clusters"]["hpc"]["views"]["all"]
     assert view["shown"] == earlypaint.MAX_ROWS + 50 and len(view["rows"]) == earlypaint.MAX_ROWS
     assert [row[0]["id"] for row in view["rows"][:3]] == ["0", "1", "2"]
+
+
+def test_a_login_in_the_terminal_gets_the_normal_screen_before_its_first_line(tmp_path):
+    import io
+    import os
+
+    read, write = os.pipe()
+    early = earlypaint.EarlyPaint(write, -1, None)
+    said = io.StringIO()
+    out = early.stream(said)
+    assert early.on_screen
+    print("yanflow-tui: cluster hpc: logging in", file=out, flush=True)
+    os.close(write)
+    assert os.read(read, 100) == earlypaint.LEAVE.encode() and said.getvalue().startswith("yanflow-tui: cluster")
+    assert not early.on_screen
+    early.leave()  # again: nothing more
+    early.takes_over()
+    os.close(read)
