@@ -51,6 +51,26 @@ def test_the_first_paint_loads_only_the_queue(home):
     assert sorted(loaded & set(LATER)) == []
 
 
+EARLY_PAINT = """
+import sys
+from yanflow_tui import cli, earlypaint, snapcache
+
+config = cli._config(cli._console_args([]))
+earlypaint.paint(config, snapcache.read_paint(snapcache.default_path()))
+print(" ".join(sorted(sys.modules)))
+"""
+NOT_BEFORE_THE_EARLY_PAINT = ("textual", "rich", "yanflow_tui.hub", "yanflow_tui.app", "yanflow_tui.inside", "shtab")
+
+
+def test_the_early_paint_comes_before_textual_the_hub_and_the_commands_modules(home):
+    """``cli._run_app`` paints the cached Queue with only the config and the digest loaded."""
+    out = subprocess.run([sys.executable, "-c", EARLY_PAINT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = {name.split(".")[0] if name.split(".")[0] in ("textual", "rich") else name for name in out.stdout.split()}
+    assert "yanflow_tui.earlypaint" in loaded
+    assert sorted(loaded & set(NOT_BEFORE_THE_EARLY_PAINT + LATER)) == []
+
+
 def test_is_typing_knows_text_area_without_importing_it():
     """``keys`` looks TextArea up where Textual defines it; a Textual that moves it fails here."""
     assert TextArea.__module__ == keys.TEXT_AREA_MODULE
