@@ -277,8 +277,8 @@ def row_cells(job: dict, members: int, now: float) -> tuple[str, ...]:
         clean(f"{GROUP_CLOSED if members else ''}{job['id']}"),
         clean(f"{job['name']} ({members})" if members else job["name"]),
         clean(job["user"]),
-        str(job["state"]),
-        str(job["gpus"]) if job["gpus"] else "-",
+        clean(str(job["state"])),
+        clean(str(job["gpus"])) if job["gpus"] else "-",
         clean(",".join(job["nodes"])) or "-",
         _age(job["submit_time"], now),
         clean(job["reason"]),
@@ -379,7 +379,9 @@ def header_lines(
     for i, (state_name, n) in enumerate(sorted(counts.items())):
         tail.append((": " if i == 0 else " · ", style.sgr(FOREGROUND, bg, dim=True)))
         colour, attr = STATE_STYLE.get(state_name, ("", ""))
-        tail.append((f"{state_name} {n}", style.sgr(colour or FOREGROUND, bg, bold=attr == "bold", dim=attr == "dim")))
+        tail.append(
+            (clean(f"{state_name} {n}"), style.sgr(colour or FOREGROUND, bg, bold=attr == "bold", dim=attr == "dim"))
+        )
     room = max(1, width - 2)  # padding 0 1
     lines: list[list[Span]] = [head]
 
