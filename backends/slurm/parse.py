@@ -24,17 +24,22 @@ from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobS
 def collector_paused() -> Iterator[None]:
     """No cyclic garbage collection inside: a parse makes objects by the hundred thousand, nearly
     all of them kept, and the collections their allocations set off walk the whole heap again and
-    again (a quarter to a third of a 100,000-line parse). After a parse that returns, what lives is
-    frozen (``gc.freeze``, as ``yanflow_tui.heap`` does once a refresh is shown): else the first
-    collection after it walks every object just made, 0.2 s per 100,000. The collector is on again
-    after, an exception included; one already off (``yanflow_tui.heap`` at startup) is left off."""
+    again (a quarter to a third of a 100,000-line parse). What lives after a parse that returns goes
+    to the oldest generation straight away (``gc.freeze`` then ``gc.unfreeze``; just ``gc.freeze``
+    where objects are frozen already: the app's ``yanflow_tui.heap`` freezes what a refresh keeps):
+    else the first collection after it walks every object just made, 0.2 s per 100,000. The collector
+    is on again after, an exception included; one already off (the app at startup) is left off."""
     if not gc.isenabled():
         yield
         return
     gc.disable()
     try:
         yield
-        gc.freeze()
+        if gc.get_freeze_count():
+            gc.freeze()
+        else:
+            gc.freeze()
+            gc.unfreeze()
     finally:
         gc.enable()
 
@@ -935,6 +940,9 @@ _AGGREGATE = (
 # like _ROWS, turned over by build_jobs (RawJobs from JSON are new each time, and go with a turn).
 _JOBS: dict[int, tuple[RawJob, str, str, Job]] = {}
 _JOBS_OLD: dict[int, tuple[RawJob, str, str, Job]] = {}
+# An array's jobs by (cluster, array id), with the RawJobs they were made from; turned over with _JOBS.
+_GROUPS: dict[tuple[str, str], tuple[list[RawJob], list[Job]]] = {}
+_GROUPS_OLD: dict[tuple[str, str], tuple[list[RawJob], list[Job]]] = {}
 
 
 def _cached_job(raw: RawJob, cluster: str, parent: str) -> Job:
@@ -951,12 +959,13 @@ def _cached_job(raw: RawJob, cluster: str, parent: str) -> Job:
 
 def build_jobs(raws: Iterable[RawJob], cluster: str) -> list[Job]:
     """Domain jobs; each array becomes a group Job (``parent=""``) followed by its tasks as children."""
-    global _JOBS, _JOBS_OLD
+    global _JOBS, _JOBS_OLD, _GROUPS, _GROUPS_OLD
     raws = list(raws)
     with collector_paused():
         jobs = _build_jobs(raws, cluster)
         if len(_JOBS) > len(raws) + len(raws) // 8 + _ROWS_SLACK:
             _JOBS_OLD, _JOBS = _JOBS, {}
+            _GROUPS_OLD, _GROUPS = _GROUPS, {}
     return jobs
 
 
@@ -968,39 +977,51 @@ def _build_jobs(raws: list[RawJob], cluster: str) -> list[Job]:
     jobs: list[Job] = []
     append = jobs.append
     emitted: set[str] = set()
+    known = _JOBS.get
     for raw in raws:
         if not raw.array_job_id:
-            append(_cached_job(raw, cluster, ""))
+            entry = known(id(raw))
+            if entry is not None and entry[0] is raw and entry[1] == cluster and not entry[2]:
+                append(entry[3])
+            else:
+                append(_cached_job(raw, cluster, ""))
             continue
         group = raw.array_job_id
         if group in emitted:
             continue
         emitted.add(group)
         members = arrays[group]
-        children = [_cached_job(m, cluster, group) for m in members]
-        states = {c.state for c in children}
-        state = next((s for s in _AGGREGATE if s in states), JobState.UNKNOWN)
-        first = min(members, key=lambda m: (m.job_id != group, m.job_id))
-        nodes = tuple(dict.fromkeys(chain.from_iterable(m.nodes for m in members)))
-        jobs.append(
-            Job(
-                id=group,
-                cluster=cluster,
-                name=first.name,
-                user=first.user,
-                state=state,
-                raw_state="ARRAY",
-                reason=next((c.reason for c in children if c.reason), ""),
-                nodes=nodes,
-                gpus=sum(c.gpus for c in children if c.state is JobState.RUNNING),
-                submit_time=min((m.submit for m in members if m.submit), default=None),
-                start_time=min((m.start for m in members if m.start), default=None),
-                kind=JobKind.SLURM,
-                details=(("Array tasks", str(len(children)) + " rows"), ("Partition", first.partition)),
-            )
-        )
-        jobs.extend(children)
+        made = _GROUPS.get((cluster, group)) or _GROUPS_OLD.get((cluster, group))
+        if made is None or made[0] != members:  # the same RawJobs (mostly by identity), the same jobs
+            made = (members, _array_jobs(group, members, cluster))
+        _GROUPS[cluster, group] = made
+        jobs.extend(made[1])
     return jobs
+
+
+def _array_jobs(group: str, members: list[RawJob], cluster: str) -> list[Job]:
+    """An array's group Job, then its tasks (the running ones a row each, the pending remainder)."""
+    children = [_cached_job(m, cluster, group) for m in members]
+    states = {c.state for c in children}
+    state = next((s for s in _AGGREGATE if s in states), JobState.UNKNOWN)
+    first = min(members, key=lambda m: (m.job_id != group, m.job_id))
+    nodes = tuple(dict.fromkeys(chain.from_iterable(m.nodes for m in members)))
+    head = Job(
+        id=group,
+        cluster=cluster,
+        name=first.name,
+        user=first.user,
+        state=state,
+        raw_state="ARRAY",
+        reason=next((c.reason for c in children if c.reason), ""),
+        nodes=nodes,
+        gpus=sum(c.gpus for c in children if c.state is JobState.RUNNING),
+        submit_time=min((m.submit for m in members if m.submit), default=None),
+        start_time=min((m.start for m in members if m.start), default=None),
+        kind=JobKind.SLURM,
+        details=(("Array tasks", str(len(children)) + " rows"), ("Partition", first.partition)),
+    )
+    return [head, *children]
 
 
 # -- StdOut/StdErr patterns -----------------------------------------------------------------------
@@ -1043,5 +1064,17 @@ def expand_output_path(pattern: str, raw: RawJob, node: str = "", workdir: str =
 def clear_caches() -> None:
     """Forget the values kept between parses (node lists, states, details): for benchmarks and tests
     that time or check a first parse."""
-    for cache in (_HOSTLIST_CACHE, _NUMBERED, _STATE_OF, _DETAILS, _LOCAL, _ROWS, _ROWS_OLD, _JOBS, _JOBS_OLD):
+    for cache in (
+        _HOSTLIST_CACHE,
+        _NUMBERED,
+        _STATE_OF,
+        _DETAILS,
+        _LOCAL,
+        _ROWS,
+        _ROWS_OLD,
+        _JOBS,
+        _JOBS_OLD,
+        _GROUPS,
+        _GROUPS_OLD,
+    ):
         cache.clear()
