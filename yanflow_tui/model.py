@@ -23,10 +23,11 @@ def quick_init(*interned: str) -> Callable[[type[_T]], type[_T]]:
     """Give a frozen, slotted dataclass an ``__init__`` that fills its slots through their
     descriptors: a frozen dataclass's own ``__init__`` calls ``object.__setattr__`` per field, which
     makes it 2-3 times slower. Same signature, defaults and immutability afterwards (``replace``
-    goes through it too). The ``interned`` fields, when given a plain ``str``, are interned."""
+    goes through it too). The ``interned`` fields, when given a plain ``str``, are interned.
+    ``maker(cls)`` gives a quicker factory still, for parsers that build objects by the hundred thousand."""
 
     def wrap(cls: type[_T]) -> type[_T]:
-        params, body = [], []
+        params, body, plain = [], [], []
         space: dict[str, Any] = {"_intern": intern, "_str": str}
         for f in fields(cls):  # type: ignore[arg-type]
             if f.default_factory is not MISSING or not f.init:
@@ -39,13 +40,42 @@ def quick_init(*interned: str) -> Callable[[type[_T]], type[_T]]:
             space[f"_set_{f.name}"] = getattr(cls, f.name).__set__
             value = f"_intern({f.name}) if type({f.name}) is _str else {f.name}" if f.name in interned else f.name
             body.append(f"    _set_{f.name}(self, {value})")
+            plain.append(f"    self.{f.name} = {value}")
         exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n", space)
         init: Any = space["__init__"]
         init.__qualname__ = f"{cls.__qualname__}.__init__"
         setattr(cls, "__init__", init)  # noqa: B010 - mypy refuses a method assignment
+        _MAKERS[cls] = _maker(cls, params, plain, space)
         return cls
 
     return wrap
+
+
+_MAKERS: dict[type, Callable[..., Any]] = {}
+
+
+def _maker(cls: type, params: list[str], plain: list[str], space: dict[str, Any]) -> Callable[..., Any]:
+    """The factory ``maker`` gives: the fields stored with plain attribute stores into a mutable
+    twin (same slots, so the same layout), which then becomes a ``cls``, about three times quicker
+    than ``__init__``'s descriptor calls. ``cls`` itself where the twin cannot be one."""
+    twin = type(f"_{cls.__name__}Build", (), {"__slots__": cls.__slots__})  # type: ignore[attr-defined]
+    try:
+        probe: Any = object.__new__(twin)
+        probe.__class__ = cls
+    except TypeError:  # a layout __class__ assignment refuses (e.g. a slotted base class)
+        return cls
+    space.update(_new=object.__new__, _twin=twin, _cls=cls)
+    source = f"def make({', '.join(params)}):\n    self = _new(_twin)\n" + "\n".join(plain)
+    exec(source + "\n    self.__class__ = _cls\n    return self\n", space)
+    make: Any = space["make"]
+    make.__qualname__ = f"{cls.__qualname__}.make"
+    return make
+
+
+def maker(cls: type[_T]) -> Callable[..., _T]:
+    """A factory for a ``quick_init`` class: the same arguments, defaults, interning and result as
+    ``cls(...)`` (a frozen ``cls`` instance, equal to one its ``__init__`` builds), built quicker."""
+    return _MAKERS.get(cls, cls)
 
 
 def intern_all(values: Iterable[str]) -> tuple[str, ...]:

@@ -4,17 +4,45 @@ of StdOut/StdErr paths. Pure functions, no I/O."""
 
 from __future__ import annotations
 
+import gc
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from itertools import chain
 from sys import intern
 from typing import Any
 
 from yanflow_tui.backends.slurm.comment import facts_of
 from yanflow_tui.errors import BackendError
-from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobState, Node, quick_init
+from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobState, Node, maker, quick_init
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: a parse makes objects by the hundred thousand, nearly
+    all of them kept, and the collections their allocations set off walk the whole heap again and
+    again (a quarter to a third of a 100,000-line parse). What lives after a parse that returns goes
+    to the oldest generation straight away (``gc.freeze`` then ``gc.unfreeze``; just ``gc.freeze``
+    where objects are frozen already: the app's ``yanflow_tui.heap`` freezes what a refresh keeps):
+    else the first collection after it walks every object just made, 0.2 s per 100,000. The collector
+    is on again after, an exception included; one already off (the app at startup) is left off."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+        if gc.get_freeze_count():
+            gc.freeze()
+        else:
+            gc.freeze()
+            gc.unfreeze()
+    finally:
+        gc.enable()
+
 
 # A delimiter that cannot occur in names given on the command line (ASCII unit separator).
 SEP = "\x1f"
@@ -145,14 +173,75 @@ def expand_hostlist(text: str) -> tuple[str, ...]:
     cached = _HOSTLIST_CACHE.get(text)
     if cached is not None:
         return cached
+    out: tuple[str, ...] | None
     if "[" not in text and "(" not in text:
         out = tuple(intern(p) for p in (s.strip() for s in text.split(",")) if p and p not in ("(null)", "N/A"))
     else:
-        out = tuple(intern(name) for name in _expand_hostlist(text))
+        out = _numbered_hostlist(text)
+        if out is None:
+            out = tuple(intern(name) for name in _expand_hostlist(text))
     if len(_HOSTLIST_CACHE) >= _HOSTLIST_CACHE_MAX:
         _HOSTLIST_CACHE.clear()
     _HOSTLIST_CACHE[text] = out
     return out
+
+
+# The usual compressed form, ``gpu[0012-0015,0040],cpu0003``: items of a plain prefix, at most one
+# bracket of decimal numbers and ranges, a plain suffix. Other forms go through _expand_hostlist.
+_RANGE = r"[0-9]+(?:-[0-9]+)?"
+_NUMBERED_ITEM = rf"([^\s,\[\]()]+)(?:\[({_RANGE}(?:,{_RANGE})*)\]([^\s,\[\]()]*))?"
+_NUMBERED_LIST = re.compile(rf"{_NUMBERED_ITEM}(?:,{_NUMBERED_ITEM})*")
+_NUMBERED_ITEMS = re.compile(_NUMBERED_ITEM)
+# (prefix, width, suffix) -> names by number, interned: a range is a slice of it
+_NUMBERED: dict[tuple[str, int, str], list[str]] = {}
+_NUMBERED_TOP = 1 << 16  # numbers above this are written out (a table that long would be waste)
+
+
+def _numbered_names(prefix: str, width: int, suffix: str, last: int) -> list[str] | None:
+    """The names of ``prefix``, ``width`` and ``suffix`` up to ``last`` at least (None past _NUMBERED_TOP)."""
+    if last >= _NUMBERED_TOP:
+        return None
+    names = _NUMBERED.get((prefix, width, suffix))
+    if names is None:
+        names = _NUMBERED[prefix, width, suffix] = []
+    if len(names) <= last:
+        names.extend(intern(f"{prefix}{n:0{width}d}{suffix}") for n in range(len(names), last + 1))
+    return names
+
+
+def _numbered_hostlist(text: str) -> tuple[str, ...] | None:
+    """``expand_hostlist`` for the usual form (None for another): ranges sliced from the names of
+    their prefix and width, made once, instead of a string formatted and interned per name."""
+    if _NUMBERED_LIST.fullmatch(text) is None:
+        return None
+    out: list[str] = []
+    for prefix, ranges, suffix in _NUMBERED_ITEMS.findall(text):
+        if not ranges:
+            if prefix != "N/A":
+                out.append(intern(prefix))
+            continue
+        items = ranges.split(",")
+        if len(items) > 1 and "-" not in ranges and len(set(map(len, items))) == 1:
+            # numbers alone, all of one width (the usual scattered list): one lookup each
+            numbers = list(map(int, items))
+            names = _numbered_names(prefix, len(items[0]), suffix, max(numbers))
+            if names is not None:
+                out.extend(map(names.__getitem__, numbers))
+                continue
+        for item in items:
+            lo, _, hi = item.partition("-")
+            first, last = int(lo), int(hi or lo)
+            if last >= _NUMBERED_TOP:
+                width = len(lo)
+                out.extend(intern(f"{prefix}{n:0{width}d}{suffix}") for n in range(first, last + 1))
+                continue
+            names = _numbered_names(prefix, len(lo), suffix, last)
+            assert names is not None
+            if hi:
+                out.extend(names[first : last + 1])
+            else:
+                out.append(names[first])
+    return tuple(out)
 
 
 def _expand_hostlist(text: str) -> list[str]:
@@ -520,6 +609,9 @@ class RawJob:
         return self.job_id
 
 
+_make_raw = maker(RawJob)
+
+
 def _time(value: Any) -> datetime | None:
     number = int(value) if type(value) is str and value.isdigit() else _int(value, 0)
     if number <= 0:
@@ -637,17 +729,50 @@ _NO_VALUE = frozenset(("N/A", "", "(null)"))
 _NO_TASK = frozenset(("", "N/A", "0"))
 
 
+# Rows already parsed, by their line: a queue prints nearly the same lines poll after poll (the
+# format has no elapsed time), so a line seen before is a lookup. Two generations: when the newer one
+# holds many more lines than the latest text (lines of jobs gone), it becomes the older one, whose
+# lines still met are carried over; what is left in it is dropped at the next turn. The older one
+# keeps another cluster's lines (one cache for all) until that cluster's next poll.
+_ROWS: dict[str, RawJob] = {}
+_ROWS_OLD: dict[str, RawJob] = {}
+_ROWS_SLACK = 4096
+
+
 def parse_squeue_text(text: str) -> list[RawJob]:
     """Rows of ``squeue -h -o SQUEUE_FORMAT`` with ``SLURM_TIME_FORMAT=%s``. The text's repeated
     words (states, users, partitions, node names...) come out as one shared string each, and the same
-    epoch as one ``datetime``: a queue of 100,000 jobs holds a few thousand distinct values."""
+    epoch as one ``datetime``: a queue of 100,000 jobs holds a few thousand distinct values. A line
+    met in a recent parse gives the same ``RawJob`` as then (see ``_ROWS``)."""
+    global _ROWS, _ROWS_OLD
+    with collector_paused():
+        jobs = _parse_squeue_text(text, _ROWS, _ROWS_OLD)
+        if len(_ROWS) > len(jobs) + len(jobs) // 8 + _ROWS_SLACK:
+            _ROWS_OLD, _ROWS = _ROWS, {}
+    return jobs
+
+
+def _parse_squeue_text(text: str, rows: dict[str, RawJob], older: dict[str, RawJob]) -> list[RawJob]:
     jobs: list[RawJob] = []
     append = jobs.append
+    make = _make_raw
     width = len(SQUEUE_FIELDS)
     times: dict[str, Any] = {"N/A": None, "NONE": None, "0": None, "": None, "Unknown": None}
+    times_get = times.get
     gpus_of: dict[tuple[str, str], int] = {}
+    hosts_get = _HOSTLIST_CACHE.get
+    rows_get, older_get = rows.get, older.get
     for line in text.split("\n"):
+        known = rows_get(line)
+        if known is not None:
+            append(known)
+            continue
         if not line:
+            continue
+        known = older_get(line)
+        if known is not None:
+            append(known)
+            rows[line] = known
             continue
         cols = line.split(SEP, width - 1)
         if len(cols) != width or not cols[0].isdigit():
@@ -683,17 +808,20 @@ def parse_squeue_text(text: str) -> list[RawJob]:
             gpus = gpus_of[tres, node_count] = (
                 0 if tres in ("N/A", "(null)") else _gpus_from_tres(tres, _int(node_count, 1))
             )
-        submitted = times.get(submit, times)
+        submitted = times_get(submit, times)
         if submitted is times:
             submitted = times[submit] = _time(submit)
-        started = times.get(start, times)
+        started = times_get(start, times)
         if started is times:
             started = times[start] = _time(start)
-        ended = times.get(end, times)
+        ended = times_get(end, times)
         if ended is times:
             ended = times[end] = _time(end)
+        hosts = hosts_get(nodes)
+        if hosts is None:
+            hosts = expand_hostlist(nodes)
         append(
-            RawJob(
+            make(
                 job_id,
                 array_job_id,
                 task,
@@ -701,7 +829,7 @@ def parse_squeue_text(text: str) -> list[RawJob]:
                 intern(user),
                 intern(state),
                 "" if reason in _NO_REASON else intern(reason),
-                expand_hostlist(nodes),
+                hosts,
                 gpus,
                 (),
                 submitted,
@@ -714,6 +842,7 @@ def parse_squeue_text(text: str) -> list[RawJob]:
                 int(cpus) if cpus.isdigit() else _int(cpus),
             )
         )
+        rows[line] = jobs[-1]
     return jobs
 
 
@@ -725,7 +854,7 @@ _DETAILS_MAX = 65_536
 
 
 def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
-    state = normalise_state(raw.state)
+    state = _STATE_OF.get(raw.state) or normalise_state(raw.state)
     # A pending job's start time is when Slurm expects to start it, not a start.
     expected = _local(raw.start) if raw.start and state is JobState.PENDING else ""
     values = (
@@ -747,7 +876,7 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
             _DETAILS.clear()
         _DETAILS[values] = details
     terminal = state in TERMINAL_STATES
-    return Job(
+    return _make_job(
         raw.display_id,
         cluster,
         raw.name,
@@ -770,6 +899,7 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
     )
 
 
+_make_job = maker(Job)
 _DETAIL_LABELS = (
     "Expected start",
     "Partition",
@@ -805,48 +935,93 @@ _AGGREGATE = (
 )
 
 
+# The Job made from a RawJob (by its id: the entry holds the RawJob, so the id stays its own), for
+# the cluster and parent it was made for: a RawJob of _ROWS comes again next poll. Two generations
+# like _ROWS, turned over by build_jobs (RawJobs from JSON are new each time, and go with a turn).
+_JOBS: dict[int, tuple[RawJob, str, str, Job]] = {}
+_JOBS_OLD: dict[int, tuple[RawJob, str, str, Job]] = {}
+# An array's jobs by (cluster, array id), with the RawJobs they were made from; turned over with _JOBS.
+_GROUPS: dict[tuple[str, str], tuple[list[RawJob], list[Job]]] = {}
+_GROUPS_OLD: dict[tuple[str, str], tuple[list[RawJob], list[Job]]] = {}
+
+
+def _cached_job(raw: RawJob, cluster: str, parent: str) -> Job:
+    key = id(raw)
+    entry = _JOBS.get(key)
+    if entry is None:
+        entry = _JOBS_OLD.get(key)
+        if entry is not None:
+            _JOBS[key] = entry
+    if entry is None or entry[0] is not raw or entry[1] != cluster or entry[2] != parent:
+        entry = _JOBS[key] = (raw, cluster, parent, to_job(raw, cluster, parent))
+    return entry[3]
+
+
 def build_jobs(raws: Iterable[RawJob], cluster: str) -> list[Job]:
     """Domain jobs; each array becomes a group Job (``parent=""``) followed by its tasks as children."""
+    global _JOBS, _JOBS_OLD, _GROUPS, _GROUPS_OLD
     raws = list(raws)
+    with collector_paused():
+        jobs = _build_jobs(raws, cluster)
+        if len(_JOBS) > len(raws) + len(raws) // 8 + _ROWS_SLACK:
+            _JOBS_OLD, _JOBS = _JOBS, {}
+            _GROUPS_OLD, _GROUPS = _GROUPS, {}
+    return jobs
+
+
+def _build_jobs(raws: list[RawJob], cluster: str) -> list[Job]:
     arrays: dict[str, list[RawJob]] = {}
     for raw in raws:
         if raw.array_job_id:
             arrays.setdefault(raw.array_job_id, []).append(raw)
     jobs: list[Job] = []
+    append = jobs.append
     emitted: set[str] = set()
+    known = _JOBS.get
     for raw in raws:
         if not raw.array_job_id:
-            jobs.append(to_job(raw, cluster))
+            entry = known(id(raw))
+            if entry is not None and entry[0] is raw and entry[1] == cluster and not entry[2]:
+                append(entry[3])
+            else:
+                append(_cached_job(raw, cluster, ""))
             continue
         group = raw.array_job_id
         if group in emitted:
             continue
         emitted.add(group)
         members = arrays[group]
-        children = [to_job(m, cluster, parent=group) for m in members]
-        states = {c.state for c in children}
-        state = next((s for s in _AGGREGATE if s in states), JobState.UNKNOWN)
-        first = min(members, key=lambda m: (m.job_id != group, m.job_id))
-        nodes = tuple(dict.fromkeys(n for m in members for n in m.nodes))
-        jobs.append(
-            Job(
-                id=group,
-                cluster=cluster,
-                name=first.name,
-                user=first.user,
-                state=state,
-                raw_state="ARRAY",
-                reason=next((c.reason for c in children if c.reason), ""),
-                nodes=nodes,
-                gpus=sum(c.gpus for c in children if c.state is JobState.RUNNING),
-                submit_time=min((m.submit for m in members if m.submit), default=None),
-                start_time=min((m.start for m in members if m.start), default=None),
-                kind=JobKind.SLURM,
-                details=(("Array tasks", str(len(children)) + " rows"), ("Partition", first.partition)),
-            )
-        )
-        jobs.extend(children)
+        made = _GROUPS.get((cluster, group)) or _GROUPS_OLD.get((cluster, group))
+        if made is None or made[0] != members:  # the same RawJobs (mostly by identity), the same jobs
+            made = (members, _array_jobs(group, members, cluster))
+        _GROUPS[cluster, group] = made
+        jobs.extend(made[1])
     return jobs
+
+
+def _array_jobs(group: str, members: list[RawJob], cluster: str) -> list[Job]:
+    """An array's group Job, then its tasks (the running ones a row each, the pending remainder)."""
+    children = [_cached_job(m, cluster, group) for m in members]
+    states = {c.state for c in children}
+    state = next((s for s in _AGGREGATE if s in states), JobState.UNKNOWN)
+    first = min(members, key=lambda m: (m.job_id != group, m.job_id))
+    nodes = tuple(dict.fromkeys(chain.from_iterable(m.nodes for m in members)))
+    head = Job(
+        id=group,
+        cluster=cluster,
+        name=first.name,
+        user=first.user,
+        state=state,
+        raw_state="ARRAY",
+        reason=next((c.reason for c in children if c.reason), ""),
+        nodes=nodes,
+        gpus=sum(c.gpus for c in children if c.state is JobState.RUNNING),
+        submit_time=min((m.submit for m in members if m.submit), default=None),
+        start_time=min((m.start for m in members if m.start), default=None),
+        kind=JobKind.SLURM,
+        details=(("Array tasks", str(len(children)) + " rows"), ("Partition", first.partition)),
+    )
+    return [head, *children]
 
 
 # -- StdOut/StdErr patterns -----------------------------------------------------------------------
@@ -889,5 +1064,17 @@ def expand_output_path(pattern: str, raw: RawJob, node: str = "", workdir: str =
 def clear_caches() -> None:
     """Forget the values kept between parses (node lists, states, details): for benchmarks and tests
     that time or check a first parse."""
-    for cache in (_HOSTLIST_CACHE, _STATE_OF, _DETAILS, _LOCAL):
+    for cache in (
+        _HOSTLIST_CACHE,
+        _NUMBERED,
+        _STATE_OF,
+        _DETAILS,
+        _LOCAL,
+        _ROWS,
+        _ROWS_OLD,
+        _JOBS,
+        _JOBS_OLD,
+        _GROUPS,
+        _GROUPS_OLD,
+    ):
         cache.clear()

@@ -1,0 +1,286 @@
+"""The quick paths of the squeue parser (issue #17): the cyclic collector paused and restored around a
+parse, numbered hostlists sliced from name tables, lines and Jobs reused from a recent parse, and
+``maker`` factories: each gives what the plain path gives, on odd rows too. No cluster needed."""
+
+from __future__ import annotations
+
+import gc
+import random
+from dataclasses import fields
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from paths import DATA as TEST_DATA
+
+from yanflow_tui.backends.slurm import parse
+from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, LogLine, Node, maker
+
+COLUMNS = [name for name, _ in parse.SQUEUE_FIELDS]
+
+
+def row(**values: str) -> str:
+    cols = {
+        "job_id": "5",
+        "array_job_id": "5",
+        "array_task": "N/A",
+        "state": "PENDING",
+        "reason": "None",
+        "user": "u",
+        "node_count": "1",
+        "nodes": "",
+        "tres_per_node": "N/A",
+        "submit": "1795995071",
+        "start": "N/A",
+        "end": "N/A",
+        "partition": "gpu",
+        "account": "(null)",
+        "qos": "normal",
+        "time_limit": "1:00:00",
+        "cpus": "1",
+        "display_id": "5",
+        "name": "job",
+    }
+    cols.update(values)
+    return parse.SEP.join(cols[c] for c in COLUMNS)
+
+
+ODD_ROWS = [
+    # an array: running tasks a line each, the pending remainder as one line
+    row(job_id="11", array_job_id="10", array_task="0", state="RUNNING", nodes="gpu[0001-0002]", start="1795995100"),
+    row(job_id="12", array_job_id="10", array_task="1", state="COMPLETING", nodes="gpu0003", start="1795995101"),
+    row(job_id="10", array_job_id="10", array_task="2-99%4", reason="JobArrayTaskLimit", display_id="10_[2-99%4]"),
+    row(job_id="20", array_job_id="20", array_task="[3,5]", state="PENDING", reason="Priority"),
+    # pending reasons, the expected start of a pending job, a reason with a node list in it
+    row(job_id="30", reason="ReqNodeNotAvail, UnavailableNodes:gpu[0012,0040-0041]", start="1796000000"),
+    row(job_id="31", reason="(null)", account="ml", qos="(null)"),
+    # names with the delimiter, spaces, markup, shell, unicode, 200 characters, none at all
+    row(job_id="40", name=f"with{parse.SEP}delimiter"),
+    row(job_id="41", name="eval|mmlu [bold]x[/] $(rm -rf /) `x`"),
+    row(job_id="42", name="名前-実験 α-β γ"),
+    row(job_id="43", name="x" * 200),
+    row(job_id="44", name=""),
+    # node lists: scattered, mixed widths, two prefixes, a suffix, a multi-bracket one, odd ones
+    row(job_id="50", state="RUNNING", nodes="gpu[0012,0040,0977],cpu0003", tres_per_node="gres:gpu:a100:2"),
+    row(job_id="51", state="RUNNING", nodes="n[8-11,013,7]", node_count="6", tres_per_node="gres/gpu:4"),
+    row(job_id="52", state="RUNNING", nodes="rack[1-2]-n[01-02]", node_count="4"),
+    row(job_id="53", state="RUNNING", nodes="gpu[05-3],cpu[9]-ib", node_count="1"),
+    row(job_id="54", state="FAILED", nodes="a, b", end="1795999999", start="1795995200"),
+    row(job_id="55", state="CANCELLED by 0", nodes="(null)", end="0", start="Unknown"),
+    row(job_id="56", state="TIMEOUT", nodes="n[99998-100001]", node_count="4", end="1795999999"),
+    row(job_id="57", state="RUNNING", nodes="gpu١٢", cpus="N/A", time_limit="UNLIMITED", submit="N/A"),
+]
+
+
+def plain_raw(line: str) -> parse.RawJob:
+    """One row the plain way: the dataclass's own constructor, the general hostlist expansion."""
+    cols = line.split(parse.SEP, len(COLUMNS) - 1)
+    c = dict(zip(COLUMNS, cols, strict=True))
+    array_job, task = c["array_job_id"], c["array_task"]
+    if task in ("N/A", "", "(null)") or array_job in ("", "N/A", "0"):
+        array_job = task = ""
+    elif task.startswith("[") and task.endswith("]"):
+        task = task[1:-1]
+    nodes = c["nodes"]
+    hosts = tuple(p.strip() for p in nodes.split(",") if p.strip() not in ("", "(null)", "N/A"))
+    if "[" in nodes or "(" in nodes:
+        hosts = tuple(parse._expand_hostlist(nodes))
+    tres = c["tres_per_node"]
+    gpus = 0 if tres in ("N/A", "(null)") else parse._gpus_from_tres(tres, parse._int(c["node_count"], 1))
+
+    def word(value: str) -> str:
+        return "" if value in ("none", "None", "(null)", "") else value
+
+    return parse.RawJob(
+        c["job_id"],
+        array_job,
+        task,
+        c["name"],
+        c["user"],
+        c["state"],
+        word(c["reason"]),
+        hosts,
+        gpus,
+        (),
+        parse._time(c["submit"]),
+        parse._time(c["start"]),
+        parse._time(c["end"]),
+        c["partition"],
+        word(c["account"]),
+        word(c["qos"]),
+        c["time_limit"],
+        parse._int(c["cpus"]),
+    )
+
+
+def values(obj: object) -> tuple:
+    return tuple(getattr(obj, f.name) for f in fields(obj))  # type: ignore[arg-type]
+
+
+def test_odd_rows_parse_as_the_plain_path_parses_them_cold_and_warm():
+    text = "\n".join(ODD_ROWS) + "\n"
+    expected = [plain_raw(line) for line in ODD_ROWS]
+    parse.clear_caches()
+    cold = parse.parse_squeue_text(text)
+    assert [values(r) for r in cold] == [values(r) for r in expected]
+    assert cold == expected
+    warm = parse.parse_squeue_text(text)
+    assert warm == expected and all(a is b for a, b in zip(warm, cold, strict=True))  # the same rows, reused
+    jobs = parse.build_jobs(cold, "c")
+    assert jobs == parse.build_jobs(expected, "c") == parse.build_jobs(warm, "c")
+    by_id = {j.id: j for j in jobs}
+    assert by_id["10"].raw_state == "ARRAY" and by_id["10_[2-99%4]"].parent == "10"
+    assert by_id["20_[3,5]"].state is JobState.PENDING
+    assert by_id["40"].name == f"with{parse.SEP}delimiter" and by_id["42"].name == "名前-実験 α-β γ"
+    assert by_id["30"].reason.startswith("ReqNodeNotAvail") and ("Expected start", parse._local(cold[4].start)) in (
+        by_id["30"].details
+    )
+    assert by_id["50"].nodes == ("gpu0012", "gpu0040", "gpu0977", "cpu0003") and by_id["50"].gpus == 2
+    assert by_id["51"].nodes == ("n8", "n9", "n10", "n11", "n013", "n7")
+    assert by_id["52"].nodes == ("rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02")
+    assert by_id["56"].nodes == ("n99998", "n99999", "n100000", "n100001")
+    assert by_id["55"].state is JobState.CANCELLED and by_id["55"].end_time is None
+
+
+def test_a_changed_line_is_parsed_again_and_the_others_are_reused():
+    parse.clear_caches()
+    first = parse.parse_squeue_text("\n".join(ODD_ROWS))
+    changed = list(ODD_ROWS)
+    changed[0] = changed[0].replace("RUNNING", "COMPLETING")
+    second = parse.parse_squeue_text("\n".join(changed))
+    assert second[0].state == "COMPLETING" and first[0].state == "RUNNING"
+    assert all(a is b for a, b in zip(first[1:], second[1:], strict=True))
+    one, two = parse.build_jobs(first, "c"), parse.build_jobs(second, "c")
+    assert one[0].state is JobState.RUNNING and two[0].state is JobState.COMPLETING  # the array group follows
+    assert parse.build_jobs(second, "other")[1].cluster == "other"  # a Job is kept for its own cluster only
+
+
+def test_the_caches_stay_bounded_by_the_latest_texts():
+    parse.clear_caches()
+    for poll in range(40):
+        lines = [row(job_id=str(poll * 1000 + i), name=f"poll {poll}") for i in range(300)]
+        parse.build_jobs(parse.parse_squeue_text("\n".join(lines)), "c")
+    assert len(parse._ROWS) + len(parse._ROWS_OLD) <= 2 * (300 + 300 // 8 + parse._ROWS_SLACK)
+    assert len(parse._JOBS) + len(parse._JOBS_OLD) <= 2 * (300 + 300 // 8 + parse._ROWS_SLACK)
+    big = [row(job_id=str(i)) for i in range(6000)]
+    for _ in range(3):
+        parse.parse_squeue_text("\n".join(big))
+        parse.parse_squeue_text("\n".join(big[:10]))  # another cluster's small queue between polls
+    assert len(parse._ROWS) + len(parse._ROWS_OLD) <= 2 * (6000 + 6000 // 8 + parse._ROWS_SLACK)
+    again = parse.parse_squeue_text("\n".join(big))
+    assert again[0] is parse.parse_squeue_text("\n".join(big))[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["gpu", "cpu", "n-", "rack1-n", "a.b", "N/A"]),
+            st.lists(
+                st.tuples(st.integers(0, 120), st.one_of(st.none(), st.integers(-2, 8)), st.integers(1, 4)),
+                max_size=5,
+            ),
+            st.sampled_from(["", "-ib", "[1-2]"]),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_numbered_hostlists_expand_as_the_general_expansion(items):
+    parts = []
+    for prefix, ranges, suffix in items:
+        if not ranges:
+            parts.append(prefix)
+            continue
+        text = ",".join(
+            str(lo).zfill(w) + ("" if span is None else "-" + str(lo + span).zfill(w)) for lo, span, w in ranges
+        )
+        parts.append(f"{prefix}[{text}]{suffix}")
+    text = ",".join(parts)
+    parse.clear_caches()
+    assert parse.expand_hostlist(text) == tuple(parse._expand_hostlist(text)), text
+
+
+def test_hostlist_names_are_shared_strings():
+    parse.clear_caches()
+    one = parse.expand_hostlist("gpu[0001-0004]")
+    two = parse.expand_hostlist("gpu[0003,0004]")
+    assert one[2] is two[0] and one[3] is two[1]
+    assert parse.expand_hostlist("".join(["gpu", "0003"]))[0] is one[2]
+
+
+def test_captured_text_gives_the_same_jobs_after_the_caches_are_warm():
+    text = (TEST_DATA / "slurm" / "squeue.txt").read_text()
+    parse.clear_caches()
+    cold = parse.build_jobs(parse.parse_squeue_text(text), "c")
+    raws = parse.parse_squeue_text(text)
+    assert cold == parse.build_jobs(raws, "c")
+    plain = [j for j in cold if not j.parent and j.raw_state != "ARRAY"]
+    assert plain == [parse.to_job(r, "c") for r in raws if not r.array_job_id]
+
+
+def test_the_collector_is_restored_after_a_parse_and_after_an_exception_in_one():
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    parse.parse_squeue_text("\n".join(ODD_ROWS))
+    assert gc.isenabled()
+    if not frozen:
+        assert gc.get_freeze_count() == 0  # nothing left frozen where nothing was
+    with pytest.raises(parse.AmbiguousRows):
+        parse.parse_squeue_text(ODD_ROWS[0] + "\nsecond line of a name\n")
+    assert gc.isenabled()
+    with pytest.raises(AttributeError):
+        parse.build_jobs([object()], "c")  # type: ignore[list-item]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse.build_jobs(parse.parse_squeue_text("\n".join(ODD_ROWS)), "c")
+        assert not gc.isenabled()  # one turned off by someone else (the app at startup) stays off
+    finally:
+        gc.enable()
+
+
+def test_inside_a_parse_no_collection_runs():
+    seen = []
+    gc.callbacks.append(lambda phase, info: seen.append(phase))
+    try:
+        lines = [row(job_id=str(i), nodes=f"gpu[{i:04d}-{i + 3:04d}]", state="RUNNING") for i in range(1, 3000)]
+        parse.clear_caches()
+        parse.build_jobs(parse.parse_squeue_text("\n".join(lines)), "c")
+        assert seen == []
+    finally:
+        gc.callbacks.pop()
+
+
+def test_objects_frozen_by_the_app_stay_frozen_and_what_a_parse_makes_joins_them():
+    keep = [[] for _ in range(100)]
+    parse.clear_caches()
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        raws = parse.parse_squeue_text("\n".join(ODD_ROWS))
+        assert gc.get_freeze_count() >= before + len(raws)
+    finally:
+        gc.unfreeze()
+    assert keep
+
+
+def test_maker_builds_what_the_constructor_builds():
+    rng = random.Random(3)
+    for _ in range(50):
+        args = (str(rng.randint(1, 9)), "".join(["h", "pc"]), "n", "".join(["u", "1"]), rng.choice(list(JobState)))
+        made, built = (
+            maker(Job)(*args, nodes=("g1",), kind=JobKind.SLURM),
+            Job(*args, nodes=("g1",), kind=JobKind.SLURM),
+        )
+        assert type(made) is Job and made == built and hash(made) == hash(built) and repr(made) == repr(built)
+        assert made.cluster is built.cluster and made.user is built.user  # interned as by __init__
+    with pytest.raises(AttributeError):
+        made.name = "x"  # type: ignore[misc]
+    assert maker(Node)("c", "n1", "idle", gpus=(maker(Gpu)(0, GpuState.FREE),)) == Node(
+        "c", "n1", "idle", gpus=(Gpu(0, GpuState.FREE),)
+    )
+    assert maker(LogLine)("1", "x") == LogLine("1", "x")
+    with pytest.raises(TypeError):
+        maker(Job)("1", "c")
+    assert maker(parse.Gres) is parse.Gres  # not a quick_init class: its own constructor
