@@ -451,8 +451,8 @@ class VirtualTable(ScrollView, can_focus=True):
             self._reorder()
             return
         self._rows, self._index = kept.rows, None  # the order it had, for the sort still in force
-        row = by_key.get(self._cursor_key) if self._cursor_key is not None else None
-        self._cursor_index = self._rows.index(row) if row is not None else None
+        cursor = by_key.get(self._cursor_key) if self._cursor_key is not None else None
+        self._cursor_index = self._rows.index(cursor) if cursor is not None else None
 
     def _splice(self, rows: list[Row], old: dict[str, Row]) -> tuple[dict[str, Row], list[Row], list, list[str]] | None:
         """When ``rows`` are the rows on show with one run replaced (the same ``Row`` objects before
