@@ -344,6 +344,7 @@ class QueueScreen(DataScreen):
         self._columns: tuple[int, list[JobFields], list] | None = None  # (version, each entry's fields, state)
         self._version = 0  # bumped whenever the entries change: the caches below are for one version
         self._matches: dict[str, list[int]] = {}  # filter text -> its matches' _flat indices (a few kept)
+        self._views: dict[tuple, tuple[list[Row], Counter]] = {}  # (version, filter, opened) -> its rows, counts
         self._unfiltered: tuple[tuple, list[Row], Counter] | None = None  # (what it depends on, rows, counts)
         self._warmed = 0  # the entries version whose member rows are being made ahead (see _warm_members)
         self._warm_at = 0  # how far into _flat that has gone
@@ -666,7 +667,14 @@ class QueueScreen(DataScreen):
         """``_filtered_rows`` with no notes and no marks: the matches' indices and their groups',
         mapped to rows made once per entry (in C, but for rows not made yet and the groups: a
         group's members are right after it in ``_flat``, so whether one matched is a bisection).
-        A matching group with no matching member shows closed."""
+        A matching group with no matching member shows closed. The last few are kept: a backspace gives
+        the table the very list it showed (which it kept, and comes back to without looking at every row)."""
+        key = (self._version, self.job_filter.text, frozenset(self.expanded))
+        views = self._views
+        known = views.get(key)
+        if known is not None:
+            self.state_counts, self.shown = known[1], len(known[0])
+            return known[0]
         matched = self._matching()
         flat, children, expanded = self._flat, self._children, self.expanded
         added: list[int] = []  # groups shown for a matching member only
@@ -699,7 +707,11 @@ class QueueScreen(DataScreen):
             if entry.key not in expanded:
                 rows[bisect_left(order, index)] = entry.row(clock, GROUP_CLOSED, len(children[entry.key]), "", "")
         states = self._per_entry()[1]
-        self.state_counts, self.shown = Counter(map(states.__getitem__, order)), len(rows)
+        counts = Counter(map(states.__getitem__, order))
+        if len(views) >= 4 or any(version != self._version for version, *_ in views):
+            views.clear()  # (the rows of other versions are no use)
+        views[key] = (rows, counts)
+        self.state_counts, self.shown = counts, len(rows)
         return rows
 
     def count_summary(self) -> Text:

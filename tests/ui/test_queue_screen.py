@@ -327,3 +327,30 @@ async def test_a_refresh_while_filtered_updates_the_view_and_the_rows_escape_giv
         assert jobs.cell_text("hpc/1070", "name") == "bulk-7-wider-than-any-other-name"
         assert jobs._content_widths[2] == len("bulk-7-wider-than-any-other-name")
         assert all(jobs._measured[key][0] is jobs.get_row(key) for key in rows(app))
+
+
+async def test_a_backspace_gives_the_table_the_rows_it_showed_for_that_filter_before(home):
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(1500))
+        await refreshed(pilot, app)
+        await wait_for(pilot, lambda: len(rows(app)) == 1503, what="bulk rows")
+        await pilot.press("slash", *"bulk-")
+        await wait_for(pilot, lambda: len(rows(app)) == 1500, what="filtered")
+        jobs = table(app)
+        shown = [jobs.get_row(key) for key in rows(app)]
+        await pilot.press("1")
+        await wait_for(pilot, lambda: len(rows(app)) == 611, what="narrowed")  # bulk-1, 10-19, 100-199, 1000-1499
+        came_back = []
+        come_back = jobs._come_back
+        jobs._come_back = lambda kept: came_back.append(len(kept.given)) or come_back(kept)  # type: ignore[method-assign]
+        screen, matched = app.screen, []
+        matching = screen._matching
+        screen._matching = lambda: matched.append(1) or matching()  # type: ignore[method-assign]
+        await pilot.press("backspace")
+        await wait_for(pilot, lambda: len(rows(app)) == 1500, what="widened again")
+        assert came_back == [1500] and not matched  # the view kept by the screen too: no job tested again
+        assert all(jobs.get_row(key) is row for key, row in zip(rows(app), shown, strict=True))
+        assert "shown 1500 of 1503: pending 1500" in screen_text(app)
