@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from itertools import compress, repeat
@@ -344,6 +344,7 @@ class QueueScreen(DataScreen):
         self._columns: tuple[int, list[JobFields], list] | None = None  # (version, each entry's fields, state)
         self._version = 0  # bumped whenever the entries change: the caches below are for one version
         self._matches: dict[str, list[int]] = {}  # filter text -> its matches' _flat indices (a few kept)
+        self._views: dict[tuple, tuple[list[Row], Counter]] = {}  # (version, filter, opened) -> its rows, counts
         self._unfiltered: tuple[tuple, list[Row], Counter] | None = None  # (what it depends on, rows, counts)
         self._warmed = 0  # the entries version whose member rows are being made ahead (see _warm_members)
         self._warm_at = 0  # how far into _flat that has gone
@@ -597,11 +598,14 @@ class QueueScreen(DataScreen):
         pool = known.get(job_filter.text)
         if pool is None:
             fields = self._per_entry()[0]
-            pool = list(range(len(fields)))
+            narrowest: list[int] | None = None
             for text, matches in known.items():
-                if len(matches) < len(pool) and job_filter.narrows(compile_filter(text)):
-                    pool = matches
-            pool = list(compress(pool, map(job_filter.predicate, map(fields.__getitem__, pool))))
+                if (narrowest is None or len(matches) < len(narrowest)) and job_filter.narrows(compile_filter(text)):
+                    narrowest = matches
+            if narrowest is None:  # every entry tested
+                pool = list(compress(range(len(fields)), map(job_filter.predicate, fields)))
+            else:
+                pool = list(compress(narrowest, map(job_filter.predicate, map(fields.__getitem__, narrowest))))
             if len(known) >= 16:
                 del known[next(iter(known))]
             known[job_filter.text] = pool
@@ -661,27 +665,53 @@ class QueueScreen(DataScreen):
 
     def _filtered_view(self, clock: Callable[[], float]) -> list[Row]:
         """``_filtered_rows`` with no notes and no marks: the matches' indices and their groups',
-        mapped to rows made once per entry (in C, but for rows not made yet and matching groups
-        with no matching member, shown closed)."""
+        mapped to rows made once per entry (in C, but for rows not made yet and the groups: a
+        group's members are right after it in ``_flat``, so whether one matched is a bisection).
+        A matching group with no matching member shows closed. The last few are kept: a backspace gives
+        the table the very list it showed (which it kept, and comes back to without looking at every row)."""
+        key = (self._version, self.job_filter.text, frozenset(self.expanded))
+        views = self._views
+        known = views.get(key)
+        if known is not None:
+            self.state_counts, self.shown = known[1], len(known[0])
+            return known[0]
         matched = self._matching()
-        group_of, flat = self._group_at, self._flat
-        hit = set(map(group_of.__getitem__, matched))  # groups with a matching member (and -1)
-        hit.discard(-1)
-        order = sorted(hit.union(matched)) if hit else matched
+        flat, children, expanded = self._flat, self._children, self.expanded
+        added: list[int] = []  # groups shown for a matching member only
+        closed: list[int] = []  # matching groups with no matching member (unless opened)
+        end = len(matched)
+        for index in self._groups:
+            at = bisect_right(matched, index)  # the first match after the group: a member of it?
+            matching = at > 0 and matched[at - 1] == index
+            if at < end and matched[at] <= index + len(children[flat[index].key]):
+                if not matching:
+                    added.append(index)
+            elif matching:
+                closed.append(index)
+            elif at == end:
+                break  # no match from here on
+        order = matched
+        if added:  # put in among the matches, in order (slices: in C)
+            order, start = [], 0
+            for index in added:
+                at = bisect_left(matched, index, start)
+                order += matched[start:at]
+                order.append(index)
+                start = at
+            order += matched[start:]
         rows = list(map(_VIEW_ROW, map(flat.__getitem__, order)))
         for at in list(compress(range(len(rows)), map(is_, rows, repeat(None)))):  # not made yet
             rows[at] = self._view_row(order[at], clock)
-        expanded, children = self.expanded, self._children
-        for index in self._groups:  # a matching group with no matching member: closed (unless opened)
-            if index in hit:
-                continue
-            at = bisect_left(order, index)
-            if at < len(order) and order[at] == index:
-                entry = flat[index]
-                if entry.key not in expanded:
-                    rows[at] = entry.row(clock, GROUP_CLOSED, len(children[entry.key]), "", "")
+        for index in closed:
+            entry = flat[index]
+            if entry.key not in expanded:
+                rows[bisect_left(order, index)] = entry.row(clock, GROUP_CLOSED, len(children[entry.key]), "", "")
         states = self._per_entry()[1]
-        self.state_counts, self.shown = Counter(map(states.__getitem__, order)), len(rows)
+        counts = Counter(map(states.__getitem__, order))
+        if len(views) >= 4 or any(version != self._version for version, *_ in views):
+            views.clear()  # (the rows of other versions are no use)
+        views[key] = (rows, counts)
+        self.state_counts, self.shown = counts, len(rows)
         return rows
 
     def count_summary(self) -> Text:

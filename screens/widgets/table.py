@@ -98,8 +98,26 @@ def _fits(known: tuple[Row, tuple[int, ...]] | None, row: Row) -> TypeGuard[tupl
     return known is not None and (known[0] is row or known[0].cells == row.cells)
 
 
-# a set of rows kept: the rows given, keyed, their width counts, widths measured of rows replaced
-_Kept = tuple[list[Row], dict[str, Row], list[Counter[int]] | None, dict[str, tuple[Row, tuple[int, ...]]]]
+_Measured = tuple[Row, tuple[int, ...]]  # a row measured and its widths
+
+
+class _Kept:
+    """A set of rows left for a quite different one (a filter typed), kept to come back to at once
+    (the filter cleared): the rows given, keyed, their width counts, the display order for the sort
+    it was shown in, and the measured entries written over since (the first of each key): only
+    those are looked at on the way back, never every row."""
+
+    __slots__ = ("given", "by_key", "counts", "rows", "order", "measured", "saved")
+
+    def __init__(self, table: VirtualTable) -> None:
+        self.given = table._given
+        self.by_key = table._by_key
+        counts = table._width_counts
+        self.counts = [Counter(c) for c in counts] if counts is not None else None
+        self.rows = table._rows
+        self.order = (table.sort_column, table.sort_reverse)
+        self.measured = table._measured  # a pruned (replaced) dict: every row is looked at again
+        self.saved: dict[str, _Measured] = {}
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -277,6 +295,7 @@ class VirtualTable(ScrollView, can_focus=True):
             befores = list(map(old.get, map(_ROW_KEY, differ))) if old else [None] * len(differ)
         else:  # a run of rows put in, taken out or changed (a group opened): the rest stays as it is
             by_key, differ, befores, gone_keys = spliced
+        keeping = self._keep() if spliced is None and old and len(old) >= KEEP_ROWS else None
         measured = self._measured
         arrived: list[tuple[int, ...]] = []  # widths of rows added or changed, and of those changed or gone
         left: list[tuple[int, ...]] = []
@@ -291,7 +310,7 @@ class VirtualTable(ScrollView, can_focus=True):
             for row in compress(new, map(not_, ready)):
                 known = measured.get(row.key)
                 if not _fits(known, row):
-                    known = measured[row.key] = (row, self._row_widths(row))
+                    known = self._put_measured(row.key, (row, self._row_widths(row)))
                 arrived.append(known[1])
         changed = cast("Iterable[tuple[Row, Row]]", compress(zip(differ, befores), befores))
         for row, before in changed:  # rows on show in another version
@@ -310,9 +329,9 @@ class VirtualTable(ScrollView, can_focus=True):
                         self._ahead[key] = known
                     if not _fits(ahead, row):
                         ahead = (row, self._row_widths(row))
-                    known = measured[key] = ahead
+                    known = self._put_measured(key, ahead)
                 else:
-                    known = measured[key] = (row, self._row_widths(row))
+                    known = self._put_measured(key, (row, self._row_widths(row)))
             arrived.append(known[1])
         gone_count = len(gone_keys) if spliced is not None else len(old) - (len(by_key) - added)
         recount = spliced is None and len(arrived) + 4 * gone_count > len(keys)  # widths counted afresh
@@ -332,8 +351,11 @@ class VirtualTable(ScrollView, can_focus=True):
                     for key in cache.keys() & gone:
                         del cache[key]
                 left.extend(map(_SECOND, filter(None, map(measured.get, gone))))
-        if spliced is None and old and len(old) >= KEEP_ROWS and dirty:
-            self._keep(old, [before for before in befores if before is not None])
+        if keeping is not None:
+            if dirty:
+                self._evict()
+            else:  # the same rows: nothing to come back to
+                self._kept.remove(keeping)
         widths_changed = dirty and self._update_content_widths(keys, arrived, left, recount)
         self._by_key = by_key
         unchanged = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
@@ -353,59 +375,84 @@ class VirtualTable(ScrollView, can_focus=True):
             self._scroll_to_index(index)
         self.refresh()
 
-    def _keep(self, old: dict[str, Row], replaced: list[Row]) -> None:
-        """Keep the rows on show (``old``, about to go) to come back to: ``replaced`` are those of
-        them that the new rows change (their widths are measured again meanwhile: kept here)."""
-        measured = self._measured
-        widths = {row.key: measured[row.key] for row in replaced if row.key in measured}
-        counts = [Counter(c) for c in self._width_counts] if self._width_counts is not None else None
-        self._kept.append((self._given, old, counts, widths))
+    def _keep(self) -> _Kept:
+        """Keep the rows on show (about to go) to come back to; the measured entries of its rows that
+        are written over meanwhile are saved in it (``_put_measured``)."""
+        kept = _Kept(self)
+        self._kept.append(kept)
+        return kept
+
+    def _evict(self) -> None:
         if len(self._kept) > KEEP_SETS:  # the smallest goes (the unfiltered rows are the most costly)
-            self._kept.remove(min(self._kept, key=lambda kept: len(kept[0])))
+            self._kept.remove(min(self._kept, key=lambda kept: len(kept.given)))
+
+    def _put_measured(self, key: str, known: _Measured) -> _Measured:
+        """``_measured[key] = known``, the entry it replaces saved first in each kept set."""
+        measured = self._measured
+        if self._kept:
+            before = measured.get(key)
+            if before is not None and before is not known:
+                for kept in self._kept:
+                    kept.saved.setdefault(key, before)
+        measured[key] = known
+        return known
 
     def _kept_for(self, rows: list[Row]) -> _Kept | None:
         """A kept set that ``rows`` are: the very same ``Row`` objects in the same order (in C)."""
         for kept in self._kept:
-            if len(kept[0]) == len(rows) and kept[0] is not self._given and all(map(is_, kept[0], rows)):
+            if len(kept.given) == len(rows) and kept.given is not self._given and all(map(is_, kept.given, rows)):
                 return kept
         return None
 
     def _come_back(self, kept: _Kept) -> None:
-        """Show a kept set again: its keyed rows and width counts as they were; only the rows on show
-        now that it lacks (or has in another version) are looked at, and the kept rows whose widths
-        were measured for another version meanwhile (found in C)."""
+        """Show a kept set again: its keyed rows, width counts and order as they were; only the rows
+        whose measured entries were written over meanwhile are looked at, and the caches' few keys."""
         old = self._by_key
-        given, by_key, counts, widths = kept
         self._kept.remove(kept)
-        other = list(compress(old, map(is_not, map(by_key.get, old), old.values())))
+        by_key = kept.by_key
         if len(old) >= KEEP_ROWS:  # the rows on show now, to come back to in turn
-            self._keep(old, [old[key] for key in other])
+            self._keep()
+            self._evict()
         for cache in (self._strips, self._sort_cache):  # (few keys: drawn or text-sorted rows)
-            for key in cache.keys() & set(other):
+            for key in [key for key in cache if by_key.get(key) is not old.get(key)]:
                 del cache[key]
         measured, ahead = self._measured, self._ahead
-        keys = list(map(_ROW_KEY, given))
-        for row in compress(given, map(is_not, map(_FIRST, map(measured.get, keys, repeat(_UNMEASURED))), given)):
-            known = widths.get(row.key)
-            if not _fits(known, row):
-                known = measured.get(row.key)
-                if not _fits(known, row):
-                    turn = ahead.get(row.key)
-                    if _fits(turn, row):
-                        if known is not None:  # the two versions take turns
-                            ahead[row.key] = known
-                        known = turn
-                    else:
-                        known = (row, self._row_widths(row))
-            measured[row.key] = known if known[0] is row else (row, known[1])
-        self._by_key, self._given = by_key, given
+        if kept.measured is measured:
+            saved = kept.saved
+            suspects: Iterable[Row] = filter(None, map(by_key.get, saved))
+        else:  # measured entries were dropped meanwhile (see _update_content_widths): every row
+            saved = {}
+            suspects = kept.given
+        for row in suspects:
+            known = measured.get(row.key)
+            if known is not None and known[0] is row:
+                continue
+            before = saved.get(row.key)
+            if _fits(before, row):
+                known = before
+            elif not _fits(known, row):
+                turn = ahead.get(row.key)
+                if _fits(turn, row):
+                    if known is not None:  # the two versions take turns
+                        ahead[row.key] = known
+                    known = turn
+                else:
+                    known = (row, self._row_widths(row))
+            self._put_measured(row.key, known if known[0] is row else (row, known[1]))
+        self._by_key, self._given = by_key, kept.given
+        counts = kept.counts
         if counts is None:
             self._width_counts = None
-            self._update_content_widths(keys, [], [])
+            self._update_content_widths(list(map(_ROW_KEY, kept.given)), [], [])
         else:
             self._width_counts = [Counter(c) for c in counts]
             self._content_widths = [max((w for w, n in c.items() if n > 0), default=0) for c in counts]
-        self._reorder()
+        if kept.order != (self.sort_column, self.sort_reverse):
+            self._reorder()
+            return
+        self._rows, self._index = kept.rows, None  # the order it had, for the sort still in force
+        cursor = by_key.get(self._cursor_key) if self._cursor_key is not None else None
+        self._cursor_index = self._rows.index(cursor) if cursor is not None else None
 
     def _splice(self, rows: list[Row], old: dict[str, Row]) -> tuple[dict[str, Row], list[Row], list, list[str]] | None:
         """When ``rows`` are the rows on show with one run replaced (the same ``Row`` objects before
@@ -447,7 +494,7 @@ class VirtualTable(ScrollView, can_focus=True):
                 continue
             known = measured.get(row.key)
             if not _fits(known, row):
-                measured[row.key] = (row, self._row_widths(row))
+                self._put_measured(row.key, (row, self._row_widths(row)))
 
     def move_cursor_to_key(self, key: str) -> bool:
         """Put the cursor on ``key`` (scrolling it into view); False when there is no such row."""

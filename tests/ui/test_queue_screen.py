@@ -246,3 +246,111 @@ async def test_opening_and_closing_a_group_patches_the_rows_as_a_full_rebuild_wo
             await wait_for(pilot, lambda want=want_open: ("det/104_0" in rows(app)) is want, what="toggled")
             patched, counts = rows(app), dict(screen.state_counts)
             assert (patched, counts) == rebuilt()
+
+
+async def test_the_filters_quick_view_shows_what_the_general_path_would(home):
+    """The filter with no marks or notes maps matches to rows by index (groups found by bisection);
+    it must show what the general path, row by row, makes: groups with a matching member open,
+    matching groups without one closed (open when expanded), counts alike."""
+    from yanflow_tui.filters import compile_filter
+
+    app = make_app(
+        ClusterConfig("det", "fake-actions", refresh_seconds=3600),
+        ClusterConfig("dev", "fake-actions", refresh_seconds=3600),
+        hpc(refresh_seconds=3600),
+    )
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: {"det/104", "dev/104", "hpc/101"} <= set(rows(app)), what="rows")
+        screen = app.screen
+        texts = ["sweep", "sweep-1", "sweep-10", "104", "gpus:>2", "gpus:1", "-sweep", "state:run", "dev", "bobs"]
+        texts += ["cluster:det sweep-0", "zzz", "det", "alice", "-gpus:1", "105"]
+        for expanded in (set(), {"dev/104"}):
+            screen.expanded = expanded
+            for text in texts:
+                screen.job_filter = compile_filter(text)
+                view = screen._filtered_view(app.clock)
+                view_counts, view_shown = dict(screen.state_counts), screen.shown
+                general = screen._filtered_rows(app.clock, {"no-such-cluster": "stale"})  # (the row by row path)
+                assert [(r.key, r.cells[1], r.parent) for r in view] == [
+                    (r.key, r.cells[1], r.parent) for r in general
+                ], (text, expanded)
+                assert (view_counts, view_shown) == (dict(screen.state_counts), screen.shown), text
+
+
+async def test_escape_gives_back_the_very_rows_widths_and_cursor_shown_before_the_filter(home):
+    """The unfiltered rows are kept while a filter shows (the group opened there, another version of its
+    row): escape shows them again, the same objects, measured widths and cursor."""
+    app = make_app(ClusterConfig("det", "fake-actions", refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
+        backend = FakeActionsBackend.instances[-1]
+        backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(1500))
+        shown = len(rows(app)) + 1500
+        await refreshed(pilot, app)
+        await wait_for(pilot, lambda: len(rows(app)) == shown, what="bulk rows")
+        jobs = table(app)
+        jobs.move_cursor_to_key("det/104")
+        before = [jobs.get_row(key) for key in rows(app)]
+        widths = list(jobs._content_widths)
+        await pilot.press("slash", *"sweep")
+        await wait_for(pilot, lambda: rows(app) == ["det/104", "det/104_0", "det/104_1", "det/104_10"], what="filtered")
+        assert jobs.cursor_key == "det/104" and jobs.get_row("det/104") is not before[rows(app).index("det/104")]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: len(rows(app)) == shown, what="every row again")
+        assert all(jobs.get_row(key) is row for key, row in zip(rows(app), before, strict=True))
+        assert all(jobs._measured[row.key][0] is row for row in before)
+        assert jobs._content_widths == widths
+        assert jobs.cursor_key == "det/104"
+
+
+async def test_a_refresh_while_filtered_updates_the_view_and_the_rows_escape_gives_back(home):
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(1500))
+        await refreshed(pilot, app)
+        await wait_for(pilot, lambda: len(rows(app)) == 1503, what="bulk rows")
+        await pilot.press("slash", *"bulk-7")
+        await wait_for(pilot, lambda: len(rows(app)) == 111, what="filtered")
+        at = next(i for i, job in enumerate(backend.jobs) if job.id == "1070")
+        backend.jobs[at] = replace(backend.jobs[at], state=JobState.RUNNING, name="bulk-7-wider-than-any-other-name")
+        del backend.jobs[at + 1]  # 1071 ends
+        await refreshed(pilot, app)
+        await wait_for(pilot, lambda: len(rows(app)) == 110, what="the refresh in the filtered view")
+        assert table(app).cell_text("hpc/1070", "state") == "running"
+        assert "running 1" in screen_text(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: len(rows(app)) == 1502, what="every row again")
+        jobs = table(app)
+        assert "hpc/1071" not in rows(app) and jobs.cell_text("hpc/1070", "state") == "running"
+        assert jobs.cell_text("hpc/1070", "name") == "bulk-7-wider-than-any-other-name"
+        assert jobs._content_widths[2] == len("bulk-7-wider-than-any-other-name")
+        assert all(jobs._measured[key][0] is jobs.get_row(key) for key in rows(app))
+
+
+async def test_a_backspace_gives_the_table_the_rows_it_showed_for_that_filter_before(home):
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(1500))
+        await refreshed(pilot, app)
+        await wait_for(pilot, lambda: len(rows(app)) == 1503, what="bulk rows")
+        await pilot.press("slash", *"bulk-")
+        await wait_for(pilot, lambda: len(rows(app)) == 1500, what="filtered")
+        jobs = table(app)
+        shown = [jobs.get_row(key) for key in rows(app)]
+        await pilot.press("1")
+        await wait_for(pilot, lambda: len(rows(app)) == 611, what="narrowed")  # bulk-1, 10-19, 100-199, 1000-1499
+        came_back = []
+        come_back = jobs._come_back
+        jobs._come_back = lambda kept: came_back.append(len(kept.given)) or come_back(kept)  # type: ignore[method-assign]
+        screen, matched = app.screen, []
+        matching = screen._matching
+        screen._matching = lambda: matched.append(1) or matching()  # type: ignore[method-assign]
+        await pilot.press("backspace")
+        await wait_for(pilot, lambda: len(rows(app)) == 1500, what="widened again")
+        assert came_back == [1500] and not matched  # the view kept by the screen too: no job tested again
+        assert all(jobs.get_row(key) is row for key, row in zip(rows(app), shown, strict=True))
+        assert "shown 1500 of 1503: pending 1500" in screen_text(app)

@@ -343,3 +343,32 @@ async def test_set_rows_patching_what_changed_ends_as_a_fresh_table_would(monkey
             assert _state(table) == _state(fresh_copy), (step, kind)
             await fresh_copy.remove()
         assert len(came_back) > 3
+
+
+async def test_a_kept_set_comes_back_as_a_fresh_table_would_show_it_even_after_its_widths_were_dropped(monkeypatch):
+    """Coming back to a kept set (a filter cleared) looks only at the widths written over meanwhile;
+    when the measured widths were pruned (a new dict), every row is looked at again."""
+    from yanflow_tui.screens.widgets import table as table_module
+
+    monkeypatch.setattr(table_module, "KEEP_ROWS", 20)
+    everything = [row(i, "n" * (i % 13)) for i in range(60)]
+    opened = [row(i, "open " + "w" * 30) if i % 10 == 0 else everything[i] for i in range(0, 60, 2)]
+    app = Host(everything)
+    async with app.run_test(size=(80, 12)):
+        table = app.query_one(VirtualTable)
+        for prune in (False, True):
+            table.set_rows(everything)
+            table.move_cursor_to_key("r20")
+            table.set_rows(opened)  # another version of some rows: their widths written over
+            assert table._content_widths[1] == len("open ") + 30
+            if prune:
+                table._measured = dict(table._measured)  # what _update_content_widths does when pruning
+            table.set_rows(everything)
+            assert all(table.get_row(r.key) is r for r in everything)
+            assert all(table._measured[r.key][0] is r for r in everything)
+            fresh = VirtualTable(COLUMNS)
+            await app.mount(fresh)
+            fresh.set_rows(everything)
+            fresh.move_cursor_to_key("r20")
+            assert _state(table) == _state(fresh)
+            await fresh.remove()
