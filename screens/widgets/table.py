@@ -19,6 +19,7 @@ from operator import attrgetter, is_, is_not, itemgetter, not_
 from typing import ClassVar, NamedTuple, TypeGuard, cast
 
 from rich.cells import cell_len
+from rich.control import strip_control_codes
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -97,6 +98,10 @@ def _fits(known: tuple[Row, tuple[int, ...]] | None, row: Row) -> TypeGuard[tupl
     """``known`` (a row measured and its widths) holds for ``row``: that very row, or equal cells."""
     return known is not None and (known[0] is row or known[0].cells == row.cells)
 
+
+# a row's cells laid out (runs of text and the style over the line's), the cells they take, and
+# the lines painted from them by (stripe, cursor)
+_Laid = tuple[list[tuple[str, Style | None]], int, dict[tuple[int, bool], Strip]]
 
 # a set of rows kept: the rows given, keyed, their width counts, widths measured of rows replaced
 _Kept = tuple[list[Row], dict[str, Row], list[Counter[int]] | None, dict[str, tuple[Row, tuple[int, ...]]]]
@@ -208,9 +213,10 @@ class VirtualTable(ScrollView, can_focus=True):
         self._starts: list[int] = [0] * ncols
         self._hidden: frozenset[int] = frozenset()  # columns given way (see Column.give_way)
         self._layout_key: tuple | None = None
-        # key -> its drawn lines by (stripe, cursor, live text): a filter, a sort or a group opened above
-        # moves rows between odd and even stripes and back, and the cursor comes and goes
-        self._strips: dict[str, dict[tuple, Strip]] = {}
+        # key -> by live text: its cells laid out in the columns (runs, cells taken) and its lines by
+        # (stripe, cursor): a filter, a sort or a group opened above moves rows between odd and even
+        # stripes and back, and the cursor comes and goes; only the painting differs then
+        self._strips: dict[str, dict[tuple, _Laid]] = {}
         self._header: Strip | None = None
         self._sort_cache: dict[str, tuple[Row, object]] = {}
         # sets of rows left for a quite different one (a filter typed), kept to come back to at once
@@ -796,35 +802,41 @@ class VirtualTable(ScrollView, can_focus=True):
         return self._header
 
     def _row_strip(self, index: int, row: Row) -> Strip:
+        """A row's line, cached in two steps: its cells laid out in the columns (runs of text and
+        the style over the line's, kept until the row, the layout or the live text changes), then
+        that layout painted in the line's style (stripe or cursor: a few segments, no text looked at)."""
         cells = row.cells
         live = [(i, c()) for i, c in enumerate(cells) if _is_live(c)]
         cursor = row.key == self._cursor_key
-        signature = (index % 2 if self.zebra_stripes else 0, cursor, tuple(t.plain for _, t in live))
-        drawn_before = self._strips.get(row.key)
-        if drawn_before is not None:
-            hit = drawn_before.get(signature)
+        look = (index % 2 if self.zebra_stripes else 0, cursor)
+        texts = tuple(t.plain for _, t in live)
+        drawn = self._strips.get(row.key)
+        if drawn is None:
+            drawn = self._strips[row.key] = {}
+        laid = drawn.get(texts)
+        if laid is not None:
+            hit = laid[2].get(look)
             if hit is not None:
                 return hit
         self.render_count += 1
-        shown = cast("Sequence[str | Text]", cells)  # no live cell left after this
-        if live:
-            drawn = list(shown)
-            for i, text in live:
-                drawn[i] = text
-            shown = tuple(drawn)
-            self._note_live_widths(live)
+        if laid is None:
+            shown = cast("Sequence[str | Text]", cells)  # no live cell left after this
+            if live:
+                shown = list(shown)
+                for i, text in live:
+                    shown[i] = text
+                self._note_live_widths(live)
+            if len(drawn) >= 2:  # ages moved on: the old ones are no use
+                drawn.clear()
+            runs, total = self._lay_out(shown, Style.parse(row.style) if row.style else None)
+            laid = drawn[texts] = (runs, total, {})
         if cursor:
             style = self.get_component_rich_style("vtable--cursor")
         elif self.zebra_stripes:
             style = self.get_component_rich_style("vtable--odd-row" if index % 2 else "vtable--even-row")
         else:
             style = self.rich_style
-        strip = self._build_strip(shown, style, Style.parse(row.style) if row.style else None)
-        if drawn_before is None:
-            drawn_before = self._strips[row.key] = {}
-        elif len(drawn_before) >= 4:  # ages moved on: the old ones are no use
-            drawn_before.clear()
-        drawn_before[signature] = strip
+        strip = laid[2][look] = self._paint(laid[0], laid[1], style)
         return strip
 
     def _note_live_widths(self, live: list[tuple[int, Text]]) -> None:
@@ -846,39 +858,84 @@ class VirtualTable(ScrollView, can_focus=True):
     ) -> Strip:
         """One full-width line: each cell padded or cut (with an ellipsis) to its column's width.
         ``style``: the line's (stripe, cursor, header); ``under``: the row's own, under its cells."""
+        runs, total = self._lay_out(cells, under, header)
+        return self._paint(runs, total, style)
+
+    def _paint(self, runs: list[tuple[str, Style | None]], total: int, style: Style) -> Strip:
+        """Laid-out runs (``_lay_out``) in the line's ``style``, padded to the table's width."""
+        segments = [Segment(text, style if over is None else style + over) for text, over in runs]
+        width = max(total, self.scrollable_content_region.width)
+        if width > total:
+            segments.append(Segment(" " * (width - total), style))
+        return Strip(segments, width)
+
+    def _lay_out(
+        self, cells: Sequence[str | Text], under: Style | None = None, header: bool = False
+    ) -> tuple[list[tuple[str, Style | None]], int]:
+        """Cells padded or cut (with an ellipsis) to their columns' widths, as runs of text with the
+        style each puts over the line's (None: the line's own: padding, plain cells), runs of the same
+        style joined; and the cells they take. Styles add up in order (line, row, column, text,
+        span), so the line's style can go under them afterwards."""
         console = self.app.console
         get_style = console.get_style
-        row_style = style + under if under is not None else style
-        pad = Segment(" " * PAD, style)
-        segments: list[Segment] = []
+        runs: list[tuple[str, Style | None]] = []
+        text_run: list[str] = []  # the run being joined, and its style
+        run_style: Style | None = None
         total = 0
         hidden = self._hidden
+        pad = " " * PAD
+        null = Style.null()
+
+        def put(piece: str, over: Style | None) -> None:
+            nonlocal run_style
+            if over is not run_style and over != run_style:
+                if text_run:
+                    runs.append(("".join(text_run), run_style))
+                    text_run.clear()
+                run_style = over
+            text_run.append(piece)
+
         for i, column in enumerate(self.columns):
             if i in hidden:
                 continue
             width = self._widths[i]
             cell = cells[i] if i < len(cells) else ""
-            text = Text(cell) if isinstance(cell, str) else cell  # live cells were evaluated already
-            if text.cell_len > width:
-                text = text.copy()
-                text.truncate(width, overflow="ellipsis")
-            room = width - text.cell_len
-            segments.append(pad)
-            if room and column.justify == "right":
-                segments.append(Segment(" " * room, style))
-            base = row_style
+            base = under
             if column.style and not header:
-                base += get_style(column.style, default=Style.null())
-            if text.style:  # Text.render leaves the Text's own style out when it has no spans
-                base += get_style(text.style, default=Style.null())
-            segments.extend(
-                Segment(s.text, base + s.style if s.style else base) for s in text.render(console, end="") if s.text
-            )
+                column_style = get_style(column.style, default=null)
+                base = column_style if base is None else base + column_style
+            pieces: list[tuple[str, Style | None]]
+            if isinstance(cell, str):
+                plain = strip_control_codes(cell)
+                used = len(plain) if plain.isascii() else cell_len(plain)
+                if used <= width:
+                    pieces = [(plain, base)] if plain else []
+                else:
+                    cell = Text(plain)
+            if not isinstance(cell, str):
+                text = cell  # live cells were evaluated already
+                if text.cell_len > width:
+                    text = text.copy()
+                    text.truncate(width, overflow="ellipsis")
+                used = text.cell_len
+                if text.style:  # Text.render leaves the Text's own style out when it has no spans
+                    own = get_style(text.style, default=null)
+                    base = own if base is None else base + own
+                pieces = [
+                    (s.text, base if not s.style else (s.style if base is None else base + s.style))
+                    for s in text.render(console, end="")
+                    if s.text
+                ]
+            room = width - used
+            put(pad, None)
+            if room and column.justify == "right":
+                put(" " * room, None)
+            for piece, over in pieces:
+                put(piece, over)
             if room and column.justify != "right":
-                segments.append(Segment(" " * room, style))
-            segments.append(pad)
+                put(" " * room, None)
+            put(pad, None)
             total += width + 2 * PAD
-        width = max(total, self.scrollable_content_region.width)
-        if width > total:
-            segments.append(Segment(" " * (width - total), style))
-        return Strip(segments, width).simplify()
+        if text_run:
+            runs.append(("".join(text_run), run_style))
+        return runs, total

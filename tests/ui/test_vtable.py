@@ -343,3 +343,60 @@ async def test_set_rows_patching_what_changed_ends_as_a_fresh_table_would(monkey
             assert _state(table) == _state(fresh_copy), (step, kind)
             await fresh_copy.remove()
         assert len(came_back) > 3
+
+
+def painted(table: VirtualTable) -> list[list[tuple[str, object]]]:
+    """Each line as drawn now, as (character, style) pairs: equal whatever the segments' grouping."""
+    out = []
+    for y in range(table.scrollable_content_region.height):
+        out.append([(char, seg.style) for seg in table.render_line(y) for char in seg.text])
+    return out
+
+
+async def test_cached_lines_match_lines_drawn_afresh_after_every_kind_of_change():
+    styled = Text("job-1 ")
+    styled.append("hot", "bold red")
+    rows = [row(i) for i in range(30)]
+    rows[1] = Row("r1", (Text("r1"), styled, "3"), style="dim")
+    columns = [*COLUMNS[:2], Column("gpus", "GPUS", justify="right", style="italic")]
+    app = Host(rows, columns)
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+
+        async def check() -> None:
+            await pilot.pause()
+            cached = painted(table)
+            table._strips.clear()
+            assert cached == painted(table)
+
+        await check()
+        await pilot.press("down", "down")  # the cursor leaves one row and enters another
+        await check()
+        table.set_rows([row(100), *rows])  # every row below moves to the other stripe
+        await check()
+        table.set_rows([row(100), rows[0], rows[1]._replace(style=""), *rows[2:]])  # a row's style
+        await check()
+        table.set_rows([row(100, name="a much longer name than before"), *rows])  # a column widens
+        await check()
+        table.set_rows([row(100), rows[0], rows[1]._replace(cells=(Text("r1"), "plain", "12345")), *rows[2:]])
+        await check()
+        table.sort_by("gpus", reverse=True)  # the header's mark, rows moved
+        await check()
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"  # the styles
+        await check()
+
+
+async def test_a_row_moved_to_the_other_stripe_is_painted_again_but_not_laid_out_again():
+    app = Host([row(i) for i in range(30)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        laid: list[object] = []
+        lay_out = table._lay_out
+        table._lay_out = lambda *a, **k: laid.append(a) or lay_out(*a, **k)  # type: ignore[method-assign]
+        drawn = table.render_count
+        table.set_rows([row(99)] + [row(i) for i in range(30)])  # (no wider than the others: the same layout)
+        await pilot.pause()
+        assert table.render_count > drawn  # every visible row was painted on its new stripe ...
+        assert len(laid) == 1  # ... but only the new row's cells were laid out
