@@ -349,6 +349,7 @@ class QueueScreen(DataScreen):
         self._warm_at = 0  # how far into _flat that has gone
         self.expanded: set[str] = set()
         self.marked: set[str] = set()  # row keys marked with space
+        self._job_table: JobTable | None = None  # (looked up on every key by check_action: kept once found)
         self._offered: tuple = ()  # check_action of STATEFUL_ACTIONS when the footer was last drawn
         self.state_counts: Counter = Counter()
         self.shown = 0
@@ -696,8 +697,11 @@ class QueueScreen(DataScreen):
         return out
 
     def _table(self) -> JobTable | None:
-        tables = self.query(JobTable)  # empty until composed; bindings are checked before that
-        return tables.first() if tables else None
+        table = self._job_table
+        if table is None:  # not composed yet (bindings are checked before that); then found once
+            tables = self.query(JobTable)
+            table = self._job_table = tables.first() if tables else None
+        return table
 
     def _selected_key(self) -> str | None:
         table = self._table()

@@ -213,9 +213,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self._starts: list[int] = [0] * ncols
         self._hidden: frozenset[int] = frozenset()  # columns given way (see Column.give_way)
         self._layout_key: tuple | None = None
-        # key -> by live text: its cells laid out in the columns (runs, cells taken) and its lines by
-        # (stripe, cursor): a filter, a sort or a group opened above moves rows between odd and even
-        # stripes and back, and the cursor comes and goes; only the painting differs then
+        # key -> by layout and live text: its cells laid out in the columns (runs, cells taken) and its
+        # lines by (stripe, cursor): a filter, a sort or a group opened above moves rows between odd and
+        # even stripes and back (and often widens a column and back), and the cursor comes and goes
         self._strips: dict[str, dict[tuple, _Laid]] = {}
         self._header: Strip | None = None
         self._sort_cache: dict[str, tuple[Row, object]] = {}
@@ -729,7 +729,7 @@ class VirtualTable(ScrollView, can_focus=True):
         return tuple(c.key for i, c in enumerate(self.columns) if i in self._hidden)
 
     def _relayout(self) -> None:
-        """Column widths for the current content and width; clears the strip cache if they moved."""
+        """Column widths for the current content and width (rows' lines are cached per layout)."""
         available = self.scrollable_content_region.width
         widths, hidden = self._fit_widths(available)
         layout = (tuple(widths), hidden, available)
@@ -744,8 +744,7 @@ class VirtualTable(ScrollView, can_focus=True):
             if i not in hidden:
                 x += width + 2 * PAD
         self._starts = starts
-        self._strips.clear()
-        self._header = None
+        self._header = None  # (rows' lines are kept by layout: a group opened and closed widens a column and back)
         self._update_virtual_size()
 
     def _total_width(self) -> int:
@@ -809,7 +808,7 @@ class VirtualTable(ScrollView, can_focus=True):
         live = [(i, c()) for i, c in enumerate(cells) if _is_live(c)]
         cursor = row.key == self._cursor_key
         look = (index % 2 if self.zebra_stripes else 0, cursor)
-        texts = tuple(t.plain for _, t in live)
+        texts = (self._layout_key, *(t.plain for _, t in live))
         drawn = self._strips.get(row.key)
         if drawn is None:
             drawn = self._strips[row.key] = {}
@@ -826,7 +825,7 @@ class VirtualTable(ScrollView, can_focus=True):
                 for i, text in live:
                     shown[i] = text
                 self._note_live_widths(live)
-            if len(drawn) >= 2:  # ages moved on: the old ones are no use
+            if len(drawn) >= 4:  # ages moved on, or layouts came and went: the old ones are no use
                 drawn.clear()
             runs, total = self._lay_out(shown, Style.parse(row.style) if row.style else None)
             laid = drawn[texts] = (runs, total, {})

@@ -379,6 +379,8 @@ async def test_cached_lines_match_lines_drawn_afresh_after_every_kind_of_change(
         await check()
         table.set_rows([row(100, name="a much longer name than before"), *rows])  # a column widens
         await check()
+        table.set_rows([row(100), *rows])  # and narrows again: the lines of that layout come back
+        await check()
         table.set_rows([row(100), rows[0], rows[1]._replace(cells=(Text("r1"), "plain", "12345")), *rows[2:]])
         await check()
         table.sort_by("gpus", reverse=True)  # the header's mark, rows moved
@@ -394,9 +396,22 @@ async def test_a_row_moved_to_the_other_stripe_is_painted_again_but_not_laid_out
         await pilot.pause()
         laid: list[object] = []
         lay_out = table._lay_out
-        table._lay_out = lambda *a, **k: laid.append(a) or lay_out(*a, **k)  # type: ignore[method-assign]
+
+        def spy(cells, under=None, header=False):
+            if not header:  # (the header is laid out again with each layout)
+                laid.append(cells)
+            return lay_out(cells, under, header)
+
+        table._lay_out = spy  # type: ignore[method-assign]
         drawn = table.render_count
         table.set_rows([row(99)] + [row(i) for i in range(30)])  # (no wider than the others: the same layout)
         await pilot.pause()
         assert table.render_count > drawn  # every visible row was painted on its new stripe ...
         assert len(laid) == 1  # ... but only the new row's cells were laid out
+        table.set_rows([row(99), row(1000)] + [row(i) for i in range(30)])  # a wider id: another layout
+        await pilot.pause()
+        laid.clear()
+        table.set_rows([row(99)] + [row(i) for i in range(30)])  # the layout before comes back
+        await pilot.pause()
+        assert laid == []  # its lines were kept
+        assert lines(table)[1].startswith(" r99 ")
