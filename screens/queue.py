@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from itertools import compress, repeat
-from operator import attrgetter, is_
+from operator import attrgetter, is_, is_not, not_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -152,6 +152,7 @@ def _parent_key(job: Job) -> str:
 
 _STATE = attrgetter("job.state")
 _ROW_KEY = attrgetter("key")
+_JOB_ID = attrgetter("id")
 _VIEW_ROW = attrgetter("view_row")
 _PLAIN_ROW = attrgetter("plain_row")
 _FIELDS = attrgetter("fields")
@@ -230,18 +231,23 @@ def _by_id(entry: _Entry) -> tuple:
 
 class _ClusterJobs:
     """One cluster's entries, its groups and their default order (ids, naturally): worked out again
-    only when the cluster's job tuple changes, so a refresh of one cluster leaves the others be."""
+    only when the cluster's job tuple changes, so a refresh of one cluster leaves the others be.
+    The jobs are compared with the last ones in C (by id, then identity); only those that differ
+    are looked at. Top-level jobs that came or went (finished jobs aging out, new ones submitted)
+    are taken out of or put into the order where they belong; groups changing work it all out again."""
 
-    __slots__ = ("jobs", "me", "by_id", "by_key", "top", "children", "generation")
+    __slots__ = ("jobs", "me", "by_id", "by_key", "top", "children", "generation", "job_of", "named")
 
     def __init__(self) -> None:
-        self.generation = 0  # +1 each time the groups or the order were worked out again
+        self.generation = 0  # +1 each time the groups or the order changed
         self.jobs: tuple[Job, ...] | None = None
         self.me = ""
         self.by_id: dict[str, _Entry] = {}
         self.by_key: dict[str, _Entry] = {}
         self.top: list[_Entry] = []
         self.children: dict[str, list[_Entry]] = {}  # group row key -> its members
+        self.job_of: dict[str, Job] = {}  # id -> the job its entry holds
+        self.named: set[str] = set()  # ids named as a parent, present or not
 
     def update(self, jobs: tuple[Job, ...], me: str) -> bool:
         """Take the cluster's latest jobs (only ``me``'s when set); True when any row may differ.
@@ -249,29 +255,35 @@ class _ClusterJobs:
         only when jobs came or went or moved to another group."""
         if jobs is self.jobs and me == self.me:
             return False
+        pool = [job for job in jobs if job.user == me] if me else jobs
+        ids = list(map(_JOB_ID, pool))
         old = self.by_id
-        by_id: dict[str, _Entry] = {}
-        made = changed = 0
+        befores = list(map(self.job_of.get, ids))
+        made: list[_Entry] = []
+        changed = 0
         moved = me != self.me
-        for job in jobs:
-            if me and job.user != me:
-                continue
-            entry = old.get(job.id)
+        for at in compress(range(len(ids)), map(is_not, befores, pool)):  # new, or another version
+            job, before = pool[at], befores[at]
+            entry = old.get(job.id) if before is not None else None
             if entry is None:
-                entry = _Entry(job, job.key)
-                made += 1
-            elif entry.job is not job:
-                before = entry.job
-                if before != job:
-                    moved = moved or before.parent != job.parent
-                    entry.set_job(job, before)
-                    changed += 1
-                else:
-                    entry.job = job  # equal: the new object, so the old one can go
-            by_id[job.id] = entry
-        self.jobs, self.me, self.by_id = jobs, me, by_id
-        if not made and not moved and len(by_id) == len(old):
-            return changed > 0  # the same jobs in the same groups: the lists hold the updated entries
+                made.append(_Entry(job, job.key))
+            elif before != job:
+                moved = moved or before.parent != job.parent
+                entry.set_job(job, before)
+                changed += 1
+            else:
+                entry.job = job  # equal: the new object, so the old one can go
+        self.jobs, self.me, self.job_of = jobs, me, dict(zip(ids, pool))
+        if not made and not moved and len(self.job_of) == len(old):  # the same ids: entries updated in place
+            return changed > 0
+        by_id = dict(zip(ids, map(old.get, ids)))
+        for entry in made:
+            by_id[entry.job.id] = entry
+        self.by_id = by_id
+        gone = list(compress(old.values(), map(not_, map(by_id.__contains__, old))))
+        if not moved and self._patch(made, gone):
+            self.generation += 1
+            return True
         self.by_key = {entry.key: entry for entry in by_id.values()}
         children: dict[str, list[_Entry]] = {}
         top: list[_Entry] = []
@@ -291,7 +303,30 @@ class _ClusterJobs:
         for kids in children.values():
             kids.sort(key=_by_id)
         self.top, self.children = top, children
+        self.named = {job.parent for job in pool if job.parent}
         self.generation += 1
+        return True
+
+    def _patch(self, made: list[_Entry], gone: list[_Entry]) -> bool:
+        """Top-level jobs in no group that came (``made``) or went (``gone``): out of the order and
+        into it by id, when no group changes with them; False (nothing done) otherwise."""
+        named, children = self.named, self.children
+        if any(e.job.parent or e.job.id in named for e in made) or any(e.job.parent or e.key in children for e in gone):
+            return False
+        top, by_key = self.top, self.by_key
+        if gone:
+            went = {entry.key for entry in gone}
+            top = list(compress(top, map(not_, map(went.__contains__, map(_ROW_KEY, top)))))
+            for key in went:
+                del by_key[key]
+        for entry in sorted(made, key=_by_id):
+            entry.view_row = entry.plain_row
+            by_key[entry.key] = entry
+            if not top or _by_id(top[-1]) < _by_id(entry):
+                top.append(entry)  # (new jobs have the highest ids: at the end)
+            else:
+                insort(top, entry, key=_by_id)
+        self.top = top
         return True
 
 
@@ -434,18 +469,23 @@ class QueueScreen(DataScreen):
                 self._entries.update(cluster.by_key)
             entries, children = self._entries, self._children
             self._parent_of = {kid.key: entries[key] for key, kids in children.items() for kid in kids}
+            top = self._top
             flat: list[_Entry] = []
             group_of: list[int] = []
             groups: list[int] = []
-            for entry in self._top:
-                at = len(flat)
-                flat.append(entry)
-                group_of.append(-1)
-                kids = children.get(entry.key)
-                if kids:
-                    groups.append(at)
-                    flat.extend(kids)
-                    group_of.extend(repeat(at, len(kids)))
+            kid_lists = list(map(children.get, map(_ROW_KEY, top))) if children else []
+            start = 0  # runs of top entries with no members go in whole: a turn per group, not per entry
+            for i in compress(range(len(kid_lists)), kid_lists):
+                flat.extend(top[start : i + 1])
+                group_of.extend(repeat(-1, i + 1 - start))
+                at = len(flat) - 1
+                kids = kid_lists[i]
+                groups.append(at)
+                flat.extend(kids)
+                group_of.extend(repeat(at, len(kids)))
+                start = i + 1
+            flat.extend(top[start:])
+            group_of.extend(repeat(-1, len(top) - start))
             self._flat, self._group_at, self._groups = flat, group_of, groups
         if relist or changed:  # (changed alone: same jobs in the same groups, entries updated in place)
             self._version += 1
