@@ -236,7 +236,7 @@ class _ClusterJobs:
     are looked at. Top-level jobs that came or went (finished jobs aging out, new ones submitted)
     are taken out of or put into the order where they belong; groups changing work it all out again."""
 
-    __slots__ = ("jobs", "me", "by_id", "by_key", "top", "children", "generation", "job_of", "named")
+    __slots__ = ("jobs", "me", "pool", "seen", "by_id", "by_key", "top", "children", "generation", "job_of", "named")
 
     def __init__(self) -> None:
         self.generation = 0  # +1 each time the groups or the order changed
@@ -247,6 +247,8 @@ class _ClusterJobs:
         self.top: list[_Entry] = []
         self.children: dict[str, list[_Entry]] = {}  # group row key -> its members
         self.job_of: dict[str, Job] = {}  # id -> the job its entry holds
+        self.pool: Sequence[Job] = ()  # the jobs taken last (kept: ``seen`` holds their identities)
+        self.seen: set[int] = set()
         self.named: set[str] = set()  # ids named as a parent, present or not
 
     def update(self, jobs: tuple[Job, ...], me: str) -> bool:
@@ -256,31 +258,29 @@ class _ClusterJobs:
         if jobs is self.jobs and me == self.me:
             return False
         pool = [job for job in jobs if job.user == me] if me else jobs
-        ids = list(map(_JOB_ID, pool))
-        old = self.by_id
-        befores = list(map(self.job_of.get, ids))
-        made: list[_Entry] = []
-        changed = 0
         moved = me != self.me
-        for at in compress(range(len(ids)), map(is_not, befores, pool)):  # new, or another version
-            job, before = pool[at], befores[at]
-            entry = old.get(job.id) if before is not None else None
-            if entry is None:
-                made.append(_Entry(job, job.key))
-            elif before != job:
-                moved = moved or before.parent != job.parent
-                entry.set_job(job, before)
-                changed += 1
-            else:
-                entry.job = job  # equal: the new object, so the old one can go
-        self.jobs, self.me, self.job_of = jobs, me, dict(zip(ids, pool))
-        if not made and not moved and len(self.job_of) == len(old):  # the same ids: entries updated in place
+        seen = set(map(id, pool))  # the job objects, by identity: no job is looked into to compare
+        old = self.by_id
+        if moved or len(seen) != len(pool) or self.jobs is None:
+            made, gone, changed, moved = self._compare_all(pool, moved)
+        else:
+            came = seen - self.seen  # new objects: jobs new or in a new version
+            went = self.seen - seen
+            news = list(compress(pool, map(came.__contains__, map(id, pool)))) if came else []
+            lefts = list(compress(self.pool, map(went.__contains__, map(id, self.pool)))) if went else []
+            made, changed, moved = self._take(news)
+            job_of = self.job_of
+            gone = []
+            for before in lefts:  # (a version replaced is in job_of no more)
+                if job_of.get(before.id) is before:
+                    del job_of[before.id]
+                    gone.append(old.pop(before.id))
+            if len(job_of) != len(pool):  # an id given twice: compared in full, the lists worked out again
+                made, gone, changed, moved = (*self._compare_all(pool, moved)[:3], True)
+        self.jobs, self.me, self.pool, self.seen = jobs, me, pool, seen
+        if not made and not moved and not gone:  # the same ids: entries updated in place
             return changed > 0
-        by_id = dict(zip(ids, map(old.get, ids)))
-        for entry in made:
-            by_id[entry.job.id] = entry
-        self.by_id = by_id
-        gone = list(compress(old.values(), map(not_, map(by_id.__contains__, old))))
+        by_id = self.by_id
         if not moved and self._patch(made, gone):
             self.generation += 1
             return True
@@ -306,6 +306,43 @@ class _ClusterJobs:
         self.named = {job.parent for job in pool if job.parent}
         self.generation += 1
         return True
+
+    def _take(self, news: Sequence[Job]) -> tuple[list[_Entry], int, bool]:
+        """Jobs new or in a new version into their entries: (entries made, how many changed, whether
+        one moved to another group)."""
+        job_of, by_id = self.job_of, self.by_id
+        made: list[_Entry] = []
+        changed = 0
+        moved = False
+        for job in news:
+            before = job_of.get(job.id)
+            job_of[job.id] = job
+            entry = by_id.get(job.id) if before is not None else None
+            if entry is None:
+                entry = by_id[job.id] = _Entry(job, job.key)
+                made.append(entry)
+            elif before != job:
+                moved = moved or before.parent != job.parent
+                entry.set_job(job, before)
+                changed += 1
+            else:
+                entry.job = job  # equal: the new object, so the old one can go
+        return made, changed, moved
+
+    def _compare_all(self, pool: Sequence[Job], moved: bool) -> tuple[list[_Entry], list[_Entry], int, bool]:
+        """Every job compared by id with the last ones (the first time, users switched, or one job
+        object given twice): (entries made, entries gone, how many changed, whether any moved)."""
+        ids = list(map(_JOB_ID, pool))
+        old = self.by_id
+        befores = list(map(self.job_of.get, ids))
+        self.job_of = dict(compress(zip(ids, befores), befores))  # (_take fills in the rest)
+        self.by_id = dict(zip(ids, map(old.get, ids)))
+        for key in [key for key, entry in self.by_id.items() if entry is None]:
+            del self.by_id[key]
+        made, changed, moved_now = self._take(list(compress(pool, map(is_not, befores, pool))))
+        self.job_of = dict(zip(ids, pool))
+        gone = list(compress(old.values(), map(not_, map(self.by_id.__contains__, old))))
+        return made, gone, changed, moved or moved_now
 
     def _patch(self, made: list[_Entry], gone: list[_Entry]) -> bool:
         """Top-level jobs in no group that came (``made``) or went (``gone``): out of the order and
