@@ -177,15 +177,20 @@ class _Entry:
         "_parent",
         "_row",
         "_other",
+        "_like",
     )
 
     def __init__(self, job: Job, key: str) -> None:
         self.key = key
         self.sort: tuple = ()
         self._marker, self._count, self._note, self._parent = "", 0, "", ""  # what ``_row`` was made for
+        # an earlier version of the job, and the marker, count, note and cells of a row made for it
+        self._like: tuple[Job, str, int, str, tuple] | None = None
         self.set_job(job, None)
 
     def set_job(self, job: Job, previous: Job | None) -> None:
+        if previous is not None and self._row is not None:  # its cells, for the next version's row to reuse
+            self._like = (previous, self._marker, self._count, self._note, self._row.cells)
         self.job = job
         self._fields: JobFields | None = None
         self.sort = job_sort_values(job, previous, self.sort if previous is not None else None)
@@ -216,7 +221,9 @@ class _Entry:
         if other is not None and other[:4] == (marker, count, note, parent):
             row = other[4]
         else:
-            cells = job_live_cells(self.job, clock, marker, count, note)
+            like = self._like
+            base = (like[0], like[4]) if like is not None and like[1:4] == (marker, count, note) else None
+            cells = job_live_cells(self.job, clock, marker, count, note, base)
             row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
         self._row = row
         self._marker, self._count, self._note, self._parent = marker, count, note, parent

@@ -54,29 +54,56 @@ JOB_STYLES = {"cluster": "bold", "reason": "dim"}  # column styles of the queue'
 
 
 def job_live_cells(
-    job: Job, clock: Callable[[], float], marker: str = "", children: int = 0, note: str = ""
+    job: Job,
+    clock: Callable[[], float],
+    marker: str = "",
+    children: int = 0,
+    note: str = "",
+    like: tuple[Job, tuple] | None = None,
 ) -> tuple[str | Text | Callable[[], Text], ...]:
     """Cells of one queue row, for a table that draws lazily. ``marker`` prefixes the id (group
     open/closed, child); a group row shows how many jobs it holds after its name. Plain cells are
     cleaned strings (styled by ``JOB_STYLES`` per column), the state a ``Text``, and the age a
     callable evaluated (with ``clock``) only when its line is drawn. ``note`` (e.g. "stale") follows
-    the cluster name."""
-    submitted = job.submit_time
-    cluster: str | Text = clean(job.cluster)
-    if note:
-        cluster = Text(clean(job.cluster), style="bold", no_wrap=True, overflow="ellipsis")
-        cluster.append(f" {note}", "bold yellow" if note == "stale" else "bold red")
+    the cluster name. ``like``: an earlier version of the job and its cells (made with the same
+    marker, children and note): the cells of fields that did not change are those very objects
+    (a poll mostly changes states: the table then measures only the cells that are new)."""
+    if like is not None:
+        before, old = like
+        return (
+            old[0] if job.cluster == before.cluster else _cluster_cell(job, note),
+            old[1] if job.id == before.id else clean(f"{marker}{job.id}"),
+            old[2] if job.name == before.name else clean(f"{job.name} ({children})" if children else job.name),
+            old[3] if job.user == before.user else clean(job.user),
+            old[4] if job.state is before.state else text(job.state.value, STATE_STYLES.get(job.state, "")),
+            old[5] if job.gpus == before.gpus else (str(job.gpus) if job.gpus else "-"),
+            old[6] if job.nodes == before.nodes else (clean(",".join(job.nodes)) or "-"),
+            old[7] if job.submit_time == before.submit_time else _age_cell(job.submit_time, clock),
+            old[8] if job.reason == before.reason else clean(job.reason),
+        )
     return (
-        cluster,
+        _cluster_cell(job, note),
         clean(f"{marker}{job.id}"),
         clean(f"{job.name} ({children})" if children else job.name),
         clean(job.user),
         text(job.state.value, STATE_STYLES.get(job.state, "")),
         str(job.gpus) if job.gpus else "-",
         clean(",".join(job.nodes)) or "-",
-        lambda: text(age_text(submitted, clock())),
+        _age_cell(job.submit_time, clock),
         clean(job.reason),
     )
+
+
+def _cluster_cell(job: Job, note: str) -> str | Text:
+    if not note:
+        return clean(job.cluster)
+    cluster = Text(clean(job.cluster), style="bold", no_wrap=True, overflow="ellipsis")
+    cluster.append(f" {note}", "bold yellow" if note == "stale" else "bold red")
+    return cluster
+
+
+def _age_cell(submitted: datetime | None, clock: Callable[[], float]) -> Callable[[], Text]:
+    return lambda: text(age_text(submitted, clock()))
 
 
 def job_sort_values(job: Job, previous: Job | None = None, values: tuple | None = None) -> tuple:

@@ -318,7 +318,7 @@ class VirtualTable(ScrollView, can_focus=True):
                         ahead = (row, self._row_widths(row))
                     known = measured[key] = ahead
                 else:
-                    known = measured[key] = (row, self._row_widths(row))
+                    known = measured[key] = (row, self._row_widths(row, known))
             arrived.append(known[1])
         gone_count = len(gone_keys) if spliced is not None else len(old) - (len(by_key) - added)
         recount = spliced is None and len(arrived) + 4 * gone_count > len(keys)  # widths counted afresh
@@ -655,9 +655,15 @@ class VirtualTable(ScrollView, can_focus=True):
                 return i
         raise KeyError(key)
 
-    def _row_widths(self, row: Row) -> tuple[int, ...]:
+    def _row_widths(self, row: Row, known: tuple[Row, tuple[int, ...]] | None = None) -> tuple[int, ...]:
+        """Each static cell's width; ``known``: an earlier version of the row and its widths, whose
+        very cell objects are not measured again (a refreshed job: mostly its state is new)."""
         ncols = len(self.columns)
-        widths = tuple(_width(cell) for cell in row.cells[:ncols])
+        cells = row.cells[:ncols]
+        if known is not None and len(known[0].cells) >= len(cells):
+            widths = tuple(w if c is o else _width(c) for c, o, w in zip(cells, known[0].cells, known[1]))
+            return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
+        widths = tuple(_width(cell) for cell in cells)
         return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
 
     def _update_content_widths(

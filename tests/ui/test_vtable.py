@@ -415,3 +415,28 @@ async def test_a_row_moved_to_the_other_stripe_is_painted_again_but_not_laid_out
         await pilot.pause()
         assert laid == []  # its lines were kept
         assert lines(table)[1].startswith(" r99 ")
+
+
+async def test_widths_kept_as_rows_change_equal_a_full_measure():
+    import random
+
+    rng = random.Random(3)
+    rows = {i: row(i) for i in range(300)}
+    app = Host(list(rows.values()))
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        for turn in range(40):
+            for i in rng.sample(sorted(rows), rng.choice([1, 5, 50, 250])):  # some cells new, the rest the same objects
+                old = rows[i]
+                name = Text("x" * rng.randrange(1, 30)) if rng.random() < 0.5 else old.cells[1]
+                gpus = Text(str(rng.randrange(10**6))) if rng.random() < 0.5 else old.cells[2]
+                rows[i] = old._replace(cells=(old.cells[0], name, gpus))
+            for i in rng.sample(sorted(rows), 3):  # rows gone, rows come
+                del rows[i]
+            for _ in range(3):
+                new = max(rows) + 1
+                rows[new] = row(new, name="y" * rng.randrange(1, 40))
+            table.set_rows(list(rows.values()))
+            full = [max(len(r.cells[c].plain) for r in rows.values()) for c in range(3)]
+            assert table._content_widths == full, f"turn {turn}"
