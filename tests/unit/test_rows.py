@@ -182,3 +182,12 @@ def test_cells_made_like_an_earlier_version_equal_fresh_ones_and_reuse_the_uncha
     fields = ("cluster", "id", "name", "user", "state", "gpus", "nodes", "submit_time", "reason")
     for field, cell, earlier in zip(fields, again, old):
         assert (cell is earlier) == (getattr(now, field) == getattr(before, field)), field
+
+
+def test_equal_names_users_and_reasons_share_one_sort_string():
+    a = job_sort_values(job(id="1", name="Train-7", user="Ann", reason="Priority"))
+    b = job_sort_values(job(id="2", name="Train-7", user="Ann", reason="Priority"))
+    assert all(a[i] is b[i] for i in (2, 3, 8))  # identical: a sort compares them at once
+    c = job_sort_values(job(id="3", name="train-10", user="bob"))
+    assert a[2] < c[2] and a[3] < c[3]  # natural, and case-blind
+    assert isinstance(a[7], float)
