@@ -617,10 +617,13 @@ class QueueScreen(DataScreen):
         kids = self._children.get(key)
         if entry is None or not kids:
             return None
-        try:
-            at = list(map(_ROW_KEY, rows)).index(key)  # the group's row as shown (in C: a few ms at 100k)
-        except ValueError:
-            return None
+        table = self._table()
+        at = table.cursor_row if table is not None and table.cursor_key == key else -1
+        if not 0 <= at < len(rows) or rows[at].key != key:  # (the cursor's index is the row's, unsorted)
+            try:
+                at = list(map(_ROW_KEY, rows)).index(key)  # the group's row as shown (in C: a few ms at 100k)
+            except ValueError:
+                return None
         note = notes.get(entry.job.cluster, "")
         mark = MARK if key in marked else ""
         opening = key in depends[1]

@@ -273,9 +273,9 @@ class VirtualTable(ScrollView, can_focus=True):
             self._come_back(kept)
             self._after_set(old_cursor, cursor_was_visible, top, page, True)
             return
-        keys = list(map(_ROW_KEY, rows))
         spliced = self._splice(rows, old)
         if spliced is None:
+            keys = list(map(_ROW_KEY, rows))
             by_key = dict(zip(keys, rows))
             if len(by_key) != len(rows):
                 raise ValueError("duplicate row keys")
@@ -321,7 +321,7 @@ class VirtualTable(ScrollView, can_focus=True):
                     known = measured[key] = (row, self._row_widths(row, known))
             arrived.append(known[1])
         gone_count = len(gone_keys) if spliced is not None else len(old) - (len(by_key) - added)
-        recount = spliced is None and len(arrived) + 4 * gone_count > len(keys)  # widths counted afresh
+        recount = spliced is None and len(arrived) + 4 * gone_count > len(rows)  # widths counted afresh
         if gone_count:  # some rows went away
             dirty = True
             if recount:  # (what went is not needed for the counts: only the caches' few keys are looked at)
@@ -340,7 +340,7 @@ class VirtualTable(ScrollView, can_focus=True):
                 left.extend(map(_SECOND, filter(None, map(measured.get, gone))))
         if spliced is None and old and len(old) >= KEEP_ROWS and dirty:
             self._keep(old, [before for before in befores if before is not None])
-        widths_changed = dirty and self._update_content_widths(keys, arrived, left, recount)
+        widths_changed = dirty and self._update_content_widths(rows, arrived, left, recount)
         self._by_key = by_key
         unchanged = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
         self._given = rows
@@ -407,7 +407,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._by_key, self._given = by_key, given
         if counts is None:
             self._width_counts = None
-            self._update_content_widths(keys, [], [])
+            self._update_content_widths(given, [], [])
         else:
             self._width_counts = [Counter(c) for c in counts]
             self._content_widths = [max((w for w, n in c.items() if n > 0), default=0) for c in counts]
@@ -667,7 +667,7 @@ class VirtualTable(ScrollView, can_focus=True):
         return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
 
     def _update_content_widths(
-        self, keys: list[str], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]], recount: bool = False
+        self, rows: list[Row], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]], recount: bool = False
     ) -> bool:
         """The widest cell per column from each row's cached widths (no text measured here); True
         when that moved. Per column, how many rows have each width is kept: rows added or gone (a
@@ -676,7 +676,7 @@ class VirtualTable(ScrollView, can_focus=True):
         come back (a filter cleared), then dropped."""
         measured = self._measured
         counts = self._width_counts
-        if counts is not None and not recount and len(arrived) + 4 * len(left) <= len(keys):
+        if counts is not None and not recount and len(arrived) + 4 * len(left) <= len(rows):
             if arrived:
                 for counter, column in zip(counts, zip(*arrived)):
                     counter.update(column)
@@ -684,17 +684,17 @@ class VirtualTable(ScrollView, can_focus=True):
                 for counter, column in zip(counts, zip(*left)):
                     counter.subtract(column)
         else:
-            per_row = list(map(_SECOND, map(measured.__getitem__, keys)))
+            per_row = list(map(_SECOND, map(measured.__getitem__, map(_ROW_KEY, rows))))
             counts = self._width_counts = [Counter(column) for column in zip(*per_row)] if per_row else None
         if counts is None:
             widths = [0] * len(self.columns)
         else:
             widths = [max((w for w, n in counter.items() if n > 0), default=0) for counter in counts]
-        self._most_rows = max(self._most_rows, len(keys))
+        self._most_rows = max(self._most_rows, len(rows))
         if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
-            self._measured = {key: measured[key] for key in keys}
+            self._measured = {key: measured[key] for key in map(_ROW_KEY, rows)}
             self._ahead = {key: known for key, known in self._ahead.items() if key in self._measured}
-            self._most_rows = len(keys)
+            self._most_rows = len(rows)
         if widths == self._content_widths:
             return False
         self._content_widths = widths
