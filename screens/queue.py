@@ -324,8 +324,7 @@ class _ClusterJobs:
         for job in news:
             before = job_of.get(job.id)
             job_of[job.id] = job
-            entry = by_id.get(job.id) if before is not None else None
-            if entry is None:
+            if before is None or (entry := by_id.get(job.id)) is None:
                 entry = by_id[job.id] = _Entry(job, job.key)
                 made.append(entry)
             elif before != job:
@@ -342,10 +341,8 @@ class _ClusterJobs:
         ids = list(map(_JOB_ID, pool))
         old = self.by_id
         befores = list(map(self.job_of.get, ids))
-        self.job_of = dict(compress(zip(ids, befores), befores))  # (_take fills in the rest)
-        self.by_id = dict(zip(ids, map(old.get, ids)))
-        for key in [key for key, entry in self.by_id.items() if entry is None]:
-            del self.by_id[key]
+        self.job_of = {key: job for key, job in zip(ids, befores) if job is not None}  # (_take fills in the rest)
+        self.by_id = {key: entry for key in ids if (entry := old.get(key)) is not None}
         made, changed, moved_now = self._take(list(compress(pool, map(is_not, befores, pool))))
         self.job_of = dict(zip(ids, pool))
         gone = list(compress(old.values(), map(not_, map(self.by_id.__contains__, old))))
@@ -523,7 +520,7 @@ class QueueScreen(DataScreen):
                 flat.extend(top[start : i + 1])
                 group_of.extend(repeat(-1, i + 1 - start))
                 at = len(flat) - 1
-                kids = kid_lists[i]
+                kids = kid_lists[i] or []
                 groups.append(at)
                 flat.extend(kids)
                 group_of.extend(repeat(at, len(kids)))
