@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from itertools import compress, count, repeat
+from itertools import chain, compress, count, groupby, repeat
 from operator import attrgetter, is_, is_not, itemgetter, not_
 from typing import ClassVar, NamedTuple, TypeGuard, cast
 
@@ -88,6 +88,20 @@ def _cell_text(cell: Cell) -> Text:
     if isinstance(cell, Text):
         return cell
     return Text(cell) if isinstance(cell, str) else cell()
+
+
+def _flipped(ordered: list[Row], at: Callable[[tuple], object]) -> list[Row] | None:
+    """Rows stably sorted by a column, stably sorted the other way: their runs of equal values in
+    the other order, each run as it was (the given order). None when some row brings no sort value."""
+    try:
+        keys = list(map(at, map(_SORT, ordered)))
+    except IndexError:
+        return None
+    if len(set(map(type, keys))) > 1:  # (mixed types sort by their text: runs of that, not of the values)
+        return None
+    runs = [list(map(_SECOND, run)) for _, run in groupby(zip(keys, ordered), key=_FIRST)]
+    runs.reverse()
+    return list(chain.from_iterable(runs))
 
 
 def _is_live(cell: Cell) -> TypeGuard[Callable[[], Text]]:
@@ -219,6 +233,8 @@ class VirtualTable(ScrollView, can_focus=True):
         self._strips: dict[str, dict[tuple, _Laid]] = {}
         self._header: Strip | None = None
         self._sort_cache: dict[str, tuple[Row, object]] = {}
+        # the top rows as last sorted: (the rows given, column, reversed, their order), to flip
+        self._last_top: tuple[list[Row], int, bool, list[Row]] | None = None
         # sets of rows left for a quite different one (a filter typed), kept to come back to at once
         # (the filter cleared): the rows given, keyed, their width counts, and widths measured of them
         self._kept: list[_Kept] = []
@@ -623,7 +639,12 @@ class VirtualTable(ScrollView, can_focus=True):
                 order = sorted(range(len(group)), key=texts.__getitem__, reverse=reverse)
             return list(map(group.__getitem__, order))
 
-        top = ordered(top)
+        last = self._last_top
+        flipped = None
+        if last is not None and last[0] is rows and last[1] == column and last[2] != reverse:
+            flipped = _flipped(last[3], at)  # O after o: the blocks of equal values in the other order
+        top = ordered(top) if flipped is None else flipped
+        self._last_top = (rows, column, reverse, top)
         for parent, kids in children.items():
             children[parent] = ordered(kids)
         if not children:

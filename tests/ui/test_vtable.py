@@ -440,3 +440,31 @@ async def test_widths_kept_as_rows_change_equal_a_full_measure():
             table.set_rows(list(rows.values()))
             full = [max(len(r.cells[c].plain) for r in rows.values()) for c in range(3)]
             assert table._content_widths == full, f"turn {turn}"
+
+
+async def test_a_sort_flipped_is_the_stable_sort_the_other_way():
+    def sorted_rows(i: int) -> Row:
+        # sort values with many equal ones (and a group with members, which stay under it)
+        return Row(
+            f"r{i}", (f"r{i}", f"n{i % 3}", str(i % 4)), sort=(i, i % 3, i % 4), parent="r5" if i in (7, 9) else ""
+        )
+
+    rows = [sorted_rows(i) for i in range(40)]
+    app = Host(rows)
+    async with app.run_test(size=(60, 12)):
+        table = app.query_one(VirtualTable)
+        for column in ("name", "gpus"):
+            table.sort_by(column)
+            table.sort_by(column, reverse=True)  # flipped from the sort before
+            flipped = table.row_keys
+            table.sort_by("id")
+            table.sort_by(column, reverse=True)  # sorted afresh
+            assert flipped == table.row_keys
+            table.sort_by(column)  # and back
+            back = table.row_keys
+            table.sort_by("id")
+            table.sort_by(column)
+            assert back == table.row_keys
+        keys = table.row_keys
+        at = keys.index("r5")
+        assert set(keys[at + 1 : at + 3]) == {"r7", "r9"}  # the members right under their group
