@@ -587,7 +587,10 @@ class VirtualTable(ScrollView, can_focus=True):
         self._rows = self._sorted(self._given)
         self._index = None
         row = self._by_key.get(self._cursor_key) if self._cursor_key is not None else None
-        self._cursor_index = self._rows.index(row) if row is not None else None
+        # (found by identity, in C: list.index would compare each row before it with ==)
+        self._cursor_index = (
+            next(compress(count(), map(is_, self._rows, repeat(row))), None) if row is not None else None
+        )
 
     def _key_index(self, key: str) -> int | None:
         if self._index is None:
