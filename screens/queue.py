@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from itertools import compress, repeat
-from operator import attrgetter, is_
+from operator import attrgetter, is_, is_not, not_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -152,6 +152,7 @@ def _parent_key(job: Job) -> str:
 
 _STATE = attrgetter("job.state")
 _ROW_KEY = attrgetter("key")
+_JOB_ID = attrgetter("id")
 _VIEW_ROW = attrgetter("view_row")
 _PLAIN_ROW = attrgetter("plain_row")
 _FIELDS = attrgetter("fields")
@@ -176,15 +177,20 @@ class _Entry:
         "_parent",
         "_row",
         "_other",
+        "_like",
     )
 
     def __init__(self, job: Job, key: str) -> None:
         self.key = key
         self.sort: tuple = ()
         self._marker, self._count, self._note, self._parent = "", 0, "", ""  # what ``_row`` was made for
+        # an earlier version of the job, and the marker, count, note and cells of a row made for it
+        self._like: tuple[Job, str, int, str, tuple] | None = None
         self.set_job(job, None)
 
     def set_job(self, job: Job, previous: Job | None) -> None:
+        if previous is not None and self._row is not None:  # its cells, for the next version's row to reuse
+            self._like = (previous, self._marker, self._count, self._note, self._row.cells)
         self.job = job
         self._fields: JobFields | None = None
         self.sort = job_sort_values(job, previous, self.sort if previous is not None else None)
@@ -215,7 +221,9 @@ class _Entry:
         if other is not None and other[:4] == (marker, count, note, parent):
             row = other[4]
         else:
-            cells = job_live_cells(self.job, clock, marker, count, note)
+            like = self._like
+            base = (like[0], like[4]) if like is not None and like[1:4] == (marker, count, note) else None
+            cells = job_live_cells(self.job, clock, marker, count, note, base)
             row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
         self._row = row
         self._marker, self._count, self._note, self._parent = marker, count, note, parent
@@ -230,18 +238,25 @@ def _by_id(entry: _Entry) -> tuple:
 
 class _ClusterJobs:
     """One cluster's entries, its groups and their default order (ids, naturally): worked out again
-    only when the cluster's job tuple changes, so a refresh of one cluster leaves the others be."""
+    only when the cluster's job tuple changes, so a refresh of one cluster leaves the others be.
+    The jobs are compared with the last ones in C (by id, then identity); only those that differ
+    are looked at. Top-level jobs that came or went (finished jobs aging out, new ones submitted)
+    are taken out of or put into the order where they belong; groups changing work it all out again."""
 
-    __slots__ = ("jobs", "me", "by_id", "by_key", "top", "children", "generation")
+    __slots__ = ("jobs", "me", "pool", "seen", "by_id", "by_key", "top", "children", "generation", "job_of", "named")
 
     def __init__(self) -> None:
-        self.generation = 0  # +1 each time the groups or the order were worked out again
+        self.generation = 0  # +1 each time the groups or the order changed
         self.jobs: tuple[Job, ...] | None = None
         self.me = ""
         self.by_id: dict[str, _Entry] = {}
         self.by_key: dict[str, _Entry] = {}
         self.top: list[_Entry] = []
         self.children: dict[str, list[_Entry]] = {}  # group row key -> its members
+        self.job_of: dict[str, Job] = {}  # id -> the job its entry holds
+        self.pool: Sequence[Job] = ()  # the jobs taken last (kept: ``seen`` holds their identities)
+        self.seen: set[int] = set()
+        self.named: set[str] = set()  # ids named as a parent, present or not
 
     def update(self, jobs: tuple[Job, ...], me: str) -> bool:
         """Take the cluster's latest jobs (only ``me``'s when set); True when any row may differ.
@@ -249,29 +264,33 @@ class _ClusterJobs:
         only when jobs came or went or moved to another group."""
         if jobs is self.jobs and me == self.me:
             return False
-        old = self.by_id
-        by_id: dict[str, _Entry] = {}
-        made = changed = 0
+        pool = [job for job in jobs if job.user == me] if me else jobs
         moved = me != self.me
-        for job in jobs:
-            if me and job.user != me:
-                continue
-            entry = old.get(job.id)
-            if entry is None:
-                entry = _Entry(job, job.key)
-                made += 1
-            elif entry.job is not job:
-                before = entry.job
-                if before != job:
-                    moved = moved or before.parent != job.parent
-                    entry.set_job(job, before)
-                    changed += 1
-                else:
-                    entry.job = job  # equal: the new object, so the old one can go
-            by_id[job.id] = entry
-        self.jobs, self.me, self.by_id = jobs, me, by_id
-        if not made and not moved and len(by_id) == len(old):
-            return changed > 0  # the same jobs in the same groups: the lists hold the updated entries
+        seen = set(map(id, pool))  # the job objects, by identity: no job is looked into to compare
+        old = self.by_id
+        if moved or len(seen) != len(pool) or self.jobs is None:
+            made, gone, changed, moved = self._compare_all(pool, moved)
+        else:
+            came = seen - self.seen  # new objects: jobs new or in a new version
+            went = self.seen - seen
+            news = list(compress(pool, map(came.__contains__, map(id, pool)))) if came else []
+            lefts = list(compress(self.pool, map(went.__contains__, map(id, self.pool)))) if went else []
+            made, changed, moved = self._take(news)
+            job_of = self.job_of
+            gone = []
+            for before in lefts:  # (a version replaced is in job_of no more)
+                if job_of.get(before.id) is before:
+                    del job_of[before.id]
+                    gone.append(old.pop(before.id))
+            if len(job_of) != len(pool):  # an id given twice: compared in full, the lists worked out again
+                made, gone, changed, moved = (*self._compare_all(pool, moved)[:3], True)
+        self.jobs, self.me, self.pool, self.seen = jobs, me, pool, seen
+        if not made and not moved and not gone:  # the same ids: entries updated in place
+            return changed > 0
+        by_id = self.by_id
+        if not moved and self._patch(made, gone):
+            self.generation += 1
+            return True
         self.by_key = {entry.key: entry for entry in by_id.values()}
         children: dict[str, list[_Entry]] = {}
         top: list[_Entry] = []
@@ -291,7 +310,64 @@ class _ClusterJobs:
         for kids in children.values():
             kids.sort(key=_by_id)
         self.top, self.children = top, children
+        self.named = {job.parent for job in pool if job.parent}
         self.generation += 1
+        return True
+
+    def _take(self, news: Sequence[Job]) -> tuple[list[_Entry], int, bool]:
+        """Jobs new or in a new version into their entries: (entries made, how many changed, whether
+        one moved to another group)."""
+        job_of, by_id = self.job_of, self.by_id
+        made: list[_Entry] = []
+        changed = 0
+        moved = False
+        for job in news:
+            before = job_of.get(job.id)
+            job_of[job.id] = job
+            if before is None or (entry := by_id.get(job.id)) is None:
+                entry = by_id[job.id] = _Entry(job, job.key)
+                made.append(entry)
+            elif before != job:
+                moved = moved or before.parent != job.parent
+                entry.set_job(job, before)
+                changed += 1
+            else:
+                entry.job = job  # equal: the new object, so the old one can go
+        return made, changed, moved
+
+    def _compare_all(self, pool: Sequence[Job], moved: bool) -> tuple[list[_Entry], list[_Entry], int, bool]:
+        """Every job compared by id with the last ones (the first time, users switched, or one job
+        object given twice): (entries made, entries gone, how many changed, whether any moved)."""
+        ids = list(map(_JOB_ID, pool))
+        old = self.by_id
+        befores = list(map(self.job_of.get, ids))
+        self.job_of = {key: job for key, job in zip(ids, befores) if job is not None}  # (_take fills in the rest)
+        self.by_id = {key: entry for key in ids if (entry := old.get(key)) is not None}
+        made, changed, moved_now = self._take(list(compress(pool, map(is_not, befores, pool))))
+        self.job_of = dict(zip(ids, pool))
+        gone = list(compress(old.values(), map(not_, map(self.by_id.__contains__, old))))
+        return made, gone, changed, moved or moved_now
+
+    def _patch(self, made: list[_Entry], gone: list[_Entry]) -> bool:
+        """Top-level jobs in no group that came (``made``) or went (``gone``): out of the order and
+        into it by id, when no group changes with them; False (nothing done) otherwise."""
+        named, children = self.named, self.children
+        if any(e.job.parent or e.job.id in named for e in made) or any(e.job.parent or e.key in children for e in gone):
+            return False
+        top, by_key = self.top, self.by_key
+        if gone:
+            went = {entry.key for entry in gone}
+            top = list(compress(top, map(not_, map(went.__contains__, map(_ROW_KEY, top)))))
+            for key in went:
+                del by_key[key]
+        for entry in sorted(made, key=_by_id):
+            entry.view_row = entry.plain_row
+            by_key[entry.key] = entry
+            if not top or _by_id(top[-1]) < _by_id(entry):
+                top.append(entry)  # (new jobs have the highest ids: at the end)
+            else:
+                insort(top, entry, key=_by_id)
+        self.top = top
         return True
 
 
@@ -350,6 +426,7 @@ class QueueScreen(DataScreen):
         self._warm_at = 0  # how far into _flat that has gone
         self.expanded: set[str] = set()
         self.marked: set[str] = set()  # row keys marked with space
+        self._job_table: JobTable | None = None  # (looked up on every key by check_action: kept once found)
         self._offered: tuple = ()  # check_action of STATEFUL_ACTIONS when the footer was last drawn
         self.state_counts: Counter = Counter()
         self.shown = 0
@@ -434,18 +511,23 @@ class QueueScreen(DataScreen):
                 self._entries.update(cluster.by_key)
             entries, children = self._entries, self._children
             self._parent_of = {kid.key: entries[key] for key, kids in children.items() for kid in kids}
+            top = self._top
             flat: list[_Entry] = []
             group_of: list[int] = []
             groups: list[int] = []
-            for entry in self._top:
-                at = len(flat)
-                flat.append(entry)
-                group_of.append(-1)
-                kids = children.get(entry.key)
-                if kids:
-                    groups.append(at)
-                    flat.extend(kids)
-                    group_of.extend(repeat(at, len(kids)))
+            kid_lists = list(map(children.get, map(_ROW_KEY, top))) if children else []
+            start = 0  # runs of top entries with no members go in whole: a turn per group, not per entry
+            for i in compress(range(len(kid_lists)), kid_lists):
+                flat.extend(top[start : i + 1])
+                group_of.extend(repeat(-1, i + 1 - start))
+                at = len(flat) - 1
+                kids = kid_lists[i] or []
+                groups.append(at)
+                flat.extend(kids)
+                group_of.extend(repeat(at, len(kids)))
+                start = i + 1
+            flat.extend(top[start:])
+            group_of.extend(repeat(-1, len(top) - start))
             self._flat, self._group_at, self._groups = flat, group_of, groups
         if relist or changed:  # (changed alone: same jobs in the same groups, entries updated in place)
             self._version += 1
@@ -533,10 +615,13 @@ class QueueScreen(DataScreen):
         kids = self._children.get(key)
         if entry is None or not kids:
             return None
-        try:
-            at = list(map(_ROW_KEY, rows)).index(key)  # the group's row as shown (in C: a few ms at 100k)
-        except ValueError:
-            return None
+        table = self._table()
+        at = table.cursor_row if table is not None and table.cursor_key == key else -1
+        if not 0 <= at < len(rows) or rows[at].key != key:  # (the cursor's index is the row's, unsorted)
+            try:
+                at = list(map(_ROW_KEY, rows)).index(key)  # the group's row as shown (in C: a few ms at 100k)
+            except ValueError:
+                return None
         note = notes.get(entry.job.cluster, "")
         mark = MARK if key in marked else ""
         opening = key in depends[1]
@@ -726,8 +811,11 @@ class QueueScreen(DataScreen):
         return out
 
     def _table(self) -> JobTable | None:
-        tables = self.query(JobTable)  # empty until composed; bindings are checked before that
-        return tables.first() if tables else None
+        table = self._job_table
+        if table is None:  # not composed yet (bindings are checked before that); then found once
+            tables = self.query(JobTable)
+            table = self._job_table = tables.first() if tables else None
+        return table
 
     def _selected_key(self) -> str | None:
         table = self._table()

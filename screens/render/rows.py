@@ -5,6 +5,7 @@ Tested on their own; the screens only place what these return.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -54,29 +55,56 @@ JOB_STYLES = {"cluster": "bold", "reason": "dim"}  # column styles of the queue'
 
 
 def job_live_cells(
-    job: Job, clock: Callable[[], float], marker: str = "", children: int = 0, note: str = ""
+    job: Job,
+    clock: Callable[[], float],
+    marker: str = "",
+    children: int = 0,
+    note: str = "",
+    like: tuple[Job, tuple] | None = None,
 ) -> tuple[str | Text | Callable[[], Text], ...]:
     """Cells of one queue row, for a table that draws lazily. ``marker`` prefixes the id (group
     open/closed, child); a group row shows how many jobs it holds after its name. Plain cells are
     cleaned strings (styled by ``JOB_STYLES`` per column), the state a ``Text``, and the age a
     callable evaluated (with ``clock``) only when its line is drawn. ``note`` (e.g. "stale") follows
-    the cluster name."""
-    submitted = job.submit_time
-    cluster: str | Text = clean(job.cluster)
-    if note:
-        cluster = Text(clean(job.cluster), style="bold", no_wrap=True, overflow="ellipsis")
-        cluster.append(f" {note}", "bold yellow" if note == "stale" else "bold red")
+    the cluster name. ``like``: an earlier version of the job and its cells (made with the same
+    marker, children and note): the cells of fields that did not change are those very objects
+    (a poll mostly changes states: the table then measures only the cells that are new)."""
+    if like is not None:
+        before, old = like
+        return (
+            old[0] if job.cluster == before.cluster else _cluster_cell(job, note),
+            old[1] if job.id == before.id else clean(f"{marker}{job.id}"),
+            old[2] if job.name == before.name else clean(f"{job.name} ({children})" if children else job.name),
+            old[3] if job.user == before.user else clean(job.user),
+            old[4] if job.state is before.state else text(job.state.value, STATE_STYLES.get(job.state, "")),
+            old[5] if job.gpus == before.gpus else (str(job.gpus) if job.gpus else "-"),
+            old[6] if job.nodes == before.nodes else (clean(",".join(job.nodes)) or "-"),
+            old[7] if job.submit_time == before.submit_time else _age_cell(job.submit_time, clock),
+            old[8] if job.reason == before.reason else clean(job.reason),
+        )
     return (
-        cluster,
+        _cluster_cell(job, note),
         clean(f"{marker}{job.id}"),
         clean(f"{job.name} ({children})" if children else job.name),
         clean(job.user),
         text(job.state.value, STATE_STYLES.get(job.state, "")),
         str(job.gpus) if job.gpus else "-",
         clean(",".join(job.nodes)) or "-",
-        lambda: text(age_text(submitted, clock())),
+        _age_cell(job.submit_time, clock),
         clean(job.reason),
     )
+
+
+def _cluster_cell(job: Job, note: str) -> str | Text:
+    if not note:
+        return clean(job.cluster)
+    cluster = Text(clean(job.cluster), style="bold", no_wrap=True, overflow="ellipsis")
+    cluster.append(f" {note}", "bold yellow" if note == "stale" else "bold red")
+    return cluster
+
+
+def _age_cell(submitted: datetime | None, clock: Callable[[], float]) -> Callable[[], Text]:
+    return lambda: text(age_text(submitted, clock()))
 
 
 def job_sort_values(job: Job, previous: Job | None = None, values: tuple | None = None) -> tuple:
@@ -89,31 +117,54 @@ def job_sort_values(job: Job, previous: Job | None = None, values: tuple | None 
         return (
             values[0] if job.cluster == previous.cluster else _repeated_natural(job.cluster),
             values[1] if job.id == previous.id else natural_text(job.id),
-            values[2] if job.name == previous.name else natural_text(job.name.lower()),
-            job.user.lower(),
+            values[2] if job.name == previous.name else _name_natural(job.name),
+            values[3] if job.user == previous.user else _lower(job.user),
             job.state.value,
             job.gpus,
             values[6] if job.nodes == previous.nodes else _nodes_natural(job.nodes),
             values[7] if submitted == previous.submit_time else _age_value(submitted),
-            job.reason.lower(),
+            values[8] if job.reason == previous.reason else _lower(job.reason),
         )
     return (
         _repeated_natural(job.cluster),
         natural_text(job.id),
-        natural_text(job.name.lower()),
-        job.user.lower(),
+        _name_natural(job.name),
+        _lower(job.user),
         job.state.value,
         job.gpus,
         _nodes_natural(job.nodes),
         _age_value(submitted),
-        job.reason.lower(),
+        _lower(job.reason),
     )
 
 
 # ``natural_text`` of the values many jobs share (cluster names, node lists): worked out once each,
 # not per job (10,000 jobs on 64 nodes: 64 node lists). Bounded: emptied when it grows past its size.
+# Names, users and reasons are shared too: jobs with equal values get the very same sort string, which
+# a sort compares at once (identical), not character by character (a sort of 100,000 rows by user:
+# 68 ms -> a few).
 _SHARED_NATURAL: dict[object, str] = {}
+_SHARED_NAMES: dict[str, str] = {}
+_SHARED_LOWER: dict[str, str] = {}
 _SHARED_MAX = 65536
+
+
+def _name_natural(name: str) -> str:
+    made = _SHARED_NAMES.get(name)
+    if made is None:
+        if len(_SHARED_NAMES) >= _SHARED_MAX:
+            _SHARED_NAMES.clear()
+        made = _SHARED_NAMES[name] = natural_text(name.lower())
+    return made
+
+
+def _lower(value: str) -> str:
+    made = _SHARED_LOWER.get(value)
+    if made is None:
+        if len(_SHARED_LOWER) >= _SHARED_MAX:
+            _SHARED_LOWER.clear()
+        made = _SHARED_LOWER[value] = value.lower()
+    return made
 
 
 def _repeated_natural(value: str) -> str:
@@ -134,8 +185,9 @@ def _nodes_natural(nodes: tuple[str, ...]) -> str:
     return made
 
 
-def _age_value(submitted: datetime | None) -> tuple:
-    return (0, -submitted.timestamp()) if submitted else (1, 0.0)
+def _age_value(submitted: datetime | None) -> float:
+    """Youngest first, unknown last: a float, not a tuple (a sort of 100,000 ages: 280 ms -> 30 ms)."""
+    return -submitted.timestamp() if submitted else math.inf
 
 
 _DIGITS = re.compile(r"(\d+)")

@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from itertools import compress, count, repeat
+from itertools import chain, compress, count, groupby, repeat
 from operator import attrgetter, is_, is_not, itemgetter, not_
 from typing import ClassVar, NamedTuple, TypeGuard, cast
 
 from rich.cells import cell_len
+from rich.control import strip_control_codes
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -89,6 +90,20 @@ def _cell_text(cell: Cell) -> Text:
     return Text(cell) if isinstance(cell, str) else cell()
 
 
+def _flipped(ordered: list[Row], at: Callable[[tuple], object]) -> list[Row] | None:
+    """Rows stably sorted by a column, stably sorted the other way: their runs of equal values in
+    the other order, each run as it was (the given order). None when some row brings no sort value."""
+    try:
+        keys = list(map(at, map(_SORT, ordered)))
+    except IndexError:
+        return None
+    if len(set(map(type, keys))) > 1:  # (mixed types sort by their text: runs of that, not of the values)
+        return None
+    runs = [list(map(_SECOND, run)) for _, run in groupby(zip(keys, ordered), key=_FIRST)]
+    runs.reverse()
+    return list(chain.from_iterable(runs))
+
+
 def _is_live(cell: Cell) -> TypeGuard[Callable[[], Text]]:
     return not isinstance(cell, (str, Text))
 
@@ -96,6 +111,11 @@ def _is_live(cell: Cell) -> TypeGuard[Callable[[], Text]]:
 def _fits(known: tuple[Row, tuple[int, ...]] | None, row: Row) -> TypeGuard[tuple[Row, tuple[int, ...]]]:
     """``known`` (a row measured and its widths) holds for ``row``: that very row, or equal cells."""
     return known is not None and (known[0] is row or known[0].cells == row.cells)
+
+
+# a row's cells laid out (runs of text and the style over the line's), the cells they take, and
+# the lines painted from them by (stripe, cursor)
+_Laid = tuple[list[tuple[str, Style | None]], int, dict[tuple[int, bool], Strip]]
 
 
 _Measured = tuple[Row, tuple[int, ...]]  # a row measured and its widths
@@ -226,11 +246,14 @@ class VirtualTable(ScrollView, can_focus=True):
         self._starts: list[int] = [0] * ncols
         self._hidden: frozenset[int] = frozenset()  # columns given way (see Column.give_way)
         self._layout_key: tuple | None = None
-        # key -> its drawn lines by (stripe, cursor, live text): a filter, a sort or a group opened above
-        # moves rows between odd and even stripes and back, and the cursor comes and goes
-        self._strips: dict[str, dict[tuple, Strip]] = {}
+        # key -> by layout and live text: its cells laid out in the columns (runs, cells taken) and its
+        # lines by (stripe, cursor): a filter, a sort or a group opened above moves rows between odd and
+        # even stripes and back (and often widens a column and back), and the cursor comes and goes
+        self._strips: dict[str, dict[tuple, _Laid]] = {}
         self._header: Strip | None = None
         self._sort_cache: dict[str, tuple[Row, object]] = {}
+        # the top rows as last sorted: (the rows given, column, reversed, their order), to flip
+        self._last_top: tuple[list[Row], int, bool, list[Row]] | None = None
         # sets of rows left for a quite different one (a filter typed), kept to come back to at once
         # (the filter cleared): the rows given, keyed, their width counts, and widths measured of them
         self._kept: list[_Kept] = []
@@ -285,9 +308,9 @@ class VirtualTable(ScrollView, can_focus=True):
             self._come_back(kept)
             self._after_set(old_cursor, cursor_was_visible, top, page, True)
             return
-        keys = list(map(_ROW_KEY, rows))
         spliced = self._splice(rows, old)
         if spliced is None:
+            keys = list(map(_ROW_KEY, rows))
             by_key = dict(zip(keys, rows))
             if len(by_key) != len(rows):
                 raise ValueError("duplicate row keys")
@@ -331,10 +354,10 @@ class VirtualTable(ScrollView, can_focus=True):
                         ahead = (row, self._row_widths(row))
                     known = self._put_measured(key, ahead)
                 else:
-                    known = self._put_measured(key, (row, self._row_widths(row)))
+                    known = self._put_measured(key, (row, self._row_widths(row, known)))
             arrived.append(known[1])
         gone_count = len(gone_keys) if spliced is not None else len(old) - (len(by_key) - added)
-        recount = spliced is None and len(arrived) + 4 * gone_count > len(keys)  # widths counted afresh
+        recount = spliced is None and len(arrived) + 4 * gone_count > len(rows)  # widths counted afresh
         if gone_count:  # some rows went away
             dirty = True
             if recount:  # (what went is not needed for the counts: only the caches' few keys are looked at)
@@ -356,7 +379,7 @@ class VirtualTable(ScrollView, can_focus=True):
                 self._evict()
             else:  # the same rows: nothing to come back to
                 self._kept.remove(keeping)
-        widths_changed = dirty and self._update_content_widths(keys, arrived, left, recount)
+        widths_changed = dirty and self._update_content_widths(rows, arrived, left, recount)
         self._by_key = by_key
         unchanged = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
         self._given = rows
@@ -443,7 +466,7 @@ class VirtualTable(ScrollView, can_focus=True):
         counts = kept.counts
         if counts is None:
             self._width_counts = None
-            self._update_content_widths(list(map(_ROW_KEY, kept.given)), [], [])
+            self._update_content_widths(kept.given, [], [])
         else:
             self._width_counts = [Counter(c) for c in counts]
             self._content_widths = [max((w for w, n in c.items() if n > 0), default=0) for c in counts]
@@ -612,7 +635,10 @@ class VirtualTable(ScrollView, can_focus=True):
         self._rows = self._sorted(self._given)
         self._index = None
         row = self._by_key.get(self._cursor_key) if self._cursor_key is not None else None
-        self._cursor_index = self._rows.index(row) if row is not None else None
+        # (found by identity, in C: list.index would compare each row before it with ==)
+        self._cursor_index = (
+            next(compress(count(), map(is_, self._rows, repeat(row))), None) if row is not None else None
+        )
 
     def _key_index(self, key: str) -> int | None:
         if self._index is None:
@@ -664,7 +690,12 @@ class VirtualTable(ScrollView, can_focus=True):
                 order = sorted(range(len(group)), key=texts.__getitem__, reverse=reverse)
             return list(map(group.__getitem__, order))
 
-        top = ordered(top)
+        last = self._last_top
+        flipped = None
+        if last is not None and last[0] is rows and last[1] == column and last[2] != reverse:
+            flipped = _flipped(last[3], at)  # O after o: the blocks of equal values in the other order
+        top = ordered(top) if flipped is None else flipped
+        self._last_top = (rows, column, reverse, top)
         for parent, kids in children.items():
             children[parent] = ordered(kids)
         if not children:
@@ -696,13 +727,19 @@ class VirtualTable(ScrollView, can_focus=True):
                 return i
         raise KeyError(key)
 
-    def _row_widths(self, row: Row) -> tuple[int, ...]:
+    def _row_widths(self, row: Row, known: tuple[Row, tuple[int, ...]] | None = None) -> tuple[int, ...]:
+        """Each static cell's width; ``known``: an earlier version of the row and its widths, whose
+        very cell objects are not measured again (a refreshed job: mostly its state is new)."""
         ncols = len(self.columns)
-        widths = tuple(_width(cell) for cell in row.cells[:ncols])
+        cells = row.cells[:ncols]
+        if known is not None and len(known[0].cells) >= len(cells):
+            widths = tuple(w if c is o else _width(c) for c, o, w in zip(cells, known[0].cells, known[1]))
+            return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
+        widths = tuple(_width(cell) for cell in cells)
         return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
 
     def _update_content_widths(
-        self, keys: list[str], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]], recount: bool = False
+        self, rows: list[Row], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]], recount: bool = False
     ) -> bool:
         """The widest cell per column from each row's cached widths (no text measured here); True
         when that moved. Per column, how many rows have each width is kept: rows added or gone (a
@@ -711,7 +748,7 @@ class VirtualTable(ScrollView, can_focus=True):
         come back (a filter cleared), then dropped."""
         measured = self._measured
         counts = self._width_counts
-        if counts is not None and not recount and len(arrived) + 4 * len(left) <= len(keys):
+        if counts is not None and not recount and len(arrived) + 4 * len(left) <= len(rows):
             if arrived:
                 for counter, column in zip(counts, zip(*arrived)):
                     counter.update(column)
@@ -719,17 +756,17 @@ class VirtualTable(ScrollView, can_focus=True):
                 for counter, column in zip(counts, zip(*left)):
                     counter.subtract(column)
         else:
-            per_row = list(map(_SECOND, map(measured.__getitem__, keys)))
+            per_row = list(map(_SECOND, map(measured.__getitem__, map(_ROW_KEY, rows))))
             counts = self._width_counts = [Counter(column) for column in zip(*per_row)] if per_row else None
         if counts is None:
             widths = [0] * len(self.columns)
         else:
             widths = [max((w for w, n in counter.items() if n > 0), default=0) for counter in counts]
-        self._most_rows = max(self._most_rows, len(keys))
+        self._most_rows = max(self._most_rows, len(rows))
         if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
-            self._measured = {key: measured[key] for key in keys}
+            self._measured = {key: measured[key] for key in map(_ROW_KEY, rows)}
             self._ahead = {key: known for key, known in self._ahead.items() if key in self._measured}
-            self._most_rows = len(keys)
+            self._most_rows = len(rows)
         if widths == self._content_widths:
             return False
         self._content_widths = widths
@@ -770,7 +807,7 @@ class VirtualTable(ScrollView, can_focus=True):
         return tuple(c.key for i, c in enumerate(self.columns) if i in self._hidden)
 
     def _relayout(self) -> None:
-        """Column widths for the current content and width; clears the strip cache if they moved."""
+        """Column widths for the current content and width (rows' lines are cached per layout)."""
         available = self.scrollable_content_region.width
         widths, hidden = self._fit_widths(available)
         layout = (tuple(widths), hidden, available)
@@ -785,8 +822,7 @@ class VirtualTable(ScrollView, can_focus=True):
             if i not in hidden:
                 x += width + 2 * PAD
         self._starts = starts
-        self._strips.clear()
-        self._header = None
+        self._header = None  # (rows' lines are kept by layout: a group opened and closed widens a column and back)
         self._update_virtual_size()
 
     def _total_width(self) -> int:
@@ -843,35 +879,41 @@ class VirtualTable(ScrollView, can_focus=True):
         return self._header
 
     def _row_strip(self, index: int, row: Row) -> Strip:
+        """A row's line, cached in two steps: its cells laid out in the columns (runs of text and
+        the style over the line's, kept until the row, the layout or the live text changes), then
+        that layout painted in the line's style (stripe or cursor: a few segments, no text looked at)."""
         cells = row.cells
         live = [(i, c()) for i, c in enumerate(cells) if _is_live(c)]
         cursor = row.key == self._cursor_key
-        signature = (index % 2 if self.zebra_stripes else 0, cursor, tuple(t.plain for _, t in live))
-        drawn_before = self._strips.get(row.key)
-        if drawn_before is not None:
-            hit = drawn_before.get(signature)
+        look = (index % 2 if self.zebra_stripes else 0, cursor)
+        texts = (self._layout_key, *(t.plain for _, t in live))
+        drawn = self._strips.get(row.key)
+        if drawn is None:
+            drawn = self._strips[row.key] = {}
+        laid = drawn.get(texts)
+        if laid is not None:
+            hit = laid[2].get(look)
             if hit is not None:
                 return hit
         self.render_count += 1
-        shown = cast("Sequence[str | Text]", cells)  # no live cell left after this
-        if live:
-            drawn = list(shown)
-            for i, text in live:
-                drawn[i] = text
-            shown = tuple(drawn)
-            self._note_live_widths(live)
+        if laid is None:
+            shown = cast("Sequence[str | Text]", cells)  # no live cell left after this
+            if live:
+                shown = list(shown)
+                for i, text in live:
+                    shown[i] = text
+                self._note_live_widths(live)
+            if len(drawn) >= 4:  # ages moved on, or layouts came and went: the old ones are no use
+                drawn.clear()
+            runs, total = self._lay_out(shown, Style.parse(row.style) if row.style else None)
+            laid = drawn[texts] = (runs, total, {})
         if cursor:
             style = self.get_component_rich_style("vtable--cursor")
         elif self.zebra_stripes:
             style = self.get_component_rich_style("vtable--odd-row" if index % 2 else "vtable--even-row")
         else:
             style = self.rich_style
-        strip = self._build_strip(shown, style, Style.parse(row.style) if row.style else None)
-        if drawn_before is None:
-            drawn_before = self._strips[row.key] = {}
-        elif len(drawn_before) >= 4:  # ages moved on: the old ones are no use
-            drawn_before.clear()
-        drawn_before[signature] = strip
+        strip = laid[2][look] = self._paint(laid[0], laid[1], style)
         return strip
 
     def _note_live_widths(self, live: list[tuple[int, Text]]) -> None:
@@ -893,39 +935,84 @@ class VirtualTable(ScrollView, can_focus=True):
     ) -> Strip:
         """One full-width line: each cell padded or cut (with an ellipsis) to its column's width.
         ``style``: the line's (stripe, cursor, header); ``under``: the row's own, under its cells."""
+        runs, total = self._lay_out(cells, under, header)
+        return self._paint(runs, total, style)
+
+    def _paint(self, runs: list[tuple[str, Style | None]], total: int, style: Style) -> Strip:
+        """Laid-out runs (``_lay_out``) in the line's ``style``, padded to the table's width."""
+        segments = [Segment(text, style if over is None else style + over) for text, over in runs]
+        width = max(total, self.scrollable_content_region.width)
+        if width > total:
+            segments.append(Segment(" " * (width - total), style))
+        return Strip(segments, width)
+
+    def _lay_out(
+        self, cells: Sequence[str | Text], under: Style | None = None, header: bool = False
+    ) -> tuple[list[tuple[str, Style | None]], int]:
+        """Cells padded or cut (with an ellipsis) to their columns' widths, as runs of text with the
+        style each puts over the line's (None: the line's own: padding, plain cells), runs of the same
+        style joined; and the cells they take. Styles add up in order (line, row, column, text,
+        span), so the line's style can go under them afterwards."""
         console = self.app.console
         get_style = console.get_style
-        row_style = style + under if under is not None else style
-        pad = Segment(" " * PAD, style)
-        segments: list[Segment] = []
+        runs: list[tuple[str, Style | None]] = []
+        text_run: list[str] = []  # the run being joined, and its style
+        run_style: Style | None = None
         total = 0
         hidden = self._hidden
+        pad = " " * PAD
+        null = Style.null()
+
+        def put(piece: str, over: Style | None) -> None:
+            nonlocal run_style
+            if over is not run_style and over != run_style:
+                if text_run:
+                    runs.append(("".join(text_run), run_style))
+                    text_run.clear()
+                run_style = over
+            text_run.append(piece)
+
         for i, column in enumerate(self.columns):
             if i in hidden:
                 continue
             width = self._widths[i]
             cell = cells[i] if i < len(cells) else ""
-            text = Text(cell) if isinstance(cell, str) else cell  # live cells were evaluated already
-            if text.cell_len > width:
-                text = text.copy()
-                text.truncate(width, overflow="ellipsis")
-            room = width - text.cell_len
-            segments.append(pad)
-            if room and column.justify == "right":
-                segments.append(Segment(" " * room, style))
-            base = row_style
+            base = under
             if column.style and not header:
-                base += get_style(column.style, default=Style.null())
-            if text.style:  # Text.render leaves the Text's own style out when it has no spans
-                base += get_style(text.style, default=Style.null())
-            segments.extend(
-                Segment(s.text, base + s.style if s.style else base) for s in text.render(console, end="") if s.text
-            )
+                column_style = get_style(column.style, default=null)
+                base = column_style if base is None else base + column_style
+            pieces: list[tuple[str, Style | None]]
+            if isinstance(cell, str):
+                plain = strip_control_codes(cell)
+                used = len(plain) if plain.isascii() else cell_len(plain)
+                if used <= width:
+                    pieces = [(plain, base)] if plain else []
+                else:
+                    cell = Text(plain)
+            if not isinstance(cell, str):
+                text = cell  # live cells were evaluated already
+                if text.cell_len > width:
+                    text = text.copy()
+                    text.truncate(width, overflow="ellipsis")
+                used = text.cell_len
+                if text.style:  # Text.render leaves the Text's own style out when it has no spans
+                    own = get_style(text.style, default=null)
+                    base = own if base is None else base + own
+                pieces = [
+                    (s.text, base if not s.style else (s.style if base is None else base + s.style))
+                    for s in text.render(console, end="")
+                    if s.text
+                ]
+            room = width - used
+            put(pad, None)
+            if room and column.justify == "right":
+                put(" " * room, None)
+            for piece, over in pieces:
+                put(piece, over)
             if room and column.justify != "right":
-                segments.append(Segment(" " * room, style))
-            segments.append(pad)
+                put(" " * room, None)
+            put(pad, None)
             total += width + 2 * PAD
-        width = max(total, self.scrollable_content_region.width)
-        if width > total:
-            segments.append(Segment(" " * (width - total), style))
-        return Strip(segments, width).simplify()
+        if text_run:
+            runs.append(("".join(text_run), run_style))
+        return runs, total

@@ -372,3 +372,128 @@ async def test_a_kept_set_comes_back_as_a_fresh_table_would_show_it_even_after_i
             fresh.move_cursor_to_key("r20")
             assert _state(table) == _state(fresh)
             await fresh.remove()
+
+
+def painted(table: VirtualTable) -> list[list[tuple[str, object]]]:
+    """Each line as drawn now, as (character, style) pairs: equal whatever the segments' grouping."""
+    out = []
+    for y in range(table.scrollable_content_region.height):
+        out.append([(char, seg.style) for seg in table.render_line(y) for char in seg.text])
+    return out
+
+
+async def test_cached_lines_match_lines_drawn_afresh_after_every_kind_of_change():
+    styled = Text("job-1 ")
+    styled.append("hot", "bold red")
+    rows = [row(i) for i in range(30)]
+    rows[1] = Row("r1", (Text("r1"), styled, "3"), style="dim")
+    columns = [*COLUMNS[:2], Column("gpus", "GPUS", justify="right", style="italic")]
+    app = Host(rows, columns)
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+
+        async def check() -> None:
+            await pilot.pause()
+            cached = painted(table)
+            table._strips.clear()
+            assert cached == painted(table)
+
+        await check()
+        await pilot.press("down", "down")  # the cursor leaves one row and enters another
+        await check()
+        table.set_rows([row(100), *rows])  # every row below moves to the other stripe
+        await check()
+        table.set_rows([row(100), rows[0], rows[1]._replace(style=""), *rows[2:]])  # a row's style
+        await check()
+        table.set_rows([row(100, name="a much longer name than before"), *rows])  # a column widens
+        await check()
+        table.set_rows([row(100), *rows])  # and narrows again: the lines of that layout come back
+        await check()
+        table.set_rows([row(100), rows[0], rows[1]._replace(cells=(Text("r1"), "plain", "12345")), *rows[2:]])
+        await check()
+        table.sort_by("gpus", reverse=True)  # the header's mark, rows moved
+        await check()
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"  # the styles
+        await check()
+
+
+async def test_a_row_moved_to_the_other_stripe_is_painted_again_but_not_laid_out_again():
+    app = Host([row(i) for i in range(30)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        laid: list[object] = []
+        lay_out = table._lay_out
+
+        def spy(cells, under=None, header=False):
+            if not header:  # (the header is laid out again with each layout)
+                laid.append(cells)
+            return lay_out(cells, under, header)
+
+        table._lay_out = spy  # type: ignore[method-assign]
+        drawn = table.render_count
+        table.set_rows([row(99)] + [row(i) for i in range(30)])  # (no wider than the others: the same layout)
+        await pilot.pause()
+        assert table.render_count > drawn  # every visible row was painted on its new stripe ...
+        assert len(laid) == 1  # ... but only the new row's cells were laid out
+        table.set_rows([row(99), row(1000)] + [row(i) for i in range(30)])  # a wider id: another layout
+        await pilot.pause()
+        laid.clear()
+        table.set_rows([row(99)] + [row(i) for i in range(30)])  # the layout before comes back
+        await pilot.pause()
+        assert laid == []  # its lines were kept
+        assert lines(table)[1].startswith(" r99 ")
+
+
+async def test_widths_kept_as_rows_change_equal_a_full_measure():
+    import random
+
+    rng = random.Random(3)
+    rows = {i: row(i) for i in range(300)}
+    app = Host(list(rows.values()))
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        for turn in range(40):
+            for i in rng.sample(sorted(rows), rng.choice([1, 5, 50, 250])):  # some cells new, the rest the same objects
+                old = rows[i]
+                name = Text("x" * rng.randrange(1, 30)) if rng.random() < 0.5 else old.cells[1]
+                gpus = Text(str(rng.randrange(10**6))) if rng.random() < 0.5 else old.cells[2]
+                rows[i] = old._replace(cells=(old.cells[0], name, gpus))
+            for i in rng.sample(sorted(rows), 3):  # rows gone, rows come
+                del rows[i]
+            for _ in range(3):
+                new = max(rows) + 1
+                rows[new] = row(new, name="y" * rng.randrange(1, 40))
+            table.set_rows(list(rows.values()))
+            full = [max(len(r.cells[c].plain) for r in rows.values()) for c in range(3)]
+            assert table._content_widths == full, f"turn {turn}"
+
+
+async def test_a_sort_flipped_is_the_stable_sort_the_other_way():
+    def sorted_rows(i: int) -> Row:
+        # sort values with many equal ones (and a group with members, which stay under it)
+        return Row(
+            f"r{i}", (f"r{i}", f"n{i % 3}", str(i % 4)), sort=(i, i % 3, i % 4), parent="r5" if i in (7, 9) else ""
+        )
+
+    rows = [sorted_rows(i) for i in range(40)]
+    app = Host(rows)
+    async with app.run_test(size=(60, 12)):
+        table = app.query_one(VirtualTable)
+        for column in ("name", "gpus"):
+            table.sort_by(column)
+            table.sort_by(column, reverse=True)  # flipped from the sort before
+            flipped = table.row_keys
+            table.sort_by("id")
+            table.sort_by(column, reverse=True)  # sorted afresh
+            assert flipped == table.row_keys
+            table.sort_by(column)  # and back
+            back = table.row_keys
+            table.sort_by("id")
+            table.sort_by(column)
+            assert back == table.row_keys
+        keys = table.row_keys
+        at = keys.index("r5")
+        assert set(keys[at + 1 : at + 3]) == {"r7", "r9"}  # the members right under their group

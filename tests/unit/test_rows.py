@@ -144,3 +144,50 @@ def test_natural_text_sorts_exactly_as_natural_key(values):
     assert [natural_key(v) for v in sorted(values, key=natural_text)] == [natural_key(v) for v in by_key]
     for a, b in zip(values, values[1:]):
         assert (natural_text(a) < natural_text(b)) == (natural_key(a) < natural_key(b))
+
+
+def _plain(cell) -> str:
+    cell = cell() if callable(cell) else cell
+    return cell if isinstance(cell, str) else cell.plain
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "cluster": st.sampled_from(["c", "d"]),
+            "id": st.sampled_from(["7", "8_1"]),
+            "name": st.sampled_from(["n", "m x"]),
+            "user": st.sampled_from(["u", "v"]),
+            "state": st.sampled_from(list(JobState)),
+            "gpus": st.integers(0, 3),
+            "nodes": st.sampled_from([(), ("n1",), ("n1", "n2")]),
+            "submit_time": st.sampled_from([None, T0, datetime(2026, 1, 2, tzinfo=UTC)]),
+            "reason": st.sampled_from(["", "Priority"]),
+        },
+    ),
+    st.sampled_from([("", 0, ""), ("▸ ", 3, ""), ("", 0, "stale")]),
+)
+def test_cells_made_like_an_earlier_version_equal_fresh_ones_and_reuse_the_unchanged(changes, shown):
+    marker, children, note = shown
+    clock = lambda: T0.timestamp() + 3600  # noqa: E731
+    before = job(reason="Resources")
+    old = job_live_cells(before, clock, marker, children, note)
+    now = job(**{"reason": "Resources", **changes})
+    again = job_live_cells(now, clock, marker, children, note, like=(before, old))
+    fresh = job_live_cells(now, clock, marker, children, note)
+    assert [_plain(c) for c in again] == [_plain(c) for c in fresh]
+    assert [type(c) for c in again] == [type(c) for c in fresh]
+    fields = ("cluster", "id", "name", "user", "state", "gpus", "nodes", "submit_time", "reason")
+    for field, cell, earlier in zip(fields, again, old):
+        assert (cell is earlier) == (getattr(now, field) == getattr(before, field)), field
+
+
+def test_equal_names_users_and_reasons_share_one_sort_string():
+    a = job_sort_values(job(id="1", name="Train-7", user="Ann", reason="Priority"))
+    b = job_sort_values(job(id="2", name="Train-7", user="Ann", reason="Priority"))
+    assert all(a[i] is b[i] for i in (2, 3, 8))  # identical: a sort compares them at once
+    c = job_sort_values(job(id="3", name="train-10", user="bob"))
+    assert a[2] < c[2] and a[3] < c[3]  # natural, and case-blind
+    assert isinstance(a[7], float)

@@ -1,0 +1,78 @@
+"""The Queue's per-cluster lists (``_ClusterJobs``): worked out in place after random changes (jobs
+changed, finished ones gone, new ones submitted, groups formed and broken up), they equal the lists
+worked out afresh from the same jobs."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from yanflow_tui.model import Job, JobState
+from yanflow_tui.screens.queue import _ClusterJobs
+
+
+def job(i: int, parent: str = "", state: JobState = JobState.RUNNING, user: str = "ann") -> Job:
+    return Job(str(i), "c", f"job-{i}", user, state, parent=parent)
+
+
+def shape(lists: _ClusterJobs) -> tuple:
+    """What the Queue reads: the order, the groups and their members, each entry's job."""
+    return (
+        [(e.key, e.job) for e in lists.top],
+        {key: [(e.key, e.job) for e in kids] for key, kids in lists.children.items()},
+        {key: e.job for key, e in lists.by_key.items()},
+        {key: e.job for key, e in lists.by_id.items()},
+    )
+
+
+def test_lists_kept_in_place_equal_the_lists_worked_out_afresh():
+    rng = random.Random(7)
+    jobs = {i: job(i, parent=str(i - i % 10) if i % 10 and i < 60 else "") for i in range(200)}
+    kept = _ClusterJobs()
+    next_id = 200
+    for turn in range(60):
+        for i in rng.sample(sorted(jobs), 15):  # states change
+            jobs[i] = replace(jobs[i], state=rng.choice(list(JobState)), reason=f"turn {turn}")
+        kind = turn % 6
+        if kind in (0, 1):  # finished top-level jobs age out, as many are submitted
+            for i in rng.sample([i for i, j in jobs.items() if not j.parent and i % 10], 3):
+                del jobs[i]
+            for _ in range(3):
+                jobs[next_id] = job(next_id)
+                next_id += 1
+        elif kind == 2:  # a job joins a group, or a new job arrives in one
+            i = rng.choice(sorted(jobs))
+            jobs[i] = replace(jobs[i], parent="0")
+            jobs[next_id] = job(next_id, parent="10")
+            next_id += 1
+        elif kind == 3:  # a group's head goes: its members show as top-level jobs
+            heads = [i for i in jobs if i % 10 == 0 and i < 60]
+            if heads:
+                del jobs[rng.choice(heads)]
+        elif kind == 4:  # a job arrives that others named as their group (they were orphans)
+            head = rng.choice(range(0, 60, 10))
+            jobs.setdefault(head, job(head))
+        else:  # an equal job in a new object, and a job with an id below the others (put in the middle)
+            i = rng.choice(sorted(jobs))
+            jobs[i] = replace(jobs[i])
+            low = rng.randrange(60, 200)
+            jobs.setdefault(low, job(low))
+        ordered = tuple(jobs[i] for i in rng.sample(sorted(jobs), len(jobs)))
+        me = "ann" if turn % 15 == 14 else ""
+        kept.update(ordered, me)
+        fresh = _ClusterJobs()
+        fresh.update(ordered, me)
+        assert shape(kept) == shape(fresh), f"turn {turn}"
+
+
+def test_a_poll_that_changed_nothing_but_states_keeps_the_order_and_says_rows_differ():
+    jobs = tuple(job(i) for i in range(50))
+    lists = _ClusterJobs()
+    assert lists.update(jobs, "")
+    generation, top = lists.generation, lists.top
+    changed = tuple(replace(j, state=JobState.PENDING) if j.id == "7" else j for j in jobs)
+    assert lists.update(changed, "")
+    assert lists.generation == generation and lists.top is top
+    assert lists.by_id["7"].job.state is JobState.PENDING
+    assert not lists.update(changed, "")  # the same tuple: nothing to do
+    assert not lists.update(tuple(replace(j) for j in changed), "")  # equal jobs: no row differs
