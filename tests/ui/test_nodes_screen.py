@@ -487,3 +487,38 @@ async def test_a_node_change_repaints_its_lines_only_and_a_refresh_without_chang
         assert not repaints and not layouts
         assert {k: r.strip for k, r in grid._records.items() if r.strip is not None} == kept
         assert all(grid._records[k].strip is s for k, s in kept.items())
+
+
+async def test_the_header_counts_jobs_by_state_again_only_when_a_refresh_brings_new_jobs(home, kinds, monkeypatch):
+    from collections import Counter
+
+    from yanflow_tui.screens.widgets import cluster_bar
+    from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+
+    counted: list[int] = []
+
+    class Counting(Counter):
+        def update(self, iterable=None, /, **kwargs):
+            if iterable is not None:  # (``Counter()`` itself calls it with nothing)
+                counted.append(1)
+            return super().update(iterable, **kwargs)
+
+    monkeypatch.setattr(cluster_bar, "Counter", Counting)
+    app = make_app(ClusterConfig("hpc", "fake-grid", refresh_seconds=600))  # no refresh but those asked for
+    async with app.run_test(size=(160, 30)) as pilot:
+        await open_nodes(pilot, app, 4)
+        bar = app.screen.query_one(ClusterBar)
+        await wait_for(pilot, lambda: "running" in str(bar.render()), what="the header's counts")
+        counted.clear()
+        for _ in range(3):  # redrawn (each second, each refresh) with the same jobs: no count again
+            bar.redraw()
+            bar.refresh()
+            await pilot.pause()
+        assert "running" in str(bar.render()) and not counted
+        backend = app.hub.backend("hpc")
+        backend.jobs.append(backend.job("190", "new-one", JobState.FAILED))
+        served = app.hub.snapshots["hpc"]
+        app.request_refresh("hpc")
+        await wait_for(pilot, lambda: app.hub.snapshots["hpc"] is not served, what="a refresh")
+        await wait_for(pilot, lambda: "failed" in str(bar.render()), what="the new job counted")
+        assert counted
