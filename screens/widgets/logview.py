@@ -19,7 +19,8 @@ from collections.abc import Callable
 from math import ceil
 from re import Pattern
 
-from rich.cells import chop_cells
+from rich.cells import cell_len, chop_cells
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import work
@@ -602,8 +603,11 @@ class LogView(ForwardFailures, ScrollView, can_focus=True):
             text = self._text(line)
             if len(text) > limit:
                 text = text[: limit + (len(self.pattern.pattern) if self.pattern is not None else 0)]
-            styled = self._styled(line, text)
-            strip = Strip(styled.render(self.app.console), styled.cell_len)
+            if self.pattern is None:  # what ``Text.render`` yields for text without spans, made directly
+                strip = Strip([Segment(text)], cell_len(text))
+            else:
+                styled = self._styled(line, text)
+                strip = Strip(styled.render(self.app.console), styled.cell_len)
             self._strips[key] = strip
         return strip.crop_extend(scroll_x, scroll_x + width, self._line_style(line))
 
