@@ -25,8 +25,9 @@ from yanflow_tui.screens.failures import ForwardFailures
 from yanflow_tui.screens.widgets.logview import LogView
 
 FLUSH_SECONDS = 0.05  # 20 Hz; a split pane flushes at 10 Hz
-YIELD_EVERY = 128  # most lines taken from a backend stream between yields to the event loop (a key's every
-# hop waits for one such slice: 512 gave keys 50-90 % more CPU to wait through, 64 cost a third of the throughput)...
+YIELD_EVERY = 256  # most lines taken from a backend stream between yields to the event loop (each hop of a
+# key waits behind one such slice: at 10k jobs 512 gave keys 50-90 % more CPU to wait through than 128; but
+# every turn of the loop has its own cost, and at 100k jobs 128 halved the throughput, 64 cost a third at 10k)...
 STREAM_SLICE = 0.003  # ...or fewer: at most this many CPU seconds of taking lines (long lines, a slow parser)
 SLICE_CHECK = 64  # lines taken between two looks at the clock
 FLUSH_LINES = 1_024  # most lines one pane takes per flush call (a millisecond or so of work); the screen
