@@ -73,6 +73,9 @@ class NodesScreen(DataScreen):
         Binding("escape", "clear_filter", "Clear filter", show=False, id="clear-node-filter"),
     ]
 
+    _summary: Text | None = None  # the summary line last shown, and how many line breaks it has
+    _lines = 0
+
     def compose(self) -> ComposeResult:
         yield ClusterBar()
         yield Static(id="node-summary")
@@ -92,7 +95,11 @@ class NodesScreen(DataScreen):
         grid.set_nodes(node for snap in snaps.values() for node in snap.nodes)
         by_cluster = {snap.name: (len(snap.nodes), grid.pools(snap.name)) for snap in snaps.values()}
         styles = {cell: grid.cell_style(cell) for cell, _ in LEGEND}
-        self.query_one("#node-summary", Static).update(summary(by_cluster, styles, cluster_problems(snaps.values())))
+        text = summary(by_cluster, styles, cluster_problems(snaps.values()))
+        if text != self._summary:  # most refreshes leave it as it was; a layout only when its height changes
+            lines = text.plain.count("\n")
+            self.query_one("#node-summary", Static).update(text, layout=self._summary is None or lines != self._lines)
+            self._summary, self._lines = text, lines
         self.show_status()
 
     # -- the status line ---------------------------------------------------------------------------
@@ -121,7 +128,10 @@ class NodesScreen(DataScreen):
         return out
 
     def show_status(self) -> None:
-        self.query_one("#node-status", Static).update(self.status_text())
+        status = self.query_one("#node-status", StatusLine)
+        text = self.status_text()
+        if text != status.full_text:
+            status.update(text, layout=False)  # one line high (nodes.tcss): its size never moves
 
     @on(GpuGrid.CursorMoved)
     def _cursor_moved(self, event: GpuGrid.CursorMoved) -> None:

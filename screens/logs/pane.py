@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
@@ -24,9 +25,14 @@ from yanflow_tui.screens.failures import ForwardFailures
 from yanflow_tui.screens.widgets.logview import LogView
 
 FLUSH_SECONDS = 0.05  # 20 Hz; a split pane flushes at 10 Hz
-YIELD_EVERY = 512  # lines taken from a backend stream between yields to the event loop
-FLUSH_LINES = 4_096  # most lines one pane takes per flush call (the screen calls again while its budget lasts)
-FLUSH_BUDGET = 0.008  # seconds of flushing per tick, all panes together, after the first batch: keys get the rest
+YIELD_EVERY = 256  # most lines taken from a backend stream between yields to the event loop (each hop of a
+# key waits behind one such slice: at 10k jobs 512 gave keys 50-90 % more CPU to wait through than 128; but
+# every turn of the loop has its own cost, and at 100k jobs 128 halved the throughput, 64 cost a third at 10k)...
+STREAM_SLICE = 0.003  # ...or fewer: at most this many CPU seconds of taking lines (long lines, a slow parser)
+SLICE_CHECK = 64  # lines taken between two looks at the clock
+FLUSH_LINES = 1_024  # most lines one pane takes per flush call (a millisecond or so of work); the screen
+# calls again, giving the event loop a turn between calls, while its time budget for the tick lasts
+FLUSH_BUDGET = 0.016  # CPU seconds of flushing per tick, all panes together: keys get the loop between batches
 MAX_PENDING = 65_536  # lines buffered before the stream waits for flushes to catch up
 RANK_KEEP_LINES = 5_000  # in-memory window of each per-rank store (the whole log keeps the default)
 SPLIT_VISIBLE = 4  # rank views side by side; more scroll sideways
@@ -129,6 +135,8 @@ class LogPane(ForwardFailures, TabPane):
     async def _stream(self) -> None:
         backend = self.app.hub.backend(self.job.cluster)
         taken = 0
+        clock = time.thread_time  # this thread's CPU: a busy machine does not shorten the slices
+        since = clock()
         sources, texts = self.pending_sources, self.pending_texts
         try:
             async for line in backend.stream_logs(self.job.id, follow=True, stream=self.stream):
@@ -142,9 +150,12 @@ class LogPane(ForwardFailures, TabPane):
                 sources.append(clean(line.source))
                 texts.append(clean(line.text))
                 taken += 1
-                if taken >= YIELD_EVERY:  # a backend that yields many lines without awaiting: let keys in
+                # A backend that yields many lines without awaiting: let keys in, after YIELD_EVERY
+                # lines or STREAM_SLICE seconds, whichever comes first (the clock read every SLICE_CHECK).
+                if taken >= YIELD_EVERY or (taken % SLICE_CHECK == 0 and clock() - since >= STREAM_SLICE):
                     taken = 0
                     await asyncio.sleep(0)
+                    since = clock()
                     while len(self.pending_texts) >= MAX_PENDING:
                         self._drained.clear()
                         await self._drained.wait()

@@ -175,19 +175,31 @@ class LogsScreen(DataScreen):
         return self.pane.following if self.pane else False
 
     # -- streaming ---------------------------------------------------------------------------------------
-    def _flush(self) -> None:
+    async def _flush(self) -> None:
+        """One tick: buffered lines into the panes, a batch (``FLUSH_LINES``) at a time while the tick's
+        ``FLUSH_BUDGET`` lasts, giving the event loop a turn between batches, so that a key waiting is
+        handled within a frame however fast lines come; what is left waits for the next tick, in order."""
         if not self.is_mounted:
             return
         changed = False
         self._ticks += 1
-        deadline = time.perf_counter() + FLUSH_BUDGET  # a key waiting gets the loop within a frame
-        for pane in self.panes:
+        clock = time.thread_time  # this thread's CPU: what runs between the batches, or elsewhere, does not count
+        spent = 0.0  # seconds of flushing this tick
+        for pane in list(self.panes):
             # Side-by-side views redraw several screens' worth of lines per flush: flush them at half rate.
             if pane.is_mounted and (not pane.split or self._ticks % 2 == 0):
                 known = len(pane.source_stores)
-                while pane.flush():  # one batch at least, more while the budget lasts
+                while True:  # one batch at least, more while the budget lasts
+                    started = clock()
+                    flushed = pane.flush()
+                    spent += clock() - started
+                    if not flushed:
+                        break
                     changed = True
-                    if not pane.pending_texts or time.perf_counter() >= deadline:
+                    if not pane.pending_texts or spent >= FLUSH_BUDGET:
+                        break
+                    await asyncio.sleep(0)  # keys (and a frame due) get the loop between two batches
+                    if not (self.is_mounted and pane.is_mounted):
                         break
                 if len(pane.source_stores) != known:
                     self._refresh_keys()

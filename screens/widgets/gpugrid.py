@@ -230,6 +230,7 @@ class GpuGrid(ScrollView, can_focus=True):
         self._max_gpus = 0
         self._most: list[int] = [0] * 7
         self._any_util = False
+        self._pools: dict[str, list[PoolCapacity]] | None = None  # ``pools`` of each cluster, until the nodes change
 
     # -- data --------------------------------------------------------------------------------------
     @staticmethod
@@ -267,16 +268,40 @@ class GpuGrid(ScrollView, can_focus=True):
             if row.util != util or row.widths != widths or len(row.gpus) != gpus:
                 measure = True
         self._records = rows
+        if changed or structural:
+            self._pools = None
         if structural:
             self._rebuild(before)
         else:
+            drawn = (self._widths, self._wide, self.virtual_size)
             self._resummarize({row.pool for row, _, _ in changed if row.pool is not None})
             if measure:
                 self._measure()
             self._layout()
+            if changed and drawn == (self._widths, self._wide, self.virtual_size):
+                # Same columns, same lines: repaint only the changed nodes' lines and their groups' on screen.
+                self._refresh_rows([row for row, _, _ in changed])
+                self.post_message(self.CursorMoved(self))
+                return
         if changed or structural:
             self.refresh()
             self.post_message(self.CursorMoved(self))
+
+    def _refresh_rows(self, rows: Iterable[NodeRow]) -> None:
+        """Mark for repaint the on-screen lines of ``rows`` and of the groups over them (their totals)."""
+        index = self._index
+        lines: set[int] = set()
+        for row in rows:
+            pool = row.pool
+            for key in (row.key, pool, ("cluster", pool[1]) if pool is not None else None):
+                line = index.get(key) if key is not None else None
+                if line is not None:
+                    lines.add(line)
+        top = int(self.scroll_offset.y)
+        height = self.scrollable_content_region.height
+        for line in sorted(lines):
+            if top <= line < top + height - 1:  # under the header line
+                self.refresh_line(line + 1)
 
     def set_filter(self, text: str) -> None:
         """Show only nodes whose name, partition, state, GPU type or reason contains ``text``."""
@@ -777,22 +802,28 @@ class GpuGrid(ScrollView, can_focus=True):
 
     def pools(self, cluster: str) -> list[PoolCapacity]:
         """``capacity.pools`` of one cluster's nodes (a node counts in each of its partitions), from the
-        counts kept per node, so a refresh does not walk every GPU again. The filter does not apply."""
-        found: dict[str, list[int]] = {}
-        for row in self._records.values():
-            node = row.node
-            if node.cluster != cluster:
-                continue
-            _, _, total, whole, _, free = row.counts
-            for name in node.partitions or (ALL,):
-                acc = found.get(name)
-                if acc is None:
-                    acc = found[name] = [0, 0, 0, 0]
-                acc[0] += 1
-                acc[1] += whole
-                acc[2] += total
-                acc[3] += free
-        return [PoolCapacity(name, *acc) for name, acc in found.items()]
+        counts kept per node, so a refresh does not walk every GPU again. The filter does not apply.
+        Worked out for every cluster in one pass, kept until the nodes change."""
+        if self._pools is None:
+            by_cluster: dict[str, dict[str, list[int]]] = {}
+            for row in self._records.values():
+                node = row.node
+                found = by_cluster.get(node.cluster)
+                if found is None:
+                    found = by_cluster[node.cluster] = {}
+                _, _, total, whole, _, free = row.counts
+                for name in node.partitions or (ALL,):
+                    acc = found.get(name)
+                    if acc is None:
+                        acc = found[name] = [0, 0, 0, 0]
+                    acc[0] += 1
+                    acc[1] += whole
+                    acc[2] += total
+                    acc[3] += free
+            self._pools = {
+                name: [PoolCapacity(pool, *acc) for pool, acc in found.items()] for name, found in by_cluster.items()
+            }
+        return list(self._pools.get(cluster, ()))
 
     def gpus_of(self, key: str) -> tuple[Gpu, ...]:
         """The GPU cells of a node row (per-GPU data, or cells made from its counts)."""

@@ -16,17 +16,22 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable
+from math import ceil
 from re import Pattern
 
-from rich.cells import chop_cells
+from rich.cells import cell_len, chop_cells
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
+from textual.widget import Widget
 
 from yanflow_tui.logstore import LogStore, match_lines
 from yanflow_tui.screens.failures import ForwardFailures
@@ -36,6 +41,54 @@ MAX_MATCHES = 100_000  # match positions kept per view; beyond, n/N cycle throug
 SYNC_LINES = 50_000  # a store this small, all in memory, is searched on the event loop
 CHOP = 1024  # a no-wrap line is rendered up to the next multiple of this many characters past the view
 STRIP_CACHE = 256  # rendered lines kept (a few screens' worth: each Strip carries its own caches)
+
+
+class TailScrollBar(ScrollBar):
+    """A ScrollBar that repaints only when its thumb moves on screen (in eighths of a cell).
+
+    Textual's repaints on every change of the scroll range or position: a log growing by a batch of
+    lines 20 times a second redrew it each time (as many rows as the view, about as dear as the
+    view's own lines), though the thumb of a followed log sits still at the bottom."""
+
+    window_virtual_size: Reactive[int] = Reactive(100, repaint=False)
+    window_size: Reactive[int] = Reactive(0, repaint=False)
+    position: Reactive[float] = Reactive(0, repaint=False)
+
+    _drawn: tuple | None = None
+    _settling = False
+
+    def thumb(self) -> tuple:
+        """Where ``ScrollBarRender.render_bar`` puts the thumb, in eighths of a cell (what it draws)."""
+        size = self.size.height if self.vertical else self.size.width
+        virtual, window, position = self.window_virtual_size, self.window_size, self.position
+        if not (window and size and virtual and size != virtual) or virtual <= window:
+            return (size, virtual, window, position)
+        thumb = max(1, window / (virtual / size))
+        start = int((size - thumb) * (position / (virtual - window)) * 8)
+        return (size, start, start + ceil(thumb * 8))
+
+    def _moved(self) -> None:
+        # The range and the position change one after the other (a batch of lines, then the scroll to
+        # the new end): look once they have all been set, not at each one.
+        if not self._settling:
+            self._settling = True
+            self.call_later(self._settle)
+
+    def _settle(self) -> None:
+        self._settling = False
+        drawn = self.thumb()
+        if drawn != self._drawn:
+            self._drawn = drawn
+            self.refresh()
+
+    def watch_window_virtual_size(self) -> None:
+        self._moved()
+
+    def watch_window_size(self) -> None:
+        self._moved()
+
+    def watch_position(self) -> None:
+        self._moved()
 
 
 class LogView(ForwardFailures, ScrollView, can_focus=True):
@@ -113,10 +166,21 @@ class LogView(ForwardFailures, ScrollView, can_focus=True):
                     self.post_message(self.Changed(self))
             else:
                 self._catch_up(self._generation)
-        self._update_virtual_size()
-        if self.following:  # (scrolling up pauses it, so following means sitting at the end)
+        self._update_virtual_size(repaint=False)
+        if self.wrap:
+            if self.following:  # (scrolling up pauses it, so following means sitting at the end)
+                self._stick_to_end()
+            self.refresh()
+            return
+        if self.following:  # the view scrolls to the new tail: scrolling repaints it all
             self._stick_to_end()
-        self.refresh()
+        # Lines already drawn stay as they are: repaint only the new lines that are on screen (a view
+        # not yet full, or paused at the end), none when they land below the view.
+        top = round(self.scroll_offset.y)
+        height = self.scrollable_content_region.height
+        first, stop = max(start, top), min(total, top + height)
+        if first < stop:
+            self.refresh_lines(first, stop - first)
 
     def set_store(self, store: LogStore) -> None:
         """Show another store (a rank filter changed); the search and position start over."""
@@ -303,13 +367,47 @@ class LogView(ForwardFailures, ScrollView, can_focus=True):
                 pass
 
     # -- sizes and scrolling -------------------------------------------------------------------------
-    def _update_virtual_size(self) -> None:
+    def _update_virtual_size(self, repaint: bool = True) -> None:
+        """The scroll range from the store's length (or wrapped rows) and widest line: O(1), no layout.
+        Without ``repaint`` only the scrollbars are redrawn (the caller repaints the lines it changed)."""
         store = self.store
         if self.wrap:
             width = self._wrap_width()
-            set_virtual_size(self, Size(width, store.wrapped_rows(width)))
+            size = Size(width, store.wrapped_rows(width))
         else:
-            set_virtual_size(self, Size(store.widest, len(store)))
+            size = Size(store.widest, len(store))
+        if not repaint and self.is_mounted and self.container_size:
+            if size != self.virtual_size:
+                self.set_reactive(Widget.virtual_size, size)
+                self._scroll_update(size)  # the scrollbars (shown or not, their thumb) and the offsets clamped
+            return
+        set_virtual_size(self, size)
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Textual's, as a ``TailScrollBar`` (repainted only when its thumb moves)."""
+        if self._vertical_scrollbar is None:
+            bar = self._vertical_scrollbar = TailScrollBar(
+                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
+            )
+            bar.display = False
+            self.app._start_widget(self, bar)
+        return self._vertical_scrollbar
+
+    def _scroll_update(self, virtual_size: Size) -> None:
+        """Textual's, less its repaint of the vertical scrollbar: a ``TailScrollBar`` repaints itself
+        when its thumb moves (and a layout repaints it anyway)."""
+        self._refresh_scrollbars()
+        width, height = self.container_size
+        if self.show_vertical_scrollbar and self.styles.scrollbar_size_vertical:
+            self.vertical_scrollbar.window_virtual_size = virtual_size.height
+            self.vertical_scrollbar.window_size = height - self.scrollbar_size_horizontal
+        if self.show_horizontal_scrollbar and self.styles.scrollbar_size_horizontal:
+            self.horizontal_scrollbar.window_virtual_size = virtual_size.width
+            self.horizontal_scrollbar.window_size = width - self.scrollbar_size_vertical
+            self.horizontal_scrollbar.refresh()
+        self.scroll_x = self.validate_scroll_x(self.scroll_x)
+        self.scroll_y = self.validate_scroll_y(self.scroll_y)
 
     def _wrap_width(self) -> int:
         """Cells per wrapped row (0 before the first layout)."""
@@ -505,8 +603,11 @@ class LogView(ForwardFailures, ScrollView, can_focus=True):
             text = self._text(line)
             if len(text) > limit:
                 text = text[: limit + (len(self.pattern.pattern) if self.pattern is not None else 0)]
-            styled = self._styled(line, text)
-            strip = Strip(styled.render(self.app.console), styled.cell_len)
+            if self.pattern is None:  # what ``Text.render`` yields for text without spans, made directly
+                strip = Strip([Segment(text)], cell_len(text))
+            else:
+                styled = self._styled(line, text)
+                strip = Strip(styled.render(self.app.console), styled.cell_len)
             self._strips[key] = strip
         return strip.crop_extend(scroll_x, scroll_x + width, self._line_style(line))
 

@@ -433,3 +433,95 @@ async def test_error_keys_search_from_where_the_view_is(home, stream_kind):
         await wait_for(pilot, lambda: view.top_line == 1_000, what="view at line 1000 again")
         await pilot.press("E")
         await wait_for(pilot, lambda: view.current_line == 700, what="the error before the view")
+
+
+async def test_a_flush_stops_at_its_time_budget_and_the_rest_comes_in_order_on_later_ticks(
+    home, stream_kind, monkeypatch
+):
+    ticks: list[int] = []  # batches taken in each tick
+    batches = [0]
+    hold = [False]  # the screen's own timer takes nothing meanwhile
+    real_flush = LogPane.flush
+
+    def counting(self):
+        if hold[0]:
+            return False
+        batches[0] += 1
+        return real_flush(self, 100)  # batches of 100 lines
+
+    monkeypatch.setattr(LogPane, "flush", counting)
+    monkeypatch.setattr(log_pane, "MAX_PENDING", 10**9)
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        fake.feed("101", "first")
+        logs = await open_logs(app, pilot, "101")
+        pane = logs.pane
+        await wait_for(pilot, lambda: len(pane.store) == 1, what="the first line")
+        monkeypatch.setattr("yanflow_tui.screens.logs.screen.FLUSH_BUDGET", 0.0)  # one batch per tick
+        yields: list[int] = []
+        real_sleep = asyncio.sleep
+
+        async def sleep(delay, *args):
+            if delay == 0:
+                yields.append(batches[0])
+            return await real_sleep(delay, *args)
+
+        monkeypatch.setattr("yanflow_tui.screens.logs.screen.asyncio.sleep", sleep)
+        hold[0] = True
+        fake.feed("101", *(f"line {i}" for i in range(1000)))
+        await wait_for(pilot, lambda: len(pane.pending_texts) == 1000, what="lines buffered")
+        hold[0] = False
+        while len(pane.store) < 1001 and len(ticks) < 100:
+            before = batches[0]
+            await logs._flush()  # one tick, as the timer runs it (the timer's own come in between too)
+            ticks.append(batches[0] - before)
+        assert len(ticks) <= 10 and set(ticks) == {1}  # a batch per tick: the budget stopped each one
+        assert pane.store.slice(1, 1001) == [f"line {i}" for i in range(1000)]  # nothing lost or reordered
+        fake.feed("101", *(f"line {i}" for i in range(1000, 1500)))
+        hold[0] = True
+        await wait_for(pilot, lambda: len(pane.pending_texts) == 500, what="more lines")
+        monkeypatch.setattr("yanflow_tui.screens.logs.screen.FLUSH_BUDGET", 10.0)  # one tick takes them all
+        yields.clear()
+        hold[0] = False
+        await logs._flush()
+        assert len(pane.store) == 1501 and pane.store.get(1500) == "line 1499"
+        assert yields == [batches[0] - 4, batches[0] - 3, batches[0] - 2, batches[0] - 1]  # a turn between batches
+        await wait_for(pilot, lambda: "1501 lines" in screen_text(app), what="the status line")
+
+
+async def test_new_lines_repaint_only_what_they_change_on_screen(home, stream_kind, monkeypatch):
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        fake.feed("101", *(f"line {i}" for i in range(5)))
+        logs = await open_logs(app, pilot, "101")
+        view = logs.pane.view
+        await wait_for(pilot, lambda: len(view.store) == 5, what="first lines")
+        await pilot.pause()
+        repaints: list[tuple] = []
+        real_refresh = LogView.refresh
+
+        def spy(self, *regions, **kwargs):
+            repaints.append(regions)
+            return real_refresh(self, *regions, **kwargs)
+
+        monkeypatch.setattr(LogView, "refresh", spy)
+        fake.feed("101", "line 5", "line 6")  # the view is not full: only the two new rows repaint
+        await wait_for(pilot, lambda: len(view.store) == 7, what="two more")
+        assert repaints and all(regions for regions in repaints)
+        assert {(r.y, r.height) for regions in repaints for r in regions} == {(5, 2)}
+        await pilot.press("p")  # paused at the top of a full view: lines below it repaint nothing
+        height = view.scrollable_content_region.height
+        fake.feed("101", *(f"line {i}" for i in range(7, 7 + 3 * height)))
+        await wait_for(pilot, lambda: len(view.store) == 7 + 3 * height, what="a screenful more")
+        repaints.clear()
+        fake.feed("101", *(f"line {i}" for i in range(7 + 3 * height, 7 + 4 * height)))
+        await wait_for(pilot, lambda: len(view.store) == 7 + 4 * height, what="lines below the view")
+        await pilot.pause()
+        assert not repaints
+        assert row_texts(view)[0] == "line 0"
+        bar = view.vertical_scrollbar
+        assert bar.window_virtual_size == 7 + 4 * height  # the scrollbar knows of them all the same

@@ -435,3 +435,90 @@ async def test_gpu_cells_that_cannot_fit_are_counted_at_the_edge_and_reached_wit
         await wait_for(pilot, lambda: grid.offscreen_cells(key) == 0, what="scrolled to the last GPU")
         assert grid.cursor_cell.index == 15
         assert not grid.render_line(row).text.rstrip().endswith("›")
+
+
+async def test_a_node_change_repaints_its_lines_only_and_a_refresh_without_changes_keeps_every_cache(
+    home, kinds, monkeypatch
+):
+    app = make_app(cluster("fake-big", "big"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        grid = await open_nodes(pilot, app, 2000)
+        await pilot.pause()  # the first paint done
+        repaints: list[tuple] = []  # the regions of each GpuGrid.refresh; () is the whole grid
+        real_refresh = GpuGrid.refresh
+
+        def spy(self, *regions, **kwargs):
+            repaints.append(regions)
+            return real_refresh(self, *regions, **kwargs)
+
+        layouts: list[int] = []
+        screen = app.screen
+        real_layout = type(screen)._refresh_layout
+        monkeypatch.setattr(
+            type(screen), "_refresh_layout", lambda s, *a, **k: (layouts.append(1), real_layout(s, *a, **k))[1]
+        )
+        monkeypatch.setattr(GpuGrid, "refresh", spy)
+        top = int(grid.scroll_offset.y)
+        on_screen = [k for k in grid.row_keys()[top : top + 30] if isinstance(k, str)]
+        key = on_screen[4]
+        strips = {k: grid._records[k].strip for k in on_screen if k not in (key, grid.cursor_key)}
+        assert all(strips.values())
+        backend = app.hub.backend("big")
+        i = next(i for i, n in enumerate(backend.nodes) if f"big/{n.name}" == key)
+        backend.nodes[i] = big_node("big", i, util=2.0)
+        app.request_refresh("big")
+        await wait_for(pilot, lambda: "▣" in grid.row_text(key), what="the changed node")
+        await pilot.pause()
+        assert repaints and all(repaints), "only regions repainted, never the whole grid"
+        line = grid.row_keys().index(key) + 1 - top  # under the header line
+        assert any(r.y == line for regions in repaints for r in regions)  # the changed node's line
+        assert {r.y for regions in repaints for r in regions} <= {
+            line,
+            *(grid.row_keys().index(g) + 1 - top for g in (grid._records[key].pool, ("cluster", "big"))),
+        }
+        assert all(grid._records[k].strip is s for k, s in strips.items())  # the other lines come from the cache
+        assert not layouts  # same summary height, same status line: no layout of the screen
+        repaints.clear()
+        served = app.hub.snapshots["big"]
+        kept = {k: r.strip for k, r in grid._records.items() if r.strip is not None}
+        app.request_refresh("big")  # the same nodes again
+        await wait_for(pilot, lambda: app.hub.snapshots["big"] is not served, what="a refresh without changes")
+        await pilot.pause()
+        assert not repaints and not layouts
+        assert {k: r.strip for k, r in grid._records.items() if r.strip is not None} == kept
+        assert all(grid._records[k].strip is s for k, s in kept.items())
+
+
+async def test_the_header_counts_jobs_by_state_again_only_when_a_refresh_brings_new_jobs(home, kinds, monkeypatch):
+    from collections import Counter
+
+    from yanflow_tui.screens.widgets import cluster_bar
+    from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+
+    counted: list[int] = []
+
+    class Counting(Counter):
+        def update(self, iterable=None, /, **kwargs):
+            if iterable is not None:  # (``Counter()`` itself calls it with nothing)
+                counted.append(1)
+            return super().update(iterable, **kwargs)
+
+    monkeypatch.setattr(cluster_bar, "Counter", Counting)
+    app = make_app(ClusterConfig("hpc", "fake-grid", refresh_seconds=600))  # no refresh but those asked for
+    async with app.run_test(size=(160, 30)) as pilot:
+        await open_nodes(pilot, app, 4)
+        bar = app.screen.query_one(ClusterBar)
+        await wait_for(pilot, lambda: "running" in str(bar.render()), what="the header's counts")
+        counted.clear()
+        for _ in range(3):  # redrawn (each second, each refresh) with the same jobs: no count again
+            bar.redraw()
+            bar.refresh()
+            await pilot.pause()
+        assert "running" in str(bar.render()) and not counted
+        backend = app.hub.backend("hpc")
+        backend.jobs.append(backend.job("190", "new-one", JobState.FAILED))
+        served = app.hub.snapshots["hpc"]
+        app.request_refresh("hpc")
+        await wait_for(pilot, lambda: app.hub.snapshots["hpc"] is not served, what="a refresh")
+        await wait_for(pilot, lambda: "failed" in str(bar.render()), what="the new job counted")
+        assert counted
