@@ -12,6 +12,7 @@ is drawn). Rows may name a ``parent``: sorting keeps them right under it. Header
 from __future__ import annotations
 
 import re
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, compress, count, islice, repeat
@@ -90,7 +91,7 @@ def _cell_text(cell: Cell) -> Text:
     return Text(cell) if isinstance(cell, str) else cell()
 
 
-def _flipped(keys: list, order: list[int]) -> list[int]:
+def _flipped(keys: list, order: Sequence[int]) -> list[int]:
     """An order stably sorted by ``keys`` (indexes into them), stably sorted the other way: its runs
     of equal keys in the other order, each run as it was (the given order). Found and joined in C,
     from the keys in the given order (looking each row up in sorted order: cache misses, 40 ms at
@@ -139,14 +140,15 @@ class _Kept:
 
 class _Groups:
     """The rows given (one list object), their top rows and each group's members, and the top rows
-    as sorted by each (column, reversed) so far: sorting by a column again costs nothing until the
-    rows change (about 0.7 MB an order at 85,000 rows; at most two per column)."""
+    as sorted by each (column, reversed) so far, with that order as indexes (to flip it): sorting by
+    a column again costs nothing until the rows change (about 1 MB an order at 85,000 rows; at most
+    two per column)."""
 
     __slots__ = ("rows", "top", "children", "orders")
 
     def __init__(self, rows: list[Row], top: list[Row], children: dict[str, list[Row]]) -> None:
         self.rows, self.top, self.children = rows, top, children
-        self.orders: dict[tuple[int, bool], list[Row]] = {}
+        self.orders: dict[tuple[int, bool], tuple[list[Row], array[int]]] = {}
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -261,8 +263,6 @@ class VirtualTable(ScrollView, can_focus=True):
         self._strips: dict[str, dict[tuple, _Laid]] = {}
         self._header: Strip | None = None
         self._sort_cache: dict[str, tuple[Row, object]] = {}
-        # the latest sort of the top rows: (their groups, column, reversed, their order as indexes), to flip
-        self._last_order: tuple[_Groups, int, bool, list[int]] | None = None
         self._groups_of: _Groups | None = None  # the rows given, grouped, and their orders by sort
         # sets of rows left for a quite different one (a filter typed), kept to come back to at once
         # (the filter cleared): the rows given, keyed, their width counts, and widths measured of them
@@ -713,26 +713,22 @@ class VirtualTable(ScrollView, can_focus=True):
                 keys = [value(row) for row in group]
             return list(map(group.__getitem__, by(keys)))
 
-        sorted_top = groups.orders.get((column, reverse))  # sorted so before, these very rows
-        if sorted_top is None:
+        known = groups.orders.get((column, reverse))  # sorted so before, these very rows
+        if known is not None:
+            sorted_top = known[0]
+        else:
             try:
                 keys = list(map(at, map(_SORT, top)))
             except IndexError:  # some rows bring no sort values: their text, sorted afresh each time
                 sorted_top = ordered(top)  # (live cells may read otherwise next time)
             else:
-                last = self._last_order
-                if (
-                    last is not None
-                    and last[0] is groups
-                    and last[1] == column
-                    and last[2] != reverse
-                    and len(set(map(type, keys))) <= 1  # (mixed types sort by their text: runs of that)
-                ):
-                    order = _flipped(keys, last[3])  # O after o: the runs of equal values in the other order
+                other = groups.orders.get((column, not reverse))
+                if other is not None and len(set(map(type, keys))) <= 1:  # (mixed types sort by their text)
+                    order = _flipped(keys, other[1])  # O after o: the runs of equal values in the other order
                 else:
                     order = by(keys)
-                self._last_order = (groups, column, reverse, order)
-                sorted_top = groups.orders[(column, reverse)] = list(map(top.__getitem__, order))
+                sorted_top = list(map(top.__getitem__, order))
+                groups.orders[(column, reverse)] = (sorted_top, array("I", order))
         if not children:
             return sorted_top
         return self._place(rows, sorted_top, {parent: ordered(kids) for parent, kids in children.items()})
