@@ -679,6 +679,7 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def _sorted(self, rows: list[Row]) -> list[Row]:
         if self.sort_column is None:
+            self._groups_of = None  # (the orders kept go: unsorted, the given rows are shown as they are)
             return rows
         column = self._column_index(self.sort_column)
         cache = self._sort_cache
