@@ -497,3 +497,110 @@ async def test_a_sort_flipped_is_the_stable_sort_the_other_way():
         keys = table.row_keys
         at = keys.index("r5")
         assert set(keys[at + 1 : at + 3]) == {"r7", "r9"}  # the members right under their group
+
+
+def _reference_order(rows: list[Row], column: int, reverse: bool) -> list[str]:
+    """The order sorting gave before its orders were kept (the plain algorithm): top rows and each
+    group's members stably sorted (by their sort values, else their text; mixed types by text), the
+    members right under their group (nested), rows in parent cycles after the rest."""
+    present = {r.key for r in rows}
+
+    def value(r: Row):
+        if len(r.sort) > column:
+            return r.sort[column]
+        cell = r.cells[column]
+        return sort_value(cell if isinstance(cell, str) else cell.plain)
+
+    def ordered(group: list[Row]) -> list[Row]:
+        try:
+            return sorted(group, key=value, reverse=reverse)
+        except TypeError:
+            return sorted(group, key=lambda r: str(value(r)), reverse=reverse)
+
+    is_kid = [bool(r.parent) and r.parent != r.key and r.parent in present for r in rows]
+    top = ordered([r for r, kid in zip(rows, is_kid) if not kid])
+    kids: dict[str, list[Row]] = {}
+    for r, kid in zip(rows, is_kid):
+        if kid:
+            kids.setdefault(r.parent, []).append(r)
+    kids = {parent: ordered(group) for parent, group in kids.items()}
+    out: list[str] = []
+    placed = {r.key for r in top}
+
+    def place(r: Row, depth: int = 0) -> None:
+        for kid in kids.get(r.key, ()):
+            if kid.key not in placed and depth < 16:
+                out.append(kid.key)
+                placed.add(kid.key)
+                place(kid, depth + 1)
+
+    for r in top:
+        out.append(r.key)
+        place(r)
+    out.extend(r.key for r in rows if r.key not in placed)
+    return out
+
+
+def _random_rows(rng, count: int, version: int = 0) -> list[Row]:
+    names = ["alpha", "beta", "job-2", "job-10", "Beta", ""]
+    out = []
+    for i in range(count):
+        name, gpus = rng.choice(names), rng.choice([0, 1, 2, 8, 8, 16])
+        sort = () if rng.random() < 0.1 else (f"{i:03d}", name.lower(), gpus)
+        parent = rng.choice(["", "", "", f"r{rng.randrange(count)}", "gone"])
+        cells = (f"r{i}", Text(name), str(gpus) if rng.random() < 0.9 else f"x{version}")
+        out.append(Row(f"r{i}", cells, sort, parent))
+    return out
+
+
+async def test_kept_and_flipped_orders_equal_the_plain_sort_over_random_rows_with_groups():
+    import random
+
+    app = Host([])
+    async with app.run_test(size=(60, 12)):
+        table = app.query_one(VirtualTable)
+        for seed in range(25):
+            rng = random.Random(seed)
+            rows = _random_rows(rng, rng.randrange(1, 60))
+            table.set_rows(rows)
+            for step in range(30):
+                action = rng.random()
+                if action < 0.3:
+                    table.sort_by(rng.choice(["id", "name", "gpus"]), rng.random() < 0.5)
+                elif action < 0.5:
+                    table.cycle_sort()
+                elif action < 0.7:
+                    table.reverse_sort()
+                elif action < 0.9:  # some rows changed (new sort values, parents), the rest the very same
+                    fresh = _random_rows(rng, len(rows), step)
+                    rows = [fresh[i] if rng.random() < 0.2 else r for i, r in enumerate(rows)]
+                    table.set_rows(rows)
+                else:  # rows taken out or added
+                    rows = rows[: rng.randrange(len(rows) + 1)] or _random_rows(rng, 3, step)
+                    table.set_rows(rows)
+                cursor = table.cursor_key
+                if table.sort_column is None:
+                    assert table.row_keys == [r.key for r in rows]
+                else:
+                    column = [c.key for c in COLUMNS].index(table.sort_column)
+                    assert table.row_keys == _reference_order(rows, column, table.sort_reverse), (seed, step)
+                if cursor is not None and action < 0.7:  # a sort keeps the cursor on its row
+                    assert table.cursor_key == cursor
+                    assert table.row_keys[table.cursor_row] == cursor
+
+
+async def test_a_changed_row_is_sorted_again_where_it_now_belongs():
+    rows = [Row(f"r{i}", (f"r{i}", f"n{i}", str(i)), sort=(i, f"n{i}", i)) for i in range(10)]
+    app = Host(rows)
+    async with app.run_test(size=(60, 12)):
+        table = app.query_one(VirtualTable)
+        table.sort_by("gpus")
+        table.sort_by("name")  # (the order by gpus is kept for these rows)
+        assert table.row_keys[0] == "r0"
+        changed = [*rows[:3], Row("r3", ("r3", "n3", "99"), sort=(3, "a", 99)), *rows[4:]]
+        table.set_rows(changed)
+        assert table.row_keys[0] == "r3"  # by name, at once
+        table.sort_by("gpus")
+        assert table.row_keys[-1] == "r3"  # not the order kept for the rows before
+        table.sort_by("gpus", reverse=True)
+        assert table.row_keys[0] == "r3"
