@@ -114,8 +114,8 @@ def _fits(known: tuple[Row, tuple[int, ...]] | None, row: Row) -> TypeGuard[tupl
 
 
 # a row's cells laid out (runs of text and the style over the line's), the cells they take, and
-# the lines painted from them by (stripe, cursor)
-_Laid = tuple[list[tuple[str, Style | None]], int, dict[tuple[int, bool], Strip]]
+# the lines painted from them by the line's style (stripe or cursor, focused or not, per theme)
+_Laid = tuple[list[tuple[str, Style | None]], int, dict[Style, Strip]]
 
 
 _Measured = tuple[Row, tuple[int, ...]]  # a row measured and its widths
@@ -247,10 +247,12 @@ class VirtualTable(ScrollView, can_focus=True):
         self._hidden: frozenset[int] = frozenset()  # columns given way (see Column.give_way)
         self._layout_key: tuple | None = None
         # key -> by layout and live text: its cells laid out in the columns (runs, cells taken) and its
-        # lines by (stripe, cursor): a filter, a sort or a group opened above moves rows between odd and
-        # even stripes and back (and often widens a column and back), and the cursor comes and goes
+        # lines by the style they are painted in: a filter, a sort or a group opened above moves rows
+        # between odd and even stripes and back (and often widens a column and back), the cursor comes
+        # and goes, and focus changes the cursor's style
         self._strips: dict[str, dict[tuple, _Laid]] = {}
         self._header: Strip | None = None
+        self._base_style: Style | None = None  # the widget's own, under rows without stripes (until styles change)
         self._sort_cache: dict[str, tuple[Row, object]] = {}
         # the top rows as last sorted: (the rows given, column, reversed, their order), to flip
         self._last_top: tuple[list[Row], int, bool, list[Row]] | None = None
@@ -839,8 +841,11 @@ class VirtualTable(ScrollView, can_focus=True):
 
     # -- drawing -----------------------------------------------------------------------------------
     def notify_style_update(self) -> None:
+        """Styles changed (a theme, or mere focus: only the cursor's style moves). Rows' lines are
+        kept by the style they were painted in, and their cells' layout owes nothing to the CSS: the
+        lines whose style moved are painted again as they are drawn, the others stay as they are."""
         super().notify_style_update()
-        self._strips.clear()
+        self._base_style = None
         self._header = None
         self.refresh()
 
@@ -884,15 +889,21 @@ class VirtualTable(ScrollView, can_focus=True):
         that layout painted in the line's style (stripe or cursor: a few segments, no text looked at)."""
         cells = row.cells
         live = [(i, c()) for i, c in enumerate(cells) if _is_live(c)]
-        cursor = row.key == self._cursor_key
-        look = (index % 2 if self.zebra_stripes else 0, cursor)
+        if row.key == self._cursor_key:
+            style = self.get_component_rich_style("vtable--cursor")
+        elif self.zebra_stripes:
+            style = self.get_component_rich_style("vtable--odd-row" if index % 2 else "vtable--even-row")
+        else:
+            style = self._base_style
+            if style is None:
+                style = self._base_style = self.rich_style
         texts = (self._layout_key, *(t.plain for _, t in live))
         drawn = self._strips.get(row.key)
         if drawn is None:
             drawn = self._strips[row.key] = {}
         laid = drawn.get(texts)
         if laid is not None:
-            hit = laid[2].get(look)
+            hit = laid[2].get(style)
             if hit is not None:
                 return hit
         self.render_count += 1
@@ -907,13 +918,10 @@ class VirtualTable(ScrollView, can_focus=True):
                 drawn.clear()
             runs, total = self._lay_out(shown, Style.parse(row.style) if row.style else None)
             laid = drawn[texts] = (runs, total, {})
-        if cursor:
-            style = self.get_component_rich_style("vtable--cursor")
-        elif self.zebra_stripes:
-            style = self.get_component_rich_style("vtable--odd-row" if index % 2 else "vtable--even-row")
-        else:
-            style = self.rich_style
-        strip = laid[2][look] = self._paint(laid[0], laid[1], style)
+        painted = laid[2]
+        if len(painted) >= 6:  # themes came and went: the lines of the old ones are no use
+            painted.clear()
+        strip = painted[style] = self._paint(laid[0], laid[1], style)
         return strip
 
     def _note_live_widths(self, live: list[tuple[int, Text]]) -> None:

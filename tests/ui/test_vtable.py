@@ -414,8 +414,35 @@ async def test_cached_lines_match_lines_drawn_afresh_after_every_kind_of_change(
         await check()
         table.sort_by("gpus", reverse=True)  # the header's mark, rows moved
         await check()
+        table.blur()  # focus out and in: the cursor's style
+        await check()
+        table.focus()
+        await check()
         app.theme = "textual-light" if app.theme != "textual-light" else "nord"  # the styles
         await check()
+        table.blur()
+        await check()
+
+
+async def test_focus_coming_and_going_paints_only_the_cursor_line_again():
+    app = Host([row(i) for i in range(30)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        table.move_cursor_to_key("r3")
+        await pilot.pause()
+        focused = painted(table)
+        drawn = table.render_count
+        table.blur()
+        await pilot.pause()
+        blurred = painted(table)
+        assert blurred[4] != focused[4]  # the cursor's line (under the header) shows the focus
+        assert blurred[:4] + blurred[5:] == focused[:4] + focused[5:]
+        assert table.render_count - drawn == 1  # only that line was painted again
+        table.focus()
+        await pilot.pause()
+        assert painted(table) == focused
+        assert table.render_count - drawn == 1  # and its focused line was still at hand
 
 
 async def test_a_row_moved_to_the_other_stripe_is_painted_again_but_not_laid_out_again():
