@@ -127,7 +127,7 @@ class _Kept:
     it was shown in, and the measured entries written over since (the first of each key): only
     those are looked at on the way back, never every row."""
 
-    __slots__ = ("given", "by_key", "counts", "rows", "order", "measured", "saved")
+    __slots__ = ("given", "by_key", "counts", "rows", "order", "measured", "saved", "strips")
 
     def __init__(self, table: VirtualTable) -> None:
         self.given = table._given
@@ -138,6 +138,7 @@ class _Kept:
         self.order = (table.sort_column, table.sort_reverse)
         self.measured = table._measured  # a pruned (replaced) dict: every row is looked at again
         self.saved: dict[str, _Measured] = {}
+        self.strips = dict(table._strips)  # the lines drawn of its rows (few: those on screen so far)
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -441,6 +442,9 @@ class VirtualTable(ScrollView, can_focus=True):
         for cache in (self._strips, self._sort_cache):  # (few keys: drawn or text-sorted rows)
             for key in [key for key in cache if by_key.get(key) is not old.get(key)]:
                 del cache[key]
+        strips = self._strips  # the lines its rows had (the very same rows) come back with them
+        for key in kept.strips.keys() - strips.keys():
+            strips[key] = kept.strips[key]
         measured, ahead = self._measured, self._ahead
         if kept.measured is measured:
             saved = kept.saved

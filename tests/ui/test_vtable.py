@@ -445,6 +445,28 @@ async def test_focus_coming_and_going_paints_only_the_cursor_line_again():
         assert table.render_count - drawn == 1  # and its focused line was still at hand
 
 
+async def test_rows_coming_back_with_a_kept_set_bring_their_lines(monkeypatch):
+    """A filter cleared: the rows on screen before it come back with the lines drawn of them then."""
+    from yanflow_tui.screens.widgets import table as table_module
+
+    monkeypatch.setattr(table_module, "KEEP_ROWS", 20)
+    everything = [row(i) for i in range(300)]
+    app = Host(everything)
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        before = painted(table)
+        table.set_rows(everything[:1] + everything[150:])  # a filter typed (the cursor's row stays)
+        await pilot.pause()
+        drawn = table.render_count
+        table.set_rows(everything)  # and cleared
+        await pilot.pause()
+        assert painted(table) == before
+        assert table.render_count == drawn  # no line drawn again
+        table._strips.clear()
+        assert painted(table) == before
+
+
 async def test_a_row_moved_to_the_other_stripe_is_painted_again_but_not_laid_out_again():
     app = Host([row(i) for i in range(30)])
     async with app.run_test(size=(60, 12)) as pilot:
