@@ -382,7 +382,7 @@ class VirtualTable(ScrollView, can_focus=True):
                 self._evict()
             else:  # the same rows: nothing to come back to
                 self._kept.remove(keeping)
-        widths_changed = dirty and self._update_content_widths(rows, arrived, left, recount)
+        widths_changed = dirty and self._update_content_widths(rows, arrived, left, recount, counted=bool(arrived))
         self._by_key = by_key
         unchanged = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
         self._given = rows
@@ -472,7 +472,7 @@ class VirtualTable(ScrollView, can_focus=True):
         counts = kept.counts
         if counts is None:
             self._width_counts = None
-            self._update_content_widths(kept.given, [], [])
+            self._update_content_widths(kept.given, [], [], counted=False)
         else:
             self._width_counts = [Counter(c) for c in counts]
             self._content_widths = [max((w for w, n in c.items() if n > 0), default=0) for c in counts]
@@ -745,15 +745,23 @@ class VirtualTable(ScrollView, can_focus=True):
         return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
 
     def _update_content_widths(
-        self, rows: list[Row], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]], recount: bool = False
+        self,
+        rows: list[Row],
+        arrived: list[tuple[int, ...]],
+        left: list[tuple[int, ...]],
+        recount: bool = False,
+        counted: bool = True,
     ) -> bool:
         """The widest cell per column from each row's cached widths (no text measured here); True
         when that moved. Per column, how many rows have each width is kept: rows added or gone (a
         group opened, a refresh, a filter narrowed) update those counts; when most rows changed, they
-        are all counted again (in C). Widths of rows that went away are kept a while, for when they
-        come back (a filter cleared), then dropped."""
+        are all counted again (in C). ``counted=False`` (a filter narrowed: rows only went): only
+        each column's widest is taken, about 5x cheaper; the counts are made when next needed (a
+        refresh of those rows). Widths of rows that went away are kept a while, for when they come
+        back (a filter cleared), then dropped."""
         measured = self._measured
         counts = self._width_counts
+        ncols = len(self.columns)
         if counts is not None and not recount and len(arrived) + 4 * len(left) <= len(rows):
             if arrived:
                 for counter, column in zip(counts, zip(*arrived)):
@@ -761,13 +769,19 @@ class VirtualTable(ScrollView, can_focus=True):
             if left:
                 for counter, column in zip(counts, zip(*left)):
                     counter.subtract(column)
-        else:
-            per_row = list(map(_SECOND, map(measured.__getitem__, map(_ROW_KEY, rows))))
-            counts = self._width_counts = [Counter(column) for column in zip(*per_row)] if per_row else None
-        if counts is None:
-            widths = [0] * len(self.columns)
-        else:
             widths = [max((w for w, n in counter.items() if n > 0), default=0) for counter in counts]
+        else:  # (one column at a time, in C: transposing the rows with zip(*...) costs more than counting)
+            per_row = list(map(_SECOND, map(measured.__getitem__, map(_ROW_KEY, rows))))
+            columns = [map(itemgetter(i), per_row) for i in range(ncols)]
+            if not per_row:
+                counts = self._width_counts = None
+                widths = [0] * ncols
+            elif counted:
+                counts = self._width_counts = list(map(Counter, columns))
+                widths = [max(counter) for counter in counts]
+            else:
+                self._width_counts = None
+                widths = list(map(max, columns))
         self._most_rows = max(self._most_rows, len(rows))
         if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
             self._measured = {key: measured[key] for key in map(_ROW_KEY, rows)}

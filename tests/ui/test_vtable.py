@@ -3,6 +3,8 @@ groups, lazy drawing, widths, messages, and a cursor that shows in every theme a
 
 from __future__ import annotations
 
+from collections import Counter
+
 from rich.text import Text
 from textual.app import App, ComposeResult
 from waiting import wait_for
@@ -272,7 +274,10 @@ def _state(table: VirtualTable) -> tuple:
     """What set_rows works out: order, keys, cursor, widths (not the caches)."""
     by_key = {key: table.get_row(key) for key in table.row_keys}
     widths = {key: table._measured[key][1] for key in table.row_keys}  # what rows on show count as
-    counts = [{w: n for w, n in c.items() if n} for c in table._width_counts or ()]
+    kept = table._width_counts  # (None after a filter narrowed: not counted till needed; then what they would be)
+    if kept is None and widths:
+        kept = [Counter(column) for column in zip(*widths.values())]
+    counts = [{w: n for w, n in c.items() if n} for c in kept or ()]
     return table.row_keys, by_key, widths, counts, table._content_widths, table.cursor_key, table.cursor_row
 
 
@@ -518,6 +523,38 @@ async def test_widths_kept_as_rows_change_equal_a_full_measure():
             table.set_rows(list(rows.values()))
             full = [max(len(r.cells[c].plain) for r in rows.values()) for c in range(3)]
             assert table._content_widths == full, f"turn {turn}"
+
+
+async def test_a_filter_narrowing_takes_only_the_widest_and_widths_still_equal_a_full_measure():
+    """Rows only gone (a filter typed, each key narrowing): each column's widest is taken, with no
+    counts made; the next change (a refresh) counts them, and widths stay those of a full measure."""
+    import random
+
+    rng = random.Random(5)
+    rows = {i: row(i, name="n" * rng.randrange(1, 40), gpus=rng.randrange(10**6)) for i in range(600)}
+    app = Host(list(rows.values()))
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+
+        def full(shown: list[Row]) -> list[int]:
+            return [max(len(r.cells[c].plain) for r in shown) for c in range(3)]
+
+        shown = list(rows.values())
+        for turn in range(30):
+            if turn % 3 == 2:  # a refresh: a few rows changed (counted from then on)
+                for i in rng.sample(range(len(shown)), min(3, len(shown))):
+                    shown[i] = shown[i]._replace(cells=(shown[i].cells[0], Text("x" * rng.randrange(1, 50)), Text("1")))
+                table.set_rows(shown)
+                assert table._width_counts is not None
+            elif len(shown) > 20:  # a key narrowing the filter: most rows go
+                shown = rng.sample(shown, len(shown) // 3)
+                table.set_rows(shown)
+                assert table._width_counts is None, f"turn {turn}"
+            else:  # cleared
+                shown = list(rows.values())
+                table.set_rows(shown)
+            assert table._content_widths == full(shown), f"turn {turn}"
 
 
 async def test_a_sort_flipped_is_the_stable_sort_the_other_way():
