@@ -42,16 +42,11 @@ class Footer(TextualFooter):
     recomposed = 0  # full recomposes (tests check that a mere enable/disable makes none)
 
     def bindings_changed(self, screen: Screen) -> None:
-        """Keys updated in place at once, in the frame that brought the change (a focus moved, the
-        filter cleared): shown or hidden after it, they would lay the screen out again a frame
-        later. Only a recompose waits for the refresh."""
         self._bindings_ready = True
         if not screen.app.app_focus:
             return
         if self.is_attached and screen is self.screen:
-            wanted = self._wanted()
-            if wanted is None or not self._update_in_place(wanted):
-                self.call_after_refresh(self._update_keys)
+            self.call_after_refresh(self._update_keys)
 
     async def _update_keys(self) -> None:
         if not self.is_attached:
