@@ -912,9 +912,9 @@ class VirtualTable(ScrollView, can_focus=True):
         elif self.zebra_stripes:
             style = self.get_component_rich_style("vtable--odd-row" if index % 2 else "vtable--even-row")
         else:
+            if self._base_style is None:
+                self._base_style = self.rich_style
             style = self._base_style
-            if style is None:
-                style = self._base_style = self.rich_style
         texts = (self._layout_key, *(t.plain for _, t in live))
         drawn = self._strips.get(row.key)
         if drawn is None:
