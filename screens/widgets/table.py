@@ -382,7 +382,9 @@ class VirtualTable(ScrollView, can_focus=True):
                 self._evict()
             else:  # the same rows: nothing to come back to
                 self._kept.remove(keeping)
-        widths_changed = dirty and self._update_content_widths(rows, arrived, left, recount, counted=bool(arrived))
+        widths_changed = dirty and self._update_content_widths(
+            rows, arrived, left, recount, counted=2 * len(arrived) > len(rows)
+        )
         self._by_key = by_key
         unchanged = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
         self._given = rows
@@ -472,7 +474,7 @@ class VirtualTable(ScrollView, can_focus=True):
         counts = kept.counts
         if counts is None:
             self._width_counts = None
-            self._update_content_widths(kept.given, [], [], counted=False)
+            self._update_content_widths(kept.given, [], [], recount=True, counted=False)
         else:
             self._width_counts = [Counter(c) for c in counts]
             self._content_widths = [max((w for w, n in c.items() if n > 0), default=0) for c in counts]
@@ -755,7 +757,7 @@ class VirtualTable(ScrollView, can_focus=True):
         """The widest cell per column from each row's cached widths (no text measured here); True
         when that moved. Per column, how many rows have each width is kept: rows added or gone (a
         group opened, a refresh, a filter narrowed) update those counts; when most rows changed, they
-        are all counted again (in C). ``counted=False`` (a filter narrowed: rows only went): only
+        are all counted again (in C). ``counted=False`` (a filter narrowed: most rows went, few came): only
         each column's widest is taken, about 5x cheaper; the counts are made when next needed (a
         refresh of those rows). Widths of rows that went away are kept a while, for when they come
         back (a filter cleared), then dropped."""
@@ -776,7 +778,7 @@ class VirtualTable(ScrollView, can_focus=True):
             if not per_row:
                 counts = self._width_counts = None
                 widths = [0] * ncols
-            elif counted:
+            elif counted or not recount:  # (counts wanted now: a change to count in, or counts not made yet)
                 counts = self._width_counts = list(map(Counter, columns))
                 widths = [max(counter) for counter in counts]
             else:

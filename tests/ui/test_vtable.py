@@ -548,9 +548,10 @@ async def test_a_filter_narrowing_takes_only_the_widest_and_widths_still_equal_a
                 table.set_rows(shown)
                 assert table._width_counts is not None
             elif len(shown) > 20:  # a key narrowing the filter: most rows go
+                many = len(shown) - len(shown) // 3 > 64  # (a few rows gone are taken out of the counts)
                 shown = rng.sample(shown, len(shown) // 3)
                 table.set_rows(shown)
-                assert table._width_counts is None, f"turn {turn}"
+                assert table._width_counts is None or not many, f"turn {turn}"
             else:  # cleared
                 shown = list(rows.values())
                 table.set_rows(shown)
