@@ -112,8 +112,8 @@ def _fits(known: tuple[Row, tuple[int, ...]] | None, row: Row) -> TypeGuard[tupl
 
 
 # a row's cells laid out (runs of text and the style over the line's), the cells they take, and
-# the lines painted from them by (stripe, cursor)
-_Laid = tuple[list[tuple[str, Style | None]], int, dict[tuple[int, bool], Strip]]
+# the lines painted from them by the line's style (stripe or cursor, focused or not, per theme)
+_Laid = tuple[list[tuple[str, Style | None]], int, dict[Style, Strip]]
 
 
 _Measured = tuple[Row, tuple[int, ...]]  # a row measured and its widths
@@ -125,7 +125,7 @@ class _Kept:
     it was shown in, and the measured entries written over since (the first of each key): only
     those are looked at on the way back, never every row."""
 
-    __slots__ = ("given", "by_key", "counts", "rows", "order", "measured", "saved")
+    __slots__ = ("given", "by_key", "counts", "rows", "order", "measured", "saved", "strips")
 
     def __init__(self, table: VirtualTable) -> None:
         self.given = table._given
@@ -136,6 +136,7 @@ class _Kept:
         self.order = (table.sort_column, table.sort_reverse)
         self.measured = table._measured  # a pruned (replaced) dict: every row is looked at again
         self.saved: dict[str, _Measured] = {}
+        self.strips = dict(table._strips)  # the lines drawn of its rows (few: those on screen so far)
 
 
 class _Groups:
@@ -258,10 +259,12 @@ class VirtualTable(ScrollView, can_focus=True):
         self._hidden: frozenset[int] = frozenset()  # columns given way (see Column.give_way)
         self._layout_key: tuple | None = None
         # key -> by layout and live text: its cells laid out in the columns (runs, cells taken) and its
-        # lines by (stripe, cursor): a filter, a sort or a group opened above moves rows between odd and
-        # even stripes and back (and often widens a column and back), and the cursor comes and goes
+        # lines by the style they are painted in: a filter, a sort or a group opened above moves rows
+        # between odd and even stripes and back (and often widens a column and back), the cursor comes
+        # and goes, and focus changes the cursor's style
         self._strips: dict[str, dict[tuple, _Laid]] = {}
         self._header: Strip | None = None
+        self._base_style: Style | None = None  # the widget's own, under rows without stripes (until styles change)
         self._sort_cache: dict[str, tuple[Row, object]] = {}
         self._groups_of: _Groups | None = None  # the rows given, grouped, and their orders by sort
         # sets of rows left for a quite different one (a filter typed), kept to come back to at once
@@ -389,7 +392,9 @@ class VirtualTable(ScrollView, can_focus=True):
                 self._evict()
             else:  # the same rows: nothing to come back to
                 self._kept.remove(keeping)
-        widths_changed = dirty and self._update_content_widths(rows, arrived, left, recount)
+        widths_changed = dirty and self._update_content_widths(
+            rows, arrived, left, recount, counted=2 * len(arrived) > len(rows)
+        )
         self._by_key = by_key
         unchanged = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
         self._given = rows
@@ -449,6 +454,9 @@ class VirtualTable(ScrollView, can_focus=True):
         for cache in (self._strips, self._sort_cache):  # (few keys: drawn or text-sorted rows)
             for key in [key for key in cache if by_key.get(key) is not old.get(key)]:
                 del cache[key]
+        strips = self._strips  # the lines its rows had (the very same rows) come back with them
+        for key in kept.strips.keys() - strips.keys():
+            strips[key] = kept.strips[key]
         measured, ahead = self._measured, self._ahead
         if kept.measured is measured:
             saved = kept.saved
@@ -476,7 +484,7 @@ class VirtualTable(ScrollView, can_focus=True):
         counts = kept.counts
         if counts is None:
             self._width_counts = None
-            self._update_content_widths(kept.given, [], [])
+            self._update_content_widths(kept.given, [], [], recount=True, counted=False)
         else:
             self._width_counts = [Counter(c) for c in counts]
             self._content_widths = [max((w for w, n in c.items() if n > 0), default=0) for c in counts]
@@ -778,15 +786,23 @@ class VirtualTable(ScrollView, can_focus=True):
         return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
 
     def _update_content_widths(
-        self, rows: list[Row], arrived: list[tuple[int, ...]], left: list[tuple[int, ...]], recount: bool = False
+        self,
+        rows: list[Row],
+        arrived: list[tuple[int, ...]],
+        left: list[tuple[int, ...]],
+        recount: bool = False,
+        counted: bool = True,
     ) -> bool:
         """The widest cell per column from each row's cached widths (no text measured here); True
         when that moved. Per column, how many rows have each width is kept: rows added or gone (a
         group opened, a refresh, a filter narrowed) update those counts; when most rows changed, they
-        are all counted again (in C). Widths of rows that went away are kept a while, for when they
-        come back (a filter cleared), then dropped."""
+        are all counted again (in C). ``counted=False`` (a filter narrowed: most rows went, few came): only
+        each column's widest is taken, about 5x cheaper; the counts are made when next needed (a
+        refresh of those rows). Widths of rows that went away are kept a while, for when they come
+        back (a filter cleared), then dropped."""
         measured = self._measured
         counts = self._width_counts
+        ncols = len(self.columns)
         if counts is not None and not recount and len(arrived) + 4 * len(left) <= len(rows):
             if arrived:
                 for counter, column in zip(counts, zip(*arrived)):
@@ -794,13 +810,19 @@ class VirtualTable(ScrollView, can_focus=True):
             if left:
                 for counter, column in zip(counts, zip(*left)):
                     counter.subtract(column)
-        else:
-            per_row = list(map(_SECOND, map(measured.__getitem__, map(_ROW_KEY, rows))))
-            counts = self._width_counts = [Counter(column) for column in zip(*per_row)] if per_row else None
-        if counts is None:
-            widths = [0] * len(self.columns)
-        else:
             widths = [max((w for w, n in counter.items() if n > 0), default=0) for counter in counts]
+        else:  # (one column at a time, in C: transposing the rows with zip(*...) costs more than counting)
+            per_row = list(map(_SECOND, map(measured.__getitem__, map(_ROW_KEY, rows))))
+            columns = [map(itemgetter(i), per_row) for i in range(ncols)]
+            if not per_row:
+                counts = self._width_counts = None
+                widths = [0] * ncols
+            elif counted or not recount:  # (counts wanted now: a change to count in, or counts not made yet)
+                counts = self._width_counts = list(map(Counter, columns))
+                widths = [max(counter) for counter in counts]
+            else:
+                self._width_counts = None
+                widths = list(map(max, columns))
         self._most_rows = max(self._most_rows, len(rows))
         if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
             self._measured = {key: measured[key] for key in map(_ROW_KEY, rows)}
@@ -878,8 +900,11 @@ class VirtualTable(ScrollView, can_focus=True):
 
     # -- drawing -----------------------------------------------------------------------------------
     def notify_style_update(self) -> None:
+        """Styles changed (a theme, or mere focus: only the cursor's style moves). Rows' lines are
+        kept by the style they were painted in, and their cells' layout owes nothing to the CSS: the
+        lines whose style moved are painted again as they are drawn, the others stay as they are."""
         super().notify_style_update()
-        self._strips.clear()
+        self._base_style = None
         self._header = None
         self.refresh()
 
@@ -923,15 +948,21 @@ class VirtualTable(ScrollView, can_focus=True):
         that layout painted in the line's style (stripe or cursor: a few segments, no text looked at)."""
         cells = row.cells
         live = [(i, c()) for i, c in enumerate(cells) if _is_live(c)]
-        cursor = row.key == self._cursor_key
-        look = (index % 2 if self.zebra_stripes else 0, cursor)
+        if row.key == self._cursor_key:
+            style = self.get_component_rich_style("vtable--cursor")
+        elif self.zebra_stripes:
+            style = self.get_component_rich_style("vtable--odd-row" if index % 2 else "vtable--even-row")
+        else:
+            if self._base_style is None:
+                self._base_style = self.rich_style
+            style = self._base_style
         texts = (self._layout_key, *(t.plain for _, t in live))
         drawn = self._strips.get(row.key)
         if drawn is None:
             drawn = self._strips[row.key] = {}
         laid = drawn.get(texts)
         if laid is not None:
-            hit = laid[2].get(look)
+            hit = laid[2].get(style)
             if hit is not None:
                 return hit
         self.render_count += 1
@@ -946,13 +977,10 @@ class VirtualTable(ScrollView, can_focus=True):
                 drawn.clear()
             runs, total = self._lay_out(shown, Style.parse(row.style) if row.style else None)
             laid = drawn[texts] = (runs, total, {})
-        if cursor:
-            style = self.get_component_rich_style("vtable--cursor")
-        elif self.zebra_stripes:
-            style = self.get_component_rich_style("vtable--odd-row" if index % 2 else "vtable--even-row")
-        else:
-            style = self.rich_style
-        strip = laid[2][look] = self._paint(laid[0], laid[1], style)
+        painted = laid[2]
+        if len(painted) >= 6:  # themes came and went: the lines of the old ones are no use
+            painted.clear()
+        strip = painted[style] = self._paint(laid[0], laid[1], style)
         return strip
 
     def _note_live_widths(self, live: list[tuple[int, Text]]) -> None:

@@ -3,6 +3,8 @@ groups, lazy drawing, widths, messages, and a cursor that shows in every theme a
 
 from __future__ import annotations
 
+from collections import Counter
+
 from rich.text import Text
 from textual.app import App, ComposeResult
 from waiting import wait_for
@@ -272,7 +274,10 @@ def _state(table: VirtualTable) -> tuple:
     """What set_rows works out: order, keys, cursor, widths (not the caches)."""
     by_key = {key: table.get_row(key) for key in table.row_keys}
     widths = {key: table._measured[key][1] for key in table.row_keys}  # what rows on show count as
-    counts = [{w: n for w, n in c.items() if n} for c in table._width_counts or ()]
+    kept = table._width_counts  # (None after a filter narrowed: not counted till needed; then what they would be)
+    if kept is None and widths:
+        kept = [Counter(column) for column in zip(*widths.values())]
+    counts = [{w: n for w, n in c.items() if n} for c in kept or ()]
     return table.row_keys, by_key, widths, counts, table._content_widths, table.cursor_key, table.cursor_row
 
 
@@ -414,8 +419,57 @@ async def test_cached_lines_match_lines_drawn_afresh_after_every_kind_of_change(
         await check()
         table.sort_by("gpus", reverse=True)  # the header's mark, rows moved
         await check()
+        table.blur()  # focus out and in: the cursor's style
+        await check()
+        table.focus()
+        await check()
         app.theme = "textual-light" if app.theme != "textual-light" else "nord"  # the styles
         await check()
+        table.blur()
+        await check()
+
+
+async def test_focus_coming_and_going_paints_only_the_cursor_line_again():
+    app = Host([row(i) for i in range(30)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        table.move_cursor_to_key("r3")
+        await pilot.pause()
+        focused = painted(table)
+        drawn = table.render_count
+        table.blur()
+        await pilot.pause()
+        blurred = painted(table)
+        assert blurred[4] != focused[4]  # the cursor's line (under the header) shows the focus
+        assert blurred[:4] + blurred[5:] == focused[:4] + focused[5:]
+        assert table.render_count - drawn == 1  # only that line was painted again
+        table.focus()
+        await pilot.pause()
+        assert painted(table) == focused
+        assert table.render_count - drawn == 1  # and its focused line was still at hand
+
+
+async def test_rows_coming_back_with_a_kept_set_bring_their_lines(monkeypatch):
+    """A filter cleared: the rows on screen before it come back with the lines drawn of them then."""
+    from yanflow_tui.screens.widgets import table as table_module
+
+    monkeypatch.setattr(table_module, "KEEP_ROWS", 20)
+    everything = [row(i) for i in range(300)]
+    app = Host(everything)
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        before = painted(table)
+        table.set_rows(everything[:1] + everything[150:])  # a filter typed (the cursor's row stays)
+        await pilot.pause()
+        drawn = table.render_count
+        table.set_rows(everything)  # and cleared
+        await pilot.pause()
+        assert painted(table) == before
+        assert table.render_count == drawn  # no line drawn again
+        table._strips.clear()
+        assert painted(table) == before
 
 
 async def test_a_row_moved_to_the_other_stripe_is_painted_again_but_not_laid_out_again():
@@ -469,6 +523,39 @@ async def test_widths_kept_as_rows_change_equal_a_full_measure():
             table.set_rows(list(rows.values()))
             full = [max(len(r.cells[c].plain) for r in rows.values()) for c in range(3)]
             assert table._content_widths == full, f"turn {turn}"
+
+
+async def test_a_filter_narrowing_takes_only_the_widest_and_widths_still_equal_a_full_measure():
+    """Rows only gone (a filter typed, each key narrowing): each column's widest is taken, with no
+    counts made; the next change (a refresh) counts them, and widths stay those of a full measure."""
+    import random
+
+    rng = random.Random(5)
+    rows = {i: row(i, name="n" * rng.randrange(1, 40), gpus=rng.randrange(10**6)) for i in range(600)}
+    app = Host(list(rows.values()))
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+
+        def full(shown: list[Row]) -> list[int]:
+            return [max(len(r.cells[c].plain) for r in shown) for c in range(3)]
+
+        shown = list(rows.values())
+        for turn in range(30):
+            if turn % 3 == 2:  # a refresh: a few rows changed (counted from then on)
+                for i in rng.sample(range(len(shown)), min(3, len(shown))):
+                    shown[i] = shown[i]._replace(cells=(shown[i].cells[0], Text("x" * rng.randrange(1, 50)), Text("1")))
+                table.set_rows(shown)
+                assert table._width_counts is not None
+            elif len(shown) > 20:  # a key narrowing the filter: most rows go
+                many = len(shown) - len(shown) // 3 > 64  # (a few rows gone are taken out of the counts)
+                shown = rng.sample(shown, len(shown) // 3)
+                table.set_rows(shown)
+                assert table._width_counts is None or not many, f"turn {turn}"
+            else:  # cleared
+                shown = list(rows.values())
+                table.set_rows(shown)
+            assert table._content_widths == full(shown), f"turn {turn}"
 
 
 async def test_a_sort_flipped_is_the_stable_sort_the_other_way():
