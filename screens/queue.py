@@ -497,8 +497,9 @@ class QueueScreen(DataScreen):
             if cluster is None:
                 cluster = self._clusters[name] = _ClusterJobs()
                 rebuild = True
-            # mine: where a cluster knows who I am, my jobs only
-            changed |= cluster.update(snap.jobs, hub.backend(name).current_user if mine else "")
+            # mine: where a cluster knows who I am (or knew, for its cached jobs), my jobs only
+            me = (hub.backend(name).current_user or (snap.cached_user if snap.cached else "")) if mine else ""
+            changed |= cluster.update(snap.jobs, me)
         ordered = [self._clusters[name] for name in sorted(self._clusters)]
         generations = tuple(cluster.generation for cluster in ordered)
         relist = rebuild or generations != self._generations  # jobs came, went or moved: the lists again

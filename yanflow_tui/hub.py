@@ -55,6 +55,7 @@ class ClusterSnapshot:
     login_asks: bool = False  # the login asks its own questions (AuthRequired.asks): ``l`` retries it
     terminal_login: bool = False  # set while the cluster waits for its login in the real terminal (LoginInTerminal)
     cached: bool = False  # the data is the last run's (``snapcache``), shown until the first good refresh
+    cached_user: str = ""  # who "mine" was when it was kept (``snapcache``): "mine" while cached and not known yet
 
     @property
     def needs_login(self) -> bool:

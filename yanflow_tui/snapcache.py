@@ -48,6 +48,7 @@ class Cached:
     updated: float
     jobs: tuple[Job, ...]
     nodes: tuple[Node, ...]
+    user: str = ""  # who "mine" was there (``Backend.current_user``; "" unknown)
 
 
 # -- writing -----------------------------------------------------------------------------------------
@@ -269,6 +270,7 @@ def _build(doc: dict) -> dict[str, Cached]:
                 updated=float(c["updated"]),
                 jobs=tuple([job(j) for j in c["jobs"]]),
                 nodes=tuple([node(n) for n in c["nodes"]]),
+                user=str(c.get("user") or ""),
             )
             for name, c in doc["clusters"].items()
         }
@@ -324,7 +326,9 @@ def seed(hub: Hub, cached: dict[str, Cached]) -> list[str]:
         snap = hub.snapshots.get(name)
         if snap is None or snap.kind != entry.kind or snap.updated is not None:
             continue
-        hub.snapshots[name] = replace(snap, updated=entry.updated, jobs=entry.jobs, nodes=entry.nodes, cached=True)
+        hub.snapshots[name] = replace(
+            snap, updated=entry.updated, jobs=entry.jobs, nodes=entry.nodes, cached=True, cached_user=entry.user
+        )
         seeded.append(name)
     return seeded
 

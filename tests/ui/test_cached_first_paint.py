@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import replace
 
 from fakes.backend import FakeBackend
 from uihelpers import screen_text
@@ -107,3 +108,32 @@ async def test_a_corrupt_cache_is_ignored_with_a_note(fake_backend, tmp_path):
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="the fresh jobs")
         assert [n for n in notes if n.startswith("cached snapshot ignored: not JSON")] and "\n" not in notes[0]
         assert "cached" not in app.query_one(ClusterBar).render().plain
+
+
+class StrangerBackend(HeldBackend):
+    """The held fake, which does not know who we are until it has connected (as Slurm over SSH)."""
+
+    @property
+    def current_user(self):
+        return "alice" if self.calls[1:] else ""
+
+
+async def test_mine_in_the_cached_frame_is_the_user_it_was_kept_for_until_the_cluster_says(register_backend, tmp_path):
+    register_backend(StrangerBackend, kind="fake")
+    HeldBackend.gate = asyncio.Event()
+    old = FakeBackend(CLUSTER)
+    jobs = (
+        old.job("900", "alices-run", JobState.RUNNING),
+        replace(old.job("901", "bobs-run", JobState.RUNNING), user="bob"),
+    )
+    snap = ClusterSnapshot("hpc", "fake", False, Health.OK, "", time.time() - 60, jobs, tuple(old.nodes))
+    path = tmp_path / "state" / "snapshot.json"
+    snapcache.save(path, [snap], time.time(), {"hpc": "alice"})
+    app = app_over(path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: "hpc/900" in rows(app), what="the cached job on the first frame")
+        assert not app.hub.backend("hpc").current_user  # not known yet: the cached frame's own user
+        assert "hpc/901" not in rows(app) and "bobs-run" not in screen_text(app)
+        HeldBackend.gate.set()
+        await wait_for(pilot, lambda: "hpc/101" in rows(app), what="the fresh jobs")
+        assert not app.hub.snapshots["hpc"].cached and "hpc/105" not in rows(app)  # bob's fresh job: not mine
