@@ -647,15 +647,20 @@ class QueueScreen(DataScreen):
         start, total = self._warm_at, len(flat)
         made: list[Row] = []
         children = self._children
-        until = time.perf_counter() + WARM_BUDGET  # entries made already are skimmed, many to a turn
+        until = time.perf_counter() + WARM_BUDGET  # entries made already are skimmed in C, many to a turn
         while start < total and len(made) < WARM_ROWS and time.perf_counter() < until:
-            self._texts(start, min(total, start + 256))  # made now, not on the first filter keystroke
-            for index in range(start, min(total, start + 256)):
-                entry = flat[index]
+            end = min(total, start + 2048)
+            self._texts(start, end)  # made now, not on the first filter keystroke
+            views = list(map(_VIEW_ROW, flat[start:end]))
+            for index in compress(range(start, end), map(is_, views, repeat(None))):  # rows not made yet
                 row = self._view_row(index, clock)
-                if entry.key in parent_of or entry.key in children:  # a member, or a group (as opened)
+                key = flat[index].key
+                if key in parent_of or key in children:  # a member, or a group (as opened)
                     made.append(row)
-            start = min(total, start + 256)
+                    if len(made) % 64 == 0 and (len(made) >= WARM_ROWS or time.perf_counter() >= until):
+                        end = index + 1  # the rest of this stretch in the next turn
+                        break
+            start = end
         self._warm_at = start
         table.measure(made)
         if start < len(flat):
