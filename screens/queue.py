@@ -13,7 +13,7 @@ import asyncio
 import time
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not, not_
 from pathlib import Path
@@ -225,6 +225,24 @@ class _Entry:
         if not marker and not count and not note and not parent:
             self.plain_row = self.view_row = row  # (a top-level job with no group: a filter shows it so)
         return row
+
+
+class _JobsOf(Collection[Job]):
+    """The jobs of ``entries``, read where a filter's column needs them (most need none: a bare word)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: list[_Entry]) -> None:
+        self._entries = entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[Job]:
+        return map(_JOB, self._entries)
+
+    def __contains__(self, job: object) -> bool:
+        return any(map(is_, self, repeat(job)))
 
 
 def _by_id(entry: _Entry) -> tuple:
@@ -686,7 +704,7 @@ class QueueScreen(DataScreen):
         if columns is None or columns[0] != self._version:
             flat = self._flat
             texts = self._texts(0, len(flat))
-            columns = self._columns = (self._version, JobColumns(list(map(_JOB, flat)), texts), list(map(_STATE, flat)))
+            columns = self._columns = (self._version, JobColumns(_JobsOf(flat), texts), list(map(_STATE, flat)))
         return columns[1], columns[2]
 
     def _matching(self) -> list[int]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, not_
@@ -76,10 +76,10 @@ _STATE_VALUE = attrgetter("state._value_")
 _KIND_VALUE = attrgetter("kind._value_")
 
 
-def any_texts(jobs: Sequence[Job]) -> list[str]:
+def any_texts(jobs: Iterable[Job]) -> list[str]:
     """What a bare word searches in each job: ``JobFields.any``, for many jobs at once (in C: lowering
     the joined text is lowering each part, the parts being split by a newline)."""
-    get = _GET
+    get, jobs = _GET, list(jobs)
     parts = (
         map(get["cluster"], jobs),
         map(get["id"], jobs),
@@ -99,7 +99,7 @@ def _lowered(values: Iterable[str]) -> list[str]:
     return list(map(low.__getitem__, values))
 
 
-_COLUMN: dict[str, Callable[[Sequence[Job]], list]] = {
+_COLUMN: dict[str, Callable[[Collection[Job]], list]] = {
     "cluster": lambda jobs: _lowered(map(_GET["cluster"], jobs)),
     "id": lambda jobs: list(map(str.lower, map(_GET["id"], jobs))),
     "name": lambda jobs: list(map(str.lower, map(_GET["name"], jobs))),
@@ -122,7 +122,7 @@ class JobColumns:
 
     __slots__ = ("_columns", "jobs")
 
-    def __init__(self, jobs: Sequence[Job], texts: list[str] | None = None) -> None:
+    def __init__(self, jobs: Collection[Job], texts: list[str] | None = None) -> None:
         self.jobs = jobs
         self._columns: dict[str, list] = {} if texts is None else {"": texts}
 
@@ -160,7 +160,8 @@ class JobFilter:
         what testing ``self`` on each job's ``JobFields`` gives, a term at a time over the columns."""
         chosen: Sequence[int] = range(len(columns)) if pool is None else pool
         if len(self.terms) != len(self.predicates):  # (made by hand, not compiled: each job's fields)
-            fields = [JobFields(columns.jobs[i]) for i in chosen]
+            jobs = list(columns.jobs)
+            fields = [JobFields(jobs[i]) for i in chosen]
             return list(compress(chosen, map(self.predicate, fields)))
         every = pool is None
         for negate, fld, value in self.terms:
