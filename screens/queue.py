@@ -76,9 +76,9 @@ NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whos
 # actions whose key depends on the selected job or the data (see check_action)
 STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "submit")
 MARK = "● "  # before the id of a marked row
-WARM_ROWS = 600  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
-WARM_SECONDS = 0.01  # between two such turns: a key waits for one at most
-WARM_BUDGET = 0.014  # seconds of such a turn spent on entries (made already or not), besides measuring
+WARM_ROWS = 500  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
+WARM_SECONDS = 0.02  # between two such turns: a key waits for one at most
+WARM_BUDGET = 0.012  # seconds of such a turn spent on entries (made already or not), besides measuring
 
 
 SLURM_EXAMPLE = """clusters:
