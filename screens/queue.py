@@ -13,7 +13,7 @@ import asyncio
 import time
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not, not_
 from pathlib import Path
@@ -28,7 +28,7 @@ from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.widgets import Input, Static
 
-from yanflow_tui.filters import FilterError, JobFields, JobFilter, compile_filter
+from yanflow_tui.filters import FilterError, JobColumns, JobFilter, any_texts, compile_filter
 from yanflow_tui.hub import Health, error_text
 from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
 from yanflow_tui.locations import default_config_path, display_path, job_file_path, private_file
@@ -76,9 +76,9 @@ NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whos
 # actions whose key depends on the selected job or the data (see check_action)
 STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "submit")
 MARK = "● "  # before the id of a marked row
-WARM_ROWS = 400  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
-WARM_SECONDS = 0.03  # between two such turns: a key waits for one at most
-WARM_BUDGET = 0.008  # seconds of such a turn spent on entries (made already or not), besides measuring
+WARM_ROWS = 500  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
+WARM_SECONDS = 0.02  # between two such turns: a key waits for one at most
+WARM_BUDGET = 0.012  # seconds of such a turn spent on entries (made already or not), besides measuring
 
 
 SLURM_EXAMPLE = """clusters:
@@ -155,19 +155,21 @@ _ROW_KEY = attrgetter("key")
 _JOB_ID = attrgetter("id")
 _VIEW_ROW = attrgetter("view_row")
 _PLAIN_ROW = attrgetter("plain_row")
-_FIELDS = attrgetter("fields")
+_TEXTS = attrgetter("text")
+_JOB = attrgetter("job")
 
 
 class _Entry:
     """What the queue derives from a job, kept until the job changes; ``set_job`` takes its next
-    version in place (the group lists holding the entry stay as they are). The filter's fields are
-    worked out when a filter first needs them; sort values reuse the last version's where equal.
-    Two versions of the row are kept (a group closed and opened, a filter typed and cleared)."""
+    version in place (the group lists holding the entry stay as they are). What a bare word of the
+    filter searches (``text``) is worked out for many entries at once, in idle time or when a filter
+    first needs it; sort values reuse the last version's where equal. Two versions of the row are kept
+    (a group closed and opened, a filter typed and cleared)."""
 
     __slots__ = (
         "job",
         "key",
-        "_fields",
+        "text",
         "sort",
         "plain_row",
         "view_row",
@@ -192,19 +194,12 @@ class _Entry:
         if previous is not None and self._row is not None:  # its cells, for the next version's row to reuse
             self._like = (previous, self._marker, self._count, self._note, self._row.cells)
         self.job = job
-        self._fields: JobFields | None = None
+        self.text: str | None = None  # the job's ``JobFields.any``, once made (see QueueScreen._texts)
         self.sort = job_sort_values(job, previous, self.sort if previous is not None else None)
         self.plain_row: Row | None = None  # the row as a top-level job of a fresh cluster, once made
         self.view_row: Row | None = None  # the row as a filter shows it (groups open), once made
         self._row: Row | None = None
         self._other: tuple | None = None  # the version before: (marker, count, note, parent, row)
-
-    @property
-    def fields(self) -> JobFields:
-        fields = self._fields
-        if fields is None:
-            fields = self._fields = JobFields(self.job)
-        return fields
 
     def row(self, clock, marker: str, count: int, note: str, parent: str) -> Row:
         row = self._row
@@ -230,6 +225,24 @@ class _Entry:
         if not marker and not count and not note and not parent:
             self.plain_row = self.view_row = row  # (a top-level job with no group: a filter shows it so)
         return row
+
+
+class _JobsOf(Collection[Job]):
+    """The jobs of ``entries``, read where a filter's column needs them (most need none: a bare word)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: list[_Entry]) -> None:
+        self._entries = entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[Job]:
+        return map(_JOB, self._entries)
+
+    def __contains__(self, job: object) -> bool:
+        return any(map(is_, self, repeat(job)))
 
 
 def _by_id(entry: _Entry) -> tuple:
@@ -417,7 +430,7 @@ class QueueScreen(DataScreen):
         self._parent_of: dict[str, _Entry] = {}  # a member's row key -> its group's entry
         self._group_at: list[int] = []  # per _flat index: its group's index there, or -1 (not a member)
         self._groups: list[int] = []  # the _flat indices of groups
-        self._columns: tuple[int, list[JobFields], list] | None = None  # (version, each entry's fields, state)
+        self._columns: tuple[int, JobColumns, list] | None = None  # (version, the filter's fields, each state)
         self._version = 0  # bumped whenever the entries change: the caches below are for one version
         self._matches: dict[str, list[int]] = {}  # filter text -> its matches' _flat indices (a few kept)
         self._views: dict[tuple, tuple[list[Row], Counter]] = {}  # (version, filter, opened) -> its rows, counts
@@ -455,7 +468,7 @@ class QueueScreen(DataScreen):
     def refresh_data(self) -> None:
         table = self.query_one(JobTable)
         table.set_rows(self._visible_rows())
-        if self._children and self._warmed != self._version:
+        if self._warmed != self._version and self._flat:
             self._warmed, self._warm_at = self._version, 0
             self.set_timer(WARM_SECONDS, self._warm_members)
         self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty, not self.app.all_users)
@@ -639,8 +652,8 @@ class QueueScreen(DataScreen):
     def _warm_members(self) -> None:
         """Make the rows of group members ahead, a few at a time between keys: the first filter
         keystroke (which opens every group with a match) and ``e`` then find them made and measured.
-        Each entry's filter fields are made on the way. Stops when the entries change (the next
-        refresh starts again)."""
+        What a bare word of the filter searches is made on the way (``_texts``), then the filter's
+        columns. Stops when the entries change (the next refresh starts again)."""
         table = self._table()
         if self._warmed != self._version or table is None or not self.is_mounted:
             return
@@ -653,26 +666,46 @@ class QueueScreen(DataScreen):
         start, total = self._warm_at, len(flat)
         made: list[Row] = []
         children = self._children
-        until = time.perf_counter() + WARM_BUDGET  # entries made already are skimmed, many to a turn
+        until = time.perf_counter() + WARM_BUDGET  # entries made already are skimmed in C, many to a turn
         while start < total and len(made) < WARM_ROWS and time.perf_counter() < until:
-            for index in range(start, min(total, start + 256)):
-                entry = flat[index]
-                entry.fields  # noqa: B018 - made now, not on the first filter keystroke
+            end = min(total, start + 2048)
+            self._texts(start, end)  # made now, not on the first filter keystroke
+            views = list(map(_VIEW_ROW, flat[start:end]))
+            for index in compress(range(start, end), map(is_, views, repeat(None))):  # rows not made yet
                 row = self._view_row(index, clock)
-                if entry.key in parent_of or entry.key in children:  # a member, or a group (as opened)
+                key = flat[index].key
+                if key in parent_of or key in children:  # a member, or a group (as opened)
                     made.append(row)
-            start = min(total, start + 256)
+                    if len(made) % 64 == 0 and (len(made) >= WARM_ROWS or time.perf_counter() >= until):
+                        end = index + 1  # the rest of this stretch in the next turn
+                        break
+            start = end
         self._warm_at = start
         table.measure(made)
         if start < len(flat):
             self.set_timer(WARM_SECONDS, self._warm_members)
+        else:  # every entry's text made: the filter's columns too (a few passes in C)
+            self._per_entry()
 
-    def _per_entry(self) -> tuple[list[JobFields], list]:
-        """Each entry's filter fields and state, in ``_flat`` order, for this version of the entries."""
+    def _texts(self, start: int, end: int) -> list[str]:
+        """The ``text`` of the entries ``_flat[start:end]``, made in one pass for those with none yet
+        (an entry keeps its text until its job changes: a refresh makes only the changed ones')."""
+        entries = self._flat[start:end]
+        texts = list(map(_TEXTS, entries))
+        missing = list(compress(range(len(texts)), map(is_, texts, repeat(None))))
+        if missing:
+            for at, text in zip(missing, any_texts([entries[at].job for at in missing])):
+                texts[at] = entries[at].text = text
+        return texts
+
+    def _per_entry(self) -> tuple[JobColumns, list]:
+        """The filter's fields (a column per field) and each entry's state, in ``_flat`` order, for
+        this version of the entries."""
         columns = self._columns
         if columns is None or columns[0] != self._version:
             flat = self._flat
-            columns = self._columns = (self._version, list(map(_FIELDS, flat)), list(map(_STATE, flat)))
+            texts = self._texts(0, len(flat))
+            columns = self._columns = (self._version, JobColumns(_JobsOf(flat), texts), list(map(_STATE, flat)))
         return columns[1], columns[2]
 
     def _matching(self) -> list[int]:
@@ -683,15 +716,12 @@ class QueueScreen(DataScreen):
         known = self._matches
         pool = known.get(job_filter.text)
         if pool is None:
-            fields = self._per_entry()[0]
+            columns = self._per_entry()[0]
             narrowest: list[int] | None = None
             for text, matches in known.items():
                 if (narrowest is None or len(matches) < len(narrowest)) and job_filter.narrows(compile_filter(text)):
                     narrowest = matches
-            if narrowest is None:  # every entry tested
-                pool = list(compress(range(len(fields)), map(job_filter.predicate, fields)))
-            else:
-                pool = list(compress(narrowest, map(job_filter.predicate, map(fields.__getitem__, narrowest))))
+            pool = job_filter.select(columns, narrowest)  # (narrowest None: every entry tested)
             if len(known) >= 16:
                 del known[next(iter(known))]
             known[job_filter.text] = pool

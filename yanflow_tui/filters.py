@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import attrgetter, not_
 from sys import intern
 
 from yanflow_tui.model import Job
@@ -69,6 +71,70 @@ class JobFields:
 
 Predicate = Callable[[JobFields], bool]
 
+_GET = {name: attrgetter(name) for name in ("cluster", "id", "name", "user", "raw_state", "reason", "nodes", "gpus")}
+_STATE_VALUE = attrgetter("state._value_")
+_KIND_VALUE = attrgetter("kind._value_")
+
+
+def any_texts(jobs: Iterable[Job]) -> list[str]:
+    """What a bare word searches in each job: ``JobFields.any``, for many jobs at once (in C: lowering
+    the joined text is lowering each part, the parts being split by a newline)."""
+    get, jobs = _GET, list(jobs)
+    parts = (
+        map(get["cluster"], jobs),
+        map(get["id"], jobs),
+        map(get["name"], jobs),
+        map(get["user"], jobs),
+        map(_STATE_VALUE, jobs),
+        map(get["reason"], jobs),
+        map(" ".join, map(get["nodes"], jobs)),
+    )
+    return list(map(str.lower, map("\n".join, zip(*parts))))
+
+
+def _lowered(values: Iterable[str]) -> list[str]:
+    """``values`` lower-cased, each distinct one once (the words many jobs share are kept once)."""
+    values = list(values)
+    low = {value: intern(value.lower()) for value in set(values)}
+    return list(map(low.__getitem__, values))
+
+
+_COLUMN: dict[str, Callable[[Collection[Job]], list]] = {
+    "cluster": lambda jobs: _lowered(map(_GET["cluster"], jobs)),
+    "id": lambda jobs: list(map(str.lower, map(_GET["id"], jobs))),
+    "name": lambda jobs: list(map(str.lower, map(_GET["name"], jobs))),
+    "user": lambda jobs: _lowered(map(_GET["user"], jobs)),
+    "state": lambda jobs: list(map(_STATE_VALUE, jobs)),
+    "raw_state": lambda jobs: _lowered(map(_GET["raw_state"], jobs)),
+    "reason": lambda jobs: _lowered(map(_GET["reason"], jobs)),
+    "node": lambda jobs: list(map(str.lower, map(" ".join, map(_GET["nodes"], jobs)))),
+    "kind": lambda jobs: list(map(_KIND_VALUE, jobs)),
+    "gpus": lambda jobs: list(map(_GET["gpus"], jobs)),
+    "nnodes": lambda jobs: list(map(len, map(_GET["nodes"], jobs))),
+    "": any_texts,
+}
+
+
+class JobColumns:
+    """The filter's fields of many jobs, a list per field (``""``: what a bare word searches), each
+    made in one pass when a filter first needs it: ``JobFilter.select`` then tests a term over every
+    job in C. ``texts`` gives the bare-word column where the caller keeps it (per job, across versions)."""
+
+    __slots__ = ("_columns", "jobs")
+
+    def __init__(self, jobs: Collection[Job], texts: list[str] | None = None) -> None:
+        self.jobs = jobs
+        self._columns: dict[str, list] = {} if texts is None else {"": texts}
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __getitem__(self, name: str) -> list:
+        column = self._columns.get(name)
+        if column is None:
+            column = self._columns[name] = _COLUMN[name](self.jobs)
+        return column
+
 
 @dataclass(frozen=True)
 class JobFilter:
@@ -88,6 +154,35 @@ class JobFilter:
 
     def matches(self, job: Job) -> bool:
         return self(JobFields(job))
+
+    def select(self, columns: JobColumns, pool: Sequence[int] | None = None) -> list[int]:
+        """The indices (in ``pool``, or all of ``columns``) of the jobs this filter matches, in order:
+        what testing ``self`` on each job's ``JobFields`` gives, a term at a time over the columns."""
+        chosen: Sequence[int] = range(len(columns)) if pool is None else pool
+        if len(self.terms) != len(self.predicates):  # (made by hand, not compiled: each job's fields)
+            jobs = list(columns.jobs)
+            fields = [JobFields(jobs[i]) for i in chosen]
+            return list(compress(chosen, map(self.predicate, fields)))
+        every = pool is None
+        for negate, fld, value in self.terms:
+            if fld == "state":
+                needle = value.lower()
+                states, raws = columns["state"], columns["raw_state"]
+                if not every:
+                    states, raws = list(map(states.__getitem__, chosen)), list(map(raws.__getitem__, chosen))
+                hits = map(
+                    operator.or_, map(str.startswith, states, repeat(needle)), map(str.startswith, raws, repeat(needle))
+                )
+            elif fld in NUMBER_FIELDS:
+                op, limit = _comparison(fld, value)
+                numbers = columns[fld]
+                hits = map(op, numbers if every else map(numbers.__getitem__, chosen), repeat(limit))
+            else:
+                texts = columns[fld]
+                hits = map(str.__contains__, texts if every else map(texts.__getitem__, chosen), repeat(value.lower()))
+            chosen = list(compress(chosen, map(not_, hits) if negate else hits))
+            every = False
+        return list(chosen)
 
     @property
     def empty(self) -> bool:
@@ -200,6 +295,12 @@ def _text(field: str, needle: str) -> Predicate:
 
 
 def _number(field: str, value: str) -> Predicate:
+    op, limit = _comparison(field, value)
+    attr = operator.attrgetter(field)
+    return lambda f: op(attr(f), limit)
+
+
+def _comparison(field: str, value: str) -> tuple[Callable[[float, float], bool], float]:
     op_text = next((op for op in _COMPARE if value.startswith(op)), "=")
     number = value[len(op_text) :] if value.startswith(op_text) else value
     try:
@@ -208,6 +309,4 @@ def _number(field: str, value: str) -> Predicate:
         raise FilterError(f"{field}: {value!r} is not a number; try {field}:>4 or {field}:2") from None
     if limit != limit:  # NaN compares false with everything: almost certainly a typo
         raise FilterError(f"{field}: {value!r} is not a number")
-    op = _OPS[op_text]
-    attr = operator.attrgetter(field)
-    return lambda f: op(attr(f), limit)
+    return _OPS[op_text], limit

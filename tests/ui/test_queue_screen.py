@@ -354,3 +354,31 @@ async def test_a_backspace_gives_the_table_the_rows_it_showed_for_that_filter_be
         assert came_back == [1500] and not matched  # the view kept by the screen too: no job tested again
         assert all(jobs.get_row(key) is row for key, row in zip(rows(app), shown, strict=True))
         assert "shown 1500 of 1503: pending 1500" in screen_text(app)
+
+
+async def test_the_filters_text_is_made_ahead_and_a_refresh_remakes_only_the_changed_jobs(home):
+    """Idle turns make what a bare word searches (each entry's text, then the filter's columns) before
+    any key; a refresh makes it again for the jobs that changed only, and the filter finds the new text."""
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(1500))
+        await refreshed(pilot, app)
+        screen = app.screen
+        warmed = lambda: screen._columns is not None and screen._columns[0] == screen._version  # noqa: E731
+        await wait_for(pilot, warmed, what="the filter's columns made ahead")
+        assert all(entry.text is not None for entry in screen._flat)
+        kept = {entry.key: entry.text for entry in screen._flat}
+        at = next(i for i, job in enumerate(backend.jobs) if job.id == "1070")
+        backend.jobs[at] = replace(backend.jobs[at], name="Renamed-Zebra")
+        await refreshed(pilot, app)
+        await wait_for(pilot, warmed, what="made again after the refresh")
+        texts = {entry.key: entry.text for entry in screen._flat}
+        assert [key for key in texts if texts[key] is not kept[key]] == ["hpc/1070"]
+        assert "renamed-zebra" in texts["hpc/1070"]
+        await pilot.press("slash", *"zebra")
+        await wait_for(pilot, lambda: rows(app) == ["hpc/1070"], what="the new name found")
+        await pilot.press(*["backspace"] * 5, *"bulk-70")
+        want = [f"hpc/{1700 + i}" for i in range(10)]  # bulk-700..709: bulk-70 itself renamed
+        await wait_for(pilot, lambda: rows(app) == want, what="bulk-70")

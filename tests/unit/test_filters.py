@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yanflow_tui.filters import FIELDS, FilterError, JobFields, compile_filter
+from yanflow_tui.filters import FIELDS, FilterError, JobColumns, JobFields, JobFilter, any_texts, compile_filter
 from yanflow_tui.model import Job, JobKind, JobState
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -215,3 +215,68 @@ def test_a_filter_that_narrows_another_never_matches_a_job_the_other_does_not(ol
     if new.narrows(old):
         for j in JOBS:
             assert not new.matches(j) or old.matches(j), (old_text, typed, j.id)
+
+
+WORDS = ["Train", "resnet", "ALICE", "bob", "gpu01", "ΣΑΣ", "İx", "a b", "", "hpc", "run", "PD", "x-1"]
+RANDOM_JOBS = st.builds(
+    job,
+    id=st.sampled_from(["1", "12_3", "A7", "ß"]),
+    cluster=st.sampled_from(["hpc", "HPC-2", "Σλ"]),
+    name=st.sampled_from(WORDS) | st.text(max_size=8),
+    user=st.sampled_from(WORDS),
+    state=st.sampled_from(list(JobState)),
+    raw_state=st.sampled_from(["RUNNING", "PENDING", "Completed", "NODE_FAIL"]),
+    reason=st.sampled_from(WORDS),
+    nodes=st.lists(st.sampled_from(["gpu01", "GPU02", "cpu1", "nΣ"]), max_size=3).map(tuple),
+    gpus=st.integers(0, 16),
+    kind=st.sampled_from(list(JobKind)),
+)
+FILTER_TERMS = st.sampled_from(
+    [
+        "e",
+        "E",
+        "σ",
+        "ας",
+        "i̇",
+        "a b",
+        "hpc",
+        "1",
+        "-run",
+        "!gpu",
+        "state:r",
+        "state:pd",
+        "-state:run",
+        "user:ALI",
+        "name:'a b'",
+        "gpus:>4",
+        "gpus:<=2",
+        "-gpus:4",
+        "nnodes:2",
+        "nnodes:>=1",
+        "node:gpu0",
+        "kind:multi",
+        "id:_",
+        "reason:x",
+        "cluster:-2",
+        "-cluster:hpc",
+        "gpu:!=0",
+        "nodes:cpu",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(RANDOM_JOBS, max_size=25), st.lists(FILTER_TERMS, max_size=4).map(" ".join), st.data())
+def test_select_over_columns_matches_exactly_what_the_predicate_matches(jobs, text, data):
+    f = compile_filter(text)
+    expected = [i for i, j in enumerate(jobs) if f.matches(j)]
+    assert f.select(JobColumns(jobs)) == expected
+    assert f.select(JobColumns(jobs, any_texts(jobs))) == expected
+    pool = sorted(data.draw(st.sets(st.integers(0, max(0, len(jobs) - 1)))) & set(range(len(jobs))))
+    assert f.select(JobColumns(jobs), pool) == [i for i in pool if i in expected]
+    assert any_texts(jobs) == [JobFields(j).any for j in jobs]
+
+
+def test_select_of_a_filter_made_by_hand_tests_each_jobs_fields():
+    hand = JobFilter("bob", (lambda fields: fields.user == "bob",))
+    assert hand.select(JobColumns(JOBS)) == [1]
