@@ -177,7 +177,9 @@ def expand_hostlist(text: str) -> tuple[str, ...]:
     if "[" not in text and "(" not in text:
         out = tuple(intern(p) for p in (s.strip() for s in text.split(",")) if p and p not in ("(null)", "N/A"))
     else:
-        out = _numbered_hostlist(text)
+        out = _quick_hostlist(text)
+        if out is None:
+            out = _numbered_hostlist(text)
         if out is None:
             out = tuple(intern(name) for name in _expand_hostlist(text))
     if len(_HOSTLIST_CACHE) >= _HOSTLIST_CACHE_MAX:
@@ -207,6 +209,78 @@ def _numbered_names(prefix: str, width: int, suffix: str, last: int) -> list[str
     if len(names) <= last:
         names.extend(intern(f"{prefix}{n:0{width}d}{suffix}") for n in range(len(names), last + 1))
     return names
+
+
+def _quick_hostlist(text: str) -> tuple[str, ...] | None:
+    """``_numbered_hostlist`` without its regex, for the commonest forms: plain names and
+    ``prefix[ranges]`` items with no suffix, ranges of ASCII digits. None for anything else (a
+    suffix, whitespace, parentheses, an empty item...), which then goes the regex's way."""
+    if not text.isprintable() or " " in text or "(" in text or ")" in text:
+        return None
+    out: list[str] = []
+    parts = text.split("]")
+    tail = parts.pop()
+    first = True
+    for part in parts:
+        head, bracket, ranges = part.partition("[")
+        if not bracket or not ranges or not ranges.isascii():
+            return None
+        names = head.split(",")
+        if first:
+            first = False
+        elif names[0] or len(names) < 2:  # a suffix after the last bracket, or brackets back to back
+            return None
+        else:
+            del names[0]
+        prefix = names.pop()
+        if not prefix:
+            return None
+        for name in names:
+            if not name:
+                return None
+            if name != "N/A":
+                out.append(intern(name))
+        items = ranges.split(",")
+        if "-" not in ranges:
+            if not all(map(str.isdigit, items)):
+                return None
+            width = len(items[0])
+            if len(items) == 1:
+                number = int(ranges)
+                names = _numbered_names(prefix, width, "", number)
+                out.append(names[number] if names is not None else intern(f"{prefix}{number:0{width}d}"))
+                continue
+            if len(set(map(len, items))) == 1:
+                numbers = list(map(int, items))
+                names = _numbered_names(prefix, width, "", max(numbers))
+                if names is not None:
+                    out.extend(map(names.__getitem__, numbers))
+                    continue
+        for item in items:
+            lo, dash, hi = item.partition("-")
+            if not lo.isdigit() or dash and not hi.isdigit():
+                return None
+            first_n, last_n = int(lo), int(hi or lo)
+            names = _numbered_names(prefix, len(lo), "", last_n)
+            if names is None:
+                width = len(lo)
+                out.extend(intern(f"{prefix}{n:0{width}d}") for n in range(first_n, last_n + 1))
+            elif dash:
+                out.extend(names[first_n : last_n + 1])
+            else:
+                out.append(names[first_n])
+    if tail:
+        names = tail.split(",")
+        if parts:
+            if names[0]:
+                return None
+            del names[0]
+        for name in names:
+            if not name or "[" in name:
+                return None
+            if name != "N/A":
+                out.append(intern(name))
+    return tuple(out)
 
 
 def _numbered_hostlist(text: str) -> tuple[str, ...] | None:
@@ -612,12 +686,15 @@ class RawJob:
 _make_raw = maker(RawJob)
 
 
+_stamp = datetime.fromtimestamp
+
+
 def _time(value: Any) -> datetime | None:
     number = int(value) if type(value) is str and value.isdigit() else _int(value, 0)
     if number <= 0:
         return None
     try:
-        return datetime.fromtimestamp(number, tz=UTC)
+        return _stamp(number, UTC)  # positional: a keyword argument costs as much again
     except (OverflowError, OSError, ValueError):
         return None
 
