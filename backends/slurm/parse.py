@@ -211,6 +211,11 @@ def _numbered_names(prefix: str, width: int, suffix: str, last: int) -> list[str
     return names
 
 
+# prefix -> {number as written: name} (names interned), for _quick_hostlist's scattered lists
+_BY_DIGITS: dict[str, dict[str, str]] = {}
+_BY_DIGITS_MAX = 4096
+
+
 def _quick_hostlist(text: str) -> tuple[str, ...] | None:
     """``_numbered_hostlist`` without its regex, for the commonest forms: plain names and
     ``prefix[ranges]`` items with no suffix, ranges of ASCII digits. None for anything else (a
@@ -241,34 +246,41 @@ def _quick_hostlist(text: str) -> tuple[str, ...] | None:
             if name != "N/A":
                 out.append(intern(name))
         items = ranges.split(",")
-        if "-" not in ranges:
-            if not all(map(str.isdigit, items)):
-                return None
-            width = len(items[0])
-            if len(items) == 1:
-                number = int(ranges)
-                names = _numbered_names(prefix, width, "", number)
-                out.append(names[number] if names is not None else intern(f"{prefix}{number:0{width}d}"))
-                continue
-            if len(set(map(len, items))) == 1:
-                numbers = list(map(int, items))
-                names = _numbered_names(prefix, width, "", max(numbers))
-                if names is not None:
-                    out.extend(map(names.__getitem__, numbers))
-                    continue
+        if "-" not in ranges:  # numbers alone (a scattered list): a lookup each, by the number as written
+            table = _BY_DIGITS.get(prefix)
+            if table is None:
+                if len(_BY_DIGITS) >= _BY_DIGITS_MAX:
+                    _BY_DIGITS.clear()
+                table = _BY_DIGITS[prefix] = {}
+            try:
+                named = list(map(table.__getitem__, items))
+            except KeyError:  # a number not met yet (the table holds valid ones only)
+                if not all(map(str.isdigit, items)):
+                    return None
+                if len(table) >= _NUMBERED_TOP:
+                    table.clear()
+                for item in items:
+                    if item not in table:
+                        table[item] = intern(prefix + item)
+                named = list(map(table.__getitem__, items))
+            out += named
+            continue
         for item in items:
             lo, dash, hi = item.partition("-")
-            if not lo.isdigit() or dash and not hi.isdigit():
+            if not dash:
+                if not lo.isdigit():
+                    return None
+                out.append(intern(prefix + lo))
+                continue
+            if not lo.isdigit() or not hi.isdigit():
                 return None
-            first_n, last_n = int(lo), int(hi or lo)
+            first_n, last_n = int(lo), int(hi)
             names = _numbered_names(prefix, len(lo), "", last_n)
             if names is None:
                 width = len(lo)
                 out.extend(intern(f"{prefix}{n:0{width}d}") for n in range(first_n, last_n + 1))
-            elif dash:
-                out.extend(names[first_n : last_n + 1])
             else:
-                out.append(names[first_n])
+                out.extend(names[first_n : last_n + 1])
     if tail:
         names = tail.split(",")
         if parts:
@@ -737,9 +749,14 @@ def raw_from_json(raw: dict) -> RawJob:
         array_job_id=str(array_job) if array_job else "",
         array_task=task_text if array_job else "",
         name=str(raw.get("name") or ""),
-        user=str(raw.get("user_name") or raw.get("user") or raw.get("user_id") or ""),
-        state=_state_text(raw.get("job_state") if "job_state" in raw else (raw.get("state") or {}).get("current")),
-        reason=_reason(raw.get("state_reason") if "state_reason" in raw else (raw.get("state") or {}).get("reason")),
+        user=intern(str(raw.get("user_name") or raw.get("user") or raw.get("user_id") or "")),
+        # interned (to_job's maker takes the strings as given)
+        state=intern(
+            _state_text(raw.get("job_state") if "job_state" in raw else (raw.get("state") or {}).get("current"))
+        ),
+        reason=intern(
+            _reason(raw.get("state_reason") if "state_reason" in raw else (raw.get("state") or {}).get("reason"))
+        ),
         nodes=expand_hostlist(nodes_text),
         gpus=gpus,
         gpu_indices=indices,
@@ -972,11 +989,11 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
         raw.gpu_indices,
         parent,
         details,
-        facts_of(raw.comment).get("image", "") if raw.comment else "",
+        intern(facts_of(raw.comment).get("image", "")) if raw.comment else "",
     )
 
 
-_make_job = maker(Job)
+_make_job = maker(Job, interned=False)  # cluster, user, state, reason: interned by the parsers
 _DETAIL_LABELS = (
     "Expected start",
     "Partition",
@@ -1144,6 +1161,7 @@ def clear_caches() -> None:
     for cache in (
         _HOSTLIST_CACHE,
         _NUMBERED,
+        _BY_DIGITS,
         _STATE_OF,
         _DETAILS,
         _LOCAL,
