@@ -914,29 +914,27 @@ def _parse_squeue_text(text: str, rows: dict[str, RawJob], older: dict[str, RawJ
         hosts = hosts_get(nodes)
         if hosts is None:
             hosts = expand_hostlist(nodes)
-        append(
-            make(
-                job_id,
-                array_job_id,
-                task,
-                intern(name) if len(name) < 64 else name,
-                intern(user),
-                intern(state),
-                "" if reason in _NO_REASON else intern(reason),
-                hosts,
-                gpus,
-                (),
-                submitted,
-                started,
-                ended,
-                intern(partition),
-                "" if account in _NO_REASON else intern(account),
-                "" if qos in _NO_REASON else intern(qos),
-                intern(time_limit),
-                int(cpus) if cpus.isdigit() else _int(cpus),
-            )
+        rows[line] = raw = make(
+            job_id,
+            array_job_id,
+            task,
+            intern(name) if len(name) < 64 else name,
+            intern(user),
+            intern(state),
+            "" if reason in _NO_REASON else intern(reason),
+            hosts,
+            gpus,
+            (),
+            submitted,
+            started,
+            ended,
+            intern(partition),
+            "" if account in _NO_REASON else intern(account),
+            "" if qos in _NO_REASON else intern(qos),
+            intern(time_limit),
+            int(cpus) if cpus.isdigit() else _int(cpus),
         )
-        rows[line] = jobs[-1]
+        append(raw)
     return jobs
 
 
@@ -957,7 +955,7 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
         raw.account,
         raw.qos,
         raw.time_limit,
-        str(raw.cpus) if raw.cpus else "",
+        raw.cpus,  # made text only for new details
         raw.workdir,
         raw.stdout,
         raw.stderr,
@@ -965,7 +963,7 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
     )
     details = _DETAILS.get(values)
     if details is None:
-        details = tuple((k, v) for k, v in zip(_DETAIL_LABELS, values) if v)
+        details = tuple((k, str(v)) for k, v in zip(_DETAIL_LABELS, values) if v)
         if len(_DETAILS) >= _DETAILS_MAX:
             _DETAILS.clear()
         _DETAILS[values] = details
@@ -1071,14 +1069,21 @@ def _build_jobs(raws: list[RawJob], cluster: str) -> list[Job]:
     jobs: list[Job] = []
     append = jobs.append
     emitted: set[str] = set()
-    known = _JOBS.get
+    known, older, jobs_of = _JOBS.get, _JOBS_OLD.get, _JOBS
     for raw in raws:
         if not raw.array_job_id:
-            entry = known(id(raw))
+            key = id(raw)
+            entry = known(key)
+            if entry is None:
+                entry = older(key)
+                if entry is not None:
+                    jobs_of[key] = entry
             if entry is not None and entry[0] is raw and entry[1] == cluster and not entry[2]:
                 append(entry[3])
             else:
-                append(_cached_job(raw, cluster, ""))
+                job = to_job(raw, cluster)
+                jobs_of[key] = (raw, cluster, "", job)
+                append(job)
             continue
         group = raw.array_job_id
         if group in emitted:
