@@ -275,12 +275,12 @@ def _quick_hostlist(text: str) -> tuple[str, ...] | None:
             if not lo.isdigit() or not hi.isdigit():
                 return None
             first_n, last_n = int(lo), int(hi)
-            names = _numbered_names(prefix, len(lo), "", last_n)
-            if names is None:
+            table_n = _numbered_names(prefix, len(lo), "", last_n)
+            if table_n is None:
                 width = len(lo)
                 out.extend(intern(f"{prefix}{n:0{width}d}") for n in range(first_n, last_n + 1))
             else:
-                out.extend(names[first_n : last_n + 1])
+                out.extend(table_n[first_n : last_n + 1])
     if tail:
         names = tail.split(",")
         if parts:
@@ -963,7 +963,7 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
     )
     details = _DETAILS.get(values)
     if details is None:
-        details = tuple((k, str(v)) for k, v in zip(_DETAIL_LABELS, values) if v)
+        details = tuple([(k, v if type(v) is str else str(v)) for k, v in zip(_DETAIL_LABELS, values) if v])
         if len(_DETAILS) >= _DETAILS_MAX:
             _DETAILS.clear()
         _DETAILS[values] = details
