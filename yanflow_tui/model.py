@@ -27,7 +27,7 @@ def quick_init(*interned: str) -> Callable[[type[_T]], type[_T]]:
     ``maker(cls)`` gives a quicker factory still, for parsers that build objects by the hundred thousand."""
 
     def wrap(cls: type[_T]) -> type[_T]:
-        params, body, plain = [], [], []
+        params, body, plain, given = [], [], [], []
         space: dict[str, Any] = {"_intern": intern, "_str": str}
         for f in fields(cls):  # type: ignore[arg-type]
             if f.default_factory is not MISSING or not f.init:
@@ -41,17 +41,20 @@ def quick_init(*interned: str) -> Callable[[type[_T]], type[_T]]:
             value = f"_intern({f.name}) if type({f.name}) is _str else {f.name}" if f.name in interned else f.name
             body.append(f"    _set_{f.name}(self, {value})")
             plain.append(f"    self.{f.name} = {value}")
+            given.append(f"    self.{f.name} = {f.name}")
         exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n", space)
         init: Any = space["__init__"]
         init.__qualname__ = f"{cls.__qualname__}.__init__"
         setattr(cls, "__init__", init)  # noqa: B010 - mypy refuses a method assignment
-        _MAKERS[cls] = _maker(cls, params, plain, space)
+        _MAKERS[cls] = _maker(cls, params, plain, dict(space))
+        _MAKERS_AS_GIVEN[cls] = _maker(cls, params, given, dict(space))
         return cls
 
     return wrap
 
 
 _MAKERS: dict[type, Callable[..., Any]] = {}
+_MAKERS_AS_GIVEN: dict[type, Callable[..., Any]] = {}
 
 
 def _maker(cls: type, params: list[str], plain: list[str], space: dict[str, Any]) -> Callable[..., Any]:
@@ -72,10 +75,12 @@ def _maker(cls: type, params: list[str], plain: list[str], space: dict[str, Any]
     return make
 
 
-def maker(cls: type[_T]) -> Callable[..., _T]:
+def maker(cls: type[_T], interned: bool = True) -> Callable[..., _T]:
     """A factory for a ``quick_init`` class: the same arguments, defaults, interning and result as
-    ``cls(...)`` (a frozen ``cls`` instance, equal to one its ``__init__`` builds), built quicker."""
-    return _MAKERS.get(cls, cls)
+    ``cls(...)`` (a frozen ``cls`` instance, equal to one its ``__init__`` builds), built quicker.
+    ``interned=False``: the strings are stored as given, for a caller that shares them already (a
+    parser that interned each word once); the result is equal all the same."""
+    return (_MAKERS if interned else _MAKERS_AS_GIVEN).get(cls, cls)
 
 
 def intern_all(values: Iterable[str]) -> tuple[str, ...]:

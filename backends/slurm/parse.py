@@ -177,7 +177,9 @@ def expand_hostlist(text: str) -> tuple[str, ...]:
     if "[" not in text and "(" not in text:
         out = tuple(intern(p) for p in (s.strip() for s in text.split(",")) if p and p not in ("(null)", "N/A"))
     else:
-        out = _numbered_hostlist(text)
+        out = _quick_hostlist(text)
+        if out is None:
+            out = _numbered_hostlist(text)
         if out is None:
             out = tuple(intern(name) for name in _expand_hostlist(text))
     if len(_HOSTLIST_CACHE) >= _HOSTLIST_CACHE_MAX:
@@ -207,6 +209,90 @@ def _numbered_names(prefix: str, width: int, suffix: str, last: int) -> list[str
     if len(names) <= last:
         names.extend(intern(f"{prefix}{n:0{width}d}{suffix}") for n in range(len(names), last + 1))
     return names
+
+
+# prefix -> {number as written: name} (names interned), for _quick_hostlist's scattered lists
+_BY_DIGITS: dict[str, dict[str, str]] = {}
+_BY_DIGITS_MAX = 4096
+
+
+def _quick_hostlist(text: str) -> tuple[str, ...] | None:
+    """``_numbered_hostlist`` without its regex, for the commonest forms: plain names and
+    ``prefix[ranges]`` items with no suffix, ranges of ASCII digits. None for anything else (a
+    suffix, whitespace, parentheses, an empty item...), which then goes the regex's way."""
+    if not text.isprintable() or " " in text or "(" in text or ")" in text:
+        return None
+    out: list[str] = []
+    parts = text.split("]")
+    tail = parts.pop()
+    first = True
+    for part in parts:
+        head, bracket, ranges = part.partition("[")
+        if not bracket or not ranges or not ranges.isascii():
+            return None
+        names = head.split(",")
+        if first:
+            first = False
+        elif names[0] or len(names) < 2:  # a suffix after the last bracket, or brackets back to back
+            return None
+        else:
+            del names[0]
+        prefix = names.pop()
+        if not prefix:
+            return None
+        for name in names:
+            if not name:
+                return None
+            if name != "N/A":
+                out.append(intern(name))
+        items = ranges.split(",")
+        if "-" not in ranges:  # numbers alone (a scattered list): a lookup each, by the number as written
+            table = _BY_DIGITS.get(prefix)
+            if table is None:
+                if len(_BY_DIGITS) >= _BY_DIGITS_MAX:
+                    _BY_DIGITS.clear()
+                table = _BY_DIGITS[prefix] = {}
+            try:
+                named = list(map(table.__getitem__, items))
+            except KeyError:  # a number not met yet (the table holds valid ones only)
+                if not all(map(str.isdigit, items)):
+                    return None
+                if len(table) >= _NUMBERED_TOP:
+                    table.clear()
+                for item in items:
+                    if item not in table:
+                        table[item] = intern(prefix + item)
+                named = list(map(table.__getitem__, items))
+            out += named
+            continue
+        for item in items:
+            lo, dash, hi = item.partition("-")
+            if not dash:
+                if not lo.isdigit():
+                    return None
+                out.append(intern(prefix + lo))
+                continue
+            if not lo.isdigit() or not hi.isdigit():
+                return None
+            first_n, last_n = int(lo), int(hi)
+            table_n = _numbered_names(prefix, len(lo), "", last_n)
+            if table_n is None:
+                width = len(lo)
+                out.extend(intern(f"{prefix}{n:0{width}d}") for n in range(first_n, last_n + 1))
+            else:
+                out.extend(table_n[first_n : last_n + 1])
+    if tail:
+        names = tail.split(",")
+        if parts:
+            if names[0]:
+                return None
+            del names[0]
+        for name in names:
+            if not name or "[" in name:
+                return None
+            if name != "N/A":
+                out.append(intern(name))
+    return tuple(out)
 
 
 def _numbered_hostlist(text: str) -> tuple[str, ...] | None:
@@ -612,12 +698,15 @@ class RawJob:
 _make_raw = maker(RawJob)
 
 
+_stamp = datetime.fromtimestamp
+
+
 def _time(value: Any) -> datetime | None:
     number = int(value) if type(value) is str and value.isdigit() else _int(value, 0)
     if number <= 0:
         return None
     try:
-        return datetime.fromtimestamp(number, tz=UTC)
+        return _stamp(number, UTC)  # positional: a keyword argument costs as much again
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -660,9 +749,14 @@ def raw_from_json(raw: dict) -> RawJob:
         array_job_id=str(array_job) if array_job else "",
         array_task=task_text if array_job else "",
         name=str(raw.get("name") or ""),
-        user=str(raw.get("user_name") or raw.get("user") or raw.get("user_id") or ""),
-        state=_state_text(raw.get("job_state") if "job_state" in raw else (raw.get("state") or {}).get("current")),
-        reason=_reason(raw.get("state_reason") if "state_reason" in raw else (raw.get("state") or {}).get("reason")),
+        user=intern(str(raw.get("user_name") or raw.get("user") or raw.get("user_id") or "")),
+        # interned (to_job's maker takes the strings as given)
+        state=intern(
+            _state_text(raw.get("job_state") if "job_state" in raw else (raw.get("state") or {}).get("current"))
+        ),
+        reason=intern(
+            _reason(raw.get("state_reason") if "state_reason" in raw else (raw.get("state") or {}).get("reason"))
+        ),
         nodes=expand_hostlist(nodes_text),
         gpus=gpus,
         gpu_indices=indices,
@@ -820,29 +914,27 @@ def _parse_squeue_text(text: str, rows: dict[str, RawJob], older: dict[str, RawJ
         hosts = hosts_get(nodes)
         if hosts is None:
             hosts = expand_hostlist(nodes)
-        append(
-            make(
-                job_id,
-                array_job_id,
-                task,
-                intern(name) if len(name) < 64 else name,
-                intern(user),
-                intern(state),
-                "" if reason in _NO_REASON else intern(reason),
-                hosts,
-                gpus,
-                (),
-                submitted,
-                started,
-                ended,
-                intern(partition),
-                "" if account in _NO_REASON else intern(account),
-                "" if qos in _NO_REASON else intern(qos),
-                intern(time_limit),
-                int(cpus) if cpus.isdigit() else _int(cpus),
-            )
+        rows[line] = raw = make(
+            job_id,
+            array_job_id,
+            task,
+            intern(name) if len(name) < 64 else name,
+            intern(user),
+            intern(state),
+            "" if reason in _NO_REASON else intern(reason),
+            hosts,
+            gpus,
+            (),
+            submitted,
+            started,
+            ended,
+            intern(partition),
+            "" if account in _NO_REASON else intern(account),
+            "" if qos in _NO_REASON else intern(qos),
+            intern(time_limit),
+            int(cpus) if cpus.isdigit() else _int(cpus),
         )
-        rows[line] = jobs[-1]
+        append(raw)
     return jobs
 
 
@@ -863,7 +955,7 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
         raw.account,
         raw.qos,
         raw.time_limit,
-        str(raw.cpus) if raw.cpus else "",
+        raw.cpus,  # made text only for new details
         raw.workdir,
         raw.stdout,
         raw.stderr,
@@ -871,7 +963,7 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
     )
     details = _DETAILS.get(values)
     if details is None:
-        details = tuple((k, v) for k, v in zip(_DETAIL_LABELS, values) if v)
+        details = tuple([(k, v if type(v) is str else str(v)) for k, v in zip(_DETAIL_LABELS, values) if v])
         if len(_DETAILS) >= _DETAILS_MAX:
             _DETAILS.clear()
         _DETAILS[values] = details
@@ -895,11 +987,11 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
         raw.gpu_indices,
         parent,
         details,
-        facts_of(raw.comment).get("image", "") if raw.comment else "",
+        intern(facts_of(raw.comment).get("image", "")) if raw.comment else "",
     )
 
 
-_make_job = maker(Job)
+_make_job = maker(Job, interned=False)  # cluster, user, state, reason: interned by the parsers
 _DETAIL_LABELS = (
     "Expected start",
     "Partition",
@@ -977,14 +1069,21 @@ def _build_jobs(raws: list[RawJob], cluster: str) -> list[Job]:
     jobs: list[Job] = []
     append = jobs.append
     emitted: set[str] = set()
-    known = _JOBS.get
+    known, older, jobs_of = _JOBS.get, _JOBS_OLD.get, _JOBS
     for raw in raws:
         if not raw.array_job_id:
-            entry = known(id(raw))
+            key = id(raw)
+            entry = known(key)
+            if entry is None:
+                entry = older(key)
+                if entry is not None:
+                    jobs_of[key] = entry
             if entry is not None and entry[0] is raw and entry[1] == cluster and not entry[2]:
                 append(entry[3])
             else:
-                append(_cached_job(raw, cluster, ""))
+                job = to_job(raw, cluster)
+                jobs_of[key] = (raw, cluster, "", job)
+                append(job)
             continue
         group = raw.array_job_id
         if group in emitted:
@@ -1067,6 +1166,7 @@ def clear_caches() -> None:
     for cache in (
         _HOSTLIST_CACHE,
         _NUMBERED,
+        _BY_DIGITS,
         _STATE_OF,
         _DETAILS,
         _LOCAL,

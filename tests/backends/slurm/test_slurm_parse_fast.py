@@ -201,6 +201,69 @@ def test_numbered_hostlists_expand_as_the_general_expansion(items):
     assert parse.expand_hostlist(text) == tuple(parse._expand_hostlist(text)), text
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "gpu[0012-0015,0040],cpu0003",
+        "gpu[0834,0848,1041],cpu[0239,0288]",
+        "a,gpu[1-3],b,N/A,c[7]",
+        "gpu[8-10,09,7]",
+        "gpu[70000-70002,65535]",
+        "n[1,2][3]",  # brackets back to back
+        "gpu[01-02]-ib,cpu[1-2]",  # a suffix
+        "gpu[1-],cpu1",  # an open range
+        "gpu[1--2]",
+        "gpu[٣]",  # a non-ASCII digit
+        "gpu[1,,2]",
+        "gpu[]",
+        "a,,gpu[1]",
+        "gpu[1-2], cpu01",  # whitespace
+        "gpu[1]]",
+        "x(1)[1-2]",
+        "gpu[1",
+        "gpu[1-2],rack[1-2]x[3]",
+    ],
+)
+def test_the_quick_hostlist_path_gives_what_the_regex_and_general_paths_give(text):
+    """_quick_hostlist answers for the usual forms and leaves the rest (None) to the regex path,
+    then to the general expansion: the result is the same either way, names shared."""
+    parse.clear_caches()
+    quick = parse._quick_hostlist(text)
+    slow = parse._numbered_hostlist(text)
+    general = tuple(parse._expand_hostlist(text))
+    assert parse.expand_hostlist(text) == (slow if slow is not None else general)
+    if quick is not None:
+        assert quick == (slow if slow is not None else general)
+        assert all(a is b for a, b in zip(quick, parse._quick_hostlist(text)))  # from the tables, interned
+    assert (quick is None) == (text in QUICK_DECLINES)
+
+
+QUICK_DECLINES = {
+    "n[1,2][3]",
+    "gpu[01-02]-ib,cpu[1-2]",
+    "gpu[1-],cpu1",
+    "gpu[1--2]",
+    "gpu[٣]",
+    "gpu[1,,2]",
+    "gpu[]",
+    "a,,gpu[1]",
+    "gpu[1-2], cpu01",
+    "gpu[1]]",
+    "x(1)[1-2]",
+    "gpu[1",
+    "gpu[1-2],rack[1-2]x[3]",
+}
+
+
+def test_scattered_numbers_met_again_come_from_the_table():
+    parse.clear_caches()
+    first = parse._quick_hostlist("gpu[0003,0001]")
+    assert first == ("gpu0003", "gpu0001") and parse._BY_DIGITS["gpu"] == {"0003": "gpu0003", "0001": "gpu0001"}
+    again = parse._quick_hostlist("gpu[0001,0003,0002]")
+    assert again == ("gpu0001", "gpu0003", "gpu0002") and again[0] is first[1]
+    assert parse._quick_hostlist("gpu[0001,x]") is None and "x" not in parse._BY_DIGITS["gpu"]
+
+
 def test_hostlist_names_are_shared_strings():
     parse.clear_caches()
     one = parse.expand_hostlist("gpu[0001-0004]")
@@ -281,6 +344,10 @@ def test_maker_builds_what_the_constructor_builds():
         "c", "n1", "idle", gpus=(Gpu(0, GpuState.FREE),)
     )
     assert maker(LogLine)("1", "x") == LogLine("1", "x")
+    given = "".join(["u", "2"])
+    as_given = maker(Job, interned=False)("1", "c", "n", given, JobState.RUNNING, nodes=("g1",))
+    assert as_given == Job("1", "c", "n", "u2", JobState.RUNNING, nodes=("g1",)) and type(as_given) is Job
+    assert as_given.user is given  # stored as given, not interned again
     with pytest.raises(TypeError):
         maker(Job)("1", "c")
     assert maker(parse.Gres) is parse.Gres  # not a quick_init class: its own constructor
