@@ -30,6 +30,8 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, TextIO, cast
 
 from yanflow_tui.sanitize import clean
+from yanflow_tui.widths import duration
+from yanflow_tui.widths import fit_widths as widths_fit
 
 if TYPE_CHECKING:
     from yanflow_tui.config import Config
@@ -108,17 +110,6 @@ def fit(text: str, width: int) -> str:
         out.append(ch)
         used += w
     return "".join(out) + "…"
-
-
-def duration(seconds: float | None) -> str:
-    """As ``screens.render.rows.duration``: 45s, 12m, 3h, 5d."""
-    if seconds is None:
-        return "-"
-    seconds = max(0, int(seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 _DIGITS = re.compile(r"(\d+)")
@@ -309,26 +300,10 @@ def content_widths(rows: list[tuple[dict, int]]) -> list[int]:
     return widths
 
 
-def fit_widths(natural: list[int], available: int) -> tuple[list[int], set[int]]:
-    """``VirtualTable._fit_widths``: flexible columns shrink first (the widest first, to their floor),
-    then columns give way in rank order."""
+def fit_widths(natural: list[int], available: int) -> tuple[list[int], frozenset[int]]:
+    """``VirtualTable._fit_widths`` for the Queue's columns (the same ``widths.fit_widths``)."""
     floors = {i: max(floor, cells(HEADERS[i]), MIN_WIDTH.get(i, 0), 3) for i, floor in FLEX.items()}
-    order = sorted((rank, i) for i, rank in GIVE_WAY.items())
-    hidden: set[int] = set()
-    widths = list(natural)
-    for given_way in range(len(order) + 1):
-        hidden = {i for _, i in order[:given_way]}
-        widths = [0 if i in hidden else w for i, w in enumerate(natural)]
-        excess = sum(w + 2 * PAD for i, w in enumerate(widths) if i not in hidden) - available
-        while excess > 0:
-            shrinkable = [i for i in floors if i not in hidden and widths[i] > floors[i]]
-            if not shrinkable:
-                break
-            widths[max(shrinkable, key=lambda i: widths[i] - floors[i])] -= 1
-            excess -= 1
-        if excess <= 0:
-            break
-    return widths, hidden
+    return widths_fit(natural, floors, ((rank, i) for i, rank in GIVE_WAY.items()), available, PAD)
 
 
 Span = tuple[str, str]  # (text, its SGR)

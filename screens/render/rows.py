@@ -15,6 +15,7 @@ from rich.text import Text
 
 from yanflow_tui.model import Job, JobState
 from yanflow_tui.sanitize import clean
+from yanflow_tui.widths import duration
 
 JOB_COLUMNS = ("cluster", "id", "name", "user", "state", "gpus", "nodes", "age", "reason")
 JOB_HEADERS = ("CLUSTER", "ID", "NAME", "USER", "STATE", "GPUS", "NODES", "AGE", "REASON")
@@ -32,17 +33,6 @@ STATE_STYLES = {
 
 def text(value: object, style: str = "") -> Text:
     return Text(clean(str(value)), style=style, no_wrap=True, overflow="ellipsis")
-
-
-def duration(seconds: float | None) -> str:
-    """Compact age like kubectl: 45s, 12m, 3h, 5d."""
-    if seconds is None:
-        return "-"
-    seconds = max(0, int(seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def age_text(when: datetime | None, now: float) -> str:

@@ -33,6 +33,7 @@ from textual.strip import Strip
 
 from yanflow_tui.screens.render.rows import natural_key
 from yanflow_tui.screens.widgets.scrolling import set_virtual_size
+from yanflow_tui.widths import fit_widths
 
 Cell = str | Text | Callable[[], Text]
 PAD = 1  # blank cells each side of every column
@@ -844,23 +845,9 @@ class VirtualTable(ScrollView, can_focus=True):
         """Widths that fit ``available`` cells, and the columns hidden: flexible columns shrink first,
         the widest first, down to their floor; if that is not enough, columns with a ``give_way``
         rank are hidden in rank order (and the others shrink only as far as they still must)."""
-        natural = self._natural_widths()
         floors = {i: max(c.min_width, c.floor, Text(c.label).cell_len, 3) for i, c in enumerate(self.columns) if c.flex}
-        order = sorted((c.give_way, i) for i, c in enumerate(self.columns) if c.give_way)
-        hidden: frozenset[int] = frozenset()
-        for given_way in range(len(order) + 1):
-            hidden = frozenset(i for _, i in order[:given_way])
-            widths = [0 if i in hidden else w for i, w in enumerate(natural)]
-            excess = sum(w + 2 * PAD for i, w in enumerate(widths) if i not in hidden) - available
-            while excess > 0:
-                shrinkable = [i for i in floors if i not in hidden and widths[i] > floors[i]]
-                if not shrinkable:
-                    break
-                widths[max(shrinkable, key=lambda i: widths[i] - floors[i])] -= 1
-                excess -= 1
-            if excess <= 0:
-                break
-        return widths, hidden
+        give_way = [(c.give_way, i) for i, c in enumerate(self.columns) if c.give_way]
+        return fit_widths(self._natural_widths(), floors, give_way, available, PAD)
 
     @property
     def hidden_columns(self) -> tuple[str, ...]:
