@@ -36,6 +36,16 @@ def rows(app) -> list[str]:
     return table(app).row_keys
 
 
+async def with_bulk_jobs(pilot, app, backend, count: int, wait: bool = True) -> None:
+    """``count`` pending jobs ``bulk-0``.. added to ``backend`` and refreshed in; ``wait``: until the Queue
+    shows them all (groups closed, so one more row each)."""
+    shown = len(rows(app)) + count
+    backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(count))
+    await refreshed(pilot, app)
+    if wait:
+        await wait_for(pilot, lambda: len(rows(app)) == shown, what="bulk rows")
+
+
 async def sort_by(pilot, app, column: str) -> None:
     for _ in range(len(table(app).columns)):
         if table(app).sort_column == column:
@@ -137,9 +147,7 @@ async def test_cursor_and_scroll_survive_refreshes_that_change_rows(home):
     async with app.run_test(size=(120, 20)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         backend = FakeBackend.instances[-1]
-        backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(300))
-        await refreshed(pilot, app)
-        await wait_for(pilot, lambda: len(rows(app)) == 303, what="bulk rows")
+        await with_bulk_jobs(pilot, app, backend, 300)
         assert table(app).move_cursor_to_key("hpc/1150")
         top = await wait_for(pilot, lambda: (y := table(app).scroll_offset.y) > 100 and y, what="scrolled to 1150")
         for i in range(0, 300, 7):  # some rows change state, some go, one arrives at the end
@@ -284,10 +292,8 @@ async def test_escape_gives_back_the_very_rows_widths_and_cursor_shown_before_th
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: "det/104" in rows(app), what="rows")
         backend = FakeActionsBackend.instances[-1]
-        backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(1500))
-        shown = len(rows(app)) + 1500
-        await refreshed(pilot, app)
-        await wait_for(pilot, lambda: len(rows(app)) == shown, what="bulk rows")
+        await with_bulk_jobs(pilot, app, backend, 1500)
+        shown = len(rows(app))
         jobs = table(app)
         jobs.move_cursor_to_key("det/104")
         before = [jobs.get_row(key) for key in rows(app)]
@@ -308,9 +314,7 @@ async def test_a_refresh_while_filtered_updates_the_view_and_the_rows_escape_giv
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         backend = FakeBackend.instances[-1]
-        backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(1500))
-        await refreshed(pilot, app)
-        await wait_for(pilot, lambda: len(rows(app)) == 1503, what="bulk rows")
+        await with_bulk_jobs(pilot, app, backend, 1500)
         await pilot.press("slash", *"bulk-7")
         await wait_for(pilot, lambda: len(rows(app)) == 111, what="filtered")
         at = next(i for i, job in enumerate(backend.jobs) if job.id == "1070")
@@ -334,9 +338,7 @@ async def test_a_backspace_gives_the_table_the_rows_it_showed_for_that_filter_be
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         backend = FakeBackend.instances[-1]
-        backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(1500))
-        await refreshed(pilot, app)
-        await wait_for(pilot, lambda: len(rows(app)) == 1503, what="bulk rows")
+        await with_bulk_jobs(pilot, app, backend, 1500)
         await pilot.press("slash", *"bulk-")
         await wait_for(pilot, lambda: len(rows(app)) == 1500, what="filtered")
         jobs = table(app)
@@ -363,8 +365,7 @@ async def test_the_filters_text_is_made_ahead_and_a_refresh_remakes_only_the_cha
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         backend = FakeBackend.instances[-1]
-        backend.jobs.extend(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING) for i in range(1500))
-        await refreshed(pilot, app)
+        await with_bulk_jobs(pilot, app, backend, 1500, wait=False)
         screen = app.screen
         warmed = lambda: screen._columns is not None and screen._columns[0] == screen._version  # noqa: E731
         await wait_for(pilot, warmed, what="the filter's columns made ahead")
