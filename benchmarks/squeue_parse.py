@@ -11,13 +11,17 @@ cancelled. From their columns it synthesises N lines with varied ids, names (spa
 (``gpu[0012-0015,0040],cpu0003``), GRES, times, and arrays: running tasks one per line plus the pending
 remainder as one ``123_[8-999%16]`` line.
 
-    python benchmarks/squeue_parse.py [--lines 10000 100000] [--live] [--repeat 3] [--profile]
+    python benchmarks/squeue_parse.py [--lines 10000 100000] [--live] [--repeat 3] [--profile] [--rss]
 
-Prints, per size: ``parse_squeue_text`` (text -> ``RawJob``) and the whole path the backend runs each
-refresh (``parse_squeue_text`` + ``build_jobs`` -> ``Job``), CPU seconds (``time.process_time``, best of
-``--repeat``) and wall, against the goal: cold (a first poll), warm (the same text again) and the next
-poll of a busy queue (``--churn``, 5% of the lines changed). ``--profile`` prints a cProfile of the
-largest size, cold.
+Prints, per size, CPU seconds (``time.process_time``, best of ``--repeat``) and wall of the whole path
+the backend runs each refresh, ``squeue_jobs`` (text -> ``Job``), against the goal; beside it the
+RawJob path it replaced, ``parse_squeue_text`` (text -> ``RawJob``, still what single-job look-ups use)
+then ``build_jobs`` (-> ``Job``), whose Jobs it checks are equal. Each cold (a first poll), warm (the
+same text again) and at the next poll of a busy queue (``--churn``, 5% of the lines changed).
+``--profile`` prints a cProfile of the largest size, cold. ``--rss`` runs each size again in a fresh
+process that reads the text from a file, parses it as the backend does, then the next poll, holding
+the Jobs as the console would, and prints its RSS: before, after, peak, and what the parser's caches
+hold (the lines they keep and their tables), so what a real Slurm queue of that size adds to a console.
 Not part of the test suite.
 """
 
@@ -25,11 +29,14 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import os
 import pstats
 import random
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -225,7 +232,8 @@ def measure(text: str, repeat: int, changed: str) -> dict[str, float]:
     best: dict[str, float] = {}
     paths = (
         ("parse", lambda t: parse.parse_squeue_text(t)),
-        ("jobs", lambda t: parse.build_jobs(parse.parse_squeue_text(t), "hpc")),
+        ("raw", lambda t: parse.build_jobs(parse.parse_squeue_text(t), "hpc")),
+        ("jobs", lambda t: parse.squeue_jobs(t, "hpc")),
     )
     for _ in range(repeat):
         for label, run in paths:
@@ -248,7 +256,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the best is shown)")
     parser.add_argument("--churn", type=float, default=0.05, help="share of lines changed for the next poll")
     parser.add_argument("--profile", action="store_true", help="cProfile the largest size (cold)")
+    parser.add_argument("--rss", action="store_true", help="RSS of each size parsed and held, in a fresh process")
+    parser.add_argument("--rss-phase", nargs=2, metavar=("TEXT", "NEXT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rss_phase:
+        return rss_phase(*args.rss_phase)
     real = live_lines() if args.live else [line for line in RECORDED.read_text().split("\n") if line]
     templates = columns_of(real)
     source = "a live capture" if args.live else str(RECORDED.relative_to(ROOT))
@@ -260,15 +272,20 @@ def main() -> int:
         jobs = parse.build_jobs(raws, "hpc")
         assert len(raws) == count, (len(raws), count)
         assert sum(1 for j in jobs if j.parent) > 0 and sum(1 for j in jobs if j.raw_state == "ARRAY") == arrays
+        parse.clear_caches()
+        assert parse.squeue_jobs(text, "hpc") == jobs, "squeue_jobs and the RawJob path disagree"
         best = measure(text, args.repeat, churned(text, args.churn))
         goal = GOALS.get(count) or (0.1 if count <= 10_000 else 1.0) * count / (10_000 if count <= 10_000 else 100_000)
         for label, what in (
-            ("parse", "parse_squeue_text -> RawJob"),
-            ("jobs", f"+ build_jobs -> {len(jobs):,} Jobs"),
-            ("parse_warm", "  again, caches warm (next poll)"),
-            ("jobs_warm", "  + build_jobs, caches warm"),
-            ("parse_next", f"  next poll, {args.churn:.0%} of lines changed"),
-            ("jobs_next", "  + build_jobs, next poll"),
+            ("jobs", f"squeue_jobs -> {len(jobs):,} Jobs"),
+            ("jobs_warm", "  again, caches warm"),
+            ("jobs_next", f"  next poll, {args.churn:.0%} of lines changed"),
+            ("raw", "RawJob path: parse + build_jobs"),
+            ("raw_warm", "  again, caches warm"),
+            ("raw_next", "  next poll"),
+            ("parse", "  parse_squeue_text -> RawJob"),
+            ("parse_warm", "    again, caches warm"),
+            ("parse_next", "    next poll"),
         ):
             verdict = ("ok" if best[label] <= goal else "MISSED") if label.startswith("jobs") else ""
             print(
@@ -277,15 +294,76 @@ def main() -> int:
             )
     print(
         f"CPU: time.process_time(), best of {args.repeat}; cold: the parser's caches cleared first. "
-        "The goal applies to the whole path, squeue text -> Jobs (what the backend runs each refresh). "
+        "The goal applies to the whole path, squeue text -> Jobs (squeue_jobs: what the backend runs each refresh). "
         f"Load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs."
     )
     if args.profile:
         text, _ = synthesise(templates, max(args.lines))
         parse.clear_caches()
         profile = cProfile.Profile()
-        profile.runcall(lambda: parse.build_jobs(parse.parse_squeue_text(text), "hpc"))
+        profile.runcall(lambda: parse.squeue_jobs(text, "hpc"))
         pstats.Stats(profile).sort_stats("tottime").print_stats(15)
+    if args.rss:
+        print(
+            f"{'lines':>8}  {'text MB':>7}  {'RSS before':>10}  {'after':>7}  {'peak':>7}  {'Jobs+caches':>11}  "
+            f"{'caches':>7}  (MB; the Jobs of the next poll held, the first poll's dropped)"
+        )
+        for count in args.lines:
+            text, _ = synthesise(templates, count)
+            with tempfile.TemporaryDirectory() as folder:
+                first, second = Path(folder, "poll1"), Path(folder, "poll2")
+                first.write_text(text)
+                second.write_text(churned(text, args.churn))
+                out = subprocess.run(
+                    [sys.executable, __file__, "--rss-phase", str(first), str(second)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            before, after, peak, caches = (float(x) for x in out.split())
+            print(
+                f"{count:>8,}  {len(text) / 1e6:>7.1f}  {before:>10.0f}  {after:>7.0f}  {peak:>7.0f}  "
+                f"{after - before:>11.0f}  {caches:>7.1f}"
+            )
+    return 0
+
+
+def rss_mb() -> float:
+    """This process's resident set, MB (Linux: /proc/self/statm)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def cache_bytes() -> int:
+    """What the squeue parser's per-line caches hold beyond the Jobs themselves: the lines kept, the
+    dicts, and the array tasks' _Member records (the Jobs are the console's, counted apart)."""
+    total = 0
+    for caches in (parse._LINES, parse._LINES_OLD):
+        for rows in caches.values():
+            total += sys.getsizeof(rows) + sum(sys.getsizeof(line) for line in rows)
+            total += sum(sys.getsizeof(made) for made in rows.values() if type(made) is parse._Member)
+    for caches in (parse._ARRAYS, parse._ARRAYS_OLD):
+        for arrays in caches.values():
+            total += sys.getsizeof(arrays) + sum(sys.getsizeof(t) + sys.getsizeof(j) for t, j in arrays.values())
+    for table in (parse._ROWS, parse._ROWS_OLD, parse._JOBS, parse._JOBS_OLD, parse._HOSTLIST_CACHE, parse._DETAILS):
+        total += sys.getsizeof(table)
+    return total
+
+
+def rss_phase(first: str, second: str) -> int:
+    """``--rss``'s child: two polls as the backend parses them, the latest Jobs held; prints the RSS
+    before, after and at its peak, and the caches' own bytes (MB)."""
+    texts = [Path(first).read_text(), Path(second).read_text()]
+    gc.collect()
+    before = rss_mb()
+    jobs = None
+    for text in texts:
+        jobs = parse.squeue_jobs(text, "hpc")
+    texts.clear()
+    gc.collect()
+    assert jobs
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{before:.1f} {rss_mb():.1f} {peak:.1f} {cache_bytes() / 2**20:.1f}")
     return 0
 
 

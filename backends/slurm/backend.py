@@ -171,21 +171,39 @@ class SlurmBackend(Backend):
     # -- reads -----------------------------------------------------------------------------------
     async def _squeue(self, user: str = "") -> list[parse.RawJob]:
         """The queue (only ``user``'s jobs when given): one squeue call, text or JSON."""
-        only = ["-u", user] if user else []
-        if not self.use_json_squeue and clock() >= self._json_until:
-            result = await self.transport.run(["squeue", "-h", "-a", "-t", "all", *only, "-o", parse.SQUEUE_FORMAT])
-            if result.ok:
-                try:
-                    return parse.parse_squeue_text(result.stdout)
-                except parse.AmbiguousRows:
-                    # A newline in a name: read JSON from now on for a while, instead of asking
-                    # twice (text, then JSON) on every refresh while that job stays in the queue.
-                    self._json_until = clock() + JSON_STICKY
-            elif "invalid" in result.stderr.lower():
-                self.use_json_squeue = True  # this squeue rejects our -o format: JSON from now on
-            else:
-                raise BackendError(f"squeue failed: {result.error()}")
+        text = await self._squeue_text(user)
+        if text is not None:
+            try:
+                return parse.parse_squeue_text(text)
+            except parse.AmbiguousRows:
+                self._json_until = clock() + JSON_STICKY
         return await self._squeue_json(user)
+
+    async def _queue(self, user: str = "") -> list[Job]:
+        """The queue as Jobs, as ``build_jobs(await self._squeue(user))`` gives them: the ``-o`` text
+        straight to Jobs (``parse.squeue_jobs``, no RawJob between), else JSON."""
+        text = await self._squeue_text(user)
+        if text is not None:
+            try:
+                return parse.squeue_jobs(text, self.name)
+            except parse.AmbiguousRows:
+                self._json_until = clock() + JSON_STICKY
+        return parse.build_jobs(await self._squeue_json(user), self.name)
+
+    async def _squeue_text(self, user: str) -> str | None:
+        """``squeue -o``'s text, or None where JSON is to be read instead. After an ambiguous text (a
+        newline in a name: the caller sets ``_json_until``), JSON for a while, instead of asking twice
+        (text, then JSON) on every refresh while that job stays in the queue."""
+        if self.use_json_squeue or clock() < self._json_until:
+            return None
+        only = ["-u", user] if user else []
+        result = await self.transport.run(["squeue", "-h", "-a", "-t", "all", *only, "-o", parse.SQUEUE_FORMAT])
+        if result.ok:
+            return result.stdout
+        if "invalid" in result.stderr.lower():
+            self.use_json_squeue = True  # this squeue rejects our -o format: JSON from now on
+            return None
+        raise BackendError(f"squeue failed: {result.error()}")
 
     async def _squeue_json(self, user: str = "") -> list[parse.RawJob]:
         only = ["-u", user] if user else []
@@ -202,7 +220,7 @@ class SlurmBackend(Backend):
 
     async def list_jobs(self) -> list[Job]:
         user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
-        jobs = parse.build_jobs(await self._squeue("" if self.all_users else user), self.name)
+        jobs = await self._queue("" if self.all_users else user)
         self._gpu_jobs = gpus.running_gpu_jobs(jobs)
         self._states = (clock(), {j.id: j.state for j in jobs})
         await self._refresh_history()
@@ -238,7 +256,7 @@ class SlurmBackend(Backend):
         """Which GPUs each running GPU job holds: one ``scontrol -dd show job`` per job, once (a
         running job's GPUs do not move), at most PLACEMENTS_PER_REFRESH new jobs a refresh."""
         if self._gpu_jobs is None:  # nodes asked for before any job refresh (``nodes --json``)
-            self._gpu_jobs = gpus.running_gpu_jobs(parse.build_jobs(await self._squeue(), self.name))
+            self._gpu_jobs = gpus.running_gpu_jobs(await self._queue())
         live = set(self._gpu_jobs)
         self._placements = {k: v for k, v in self._placements.items() if k in live}
         todo = [j for j in self._gpu_jobs if j not in self._placements][:PLACEMENTS_PER_REFRESH]

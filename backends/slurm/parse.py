@@ -1123,6 +1123,252 @@ def _array_jobs(group: str, members: list[RawJob], cluster: str) -> list[Job]:
     return [head, *children]
 
 
+# -- squeue text straight to Jobs -----------------------------------------------------------------
+
+
+class _Member(tuple):
+    """An array task's line, parsed: ``(job, group, job_id, start, partition)``, what its group's
+    head is made from beside the task's Job (the RawJob's id, its start even while pending, its
+    partition). A tuple subclass, so that a cached line tells a task from a plain Job by its type."""
+
+    __slots__ = ()
+
+
+# Per cluster, what each squeue line made: its Job, or an array task's _Member. Two generations, as
+# _ROWS (the older one holds lines of jobs gone until the next turn); an array's jobs by its id, with
+# the _Members they were made from, turned over with them.
+_LINES: dict[str, dict[str, Job | _Member]] = {}
+_LINES_OLD: dict[str, dict[str, Job | _Member]] = {}
+_ARRAYS: dict[str, dict[str, tuple[list[_Member], list[Job]]]] = {}
+_ARRAYS_OLD: dict[str, dict[str, tuple[list[_Member], list[Job]]]] = {}
+
+
+def squeue_jobs(text: str, cluster: str) -> list[Job]:
+    """``build_jobs(parse_squeue_text(text), cluster)`` in one pass, with no RawJob between: each
+    line straight to its Job, an array's tasks to their group Job and children, the same Jobs equal
+    (and in the same order) as that path gives. What the backend runs each refresh. A line met in
+    this cluster's recent parses gives the same Job as then, and an array whose lines are all the
+    same, the same Jobs; a new line's repeated values (times, details, node lists, GPU counts) are
+    worked out once per text."""
+    with collector_paused():
+        rows = _LINES.get(cluster)
+        if rows is None:
+            rows = _LINES[cluster] = {}
+        older = _LINES_OLD.get(cluster) or {}
+        arrays = _ARRAYS.get(cluster)
+        if arrays is None:
+            arrays = _ARRAYS[cluster] = {}
+        jobs, groups = _squeue_jobs(text, cluster, rows, older)
+        if groups:
+            jobs = _with_arrays(jobs, groups, cluster, arrays, _ARRAYS_OLD.get(cluster) or {})
+        if len(rows) > len(jobs) + len(jobs) // 8 + _ROWS_SLACK:
+            _LINES_OLD[cluster], _LINES[cluster] = rows, {}
+            _ARRAYS_OLD[cluster], _ARRAYS[cluster] = arrays, {}
+    return jobs
+
+
+def _squeue_jobs(
+    text: str, cluster: str, rows: dict[str, Job | _Member], older: dict[str, Job | _Member]
+) -> tuple[list[Any], dict[str, list[_Member]]]:
+    """The Jobs of the lines in order, an array's id (a str) where its first task stands; and the
+    tasks of each array."""
+    jobs: list[Any] = []
+    append = jobs.append
+    groups: dict[str, list[_Member]] = {}
+    width = len(SQUEUE_FIELDS)
+    times: dict[str, Any] = {"N/A": None, "NONE": None, "0": None, "": None, "Unknown": None}
+    times_get = times.get
+    gpus_of: dict[tuple[str, str], int] = {}
+    details_of: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+    states: dict[str, tuple[str, JobState, bool]] = {}
+    hosts_get = _HOSTLIST_CACHE.get
+    rows_get, older_get = rows.get, older.get
+    make, member, slurm, pending_state = _make_job, _Member, JobKind.SLURM, JobState.PENDING
+    for line in text.split("\n"):
+        made = rows_get(line)
+        if made is None:
+            if not line:
+                continue
+            made = older_get(line)
+            if made is None:
+                cols = line.split(SEP, width - 1)
+                if len(cols) != width or not cols[0].isdigit():
+                    raise AmbiguousRows(f"ambiguous squeue row: {line[:80]!r}")
+                (
+                    job_id,
+                    array_job_id,
+                    array_task,
+                    state_text,
+                    reason,
+                    user,
+                    node_count,
+                    nodes,
+                    tres,
+                    submit,
+                    start,
+                    end,
+                    partition,
+                    account,
+                    qos,
+                    time_limit,
+                    cpus,
+                    _display,
+                    name,
+                ) = cols
+                known_state = states.get(state_text)
+                if known_state is None:
+                    state = _STATE_OF.get(state_text) or normalise_state(state_text)
+                    known_state = states[state_text] = (intern(state_text), state, state in TERMINAL_STATES)
+                raw_state, state, terminal = known_state
+                gpus = gpus_of.get((tres, node_count))
+                if gpus is None:
+                    gpus = gpus_of[tres, node_count] = (
+                        0 if tres in ("N/A", "(null)") else _gpus_from_tres(tres, _int(node_count, 1))
+                    )
+                submitted = times_get(submit, times)
+                if submitted is times:
+                    submitted = times[submit] = _time(submit)
+                started = times_get(start, times)
+                if started is times:
+                    started = times[start] = _time(start)
+                if terminal:
+                    ended = times_get(end, times)
+                    if ended is times:
+                        ended = times[end] = _time(end)
+                else:
+                    ended = None
+                pending = state is pending_state
+                key = (start if pending else "", partition, account, qos, time_limit, cpus)
+                details = details_of.get(key)
+                if details is None:
+                    details = details_of[key] = _text_details(started if pending else None, *key[1:])
+                if nodes:
+                    hosts = hosts_get(nodes)
+                    if hosts is None:
+                        hosts = expand_hostlist(nodes)
+                else:
+                    hosts = ()
+                # %F is the job's own id for a plain job; only %K (task id or range) marks an array member.
+                if array_task not in _NO_VALUE and array_job_id not in _NO_TASK:
+                    task = array_task[1:-1] if array_task.startswith("[") and array_task.endswith("]") else array_task
+                    if not task:
+                        shown = job_id
+                    elif task.isdigit():
+                        shown = f"{array_job_id}_{task}"
+                    else:
+                        shown = f"{array_job_id}_[{task}]"
+                    parent = array_job_id
+                else:
+                    shown, parent = job_id, ""
+                job = make(
+                    shown,
+                    cluster,
+                    intern(name) if len(name) < 64 else name,
+                    intern(user),
+                    state,
+                    raw_state,
+                    "" if reason in _NO_REASON else intern(reason),
+                    hosts,
+                    gpus,
+                    submitted,
+                    None if pending else started,
+                    ended,
+                    slurm,
+                    None,
+                    "",
+                    (),
+                    parent,
+                    details,
+                    "",
+                )
+                made = member((job, parent, job_id, started, intern(partition))) if parent else job
+            rows[line] = made
+        if type(made) is member:
+            group = made[1]
+            tasks = groups.get(group)
+            if tasks is None:
+                groups[group] = [made]
+                append(group)
+            else:
+                tasks.append(made)
+        else:
+            append(made)
+    return jobs, groups
+
+
+def _text_details(
+    start: datetime | None, partition: str, account: str, qos: str, time_limit: str, cpus: str
+) -> tuple[tuple[str, str], ...]:
+    """A squeue line's details, as ``to_job`` makes them from its RawJob (shared through _DETAILS)."""
+    values = (
+        _local(start) if start else "",
+        intern(partition),
+        "" if account in _NO_REASON else intern(account),
+        "" if qos in _NO_REASON else intern(qos),
+        intern(time_limit),
+        int(cpus) if cpus.isdigit() else _int(cpus),
+        "",
+        "",
+        "",
+        "",
+    )
+    details = _DETAILS.get(values)
+    if details is None:
+        details = tuple([(k, v if type(v) is str else str(v)) for k, v in zip(_DETAIL_LABELS, values) if v])
+        if len(_DETAILS) >= _DETAILS_MAX:
+            _DETAILS.clear()
+        _DETAILS[values] = details
+    return details
+
+
+def _with_arrays(
+    jobs: list[Any],
+    groups: dict[str, list[_Member]],
+    cluster: str,
+    arrays: dict[str, tuple[list[_Member], list[Job]]],
+    older: dict[str, tuple[list[_Member], list[Job]]],
+) -> list[Job]:
+    """``jobs`` with each array's id replaced by its group Job and tasks (those of the last parse
+    where its lines were all the same)."""
+    out: list[Job] = []
+    append, extend = out.append, out.extend
+    for job in jobs:
+        if type(job) is not str:
+            append(job)
+            continue
+        tasks = groups[job]
+        made = arrays.get(job) or older.get(job)
+        if made is None or made[0] != tasks:  # the same lines give the same _Members: compared by identity
+            made = (tasks, _array_of_tasks(job, tasks, cluster))
+        arrays[job] = made
+        extend(made[1])
+    return out
+
+
+def _array_of_tasks(group: str, tasks: list[_Member], cluster: str) -> list[Job]:
+    """``_array_jobs`` for tasks parsed straight to Jobs: the group Job, then the tasks' Jobs."""
+    children = [t[0] for t in tasks]
+    states = {c.state for c in children}
+    state = next((s for s in _AGGREGATE if s in states), JobState.UNKNOWN)
+    first = min(tasks, key=lambda t: (t[2] != group, t[2]))
+    head = Job(
+        id=group,
+        cluster=cluster,
+        name=first[0].name,
+        user=first[0].user,
+        state=state,
+        raw_state="ARRAY",
+        reason=next((c.reason for c in children if c.reason), ""),
+        nodes=tuple(dict.fromkeys(chain.from_iterable(c.nodes for c in children))),
+        gpus=sum(c.gpus for c in children if c.state is JobState.RUNNING),
+        submit_time=min((c.submit_time for c in children if c.submit_time), default=None),
+        start_time=min((t[3] for t in tasks if t[3]), default=None),
+        kind=JobKind.SLURM,
+        details=(("Array tasks", str(len(children)) + " rows"), ("Partition", first[4])),
+    )
+    return [head, *children]
+
+
 # -- StdOut/StdErr patterns -----------------------------------------------------------------------
 
 
@@ -1176,5 +1422,9 @@ def clear_caches() -> None:
         _JOBS_OLD,
         _GROUPS,
         _GROUPS_OLD,
+        _LINES,
+        _LINES_OLD,
+        _ARRAYS,
+        _ARRAYS_OLD,
     ):
         cache.clear()

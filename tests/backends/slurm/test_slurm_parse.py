@@ -373,6 +373,40 @@ async def test_an_squeue_that_rejects_the_format_is_read_as_json_from_then_on():
     assert [("-o" in argv) for argv in transport.calls] == [True, False, False]
 
 
+async def test_the_queue_is_read_from_the_text_straight_to_jobs_and_from_json_after_an_ambiguous_text():
+    """``_queue`` gives what ``build_jobs(_squeue())`` gives; a name with a newline sends it to JSON,
+    which it keeps reading for a while instead of asking twice per refresh."""
+    from yanflow_tui.backends.slurm.backend import SlurmBackend
+    from yanflow_tui.backends.slurm.transport import Result
+    from yanflow_tui.config import ClusterConfig
+
+    text = (DATA / "squeue.txt").read_text()
+    json_text = (DATA / "squeue.json").read_text()
+
+    class Transport:
+        def __init__(self):
+            self.calls = []
+            self.text = text
+
+        async def run(self, argv, stdin_data=None, timeout=None):
+            self.calls.append("-o" in argv)
+            return Result(tuple(argv), 0, self.text if "-o" in argv else json_text, "")
+
+        async def check(self, argv, stdin_data=None, timeout=None):
+            return (await self.run(argv)).stdout
+
+    transport = Transport()
+    backend = SlurmBackend(ClusterConfig("hpc", "slurm"), transport)
+    parse.clear_caches()
+    jobs = await backend._queue()
+    assert jobs and jobs == parse.build_jobs(await backend._squeue(), "hpc")
+    assert any(j.parent for j in jobs) and transport.calls == [True, True]
+    transport.text = text.replace("\n", "\nsecond line of a name\n", 1)
+    from_json = await backend._queue()
+    assert from_json == parse.build_jobs(parse.parse_squeue_json(json_text), "hpc")
+    assert await backend._queue() == from_json and transport.calls == [True, True, True, False, False]
+
+
 def test_json_that_reports_errors_and_no_data_is_a_failure_not_an_empty_cluster():
     """What 22.05's squeue and sinfo --json print, exit 0, while slurmctld is down (recorded)."""
     import pytest

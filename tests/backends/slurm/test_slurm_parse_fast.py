@@ -351,3 +351,122 @@ def test_maker_builds_what_the_constructor_builds():
     with pytest.raises(TypeError):
         maker(Job)("1", "c")
     assert maker(parse.Gres) is parse.Gres  # not a quick_init class: its own constructor
+
+
+# -- squeue_jobs: the text straight to Jobs, as build_jobs(parse_squeue_text(...)) gives them --------
+
+
+def plain_jobs(text: str, cluster: str) -> list[Job]:
+    """The Jobs of the plain path: rows by the dataclass's own constructor, then build_jobs."""
+    return parse.build_jobs([plain_raw(line) for line in text.split("\n") if line], cluster)
+
+
+def test_odd_rows_give_the_jobs_of_the_raw_path_cold_and_warm():
+    text = "\n".join(ODD_ROWS) + "\n"
+    parse.clear_caches()
+    cold = parse.squeue_jobs(text, "c")
+    assert cold == plain_jobs(text, "c") == parse.build_jobs(parse.parse_squeue_text(text), "c")
+    assert [values(j) for j in cold] == [values(j) for j in plain_jobs(text, "c")]
+    warm = parse.squeue_jobs(text, "c")
+    assert all(a is b for a, b in zip(warm, cold, strict=True))  # the same Jobs, group heads included
+    by_id = {j.id: j for j in cold}
+    assert by_id["10"].raw_state == "ARRAY" and by_id["10_0"].parent == "10" and by_id["30"].parent == ""
+    assert [j.id for j in cold[:4]] == ["10", "10_0", "10_1", "10_[2-99%4]"]
+    assert by_id["10"].start_time == parse._time("1795995100") and by_id["10"].details[-1] == ("Partition", "gpu")
+    assert by_id["50"].nodes == ("gpu0012", "gpu0040", "gpu0977", "cpu0003") and by_id["50"].gpus == 2
+    assert ("Expected start", parse._local(parse._time("1796000000"))) in by_id["30"].details
+    assert by_id["57"].details == (("Partition", "gpu"), ("QOS", "normal"), ("Time limit", "UNLIMITED"))
+
+
+def test_a_changed_line_makes_a_new_job_and_its_array_new_heads_the_rest_stay_the_same_objects():
+    parse.clear_caches()
+    first = parse.squeue_jobs("\n".join(ODD_ROWS), "c")
+    changed = list(ODD_ROWS)
+    changed[1] = changed[1].replace("COMPLETING", "COMPLETED").replace("1:00:00", "2:00:00")
+    changed[6] = changed[6].replace("PENDING", "RUNNING")
+    second = parse.squeue_jobs("\n".join(changed), "c")
+    assert second == plain_jobs("\n".join(changed), "c")
+    new = {b.id for a, b in zip(first, second, strict=True) if a is not b}
+    assert new == {"10", "10_1", "40"}  # the changed lines' Jobs and their array's head
+    other = parse.squeue_jobs("\n".join(changed), "other")  # another cluster: its own Jobs
+    assert other == plain_jobs("\n".join(changed), "other") and other[5].cluster == "other"
+    assert parse.squeue_jobs("\n".join(changed), "c")[5] is second[5]
+
+
+def test_the_same_lines_under_another_array_order_or_with_tasks_gone_regroup():
+    parse.clear_caches()
+    rows = [
+        row(job_id="11", array_job_id="10", array_task="0", state="RUNNING", nodes="gpu1", start="1795995100"),
+        row(job_id="5", name="plain"),
+        row(job_id="12", array_job_id="10", array_task="1", state="RUNNING", nodes="gpu2", start="1795995000"),
+        row(job_id="10", array_job_id="10", array_task="2-9", display_id="10_[2-9]", start="1795990000"),
+    ]
+    for text in ("\n".join(rows), "\n".join(rows[1:]), "\n".join(rows[::-1]), "\n".join(rows[:1] + rows[:1])):
+        assert parse.squeue_jobs(text, "c") == plain_jobs(text, "c"), text
+
+
+ROW_VALUES = {
+    "job_id": st.sampled_from(["5", "10", "11", "12", "4294967294"]),
+    "array_job_id": st.sampled_from(["", "N/A", "0", "10", "11", "20"]),
+    "array_task": st.sampled_from(["N/A", "", "(null)", "0", "3", "[3,5]", "2-99%4", "[]", "x"]),
+    "state": st.sampled_from(["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED by 0", "PD", "odd", ""]),
+    "reason": st.sampled_from(["None", "none", "(null)", "", "Priority", "ReqNodeNotAvail, UnavailableNodes:g[1-2]"]),
+    "user": st.sampled_from(["u", "alice", ""]),
+    "node_count": st.sampled_from(["1", "2", "N/A", "x"]),
+    "nodes": st.sampled_from(["", "gpu[0001-0002]", "gpu0003", "(null)", "a, b", "n[8-11,013,7]", "r[1-2]-n[1-2]"]),
+    "tres_per_node": st.sampled_from(["N/A", "(null)", "gres:gpu:a100:2", "gres/gpu:4", "gpu:2", "x"]),
+    "submit": st.sampled_from(["N/A", "NONE", "0", "Unknown", "1795995071", "99999999999999999999", "-5", " 7"]),
+    "start": st.sampled_from(["N/A", "0", "1796000000", "1795995071", "x"]),
+    "end": st.sampled_from(["N/A", "NONE", "1796000000", "1795999999"]),
+    "partition": st.sampled_from(["gpu", "", "cpu", "(null)"]),
+    "account": st.sampled_from(["(null)", "ml", "none", ""]),
+    "qos": st.sampled_from(["(null)", "normal", "None"]),
+    "time_limit": st.sampled_from(["1:00:00", "UNLIMITED", ""]),
+    "cpus": st.sampled_from(["1", "08", "N/A", "-3", "0", ""]),
+    "display_id": st.sampled_from(["5", "10_[2-99%4]", "x"]),
+    "name": st.text(st.characters(blacklist_characters="\n"), max_size=12) | st.just(f"a{parse.SEP}b"),
+}
+ROWS = st.lists(st.fixed_dictionaries(ROW_VALUES).map(lambda values: row(**values)), max_size=10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ROWS, ROWS, st.integers(0, 10), st.sampled_from(["c", "d"]))
+def test_squeue_jobs_gives_what_the_raw_path_gives_poll_after_poll(first, later, kept, cluster):
+    """Odd values in every column, arrays split and regrouped, lines repeated, kept or gone between
+    two polls: the Jobs equal the plain path's, in the same order."""
+    parse.clear_caches()
+    for text in ("\n".join(first), "\n".join(first[:kept] + later) + "\n", "\n".join(later + first)):
+        assert parse.squeue_jobs(text, cluster) == plain_jobs(text, cluster)
+
+
+def test_captured_text_gives_the_jobs_of_the_raw_path():
+    text = (TEST_DATA / "slurm" / "squeue.txt").read_text()
+    parse.clear_caches()
+    jobs = parse.squeue_jobs(text, "c")
+    assert jobs == plain_jobs(text, "c") and any(j.parent for j in jobs) and any(j.gpus for j in jobs)
+    assert jobs == parse.squeue_jobs(text, "c")
+
+
+def test_squeue_jobs_refuses_an_ambiguous_text_and_restores_the_collector():
+    with pytest.raises(parse.AmbiguousRows):
+        parse.squeue_jobs(ODD_ROWS[0] + "\nsecond line of a name\n", "c")
+    with pytest.raises(parse.AmbiguousRows):
+        parse.squeue_jobs(row(job_id="x1"), "c")
+    assert gc.isenabled()
+
+
+def test_the_line_caches_stay_bounded_by_the_latest_texts_per_cluster():
+    parse.clear_caches()
+    for poll in range(40):
+        lines = [row(job_id=str(poll * 1000 + i), name=f"poll {poll}") for i in range(300)]
+        parse.squeue_jobs("\n".join(lines), "c")
+        parse.squeue_jobs("\n".join(lines[:5]), "d")  # another cluster's small queue: its own cache
+    bound = 300 + 300 // 8 + parse._ROWS_SLACK
+    assert len(parse._LINES["c"]) + len(parse._LINES_OLD.get("c", {})) <= 2 * bound
+    assert len(parse._LINES["d"]) + len(parse._LINES_OLD.get("d", {})) <= 2 * (5 + parse._ROWS_SLACK)
+    big = [row(job_id=str(i)) for i in range(6000)]
+    for _ in range(3):
+        parse.squeue_jobs("\n".join(big), "c")
+        parse.squeue_jobs("\n".join(big[:10]), "d")
+    assert len(parse._LINES["c"]) + len(parse._LINES_OLD.get("c", {})) <= 2 * (6000 + 6000 // 8 + parse._ROWS_SLACK)
+    assert parse.squeue_jobs("\n".join(big), "c")[0] is parse.squeue_jobs("\n".join(big), "c")[0]
