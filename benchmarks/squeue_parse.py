@@ -33,7 +33,6 @@ import gc
 import os
 import pstats
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -306,7 +305,7 @@ def main() -> int:
     if args.rss:
         print(
             f"{'lines':>8}  {'text MB':>7}  {'RSS before':>10}  {'after':>7}  {'peak':>7}  {'Jobs+caches':>11}  "
-            f"{'caches':>7}  (MB; the Jobs of the next poll held, the first poll's dropped)"
+            f"{'caches':>7}  (MB; the Jobs of the next poll held, the first poll's dropped; peak: VmHWM)"
         )
         for count in args.lines:
             text, _ = synthesise(templates, count)
@@ -338,32 +337,36 @@ def cache_bytes() -> int:
     """What the squeue parser's per-line caches hold beyond the Jobs themselves: the lines kept, the
     dicts, and the array tasks' _Member records (the Jobs are the console's, counted apart)."""
     total = 0
-    for caches in (parse._LINES, parse._LINES_OLD):
-        for rows in caches.values():
-            total += sys.getsizeof(rows) + sum(sys.getsizeof(line) for line in rows)
-            total += sum(sys.getsizeof(made) for made in rows.values() if type(made) is parse._Member)
-    for caches in (parse._ARRAYS, parse._ARRAYS_OLD):
-        for arrays in caches.values():
-            total += sys.getsizeof(arrays) + sum(sys.getsizeof(t) + sys.getsizeof(j) for t, j in arrays.values())
+    for rows in parse._LINES.values():
+        total += sys.getsizeof(rows) + sum(sys.getsizeof(line) for line in rows)
+        total += sum(sys.getsizeof(made) for made in rows.values() if type(made) is parse._Member)
+    for arrays in parse._ARRAYS.values():
+        total += sys.getsizeof(arrays) + sum(sys.getsizeof(t) + sys.getsizeof(j) for t, j in arrays.values())
     for table in (parse._ROWS, parse._ROWS_OLD, parse._JOBS, parse._JOBS_OLD, parse._HOSTLIST_CACHE, parse._DETAILS):
         total += sys.getsizeof(table)
     return total
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident set, MB (VmHWM: unlike ``ru_maxrss``, not the parent's from before exec)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM:"))
+
+
 def rss_phase(first: str, second: str) -> int:
-    """``--rss``'s child: two polls as the backend parses them, the latest Jobs held; prints the RSS
-    before, after and at its peak, and the caches' own bytes (MB)."""
-    texts = [Path(first).read_text(), Path(second).read_text()]
+    """``--rss``'s child: two polls as the backend gets and parses them (the text read and decoded,
+    parsed, let go), the latest Jobs held; prints the RSS before, after and at its peak, and the
+    caches' own bytes (MB)."""
     gc.collect()
     before = rss_mb()
     jobs = None
-    for text in texts:
+    for path in (first, second):
+        text = Path(path).read_bytes().decode()
         jobs = parse.squeue_jobs(text, "hpc")
-    texts.clear()
+        del text
     gc.collect()
     assert jobs
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{before:.1f} {rss_mb():.1f} {peak:.1f} {cache_bytes() / 2**20:.1f}")
+    print(f"{before:.1f} {rss_mb():.1f} {peak_rss_mb():.1f} {cache_bytes() / 2**20:.1f}")
     return 0
 
 

@@ -1134,13 +1134,15 @@ class _Member(tuple):
     __slots__ = ()
 
 
-# Per cluster, what each squeue line made: its Job, or an array task's _Member. Two generations, as
-# _ROWS (the older one holds lines of jobs gone until the next turn); an array's jobs by its id, with
-# the _Members they were made from, turned over with them.
+# Per cluster, what each line of its latest squeue text made: its Job, or an array task's _Member;
+# and each array's Jobs by its id, with the _Members they were made from. Made anew by each parse
+# from the lines of its text (those met in the last one taken out of it), so they hold one text's
+# lines: lines of jobs gone go with the next poll, and a line is kept once (a second generation would
+# keep the older text's equal string beside it: up to twice the lines, 25 MB more at 100,000 jobs).
+# The text is split a stretch at a time, so that the last text's lines are let go (taken out) while
+# this one's are made, instead of both sets being held at once.
 _LINES: dict[str, dict[str, Job | _Member]] = {}
-_LINES_OLD: dict[str, dict[str, Job | _Member]] = {}
 _ARRAYS: dict[str, dict[str, tuple[list[_Member], list[Job]]]] = {}
-_ARRAYS_OLD: dict[str, dict[str, tuple[list[_Member], list[Job]]]] = {}
 
 
 def squeue_jobs(text: str, cluster: str) -> list[Job]:
@@ -1151,27 +1153,27 @@ def squeue_jobs(text: str, cluster: str) -> list[Job]:
     same, the same Jobs; a new line's repeated values (times, details, node lists, GPU counts) are
     worked out once per text."""
     with collector_paused():
-        rows = _LINES.get(cluster)
-        if rows is None:
-            rows = _LINES[cluster] = {}
-        older = _LINES_OLD.get(cluster) or {}
-        arrays = _ARRAYS.get(cluster)
-        if arrays is None:
-            arrays = _ARRAYS[cluster] = {}
-        jobs, groups = _squeue_jobs(text, cluster, rows, older)
+        rows: dict[str, Job | _Member] = {}
+        kept = _LINES.pop(cluster, None) or {}
+        try:
+            jobs, groups = _squeue_jobs(text, cluster, kept, rows)
+        except AmbiguousRows:
+            kept.update(rows)  # what this text took out of the cache, back for the next poll
+            _LINES[cluster] = kept
+            raise
+        arrays: dict[str, tuple[list[_Member], list[Job]]] = {}
         if groups:
-            jobs = _with_arrays(jobs, groups, cluster, arrays, _ARRAYS_OLD.get(cluster) or {})
-        if len(rows) > len(jobs) + len(jobs) // 8 + _ROWS_SLACK:
-            _LINES_OLD[cluster], _LINES[cluster] = rows, {}
-            _ARRAYS_OLD[cluster], _ARRAYS[cluster] = arrays, {}
+            jobs = _with_arrays(jobs, groups, cluster, _ARRAYS.get(cluster) or {}, arrays)
+        _LINES[cluster], _ARRAYS[cluster] = rows, arrays
     return jobs
 
 
 def _squeue_jobs(
-    text: str, cluster: str, rows: dict[str, Job | _Member], older: dict[str, Job | _Member]
+    text: str, cluster: str, kept: dict[str, Job | _Member], rows: dict[str, Job | _Member]
 ) -> tuple[list[Any], dict[str, list[_Member]]]:
     """The Jobs of the lines in order, an array's id (a str) where its first task stands; and the
-    tasks of each array."""
+    tasks of each array. What each line made goes into ``rows``; a line in ``kept`` is taken out of it,
+    not parsed again."""
     jobs: list[Any] = []
     append = jobs.append
     groups: dict[str, list[_Member]] = {}
@@ -1182,107 +1184,107 @@ def _squeue_jobs(
     details_of: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
     states: dict[str, tuple[str, JobState, bool]] = {}
     hosts_get = _HOSTLIST_CACHE.get
-    rows_get, older_get = rows.get, older.get
+    kept_pop, rows_get = kept.pop, rows.get
     make, member, slurm, pending_state = _make_job, _Member, JobKind.SLURM, JobState.PENDING
-    for line in text.split("\n"):
-        made = rows_get(line)
+    for line in _stretches(text):
+        made = kept_pop(line, None)
         if made is None:
             if not line:
                 continue
-            made = older_get(line)
-            if made is None:
-                cols = line.split(SEP, width - 1)
-                if len(cols) != width or not cols[0].isdigit():
-                    raise AmbiguousRows(f"ambiguous squeue row: {line[:80]!r}")
-                (
-                    job_id,
-                    array_job_id,
-                    array_task,
-                    state_text,
-                    reason,
-                    user,
-                    node_count,
-                    nodes,
-                    tres,
-                    submit,
-                    start,
-                    end,
-                    partition,
-                    account,
-                    qos,
-                    time_limit,
-                    cpus,
-                    _display,
-                    name,
-                ) = cols
-                known_state = states.get(state_text)
-                if known_state is None:
-                    state = _STATE_OF.get(state_text) or normalise_state(state_text)
-                    known_state = states[state_text] = (intern(state_text), state, state in TERMINAL_STATES)
-                raw_state, state, terminal = known_state
-                gpus = gpus_of.get((tres, node_count))
-                if gpus is None:
-                    gpus = gpus_of[tres, node_count] = (
-                        0 if tres in ("N/A", "(null)") else _gpus_from_tres(tres, _int(node_count, 1))
-                    )
-                submitted = times_get(submit, times)
-                if submitted is times:
-                    submitted = times[submit] = _time(submit)
-                started = times_get(start, times)
-                if started is times:
-                    started = times[start] = _time(start)
-                if terminal:
-                    ended = times_get(end, times)
-                    if ended is times:
-                        ended = times[end] = _time(end)
-                else:
-                    ended = None
-                pending = state is pending_state
-                key = (start if pending else "", partition, account, qos, time_limit, cpus)
-                details = details_of.get(key)
-                if details is None:
-                    details = details_of[key] = _text_details(started if pending else None, *key[1:])
-                if nodes:
-                    hosts = hosts_get(nodes)
-                    if hosts is None:
-                        hosts = expand_hostlist(nodes)
-                else:
-                    hosts = ()
-                # %F is the job's own id for a plain job; only %K (task id or range) marks an array member.
-                if array_task not in _NO_VALUE and array_job_id not in _NO_TASK:
-                    task = array_task[1:-1] if array_task.startswith("[") and array_task.endswith("]") else array_task
-                    if not task:
-                        shown = job_id
-                    elif task.isdigit():
-                        shown = f"{array_job_id}_{task}"
-                    else:
-                        shown = f"{array_job_id}_[{task}]"
-                    parent = array_job_id
-                else:
-                    shown, parent = job_id, ""
-                job = make(
-                    shown,
-                    cluster,
-                    intern(name) if len(name) < 64 else name,
-                    intern(user),
-                    state,
-                    raw_state,
-                    "" if reason in _NO_REASON else intern(reason),
-                    hosts,
-                    gpus,
-                    submitted,
-                    None if pending else started,
-                    ended,
-                    slurm,
-                    None,
-                    "",
-                    (),
-                    parent,
-                    details,
-                    "",
+            made = rows_get(line)  # a line twice in one text (never seen from squeue)
+        if made is None:
+            cols = line.split(SEP, width - 1)
+            if len(cols) != width or not cols[0].isdigit():
+                raise AmbiguousRows(f"ambiguous squeue row: {line[:80]!r}")
+            (
+                job_id,
+                array_job_id,
+                array_task,
+                state_text,
+                reason,
+                user,
+                node_count,
+                nodes,
+                tres,
+                submit,
+                start,
+                end,
+                partition,
+                account,
+                qos,
+                time_limit,
+                cpus,
+                _display,
+                name,
+            ) = cols
+            known_state = states.get(state_text)
+            if known_state is None:
+                state = _STATE_OF.get(state_text) or normalise_state(state_text)
+                known_state = states[state_text] = (intern(state_text), state, state in TERMINAL_STATES)
+            raw_state, state, terminal = known_state
+            gpus = gpus_of.get((tres, node_count))
+            if gpus is None:
+                gpus = gpus_of[tres, node_count] = (
+                    0 if tres in ("N/A", "(null)") else _gpus_from_tres(tres, _int(node_count, 1))
                 )
-                made = member((job, parent, job_id, started, intern(partition))) if parent else job
-            rows[line] = made
+            submitted = times_get(submit, times)
+            if submitted is times:
+                submitted = times[submit] = _time(submit)
+            started = times_get(start, times)
+            if started is times:
+                started = times[start] = _time(start)
+            if terminal:
+                ended = times_get(end, times)
+                if ended is times:
+                    ended = times[end] = _time(end)
+            else:
+                ended = None
+            pending = state is pending_state
+            key = (start if pending else "", partition, account, qos, time_limit, cpus)
+            details = details_of.get(key)
+            if details is None:
+                details = details_of[key] = _text_details(started if pending else None, *key[1:])
+            if nodes:
+                hosts = hosts_get(nodes)
+                if hosts is None:
+                    hosts = expand_hostlist(nodes)
+            else:
+                hosts = ()
+            # %F is the job's own id for a plain job; only %K (task id or range) marks an array member.
+            if array_task not in _NO_VALUE and array_job_id not in _NO_TASK:
+                task = array_task[1:-1] if array_task.startswith("[") and array_task.endswith("]") else array_task
+                if not task:
+                    shown = job_id
+                elif task.isdigit():
+                    shown = f"{array_job_id}_{task}"
+                else:
+                    shown = f"{array_job_id}_[{task}]"
+                parent = array_job_id
+            else:
+                shown, parent = job_id, ""
+            job = make(
+                shown,
+                cluster,
+                intern(name) if len(name) < 64 else name,
+                intern(user),
+                state,
+                raw_state,
+                "" if reason in _NO_REASON else intern(reason),
+                hosts,
+                gpus,
+                submitted,
+                None if pending else started,
+                ended,
+                slurm,
+                None,
+                "",
+                (),
+                parent,
+                details,
+                "",
+            )
+            made = member((job, parent, job_id, started, intern(partition))) if parent else job
+        rows[line] = made
         if type(made) is member:
             group = made[1]
             tasks = groups.get(group)
@@ -1294,6 +1296,23 @@ def _squeue_jobs(
         else:
             append(made)
     return jobs, groups
+
+
+_STRETCH = 1 << 16  # characters of text split at a time
+
+
+def _stretches(text: str) -> Iterator[str]:
+    """The lines of ``text`` (split at ``\\n``), split a stretch of about _STRETCH characters at a time."""
+    if len(text) <= _STRETCH:
+        yield from text.split("\n")
+        return
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find("\n", start + _STRETCH)
+        if end < 0:
+            end = size
+        yield from text[start:end].split("\n")
+        start = end + 1
 
 
 def _text_details(
@@ -1325,11 +1344,11 @@ def _with_arrays(
     jobs: list[Any],
     groups: dict[str, list[_Member]],
     cluster: str,
+    kept: dict[str, tuple[list[_Member], list[Job]]],
     arrays: dict[str, tuple[list[_Member], list[Job]]],
-    older: dict[str, tuple[list[_Member], list[Job]]],
 ) -> list[Job]:
-    """``jobs`` with each array's id replaced by its group Job and tasks (those of the last parse
-    where its lines were all the same)."""
+    """``jobs`` with each array's id replaced by its group Job and tasks (those of the last parse,
+    in ``kept``, where its lines were all the same), each array's put in ``arrays``."""
     out: list[Job] = []
     append, extend = out.append, out.extend
     for job in jobs:
@@ -1337,7 +1356,7 @@ def _with_arrays(
             append(job)
             continue
         tasks = groups[job]
-        made = arrays.get(job) or older.get(job)
+        made = kept.get(job)
         if made is None or made[0] != tasks:  # the same lines give the same _Members: compared by identity
             made = (tasks, _array_of_tasks(job, tasks, cluster))
         arrays[job] = made
@@ -1423,8 +1442,6 @@ def clear_caches() -> None:
         _GROUPS,
         _GROUPS_OLD,
         _LINES,
-        _LINES_OLD,
         _ARRAYS,
-        _ARRAYS_OLD,
     ):
         cache.clear()

@@ -455,18 +455,16 @@ def test_squeue_jobs_refuses_an_ambiguous_text_and_restores_the_collector():
     assert gc.isenabled()
 
 
-def test_the_line_caches_stay_bounded_by_the_latest_texts_per_cluster():
+def test_the_line_caches_hold_the_latest_text_of_each_cluster_and_no_more():
     parse.clear_caches()
     for poll in range(40):
         lines = [row(job_id=str(poll * 1000 + i), name=f"poll {poll}") for i in range(300)]
-        parse.squeue_jobs("\n".join(lines), "c")
+        lines += [row(job_id="7", array_job_id="7", array_task=str(i), state="RUNNING") for i in range(poll % 3)]
+        parse.squeue_jobs("\n".join(lines + lines[:3]), "c")  # lines repeated: kept once
         parse.squeue_jobs("\n".join(lines[:5]), "d")  # another cluster's small queue: its own cache
-    bound = 300 + 300 // 8 + parse._ROWS_SLACK
-    assert len(parse._LINES["c"]) + len(parse._LINES_OLD.get("c", {})) <= 2 * bound
-    assert len(parse._LINES["d"]) + len(parse._LINES_OLD.get("d", {})) <= 2 * (5 + parse._ROWS_SLACK)
+        assert list(parse._LINES["c"]) == lines and list(parse._LINES["d"]) == lines[:5]
+        assert list(parse._ARRAYS["c"]) == (["7"] if poll % 3 else []) and parse._ARRAYS["d"] == {}
     big = [row(job_id=str(i)) for i in range(6000)]
-    for _ in range(3):
-        parse.squeue_jobs("\n".join(big), "c")
-        parse.squeue_jobs("\n".join(big[:10]), "d")
-    assert len(parse._LINES["c"]) + len(parse._LINES_OLD.get("c", {})) <= 2 * (6000 + 6000 // 8 + parse._ROWS_SLACK)
-    assert parse.squeue_jobs("\n".join(big), "c")[0] is parse.squeue_jobs("\n".join(big), "c")[0]
+    first = parse.squeue_jobs("\n".join(big), "c")
+    assert all(a is b for a, b in zip(first, parse.squeue_jobs("\n".join(big[::-1]), "c")[::-1], strict=True))
+    assert len(parse._LINES["c"]) == 6000 and parse.squeue_jobs("", "c") == [] and parse._LINES["c"] == {}
