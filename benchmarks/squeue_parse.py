@@ -339,7 +339,7 @@ def cache_bytes() -> int:
     total = 0
     for rows in parse._LINES.values():
         total += sys.getsizeof(rows) + sum(sys.getsizeof(line) for line in rows)
-        total += sum(sys.getsizeof(made) for made in rows.values() if type(made) is parse._Member)
+        total += sum(sys.getsizeof(made) for made in rows.values() if type(made) is tuple)
     for arrays in parse._ARRAYS.values():
         total += sys.getsizeof(arrays) + sum(sys.getsizeof(t) + sys.getsizeof(j) for t, j in arrays.values())
     for table in (parse._ROWS, parse._ROWS_OLD, parse._JOBS, parse._JOBS_OLD, parse._HOSTLIST_CACHE, parse._DETAILS):

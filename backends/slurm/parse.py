@@ -1126,12 +1126,10 @@ def _array_jobs(group: str, members: list[RawJob], cluster: str) -> list[Job]:
 # -- squeue text straight to Jobs -----------------------------------------------------------------
 
 
-class _Member(tuple):
-    """An array task's line, parsed: ``(job, group, job_id, start, partition)``, what its group's
-    head is made from beside the task's Job (the RawJob's id, its start even while pending, its
-    partition). A tuple subclass, so that a cached line tells a task from a plain Job by its type."""
-
-    __slots__ = ()
+# An array task's line, parsed: (job, group, job_id, start, partition), what its group's head is made
+# from beside the task's Job (the RawJob's id, its start even while pending, its partition). A plain
+# tuple, so that a cached line tells a task from a plain Job by its type.
+_Member = tuple[Job, str, str, datetime | None, str]
 
 
 # Per cluster, what each line of its latest squeue text made: its Job, or an array task's _Member;
@@ -1185,7 +1183,7 @@ def _squeue_jobs(
     states: dict[str, tuple[str, JobState, bool]] = {}
     hosts_get = _HOSTLIST_CACHE.get
     kept_pop, rows_get = kept.pop, rows.get
-    make, member, slurm, pending_state = _make_job, _Member, JobKind.SLURM, JobState.PENDING
+    make, slurm, pending_state = _make_job, JobKind.SLURM, JobState.PENDING
     for line in _stretches(text):
         made = kept_pop(line, None)
         if made is None:
@@ -1283,9 +1281,9 @@ def _squeue_jobs(
                 details,
                 "",
             )
-            made = member((job, parent, job_id, started, intern(partition))) if parent else job
+            made = (job, parent, job_id, started, intern(partition)) if parent else job
         rows[line] = made
-        if type(made) is member:
+        if type(made) is tuple:
             group = made[1]
             tasks = groups.get(group)
             if tasks is None:
