@@ -468,3 +468,22 @@ def test_the_line_caches_hold_the_latest_text_of_each_cluster_and_no_more():
     first = parse.squeue_jobs("\n".join(big), "c")
     assert all(a is b for a, b in zip(first, parse.squeue_jobs("\n".join(big[::-1]), "c")[::-1], strict=True))
     assert len(parse._LINES["c"]) == 6000 and parse.squeue_jobs("", "c") == [] and parse._LINES["c"] == {}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.sampled_from("ab\n"), max_size=12), max_size=12), st.integers(1, 20))
+def test_a_text_split_a_stretch_at_a_time_gives_the_lines_of_the_whole(parts, stretch):
+    text = "\n".join(parts)
+    old, parse._STRETCH = parse._STRETCH, stretch
+    try:
+        lines = list(parse._stretches(text))
+    finally:
+        parse._STRETCH = old
+    assert [line for line in lines if line] == [line for line in text.split("\n") if line]
+
+
+def test_squeue_jobs_over_stretches_shorter_than_a_line(monkeypatch):
+    text = "\n".join(ODD_ROWS) + "\n\n" + ODD_ROWS[0]
+    monkeypatch.setattr(parse, "_STRETCH", 7)
+    parse.clear_caches()
+    assert parse.squeue_jobs(text, "c") == plain_jobs(text, "c")
