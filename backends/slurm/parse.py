@@ -1179,7 +1179,7 @@ def _squeue_jobs(
     times: dict[str, Any] = {"N/A": None, "NONE": None, "0": None, "": None, "Unknown": None}
     times_get = times.get
     gpus_of: dict[tuple[str, str], int] = {}
-    details_of: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+    details_get = _TEXT_DETAILS.get
     states: dict[str, tuple[str, JobState, bool]] = {}
     hosts_get = _HOSTLIST_CACHE.get
     kept_pop, rows_get = kept.pop, rows.get
@@ -1239,9 +1239,9 @@ def _squeue_jobs(
                 ended = None
             pending = state is pending_state
             key = (start if pending else "", partition, account, qos, time_limit, cpus)
-            details = details_of.get(key)
+            details = details_get(key)
             if details is None:
-                details = details_of[key] = _text_details(started if pending else None, *key[1:])
+                details = _text_details(key, started if pending else None)
             if nodes:
                 hosts = hosts_get(nodes)
                 if hosts is None:
@@ -1313,29 +1313,30 @@ def _stretches(text: str) -> Iterator[str]:
         start = end + 1
 
 
-def _text_details(
-    start: datetime | None, partition: str, account: str, qos: str, time_limit: str, cpus: str
-) -> tuple[tuple[str, str], ...]:
-    """A squeue line's details, as ``to_job`` makes them from its RawJob (shared through _DETAILS)."""
-    values = (
-        _local(start) if start else "",
-        intern(partition),
-        "" if account in _NO_REASON else intern(account),
-        "" if qos in _NO_REASON else intern(qos),
-        intern(time_limit),
-        int(cpus) if cpus.isdigit() else _int(cpus),
-        "",
-        "",
-        "",
-        "",
-    )
-    details = _DETAILS.get(values)
-    if details is None:
-        details = tuple([(k, v if type(v) is str else str(v)) for k, v in zip(_DETAIL_LABELS, values) if v])
-        if len(_DETAILS) >= _DETAILS_MAX:
-            _DETAILS.clear()
-        _DETAILS[values] = details
-    return details
+# A squeue line's details by its text (the pending start, partition, account, QOS, limit, CPUs).
+_TEXT_DETAILS: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+
+
+def _text_details(key: tuple[str, ...], start: datetime | None) -> tuple[tuple[str, str], ...]:
+    """The details ``to_job`` gives the RawJob of a line whose detail columns are ``key``, and whose
+    expected ``start`` (pending jobs) is this; kept in _TEXT_DETAILS."""
+    _, partition, account, qos, time_limit, cpus = key
+    details: list[tuple[str, str]] = [("Expected start", _local(start))] if start else []
+    if partition:
+        details.append(("Partition", intern(partition)))
+    if account not in _NO_REASON:
+        details.append(("Account", intern(account)))
+    if qos not in _NO_REASON:
+        details.append(("QOS", intern(qos)))
+    if time_limit:
+        details.append(("Time limit", intern(time_limit)))
+    count = int(cpus) if cpus.isdigit() else _int(cpus)
+    if count:
+        details.append(("CPUs", str(count)))
+    if len(_TEXT_DETAILS) >= _DETAILS_MAX:
+        _TEXT_DETAILS.clear()
+    made = _TEXT_DETAILS[key] = tuple(details)
+    return made
 
 
 def _with_arrays(
@@ -1432,6 +1433,7 @@ def clear_caches() -> None:
         _BY_DIGITS,
         _STATE_OF,
         _DETAILS,
+        _TEXT_DETAILS,
         _LOCAL,
         _ROWS,
         _ROWS_OLD,
