@@ -175,7 +175,11 @@ def expand_hostlist(text: str) -> tuple[str, ...]:
         return cached
     out: tuple[str, ...] | None
     if "[" not in text and "(" not in text:
-        out = tuple(intern(p) for p in (s.strip() for s in text.split(",")) if p and p not in ("(null)", "N/A"))
+        if "," not in text:  # one name (the usual one-node job)
+            name = text.strip()
+            out = (intern(name),) if name and name not in ("(null)", "N/A") else ()
+        else:
+            out = tuple(intern(p) for p in (s.strip() for s in text.split(",")) if p and p not in ("(null)", "N/A"))
     else:
         out = _quick_hostlist(text)
         if out is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import random
+import sys
 from dataclasses import fields
 
 import pytest
@@ -487,3 +488,11 @@ def test_squeue_jobs_over_stretches_shorter_than_a_line(monkeypatch):
     monkeypatch.setattr(parse, "_STRETCH", 7)
     parse.clear_caches()
     assert parse.squeue_jobs(text, "c") == plain_jobs(text, "c")
+
+
+@pytest.mark.parametrize("text", ["gpu01", " gpu01 ", "(null)", "N/A", " ", "\t", "a,b", "a, b", ",a", "x y", "名前"])
+def test_node_lists_without_brackets_expand_as_a_split_on_commas(text):
+    parse.clear_caches()
+    names = tuple(name for name in (part.strip() for part in text.split(",")) if name and name not in ("(null)", "N/A"))
+    assert parse.expand_hostlist(text) == names
+    assert all(a is b for a, b in zip(parse.expand_hostlist(text), (sys.intern(n) for n in names)))
