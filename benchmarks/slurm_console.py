@@ -1,0 +1,180 @@
+"""Benchmark: peak RSS of the console over a real Slurm backend with a big queue (issue #17: <= 150 MB at
+10,000 jobs, <= 400 MB at 100,000).
+
+``benchmarks/console.py`` measures the console over its synthetic backend, whose jobs are made as ``Job``s
+directly. Here the cluster is the real ``SlurmBackend`` (its parse path, its caches) over a transport that
+serves what ``squeue -o`` would print: ``--lines`` lines synthesised as ``benchmarks/squeue_parse.py`` does
+(from ``tests/data/slurm/squeue.txt``), ``--nodes`` GPU nodes as ``sinfo --json``, no accounting. It
+drives ``YanflowApp`` through ``App.run_test()``: the first screen, idle warming, ``--polls`` refreshes
+with 5% of the lines changed each, then a filter typed and cleared, and prints the RSS at each step and
+the peak (``VmHWM``). ``--path raw`` parses as before ``squeue_jobs`` (``parse_squeue_text`` then
+``build_jobs``); ``--path nocache`` drops the parser's line cache after each poll.
+
+    python benchmarks/slurm_console.py [--lines 100000] [--nodes 5000] [--polls 2] [--path direct|raw|nocache]
+
+Each poll's text is held compressed and decoded when served, as a transport would receive it. Not part
+of the test suite; it waits on the Queue through ``benchmarks/console.py``'s adapters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import zlib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import console  # noqa: E402
+import squeue_parse  # noqa: E402
+
+from yanflow_tui.backends import registry  # noqa: E402
+from yanflow_tui.backends.slurm import parse  # noqa: E402
+from yanflow_tui.backends.slurm.backend import SlurmBackend  # noqa: E402
+from yanflow_tui.backends.slurm.transport import Result, Transport  # noqa: E402
+from yanflow_tui.config import ClusterConfig, Config  # noqa: E402
+from yanflow_tui.hub import Hub  # noqa: E402
+
+
+def status_mb(key: str) -> float:
+    """A ``/proc/self/status`` figure (``VmRSS``, ``VmHWM``) in MB."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith(key + ":"))
+
+
+def sinfo_json(count: int) -> bytes:
+    nodes = [
+        {
+            "name": f"gpu{i:04d}",
+            "state": "mixed",
+            "gres": "gpu:a100:8",
+            "gres_used": "gpu:a100:4(IDX:0-3)",
+            "partitions": ["gpu"],
+            "cpus": 64,
+            "alloc_cpus": 32,
+            "real_memory": 512000,
+            "alloc_memory": 1000,
+            "reason": "",
+        }
+        for i in range(1, count + 1)
+    ]
+    return json.dumps({"nodes": nodes}).encode()
+
+
+class ServedTransport(Transport):
+    """Answers squeue (the next poll's text each time it is asked), sinfo and ``id -un``; sacct says
+    accounting is off. Texts are kept compressed, decoded when served."""
+
+    description = "served"
+    polls: list[bytes] = []
+    sinfo = b""
+    served = 0
+
+    async def run(self, argv, stdin_data=None, timeout=None) -> Result:
+        argv = tuple(str(a) for a in argv)
+        if argv[0] == "squeue" and "-o" in argv:
+            cls = type(self)
+            cls.served += 1
+            text = zlib.decompress(cls.polls[min(cls.served, len(cls.polls)) - 1]).decode()
+            return Result(argv, 0, text, "")
+        if argv[0] == "sinfo":
+            return Result(argv, 0, zlib.decompress(self.sinfo).decode(), "")
+        if argv[:2] == ("id", "-un"):
+            return Result(argv, 0, "root\n", "")
+        if argv[0] == "sacct":
+            return Result(argv, 1, "", "Slurm accounting storage is disabled")
+        return Result(argv, 1, "", "not served here")
+
+    async def _exec(self, script):  # pragma: no cover - every command is answered by run
+        raise AssertionError(script)
+
+    async def _stream(self, script, binary=False):  # pragma: no cover
+        raise AssertionError(script)
+
+
+class ServedSlurm(SlurmBackend):
+    def __init__(self, config, transport=None):
+        super().__init__(config, ServedTransport())
+
+
+def use_path(path: str) -> None:
+    """Which parse the backend runs (``direct``: as shipped)."""
+    shipped = parse.squeue_jobs
+    if path == "raw":
+        parse.squeue_jobs = lambda text, cluster: parse.build_jobs(parse.parse_squeue_text(text), cluster)
+    elif path == "nocache":
+
+        def dropping(text: str, cluster: str):
+            jobs = shipped(text, cluster)
+            parse._LINES.clear()
+            parse._ARRAYS.clear()
+            return jobs
+
+        parse.squeue_jobs = dropping
+
+
+async def run(args) -> None:
+    from yanflow_tui.app import YanflowApp
+
+    templates = squeue_parse.columns_of([line for line in squeue_parse.RECORDED.read_text().split("\n") if line])
+    text, _ = squeue_parse.synthesise(templates, args.lines)
+    texts = [text] + [squeue_parse.churned(text, 0.05, seed=18 + i) for i in range(args.polls)]
+    ServedTransport.polls = [zlib.compress(t.encode(), 1) for t in texts]
+    ServedTransport.sinfo = zlib.compress(sinfo_json(args.nodes), 1)
+    del text, texts, templates
+    use_path(args.path)
+    registry.register("served-slurm", ServedSlurm)
+    config = Config(clusters=(ClusterConfig("hpc", "served-slurm", refresh_seconds=3600.0),), all_users=True)
+    before = status_mb("VmRSS")
+    print(f"{args.lines:,} squeue lines, {args.nodes:,} nodes, path {args.path}; RSS before the app {before:.0f} MB")
+
+    def mark(what: str) -> None:
+        print(f"  {what:<28} RSS {status_mb('VmRSS'):5.0f} MB  peak {status_mb('VmHWM'):5.0f} MB", flush=True)
+
+    started = time.perf_counter()
+    app = YanflowApp(config, Hub(config))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await console.until(
+            lambda: ServedTransport.served >= 1 and console.queue_row_count(app) > 0, args.timeout, "the first rows"
+        )
+        await console.painted(lambda: console.queue_widget(app))
+        mark(f"first screen ({time.perf_counter() - started:.1f} s)")
+        await asyncio.sleep(args.idle)
+        mark(f"after {args.idle:.0f} s idle (warming)")
+        for poll in range(2, args.polls + 2):
+            app.request_refresh()
+            await console.until(lambda poll=poll: ServedTransport.served >= poll, args.timeout, "the next poll")
+            await console.painted(lambda: console.queue_widget(app))
+            await asyncio.sleep(args.idle / 2)
+            mark(f"poll {poll}, {args.idle / 2:.0f} s after")
+        for key in (console.FILTER_KEY, "u", "s", "e", "r", "0", console.CLEAR_FILTER_KEY):
+            await pilot.press(key)
+            await console.painted(lambda: console.queue_widget(app))
+        mark("a filter typed and cleared")
+    goal = 150 if args.lines <= 10_000 else 400
+    peak = status_mb("VmHWM")
+    print(
+        f"peak RSS {peak:.0f} MB (goal <= {goal} MB: {'ok' if peak <= goal else 'MISSED'}); "
+        f"the parser's line cache {squeue_parse.cache_bytes() / 2**20:.1f} MB"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=100_000)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--polls", type=int, default=2, help="refreshes after the first screen")
+    parser.add_argument("--path", choices=("direct", "raw", "nocache"), default="direct")
+    parser.add_argument("--idle", type=float, default=8.0, help="seconds left idle after the first screen")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    asyncio.run(run(parser.parse_args()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
