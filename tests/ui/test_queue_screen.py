@@ -383,3 +383,20 @@ async def test_the_filters_text_is_made_ahead_and_a_refresh_remakes_only_the_cha
         await pilot.press(*["backspace"] * 5, *"bulk-70")
         want = [f"hpc/{1700 + i}" for i in range(10)]  # bulk-700..709: bulk-70 itself renamed
         await wait_for(pilot, lambda: rows(app) == want, what="bulk-70")
+
+
+async def test_the_box_text_is_applied_as_it_changes_and_focus_moves_at_once(home):
+    """A keystroke's rows are set in the box's own turn (drawn in the frame that draws the character,
+    not a frame later), and / and escape move the focus at once."""
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        screen, box = app.screen, app.screen.query_one("#filter", Input)
+        screen.action_filter()
+        assert app.focused is box and box.display
+        box.value = "id:102"
+        assert rows(app) == ["hpc/102"] and screen.filter_text == "id:102"
+        screen.action_clear_filter()
+        assert app.focused is table(app) and not box.display and len(rows(app)) == 3
+        await pilot.pause()
+        assert app.focused is table(app) and len(rows(app)) == 3
