@@ -385,6 +385,34 @@ async def test_the_filters_text_is_made_ahead_and_a_refresh_remakes_only_the_cha
         await wait_for(pilot, lambda: rows(app) == want, what="bulk-70")
 
 
+def shown_keys(app) -> list[str]:
+    """The keys the footer shows, in order."""
+    return [key.key for key in app.screen.query("FooterKey") if key.display]
+
+
+async def test_the_filter_box_neither_hides_the_footer_keys_nor_lets_them_act_while_typing(home):
+    """While the filter has the focus the footer stays as it was (hiding the keys the box takes as text
+    laid the whole screen out again on / and on escape); those keys are still text there."""
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        keys = await wait_for(pilot, lambda: (k := shown_keys(app)) and "q" in k and k, what="the footer")
+        footer = app.screen.query_one("Footer")
+        recomposed = footer.recomposed
+        await pilot.press("slash")
+        box = app.screen.query_one("#filter", Input)
+        await wait_for(pilot, lambda: app.focused is box, what="the box focused")
+        await pilot.press(*"q1u")
+        await wait_for(pilot, lambda: box.value == "q1u", what="the keys typed as text")
+        assert app.is_running and app.current_mode == "queue" and not app.all_users
+        assert shown_keys(app) == keys
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.focused is table(app) and len(rows(app)) == 3, what="the filter cleared")
+        await pilot.press("u")  # a key of the Queue again
+        await wait_for(pilot, lambda: app.all_users, what="u acting on the Queue")
+        assert shown_keys(app) == keys and footer.recomposed == recomposed
+
+
 async def test_the_box_text_is_applied_as_it_changes_and_focus_moves_at_once(home):
     """A keystroke's rows are set in the box's own turn (drawn in the frame that draws the character,
     not a frame later), and / and escape move the focus at once."""
