@@ -79,6 +79,7 @@ MARK = "● "  # before the id of a marked row
 WARM_ROWS = 500  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
 WARM_SECONDS = 0.02  # between two such turns: a key waits for one at most
 WARM_BUDGET = 0.012  # seconds of such a turn spent on entries (made already or not), besides measuring
+WARM_AFTER_KEY = 0.05  # no such turn sooner after a key: none lands between the turns of its handling and its frame
 
 
 SLURM_EXAMPLE = """clusters:
@@ -667,11 +668,15 @@ class QueueScreen(DataScreen):
         """Make the rows of group members ahead, a few at a time between keys: the first filter
         keystroke (which opens every group with a match) and ``e`` then find them made and measured.
         What a bare word of the filter searches is made on the way (``_texts``), then the filter's
-        columns. Stops when the entries change (the next refresh starts again)."""
+        columns. Stops when the entries change (the next refresh starts again); waits while keys come."""
         table = self._table()
         if self._warmed != self._version or table is None or not self.is_mounted:
             return
         app = self.app
+        since = app.heap.clock() - app.heap.last_key
+        if since < WARM_AFTER_KEY:  # a key is being handled (/ right after a refresh): after it
+            self.set_timer(WARM_AFTER_KEY - since, self._warm_members)
+            return
 
         def clock() -> float:
             return app.clock()

@@ -428,3 +428,31 @@ async def test_the_box_text_is_applied_as_it_changes_and_focus_moves_at_once(hom
         assert app.focused is table(app) and not box.display and len(rows(app)) == 3
         await pilot.pause()
         assert app.focused is table(app) and len(rows(app)) == 3
+
+
+async def test_idle_warming_waits_while_keys_come(home, monkeypatch):
+    """A turn of idle warming due within ``WARM_AFTER_KEY`` of a key waits (it landed between the turns
+    of the key's handling, / right after a refresh), then goes on."""
+    from yanflow_tui.screens.queue import QueueScreen
+
+    turns = []
+    warm = QueueScreen._warm_members
+
+    def counted(screen):
+        turns.append(screen._warm_at)
+        warm(screen)
+
+    monkeypatch.setattr(QueueScreen, "_warm_members", counted)
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        now = [1000.0]
+        app.heap.clock = lambda: now[0]
+        app.heap.last_key = now[0]  # a key now, and the clock stands still: warming waits
+        await with_bulk_jobs(pilot, app, FakeBackend.instances[-1], 1500)
+        screen = app.screen
+        warmed = lambda: screen._columns is not None and screen._columns[0] == screen._version  # noqa: E731
+        await wait_for(pilot, lambda: len(turns) >= 3 or screen._warm_at or warmed(), what="turns due")
+        assert screen._warm_at == 0 and not warmed()
+        now[0] += 1.0
+        await wait_for(pilot, warmed, what="warming done once no key came")
