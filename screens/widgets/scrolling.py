@@ -73,8 +73,7 @@ class QuietScrollBar(ScrollBar):
         if regions or recompose or not self.is_mounted:
             return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
         if (repaint or layout) and not self._settling:
-            self._settling = True
-            self.call_later(self._settle)
+            self._settling = self.call_later(self._settle)  # (False: closing, nothing to paint)
         return self
 
     def _settle(self) -> None:
