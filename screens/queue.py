@@ -24,8 +24,6 @@ from textual import on, work
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.geometry import Size
-from textual.reactive import Reactive
 from textual.widgets import Input, Static
 
 from yanflow_tui.filters import FilterError, JobColumns, JobFilter, any_texts, compile_filter
@@ -51,6 +49,7 @@ from yanflow_tui.screens.render.rows import (
 )
 from yanflow_tui.screens.verb_flow import ask, ask_values, confirm, targets_text
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+from yanflow_tui.screens.widgets.filter_box import FilterBox
 from yanflow_tui.screens.widgets.footer import Footer
 from yanflow_tui.screens.widgets.status_line import StatusLine
 from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable
@@ -129,27 +128,6 @@ class QueueHint(Static):
             )
         out.append(SLURM_EXAMPLE, "dim")
         return out
-
-
-class FilterBox(Input):
-    """The ``/`` box. Textual's ``Input`` sets its virtual size on every keystroke, a reactive that
-    lays out the whole screen (15-40 ms with a big Queue); the box's own size never depends on its
-    text (queue.tcss: fixed height, full width), so here that size only repaints the box.
-
-    Its text is applied (``apply``) in the box's own turn, before the box asks to be repainted: the
-    rows the keystroke filtered are then ready in the frame that draws the character. Handled by the
-    screen (a message later), the box was painted alone first and the rows a frame after it, 17-33 ms
-    later (Textual paints a frame as soon as the screen is idle, the next one no sooner than a frame
-    period after)."""
-
-    virtual_size: Reactive[Size] = Reactive(Size(0, 0))
-
-    def __init__(self, apply: Callable[[str], None], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._apply = apply
-
-    def watch_value(self, value: str) -> None:
-        self._apply(value)
 
 
 class JobTable(VirtualTable):
