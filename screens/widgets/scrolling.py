@@ -36,7 +36,7 @@ class QuietScrollBar(ScrollBar):
     virtual_size: Reactive[Size] = Reactive(Size(0, 0), repaint=False)
 
     _drawn: tuple | None = None  # what it was drawn from last
-    _asked: tuple | None = None  # what it was last repainted for
+    _asked: tuple | None = None  # what it was last repainted for, until drawn
     _settling = False
 
     def _drawing(self) -> tuple:
@@ -63,7 +63,7 @@ class QuietScrollBar(ScrollBar):
         )
 
     def render(self) -> RenderableType:
-        self._drawn = self._drawing()
+        self._drawn, self._asked = self._drawing(), None
         return super().render()
 
     def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
