@@ -24,6 +24,7 @@ from yanflow_tui.screens.node_jobs import NodeJobsScreen
 from yanflow_tui.screens.render.cluster_rows import cluster_problems
 from yanflow_tui.screens.render.gpu_cells import GLYPHS, LEGEND, Cell, describe_gpu, describe_node
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+from yanflow_tui.screens.widgets.filter_box import FilterBox
 from yanflow_tui.screens.widgets.footer import Footer
 from yanflow_tui.screens.widgets.gpugrid import GpuGrid, summary_parts
 from yanflow_tui.screens.widgets.status_line import StatusLine
@@ -79,7 +80,11 @@ class NodesScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield ClusterBar()
         yield Static(id="node-summary")
-        yield Input(placeholder="filter: text in node name, partition, state, GPU type, reason", id="node-filter")
+        yield FilterBox(
+            self._apply_filter,
+            placeholder="filter: text in node name, partition, state, GPU type, reason",
+            id="node-filter",
+        )
         yield GpuGrid(id="nodes")
         yield StatusLine(id="node-status")
         yield Footer()
@@ -159,17 +164,17 @@ class NodesScreen(DataScreen):
     def action_filter(self) -> None:
         box = self.query_one("#node-filter", Input)
         box.display = True
-        box.focus()
+        self.set_focus(box)  # at once, not a message later: the box and the grid's focus drawn in one frame
 
-    @on(Input.Changed, "#node-filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        self.query_one("#nodes", GpuGrid).set_filter(event.value.strip())
+    def _apply_filter(self, value: str) -> None:
+        self.query_one("#nodes", GpuGrid).set_filter(value.strip())
+        self.show_status()  # now, in the frame of the keystroke (its CursorMoved comes a message later)
 
     @on(Input.Submitted, "#node-filter")
     def _filter_done(self, event: Input.Submitted) -> None:
         if not event.value.strip():
             event.input.display = False
-        self.query_one("#nodes", GpuGrid).focus()
+        self.set_focus(self.query_one("#nodes", GpuGrid))
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#node-filter", Input)
@@ -179,4 +184,5 @@ class NodesScreen(DataScreen):
         box.display = False
         grid = self.query_one("#nodes", GpuGrid)
         grid.set_filter("")
-        grid.focus()
+        self.show_status()
+        self.set_focus(grid)

@@ -24,8 +24,6 @@ from textual import on, work
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.geometry import Size
-from textual.reactive import Reactive
 from textual.widgets import Input, Static
 
 from yanflow_tui.filters import FilterError, JobColumns, JobFilter, any_texts, compile_filter
@@ -51,6 +49,7 @@ from yanflow_tui.screens.render.rows import (
 )
 from yanflow_tui.screens.verb_flow import ask, ask_values, confirm, targets_text
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+from yanflow_tui.screens.widgets.filter_box import FilterBox
 from yanflow_tui.screens.widgets.footer import Footer
 from yanflow_tui.screens.widgets.status_line import StatusLine
 from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable
@@ -79,6 +78,7 @@ MARK = "● "  # before the id of a marked row
 WARM_ROWS = 500  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
 WARM_SECONDS = 0.02  # between two such turns: a key waits for one at most
 WARM_BUDGET = 0.012  # seconds of such a turn spent on entries (made already or not), besides measuring
+WARM_AFTER_KEY = 0.05  # no such turn sooner after a key: none lands between the turns of its handling and its frame
 
 
 SLURM_EXAMPLE = """clusters:
@@ -128,14 +128,6 @@ class QueueHint(Static):
             )
         out.append(SLURM_EXAMPLE, "dim")
         return out
-
-
-class FilterBox(Input):
-    """The ``/`` box. Textual's ``Input`` sets its virtual size on every keystroke, a reactive that
-    lays out the whole screen (15-40 ms with a big Queue); the box's own size never depends on its
-    text (queue.tcss: fixed height, full width), so here that size only repaints the box."""
-
-    virtual_size: Reactive[Size] = Reactive(Size(0, 0))
 
 
 class JobTable(VirtualTable):
@@ -448,6 +440,7 @@ class QueueScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield ClusterBar()
         yield FilterBox(
+            self._set_filter,
             placeholder="filter: words, field:value (cluster id name user state reason node kind gpus nnodes),"
             ' gpus:>4, -negate, "quoted words"',
             id="filter",
@@ -653,11 +646,15 @@ class QueueScreen(DataScreen):
         """Make the rows of group members ahead, a few at a time between keys: the first filter
         keystroke (which opens every group with a match) and ``e`` then find them made and measured.
         What a bare word of the filter searches is made on the way (``_texts``), then the filter's
-        columns. Stops when the entries change (the next refresh starts again)."""
+        columns. Stops when the entries change (the next refresh starts again); waits while keys come."""
         table = self._table()
         if self._warmed != self._version or table is None or not self.is_mounted:
             return
         app = self.app
+        since = app.heap.clock() - app.heap.last_key
+        if since < WARM_AFTER_KEY:  # a key is being handled (/ right after a refresh): after it
+            self.set_timer(WARM_AFTER_KEY - since, self._warm_members)
+            return
 
         def clock() -> float:
             return app.clock()
@@ -948,7 +945,7 @@ class QueueScreen(DataScreen):
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = True
-        box.focus()
+        self.set_focus(box)  # at once, not a message later: the box and the table's focus drawn in one frame
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#filter", Input)
@@ -961,11 +958,7 @@ class QueueScreen(DataScreen):
         box.value = ""
         box.display = False
         self._set_filter("")
-        self.query_one(JobTable).focus()
-
-    @on(Input.Changed, "#filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        self._set_filter(event.value)
+        self.set_focus(self.query_one(JobTable))
 
     def _set_filter(self, value: str) -> None:
         """Apply ``value`` if it compiles; otherwise say why under the box and keep the last good one."""
@@ -989,7 +982,7 @@ class QueueScreen(DataScreen):
         box = self.query_one("#filter", Input)
         box.display = bool(box.value)
         self.query_one("#filter-error", Static).display = box.display and bool(self.filter_error)
-        self.query_one(JobTable).focus()
+        self.set_focus(self.query_one(JobTable))
 
     @on(VirtualTable.RowSelected, "#jobs")
     def _row_selected(self) -> None:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from textual.widgets import Footer as TextualFooter
 from textual.widgets._footer import FooterKey
 
+from yanflow_tui.keys import is_typing
+
 if TYPE_CHECKING:
     from textual.screen import Screen
 
@@ -32,7 +34,11 @@ class Footer(TextualFooter):
       a job with other keys waited behind. Here the keys already mounted are kept: an enabled flag
       or tooltip that changed is set on its key, and keys no longer offered are hidden (and shown
       again when they come back, in the same order). Only a new key, or keys in another order,
-      recompose.
+      recompose. While a text field has the focus (``keys.is_typing``), the keys it hides (Textual
+      leaves out every key the field takes as text) are left as they were: hidden, then shown again
+      on leaving the field, they laid the whole screen out again on each ``/`` and each escape (the
+      footer is docked under it), a frame after the one that showed the box. Those keys are still text
+      in the field.
     - Its leak: each recompose binds every new ``FooterKey``'s ``compact`` to the footer with
       ``data_bind``, a watcher kept on the footer that is only dropped when ``compact`` changes,
       which it never does. Every focus change or ``refresh_bindings`` thus kept ~19 dead keys (about
@@ -99,9 +105,11 @@ class Footer(TextualFooter):
                 plan.append((key, None))
         if i < len(wanted):  # a key that is not mounted, or the order changed
             return False
+        typing = is_typing(self.app.focused)
         for key, shown in plan:
             if shown is None:
-                key.display = False
+                if not typing:  # (while typing: left as they were)
+                    key.display = False
                 continue
             key.display = True
             if key._disabled == shown.enabled:

@@ -28,6 +28,7 @@ from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 
 from yanflow_tui.capacity import ALL, GroupSummary, PoolCapacity, summarize, usable_free_gpus
@@ -45,6 +46,7 @@ from yanflow_tui.screens.render.gpu_cells import (
     util_label,
 )
 from yanflow_tui.screens.render.rows import natural_key
+from yanflow_tui.screens.widgets.scrolling import quiet_scrollbar
 
 GroupKey = tuple[str, ...]  # ("cluster", name) or ("pool", cluster, partition)
 RowKey = str | GroupKey  # a node's "cluster/name", or a group key
@@ -194,6 +196,16 @@ class GpuGrid(ScrollView, can_focus=True):
         Binding("home", "first", "First row", show=False, id="node-first"),
         Binding("end", "last", "Last row", show=False, id="node-last"),
     ]
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """A ``QuietScrollBar``: the grid growing or shrinking (the filter box shown or hidden) or
+        changing focus is drawn in one frame, not again a frame later for its scrollbar."""
+        return quiet_scrollbar(self, vertical=True)
+
+    @property
+    def horizontal_scrollbar(self) -> ScrollBar:
+        return quiet_scrollbar(self, vertical=False)
 
     class CursorMoved(Message):
         """The cursor moved, or what is under it changed."""
@@ -437,9 +449,11 @@ class GpuGrid(ScrollView, can_focus=True):
         return WIDE_CELL if self._wide else 1
 
     def on_resize(self, event: events.Resize) -> None:
+        laid = (self._widths, self._wide, self.virtual_size)
         self._layout()
         self._scroll_to_cursor()
-        self.refresh()
+        if (self._widths, self._wide, self.virtual_size) != laid:
+            self.refresh()  # (the same columns: the layout that resized the grid drew it, a frame ago)
 
     # -- rows as text ------------------------------------------------------------------------------
     def _group_parts(self, group: Group) -> list[Part]:

@@ -29,10 +29,11 @@ from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 
 from yanflow_tui.screens.render.rows import natural_key
-from yanflow_tui.screens.widgets.scrolling import set_virtual_size
+from yanflow_tui.screens.widgets.scrolling import quiet_scrollbar, set_virtual_size
 from yanflow_tui.widths import fit_widths
 
 Cell = str | Text | Callable[[], Text]
@@ -271,6 +272,16 @@ class VirtualTable(ScrollView, can_focus=True):
         # sets of rows left for a quite different one (a filter typed), kept to come back to at once
         # (the filter cleared): the rows given, keyed, their width counts, and widths measured of them
         self._kept: list[_Kept] = []
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """A ``QuietScrollBar``: the table growing or shrinking (the filter box shown or hidden) is
+        drawn in one frame, not again a frame later for its scrollbar."""
+        return quiet_scrollbar(self, vertical=True)
+
+    @property
+    def horizontal_scrollbar(self) -> ScrollBar:
+        return quiet_scrollbar(self, vertical=False)
 
     # -- public API --------------------------------------------------------------------------------
     @property

@@ -522,3 +522,35 @@ async def test_the_header_counts_jobs_by_state_again_only_when_a_refresh_brings_
         await wait_for(pilot, lambda: app.hub.snapshots["hpc"] is not served, what="a refresh")
         await wait_for(pilot, lambda: "failed" in str(bar.render()), what="the new job counted")
         assert counted
+
+
+async def test_the_filter_is_applied_as_typed_and_drawn_with_the_box_in_one_frame(home, kinds, monkeypatch):
+    """The box's text filters the grid and updates the status line in the box's own turn, / and escape
+    move the focus at once, and the grid resized with the same columns (the box shown or hidden) is
+    not painted again a frame after the layout that drew it. Its scrollbars are ``QuietScrollBar``s."""
+    from textual import events
+    from textual.widgets import Input
+
+    from yanflow_tui.screens.widgets.scrolling import QuietScrollBar
+    from yanflow_tui.screens.widgets.status_line import StatusLine
+
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        grid = await open_nodes(pilot, app, 4)
+        assert isinstance(grid.vertical_scrollbar, QuietScrollBar)
+        screen, box = app.screen, app.screen.query_one("#node-filter", Input)
+        status = screen.query_one("#node-status", StatusLine)
+        screen.action_filter()
+        assert app.focused is box and box.display
+        box.value = "drain"
+        assert grid.node_count == 1 and "hpc: 1 node" in status.full_text.plain
+        screen.action_clear_filter()
+        assert app.focused is grid and not box.display and grid.node_count == 4
+        await pilot.pause()
+        painted = []
+        monkeypatch.setattr(grid, "refresh", lambda *a, **k: painted.append(1))
+        grid.on_resize(events.Resize(grid.size, grid.virtual_size, grid.container_size))
+        assert painted == []
+        grid._widths = ()  # other columns: painted again
+        grid.on_resize(events.Resize(grid.size, grid.virtual_size, grid.container_size))
+        assert painted == [1]

@@ -383,3 +383,76 @@ async def test_the_filters_text_is_made_ahead_and_a_refresh_remakes_only_the_cha
         await pilot.press(*["backspace"] * 5, *"bulk-70")
         want = [f"hpc/{1700 + i}" for i in range(10)]  # bulk-700..709: bulk-70 itself renamed
         await wait_for(pilot, lambda: rows(app) == want, what="bulk-70")
+
+
+def shown_keys(app) -> list[str]:
+    """The keys the footer shows, in order."""
+    return [key.key for key in app.screen.query("FooterKey") if key.display]
+
+
+async def test_the_filter_box_neither_hides_the_footer_keys_nor_lets_them_act_while_typing(home):
+    """While the filter has the focus the footer stays as it was (hiding the keys the box takes as text
+    laid the whole screen out again on / and on escape); those keys are still text there."""
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        keys = await wait_for(pilot, lambda: (k := shown_keys(app)) and "q" in k and k, what="the footer")
+        footer = app.screen.query_one("Footer")
+        recomposed = footer.recomposed
+        await pilot.press("slash")
+        box = app.screen.query_one("#filter", Input)
+        await wait_for(pilot, lambda: app.focused is box, what="the box focused")
+        await pilot.press(*"q1u")
+        await wait_for(pilot, lambda: box.value == "q1u", what="the keys typed as text")
+        assert app.is_running and app.current_mode == "queue" and not app.all_users
+        assert shown_keys(app) == keys
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.focused is table(app) and len(rows(app)) == 3, what="the filter cleared")
+        await pilot.press("u")  # a key of the Queue again
+        await wait_for(pilot, lambda: app.all_users, what="u acting on the Queue")
+        assert shown_keys(app) == keys and footer.recomposed == recomposed
+
+
+async def test_the_box_text_is_applied_as_it_changes_and_focus_moves_at_once(home):
+    """A keystroke's rows are set in the box's own turn (drawn in the frame that draws the character,
+    not a frame later), and / and escape move the focus at once."""
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        screen, box = app.screen, app.screen.query_one("#filter", Input)
+        screen.action_filter()
+        assert app.focused is box and box.display
+        box.value = "id:102"
+        assert rows(app) == ["hpc/102"] and screen.filter_text == "id:102"
+        screen.action_clear_filter()
+        assert app.focused is table(app) and not box.display and len(rows(app)) == 3
+        await pilot.pause()
+        assert app.focused is table(app) and len(rows(app)) == 3
+
+
+async def test_idle_warming_waits_while_keys_come(home, monkeypatch):
+    """A turn of idle warming due within ``WARM_AFTER_KEY`` of a key waits (it landed between the turns
+    of the key's handling, / right after a refresh), then goes on."""
+    from yanflow_tui.screens.queue import QueueScreen
+
+    turns = []
+    warm = QueueScreen._warm_members
+
+    def counted(screen):
+        turns.append(screen._warm_at)
+        warm(screen)
+
+    monkeypatch.setattr(QueueScreen, "_warm_members", counted)
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        now = [1000.0]
+        app.heap.clock = lambda: now[0]
+        app.heap.last_key = now[0]  # a key now, and the clock stands still: warming waits
+        await with_bulk_jobs(pilot, app, FakeBackend.instances[-1], 1500)
+        screen = app.screen
+        warmed = lambda: screen._columns is not None and screen._columns[0] == screen._version  # noqa: E731
+        await wait_for(pilot, lambda: len(turns) >= 3 or screen._warm_at or warmed(), what="turns due")
+        assert screen._warm_at == 0 and not warmed()
+        now[0] += 1.0
+        await wait_for(pilot, warmed, what="warming done once no key came")

@@ -691,3 +691,41 @@ async def test_a_changed_row_is_sorted_again_where_it_now_belongs():
         assert table.row_keys[-1] == "r3"  # not the order kept for the rows before
         table.sort_by("gpus", reverse=True)
         assert table.row_keys[0] == "r3"
+
+
+async def test_the_scrollbar_is_drawn_again_only_when_what_it_draws_changed(monkeypatch):
+    """The table's scrollbar (``QuietScrollBar``) ignores repaints and layouts asked for with nothing
+    to show for them (Textual's view asks after every layout that resized it and at every restyle, a
+    focus change: each a frame more), and is drawn again when its thumb moves or its colours change."""
+    from yanflow_tui.screens.widgets.scrolling import QuietScrollBar
+
+    drawn: list[tuple] = []
+    render = QuietScrollBar.render
+
+    def counted(bar):
+        out = render(bar)
+        drawn.append(bar._drawing())
+        return out
+
+    monkeypatch.setattr(QuietScrollBar, "render", counted)
+    app = Host([row(i) for i in range(200)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        bar = table.vertical_scrollbar
+        assert isinstance(bar, QuietScrollBar) and isinstance(table.horizontal_scrollbar, QuietScrollBar)
+        await wait_for(pilot, lambda: drawn, what="the scrollbar drawn")
+        await pilot.pause()
+        count = len(drawn)
+        bar.refresh()
+        bar.refresh(layout=True)
+        table.refresh_bindings()
+        app.update_styles(table)  # a restyle: Textual repaints the view's scrollbars
+        table._scroll_update(table.virtual_size)  # what a layout does: Textual repaints them after it
+        await pilot.pause()
+        await pilot.pause()
+        assert len(drawn) == count
+        table.move_cursor_to_key("r150")  # the thumb moves
+        await wait_for(pilot, lambda: len(drawn) > count and drawn[-1][3] > 0, what="the moved thumb drawn")
+        count = len(drawn)
+        app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"  # its colours change
+        await wait_for(pilot, lambda: len(drawn) > count, what="the new colours drawn")
