@@ -18,6 +18,7 @@ from textual.events import DescendantFocus
 from textual.widgets import TabPane
 
 from yanflow_tui.hub import error_text
+from yanflow_tui.keys import background_turn
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
@@ -154,7 +155,7 @@ class LogPane(ForwardFailures, TabPane):
                 # lines or STREAM_SLICE seconds, whichever comes first (the clock read every SLICE_CHECK).
                 if taken >= YIELD_EVERY or (taken % SLICE_CHECK == 0 and clock() - since >= STREAM_SLICE):
                     taken = 0
-                    await asyncio.sleep(0)
+                    await background_turn(self.app)  # a key in flight is handled first
                     since = clock()
                     while len(self.pending_texts) >= MAX_PENDING:
                         self._drained.clear()

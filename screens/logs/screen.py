@@ -21,6 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, TabbedContent
 
+from yanflow_tui.keys import background_turn
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import Job
@@ -198,7 +199,7 @@ class LogsScreen(DataScreen):
                     changed = True
                     if not pane.pending_texts or spent >= FLUSH_BUDGET:
                         break
-                    await asyncio.sleep(0)  # keys (and a frame due) get the loop between two batches
+                    await background_turn(self.app)  # keys (and a frame due) get the loop between two batches
                     if not (self.is_mounted and pane.is_mounted):
                         break
                 if len(pane.source_stores) != known:

@@ -11,11 +11,12 @@ from dataclasses import replace
 import pytest
 from fakes.backend import FakeActionsBackend
 from paths import SAMPLES
+from textual import events
 from textual.widgets import Input
 from uihelpers import log_lines, make_app, prompt_ready, screen_text
-from waiting import wait_for
+from waiting import async_wait_until, wait_for
 
-from yanflow_tui import logstore
+from yanflow_tui import keys, logstore
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import JobState, LogLine
@@ -525,3 +526,63 @@ async def test_new_lines_repaint_only_what_they_change_on_screen(home, stream_ki
         assert row_texts(view)[0] == "line 0"
         bar = view.vertical_scrollbar
         assert bar.window_virtual_size == 7 + 4 * height  # the scrollbar knows of them all the same
+
+
+async def test_a_key_in_flight_holds_the_stream_until_it_is_handled(home, stream_kind, monkeypatch):
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        fake.feed("101", "first")
+        logs = await open_logs(app, pilot, "101")
+        pane = logs.pane
+        await wait_for(pilot, lambda: len(pane.store) == 1, what="the first line")
+        taken_at_key: list[int] = []  # lines read from the stream when the key's action ran
+        real_toggle = LogsScreen.action_toggle_follow
+
+        def toggle(self):
+            taken_at_key.append(len(pane.store) + len(pane.pending_texts))
+            real_toggle(self)
+
+        monkeypatch.setattr(LogsScreen, "action_toggle_follow", toggle)
+        more = 8 * log_pane.YIELD_EVERY
+        app.post_message(events.Key("p", "p"))  # as the terminal driver posts it (pilot.press waits for idle)
+        assert app.keys_in_flight
+        fake.feed("101", *(f"line {i}" for i in range(more)))  # read without a pause but at the reader's yields
+        await wait_for(pilot, lambda: taken_at_key, what="the key's action")
+        # The key went from widget to widget while the reader waited: one slice at most was read before it
+        # (without the hold, a slice between each two of the key's hops: all of them).
+        assert taken_at_key[0] <= 1 + log_pane.YIELD_EVERY
+        await wait_for(pilot, lambda: not app.keys_in_flight, what="the key handled")
+        await wait_for(pilot, lambda: len(pane.store) == 1 + more, what="the rest of the lines")
+        assert not logs.following
+        assert pane.store.slice(1, 1 + more) == [f"line {i}" for i in range(more)]
+
+
+async def test_a_key_never_handled_holds_the_stream_no_longer_than_key_hold(home, stream_kind, monkeypatch):
+    monkeypatch.setattr(keys, "KEY_HOLD", 0.3)  # in all, however many slices wait meanwhile
+    monkeypatch.setattr(keys, "MAX_HOLD", 600.0)  # the key stays in flight for the whole test
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        fake.feed("101", "first")
+        logs = await open_logs(app, pilot, "101")
+        pane = logs.pane
+        await wait_for(pilot, lambda: len(pane.store) == 1, what="the first line")
+        release = asyncio.Event()
+
+        async def stuck(self):  # a key whose action does not return: the app handles nothing meanwhile
+            await release.wait()
+
+        monkeypatch.setattr(LogsScreen, "action_toggle_follow", stuck)
+        app.post_message(events.Key("p", "p"))
+        more = 200 * log_pane.YIELD_EVERY  # 200 slices: a minute of waiting if each waited KEY_HOLD
+        fake.feed("101", *(f"line {i}" for i in range(more)))
+        try:
+            # No pilot.pause here: the app's own queue is held by the action.
+            await async_wait_until(lambda: len(pane.store) == 1 + more, timeout=20, what="every line, key or not")
+            assert app.keys_in_flight
+        finally:
+            release.set()
+        await wait_for(pilot, lambda: not app.keys_in_flight, what="the key handled at last")
