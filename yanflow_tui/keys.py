@@ -9,9 +9,11 @@ to the UI one at a time.
   field) only after the UI has handled the one before: Textual forwards each key to the widget
   focused *when the key is read*, so keys read in one burst would all go to the widget focused
   before the first one (a Tab, an Enter, an Escape) moved the focus.
-- ``SerialKeys.keys_in_flight`` says a key is posted and not yet handled; work that streams in the
-  background (a log read at full speed) waits on ``keys_handled`` at its yields, so that the key's
-  hops from widget to widget are not each queued behind a slice of that work.
+- ``SerialKeys.keys_in_flight`` says a key is posted and what it changed not painted yet; work that
+  streams in the background (a log read at full speed) waits on ``keys_handled`` at its yields
+  (``background_turn``), so that the key's hops from widget to widget are not each queued behind a
+  slice of that work, nor is its frame (on a busy machine, a process that waits gets the CPU back
+  sooner when the frame is due).
 - ``JOB_VERBS``: the job verbs beyond cancel (hold, resubmit...) and the Queue keys they are on.
 """
 
@@ -80,6 +82,7 @@ class SerialKeys(App[None]):
     _keys_unread = 0  # keys posted to the app and not read from its queue yet
     _keys_quiet: asyncio.Event | None = None  # set when no key is in flight (made when first waited on)
     _keys_held_since: float | None = None  # when keys in flight first held a caller of ``keys_handled``
+    _keys_painting = 0  # the turn of the last key handled, until the frame after it has painted
 
     def post_message(self, message: Message) -> bool:
         posted = super().post_message(message)
@@ -89,9 +92,10 @@ class SerialKeys(App[None]):
 
     @property
     def keys_in_flight(self) -> bool:
-        """A key was posted and is not handled yet: waiting in the app's queue, waiting for the one
-        before it, or delivered and on its way along the focused widget's path."""
-        return self._keys_unread > 0 or bool(self._waiting_keys) or self._key_busy
+        """A key was posted and what it changed is not on screen yet: waiting in the app's queue, waiting
+        for the one before it, on its way along the focused widget's path, or handled and waiting for the
+        next frame (a character typed into a text field: until the app has read it)."""
+        return self._keys_unread > 0 or bool(self._waiting_keys) or self._key_busy or bool(self._keys_painting)
 
     async def keys_handled(self, most: float) -> None:
         """Return once no key is in flight. Keys hold a caller ``most`` seconds at most in all, from the
@@ -166,9 +170,16 @@ class SerialKeys(App[None]):
         if turn != self._key_turn or not self._key_busy:
             return
         self._key_busy = False
+        self._keys_painting = turn  # in flight until what it changed is on screen
+        self.call_after_refresh(self._key_painted, turn)
         try:
             await self._deliver_keys()
         finally:
+            self._keys_moved()
+
+    def _key_painted(self, turn: int) -> None:
+        if self._keys_painting == turn:
+            self._keys_painting = 0
             self._keys_moved()
 
 

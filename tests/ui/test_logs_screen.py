@@ -24,6 +24,7 @@ from yanflow_tui.screens.logs import pane as log_pane
 from yanflow_tui.screens.logs.pane import LogPane
 from yanflow_tui.screens.logs.screen import LogsScreen
 from yanflow_tui.screens.widgets.logview import LogView
+from yanflow_tui.screens.widgets.status_line import StatusLine
 from yanflow_tui.spec import load_spec
 
 
@@ -528,7 +529,8 @@ async def test_new_lines_repaint_only_what_they_change_on_screen(home, stream_ki
         assert bar.window_virtual_size == 7 + 4 * height  # the scrollbar knows of them all the same
 
 
-async def test_a_key_in_flight_holds_the_stream_until_it_is_handled(home, stream_kind, monkeypatch):
+async def test_a_key_in_flight_holds_the_stream_until_what_it_changed_is_painted(home, stream_kind, monkeypatch):
+    monkeypatch.setattr(keys, "KEY_HOLD", 600.0)  # however slow the machine: the hold's bound is tested below
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
         fake = backend(app)
@@ -537,22 +539,33 @@ async def test_a_key_in_flight_holds_the_stream_until_it_is_handled(home, stream
         logs = await open_logs(app, pilot, "101")
         pane = logs.pane
         await wait_for(pilot, lambda: len(pane.store) == 1, what="the first line")
-        taken_at_key: list[int] = []  # lines read from the stream when the key's action ran
+        taken = lambda: len(pane.store) + len(pane.pending_texts)  # noqa: E731  lines read from the stream
+        taken_at_key: list[int] = []  # when the key's action ran
+        taken_at_paint: list[int] = []  # when the status line first painted what the key changed
         real_toggle = LogsScreen.action_toggle_follow
+        real_render = StatusLine.render_lines
 
         def toggle(self):
-            taken_at_key.append(len(pane.store) + len(pane.pending_texts))
+            taken_at_key.append(taken())
             real_toggle(self)
 
+        def render_lines(self, crop):
+            if self.id == "log-status" and "PAUSED" in self.full_text.plain and not taken_at_paint:
+                taken_at_paint.append(taken())
+            return real_render(self, crop)
+
         monkeypatch.setattr(LogsScreen, "action_toggle_follow", toggle)
+        monkeypatch.setattr(StatusLine, "render_lines", render_lines)
         more = 8 * log_pane.YIELD_EVERY
         app.post_message(events.Key("p", "p"))  # as the terminal driver posts it (pilot.press waits for idle)
         assert app.keys_in_flight
         fake.feed("101", *(f"line {i}" for i in range(more)))  # read without a pause but at the reader's yields
-        await wait_for(pilot, lambda: taken_at_key, what="the key's action")
-        # The key went from widget to widget while the reader waited: one slice at most was read before it
-        # (without the hold, a slice between each two of the key's hops: all of them).
+        await wait_for(pilot, lambda: taken_at_paint, what="the key's effect painted")
+        # The key went from widget to widget, and its frame was painted, while the reader waited: one slice
+        # at most was read before the key's action (without the hold, a slice between each two of the key's
+        # hops: all of them), and none between the action and the paint.
         assert taken_at_key[0] <= 1 + log_pane.YIELD_EVERY
+        assert taken_at_paint == taken_at_key
         await wait_for(pilot, lambda: not app.keys_in_flight, what="the key handled")
         await wait_for(pilot, lambda: len(pane.store) == 1 + more, what="the rest of the lines")
         assert not logs.following
