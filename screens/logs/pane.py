@@ -26,13 +26,17 @@ from yanflow_tui.screens.failures import ForwardFailures
 from yanflow_tui.screens.widgets.logview import LogView
 
 FLUSH_SECONDS = 0.05  # 20 Hz; a split pane flushes at 10 Hz
-YIELD_EVERY = 256  # most lines taken from a backend stream between yields to the event loop (each hop of a
-# key waits behind one such slice: at 10k jobs 512 gave keys 50-90 % more CPU to wait through than 128; but
-# every turn of the loop has its own cost, and at 100k jobs 128 halved the throughput, 64 cost a third at 10k)...
+YIELD_EVERY = 256  # most lines taken from a backend stream between yields to the event loop, where a key in
+# flight holds the reader (before keys did, each hop of a key waited behind one such slice: at 10k jobs 512 gave
+# keys 50-90 % more CPU to wait through than 128; but every turn of the loop has its own cost, and at 100k jobs
+# 128 halved the throughput, 64 cost a third at 10k)...
 STREAM_SLICE = 0.003  # ...or fewer: at most this many CPU seconds of taking lines (long lines, a slow parser)
 SLICE_CHECK = 64  # lines taken between two looks at the clock
-FLUSH_LINES = 1_024  # most lines one pane takes per flush call (a millisecond or so of work); the screen
-# calls again, giving the event loop a turn between calls, while its time budget for the tick lasts
+FLUSH_LINES = 2_048  # most lines one pane takes per flush call (a millisecond or so of work); the screen
+# calls again, giving the event loop a turn between calls, while its time budget for the tick lasts. A key in
+# flight holds the next call (``keys.background_turn``), so it waits behind one batch at most: 2,048 took 15 %
+# less CPU per line than 1,024 (each batch scrolls and repaints the view) for the same CPU per key; 4,096
+# another 10 % less, but keys took more
 FLUSH_BUDGET = 0.016  # CPU seconds of flushing per tick, all panes together: keys get the loop between batches
 MAX_PENDING = 65_536  # lines buffered before the stream waits for flushes to catch up
 RANK_KEEP_LINES = 5_000  # in-memory window of each per-rank store (the whole log keeps the default)
