@@ -13,16 +13,18 @@ from fakes.backend import FakeActionsBackend
 from paths import SAMPLES
 from textual import events
 from textual.widgets import Input
-from uihelpers import log_lines, make_app, prompt_ready, screen_text
+from uihelpers import log_lines, make_app, prompt_ready, refreshed, screen_text
 from waiting import async_wait_until, wait_for
 
 from yanflow_tui import keys, logstore
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import JobState, LogLine
+from yanflow_tui.screens import queue as queue_screen
 from yanflow_tui.screens.logs import pane as log_pane
 from yanflow_tui.screens.logs.pane import LogPane
 from yanflow_tui.screens.logs.screen import LogsScreen
+from yanflow_tui.screens.queue import QueueScreen
 from yanflow_tui.screens.widgets.logview import LogView
 from yanflow_tui.screens.widgets.status_line import StatusLine
 from yanflow_tui.spec import load_spec
@@ -599,3 +601,29 @@ async def test_a_key_never_handled_holds_the_stream_no_longer_than_key_hold(home
         finally:
             release.set()
         await wait_for(pilot, lambda: not app.keys_in_flight, what="the key handled at last")
+
+
+async def test_the_hidden_queue_makes_no_rows_ahead_while_logs_are_on_show(home, stream_kind, monkeypatch):
+    monkeypatch.setattr(queue_screen, "WARM_ROWS", 1)  # a turn per 64 member rows: many turns, 20 ms apart
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        queue = app.screen
+        assert isinstance(queue, QueueScreen)
+        members = 64 * 40
+        fake.jobs.extend(
+            replace(fake.job(f"104_{i}", f"sweep-{i}", JobState.RUNNING), parent="104") for i in range(members)
+        )
+        await refreshed(pilot, app)
+        flat = lambda: len(queue._flat)  # noqa: E731  entries to make rows ahead for (the warming's private state)
+        await wait_for(pilot, lambda: flat() > members and 0 < queue._warm_at, what="rows being made ahead")
+        app.post_message(events.Key("4", "4"))  # (pilot.press would wait for the warming to end)
+        logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs")
+        at, ticks = queue._warm_at, logs._ticks
+        assert at < flat()  # still warming when the Queue was left (forty turns at least)
+        await wait_for(pilot, lambda: logs._ticks >= ticks + 10, what="half a second of Logs ticks")
+        assert queue._warm_at == at  # no turn while hidden (without the pause: a turn every 20 ms)
+        await pilot.press("1")
+        await wait_for(pilot, lambda: app.screen is queue, what="the Queue again")
+        await wait_for(pilot, lambda: queue._warm_at == flat(), what="rows made ahead to the end")
