@@ -429,6 +429,7 @@ class QueueScreen(DataScreen):
         self._unfiltered: tuple[tuple, list[Row], Counter] | None = None  # (what it depends on, rows, counts)
         self._warmed = 0  # the entries version whose member rows are being made ahead (see _warm_members)
         self._warm_at = 0  # how far into _flat that has gone
+        self._warm_paused = False  # it stopped while the screen was hidden (goes on when it is shown again)
         self.expanded: set[str] = set()
         self.marked: set[str] = set()  # row keys marked with space
         self._job_table: JobTable | None = None  # (looked up on every key by check_action: kept once found)
@@ -462,7 +463,10 @@ class QueueScreen(DataScreen):
         table = self.query_one(JobTable)
         table.set_rows(self._visible_rows())
         if self._warmed != self._version and self._flat:
-            self._warmed, self._warm_at = self._version, 0
+            self._warmed, self._warm_at, self._warm_paused = self._version, 0, False
+            self.set_timer(WARM_SECONDS, self._warm_members)
+        elif self._warm_paused:  # on show again (``on_screen_resume``): warming goes on where it stopped
+            self._warm_paused = False
             self.set_timer(WARM_SECONDS, self._warm_members)
         self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty, not self.app.all_users)
         self._show_problems()
@@ -649,6 +653,9 @@ class QueueScreen(DataScreen):
         columns. Stops when the entries change (the next refresh starts again); waits while keys come."""
         table = self._table()
         if self._warmed != self._version or table is None or not self.is_mounted:
+            return
+        if not self.app.shows(self):  # hidden (another screen on show, e.g. a log streaming): no idle work
+            self._warm_paused = True
             return
         app = self.app
         since = app.heap.clock() - app.heap.last_key

@@ -9,12 +9,19 @@ to the UI one at a time.
   field) only after the UI has handled the one before: Textual forwards each key to the widget
   focused *when the key is read*, so keys read in one burst would all go to the widget focused
   before the first one (a Tab, an Enter, an Escape) moved the focus.
+- ``SerialKeys.keys_in_flight`` says a key is posted and what it changed not painted yet; work that
+  streams in the background (a log read at full speed) waits on ``keys_handled`` at its yields
+  (``background_turn``), so that the key's hops from widget to widget are not each queued behind a
+  slice of that work, nor is its frame (on a busy machine, a process that waits gets the CPU back
+  sooner when the frame is due).
 - ``JOB_VERBS``: the job verbs beyond cancel (hold, resubmit...) and the Queue keys they are on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
 from collections import deque
 from dataclasses import dataclass
 from functools import partial
@@ -23,6 +30,7 @@ from typing import Any
 from textual import events
 from textual.app import App
 from textual.dom import DOMNode
+from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Select
 
@@ -35,6 +43,7 @@ EDITOR_KEYS = {"submit-open-editor": "ctrl+g"}
 # the first paint ~30 ms (none can be on screen before its module is loaded; a test pins the path).
 TEXT_AREA_MODULE = "textual.widgets._text_area"
 MAX_HOLD = 5.0  # s a key may wait for the one before it: a handler that never answers holds no key for longer
+KEY_HOLD = 0.1  # s keys in flight may hold background work (``background_turn``) before it goes on beside them
 
 
 def is_typing(widget: Widget | None) -> bool:
@@ -70,14 +79,62 @@ class SerialKeys(App[None]):
     _waiting_keys: deque[events.Key] | None = None
     _key_turn = 0
     _key_busy = False
+    _keys_unread = 0  # keys posted to the app and not read from its queue yet
+    _keys_quiet: asyncio.Event | None = None  # set when no key is in flight (made when first waited on)
+    _keys_held_since: float | None = None  # when keys in flight first held a caller of ``keys_handled``
+    _keys_painting = 0  # the turn of the last key handled, until the frame after it has painted
+
+    def post_message(self, message: Message) -> bool:
+        posted = super().post_message(message)
+        if posted and isinstance(message, events.Key) and not message.is_forwarded:  # (forwarded: bubbling back)
+            self._keys_unread += 1  # the driver posts from the event loop (``Driver.send_message``)
+        return posted
+
+    @property
+    def keys_in_flight(self) -> bool:
+        """A key was posted and what it changed is not on screen yet: waiting in the app's queue, waiting
+        for the one before it, on its way along the focused widget's path, or handled and waiting for the
+        next frame (a character typed into a text field: until the app has read it)."""
+        return self._keys_unread > 0 or bool(self._waiting_keys) or self._key_busy or bool(self._keys_painting)
+
+    async def keys_handled(self, most: float) -> None:
+        """Return once no key is in flight. Keys hold a caller ``most`` seconds at most in all, from the
+        first wait while they are in flight until none is: past that it returns at once (after a turn
+        of the loop), so that keys that keep coming, or one that is never handled, starve no one."""
+        if not self.keys_in_flight:
+            return
+        now = time.monotonic()
+        if self._keys_held_since is None:
+            self._keys_held_since = now
+        left = self._keys_held_since + most - now
+        if left <= 0:
+            await asyncio.sleep(0)
+            return
+        if self._keys_quiet is None:
+            self._keys_quiet = asyncio.Event()
+        self._keys_quiet.clear()  # (set only while no key is in flight)
+        try:
+            await asyncio.wait_for(self._keys_quiet.wait(), left)
+        except TimeoutError:
+            pass
+
+    def _keys_moved(self) -> None:
+        if not self.keys_in_flight:
+            self._keys_held_since = None
+            if self._keys_quiet is not None:
+                self._keys_quiet.set()
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
+            self._keys_unread = max(0, self._keys_unread - 1)
             if self._waiting_keys is None:
                 self._waiting_keys = deque()
             self._waiting_keys.append(event)
-            if not self._key_busy:
-                await self._deliver_keys()
+            try:
+                if not self._key_busy:
+                    await self._deliver_keys()
+            finally:
+                self._keys_moved()
             return
         await super().on_event(event)
 
@@ -113,7 +170,28 @@ class SerialKeys(App[None]):
         if turn != self._key_turn or not self._key_busy:
             return
         self._key_busy = False
-        await self._deliver_keys()
+        self._keys_painting = turn  # in flight until what it changed is on screen
+        self.call_after_refresh(self._key_painted, turn)
+        try:
+            await self._deliver_keys()
+        finally:
+            self._keys_moved()
+
+    def _key_painted(self, turn: int) -> None:
+        if self._keys_painting == turn:
+            self._keys_painting = 0
+            self._keys_moved()
+
+
+async def background_turn(app: App[Any], most: float | None = None) -> None:
+    """A turn of the event loop for work that runs in the background in slices (a log streamed at
+    full speed): while a key is in flight it waits until the key is handled (``keys_handled``: at
+    most ``most`` seconds, ``KEY_HOLD`` by default), so that the key's hops are not each queued behind
+    one of its slices."""
+    if isinstance(app, SerialKeys) and app.keys_in_flight:
+        await app.keys_handled(KEY_HOLD if most is None else most)
+    else:
+        await asyncio.sleep(0)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ Per pane: follow/pause, search with highlight and next/previous, wrap, save, jum
 Traceback lines, and, for backends with ``capabilities.rank_logs``, a filter to one rank or a split
 view with one view per rank side by side. Lines arrive from the backend's async stream into a
 buffer that is flushed into the stores in batches (20 Hz), which keeps keys responsive at high
-line rates.
+line rates; a key in flight holds both the reading and the flushing until its frame is painted
+(``keys.background_turn``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, TabbedContent
 
+from yanflow_tui.keys import background_turn
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import Job
@@ -177,8 +179,9 @@ class LogsScreen(DataScreen):
     # -- streaming ---------------------------------------------------------------------------------------
     async def _flush(self) -> None:
         """One tick: buffered lines into the panes, a batch (``FLUSH_LINES``) at a time while the tick's
-        ``FLUSH_BUDGET`` lasts, giving the event loop a turn between batches, so that a key waiting is
-        handled within a frame however fast lines come; what is left waits for the next tick, in order."""
+        ``FLUSH_BUDGET`` lasts, giving the event loop a turn between batches (and, while a key is in
+        flight, waiting until its frame is painted), so that a key is handled and shown within a frame
+        however fast lines come; what is left waits for the next tick, in order."""
         if not self.is_mounted:
             return
         changed = False
@@ -198,7 +201,7 @@ class LogsScreen(DataScreen):
                     changed = True
                     if not pane.pending_texts or spent >= FLUSH_BUDGET:
                         break
-                    await asyncio.sleep(0)  # keys (and a frame due) get the loop between two batches
+                    await background_turn(self.app)  # keys (and a frame due) get the loop between two batches
                     if not (self.is_mounted and pane.is_mounted):
                         break
                 if len(pane.source_stores) != known:

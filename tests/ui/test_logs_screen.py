@@ -11,18 +11,22 @@ from dataclasses import replace
 import pytest
 from fakes.backend import FakeActionsBackend
 from paths import SAMPLES
+from textual import events
 from textual.widgets import Input
-from uihelpers import log_lines, make_app, prompt_ready, screen_text
-from waiting import wait_for
+from uihelpers import log_lines, make_app, prompt_ready, refreshed, screen_text
+from waiting import async_wait_until, wait_for
 
-from yanflow_tui import logstore
+from yanflow_tui import keys, logstore
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import JobState, LogLine
+from yanflow_tui.screens import queue as queue_screen
 from yanflow_tui.screens.logs import pane as log_pane
 from yanflow_tui.screens.logs.pane import LogPane
 from yanflow_tui.screens.logs.screen import LogsScreen
+from yanflow_tui.screens.queue import QueueScreen
 from yanflow_tui.screens.widgets.logview import LogView
+from yanflow_tui.screens.widgets.status_line import StatusLine
 from yanflow_tui.spec import load_spec
 
 
@@ -525,3 +529,101 @@ async def test_new_lines_repaint_only_what_they_change_on_screen(home, stream_ki
         assert row_texts(view)[0] == "line 0"
         bar = view.vertical_scrollbar
         assert bar.window_virtual_size == 7 + 4 * height  # the scrollbar knows of them all the same
+
+
+async def test_a_key_in_flight_holds_the_stream_until_what_it_changed_is_painted(home, stream_kind, monkeypatch):
+    monkeypatch.setattr(keys, "KEY_HOLD", 600.0)  # however slow the machine: the hold's bound is tested below
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        fake.feed("101", "first")
+        logs = await open_logs(app, pilot, "101")
+        pane = logs.pane
+        await wait_for(pilot, lambda: len(pane.store) == 1, what="the first line")
+        taken = lambda: len(pane.store) + len(pane.pending_texts)  # noqa: E731  lines read from the stream
+        taken_at_key: list[int] = []  # when the key's action ran
+        taken_at_paint: list[int] = []  # when the status line first painted what the key changed
+        real_toggle = LogsScreen.action_toggle_follow
+        real_render = StatusLine.render_lines
+
+        def toggle(self):
+            taken_at_key.append(taken())
+            real_toggle(self)
+
+        def render_lines(self, crop):
+            if self.id == "log-status" and "PAUSED" in self.full_text.plain and not taken_at_paint:
+                taken_at_paint.append(taken())
+            return real_render(self, crop)
+
+        monkeypatch.setattr(LogsScreen, "action_toggle_follow", toggle)
+        monkeypatch.setattr(StatusLine, "render_lines", render_lines)
+        more = 8 * log_pane.YIELD_EVERY
+        app.post_message(events.Key("p", "p"))  # as the terminal driver posts it (pilot.press waits for idle)
+        assert app.keys_in_flight
+        fake.feed("101", *(f"line {i}" for i in range(more)))  # read without a pause but at the reader's yields
+        await wait_for(pilot, lambda: taken_at_paint, what="the key's effect painted")
+        # The key went from widget to widget, and its frame was painted, while the reader waited: one slice
+        # at most was read before the key's action (without the hold, a slice between each two of the key's
+        # hops: all of them), and none between the action and the paint.
+        assert taken_at_key[0] <= 1 + log_pane.YIELD_EVERY
+        assert taken_at_paint == taken_at_key
+        await wait_for(pilot, lambda: not app.keys_in_flight, what="the key handled")
+        await wait_for(pilot, lambda: len(pane.store) == 1 + more, what="the rest of the lines")
+        assert not logs.following
+        assert pane.store.slice(1, 1 + more) == [f"line {i}" for i in range(more)]
+
+
+async def test_a_key_never_handled_holds_the_stream_no_longer_than_key_hold(home, stream_kind, monkeypatch):
+    monkeypatch.setattr(keys, "KEY_HOLD", 0.3)  # in all, however many slices wait meanwhile
+    monkeypatch.setattr(keys, "MAX_HOLD", 600.0)  # the key stays in flight for the whole test
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        fake.feed("101", "first")
+        logs = await open_logs(app, pilot, "101")
+        pane = logs.pane
+        await wait_for(pilot, lambda: len(pane.store) == 1, what="the first line")
+        release = asyncio.Event()
+
+        async def stuck(self):  # a key whose action does not return: the app handles nothing meanwhile
+            await release.wait()
+
+        monkeypatch.setattr(LogsScreen, "action_toggle_follow", stuck)
+        app.post_message(events.Key("p", "p"))
+        more = 200 * log_pane.YIELD_EVERY  # 200 slices: a minute of waiting if each waited KEY_HOLD
+        fake.feed("101", *(f"line {i}" for i in range(more)))
+        try:
+            # No pilot.pause here: the app's own queue is held by the action.
+            await async_wait_until(lambda: len(pane.store) == 1 + more, timeout=20, what="every line, key or not")
+            assert app.keys_in_flight
+        finally:
+            release.set()
+        await wait_for(pilot, lambda: not app.keys_in_flight, what="the key handled at last")
+
+
+async def test_the_hidden_queue_makes_no_rows_ahead_while_logs_are_on_show(home, stream_kind, monkeypatch):
+    monkeypatch.setattr(queue_screen, "WARM_ROWS", 1)  # a turn per 64 member rows: many turns, 20 ms apart
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        queue = app.screen
+        assert isinstance(queue, QueueScreen)
+        members = 64 * 40
+        fake.jobs.extend(
+            replace(fake.job(f"104_{i}", f"sweep-{i}", JobState.RUNNING), parent="104") for i in range(members)
+        )
+        await refreshed(pilot, app)
+        flat = lambda: len(queue._flat)  # noqa: E731  entries to make rows ahead for (the warming's private state)
+        await wait_for(pilot, lambda: flat() > members and 0 < queue._warm_at, what="rows being made ahead")
+        app.post_message(events.Key("4", "4"))  # (pilot.press would wait for the warming to end)
+        logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs")
+        at, ticks = queue._warm_at, logs._ticks
+        assert at < flat()  # still warming when the Queue was left (forty turns at least)
+        await wait_for(pilot, lambda: logs._ticks >= ticks + 10, what="half a second of Logs ticks")
+        assert queue._warm_at == at  # no turn while hidden (without the pause: a turn every 20 ms)
+        await pilot.press("1")
+        await wait_for(pilot, lambda: app.screen is queue, what="the Queue again")
+        await wait_for(pilot, lambda: queue._warm_at == flat(), what="rows made ahead to the end")
