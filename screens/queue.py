@@ -319,6 +319,10 @@ class _ClusterJobs:
         self.patched, self.restated = None, []
         if jobs is self.jobs and me == self.me:
             return False
+        last = self.jobs
+        if last is not None and me == self.me and len(jobs) == len(last) and all(map(is_, jobs, last)):
+            self.jobs, self.serial = jobs, serial  # the very same jobs again (a poll that changed nothing)
+            return False
         if (
             changes is not None
             and self.jobs is not None

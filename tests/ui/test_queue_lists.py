@@ -75,6 +75,10 @@ def test_a_poll_that_changed_nothing_but_states_keeps_the_order_and_says_rows_di
     assert lists.generation == generation and lists.top is top
     assert lists.by_id["7"].job.state is JobState.PENDING
     assert not lists.update(changed, "")  # the same tuple: nothing to do
+    assert not lists.update(tuple(changed), "")  # the same jobs again, in a new tuple
+    assert lists.update(tuple(changed), "bob") and not lists.top  # mine: none of them
+    assert not lists.update(tuple(changed), "bob") and not lists.top
+    assert lists.update(tuple(changed), "") and len(lists.top) == 50
     assert not lists.update(tuple(replace(j) for j in changed), "")  # equal jobs: no row differs
 
 
