@@ -78,6 +78,7 @@ STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "su
 MARK = "● "  # before the id of a marked row
 WARM_ROWS = 500  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
 WARM_SECONDS = 0.02  # between two such turns: a key waits for one at most
+EDITS = 64  # groups opened plus jobs marked up to which a refresh edits the rows with every group closed
 WARM_BUDGET = 0.012  # seconds of such a turn spent on entries (made already or not), besides measuring
 
 
@@ -247,6 +248,11 @@ class _JobsOf(Collection[Job]):
 
 def _by_id(entry: _Entry) -> tuple:
     return entry.sort[1]
+
+
+def _TOP_ORDER(entry: _Entry) -> tuple:
+    """The Queue's default order of top-level entries: by cluster, then id."""
+    return (entry.job.cluster, entry.sort[1])
 
 
 def _take_out(top: list[_Entry], gone: list[_Entry]) -> bool:
@@ -537,6 +543,10 @@ class QueueScreen(DataScreen):
         # what changed since (None: not known); the next such rows then say what differs (_closed_rows)
         self._given_closed: Counter | None = None
         self._closed_now: Counter | None = None
+        self._counted = False  # _closed_now was moved from _given_closed by the changes (and added up)
+        # the groups opened and the jobs marked in the rows last given, when made by _closed_rows (and now)
+        self._given_view: tuple[frozenset[str], frozenset[str]] | None = None
+        self._view_now: tuple[frozenset[str], frozenset[str]] | None = None
         self._delta: _Delta | None = None
         self._changes: RowChanges | None = None  # what the rows about to be given differ in, when known
         self._warm_at = 0  # how far into _flat that has gone
@@ -570,10 +580,11 @@ class QueueScreen(DataScreen):
     # -- data --------------------------------------------------------------------------------------
     def refresh_data(self) -> None:
         table = self.query_one(JobTable)
-        self._changes = self._closed_now = None  # (set by _closed_rows)
+        self._changes = self._closed_now = self._view_now = None  # (set by _closed_rows and _tell)
         rows = self._visible_rows()
         table.set_rows(rows, self._changes)
-        self._given_closed, self._changes, self._delta = self._closed_now, None, _Delta()
+        self._given_closed, self._given_view = self._closed_now, self._view_now
+        self._changes, self._delta = None, _Delta()
         if self._warmed != self._version and self._top:
             self._warmed, self._warm_at = self._version, 0
             self.set_timer(WARM_SECONDS, self._warm_members)
@@ -723,7 +734,8 @@ class QueueScreen(DataScreen):
         if not self.job_filter.empty:
             return self._filtered_rows(clock, notes)
         if not children and not notes and not marked:  # the usual case, kept short
-            plain, counts = self._closed_rows(clock)
+            plain, counts, put = self._closed_rows(clock)
+            self._tell(put)
             self.state_counts, self.shown = counts, len(plain)
             return plain
         depends = (self._version, frozenset(self.expanded), frozenset(marked), tuple(sorted(notes.items())))
@@ -737,10 +749,16 @@ class QueueScreen(DataScreen):
             self.state_counts, self.shown = patched[1], len(patched[0])
             return patched[0]
         if not marked and not notes and not self.expanded:  # every group closed: in C, but for rows to make
-            rows, counts = self._closed_rows(clock)
+            rows, counts, put = self._closed_rows(clock)
+            self._tell(put)
             self._unfiltered = (depends, rows, counts)
             self.state_counts, self.shown = counts, len(rows)
             return rows
+        edited = self._edited_rows(clock) if not notes and len(self.expanded) + len(marked) <= EDITS else None
+        if edited is not None:  # a few groups opened, a few jobs marked: the rows above, edited there
+            self._unfiltered = (depends, *edited)
+            self.state_counts, self.shown = edited[1], len(edited[0])
+            return edited[0]
         rows = []
         counts = Counter()
         for entry in top:
@@ -764,11 +782,11 @@ class QueueScreen(DataScreen):
         self.state_counts, self.shown = counts, len(rows)
         return rows
 
-    def _closed_rows(self, clock: Callable[[], float]) -> tuple[list[Row], Counter]:
-        """The rows with every group closed and no marks or notes, and the count of each state among
-        them: the rows made already taken in C, the others made (groups, changed jobs). When such
-        rows were given to the table last and what changed since is known (``_delta``), the counts
-        are those kept, moved by the changes, and the table is told what differs (``_changes``)."""
+    def _closed_rows(self, clock: Callable[[], float]) -> tuple[list[Row], Counter, list[Row]]:
+        """The rows with every group closed and no marks or notes, the count of each state among them,
+        and the rows made now (groups, changed jobs; the others are taken as made, in C). When the
+        rows given to the table last were made from these (``_given_closed``: their counts) and what
+        changed since is known (``_delta``), the counts are those, moved by the changes."""
         top, children = self._top, self._children
         rows = list(map(_PLAIN_ROW, top))
         put = []
@@ -779,6 +797,7 @@ class QueueScreen(DataScreen):
             put.append(row)
         given, delta = self._given_closed, self._delta
         counts: Counter | None = None
+        self._counted = False
         if given is not None and delta is not None:
             counts = Counter(given)
             parent_of = self._parent_of
@@ -789,14 +808,70 @@ class QueueScreen(DataScreen):
                     if after is not None:
                         counts[after] += 1
             counts = Counter({state: n for state, n in counts.items() if n > 0})
-            if counts.total() == len(top):
-                self._changes = RowChanges(put, [entry.key for entry in delta.gone])
-            else:  # (the changes did not add up: counted afresh)
+            self._counted = counts.total() == len(top)
+            if not self._counted:  # (the changes did not add up: counted afresh)
                 counts = None
         if counts is None:
             counts = Counter(map(_STATE, top))
         self._closed_now = counts
-        return rows, counts
+        return rows, counts, put
+
+    def _tell(self, put: list[Row]) -> None:
+        """Tell the table what the rows about to be given differ in (``_changes``: ``put`` and the
+        keys gone), when that is known: the rows given last were made the same way (the same groups
+        opened, the same jobs marked) and what changed since then is known."""
+        view = (frozenset(self.expanded), frozenset(self.marked))
+        self._view_now = view
+        delta = self._delta
+        if self._counted and delta is not None and self._given_view == view:
+            self._changes = RowChanges(put, [entry.key for entry in delta.gone])
+
+    def _edited_rows(self, clock: Callable[[], float]) -> tuple[list[Row], Counter] | None:
+        """The rows with every group closed (``_closed_rows``) and a few edited: the groups opened,
+        with their members under them, and the jobs marked. None when one is not found in ``_top``."""
+        rows, counts, put = self._closed_rows(clock)
+        entries, children, expanded, marked = self._entries or {}, self._children, self.expanded, self.marked
+        targets = set(expanded) | {key for key in marked if key not in self._parent_of}
+        spots: dict[int, _Entry] = {}
+        for key in targets:
+            found = entries.get(key)
+            at = self._top_index(found) if found is not None else None
+            if found is None or at is None:
+                return None
+            spots[at] = found
+        edited: list[Row] = []
+        members: Counter = Counter()
+        out: list[Row] = []
+        start = 0
+        for at in sorted(spots):
+            entry = spots[at]
+            out += rows[start:at]
+            start = at + 1
+            kids = children.get(entry.key)
+            mark = MARK if entry.key in marked else ""
+            if not kids:
+                made = [entry.row(clock, mark, 0, "", "")]
+            elif entry.key not in expanded:
+                made = [entry.row(clock, mark + GROUP_CLOSED, len(kids), "", "")]
+            else:
+                made = [entry.row(clock, mark + GROUP_OPEN, len(kids), "", "")]
+                for kid in kids:
+                    made.append(kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, "", entry.key))
+                    members[kid.job.state] += 1
+            out += made
+            edited += made
+        out += rows[start:]
+        self._tell([row for row in put if row.key not in targets] + edited)
+        return out, counts + members if members else counts
+
+    def _top_index(self, entry: _Entry) -> int | None:
+        """Where ``entry`` is in ``_top`` (by cluster, then id: bisected), or None."""
+        top = self._top
+        key = (entry.job.cluster, _by_id(entry))
+        at = bisect_left(top, key, key=_TOP_ORDER)
+        while at < len(top) and top[at] is not entry and _TOP_ORDER(top[at]) == key:
+            at += 1
+        return at if at < len(top) and top[at] is entry else None
 
     def _toggled(
         self, cached: tuple[tuple, list[Row], Counter], depends: tuple, clock: Callable[[], float], notes: dict

@@ -110,32 +110,36 @@ async def test_the_queue_from_the_backends_changes_shows_what_a_full_compare_sho
         backends = [app.hub.backend(name) for name in ("a", "b")]
         next_id = 5000
         stayed = 0
+        hinted = [0] * 8  # per phase: refreshes whose rows the table was told what changed in
         for turn in range(40):
             for backend in backends:
                 backend.step(random.Random(turn), turn, next_id)
             next_id += 3
             phase = turn % 8
-            if phase == 1:
+            if phase == 0 and turn:
+                await pilot.press("u")  # mine, then all again
+            elif phase == 1:
                 await pilot.press("o")  # sorted by the next column from now on
             elif phase == 2:
                 for group in ("a/20", "b/20"):
                     table.move_cursor_to_key(group)
-                    await pilot.press("e")  # opened
-            elif phase == 3:
-                await pilot.press("u")  # mine, then all again
+                    await pilot.press("e")  # opened (refreshed so next turn too)
             elif phase == 4:
-                await pilot.press("slash", *"job-1", "enter")
-            elif phase == 5:
-                await pilot.press("space")  # a mark
+                for key in ("a/1002", "b/1002", "a/0", "b/0", "a/5", "b/5"):  # a member, a group, a job
+                    if table.move_cursor_to_key(key):
+                        await pilot.press("space")  # marked (refreshed so next turn too)
             elif phase == 6:
-                await pilot.press("escape", "escape")  # the filter, then the marks
+                await pilot.press("slash", *"job-1", "enter")
             elif phase == 7:
+                await pilot.press("escape", "escape")  # the filter, then the marks
                 for group in ("a/20", "b/20"):
                     if table.move_cursor_to_key(group):
                         await pilot.press("e")  # closed again
             cursor = rng.choice([k for k in table.row_keys if k.startswith("a/")])
             table.move_cursor_to_key(cursor)
+            told.clear()
             await refreshed(pilot, app)
+            hinted[phase] += told[-1:] != [None] and bool(told)
             assert shown(table, "a") == shown(table, "b"), turn
             if cursor in table.row_keys:  # (still shown: not gone, nor into a closed group)
                 assert table.cursor_key == cursor, turn
@@ -146,4 +150,42 @@ async def test_the_queue_from_the_backends_changes_shows_what_a_full_compare_sho
                 assert n > 0 and n % 2 == 0, turn  # each cluster alike
             assert set(table._by_key) == set(table.row_keys), turn
         assert stayed >= 30
-        assert sum(result is not None for result in told) >= 8  # told what changed, with every group closed
+        assert hinted[1] >= 3 and hinted[3] >= 3 and hinted[5] >= 3, hinted  # groups closed; one opened; marks
+
+
+async def test_rows_edited_for_groups_opened_and_jobs_marked_equal_the_rows_made_one_by_one(monkeypatch):
+    """A few groups opened and jobs marked: the rows with every group closed, edited there, equal the
+    rows made one by one for every job (the path taken past ``EDITS``), and so do their counts."""
+    from yanflow_tui.screens import queue as queue_module
+
+    app = make_app(
+        ClusterConfig("a", "fake-plain", refresh_seconds=3600),
+        ClusterConfig("b", "fake-changes", refresh_seconds=3600),
+    )
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.screen.query_one(JobTable)
+        await wait_for(pilot, lambda: {"a/1", "b/1"} <= set(table.row_keys), what="rows")
+        screen = app.screen
+        rng = random.Random(4)
+        next_id = 5000
+        taken = []
+        edit = screen._edited_rows
+        monkeypatch.setattr(screen, "_edited_rows", lambda clock: taken.append(edit(clock)) or taken[-1])
+        for turn in range(30):
+            if turn % 3 == 0:
+                for name in ("a", "b"):
+                    app.hub.backend(name).step(random.Random(turn), turn, next_id)
+                next_id += 3
+                await refreshed(pilot, app)
+            groups = sorted(screen._children)
+            keys = sorted(screen._entries or {})
+            screen.expanded = set(rng.sample(groups, rng.randint(0, min(4, len(groups)))))
+            screen.marked = set(rng.sample(keys, rng.randint(0, 6)))
+            screen._unfiltered = None
+            edited, counts = screen._visible_rows(), dict(screen.state_counts)
+            monkeypatch.setattr(queue_module, "EDITS", -1)
+            screen._unfiltered = None
+            assert screen._visible_rows() == edited, turn
+            assert dict(screen.state_counts) == counts, turn
+            monkeypatch.setattr(queue_module, "EDITS", 64)
+        assert sum(result is not None for result in taken) >= 25  # (the rows edited, not made one by one)
