@@ -585,9 +585,9 @@ class QueueScreen(DataScreen):
         table.set_rows(rows, self._changes)
         self._given_closed, self._given_view = self._closed_now, self._view_now
         self._changes, self._delta = None, _Delta()
-        if self._warmed != self._version and self._top:
+        if self._warmed != self._version and self._top:  # (once the new rows are painted)
             self._warmed, self._warm_at = self._version, 0
-            self.set_timer(WARM_SECONDS, self._warm_members)
+            self.call_after_refresh(self.set_timer, WARM_SECONDS, self._warm_members)
         self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty, not self.app.all_users)
         self._show_problems()
         self._update_bindings()
