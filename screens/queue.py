@@ -544,9 +544,9 @@ class QueueScreen(DataScreen):
         self._given_closed: Counter | None = None
         self._closed_now: Counter | None = None
         self._counted = False  # _closed_now was moved from _given_closed by the changes (and added up)
-        # the groups opened and the jobs marked in the rows last given, when made by _closed_rows (and now)
-        self._given_view: tuple[frozenset[str], frozenset[str]] | None = None
-        self._view_now: tuple[frozenset[str], frozenset[str]] | None = None
+        # the groups opened, the jobs marked and the notes in the rows last given, when made by _closed_rows (and now)
+        self._given_view: tuple[frozenset[str], frozenset[str], tuple] | None = None
+        self._view_now: tuple[frozenset[str], frozenset[str], tuple] | None = None
         self._delta: _Delta | None = None
         self._changes: RowChanges | None = None  # what the rows about to be given differ in, when known
         self._warm_at = 0  # how far into _flat that has gone
@@ -734,8 +734,8 @@ class QueueScreen(DataScreen):
         if not self.job_filter.empty:
             return self._filtered_rows(clock, notes)
         if not children and not notes and not marked:  # the usual case, kept short
-            plain, counts, put = self._closed_rows(clock)
-            self._tell(put)
+            plain, counts, made = self._closed_rows(clock)
+            self._tell(list(map(plain.__getitem__, made)))
             self.state_counts, self.shown = counts, len(plain)
             return plain
         depends = (self._version, frozenset(self.expanded), frozenset(marked), tuple(sorted(notes.items())))
@@ -749,13 +749,13 @@ class QueueScreen(DataScreen):
             self.state_counts, self.shown = patched[1], len(patched[0])
             return patched[0]
         if not marked and not notes and not self.expanded:  # every group closed: in C, but for rows to make
-            rows, counts, put = self._closed_rows(clock)
-            self._tell(put)
+            rows, counts, made = self._closed_rows(clock)
+            self._tell(list(map(rows.__getitem__, made)))
             self._unfiltered = (depends, rows, counts)
             self.state_counts, self.shown = counts, len(rows)
             return rows
-        edited = self._edited_rows(clock) if not notes and len(self.expanded) + len(marked) <= EDITS else None
-        if edited is not None:  # a few groups opened, a few jobs marked: the rows above, edited there
+        edited = self._edited_rows(clock, notes) if len(self.expanded) + len(marked) <= EDITS else None
+        if edited is not None:  # a few groups opened, a few jobs marked, old data noted: the rows above, edited
             self._unfiltered = (depends, *edited)
             self.state_counts, self.shown = edited[1], len(edited[0])
             return edited[0]
@@ -782,19 +782,18 @@ class QueueScreen(DataScreen):
         self.state_counts, self.shown = counts, len(rows)
         return rows
 
-    def _closed_rows(self, clock: Callable[[], float]) -> tuple[list[Row], Counter, list[Row]]:
+    def _closed_rows(self, clock: Callable[[], float]) -> tuple[list[Row], Counter, list[int]]:
         """The rows with every group closed and no marks or notes, the count of each state among them,
-        and the rows made now (groups, changed jobs; the others are taken as made, in C). When the
+        and where rows were made now (groups, changed jobs; the others are taken as made, in C). When the
         rows given to the table last were made from these (``_given_closed``: their counts) and what
         changed since is known (``_delta``), the counts are those, moved by the changes."""
         top, children = self._top, self._children
         rows = list(map(_PLAIN_ROW, top))
-        put = []
-        for at in list(compress(range(len(rows)), map(is_, rows, repeat(None)))):  # groups, changed jobs
+        made = list(compress(range(len(rows)), map(is_, rows, repeat(None))))
+        for at in made:  # groups, changed jobs
             entry = top[at]
             kids = children.get(entry.key)
-            row = rows[at] = entry.row(clock, GROUP_CLOSED if kids else "", len(kids) if kids else 0, "", "")
-            put.append(row)
+            rows[at] = entry.row(clock, GROUP_CLOSED if kids else "", len(kids) if kids else 0, "", "")
         given, delta = self._given_closed, self._delta
         counts: Counter | None = None
         self._counted = False
@@ -814,23 +813,44 @@ class QueueScreen(DataScreen):
         if counts is None:
             counts = Counter(map(_STATE, top))
         self._closed_now = counts
-        return rows, counts, put
+        return rows, counts, made
 
-    def _tell(self, put: list[Row]) -> None:
+    def _tell(self, put: list[Row], notes: dict[str, str] | None = None) -> None:
         """Tell the table what the rows about to be given differ in (``_changes``: ``put`` and the
         keys gone), when that is known: the rows given last were made the same way (the same groups
-        opened, the same jobs marked) and what changed since then is known."""
-        view = (frozenset(self.expanded), frozenset(self.marked))
+        opened, the same jobs marked, the same notes) and what changed since then is known."""
+        view = (frozenset(self.expanded), frozenset(self.marked), tuple(sorted((notes or {}).items())))
         self._view_now = view
         delta = self._delta
         if self._counted and delta is not None and self._given_view == view:
             self._changes = RowChanges(put, [entry.key for entry in delta.gone])
 
-    def _edited_rows(self, clock: Callable[[], float]) -> tuple[list[Row], Counter] | None:
+    def _edited_rows(self, clock: Callable[[], float], notes: dict[str, str]) -> tuple[list[Row], Counter] | None:
         """The rows with every group closed (``_closed_rows``) and a few edited: the groups opened,
-        with their members under them, and the jobs marked. None when one is not found in ``_top``."""
-        rows, counts, put = self._closed_rows(clock)
+        with their members under them, the jobs marked, and the rows of clusters with old data
+        (``notes``: each cluster's rows in ``_top`` are a run). None when one is not found there."""
+        rows, counts, made = self._closed_rows(clock)
         entries, children, expanded, marked = self._entries or {}, self._children, self.expanded, self.marked
+        top = self._top
+        runs: list[tuple[int, int]] = []  # the runs of rows of the clusters noted
+        noted: list[Row] = []
+        if notes:
+            start = 0
+            for name in sorted(self._clusters):
+                end = start + len(self._clusters[name].top)
+                note = notes.get(name, "")
+                if note:
+                    run = top[start:end]
+                    if any(entry.job.cluster != name for entry in run):
+                        return None
+                    runs.append((start, end))
+                    rows[start:end] = again = [
+                        entry.row(clock, GROUP_CLOSED if kids else "", len(kids) if kids else 0, note, "")
+                        for entry in run
+                        for kids in (children.get(entry.key),)
+                    ]
+                    noted += again
+                start = end
         targets = set(expanded) | {key for key in marked if key not in self._parent_of}
         spots: dict[int, _Entry] = {}
         for key in targets:
@@ -849,19 +869,21 @@ class QueueScreen(DataScreen):
             start = at + 1
             kids = children.get(entry.key)
             mark = MARK if entry.key in marked else ""
+            note = notes.get(entry.job.cluster, "") if notes else ""
             if not kids:
-                made = [entry.row(clock, mark, 0, "", "")]
+                again = [entry.row(clock, mark, 0, note, "")]
             elif entry.key not in expanded:
-                made = [entry.row(clock, mark + GROUP_CLOSED, len(kids), "", "")]
+                again = [entry.row(clock, mark + GROUP_CLOSED, len(kids), note, "")]
             else:
-                made = [entry.row(clock, mark + GROUP_OPEN, len(kids), "", "")]
+                again = [entry.row(clock, mark + GROUP_OPEN, len(kids), note, "")]
                 for kid in kids:
-                    made.append(kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, "", entry.key))
+                    again.append(kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, note, entry.key))
                     members[kid.job.state] += 1
-            out += made
-            edited += made
+            out += again
+            edited += again
         out += rows[start:]
-        self._tell([row for row in put if row.key not in targets] + edited)
+        put = [rows[at] for at in made if at not in spots and not any(lo <= at < hi for lo, hi in runs)]
+        self._tell(put + [row for row in noted if row.key not in targets] + edited, notes)
         return out, counts + members if members else counts
 
     def _top_index(self, entry: _Entry) -> int | None:

@@ -15,8 +15,11 @@ from uihelpers import make_app, refreshed
 from waiting import wait_for
 
 from yanflow_tui.config import ClusterConfig
+from yanflow_tui.errors import BackendError
+from yanflow_tui.hub import Health
 from yanflow_tui.model import Job, JobChanges, JobList, JobState
 from yanflow_tui.screens.queue import MARK, JobTable
+from yanflow_tui.screens.widgets.table import Row
 
 USERS = ("alice", "bob")
 
@@ -153,14 +156,27 @@ async def test_the_queue_from_the_backends_changes_shows_what_a_full_compare_sho
         assert hinted[1] >= 3 and hinted[3] >= 3 and hinted[5] >= 3, hinted  # groups closed; one opened; marks
 
 
+def content(rows: list[Row]) -> list[tuple]:
+    """What rows show and sort by (a live cell evaluated: rows made twice differ in its function)."""
+    texts = (cell() if callable(cell) else cell for row in rows for cell in row.cells)
+    plain = [text if isinstance(text, str) else text.plain for text in texts]
+    out, at = [], 0
+    for row in rows:
+        out.append((row.key, row.parent, row.style, row.sort, plain[at : at + len(row.cells)]))
+        at += len(row.cells)
+    return out
+
+
 async def test_rows_edited_for_groups_opened_and_jobs_marked_equal_the_rows_made_one_by_one(monkeypatch):
-    """A few groups opened and jobs marked: the rows with every group closed, edited there, equal the
-    rows made one by one for every job (the path taken past ``EDITS``), and so do their counts."""
+    """A few groups opened, jobs marked, a cluster's rows noted stale: the rows with every group closed,
+    edited there, equal the rows made one by one for every job (the path taken past ``EDITS``), and so
+    do their counts."""
     from yanflow_tui.screens import queue as queue_module
 
     app = make_app(
         ClusterConfig("a", "fake-plain", refresh_seconds=3600),
         ClusterConfig("b", "fake-changes", refresh_seconds=3600),
+        pinned_clock=True,
     )
     async with app.run_test(size=(160, 40)) as pilot:
         table = app.screen.query_one(JobTable)
@@ -170,22 +186,24 @@ async def test_rows_edited_for_groups_opened_and_jobs_marked_equal_the_rows_made
         next_id = 5000
         taken = []
         edit = screen._edited_rows
-        monkeypatch.setattr(screen, "_edited_rows", lambda clock: taken.append(edit(clock)) or taken[-1])
+        monkeypatch.setattr(screen, "_edited_rows", lambda *a: taken.append(edit(*a)) or taken[-1])
         for turn in range(30):
             if turn % 3 == 0:
                 for name in ("a", "b"):
                     app.hub.backend(name).step(random.Random(turn), turn, next_id)
                 next_id += 3
+                app.hub.backend("a").fail_reads = BackendError("down") if turn % 6 == 3 else None
                 await refreshed(pilot, app)
+                assert (app.hub.snapshots["a"].health is Health.STALE) is (turn % 6 == 3)
             groups = sorted(screen._children)
             keys = sorted(screen._entries or {})
             screen.expanded = set(rng.sample(groups, rng.randint(0, min(4, len(groups)))))
             screen.marked = set(rng.sample(keys, rng.randint(0, 6)))
             screen._unfiltered = None
-            edited, counts = screen._visible_rows(), dict(screen.state_counts)
+            edited, counts = content(screen._visible_rows()), dict(screen.state_counts)
             monkeypatch.setattr(queue_module, "EDITS", -1)
             screen._unfiltered = None
-            assert screen._visible_rows() == edited, turn
+            assert content(screen._visible_rows()) == edited, turn
             assert dict(screen.state_counts) == counts, turn
             monkeypatch.setattr(queue_module, "EDITS", 64)
         assert sum(result is not None for result in taken) >= 25  # (the rows edited, not made one by one)
