@@ -8,6 +8,7 @@ took over) the terminal is as before: the normal screen, the cursor shown, echo 
 from __future__ import annotations
 
 import getpass
+import os
 import re
 import sys
 import time
@@ -31,15 +32,30 @@ def tty_home(tmp_path) -> Path:
     return home
 
 
-def keep_snapshot(home: Path, age: float = 300.0, jobs: int = 3) -> None:
-    """The snapshot a last run kept: the local cluster with ``jobs`` jobs of mine (one named with escapes)."""
+def keep_snapshot(home: Path, age: float = 300.0, jobs: int = 3, name: str = "local", kind: str = "local") -> None:
+    """The snapshot a last run kept: cluster ``name`` with ``jobs`` jobs of mine (one named with escapes)."""
     me = getpass.getuser()
     made = tuple(
-        Job(f"77{i:03d}", "local", f"cached-run-{i}", me, JobState.RUNNING, nodes=("n1",)) for i in range(jobs)
-    ) + (Job("78000", "local", "evil\x1b]0;title\x07\x1b[2J", me, JobState.PENDING),)
-    snap = ClusterSnapshot("local", "local", False, Health.OK, "", time.time() - age, made)
+        Job(f"77{i:03d}", name, f"cached-run-{i}", me, JobState.RUNNING, nodes=("n1",)) for i in range(jobs)
+    ) + (Job("78000", name, "evil\x1b]0;title\x07\x1b[2J", me, JobState.PENDING),)
+    snap = ClusterSnapshot(name, kind, False, Health.OK, "", time.time() - age, made)
     path = home / ".local" / "state" / "yanflow" / snapcache.FILE_NAME
-    snapcache.save(path, [snap], time.time(), {"local": me})
+    snapcache.save(path, [snap], time.time(), {name: me})
+
+
+def slow_slurm(home: Path) -> dict[str, str]:
+    """The environment of a console whose one cluster, ``slow``, is a Slurm through local commands that
+    never answer (each ``squeue``, ``sinfo``... sleeps): its first refresh cannot replace the cached data
+    before Textual has shown it, however quick the machine."""
+    stubs = home / "slow-slurm-bin"
+    stubs.mkdir()
+    for command in ("squeue", "sinfo", "scontrol", "sacct", "sbatch", "scancel", "sprio", "sshare"):
+        stub = stubs / command
+        stub.write_text("#!/bin/sh\nexec sleep 60\n")
+        stub.chmod(0o755)
+    config = home / "slow.yaml"
+    config.write_text("clusters:\n  - name: slow\n    kind: slurm\n")
+    return {"PATH": f"{stubs}:{os.environ.get('PATH', '/usr/bin:/bin')}", "YANFLOW_CONFIG": str(config)}
 
 
 def console(
@@ -107,9 +123,9 @@ def test_an_error_before_textual_takes_over_gives_the_normal_screen_and_the_mode
 @pytest.mark.parametrize("case", ["no snapshot", "switched off"])
 def test_no_early_paint_without_a_snapshot_or_when_switched_off(tty_home, case):
     env = {}
-    if case == "switched off":
-        keep_snapshot(tty_home)
-        env[earlypaint.DISABLE_ENV] = "1"
+    if case == "switched off":  # a cluster slower than Textual's first frame: the cached data shows until it answers
+        keep_snapshot(tty_home, name="slow", kind="slurm")
+        env.update(slow_slurm(tty_home), **{earlypaint.DISABLE_ENV: "1"})
     term = console(tty_home, 80, 24, env=env)
     try:
         term.wait_text("Open")  # Textual's first frame
