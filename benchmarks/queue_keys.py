@@ -44,13 +44,17 @@ async def run(args, profile: cProfile.Profile | None) -> None:
     app = YanflowApp(config, hub)
     queue = lambda: console.queue_widget(app)  # noqa: E731
 
-    async def key(name: str, reflected, cpus: list[float]) -> float:
-        if profile is not None:
+    timed = []  # the keys timed so far, named as --profile-keys names them
+
+    async def key(name: str, reflected, cpus: list[float], part: str) -> float:
+        timed.append(f"{part}{sum(t.startswith(part) for t in timed) + 1}")
+        on = profile is not None and (not args.profile_keys or timed[-1] in args.profile_keys.split(","))
+        if on:
             profile.enable()
         try:
             return await console.key_latency(app, name, reflected, queue, timeout=args.timeout, cpu=cpus)
         finally:
-            if profile is not None:
+            if on:
                 profile.disable()
 
     async with app.run_test(size=args.size) as pilot:
@@ -76,18 +80,21 @@ async def run(args, profile: cProfile.Profile | None) -> None:
                             box() is not None and box().value == typed and console.queue_row_count(app) == want
                         ),
                         cpus,
+                        "filter",
                     )
                 )
             _summary("filter", walls, cpus, f"   rows {rows}")
             full = len(console.queue_rows_expected(console.all_jobs(backends)))
             cpus = []
-            wall = await key(console.CLEAR_FILTER_KEY, lambda full=full: console.queue_row_count(app) == full, cpus)
+            wall = await key(
+                console.CLEAR_FILTER_KEY, lambda full=full: console.queue_row_count(app) == full, cpus, "escape"
+            )
             _summary("escape", [wall], cpus)
             await pilot.pause(0.2)
             walls, cpus = [], []
             for name in [console.SORT_KEY] * max(1, args.sorts - 1) + [console.REVERSE_SORT_KEY]:
                 before = console.queue_sort(app)
-                walls.append(await key(name, lambda before=before: console.queue_sort(app) != before, cpus))
+                walls.append(await key(name, lambda before=before: console.queue_sort(app) != before, cpus, "sort"))
             _summary("sort", walls, cpus)
             console.queue_unsort(app)
             await pilot.pause(0.2)
@@ -109,6 +116,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--profile", type=Path, help="write a cProfile of the timed keys here")
+    parser.add_argument("--profile-keys", help="only these keys, e.g. filter1,filter2,escape1,sort4 (default: all)")
     args = parser.parse_args()
     width, _, height = args.size.partition("x")
     args.size = (int(width), int(height))
