@@ -358,6 +358,33 @@ async def test_a_backspace_gives_the_table_the_rows_it_showed_for_that_filter_be
         assert "shown 1500 of 1503: pending 1500" in screen_text(app)
 
 
+async def test_after_a_refresh_idle_turns_make_the_filters_texts_before_member_rows(home, monkeypatch):
+    """A first filter keystroke soon after a refresh needs every job's text (what a bare word
+    searches) and the filter's columns, more than the rows of group members: idle turns make those
+    first, then the rows. The turns are driven here one at a time (their timer never fires alone)."""
+    from yanflow_tui.screens import queue
+
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        monkeypatch.setattr(queue, "WARM_SECONDS", 3600)
+        await with_bulk_jobs(pilot, app, backend, 1500)
+        screen = app.screen
+        total = len(screen._flat)
+        assert screen._warm_texts_at == screen._warm_at == 0 and screen._warmed == screen._version
+        assert any(entry.text is None for entry in screen._flat)
+        while screen._warm_texts_at < total:
+            screen._warm_members()
+            assert screen._warm_at == 0  # no row made ahead yet
+        assert all(entry.text is not None for entry in screen._flat)
+        assert screen._columns is not None and screen._columns[0] == screen._version
+        while screen._warm_at < total:  # then the rows
+            screen._warm_members()
+        await pilot.press("slash", *"bulk-14")
+        await wait_for(pilot, lambda: len(rows(app)) == 111, what="bulk-14, 140-149, 1400-1499")
+
+
 async def test_the_filters_text_is_made_ahead_and_a_refresh_remakes_only_the_changed_jobs(home):
     """Idle turns make what a bare word searches (each entry's text, then the filter's columns) before
     any key; a refresh makes it again for the jobs that changed only, and the filter finds the new text."""
