@@ -437,7 +437,10 @@ class QueueScreen(DataScreen):
         self._unfiltered: tuple[tuple, list[Row], Counter] | None = None  # (what it depends on, rows, counts)
         self._warmed = 0  # the entries version whose member rows are being made ahead (see _warm_members)
         self._warm_at = 0  # how far into _flat that has gone
-        self._warm_texts_at = 0  # how far into _flat the filter's texts are made (they come first)
+        # the _flat indices of entries whose text is still to make, ahead (they come first; None: not
+        # looked for yet), and whether the filter's columns are made since
+        self._no_text: list[int] | None = None
+        self._texts_warmed = False
         self.expanded: set[str] = set()
         self.marked: set[str] = set()  # row keys marked with space
         self._job_table: JobTable | None = None  # (looked up on every key by check_action: kept once found)
@@ -470,7 +473,7 @@ class QueueScreen(DataScreen):
         table = self.query_one(JobTable)
         table.set_rows(self._visible_rows())
         if self._warmed != self._version and self._flat:
-            self._warmed, self._warm_at, self._warm_texts_at = self._version, 0, 0
+            self._warmed, self._warm_at, self._no_text, self._texts_warmed = self._version, 0, None, False
             self.set_timer(WARM_SECONDS, self._warm_members)
         self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty, not self.app.all_users)
         self._show_problems()
@@ -663,14 +666,18 @@ class QueueScreen(DataScreen):
         flat = self._flat
         total = len(flat)
         until = time.perf_counter() + WARM_BUDGET  # entries made already are skimmed in C, many to a turn
-        if self._warm_texts_at < total:
-            start = self._warm_texts_at
-            while start < total and time.perf_counter() < until:
-                end = min(total, start + 2048)  # (a stretch all new, as at the first load: ~5 ms)
-                self._texts(start, end)
-                start = end
-            self._warm_texts_at = start
-            if start >= total:  # every text made: the filter's columns (a few passes in C)
+        if not self._texts_warmed:
+            missing = self._no_text
+            if missing is None:  # the entries with no text, found in one pass in C
+                missing = self._no_text = list(compress(range(total), map(is_, map(_TEXTS, flat), repeat(None))))
+            while missing and time.perf_counter() < until:
+                chunk = missing[-1024:]  # (a chunk all new, as at the first load: ~3 ms)
+                del missing[-1024:]
+                entries = list(map(flat.__getitem__, chunk))
+                for entry, text in zip(entries, any_texts(list(map(_JOB, entries)))):
+                    entry.text = text
+            if not missing:  # every text made: the filter's columns (a few passes in C)
+                self._texts_warmed = True
                 self._per_entry()
             self.set_timer(WARM_SECONDS, self._warm_members)
             return

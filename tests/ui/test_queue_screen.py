@@ -372,9 +372,9 @@ async def test_after_a_refresh_idle_turns_make_the_filters_texts_before_member_r
         await with_bulk_jobs(pilot, app, backend, 1500)
         screen = app.screen
         total = len(screen._flat)
-        assert screen._warm_texts_at == screen._warm_at == 0 and screen._warmed == screen._version
+        assert screen._warm_at == 0 and not screen._texts_warmed and screen._warmed == screen._version
         assert any(entry.text is None for entry in screen._flat)
-        while screen._warm_texts_at < total:
+        while not screen._texts_warmed:
             screen._warm_members()
             assert screen._warm_at == 0  # no row made ahead yet
         assert all(entry.text is not None for entry in screen._flat)
