@@ -77,7 +77,7 @@ NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whos
 STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "submit")
 MARK = "● "  # before the id of a marked row
 WARM_ROWS = 500  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
-WARM_SECONDS = 0.02  # between two such turns: a key waits for one at most
+WARM_SECONDS = 0.005  # between two such turns (a key waits for one at most): all done ~70 ms after a 5% refresh at 100k
 WARM_BUDGET = 0.012  # seconds of such a turn spent on entries (made already or not), besides measuring
 
 
