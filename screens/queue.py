@@ -441,6 +441,7 @@ class QueueScreen(DataScreen):
         # looked for yet), and whether the filter's columns are made since
         self._no_text: list[int] | None = None
         self._texts_warmed = False
+        self._warm_due = False  # a turn of _warm_members is due (see _warm_later)
         self.expanded: set[str] = set()
         self.marked: set[str] = set()  # row keys marked with space
         self._job_table: JobTable | None = None  # (looked up on every key by check_action: kept once found)
@@ -474,7 +475,7 @@ class QueueScreen(DataScreen):
         table.set_rows(self._visible_rows())
         if self._warmed != self._version and self._flat:
             self._warmed, self._warm_at, self._no_text, self._texts_warmed = self._version, 0, None, False
-            self.set_timer(WARM_SECONDS, self._warm_members)
+            self._warm_later()
         self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty, not self.app.all_users)
         self._show_problems()
         self._update_bindings()
@@ -653,6 +654,14 @@ class QueueScreen(DataScreen):
             return None
         return [*rows[:at], row, *rows[end:]], counts - states
 
+    def _warm_later(self) -> None:
+        """The next idle turn of ``_warm_members``, unless one is due already: one turn at a time,
+        however many refreshes came meanwhile (each started another series, and a key waited for
+        every turn due before it)."""
+        if not self._warm_due:
+            self._warm_due = True
+            self.set_timer(WARM_SECONDS, self._warm_members)
+
     def _warm_members(self) -> None:
         """Make ahead, between keys, what the first filter keystroke needs: first what a bare word
         of the filter searches (``_texts``, for the entries a refresh changed: a first keystroke soon
@@ -660,6 +669,7 @@ class QueueScreen(DataScreen):
         then the rows of group members, a few at a time (that keystroke opens every group with a
         match, and ``e`` one): then they are made and measured. Stops when the entries change (the
         next refresh starts again)."""
+        self._warm_due = False
         table = self._table()
         if self._warmed != self._version or table is None or not self.is_mounted:
             return
@@ -679,7 +689,7 @@ class QueueScreen(DataScreen):
             if not missing:  # every text made: the filter's columns (a few passes in C)
                 self._texts_warmed = True
                 self._per_entry()
-            self.set_timer(WARM_SECONDS, self._warm_members)
+            self._warm_later()
             return
         app = self.app
 
@@ -705,7 +715,7 @@ class QueueScreen(DataScreen):
         self._warm_at = start
         table.measure(made)
         if start < len(flat):
-            self.set_timer(WARM_SECONDS, self._warm_members)
+            self._warm_later()
 
     def _texts(self, start: int, end: int) -> list[str]:
         """The ``text`` of the entries ``_flat[start:end]``, made in one pass for those with none yet

@@ -385,6 +385,36 @@ async def test_after_a_refresh_idle_turns_make_the_filters_texts_before_member_r
         await wait_for(pilot, lambda: len(rows(app)) == 111, what="bulk-14, 140-149, 1400-1499")
 
 
+async def test_refreshes_while_warming_keep_one_idle_turn_due(home, monkeypatch):
+    """Each refresh that changes the jobs starts the idle warming again, but never a second series of
+    turns beside one still due: a key waits for one turn at most, not for one per refresh."""
+    from yanflow_tui.screens import queue
+
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        monkeypatch.setattr(queue, "WARM_SECONDS", 3600)  # a turn due stays due
+        screen = app.screen
+        due, set_timer = [], screen.set_timer
+
+        def counting(delay, callback=None, **kw):
+            if callback == screen._warm_members:
+                due.append(delay)
+            return set_timer(delay, callback, **kw)
+
+        monkeypatch.setattr(screen, "set_timer", counting)
+        versions = set()
+        for turn in range(3):  # jobs added, refreshed in
+            shown = len(rows(app)) + 10
+            backend.jobs.extend(backend.job(str(2000 + 10 * turn + i), "more", JobState.PENDING) for i in range(10))
+            await refreshed(pilot, app)
+            await wait_for(pilot, lambda shown=shown: len(rows(app)) == shown, what="the jobs added")
+            versions.add(screen._version)
+        assert len(versions) == 3 and screen._warmed == screen._version
+        assert due == [3600]
+
+
 async def test_the_filters_text_is_made_ahead_and_a_refresh_remakes_only_the_changed_jobs(home):
     """Idle turns make what a bare word searches (each entry's text, then the filter's columns) before
     any key; a refresh makes it again for the jobs that changed only, and the filter finds the new text."""
