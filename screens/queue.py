@@ -436,7 +436,7 @@ class QueueScreen(DataScreen):
         self._views: dict[tuple, tuple[list[Row], Counter]] = {}  # (version, filter, opened) -> its rows, counts
         self._unfiltered: tuple[tuple, list[Row], Counter] | None = None  # (what it depends on, rows, counts)
         self._warmed = 0  # the entries version whose member rows are being made ahead (see _warm_members)
-        self._warm_at = 0  # how far into _flat that has gone
+        self._no_row: list[int] | None = None  # the _flat indices of entries with no view row yet, last first
         # the _flat indices of entries whose text is still to make, ahead (they come first; None: not
         # looked for yet), and whether the filter's columns are made since
         self._no_text: list[int] | None = None
@@ -474,7 +474,7 @@ class QueueScreen(DataScreen):
         table = self.query_one(JobTable)
         table.set_rows(self._visible_rows())
         if self._warmed != self._version and self._flat:
-            self._warmed, self._warm_at, self._no_text, self._texts_warmed = self._version, 0, None, False
+            self._warmed, self._no_row, self._no_text, self._texts_warmed = self._version, None, None, False
             self._warm_later()
         self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty, not self.app.all_users)
         self._show_problems()
@@ -675,7 +675,7 @@ class QueueScreen(DataScreen):
             return
         flat = self._flat
         total = len(flat)
-        until = time.perf_counter() + WARM_BUDGET  # entries made already are skimmed in C, many to a turn
+        until = time.perf_counter() + WARM_BUDGET  # (what is still to make is found in one pass in C)
         if not self._texts_warmed:
             missing = self._no_text
             if missing is None:  # the entries with no text, found in one pass in C
@@ -696,25 +696,22 @@ class QueueScreen(DataScreen):
         def clock() -> float:
             return app.clock()
 
-        parent_of = self._parent_of
-        start = self._warm_at
+        parent_of, children = self._parent_of, self._children
+        missing = self._no_row
+        if missing is None:  # the entries with no view row yet, found in one pass in C (last first)
+            missing = self._no_row = list(compress(range(total), map(is_, map(_VIEW_ROW, flat), repeat(None))))
+            missing.reverse()
         made: list[Row] = []
-        children = self._children
-        while start < total and len(made) < WARM_ROWS and time.perf_counter() < until:
-            end = min(total, start + 2048)
-            views = list(map(_VIEW_ROW, flat[start:end]))
-            for index in compress(range(start, end), map(is_, views, repeat(None))):  # rows not made yet
-                row = self._view_row(index, clock)
-                key = flat[index].key
-                if key in parent_of or key in children:  # a member, or a group (as opened)
-                    made.append(row)
-                    if len(made) % 64 == 0 and (len(made) >= WARM_ROWS or time.perf_counter() >= until):
-                        end = index + 1  # the rest of this stretch in the next turn
-                        break
-            start = end
-        self._warm_at = start
+        while missing and len(made) < WARM_ROWS and time.perf_counter() < until:
+            index = missing.pop()
+            if flat[index].view_row is not None:  # made meanwhile (a filter showed it)
+                continue
+            row = self._view_row(index, clock)
+            key = flat[index].key
+            if key in parent_of or key in children:  # a member, or a group (as opened)
+                made.append(row)
         table.measure(made)
-        if start < len(flat):
+        if missing:
             self._warm_later()
 
     def _texts(self, start: int, end: int) -> list[str]:

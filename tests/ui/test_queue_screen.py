@@ -371,16 +371,16 @@ async def test_after_a_refresh_idle_turns_make_the_filters_texts_before_member_r
         monkeypatch.setattr(queue, "WARM_SECONDS", 3600)
         await with_bulk_jobs(pilot, app, backend, 1500)
         screen = app.screen
-        total = len(screen._flat)
-        assert screen._warm_at == 0 and not screen._texts_warmed and screen._warmed == screen._version
+        assert screen._no_row is None and not screen._texts_warmed and screen._warmed == screen._version
         assert any(entry.text is None for entry in screen._flat)
         while not screen._texts_warmed:
             screen._warm_members()
-            assert screen._warm_at == 0  # no row made ahead yet
+            assert screen._no_row is None  # no row made ahead yet
         assert all(entry.text is not None for entry in screen._flat)
         assert screen._columns is not None and screen._columns[0] == screen._version
-        while screen._warm_at < total:  # then the rows
+        while screen._no_row is None or screen._no_row:  # then the rows
             screen._warm_members()
+        assert all(entry.view_row is not None for entry in screen._flat)
         await pilot.press("slash", *"bulk-14")
         await wait_for(pilot, lambda: len(rows(app)) == 111, what="bulk-14, 140-149, 1400-1499")
 
