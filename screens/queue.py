@@ -689,6 +689,7 @@ class QueueScreen(DataScreen):
             if not missing:  # every text made: the filter's columns (a few passes in C)
                 self._texts_warmed = True
                 self._per_entry()
+                self.app.heap.settled()  # (what was made lives on: out of the collector's sight, see heap.py)
             self._warm_later()
             return
         app = self.app
@@ -713,6 +714,8 @@ class QueueScreen(DataScreen):
         table.measure(made)
         if missing:
             self._warm_later()
+        else:  # every row made and measured: they live on (a full GC pass over them came in the next key)
+            self.app.heap.settled()
 
     def _texts(self, start: int, end: int) -> list[str]:
         """The ``text`` of the entries ``_flat[start:end]``, made in one pass for those with none yet

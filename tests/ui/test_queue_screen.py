@@ -361,7 +361,8 @@ async def test_a_backspace_gives_the_table_the_rows_it_showed_for_that_filter_be
 async def test_after_a_refresh_idle_turns_make_the_filters_texts_before_member_rows(home, monkeypatch):
     """A first filter keystroke soon after a refresh needs every job's text (what a bare word
     searches) and the filter's columns, more than the rows of group members: idle turns make those
-    first, then the rows. The turns are driven here one at a time (their timer never fires alone)."""
+    first, then the rows, and hand each lot to the heap as long-lived (``gc.freeze``). The turns are
+    driven here one at a time (their timer never fires alone)."""
     from yanflow_tui.screens import queue
 
     app = make_app(hpc(refresh_seconds=3600))
@@ -373,14 +374,17 @@ async def test_after_a_refresh_idle_turns_make_the_filters_texts_before_member_r
         screen = app.screen
         assert screen._no_row is None and not screen._texts_warmed and screen._warmed == screen._version
         assert any(entry.text is None for entry in screen._flat)
+        freezes = app.heap.freezes  # (the turns run here back to back: no tick of the app's between them)
         while not screen._texts_warmed:
             screen._warm_members()
             assert screen._no_row is None  # no row made ahead yet
         assert all(entry.text is not None for entry in screen._flat)
         assert screen._columns is not None and screen._columns[0] == screen._version
+        assert app.heap.freezes == freezes + 1  # what was made lives on: no full GC pass walks it in a key
         while screen._no_row is None or screen._no_row:  # then the rows
             screen._warm_members()
         assert all(entry.view_row is not None for entry in screen._flat)
+        assert app.heap.freezes == freezes + 2
         await pilot.press("slash", *"bulk-14")
         await wait_for(pilot, lambda: len(rows(app)) == 111, what="bulk-14, 140-149, 1400-1499")
 
