@@ -15,8 +15,8 @@ import re
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain, compress, count, islice, repeat
-from operator import attrgetter, is_, is_not, itemgetter, ne, not_
+from itertools import chain, compress, count, filterfalse, islice, repeat
+from operator import is_, is_not, itemgetter, ne, not_
 from typing import ClassVar, NamedTuple, TypeGuard, cast
 
 from rich.cells import cell_len
@@ -40,11 +40,9 @@ Cell = str | Text | Callable[[], Text]
 PAD = 1  # blank cells each side of every column
 SORT_MARKS = {False: " ▲", True: " ▼"}
 _NUMBER = re.compile(r"^\s*-?\d+(?:\.\d*)?\s*$")
-_ROW_KEY = attrgetter("key")
 KEEP_ROWS = 1000  # sets of at least this many rows are kept when left for a quite different one
 KEEP_SETS = 2
-_PARENT = attrgetter("parent")
-_SORT = attrgetter("sort")
+DROP_SECONDS = 0.25  # big structures replaced are let go this long after (see VirtualTable._drop_later)
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 _UNMEASURED: tuple = (None, ())  # measured.get's default: matches no row
@@ -77,6 +75,10 @@ class Row(NamedTuple):
     sort: tuple = ()  # one sort value per column; default: the cell's text, numbers as numbers
     parent: str = ""  # key of the group row this one stays right under, whatever the sort
     style: str = ""  # a Rich style under the whole row's cells, e.g. "dim"
+
+
+# a Row's fields by index: in C, about 2.5x quicker than by name (each row a cache miss either way)
+_ROW_KEY, _PARENT, _SORT = (itemgetter(Row._fields.index(name)) for name in ("key", "parent", "sort"))
 
 
 def sort_value(text: str) -> tuple:
@@ -112,6 +114,14 @@ def _flipped(keys: list, order: Sequence[int]) -> list[int]:
     starts = [0, *compress(count(1), map(ne, islice(ranked, 1, None), ranked))]
     ends = [*starts[1:], len(order)]
     return list(chain.from_iterable(map(order.__getitem__, map(slice, reversed(starts), reversed(ends)))))
+
+
+def _by_column(widths: list[tuple[int, ...]], ncols: int) -> list[list[int]]:
+    """Rows' widths (``ncols`` each), a list per column. Each row's tuple is read once, in order:
+    the rows' tuples lie all over the heap, and reading them a column at a time (``zip(*...)``, or
+    ``itemgetter(i)`` per column) fetches each one ``ncols`` times (3-4x slower at 100,000 rows)."""
+    flat = list(chain.from_iterable(widths))  # (``_row_widths`` gives every row a width per column)
+    return [flat[i::ncols] for i in range(ncols)]
 
 
 def _is_live(cell: Cell) -> TypeGuard[Callable[[], Text]]:
@@ -282,6 +292,7 @@ class VirtualTable(ScrollView, can_focus=True):
         # sets of rows left for a quite different one (a filter typed), kept to come back to at once
         # (the filter cleared): the rows given, keyed, their width counts, and widths measured of them
         self._kept: list[_Kept] = []
+        self._litter: list[object] = []  # replaced structures to let go of after the paint (_drop_later)
 
     @property
     def vertical_scrollbar(self) -> ScrollBar:
@@ -335,6 +346,8 @@ class VirtualTable(ScrollView, can_focus=True):
         knows (a refresh): not even the comparing then."""
         rows = list(rows)
         old = self._by_key
+        if len(old) >= KEEP_ROWS:  # (what replaces them is set below; these go after the paint)
+            self._drop_later(old, self._given, self._rows, self._index)
         page = self._page_height()
         top = self.scroll_offset.y
         old_cursor = self._cursor_index
@@ -356,6 +369,7 @@ class VirtualTable(ScrollView, can_focus=True):
             befores = list(map(old.get, map(_ROW_KEY, differ))) if old else [None] * len(differ)
         else:  # a run of rows put in, taken out or changed (a group opened): the rest stays as it is
             by_key, differ, befores, gone_keys = spliced
+            keys = None
         keeping = self._keep() if spliced is None and old and len(old) >= KEEP_ROWS else None
         measured = self._measured
         arrived: list[tuple[int, ...]] = []  # widths of rows added or changed, and of those changed or gone
@@ -403,11 +417,7 @@ class VirtualTable(ScrollView, can_focus=True):
                     for key in [key for key in cache if key not in by_key]:
                         del cache[key]
             else:
-                gone = (
-                    set(gone_keys)
-                    if spliced is not None
-                    else set(compress(old, map(not_, map(by_key.__contains__, old))))
-                )
+                gone = set(gone_keys) if spliced is not None else set(filterfalse(by_key.__contains__, old))
                 for cache in (self._strips, self._sort_cache):  # (both hold few keys: drawn or text-sorted rows)
                     for key in cache.keys() & gone:
                         del cache[key]
@@ -418,7 +428,7 @@ class VirtualTable(ScrollView, can_focus=True):
             else:  # the same rows: nothing to come back to
                 self._kept.remove(keeping)
         widths_changed = dirty and self._update_content_widths(
-            rows, arrived, left, recount, counted=2 * len(arrived) > len(rows)
+            rows, arrived, left, recount, counted=2 * len(arrived) > len(rows), keys=keys
         )
         self._by_key = by_key
         unchanged = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
@@ -447,7 +457,17 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def _evict(self) -> None:
         if len(self._kept) > KEEP_SETS:  # the smallest goes (the unfiltered rows are the most costly)
-            self._kept.remove(min(self._kept, key=lambda kept: len(kept.given)))
+            evicted = min(self._kept, key=lambda kept: len(kept.given))
+            self._kept.remove(evicted)
+            self._drop_later(evicted)
+
+    def _drop_later(self, *garbage: object) -> None:
+        """Let go of big structures replaced (a kept set evicted, the keyed rows of a set left)
+        after the screen is painted: freeing 100k rows' dict entries touches every row (5-15 ms at
+        100,000 rows), which the key that replaced them need not wait for."""
+        if not self._litter:
+            self.set_timer(DROP_SECONDS, self._litter.clear)
+        self._litter.extend(garbage)
 
     def _put_measured(self, key: str, known: _Measured) -> _Measured:
         """``_measured[key] = known``, the entry it replaces saved first in each kept set."""
@@ -532,9 +552,9 @@ class VirtualTable(ScrollView, can_focus=True):
         lo = next(compress(count(), map(is_not, rows, given)), short)
         hi = next(compress(count(), map(is_not, reversed(rows), reversed(given))), short)
         hi = min(hi, short - lo)
-        new_run, old_run = rows[lo : n - hi], given[lo : m - hi]
-        if len(new_run) + len(old_run) > max(64, short // 4):
+        if (n - hi - lo) + (m - hi - lo) > max(64, short // 4):  # (before copying the runs: 100k rows, often)
             return None
+        new_run, old_run = rows[lo : n - hi], given[lo : m - hi]
         was = {row.key: row for row in old_run}
         now = {row.key: row for row in new_run}
         if len(now) != len(new_run) or any(key in old and key not in was for key in now):
@@ -839,6 +859,7 @@ class VirtualTable(ScrollView, can_focus=True):
         left: list[tuple[int, ...]],
         recount: bool = False,
         counted: bool = True,
+        keys: list[str] | None = None,
     ) -> bool:
         """The widest cell per column from each row's cached widths (no text measured here); True
         when that moved. Per column, how many rows have each width is kept: rows added or gone (a
@@ -846,21 +867,22 @@ class VirtualTable(ScrollView, can_focus=True):
         are all counted again (in C). ``counted=False`` (a filter narrowed: most rows went, few came): only
         each column's widest is taken, about 5x cheaper; the counts are made when next needed (a
         refresh of those rows). Widths of rows that went away are kept a while, for when they come
-        back (a filter cleared), then dropped."""
+        back (a filter cleared), then dropped. ``keys``: ``rows``' keys, when the caller has them."""
         measured = self._measured
         counts = self._width_counts
         ncols = len(self.columns)
         if counts is not None and not recount and len(arrived) + 4 * len(left) <= len(rows):
             if arrived:
-                for counter, column in zip(counts, zip(*arrived)):
+                for counter, column in zip(counts, _by_column(arrived, ncols)):
                     counter.update(column)
             if left:
-                for counter, column in zip(counts, zip(*left)):
+                for counter, column in zip(counts, _by_column(left, ncols)):
                     counter.subtract(Counter(column))  # (counted in C first: subtract loops in Python)
             widths = [max((w for w, n in counter.items() if n > 0), default=0) for counter in counts]
-        else:  # (one column at a time, in C: transposing the rows with zip(*...) costs more than counting)
-            per_row = list(map(_SECOND, map(measured.__getitem__, map(_ROW_KEY, rows))))
-            columns = [map(itemgetter(i), per_row) for i in range(ncols)]
+        else:
+            keys = keys if keys is not None else list(map(_ROW_KEY, rows))  # (``rows``' keys, when known)
+            per_row = list(map(_SECOND, map(measured.__getitem__, keys)))
+            columns = _by_column(per_row, ncols)
             if not per_row:
                 counts = self._width_counts = None
                 widths = [0] * ncols
@@ -872,7 +894,8 @@ class VirtualTable(ScrollView, can_focus=True):
                 widths = list(map(max, columns))
         self._most_rows = max(self._most_rows, len(rows))
         if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
-            self._measured = {key: measured[key] for key in map(_ROW_KEY, rows)}
+            self._drop_later(measured, self._ahead)
+            self._measured = {key: measured[key] for key in (keys if keys is not None else map(_ROW_KEY, rows))}
             self._ahead = {key: known for key, known in self._ahead.items() if key in self._measured}
             self._most_rows = len(rows)
         if widths == self._content_widths:

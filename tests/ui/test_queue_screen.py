@@ -358,6 +358,67 @@ async def test_a_backspace_gives_the_table_the_rows_it_showed_for_that_filter_be
         assert "shown 1500 of 1503: pending 1500" in screen_text(app)
 
 
+async def test_after_a_refresh_idle_turns_make_the_filters_texts_before_member_rows(home, monkeypatch):
+    """A first filter keystroke soon after a refresh needs every job's text (what a bare word
+    searches) and the filter's columns, more than the rows of group members: idle turns make those
+    first, then the rows, and hand each lot to the heap as long-lived (``gc.freeze``). The turns are
+    driven here one at a time (their timer never fires alone)."""
+    from yanflow_tui.screens import queue
+
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        monkeypatch.setattr(queue, "WARM_SECONDS", 3600)
+        await with_bulk_jobs(pilot, app, backend, 1500)
+        screen = app.screen
+        assert screen._no_row is None and not screen._texts_warmed and screen._warmed == screen._version
+        assert any(entry.text is None for entry in screen._flat)
+        freezes = app.heap.freezes  # (the turns run here back to back: no tick of the app's between them)
+        while not screen._texts_warmed:
+            screen._warm_members()
+            assert screen._no_row is None  # no row made ahead yet
+        assert all(entry.text is not None for entry in screen._flat)
+        assert screen._columns is not None and screen._columns[0] == screen._version
+        assert app.heap.freezes == freezes + 1  # what was made lives on: no full GC pass walks it in a key
+        while screen._no_row is None or screen._no_row:  # then the rows
+            screen._warm_members()
+        assert all(entry.view_row is not None for entry in screen._flat)
+        assert app.heap.freezes == freezes + 2
+        await pilot.press("slash", *"bulk-14")
+        await wait_for(pilot, lambda: len(rows(app)) == 111, what="bulk-14, 140-149, 1400-1499")
+
+
+async def test_refreshes_while_warming_keep_one_idle_turn_due(home, monkeypatch):
+    """Each refresh that changes the jobs starts the idle warming again, but never a second series of
+    turns beside one still due: a key waits for one turn at most, not for one per refresh."""
+    from yanflow_tui.screens import queue
+
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        monkeypatch.setattr(queue, "WARM_SECONDS", 3600)  # a turn due stays due
+        screen = app.screen
+        due, set_timer = [], screen.set_timer
+
+        def counting(delay, callback=None, **kw):
+            if callback == screen._warm_members:
+                due.append(delay)
+            return set_timer(delay, callback, **kw)
+
+        monkeypatch.setattr(screen, "set_timer", counting)
+        versions = set()
+        for turn in range(3):  # jobs added, refreshed in
+            shown = len(rows(app)) + 10
+            backend.jobs.extend(backend.job(str(2000 + 10 * turn + i), "more", JobState.PENDING) for i in range(10))
+            await refreshed(pilot, app)
+            await wait_for(pilot, lambda shown=shown: len(rows(app)) == shown, what="the jobs added")
+            versions.add(screen._version)
+        assert len(versions) == 3 and screen._warmed == screen._version
+        assert due == [3600]
+
+
 async def test_the_filters_text_is_made_ahead_and_a_refresh_remakes_only_the_changed_jobs(home):
     """Idle turns make what a bare word searches (each entry's text, then the filter's columns) before
     any key; a refresh makes it again for the jobs that changed only, and the filter finds the new text."""

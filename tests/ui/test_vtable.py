@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from waiting import wait_for
 
-from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable, sort_value
+from yanflow_tui.screens.widgets.table import KEEP_ROWS, Column, Row, VirtualTable, _by_column, sort_value
 
 COLUMNS = [Column("id", "ID"), Column("name", "NAME", flex=True), Column("gpus", "GPUS", justify="right")]
 
@@ -781,3 +781,26 @@ async def test_rows_given_with_what_changed_end_as_a_fresh_table_would(monkeypat
             fresh.move_cursor_to_key(table.cursor_key or "")
             assert _state(table) == _state(fresh), step
             await fresh.remove()
+
+
+def test_widths_by_column_read_each_row_once_in_order():
+    assert _by_column([(1, 2, 3), (4, 5, 6), (7, 8, 9)], 3) == [[1, 4, 7], [2, 5, 8], [3, 6, 9]]
+    assert _by_column([], 2) == [[], []]
+
+
+async def test_structures_a_big_set_replaced_are_let_go_after_the_paint():
+    """Freeing 100k rows' dict entries is left out of the key that replaced them (a filter typed):
+    what was replaced is held until shortly after, then let go; the table shows the new rows at once."""
+    everything = [row(i) for i in range(KEEP_ROWS + 200)]
+    app = Host(everything)
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        replaced = table._by_key
+        table.set_rows(everything[::3])  # a filter typed
+        assert table.row_count == len(everything[::3]) and table._by_key is not replaced
+        assert any(held is replaced for held in table._litter)
+        await wait_for(pilot, lambda: not table._litter, what="the replaced rows let go")
+        table.set_rows(everything)  # the filter cleared: the kept set comes back as it was
+        assert table.row_keys == [r.key for r in everything]
+        await wait_for(pilot, lambda: not table._litter, what="the filtered rows let go")
