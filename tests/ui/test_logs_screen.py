@@ -91,6 +91,18 @@ def backend(app) -> StreamingBackend:
     return app.hub.backend("hpc")
 
 
+async def log_of_101(app, pilot) -> tuple[StreamingBackend, LogsScreen, LogPane]:
+    """Job 101's log open in a pane, its first line ("first") in: the backend, the Logs screen, the pane."""
+    fake = backend(app)
+    await wait_for(pilot, lambda: fake.jobs, what="jobs")
+    fake.feed("101", "first")
+    logs = await open_logs(app, pilot, "101")
+    pane = logs.pane
+    assert pane is not None
+    await wait_for(pilot, lambda: len(pane.store) == 1, what="the first line")
+    return fake, logs, pane
+
+
 def row_texts(view: LogView) -> list[str]:
     """What each screen row of ``view`` shows, as plain text."""
     return [
@@ -457,12 +469,7 @@ async def test_a_flush_stops_at_its_time_budget_and_the_rest_comes_in_order_on_l
     monkeypatch.setattr(log_pane, "MAX_PENDING", 10**9)
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
-        fake = backend(app)
-        await wait_for(pilot, lambda: fake.jobs, what="jobs")
-        fake.feed("101", "first")
-        logs = await open_logs(app, pilot, "101")
-        pane = logs.pane
-        await wait_for(pilot, lambda: len(pane.store) == 1, what="the first line")
+        fake, logs, pane = await log_of_101(app, pilot)
         monkeypatch.setattr("yanflow_tui.screens.logs.screen.FLUSH_BUDGET", 0.0)  # one batch per tick
         yields: list[int] = []
         real_sleep = asyncio.sleep
@@ -535,12 +542,7 @@ async def test_a_key_in_flight_holds_the_stream_until_what_it_changed_is_painted
     monkeypatch.setattr(keys, "KEY_HOLD", 600.0)  # however slow the machine: the hold's bound is tested below
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
-        fake = backend(app)
-        await wait_for(pilot, lambda: fake.jobs, what="jobs")
-        fake.feed("101", "first")
-        logs = await open_logs(app, pilot, "101")
-        pane = logs.pane
-        await wait_for(pilot, lambda: len(pane.store) == 1, what="the first line")
+        fake, logs, pane = await log_of_101(app, pilot)
         taken = lambda: len(pane.store) + len(pane.pending_texts)  # noqa: E731  lines read from the stream
         taken_at_key: list[int] = []  # when the key's action ran
         taken_at_paint: list[int] = []  # when the status line first painted what the key changed
@@ -579,12 +581,7 @@ async def test_a_key_never_handled_holds_the_stream_no_longer_than_key_hold(home
     monkeypatch.setattr(keys, "MAX_HOLD", 600.0)  # the key stays in flight for the whole test
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
-        fake = backend(app)
-        await wait_for(pilot, lambda: fake.jobs, what="jobs")
-        fake.feed("101", "first")
-        logs = await open_logs(app, pilot, "101")
-        pane = logs.pane
-        await wait_for(pilot, lambda: len(pane.store) == 1, what="the first line")
+        fake, logs, pane = await log_of_101(app, pilot)
         release = asyncio.Event()
 
         async def stuck(self):  # a key whose action does not return: the app handles nothing meanwhile
