@@ -302,7 +302,9 @@ class Backend(abc.ABC):
     # -- reads -------------------------------------------------------------------------------
     @abc.abstractmethod
     async def list_jobs(self) -> list[Job]:
-        """Current (and, where the backend keeps them, recent) jobs."""
+        """Current (and, where the backend keeps them, recent) jobs. A backend that knows what changed
+        since its previous answer (a watch, a poll that rebuilds only changed jobs) returns a
+        ``JobList`` with ``JobChanges``: the Queue then looks at those jobs only."""
 
     def check_id(self, job_id: str) -> None:
         """Raise ``BackendError`` unless ``job_id`` is an id of this backend's form. No I/O: every

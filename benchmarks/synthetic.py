@@ -10,6 +10,8 @@ Each instance serves one cluster (``ClusterConfig.options``: ``jobs``, ``nodes``
 - ``churn(fraction, gen)``: changes that fraction of the jobs (state moves, a ``churn <gen>`` reason,
   a few finished jobs gone and new ones submitted) and of the nodes (utilisation, allocation, a
   ``churn <gen>`` note on the first node), as a cluster would between two polls;
+- ``list_jobs`` answers a ``JobList`` with the ``JobChanges`` since its previous answer (the jobs it
+  put and the ids it removed meanwhile), as a backend that watches its cluster would;
 - ``stream_logs``: a fast log source, ``log_lines`` lines (or ``log_bytes`` bytes) of ~100 bytes,
   yielding to the event loop every ``LOG_CHUNK`` lines like a network reader, until done or
   ``stop_logs`` is set.
@@ -28,7 +30,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from yanflow_tui.backends.base import Backend, Capabilities
-from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, LogLine, Node
+from yanflow_tui.model import Gpu, GpuState, Job, JobChanges, JobKind, JobList, JobState, LogLine, Node
 
 USERS = ("alice", "bob", "carol", "dmitri", "erin", "farah", "gwen", "hiro")
 NAMES = ("train-llm", "finetune", "eval", "prep-data", "sweep", "tokenize", "infer", "distill", "rl-rollout")
@@ -76,6 +78,9 @@ class SyntheticBackend(Backend):
         self._next_id = 100_000
         self.jobs: dict[str, Job] = {}
         self.children: dict[str, list[str]] = {}  # group id -> its jobs' ids
+        self._answered = 0  # the serial of the last list_jobs answer (0: none yet)
+        self._put: set[str] = set()  # ids put (new or a new version) since that answer
+        self._gone: set[str] = set()  # ids removed since that answer
         self._make_jobs(int(opts.get("jobs", 1000)))
         self.nodes: dict[str, Node] = {}
         self._make_nodes(int(opts.get("nodes", 100)))
@@ -237,14 +242,18 @@ class SyntheticBackend(Backend):
         for job_id in removable[: max(0, count // 10)]:  # finished jobs age out...
             del self.jobs[job_id]
             picked.discard(job_id)
+            self._put.discard(job_id)
+            self._gone.add(job_id)
             churned += 1
         for _ in range(churned):  # ...and as many new ones are submitted
             job_id = self._new_id()
             self.jobs[job_id] = self._job(job_id, JobKind.SLURM, state=JobState.PENDING)
+            self._put.add(job_id)
         for job_id in picked:
             job = self.jobs[job_id]
             state = rng.choice(NEXT_STATE[job.state])
             self.jobs[job_id] = replace(job, state=state, raw_state=state.value.upper(), reason=marker)
+            self._put.add(job_id)
             churned += 1
         names = list(self.nodes)
         self.marker_node = names[0] if names else ""
@@ -268,7 +277,15 @@ class SyntheticBackend(Backend):
 
     # -- the protocol ----------------------------------------------------------------------------------
     async def list_jobs(self) -> list[Job]:
-        return list(self.jobs.values())
+        jobs = self.jobs
+        changes = None
+        if self._answered:  # (ids both removed and put again since then: put)
+            gone = tuple(self._gone - self._put)
+            changes = JobChanges(self._answered, tuple(jobs[i] for i in self._put), gone)
+        answer = JobList(jobs.values(), changes)
+        self._answered = answer.serial
+        self._put, self._gone = set(), set()
+        return answer
 
     async def list_nodes(self) -> list[Node]:
         nodes = list(self.nodes.values())

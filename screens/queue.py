@@ -14,7 +14,7 @@ import time
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import attrgetter, is_, is_not, not_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,7 @@ from yanflow_tui.filters import FilterError, JobColumns, JobFilter, any_texts, c
 from yanflow_tui.hub import Health, error_text
 from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
 from yanflow_tui.locations import default_config_path, display_path, job_file_path, private_file
-from yanflow_tui.model import Job
+from yanflow_tui.model import Job, JobChanges, JobState
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen
@@ -53,7 +53,7 @@ from yanflow_tui.screens.verb_flow import ask, ask_values, confirm, targets_text
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
 from yanflow_tui.screens.widgets.status_line import StatusLine
-from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable
+from yanflow_tui.screens.widgets.table import Column, Row, RowChanges, VirtualTable
 
 if TYPE_CHECKING:
     from textual import getters
@@ -78,6 +78,7 @@ STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "su
 MARK = "● "  # before the id of a marked row
 WARM_ROWS = 500  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
 WARM_SECONDS = 0.02  # between two such turns: a key waits for one at most
+EDITS = 64  # groups opened plus jobs marked up to which a refresh edits the rows with every group closed
 WARM_BUDGET = 0.012  # seconds of such a turn spent on entries (made already or not), besides measuring
 
 
@@ -249,19 +250,62 @@ def _by_id(entry: _Entry) -> tuple:
     return entry.sort[1]
 
 
+def _TOP_ORDER(entry: _Entry) -> tuple:
+    """The Queue's default order of top-level entries: by cluster, then id."""
+    return (entry.job.cluster, entry.sort[1])
+
+
+def _take_out(top: list[_Entry], gone: list[_Entry]) -> bool:
+    """Take each of ``gone`` out of ``top`` (sorted by id) where bisection finds it; False (``top``
+    as it was) when one is not there."""
+    spots = []
+    for entry in gone:
+        at = bisect_left(top, _by_id(entry), key=_by_id)
+        while at < len(top) and top[at] is not entry and _by_id(top[at]) == _by_id(entry):
+            at += 1  # (ids of equal natural order: "07" and "7")
+        if at == len(top) or top[at] is not entry:
+            return False
+        spots.append(at)
+    for at in sorted(spots, reverse=True):
+        del top[at]
+    return True
+
+
 class _ClusterJobs:
     """One cluster's entries, its groups and their default order (ids, naturally): worked out again
     only when the cluster's job tuple changes, so a refresh of one cluster leaves the others be.
-    The jobs are compared with the last ones in C (by id, then identity); only those that differ
-    are looked at. Top-level jobs that came or went (finished jobs aging out, new ones submitted)
-    are taken out of or put into the order where they belong; groups changing work it all out again."""
+    When the backend said what changed since the jobs taken last (``JobChanges``), only those jobs
+    are looked at. Otherwise the jobs are compared with the last ones in C (by id, then identity);
+    only those that differ are looked at. Top-level jobs that came or went (finished jobs aging out,
+    new ones submitted) are taken out of or put into the order where they belong (``patched`` says
+    which, for the Queue's joined lists); groups changing work it all out again."""
 
-    __slots__ = ("jobs", "me", "pool", "seen", "by_id", "by_key", "top", "children", "generation", "job_of", "named")
+    __slots__ = (
+        "jobs",
+        "me",
+        "pool",
+        "seen",
+        "exact",
+        "serial",
+        "patched",
+        "restated",
+        "by_id",
+        "by_key",
+        "top",
+        "children",
+        "generation",
+        "job_of",
+        "named",
+    )
 
     def __init__(self) -> None:
         self.generation = 0  # +1 each time the groups or the order changed
         self.jobs: tuple[Job, ...] | None = None
         self.me = ""
+        self.serial = 0  # the backend's answer ``jobs`` came from (``JobList.serial``; 0: not known)
+        # the entries put into and taken out of ``top`` when the last +1 of ``generation`` did only that
+        self.patched: tuple[list[_Entry], list[_Entry]] | None = None
+        self.restated: list[tuple[JobState, JobState, _Entry]] = []  # the last update's changes of state
         self.by_id: dict[str, _Entry] = {}
         self.by_key: dict[str, _Entry] = {}
         self.top: list[_Entry] = []
@@ -269,41 +313,87 @@ class _ClusterJobs:
         self.job_of: dict[str, Job] = {}  # id -> the job its entry holds
         self.pool: Sequence[Job] = ()  # the jobs taken last (kept: ``seen`` holds their identities)
         self.seen: set[int] = set()
+        self.exact = False  # ``pool`` and ``seen`` are the jobs taken last (not after a change list)
         self.named: set[str] = set()  # ids named as a parent, present or not
 
-    def update(self, jobs: tuple[Job, ...], me: str) -> bool:
+    def update(self, jobs: tuple[Job, ...], me: str, changes: JobChanges | None = None, serial: int = 0) -> bool:
         """Take the cluster's latest jobs (only ``me``'s when set); True when any row may differ.
-        Changed jobs update their entries in place; the groups and the order are worked out again
-        only when jobs came or went or moved to another group."""
+        ``changes``: what changed since the backend's answer numbered ``changes.since``; used when
+        that is the answer taken last, else every job is compared. Changed jobs update their
+        entries in place; the groups and the order are worked out again only when jobs came or
+        went or moved to another group."""
+        self.patched, self.restated = None, []
         if jobs is self.jobs and me == self.me:
             return False
-        pool = [job for job in jobs if job.user == me] if me else jobs
-        moved = me != self.me
-        seen = set(map(id, pool))  # the job objects, by identity: no job is looked into to compare
-        old = self.by_id
-        if moved or len(seen) != len(pool) or self.jobs is None:
-            made, gone, changed, moved = self._compare_all(pool, moved)
+        last = self.jobs
+        if last is not None and me == self.me and len(jobs) == len(last) and all(map(is_, jobs, last)):
+            self.jobs, self.serial = jobs, serial  # the very same jobs again (a poll that changed nothing)
+            return False
+        if (
+            changes is not None
+            and self.jobs is not None
+            and me == self.me
+            and self.serial
+            and changes.since == self.serial
+        ):
+            made, gone, changed, moved = self._apply(changes, me)
+            self.exact = False  # (pool and seen not made: the next compare by identity compares by id)
+            if not me and len(self.job_of) != len(jobs):  # the changes did not add up: compared in full
+                made, gone, changed, moved = (*self._compare_all(jobs, False)[:3], True)
         else:
-            came = seen - self.seen  # new objects: jobs new or in a new version
-            went = self.seen - seen
-            news = list(compress(pool, map(came.__contains__, map(id, pool)))) if came else []
-            lefts = list(compress(self.pool, map(went.__contains__, map(id, self.pool)))) if went else []
-            made, changed, moved = self._take(news)
-            job_of = self.job_of
-            gone = []
-            for before in lefts:  # (a version replaced is in job_of no more)
-                if job_of.get(before.id) is before:
-                    del job_of[before.id]
-                    gone.append(old.pop(before.id))
-            if len(job_of) != len(pool):  # an id given twice: compared in full, the lists worked out again
-                made, gone, changed, moved = (*self._compare_all(pool, moved)[:3], True)
-        self.jobs, self.me, self.pool, self.seen = jobs, me, pool, seen
+            pool = [job for job in jobs if job.user == me] if me else jobs
+            moved = me != self.me
+            seen = set(map(id, pool))  # the job objects, by identity: no job is looked into to compare
+            old = self.by_id
+            if moved or not self.exact or len(seen) != len(pool) or self.jobs is None:
+                made, gone, changed, moved = self._compare_all(pool, moved)
+            else:
+                came = seen - self.seen  # new objects: jobs new or in a new version
+                went = self.seen - seen
+                news = list(compress(pool, map(came.__contains__, map(id, pool)))) if came else []
+                lefts = list(compress(self.pool, map(went.__contains__, map(id, self.pool)))) if went else []
+                made, changed, moved = self._take(news)
+                job_of = self.job_of
+                gone = []
+                for before in lefts:  # (a version replaced is in job_of no more)
+                    if job_of.get(before.id) is before:
+                        del job_of[before.id]
+                        gone.append(old.pop(before.id))
+                if len(job_of) != len(pool):  # an id given twice: compared in full, the lists worked out again
+                    made, gone, changed, moved = (*self._compare_all(pool, moved)[:3], True)
+            self.pool, self.seen, self.exact = pool, seen, True
+        self.jobs, self.me, self.serial = jobs, me, serial
         if not made and not moved and not gone:  # the same ids: entries updated in place
             return changed > 0
-        by_id = self.by_id
         if not moved and self._patch(made, gone):
+            self.patched = (made, gone)
             self.generation += 1
             return True
+        self._relist()
+        self.generation += 1
+        return True
+
+    def _apply(self, changes: JobChanges, me: str) -> tuple[list[_Entry], list[_Entry], int, bool]:
+        """The backend's list of changes into the entries (``me``: jobs of others put are gone, as
+        far as these lists go): (entries made, entries gone, how many changed, whether any moved)."""
+        put: Sequence[Job] = changes.put
+        gone_ids: Sequence[str] = changes.gone
+        if me and any(job.user != me for job in put):
+            gone_ids = [*gone_ids, *(job.id for job in put if job.user != me)]
+            put = [job for job in put if job.user == me]
+        job_of, by_id = self.job_of, self.by_id
+        gone = []
+        for job_id in gone_ids:  # (before the jobs put: an id gone and put again is a new entry)
+            entry = by_id.pop(job_id, None)
+            if entry is not None:
+                job_of.pop(job_id, None)
+                gone.append(entry)
+        made, changed, moved = self._take(put)
+        return made, gone, changed, moved
+
+    def _relist(self) -> None:
+        """The order, the groups and their members worked out afresh from the entries."""
+        by_id = self.by_id
         self.by_key = {entry.key: entry for entry in by_id.values()}
         children: dict[str, list[_Entry]] = {}
         top: list[_Entry] = []
@@ -323,9 +413,7 @@ class _ClusterJobs:
         for kids in children.values():
             kids.sort(key=_by_id)
         self.top, self.children = top, children
-        self.named = {job.parent for job in pool if job.parent}
-        self.generation += 1
-        return True
+        self.named = {job.parent for job in self.job_of.values() if job.parent}
 
     def _take(self, news: Sequence[Job]) -> tuple[list[_Entry], int, bool]:
         """Jobs new or in a new version into their entries: (entries made, how many changed, whether
@@ -342,6 +430,8 @@ class _ClusterJobs:
                 made.append(entry)
             elif before != job:
                 moved = moved or before.parent != job.parent
+                if before.state is not job.state:
+                    self.restated.append((before.state, job.state, entry))
                 entry.set_job(job, before)
                 changed += 1
             else:
@@ -370,7 +460,8 @@ class _ClusterJobs:
         top, by_key = self.top, self.by_key
         if gone:
             went = {entry.key for entry in gone}
-            top = list(compress(top, map(not_, map(went.__contains__, map(_ROW_KEY, top)))))
+            if len(gone) * 64 > len(top) or not _take_out(top, gone):
+                top = list(compress(top, map(not_, map(went.__contains__, map(_ROW_KEY, top)))))
             for key in went:
                 del by_key[key]
         for entry in sorted(made, key=_by_id):
@@ -382,6 +473,18 @@ class _ClusterJobs:
                 insort(top, entry, key=_by_id)
         self.top = top
         return True
+
+
+class _Delta:
+    """What changed in the entries since rows were last given to the table, while only top-level jobs
+    in no group came or went: the entries gone, and each change of state as (before, after, entry)
+    (None: made, or gone). Enough to tell the table what differs and to count the states shown."""
+
+    __slots__ = ("gone", "states")
+
+    def __init__(self) -> None:
+        self.gone: list[_Entry] = []
+        self.states: list[tuple[JobState | None, JobState | None, _Entry]] = []
 
 
 class QueueScreen(DataScreen):
@@ -426,16 +529,26 @@ class QueueScreen(DataScreen):
         self._children: dict[str, list[_Entry]] = {}  # group row key -> its jobs
         self._top: list[_Entry] = []  # entries not under a group, in default order (cluster, id)
         self._generations: tuple[int, ...] = ()  # each cluster's ``generation`` when they were joined
-        self._flat: list[_Entry] = []  # every entry in default order, each group's members right after it
+        # _flat (every entry in default order, each group's members right after it), _group_at, _groups:
+        # joined when first read after the lists changed (a filter, idle warming), not on every refresh
+        self._joined: tuple[list[_Entry], list[int], list[int]] | None = ([], [], [])
         self._parent_of: dict[str, _Entry] = {}  # a member's row key -> its group's entry
-        self._group_at: list[int] = []  # per _flat index: its group's index there, or -1 (not a member)
-        self._groups: list[int] = []  # the _flat indices of groups
         self._columns: tuple[int, JobColumns, list] | None = None  # (version, the filter's fields, each state)
         self._version = 0  # bumped whenever the entries change: the caches below are for one version
         self._matches: dict[str, list[int]] = {}  # filter text -> its matches' _flat indices (a few kept)
         self._views: dict[tuple, tuple[list[Row], Counter]] = {}  # (version, filter, opened) -> its rows, counts
         self._unfiltered: tuple[tuple, list[Row], Counter] | None = None  # (what it depends on, rows, counts)
         self._warmed = 0  # the entries version whose member rows are being made ahead (see _warm_members)
+        # the rows last given to the table were every group closed, with these counts (else None), and
+        # what changed since (None: not known); the next such rows then say what differs (_closed_rows)
+        self._given_closed: Counter | None = None
+        self._closed_now: Counter | None = None
+        self._counted = False  # _closed_now was moved from _given_closed by the changes (and added up)
+        # the groups opened and the jobs marked in the rows last given, when made by _closed_rows (and now)
+        self._given_view: tuple[frozenset[str], frozenset[str]] | None = None
+        self._view_now: tuple[frozenset[str], frozenset[str]] | None = None
+        self._delta: _Delta | None = None
+        self._changes: RowChanges | None = None  # what the rows about to be given differ in, when known
         self._warm_at = 0  # how far into _flat that has gone
         self.expanded: set[str] = set()
         self.marked: set[str] = set()  # row keys marked with space
@@ -467,10 +580,14 @@ class QueueScreen(DataScreen):
     # -- data --------------------------------------------------------------------------------------
     def refresh_data(self) -> None:
         table = self.query_one(JobTable)
-        table.set_rows(self._visible_rows())
-        if self._warmed != self._version and self._flat:
+        self._changes = self._closed_now = self._view_now = None  # (set by _closed_rows and _tell)
+        rows = self._visible_rows()
+        table.set_rows(rows, self._changes)
+        self._given_closed, self._given_view = self._closed_now, self._view_now
+        self._changes, self._delta = None, _Delta()
+        if self._warmed != self._version and self._top:  # (once the new rows are painted)
             self._warmed, self._warm_at = self._version, 0
-            self.set_timer(WARM_SECONDS, self._warm_members)
+            self.call_after_refresh(self.set_timer, WARM_SECONDS, self._warm_members)
         self.query_one(QueueHint).show_for(self.shown, self.total, not self.job_filter.empty, not self.app.all_users)
         self._show_problems()
         self._update_bindings()
@@ -512,43 +629,91 @@ class QueueScreen(DataScreen):
                 rebuild = True
             # mine: where a cluster knows who I am (or knew, for its cached jobs), my jobs only
             me = (hub.backend(name).current_user or (snap.cached_user if snap.cached else "")) if mine else ""
-            changed |= cluster.update(snap.jobs, me)
+            changed |= cluster.update(snap.jobs, me, snap.job_changes, snap.jobs_serial)
         ordered = [self._clusters[name] for name in sorted(self._clusters)]
         generations = tuple(cluster.generation for cluster in ordered)
         relist = rebuild or generations != self._generations  # jobs came, went or moved: the lists again
         if relist:
+            patches: list[tuple[list[_Entry], list[_Entry]]] | None = (
+                None if rebuild or len(generations) != len(self._generations) else []
+            )
+            for cluster, was in zip(ordered, self._generations):
+                if patches is None or cluster.generation == was:
+                    continue
+                if cluster.generation != was + 1 or cluster.patched is None:
+                    patches = None  # groups changed (or more than one update since): joined afresh
+                else:
+                    patches.append(cluster.patched)
             self._generations = generations
-            self._top = [entry for cluster in ordered for entry in cluster.top]
-            self._children = {key: kids for cluster in ordered for key, kids in cluster.children.items()}
-            self._entries = {}
+            if patches is None:
+                self._delta = None  # (groups changed: the rows are compared in full next)
+            self._top = list(chain.from_iterable(cluster.top for cluster in ordered))
+            if patches is not None and self._entries is not None:  # top-level jobs in no group came or went
+                entries = self._entries
+                delta = self._delta
+                for made, gone in patches:
+                    for entry in gone:
+                        entries.pop(entry.key, None)
+                    for entry in made:
+                        entries[entry.key] = entry
+                    if delta is not None:
+                        delta.gone.extend(gone)
+                        delta.states.extend((entry.job.state, None, entry) for entry in gone)
+                        delta.states.extend((None, entry.job.state, entry) for entry in made)
+            else:
+                self._children = {key: kids for cluster in ordered for key, kids in cluster.children.items()}
+                self._entries = {}
+                for cluster in ordered:
+                    self._entries.update(cluster.by_key)
+                entries, children = self._entries, self._children
+                self._parent_of = {kid.key: entries[key] for key, kids in children.items() for kid in kids}
+            self._joined = None  # (joined when next read)
+        if self._delta is not None:
             for cluster in ordered:
-                self._entries.update(cluster.by_key)
-            entries, children = self._entries, self._children
-            self._parent_of = {kid.key: entries[key] for key, kids in children.items() for kid in kids}
-            top = self._top
-            flat: list[_Entry] = []
-            group_of: list[int] = []
-            groups: list[int] = []
-            kid_lists = list(map(children.get, map(_ROW_KEY, top))) if children else []
-            start = 0  # runs of top entries with no members go in whole: a turn per group, not per entry
-            for i in compress(range(len(kid_lists)), kid_lists):
-                flat.extend(top[start : i + 1])
-                group_of.extend(repeat(-1, i + 1 - start))
-                at = len(flat) - 1
-                kids = kid_lists[i] or []
-                groups.append(at)
-                flat.extend(kids)
-                group_of.extend(repeat(at, len(kids)))
-                start = i + 1
-            flat.extend(top[start:])
-            group_of.extend(repeat(-1, len(top) - start))
-            self._flat, self._group_at, self._groups = flat, group_of, groups
+                self._delta.states.extend(cluster.restated)
         if relist or changed:  # (changed alone: same jobs in the same groups, entries updated in place)
             self._version += 1
             self._matches.clear()
             self._unfiltered = None
         self.total = sum(len(snap.jobs) for snap in hub.snapshots.values())
         return {name: NOTES[snap.health] for name, snap in hub.snapshots.items() if snap.jobs and snap.health in NOTES}
+
+    @property
+    def _flat(self) -> list[_Entry]:
+        """Every entry in default order, each group's members right after it."""
+        return (self._joined or self._join())[0]
+
+    @property
+    def _group_at(self) -> list[int]:
+        """Per ``_flat`` index: its group's index there, or -1 (not a member)."""
+        return (self._joined or self._join())[1]
+
+    @property
+    def _groups(self) -> list[int]:
+        """The ``_flat`` indices of groups."""
+        return (self._joined or self._join())[2]
+
+    def _join(self) -> tuple[list[_Entry], list[int], list[int]]:
+        """``_flat``, ``_group_at`` and ``_groups`` from ``_top`` and ``_children``."""
+        top, children = self._top, self._children
+        flat: list[_Entry] = []
+        group_of: list[int] = []
+        groups: list[int] = []
+        kid_lists = list(map(children.get, map(_ROW_KEY, top))) if children else []
+        start = 0  # runs of top entries with no members go in whole: a turn per group, not per entry
+        for i in compress(range(len(kid_lists)), kid_lists):
+            flat.extend(top[start : i + 1])
+            group_of.extend(repeat(-1, i + 1 - start))
+            at = len(flat) - 1
+            kids = kid_lists[i] or []
+            groups.append(at)
+            flat.extend(kids)
+            group_of.extend(repeat(at, len(kids)))
+            start = i + 1
+        flat.extend(top[start:])
+        group_of.extend(repeat(-1, len(top) - start))
+        joined = self._joined = (flat, group_of, groups)
+        return joined
 
     def _visible_rows(self) -> list[Row]:
         """The rows to show, in the default order (cluster, then id naturally), children under
@@ -569,8 +734,9 @@ class QueueScreen(DataScreen):
         if not self.job_filter.empty:
             return self._filtered_rows(clock, notes)
         if not children and not notes and not marked:  # the usual case, kept short
-            plain = [e.plain_row or e.row(clock, "", 0, "", "") for e in top]
-            self.state_counts, self.shown = Counter(map(_STATE, top)), len(plain)
+            plain, counts, put = self._closed_rows(clock)
+            self._tell(put)
+            self.state_counts, self.shown = counts, len(plain)
             return plain
         depends = (self._version, frozenset(self.expanded), frozenset(marked), tuple(sorted(notes.items())))
         cached = self._unfiltered
@@ -583,15 +749,16 @@ class QueueScreen(DataScreen):
             self.state_counts, self.shown = patched[1], len(patched[0])
             return patched[0]
         if not marked and not notes and not self.expanded:  # every group closed: in C, but for rows to make
-            rows = list(map(_PLAIN_ROW, top))
-            for at in list(compress(range(len(rows)), map(is_, rows, repeat(None)))):  # groups, changed jobs
-                entry = top[at]
-                kids = children.get(entry.key)
-                rows[at] = entry.row(clock, GROUP_CLOSED if kids else "", len(kids) if kids else 0, "", "")
-            counts = Counter(map(_STATE, top))
+            rows, counts, put = self._closed_rows(clock)
+            self._tell(put)
             self._unfiltered = (depends, rows, counts)
             self.state_counts, self.shown = counts, len(rows)
             return rows
+        edited = self._edited_rows(clock) if not notes and len(self.expanded) + len(marked) <= EDITS else None
+        if edited is not None:  # a few groups opened, a few jobs marked: the rows above, edited there
+            self._unfiltered = (depends, *edited)
+            self.state_counts, self.shown = edited[1], len(edited[0])
+            return edited[0]
         rows = []
         counts = Counter()
         for entry in top:
@@ -614,6 +781,97 @@ class QueueScreen(DataScreen):
         self._unfiltered = (depends, rows, counts)
         self.state_counts, self.shown = counts, len(rows)
         return rows
+
+    def _closed_rows(self, clock: Callable[[], float]) -> tuple[list[Row], Counter, list[Row]]:
+        """The rows with every group closed and no marks or notes, the count of each state among them,
+        and the rows made now (groups, changed jobs; the others are taken as made, in C). When the
+        rows given to the table last were made from these (``_given_closed``: their counts) and what
+        changed since is known (``_delta``), the counts are those, moved by the changes."""
+        top, children = self._top, self._children
+        rows = list(map(_PLAIN_ROW, top))
+        put = []
+        for at in list(compress(range(len(rows)), map(is_, rows, repeat(None)))):  # groups, changed jobs
+            entry = top[at]
+            kids = children.get(entry.key)
+            row = rows[at] = entry.row(clock, GROUP_CLOSED if kids else "", len(kids) if kids else 0, "", "")
+            put.append(row)
+        given, delta = self._given_closed, self._delta
+        counts: Counter | None = None
+        self._counted = False
+        if given is not None and delta is not None:
+            counts = Counter(given)
+            parent_of = self._parent_of
+            for before, after, entry in delta.states:
+                if entry.key not in parent_of:  # (a group's member: not among these rows)
+                    if before is not None:
+                        counts[before] -= 1
+                    if after is not None:
+                        counts[after] += 1
+            counts = Counter({state: n for state, n in counts.items() if n > 0})
+            self._counted = counts.total() == len(top)
+            if not self._counted:  # (the changes did not add up: counted afresh)
+                counts = None
+        if counts is None:
+            counts = Counter(map(_STATE, top))
+        self._closed_now = counts
+        return rows, counts, put
+
+    def _tell(self, put: list[Row]) -> None:
+        """Tell the table what the rows about to be given differ in (``_changes``: ``put`` and the
+        keys gone), when that is known: the rows given last were made the same way (the same groups
+        opened, the same jobs marked) and what changed since then is known."""
+        view = (frozenset(self.expanded), frozenset(self.marked))
+        self._view_now = view
+        delta = self._delta
+        if self._counted and delta is not None and self._given_view == view:
+            self._changes = RowChanges(put, [entry.key for entry in delta.gone])
+
+    def _edited_rows(self, clock: Callable[[], float]) -> tuple[list[Row], Counter] | None:
+        """The rows with every group closed (``_closed_rows``) and a few edited: the groups opened,
+        with their members under them, and the jobs marked. None when one is not found in ``_top``."""
+        rows, counts, put = self._closed_rows(clock)
+        entries, children, expanded, marked = self._entries or {}, self._children, self.expanded, self.marked
+        targets = set(expanded) | {key for key in marked if key not in self._parent_of}
+        spots: dict[int, _Entry] = {}
+        for key in targets:
+            found = entries.get(key)
+            at = self._top_index(found) if found is not None else None
+            if found is None or at is None:
+                return None
+            spots[at] = found
+        edited: list[Row] = []
+        members: Counter = Counter()
+        out: list[Row] = []
+        start = 0
+        for at in sorted(spots):
+            entry = spots[at]
+            out += rows[start:at]
+            start = at + 1
+            kids = children.get(entry.key)
+            mark = MARK if entry.key in marked else ""
+            if not kids:
+                made = [entry.row(clock, mark, 0, "", "")]
+            elif entry.key not in expanded:
+                made = [entry.row(clock, mark + GROUP_CLOSED, len(kids), "", "")]
+            else:
+                made = [entry.row(clock, mark + GROUP_OPEN, len(kids), "", "")]
+                for kid in kids:
+                    made.append(kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, "", entry.key))
+                    members[kid.job.state] += 1
+            out += made
+            edited += made
+        out += rows[start:]
+        self._tell([row for row in put if row.key not in targets] + edited)
+        return out, counts + members if members else counts
+
+    def _top_index(self, entry: _Entry) -> int | None:
+        """Where ``entry`` is in ``_top`` (by cluster, then id: bisected), or None."""
+        top = self._top
+        key = (entry.job.cluster, _by_id(entry))
+        at = bisect_left(top, key, key=_TOP_ORDER)
+        while at < len(top) and top[at] is not entry and _TOP_ORDER(top[at]) == key:
+            at += 1
+        return at if at < len(top) and top[at] is entry else None
 
     def _toggled(
         self, cached: tuple[tuple, list[Row], Counter], depends: tuple, clock: Callable[[], float], notes: dict

@@ -21,7 +21,7 @@ from yanflow_tui.backends.base import Backend
 from yanflow_tui.backends.prompting import within
 from yanflow_tui.config import Config
 from yanflow_tui.errors import AuthRequired, BackendError, BackendUnavailable, LoginInTerminal, YanflowError
-from yanflow_tui.model import NATIVE_KINDS, Job, Node
+from yanflow_tui.model import NATIVE_KINDS, Job, JobChanges, JobList, Node
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,10 @@ class ClusterSnapshot:
     terminal_login: bool = False  # set while the cluster waits for its login in the real terminal (LoginInTerminal)
     cached: bool = False  # the data is the last run's (``snapcache``), shown until the first good refresh
     cached_user: str = ""  # who "mine" was when it was kept (``snapcache``): "mine" while cached and not known yet
+    # The serial of the backend's answer ``jobs`` came from (``JobList``; 0: a plain list, or cached),
+    # and what changed since an earlier answer, when the backend said (None: compare the jobs to know)
+    jobs_serial: int = 0
+    job_changes: JobChanges | None = None
 
     @property
     def needs_login(self) -> bool:
@@ -82,6 +86,13 @@ def error_text(exc: BaseException) -> str:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _answer_fields(answer: list[Job]) -> dict:
+    """A snapshot's ``jobs_serial`` and ``job_changes`` for a backend's answer to ``list_jobs``."""
+    if isinstance(answer, JobList):
+        return {"jobs_serial": answer.serial, "job_changes": answer.changes}
+    return {"jobs_serial": 0, "job_changes": None}
 
 
 @dataclass
@@ -134,7 +145,8 @@ class Hub:
         # The one metrics query runs beside the backend's calls; it never raises and has its own timeout.
         reading = asyncio.ensure_future(source.read()) if source is not None else None
         try:
-            new_jobs = tuple(await self.call(backend.list_jobs(), backend=backend)) if jobs else snap.jobs
+            answer = await self.call(backend.list_jobs(), backend=backend) if jobs else None
+            new_jobs = tuple(answer) if answer is not None else snap.jobs
             new_nodes = tuple(await self.call(backend.list_nodes(), backend=backend)) if nodes else snap.nodes
             if reading is not None:
                 readings = await reading
@@ -173,6 +185,7 @@ class Hub:
                 updated=time.time(),
                 jobs=new_jobs,
                 nodes=new_nodes,
+                **(_answer_fields(answer) if answer is not None else {}),
                 failures=0,
                 login_user="",
                 detail=notice,

@@ -10,6 +10,7 @@ repeated words (cluster, user, state, partition...): one string per distinct val
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
@@ -248,6 +249,34 @@ class Job:
     def key(self) -> str:
         """Unique across clusters; used as the table row key."""
         return f"{self.cluster}/{self.id}"
+
+
+_ANSWERS = itertools.count(1)  # every JobList's serial: unique in the process, never 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobChanges:
+    """What differs between a backend's answer to ``list_jobs`` and its answer numbered ``since``:
+    the jobs new or in a new version (each a new object; ids unique) and the ids listed no more.
+    A backend that learns its changes as they happen (a watch, a poll that rebuilds only the jobs
+    that changed) hands them over with the jobs, so that a view of 100,000 jobs touches only those."""
+
+    since: int  # the serial of the JobList these changes are relative to
+    put: tuple[Job, ...] = ()
+    gone: tuple[str, ...] = ()
+
+
+class JobList(list[Job]):
+    """An answer to ``Backend.list_jobs`` that is numbered (``serial``) and may say what changed since
+    an earlier one (``changes``; None: not known, compare everything). A plain list is a fine
+    answer too: it is taken as one whose changes are not known."""
+
+    __slots__ = ("serial", "changes")
+
+    def __init__(self, jobs: Iterable[Job] = (), changes: JobChanges | None = None) -> None:
+        super().__init__(jobs)
+        self.serial = next(_ANSWERS)
+        self.changes = changes
 
 
 @quick_init("job_id", "source")

@@ -60,6 +60,16 @@ class Column(NamedTuple):
     style: str = ""  # a Rich style under every cell of the column (plain ``str`` cells get only this)
 
 
+class RowChanges(NamedTuple):
+    """What the rows given to ``set_rows`` differ in from the rows it was given last, when the caller
+    knows: ``put``, the rows that may be new or in a new version (every other row is the very
+    ``Row`` given last under its key); ``gone``, the keys of rows given last and not now. The table
+    then looks at those alone (it checks that the counts add up, else compares every row)."""
+
+    put: Sequence[Row]
+    gone: Sequence[str] = ()
+
+
 class Row(NamedTuple):
     key: str
     cells: tuple[Cell, ...]
@@ -305,12 +315,13 @@ class VirtualTable(ScrollView, can_focus=True):
         row = self._by_key.get(key)
         return None if row is None else " ".join(_cell_text(cell).plain for cell in row.cells)
 
-    def set_rows(self, rows: Iterable[Row]) -> None:
+    def set_rows(self, rows: Iterable[Row], changes: RowChanges | None = None) -> None:
         """Replace every row, in order. Unchanged ``Row`` objects (or equal cells) cost a lookup.
 
         The rows are compared with those on show in C (keys, identity); only the rows added, changed
         or gone are looked at one by one, so a filter or a refresh over 100k rows costs little more
-        than what it changed."""
+        than what it changed. ``changes``: what differs from the rows given last, when the caller
+        knows (a refresh): not even the comparing then."""
         rows = list(rows)
         old = self._by_key
         page = self._page_height()
@@ -322,7 +333,9 @@ class VirtualTable(ScrollView, can_focus=True):
             self._come_back(kept)
             self._after_set(old_cursor, cursor_was_visible, top, page, True)
             return
-        spliced = self._splice(rows, old)
+        spliced = self._changed(rows, old, changes) if changes is not None else None
+        if spliced is None:
+            spliced = self._splice(rows, old)
         if spliced is None:
             keys = list(map(_ROW_KEY, rows))
             by_key = dict(zip(keys, rows))
@@ -521,6 +534,28 @@ class VirtualTable(ScrollView, can_focus=True):
         old.update(now)
         differ = [row for row in new_run if was.get(row.key) is not row]
         return old, differ, [was.get(row.key) for row in differ], gone
+
+    def _changed(
+        self, rows: list[Row], old: dict[str, Row], changes: RowChanges
+    ) -> tuple[dict[str, Row], list[Row], list, list[str]] | None:
+        """``_splice``'s answer from the caller's ``changes``, when they add up (the rows given last,
+        less those gone, plus those new, are as many as ``rows``): the keyed rows patched in place,
+        the rows put that differ from the old, their old versions (or None) and the keys gone."""
+        put = changes.put
+        if not old or len(old) != len(self._given):
+            return None
+        put_keys = list(map(_ROW_KEY, put))
+        befores = list(map(old.get, put_keys))
+        named = set(put_keys)
+        gone = [key for key in changes.gone if key in old and key not in named]
+        if len(named) != len(put) or len(old) - len(gone) + befores.count(None) != len(rows):
+            return None
+        for key in gone:
+            del old[key]
+        moved = list(map(is_not, befores, put))
+        differ = list(compress(put, moved))
+        old.update(zip(map(_ROW_KEY, differ), differ))
+        return old, differ, list(compress(befores, moved)), gone
 
     def measure(self, rows: Iterable[Row]) -> None:
         """Measure rows ahead of the ``set_rows`` that shows them (in idle time): these very ``Row``
@@ -810,7 +845,7 @@ class VirtualTable(ScrollView, can_focus=True):
                     counter.update(column)
             if left:
                 for counter, column in zip(counts, zip(*left)):
-                    counter.subtract(column)
+                    counter.subtract(Counter(column))  # (counted in C first: subtract loops in Python)
             widths = [max((w for w, n in counter.items() if n > 0), default=0) for counter in counts]
         else:  # (one column at a time, in C: transposing the rows with zip(*...) costs more than counting)
             per_row = list(map(_SECOND, map(measured.__getitem__, map(_ROW_KEY, rows))))

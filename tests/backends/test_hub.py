@@ -14,7 +14,7 @@ from yanflow_tui.backends.base import Backend, Capabilities
 from yanflow_tui.config import ClusterConfig, Config
 from yanflow_tui.errors import BackendError, ConfigError
 from yanflow_tui.hub import MAX_BACKOFF, ClusterSnapshot, Health, Hub, error_text
-from yanflow_tui.model import Job, JobKind, JobState, Node
+from yanflow_tui.model import Job, JobChanges, JobKind, JobList, JobState, Node
 
 
 def job(i: int, cluster: str = "c") -> Job:
@@ -124,6 +124,25 @@ async def test_refresh_only_what_is_asked():
     snap = await hub.refresh("c", jobs=False, nodes=False)
     assert snap.health is Health.OK
     assert snap.jobs == (job(1),) and snap.nodes == (node,)
+
+
+async def test_a_snapshot_carries_the_answer_its_jobs_came_from_and_what_the_backend_said_changed():
+    """A ``JobList`` answer: its serial and changes on the snapshot, kept as they are while the jobs
+    are (a failure, a refresh of the nodes alone); a plain list: serial 0, changes not known."""
+    first = JobList([job(1), job(2)])
+    second = JobList([job(1), job(3)], JobChanges(first.serial, (job(3),), ("2",)))
+    backend = scripted(jobs_script=[first, second, RuntimeError("down"), [job(4)]])
+    hub = make_hub(backend)
+    snap = await hub.refresh("c")
+    assert (snap.jobs_serial, snap.job_changes) == (first.serial, None)
+    snap = await hub.refresh("c")
+    assert snap.jobs == (job(1), job(3))
+    assert (snap.jobs_serial, snap.job_changes) == (second.serial, second.changes)
+    for snap in (await hub.refresh("c"), await hub.refresh("c", jobs=False)):  # failed; nodes only
+        assert snap.jobs == (job(1), job(3)) and (snap.jobs_serial, snap.job_changes) == (second.serial, second.changes)
+    snap = await hub.refresh("c")
+    assert snap.jobs == (job(4),) and (snap.jobs_serial, snap.job_changes) == (0, None)
+    assert len({first.serial, second.serial, JobList().serial}) == 3 and 0 not in (first.serial, second.serial)
 
 
 @pytest.mark.parametrize(

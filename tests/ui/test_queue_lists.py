@@ -1,13 +1,13 @@
 """The Queue's per-cluster lists (``_ClusterJobs``): worked out in place after random changes (jobs
-changed, finished ones gone, new ones submitted, groups formed and broken up), they equal the lists
-worked out afresh from the same jobs."""
+changed, finished ones gone, new ones submitted, groups formed and broken up), found by comparing the
+jobs or told by the backend (``JobChanges``), they equal the lists worked out afresh from the same jobs."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import replace
 
-from yanflow_tui.model import Job, JobState
+from yanflow_tui.model import Job, JobChanges, JobList, JobState
 from yanflow_tui.screens.queue import _ClusterJobs
 
 
@@ -75,4 +75,69 @@ def test_a_poll_that_changed_nothing_but_states_keeps_the_order_and_says_rows_di
     assert lists.generation == generation and lists.top is top
     assert lists.by_id["7"].job.state is JobState.PENDING
     assert not lists.update(changed, "")  # the same tuple: nothing to do
+    assert not lists.update(tuple(changed), "")  # the same jobs again, in a new tuple
+    assert lists.update(tuple(changed), "bob") and not lists.top  # mine: none of them
+    assert not lists.update(tuple(changed), "bob") and not lists.top
+    assert lists.update(tuple(changed), "") and len(lists.top) == 50
     assert not lists.update(tuple(replace(j) for j in changed), "")  # equal jobs: no row differs
+
+
+def test_lists_kept_from_the_backends_changes_equal_the_lists_worked_out_afresh():
+    """A backend that says what changed (``JobChanges``): the lists kept from those alone equal the
+    lists worked out afresh, mine or everyone's; changes not relative to the jobs taken last (an
+    answer missed) are not used, and every job is compared instead."""
+    rng = random.Random(11)
+    jobs = {
+        i: job(i, parent=str(i - i % 10) if i % 10 and i < 60 else "", user=rng.choice(("ann", "bob")))
+        for i in range(300)
+    }
+    kept = _ClusterJobs()
+    answer = JobList(jobs.values())
+    kept.update(tuple(answer), "", answer.changes, answer.serial)
+    next_id = 300
+    used = 0
+    for turn in range(80):
+        put: dict[int, Job] = {}
+        gone: set[int] = set()
+        for i in rng.sample(sorted(jobs), 20):  # states change (a few users too)
+            user = rng.choice(("ann", "bob")) if rng.random() < 0.1 else jobs[i].user
+            jobs[i] = put[i] = replace(jobs[i], state=rng.choice(list(JobState)), reason=f"turn {turn}", user=user)
+        if turn % 4 == 0:  # a group changes: a job joins one, or a head goes
+            i = rng.choice(sorted(jobs))
+            jobs[i] = put[i] = replace(jobs[i], parent="0")
+            head = rng.choice(range(10, 60, 10))
+            if head in jobs:
+                del jobs[head]
+                put.pop(head, None)
+                gone.add(head)
+        for i in rng.sample([i for i, j in jobs.items() if not j.parent and i % 10 and i > 60], 4):  # finished jobs go
+            del jobs[i]
+            put.pop(i, None)
+            gone.add(i)
+        for _ in range(4):  # as many are submitted
+            jobs[next_id] = put[next_id] = job(next_id, user=rng.choice(("ann", "bob")))
+            next_id += 1
+        since = answer.serial if turn % 9 != 8 else answer.serial - 1  # (now and then: an answer missed)
+        answer = JobList(jobs.values(), JobChanges(since, tuple(put.values()), tuple(map(str, gone))))
+        me = "ann" if turn >= 40 else ""
+        before = kept.generation
+        kept.update(tuple(answer), me, answer.changes, answer.serial)
+        fresh = _ClusterJobs()
+        fresh.update(tuple(answer), me)
+        assert shape(kept) == shape(fresh), f"turn {turn}"
+        used += kept.exact is False
+        if kept.patched is not None:  # only top-level jobs in no group came or went: patched in place
+            assert kept.generation == before + 1
+    assert used > 50  # the changes were used, not the compare
+
+
+def test_changes_that_do_not_add_up_are_compared_in_full():
+    """A backend whose changes miss a job (it says nothing of a new one): the lists still hold every job."""
+    jobs = [job(i) for i in range(20)]
+    lists = _ClusterJobs()
+    answer = JobList(jobs)
+    lists.update(tuple(answer), "", None, answer.serial)
+    jobs.append(job(20))
+    answer = JobList(jobs, JobChanges(answer.serial, (), ()))
+    assert lists.update(tuple(answer), "", answer.changes, answer.serial)
+    assert "20" in lists.by_id and [e.key for e in lists.top][-1] == "c/20"

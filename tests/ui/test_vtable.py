@@ -691,3 +691,55 @@ async def test_a_changed_row_is_sorted_again_where_it_now_belongs():
         assert table.row_keys[-1] == "r3"  # not the order kept for the rows before
         table.sort_by("gpus", reverse=True)
         assert table.row_keys[0] == "r3"
+
+
+async def test_rows_given_with_what_changed_end_as_a_fresh_table_would(monkeypatch):
+    """A refresh that says what changed (``RowChanges``: rows put, keys gone): the table takes those
+    alone and ends as a table given the rows afresh, sorted or not; told wrong (changes that do not
+    add up), it compares every row instead."""
+    import random
+
+    from yanflow_tui.screens.widgets.table import RowChanges
+
+    rng = random.Random(5)
+    current = [row(i, "n" * rng.randint(1, 30), gpus=rng.randint(0, 999)) for i in range(300)]
+    next_id = 300
+    app = Host(list(current))
+    async with app.run_test(size=(80, 12)):
+        table = app.query_one(VirtualTable)
+        compared = []
+        splice = table._splice
+        monkeypatch.setattr(table, "_splice", lambda rows, old: compared.append(1) or splice(rows, old))
+        for step in range(60):
+            rows = list(current)
+            put = []
+            for at in rng.sample(range(len(rows)), 12):  # changed (some with the very same cells)
+                n = int(rows[at].key[1:])
+                width = rng.choice([rng.randint(1, 45), len(rows[at].cells[1].plain)])
+                put.append(row(n, "w" * width, gpus=rng.randint(0, 99999)))
+                rows[at] = put[-1]
+            gone = [r.key for r in rng.sample(rows, 3) if r not in put]
+            rows = [r for r in rows if r.key not in gone]
+            for _ in range(3):  # new ones, at the end or in among the others
+                made = row(next_id, "new" * rng.randint(1, 9))
+                rows.insert(rng.choice([len(rows), rng.randrange(len(rows))]), made)
+                put.append(made)
+                next_id += 1
+            wrong = step % 10 == 9
+            if wrong:  # a new row not said
+                put.pop()
+            if step % 15 == 7:
+                table.sort_by(rng.choice([None, "id", "name", "gpus"]), rng.random() < 0.5)
+            if rng.random() < 0.3:
+                table.move_cursor_to_key(rng.choice(rows).key)
+            compared.clear()
+            table.set_rows(rows, RowChanges(put, gone))
+            assert bool(compared) is wrong, step
+            current = rows
+            fresh = VirtualTable(COLUMNS)
+            fresh.sort_column, fresh.sort_reverse = table.sort_column, table.sort_reverse
+            await app.mount(fresh)
+            fresh.set_rows(rows)
+            fresh.move_cursor_to_key(table.cursor_key or "")
+            assert _state(table) == _state(fresh), step
+            await fresh.remove()
