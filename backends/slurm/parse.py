@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from itertools import chain
+from itertools import chain, count
 from sys import intern
 from typing import Any
 
@@ -1148,6 +1148,23 @@ _LINES: dict[str, dict[str, Job | _Member]] = {}
 _ARRAYS: dict[str, dict[str, tuple[list[_Member], list[Job]]]] = {}
 
 
+_PARSES = count(1)  # each squeue_jobs call's number (unique in the process, never 0)
+_PARSED: dict[str, int] = {}  # cluster -> the number of the parse whose lines _LINES holds
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDelta:
+    """What a parse's Jobs differ by from those of the cluster's parse numbered ``since`` (0: none
+    known, so nothing is said): the Jobs not given then (new, or a new version: the lines new, the
+    heads of the arrays whose lines changed), and the ids given then and no more. Exact while the ids
+    of each parse are unique; a line given twice (never seen from squeue) says nothing."""
+
+    since: int
+    number: int
+    put: tuple[Job, ...] = ()
+    gone: tuple[str, ...] = ()
+
+
 def squeue_jobs(text: str, cluster: str) -> list[Job]:
     """``build_jobs(parse_squeue_text(text), cluster)`` in one pass, with no RawJob between: each
     line straight to its Job, an array's tasks to their group Job and children, the same Jobs equal
@@ -1155,28 +1172,54 @@ def squeue_jobs(text: str, cluster: str) -> list[Job]:
     this cluster's last parse gives the same Job as then, and an array whose lines are all the same,
     the same Jobs; a new line's repeated values (times, node lists, GPU counts) are worked out once
     per text, its details once per set of detail columns (kept between parses)."""
+    return squeue_answer(text, cluster)[0]
+
+
+def squeue_answer(text: str, cluster: str) -> tuple[list[Job], QueueDelta]:
+    """``squeue_jobs`` and what its Jobs differ by from this cluster's previous parse (``QueueDelta``),
+    found from the lines alone: those parsed anew, and those of the last text left over (no pass over
+    the Jobs)."""
+    number = next(_PARSES)
+    since = _PARSED.pop(cluster, 0)
     with collector_paused():
         rows: dict[str, Job | _Member] = {}
+        fresh: list[Job | _Member] = []
         kept = _LINES.pop(cluster, None) or {}
         try:
-            jobs, groups = _squeue_jobs(text, cluster, kept, rows)
+            jobs, groups, twice = _squeue_jobs(text, cluster, kept, rows, fresh)
         except AmbiguousRows:
             kept.update(rows)  # what this text took out of the cache, back for the next poll
-            _LINES[cluster] = kept
+            _LINES[cluster] = kept  # (lines of two texts: numbered by no parse)
             raise
         arrays: dict[str, tuple[list[_Member], list[Job]]] = {}
+        before = _ARRAYS.get(cluster) or {}
         if groups:
-            jobs = _with_arrays(jobs, groups, cluster, _ARRAYS.get(cluster) or {}, arrays)
+            jobs = _with_arrays(jobs, groups, cluster, before, arrays)
         _LINES[cluster], _ARRAYS[cluster] = rows, arrays
-    return jobs
+        if twice:  # (the next parse says nothing either)
+            return jobs, QueueDelta(0, number)
+        _PARSED[cluster] = number
+        if not since:
+            return jobs, QueueDelta(0, number)
+        put = [made if isinstance(made, Job) else made[0] for made in fresh]
+        put += [made[1][0] for group, made in arrays.items() if before.get(group) is not made]  # new heads
+        gone = {made.id if isinstance(made, Job) else made[0].id for made in kept.values()}
+        gone.update(group for group in before if group not in arrays)
+        if gone:
+            gone.difference_update(job.id for job in put)
+    return jobs, QueueDelta(since, number, tuple(put), tuple(gone))
 
 
 def _squeue_jobs(
-    text: str, cluster: str, kept: dict[str, Job | _Member], rows: dict[str, Job | _Member]
-) -> tuple[list[Any], dict[str, list[_Member]]]:
-    """The Jobs of the lines in order, an array's id (a str) where its first task stands; and the
-    tasks of each array. What each line made goes into ``rows``; a line in ``kept`` is taken out of it,
-    not parsed again."""
+    text: str,
+    cluster: str,
+    kept: dict[str, Job | _Member],
+    rows: dict[str, Job | _Member],
+    fresh: list[Job | _Member],
+) -> tuple[list[Any], dict[str, list[_Member]], bool]:
+    """The Jobs of the lines in order, an array's id (a str) where its first task stands; the tasks
+    of each array; and whether a line came twice. What each line made goes into ``rows``, and what a
+    line parsed anew made into ``fresh`` too; a line in ``kept`` is taken out of it, not parsed again."""
     jobs: list[Any] = []
     append = jobs.append
     groups: dict[str, list[_Member]] = {}
@@ -1187,14 +1230,17 @@ def _squeue_jobs(
     details_get = _TEXT_DETAILS.get
     states: dict[str, tuple[str, JobState, bool]] = {}
     hosts_get = _HOSTLIST_CACHE.get
-    kept_pop, rows_get = kept.pop, rows.get
+    kept_pop, rows_get, fresh_append = kept.pop, rows.get, fresh.append
     make, slurm, pending_state = _make_job, JobKind.SLURM, JobState.PENDING
+    twice = False
     for line in _stretches(text):
         made = kept_pop(line, None)
         if made is None:
             if not line:
                 continue
             made = rows_get(line)  # a line twice in one text (never seen from squeue)
+            if made is not None:
+                twice = True
         if made is None:
             cols = line.split(SEP, width - 1)
             if len(cols) != width or not cols[0].isdigit():
@@ -1287,6 +1333,7 @@ def _squeue_jobs(
                 "",
             )
             made = (job, parent, job_id, started, intern(partition)) if parent else job
+            fresh_append(made)
         rows[line] = made
         if type(made) is tuple:
             group = made[1]
@@ -1298,7 +1345,7 @@ def _squeue_jobs(
                 tasks.append(made)
         else:
             append(made)
-    return jobs, groups
+    return jobs, groups, twice
 
 
 _STRETCH = 1 << 16  # characters of text split at a time
@@ -1448,5 +1495,6 @@ def clear_caches() -> None:
         _GROUPS_OLD,
         _LINES,
         _ARRAYS,
+        _PARSED,
     ):
         cache.clear()
