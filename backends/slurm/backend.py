@@ -177,7 +177,7 @@ class SlurmBackend(Backend):
         text = await self._squeue_text(user)
         if text is not None:
             try:
-                return parse.parse_squeue_text(text)
+                return parse.parse_squeue_text(text.decode(errors="replace"))
             except parse.AmbiguousRows:
                 self._json_until = clock() + JSON_STICKY
         return await self._squeue_json(user)
@@ -197,8 +197,9 @@ class SlurmBackend(Backend):
                 self._json_until = clock() + JSON_STICKY
         return parse.build_jobs(await self._squeue_json(user), self.name), None
 
-    async def _squeue_text(self, user: str) -> str | None:
-        """``squeue -o``'s text, or None where JSON is to be read instead. After an ambiguous text (a
+    async def _squeue_text(self, user: str) -> bytes | None:
+        """``squeue -o``'s text as the bytes it printed (``parse.squeue_jobs`` decodes the lines it has
+        not met before, one at a time), or None where JSON is to be read instead. After an ambiguous text (a
         newline in a name: the caller sets ``_json_until``), JSON for a while, instead of asking twice
         (text, then JSON) on every refresh while that job stays in the queue."""
         if self.use_json_squeue or clock() < self._json_until:
@@ -206,7 +207,7 @@ class SlurmBackend(Backend):
         only = ["-u", user] if user else []
         result = await self.transport.run(["squeue", "-h", "-a", "-t", "all", *only, "-o", parse.SQUEUE_FORMAT])
         if result.ok:
-            return result.stdout
+            return result.data
         if "invalid" in result.stderr.lower():
             self.use_json_squeue = True  # this squeue rejects our -o format: JSON from now on
             return None

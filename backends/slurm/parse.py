@@ -1144,7 +1144,7 @@ _Member = tuple[Job, str, str, datetime | None, str]
 # The text is split a stretch at a time, so that the last text's lines are let go (taken out) while
 # this one's are made, instead of both sets being held at once (100,000 lines, 4 polls: 149 -> 127 MB
 # held, peak 199 -> 178 MB).
-_LINES: dict[str, dict[str, Job | _Member]] = {}
+_LINES: dict[str, dict[Any, Job | _Member]] = {}  # (a line: bytes as squeue printed it, or str)
 _ARRAYS: dict[str, dict[str, tuple[list[_Member], list[Job]]]] = {}
 
 
@@ -1165,24 +1165,26 @@ class QueueDelta:
     gone: tuple[str, ...] = ()
 
 
-def squeue_jobs(text: str, cluster: str) -> list[Job]:
+def squeue_jobs(text: str | bytes, cluster: str) -> list[Job]:
     """``build_jobs(parse_squeue_text(text), cluster)`` in one pass, with no RawJob between: each
     line straight to its Job, an array's tasks to their group Job and children, the same Jobs equal
     (and in the same order) as that path gives. What the backend runs each refresh. A line met in
     this cluster's last parse gives the same Job as then, and an array whose lines are all the same,
     the same Jobs; a new line's repeated values (times, node lists, GPU counts) are worked out once
-    per text, its details once per set of detail columns (kept between parses)."""
+    per text, its details once per set of detail columns (kept between parses). ``text`` may be the
+    bytes squeue printed: split into lines as bytes, each new line decoded alone (bad bytes replaced,
+    as the whole text decoded would have them), so that no decoded copy of the whole is made."""
     return squeue_answer(text, cluster)[0]
 
 
-def squeue_answer(text: str, cluster: str) -> tuple[list[Job], QueueDelta]:
+def squeue_answer(text: str | bytes, cluster: str) -> tuple[list[Job], QueueDelta]:
     """``squeue_jobs`` and what its Jobs differ by from this cluster's previous parse (``QueueDelta``),
     found from the lines alone: those parsed anew, and those of the last text left over (no pass over
     the Jobs)."""
     number = next(_PARSES)
     since = _PARSED.pop(cluster, 0)
     with collector_paused():
-        rows: dict[str, Job | _Member] = {}
+        rows: dict[Any, Job | _Member] = {}
         fresh: list[Job | _Member] = []
         kept = _LINES.pop(cluster, None) or {}
         try:
@@ -1211,10 +1213,10 @@ def squeue_answer(text: str, cluster: str) -> tuple[list[Job], QueueDelta]:
 
 
 def _squeue_jobs(
-    text: str,
+    text: str | bytes,
     cluster: str,
-    kept: dict[str, Job | _Member],
-    rows: dict[str, Job | _Member],
+    kept: dict[Any, Job | _Member],
+    rows: dict[Any, Job | _Member],
     fresh: list[Job | _Member],
 ) -> tuple[list[Any], dict[str, list[_Member]], bool]:
     """The Jobs of the lines in order, an array's id (a str) where its first task stands; the tasks
@@ -1233,6 +1235,8 @@ def _squeue_jobs(
     kept_pop, rows_get, fresh_append = kept.pop, rows.get, fresh.append
     make, slurm, pending_state = _make_job, JobKind.SLURM, JobState.PENDING
     twice = False
+    binary = isinstance(text, bytes)
+    line: Any
     for line in _stretches(text):
         made = kept_pop(line, None)
         if made is None:
@@ -1242,9 +1246,9 @@ def _squeue_jobs(
             if made is not None:
                 twice = True
         if made is None:
-            cols = line.split(SEP, width - 1)
+            cols = (line.decode(errors="replace") if binary else line).split(SEP, width - 1)
             if len(cols) != width or not cols[0].isdigit():
-                raise AmbiguousRows(f"ambiguous squeue row: {line[:80]!r}")
+                raise AmbiguousRows(f"ambiguous squeue row: {SEP.join(cols)[:80]!r}")
             (
                 job_id,
                 array_job_id,
@@ -1351,17 +1355,19 @@ def _squeue_jobs(
 _STRETCH = 1 << 16  # characters of text split at a time
 
 
-def _stretches(text: str) -> Iterator[str]:
-    """The lines of ``text`` (split at ``\\n``), split a stretch of about _STRETCH characters at a time."""
+def _stretches(text: Any) -> Iterator[Any]:
+    """The lines of ``text`` (str or bytes, split at ``\\n``), split a stretch of about _STRETCH
+    characters at a time."""
+    newline = b"\n" if isinstance(text, bytes) else "\n"
     if len(text) <= _STRETCH:
-        yield from text.split("\n")
+        yield from text.split(newline)
         return
     start, size = 0, len(text)
     while start < size:
-        end = text.find("\n", start + _STRETCH)
+        end = text.find(newline, start + _STRETCH)
         if end < 0:
             end = size
-        yield from text[start:end].split("\n")
+        yield from text[start:end].split(newline)
         start = end + 1
 
 

@@ -583,3 +583,21 @@ def test_a_parse_says_nothing_after_a_text_it_refused_a_line_given_twice_or_the_
     assert parse.squeue_answer(text, "d")[1].since == 0  # another cluster: its own
     parse.clear_caches()
     assert parse.squeue_answer(text, "c")[1].since == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(ROWS, ROWS, st.binary(max_size=6), st.integers(5, 200))
+def test_the_bytes_squeue_printed_give_the_jobs_of_its_text_decoded(first, later, junk, stretch):
+    """Lines split as bytes and decoded one by one (bad bytes, non-ASCII names) give the Jobs of the
+    whole text decoded, poll after poll, stretches of any length; a line met before, its Job again."""
+    old, parse._STRETCH = parse._STRETCH, stretch
+    try:
+        parse.clear_caches()
+        bad = b"\xff" + junk.replace(b"\n", b"")  # at the end of each line: in the job's name
+        for lines in (first, first + later + [""], later):
+            data = b"\n".join(line.encode() + bad if line else b"" for line in lines)
+            assert parse.squeue_jobs(data, "c") == plain_jobs(data.decode(errors="replace"), "c")
+        data = "\n".join(later).encode()
+        assert all(a is b for a, b in zip(parse.squeue_jobs(data, "c"), parse.squeue_jobs(data, "c"), strict=True))
+    finally:
+        parse._STRETCH = old
