@@ -599,5 +599,6 @@ def test_the_bytes_squeue_printed_give_the_jobs_of_its_text_decoded(first, later
             assert parse.squeue_jobs(data, "c") == plain_jobs(data.decode(errors="replace"), "c")
         data = "\n".join(later).encode()
         assert all(a is b for a, b in zip(parse.squeue_jobs(data, "c"), parse.squeue_jobs(data, "c"), strict=True))
+        assert parse.squeue_jobs(b"", "c") == [] and parse.squeue_jobs(b"\n\n", "c") == []
     finally:
         parse._STRETCH = old
