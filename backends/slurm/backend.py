@@ -232,9 +232,9 @@ class SlurmBackend(Backend):
         user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
         jobs, delta = await self._queue_answer("" if self.all_users else user)
         self._gpu_jobs = gpus.running_gpu_jobs(jobs)
-        self._states = (clock(), {j.id: j.state for j in jobs})
+        live = {j.id: j.state for j in jobs}  # (its ids also tell the finished jobs listed apart)
+        self._states = (clock(), live)
         await self._refresh_history()
-        live = {j.id for j in jobs}
         done = [j for j in self._history if j.id not in live]
         # (no await from here on: the answer and what it is kept as are made together)
         answer = JobList(jobs + done)
