@@ -130,7 +130,7 @@ def use_path(path: str) -> None:
 
 def trace(traced: list) -> None:
     """Python's allocations held now against the last step's (tracemalloc): the files and lines that
-    grew or shrank most, and the total traced."""
+    grew or shrank most (at the first step, the files that hold most), and the total traced."""
     import gc
     import tracemalloc
 
@@ -138,6 +138,10 @@ def trace(traced: list) -> None:
     now = tracemalloc.take_snapshot().filter_traces((tracemalloc.Filter(False, tracemalloc.__file__),))
     total = sum(stat.size for stat in now.statistics("filename")) / 2**20
     print(f"    traced {total:.1f} MB")
+    if not traced:  # the first step: what is held, by file
+        for stat in now.statistics("filename")[:10]:
+            where = stat.traceback[0].filename.split("/site-packages/")[-1].split("/wt-changes/")[-1]
+            print(f"    {stat.size / 2**20:7.2f} MB {stat.count:8d} blocks  {where}")
     if traced:
         for key in ("filename", "lineno"):
             for stat in now.compare_to(traced[0], key)[:8]:
