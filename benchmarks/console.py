@@ -347,7 +347,13 @@ def rss_mb() -> float:
 
 
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak RSS (``VmHWM``). Not ``ru_maxrss``: after exec it still counts the peak of the
+    process that exec'd (a benchmark started by a big parent reads the parent's peak)."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):  # no /proc (not Linux)
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # =====================================================================================================

@@ -11,6 +11,10 @@ the peak (``VmHWM``). ``--path raw`` parses as before ``squeue_jobs`` (``parse_s
 ``build_jobs``); ``--path nocache`` drops the parser's line cache after each poll.
 
     python benchmarks/slurm_console.py [--lines 100000] [--nodes 5000] [--polls 2] [--path direct|raw|nocache]
+        [--trace]
+
+``--trace`` prints, at each step, what Python allocations grew since the step before (tracemalloc, by
+file and by line): where the memory sits, and whether it keeps growing poll after poll.
 
 Each poll's text is held compressed and decoded when served, as a transport would receive it. Not part
 of the test suite; it waits on the Queue through ``benchmarks/console.py``'s adapters.
@@ -80,8 +84,8 @@ class ServedTransport(Transport):
         if argv[0] == "squeue" and "-o" in argv:
             cls = type(self)
             cls.served += 1
-            text = zlib.decompress(cls.polls[min(cls.served, len(cls.polls)) - 1]).decode()
-            return Result(argv, 0, text, "")
+            data = zlib.decompress(cls.polls[min(cls.served, len(cls.polls)) - 1])
+            return Result(argv, 0, data, "")  # the bytes, as a transport gives them (decoded if read)
         if argv[0] == "sinfo":
             return Result(argv, 0, zlib.decompress(self.sinfo).decode(), "")
         if argv[:2] == ("id", "-un"):
@@ -104,18 +108,48 @@ class ServedSlurm(SlurmBackend):
 
 def use_path(path: str) -> None:
     """Which parse the backend runs (``direct``: as shipped)."""
-    shipped = parse.squeue_jobs
+    shipped = parse.squeue_answer
     if path == "raw":
-        parse.squeue_jobs = lambda text, cluster: parse.build_jobs(parse.parse_squeue_text(text), cluster)
+
+        def raw(text, cluster: str):
+            text = text.decode(errors="replace") if isinstance(text, bytes) else text
+            return parse.build_jobs(parse.parse_squeue_text(text), cluster), parse.QueueDelta(0, 0)
+
+        parse.squeue_answer = raw
     elif path == "nocache":
 
-        def dropping(text: str, cluster: str):
-            jobs = shipped(text, cluster)
+        def dropping(text, cluster: str):
+            answer = shipped(text, cluster)
             parse._LINES.clear()
             parse._ARRAYS.clear()
-            return jobs
+            parse._PARSED.clear()
+            return answer
 
-        parse.squeue_jobs = dropping
+        parse.squeue_answer = dropping
+
+
+def trace(traced: list) -> None:
+    """Python's allocations held now against the last step's (tracemalloc): the files and lines that
+    grew or shrank most (at the first step, the files that hold most), and the total traced."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    now = tracemalloc.take_snapshot().filter_traces((tracemalloc.Filter(False, tracemalloc.__file__),))
+    total = sum(stat.size for stat in now.statistics("filename")) / 2**20
+    print(f"    traced {total:.1f} MB")
+    if not traced:  # the first step: what is held, by file
+        for stat in now.statistics("filename")[:10]:
+            where = stat.traceback[0].filename.split("/site-packages/")[-1].split("/wt-changes/")[-1]
+            print(f"    {stat.size / 2**20:7.2f} MB {stat.count:8d} blocks  {where}")
+    if traced:
+        for key in ("filename", "lineno"):
+            for stat in now.compare_to(traced[0], key)[:8]:
+                frame = stat.traceback[0]
+                where = frame.filename.split("/site-packages/")[-1].split("/wt-changes/")[-1]
+                where += f":{frame.lineno}" if key == "lineno" else ""
+                print(f"    {stat.size_diff / 2**20:+7.2f} MB {stat.count_diff:+8d} blocks  {where}")
+    traced[:] = [now]
 
 
 async def run(args) -> None:
@@ -130,11 +164,19 @@ async def run(args) -> None:
     use_path(args.path)
     registry.register("served-slurm", ServedSlurm)
     config = Config(clusters=(ClusterConfig("hpc", "served-slurm", refresh_seconds=3600.0),), all_users=True)
+    if args.trace:
+        import tracemalloc
+
+        tracemalloc.start()
     before = status_mb("VmRSS")
     print(f"{args.lines:,} squeue lines, {args.nodes:,} nodes, path {args.path}; RSS before the app {before:.0f} MB")
 
+    traced: list = []  # the last tracemalloc snapshot (--trace)
+
     def mark(what: str) -> None:
         print(f"  {what:<28} RSS {status_mb('VmRSS'):5.0f} MB  peak {status_mb('VmHWM'):5.0f} MB", flush=True)
+        if args.trace:
+            trace(traced)
 
     started = time.perf_counter()
     app = YanflowApp(config, Hub(config))
@@ -172,6 +214,9 @@ def main() -> int:
     parser.add_argument("--path", choices=("direct", "raw", "nocache"), default="direct")
     parser.add_argument("--idle", type=float, default=8.0, help="seconds left idle after the first screen")
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--trace", action="store_true", help="tracemalloc: what grew between steps, by file and by line (slow)"
+    )
     asyncio.run(run(parser.parse_args()))
     return 0
 

@@ -354,14 +354,14 @@ def peak_rss_mb() -> float:
 
 
 def rss_phase(first: str, second: str) -> int:
-    """``--rss``'s child: two polls as the backend gets and parses them (the text read and decoded,
-    parsed, let go), the latest Jobs held; prints the RSS before, after and at its peak, and the
+    """``--rss``'s child: two polls as the backend gets and parses them (the bytes read, parsed, let
+    go), the latest Jobs held; prints the RSS before, after and at its peak, and the
     caches' own bytes (MB)."""
     gc.collect()
     before = rss_mb()
     jobs = None
     for path in (first, second):
-        text = Path(path).read_bytes().decode()
+        text = Path(path).read_bytes()  # the bytes, as the transports hand them
         jobs = parse.squeue_jobs(text, "hpc")
         del text
     gc.collect()

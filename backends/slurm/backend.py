@@ -51,7 +51,7 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.curves import EventListing
 from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.errors import BackendError, SubmitUnknown
-from yanflow_tui.model import Job, JobKind, JobSpec, JobState, LogLine, Node
+from yanflow_tui.model import Job, JobChanges, JobKind, JobList, JobSpec, JobState, LogLine, Node
 
 NODES_REFRESH = 30.0
 PLACEMENTS_PER_REFRESH = 16
@@ -117,6 +117,9 @@ class SlurmBackend(Backend):
         self._nodes_at = 0.0
         self._history: list[Job] = []
         self._history_at = 0.0
+        # the last answer of list_jobs made from a parse of the squeue text: that parse's number, the
+        # answer's serial and its finished jobs (0, 0, []: none, its changes not known)
+        self._answered: tuple[int, int, list[Job]] = (0, 0, [])
         self.history_window = history.check_window(opts.get("history"), config.name)
         self.history_note = ""  # set when the cluster has no accounting
         self.use_json_squeue = False  # True once the -o text proved ambiguous or unsupported
@@ -174,7 +177,7 @@ class SlurmBackend(Backend):
         text = await self._squeue_text(user)
         if text is not None:
             try:
-                return parse.parse_squeue_text(text)
+                return parse.parse_squeue_text(text.decode(errors="replace"))
             except parse.AmbiguousRows:
                 self._json_until = clock() + JSON_STICKY
         return await self._squeue_json(user)
@@ -182,16 +185,21 @@ class SlurmBackend(Backend):
     async def _queue(self, user: str = "") -> list[Job]:
         """The queue as Jobs, as ``build_jobs(await self._squeue(user))`` gives them: the ``-o`` text
         straight to Jobs (``parse.squeue_jobs``, no RawJob between), else JSON."""
+        return (await self._queue_answer(user))[0]
+
+    async def _queue_answer(self, user: str = "") -> tuple[list[Job], parse.QueueDelta | None]:
+        """``_queue`` and, from the text, what its Jobs differ by from the previous parse's (None: JSON)."""
         text = await self._squeue_text(user)
         if text is not None:
             try:
-                return parse.squeue_jobs(text, self.name)
+                return parse.squeue_answer(text, self.name)
             except parse.AmbiguousRows:
                 self._json_until = clock() + JSON_STICKY
-        return parse.build_jobs(await self._squeue_json(user), self.name)
+        return parse.build_jobs(await self._squeue_json(user), self.name), None
 
-    async def _squeue_text(self, user: str) -> str | None:
-        """``squeue -o``'s text, or None where JSON is to be read instead. After an ambiguous text (a
+    async def _squeue_text(self, user: str) -> bytes | None:
+        """``squeue -o``'s text as the bytes it printed (``parse.squeue_jobs`` decodes the lines it has
+        not met before, one at a time), or None where JSON is to be read instead. After an ambiguous text (a
         newline in a name: the caller sets ``_json_until``), JSON for a while, instead of asking twice
         (text, then JSON) on every refresh while that job stays in the queue."""
         if self.use_json_squeue or clock() < self._json_until:
@@ -199,7 +207,7 @@ class SlurmBackend(Backend):
         only = ["-u", user] if user else []
         result = await self.transport.run(["squeue", "-h", "-a", "-t", "all", *only, "-o", parse.SQUEUE_FORMAT])
         if result.ok:
-            return result.stdout
+            return result.data
         if "invalid" in result.stderr.lower():
             self.use_json_squeue = True  # this squeue rejects our -o format: JSON from now on
             return None
@@ -218,14 +226,41 @@ class SlurmBackend(Backend):
         """With the OpenSSH transport: the cluster's ssh master, started in the terminal."""
         return self.transport.login() if isinstance(self.transport, OpenSSHTransport) else None
 
-    async def list_jobs(self) -> list[Job]:
+    async def list_jobs(self) -> JobList:
+        """The queue, then the finished jobs of the history not in it; with what changed since the
+        previous answer where the squeue text's parse says (``_changes``)."""
         user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
-        jobs = await self._queue("" if self.all_users else user)
+        jobs, delta = await self._queue_answer("" if self.all_users else user)
         self._gpu_jobs = gpus.running_gpu_jobs(jobs)
-        self._states = (clock(), {j.id: j.state for j in jobs})
+        live = {j.id: j.state for j in jobs}  # (its ids also tell the finished jobs listed apart)
+        self._states = (clock(), live)
         await self._refresh_history()
-        live = {j.id for j in jobs}
-        return jobs + [j for j in self._history if j.id not in live]
+        done = [j for j in self._history if j.id not in live]
+        # (no await from here on: the answer and what it is kept as are made together)
+        answer = JobList(jobs + done)
+        if delta is not None and len(live) == len(jobs):
+            answer.changes = self._changes(delta, done)
+            self._answered = (delta.number, answer.serial, done)
+        else:  # JSON, or an id given twice: the next answer says nothing either
+            self._answered = (0, 0, [])
+        return answer
+
+    def _changes(self, delta: parse.QueueDelta, done: list[Job]) -> JobChanges | None:
+        """What the answer of the queue parsed (``delta``) and the finished jobs ``done`` differs by from
+        the previous answer, when that was made from the parse ``delta`` follows (else None: not known).
+        The queue's part is the parse's own; the history's (a short list) is compared by identity."""
+        number, serial, before = self._answered
+        if not number or delta.since != number:
+            return None
+        put, gone = list(delta.put), set(delta.gone)
+        if done is not before:
+            was = set(map(id, before))
+            now = set(map(id, done))
+            put += [job for job in done if id(job) not in was]
+            gone.update(job.id for job in before if id(job) not in now)
+            if gone:
+                gone.difference_update(job.id for job in put)
+        return JobChanges(serial, tuple(put), tuple(gone))
 
     @property
     def notice(self) -> str:

@@ -219,7 +219,7 @@ class OpenSSHTransport(LocalTransport):
         self._procs.add(proc)
         return proc
 
-    async def _exec(self, script: str) -> tuple[int, str, str]:
+    async def _exec(self, script: str) -> tuple[int, str | bytes, str]:
         await self._ready()
         async with self._channels:
             proc = await self._spawn()
@@ -230,7 +230,7 @@ class OpenSSHTransport(LocalTransport):
                 # master holds them (ssh hands them over) until the remote command ends by itself.
                 _kill(proc)
                 raise
-        rc, out, err = proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+        rc, err = proc.returncode or 0, err.decode(errors="replace")  # (stdout decoded when read)
         if rc == 255 and not await self.master_alive():  # 255: ssh's own failure (or the command's status)
             raise self._no_master()
         return rc, out, err

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from itertools import chain
+from itertools import chain, count
 from sys import intern
 from typing import Any
 
@@ -1144,39 +1144,84 @@ _Member = tuple[Job, str, str, datetime | None, str]
 # The text is split a stretch at a time, so that the last text's lines are let go (taken out) while
 # this one's are made, instead of both sets being held at once (100,000 lines, 4 polls: 149 -> 127 MB
 # held, peak 199 -> 178 MB).
-_LINES: dict[str, dict[str, Job | _Member]] = {}
+_LINES: dict[str, dict[Any, Job | _Member]] = {}  # (a line: bytes as squeue printed it, or str)
 _ARRAYS: dict[str, dict[str, tuple[list[_Member], list[Job]]]] = {}
 
 
-def squeue_jobs(text: str, cluster: str) -> list[Job]:
+_PARSES = count(1)  # each squeue_jobs call's number (unique in the process, never 0)
+_PARSED: dict[str, int] = {}  # cluster -> the number of the parse whose lines _LINES holds
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDelta:
+    """What a parse's Jobs differ by from those of the cluster's parse numbered ``since`` (0: none
+    known, so nothing is said): the Jobs not given then (new, or a new version: the lines new, the
+    heads of the arrays whose lines changed), and the ids given then and no more. Exact while the ids
+    of each parse are unique; a line given twice (never seen from squeue) says nothing."""
+
+    since: int
+    number: int
+    put: tuple[Job, ...] = ()
+    gone: tuple[str, ...] = ()
+
+
+def squeue_jobs(text: str | bytes, cluster: str) -> list[Job]:
     """``build_jobs(parse_squeue_text(text), cluster)`` in one pass, with no RawJob between: each
     line straight to its Job, an array's tasks to their group Job and children, the same Jobs equal
     (and in the same order) as that path gives. What the backend runs each refresh. A line met in
     this cluster's last parse gives the same Job as then, and an array whose lines are all the same,
     the same Jobs; a new line's repeated values (times, node lists, GPU counts) are worked out once
-    per text, its details once per set of detail columns (kept between parses)."""
+    per text, its details once per set of detail columns (kept between parses). ``text`` may be the
+    bytes squeue printed: split into lines as bytes, each new line decoded alone (bad bytes replaced,
+    as the whole text decoded would have them), so that no decoded copy of the whole is made."""
+    return squeue_answer(text, cluster)[0]
+
+
+def squeue_answer(text: str | bytes, cluster: str) -> tuple[list[Job], QueueDelta]:
+    """``squeue_jobs`` and what its Jobs differ by from this cluster's previous parse (``QueueDelta``),
+    found from the lines alone: those parsed anew, and those of the last text left over (no pass over
+    the Jobs)."""
+    number = next(_PARSES)
+    since = _PARSED.pop(cluster, 0)
     with collector_paused():
-        rows: dict[str, Job | _Member] = {}
+        rows: dict[Any, Job | _Member] = {}
+        fresh: list[Job | _Member] = []
         kept = _LINES.pop(cluster, None) or {}
         try:
-            jobs, groups = _squeue_jobs(text, cluster, kept, rows)
+            jobs, groups, twice = _squeue_jobs(text, cluster, kept, rows, fresh)
         except AmbiguousRows:
             kept.update(rows)  # what this text took out of the cache, back for the next poll
-            _LINES[cluster] = kept
+            _LINES[cluster] = kept  # (lines of two texts: numbered by no parse)
             raise
         arrays: dict[str, tuple[list[_Member], list[Job]]] = {}
+        before = _ARRAYS.get(cluster) or {}
         if groups:
-            jobs = _with_arrays(jobs, groups, cluster, _ARRAYS.get(cluster) or {}, arrays)
+            jobs = _with_arrays(jobs, groups, cluster, before, arrays)
         _LINES[cluster], _ARRAYS[cluster] = rows, arrays
-    return jobs
+        if twice:  # (the next parse says nothing either)
+            return jobs, QueueDelta(0, number)
+        _PARSED[cluster] = number
+        if not since:
+            return jobs, QueueDelta(0, number)
+        put = [made if isinstance(made, Job) else made[0] for made in fresh]
+        put += [made[1][0] for group, made in arrays.items() if before.get(group) is not made]  # new heads
+        gone = {made.id if isinstance(made, Job) else made[0].id for made in kept.values()}
+        gone.update(group for group in before if group not in arrays)
+        if gone:
+            gone.difference_update(job.id for job in put)
+    return jobs, QueueDelta(since, number, tuple(put), tuple(gone))
 
 
 def _squeue_jobs(
-    text: str, cluster: str, kept: dict[str, Job | _Member], rows: dict[str, Job | _Member]
-) -> tuple[list[Any], dict[str, list[_Member]]]:
-    """The Jobs of the lines in order, an array's id (a str) where its first task stands; and the
-    tasks of each array. What each line made goes into ``rows``; a line in ``kept`` is taken out of it,
-    not parsed again."""
+    text: str | bytes,
+    cluster: str,
+    kept: dict[Any, Job | _Member],
+    rows: dict[Any, Job | _Member],
+    fresh: list[Job | _Member],
+) -> tuple[list[Any], dict[str, list[_Member]], bool]:
+    """The Jobs of the lines in order, an array's id (a str) where its first task stands; the tasks
+    of each array; and whether a line came twice. What each line made goes into ``rows``, and what a
+    line parsed anew made into ``fresh`` too; a line in ``kept`` is taken out of it, not parsed again."""
     jobs: list[Any] = []
     append = jobs.append
     groups: dict[str, list[_Member]] = {}
@@ -1187,18 +1232,23 @@ def _squeue_jobs(
     details_get = _TEXT_DETAILS.get
     states: dict[str, tuple[str, JobState, bool]] = {}
     hosts_get = _HOSTLIST_CACHE.get
-    kept_pop, rows_get = kept.pop, rows.get
+    kept_pop, rows_get, fresh_append = kept.pop, rows.get, fresh.append
     make, slurm, pending_state = _make_job, JobKind.SLURM, JobState.PENDING
+    twice = False
+    binary = isinstance(text, bytes)
+    line: Any
     for line in _stretches(text):
         made = kept_pop(line, None)
         if made is None:
             if not line:
                 continue
             made = rows_get(line)  # a line twice in one text (never seen from squeue)
+            if made is not None:
+                twice = True
         if made is None:
-            cols = line.split(SEP, width - 1)
+            cols = (line.decode(errors="replace") if binary else line).split(SEP, width - 1)
             if len(cols) != width or not cols[0].isdigit():
-                raise AmbiguousRows(f"ambiguous squeue row: {line[:80]!r}")
+                raise AmbiguousRows(f"ambiguous squeue row: {SEP.join(cols)[:80]!r}")
             (
                 job_id,
                 array_job_id,
@@ -1287,6 +1337,7 @@ def _squeue_jobs(
                 "",
             )
             made = (job, parent, job_id, started, intern(partition)) if parent else job
+            fresh_append(made)
         rows[line] = made
         if type(made) is tuple:
             group = made[1]
@@ -1298,23 +1349,25 @@ def _squeue_jobs(
                 tasks.append(made)
         else:
             append(made)
-    return jobs, groups
+    return jobs, groups, twice
 
 
 _STRETCH = 1 << 16  # characters of text split at a time
 
 
-def _stretches(text: str) -> Iterator[str]:
-    """The lines of ``text`` (split at ``\\n``), split a stretch of about _STRETCH characters at a time."""
+def _stretches(text: Any) -> Iterator[Any]:
+    """The lines of ``text`` (str or bytes, split at ``\\n``), split a stretch of about _STRETCH
+    characters at a time."""
+    newline = b"\n" if isinstance(text, bytes) else "\n"
     if len(text) <= _STRETCH:
-        yield from text.split("\n")
+        yield from text.split(newline)
         return
     start, size = 0, len(text)
     while start < size:
-        end = text.find("\n", start + _STRETCH)
+        end = text.find(newline, start + _STRETCH)
         if end < 0:
             end = size
-        yield from text[start:end].split("\n")
+        yield from text[start:end].split(newline)
         start = end + 1
 
 
@@ -1448,5 +1501,6 @@ def clear_caches() -> None:
         _GROUPS_OLD,
         _LINES,
         _ARRAYS,
+        _PARSED,
     ):
         cache.clear()

@@ -42,12 +42,36 @@ SHELL = "exec /bin/sh -s"
 PRELUDE = "SLURM_TIME_FORMAT=%s; export SLURM_TIME_FORMAT\n"
 
 
-@dataclass(frozen=True)
 class Result:
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
+    """A command's exit status and output: ``stdout`` its text, ``data`` the bytes it printed as the
+    transport got them. A caller that splits a big output into lines reads ``data`` and decodes each
+    line, so that the whole is never held as text beside its bytes (one non-ASCII character makes the
+    text of a 100,000-line queue 2 bytes a character: 35 MB). The text is decoded (and kept) when read."""
+
+    __slots__ = ("argv", "returncode", "stderr", "_out", "_text")
+
+    def __init__(self, argv: tuple[str, ...], returncode: int, stdout: str | bytes, stderr: str):
+        self.argv = argv
+        self.returncode = returncode
+        self.stderr = stderr
+        self._out = stdout
+        self._text = stdout if isinstance(stdout, str) else None
+
+    def __repr__(self) -> str:
+        return f"Result({self.argv!r}, {self.returncode}, {self._out[:200]!r}, {self.stderr[:200]!r})"
+
+    @property
+    def stdout(self) -> str:
+        text = self._text
+        if text is None:
+            out = self._out
+            text = self._text = out if isinstance(out, str) else out.decode(errors="replace")
+        return text
+
+    @property
+    def data(self) -> bytes:
+        out = self._out
+        return out if isinstance(out, bytes) else out.encode()
 
     @property
     def ok(self) -> bool:
@@ -204,7 +228,8 @@ class Transport(abc.ABC):
         raise BackendError(f"{self.description}: cannot forward ports")
 
     @abc.abstractmethod
-    async def _exec(self, script: str) -> tuple[int, str, str]: ...
+    async def _exec(self, script: str) -> tuple[int, str | bytes, str]:
+        """Run ``script`` in a shell: (exit status, stdout as text or as the bytes printed, stderr)."""
 
     @abc.abstractmethod
     async def _stream(self, script: str, binary: bool = False) -> LineStream: ...
@@ -242,7 +267,7 @@ class LocalTransport(Transport):
         except OSError as exc:
             raise BackendError(f"cannot run /bin/sh: {exc}") from None
 
-    async def _exec(self, script: str) -> tuple[int, str, str]:
+    async def _exec(self, script: str) -> tuple[int, str | bytes, str]:
         proc = await self._spawn()
         try:
             out, err = await proc.communicate(script.encode())
@@ -250,7 +275,7 @@ class LocalTransport(Transport):
             _kill(proc)
             await proc.wait()
             raise
-        return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+        return proc.returncode or 0, out, err.decode(errors="replace")  # (stdout decoded when read)
 
     async def _stream(self, script: str, binary: bool = False) -> LineStream:
         proc = await self._spawn()
@@ -659,20 +684,20 @@ class SshTransport(Transport):
         except Exception:
             pass
 
-    async def _exec(self, script: str) -> tuple[int, str, str]:
+    async def _exec(self, script: str) -> tuple[int, str | bytes, str]:
         import asyncssh
 
         conn = await self._connection()
         async with self._channels:
-            try:
-                result = await conn.run(SHELL, input=script, check=False)
+            try:  # (bytes: stdout decoded when read, with any bad byte replaced)
+                result = await conn.run(SHELL, input=script.encode(), check=False, encoding=None)
             except (asyncssh.ConnectionLost, asyncssh.DisconnectError, asyncssh.ChannelOpenError, OSError) as exc:
                 self._drop(conn)
                 log.warning("ssh %s: connection lost (%s)", self.target.label, _reason(exc))
                 raise BackendError(f"ssh {self.target.label}: connection lost ({_reason(exc)})") from None
         return (
             result.exit_status if result.exit_status is not None else 255,
-            _text(result.stdout),
+            result.stdout if isinstance(result.stdout, bytes) else _text(result.stdout),
             _text(result.stderr),
         )
 

@@ -212,6 +212,8 @@ async def test_a_gone_or_killed_master_makes_the_cluster_stale_and_a_new_one_bri
         await asyncio.to_thread(start_master, login)
         snap = await hub.refresh(cluster.name)
         assert snap.health is Health.OK and not snap.terminal_login and snap.nodes
+        printed = await transport.run(["printf", "\\377ok\\n"])  # the bytes as printed; decoded when read
+        assert printed.data == b"\xffok\n" and printed.stdout == "\ufffdok\n"
         control(login, "exit")  # gone: its socket too
         snap = await hub.refresh(cluster.name)
         assert snap.health is Health.STALE and snap.terminal_login and NO_MASTER in snap.message

@@ -32,7 +32,7 @@ from waiting import async_wait_until, wait_until
 
 from yanflow_tui import cli
 from yanflow_tui.backends.slurm.backend import SlurmBackend
-from yanflow_tui.backends.slurm.transport import MAX_CHANNELS, CommandTimeout
+from yanflow_tui.backends.slurm.transport import MAX_CHANNELS, CommandTimeout, LocalTransport, Result
 from yanflow_tui.config import Config
 from yanflow_tui.errors import BackendError, ReadOnlyError
 from yanflow_tui.hub import Health, Hub
@@ -328,6 +328,15 @@ async def test_stopped_slurmctld_marks_the_cluster_stale_and_data_returns(slurm_
         assert back.health is Health.OK and back.failures == 0
     finally:
         await hub.close()
+
+
+async def test_the_transports_hand_the_bytes_printed_and_decode_them_when_read(slurm_dir, backend):
+    for transport in (backend.transport, LocalTransport()):  # asyncssh, local commands
+        printed = await transport.run(["printf", "\\377ok \\342\\234\\223\\n"])
+        assert printed.ok and printed.data == b"\xffok \xe2\x9c\x93\n" and printed.stdout == "\ufffdok \u2713\n"
+        assert printed.stdout is printed.stdout  # decoded once
+    said = Result(("x",), 0, "text", "")
+    assert said.data == b"text" and said.stdout == "text"
 
 
 async def test_local_transport_sees_the_same_cluster(slurm_dir, monkeypatch, backend):

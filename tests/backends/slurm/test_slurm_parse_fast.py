@@ -496,3 +496,109 @@ def test_node_lists_without_brackets_expand_as_a_split_on_commas(text):
     names = tuple(name for name in (part.strip() for part in text.split(",")) if name and name not in ("(null)", "N/A"))
     assert parse.expand_hostlist(text) == names
     assert all(a is b for a, b in zip(parse.expand_hostlist(text), (sys.intern(n) for n in names)))
+
+
+# -- what a parse says changed since the last one (squeue_answer's QueueDelta) ----------------------
+
+
+def check_delta(before: list[Job], jobs: list[Job], delta: parse.QueueDelta) -> None:
+    """``delta`` is exactly what ``jobs`` differs by from ``before``: the Jobs not given before (by
+    identity), and the ids given before and no more; those applied to ``before`` give ``jobs``."""
+    was = set(map(id, before))
+    assert sorted(map(id, delta.put)) == sorted(id(j) for j in jobs if id(j) not in was)
+    assert len({j.id for j in delta.put}) == len(delta.put)
+    assert set(delta.gone) == {j.id for j in before} - {j.id for j in jobs} and len(set(delta.gone)) == len(delta.gone)
+    by_id = {j.id: j for j in before}
+    for job_id in delta.gone:
+        del by_id[job_id]
+    by_id.update((j.id, j) for j in delta.put)
+    assert by_id == {j.id: j for j in jobs} and all(by_id[j.id] is j for j in jobs)
+
+
+# Lines with ids unique in any one poll: each slot is one job (or an array's task, or its pending
+# remainder) in a few versions; a poll takes some slots, each in one version, in any order.
+def _slot(n: int, version: int) -> str:
+    state = ("PENDING", "RUNNING", "COMPLETING", "COMPLETED")[version % 4]
+    nodes = "" if state == "PENDING" else f"gpu[{version:04d}-{version + 1:04d}]"
+    start = "N/A" if state == "PENDING" else str(1795995000 + version)
+    if n < 12:  # plain jobs
+        return row(job_id=str(n + 1), state=state, nodes=nodes, start=start, name=f"job {n} v{version}")
+    group = "100" if n < 18 else "200"
+    if n in (17, 23):  # the array's pending remainder
+        return row(job_id=group, array_job_id=group, array_task=f"{40 + version}-99", display_id=f"{group}_[40-99]")
+    return row(job_id=str(1000 + n), array_job_id=group, array_task=str(n), state=state, nodes=nodes, start=start)
+
+
+POLLS = st.lists(
+    st.lists(st.tuples(st.integers(0, 23), st.integers(0, 3)), max_size=24, unique_by=lambda s: s[0]),
+    min_size=2,
+    max_size=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(POLLS, st.randoms(use_true_random=False))
+def test_a_parse_says_exactly_what_changed_since_the_last_one_poll_after_poll(polls, rnd):
+    parse.clear_caches()
+    before: list[Job] = []
+    number = 0
+    for poll in polls:
+        lines = [_slot(n, version) for n, version in poll]
+        rnd.shuffle(lines)
+        jobs, delta = parse.squeue_answer("\n".join(lines) + "\n", "c")
+        assert jobs == plain_jobs("\n".join(lines), "c")
+        assert delta.since == number and delta.number > number
+        if number:
+            check_delta(before, jobs, delta)
+        else:
+            assert delta.put == () and delta.gone == ()
+        before, number = jobs, delta.number
+
+
+@settings(max_examples=300, deadline=None)
+@given(ROWS, ROWS, st.integers(0, 10))
+def test_a_parse_of_odd_rows_says_exactly_what_changed_where_ids_are_unique(first, later, kept):
+    parse.clear_caches()
+    before = parse.squeue_answer("\n".join(first), "c")[0]
+    for text in ("\n".join(first), "\n".join(first[:kept] + later) + "\n", "\n".join(later + first)):
+        jobs, delta = parse.squeue_answer(text, "c")
+        unique = len({j.id for j in jobs}) == len(jobs) and len({j.id for j in before}) == len(before)
+        if delta.since and unique:
+            check_delta(before, jobs, delta)
+        before = jobs
+
+
+def test_a_parse_says_nothing_after_a_text_it_refused_a_line_given_twice_or_the_caches_cleared():
+    parse.clear_caches()
+    lines = [_slot(n, 1) for n in range(24)]
+    text = "\n".join(lines)
+    assert parse.squeue_answer(text, "c")[1].since == 0  # the first parse: nothing to say
+    assert parse.squeue_answer(text, "c")[1].since != 0
+    with pytest.raises(parse.AmbiguousRows):
+        parse.squeue_answer(text + "\nsecond line of a name\n", "c")
+    assert parse.squeue_answer(text, "c")[1].since == 0
+    assert parse.squeue_answer(text + "\n" + lines[0], "c")[1].since == 0  # a line twice
+    assert parse.squeue_answer(text, "c")[1].since == 0  # (after it too)
+    assert parse.squeue_answer(text, "c")[1].since != 0
+    assert parse.squeue_answer(text, "d")[1].since == 0  # another cluster: its own
+    parse.clear_caches()
+    assert parse.squeue_answer(text, "c")[1].since == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(ROWS, ROWS, st.binary(max_size=6), st.integers(5, 200))
+def test_the_bytes_squeue_printed_give_the_jobs_of_its_text_decoded(first, later, junk, stretch):
+    """Lines split as bytes and decoded one by one (bad bytes, non-ASCII names) give the Jobs of the
+    whole text decoded, poll after poll, stretches of any length; a line met before, its Job again."""
+    old, parse._STRETCH = parse._STRETCH, stretch
+    try:
+        parse.clear_caches()
+        bad = b"\xff" + junk.replace(b"\n", b"")  # at the end of each line: in the job's name
+        for lines in (first, first + later + [""], later):
+            data = b"\n".join(line.encode() + bad if line else b"" for line in lines)
+            assert parse.squeue_jobs(data, "c") == plain_jobs(data.decode(errors="replace"), "c")
+        data = "\n".join(later).encode()
+        assert all(a is b for a, b in zip(parse.squeue_jobs(data, "c"), parse.squeue_jobs(data, "c"), strict=True))
+        assert parse.squeue_jobs(b"", "c") == [] and parse.squeue_jobs(b"\n\n", "c") == []
+    finally:
+        parse._STRETCH = old
