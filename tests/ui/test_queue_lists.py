@@ -141,3 +141,23 @@ def test_changes_that_do_not_add_up_are_compared_in_full():
     answer = JobList(jobs, JobChanges(answer.serial, (), ()))
     assert lists.update(tuple(answer), "", answer.changes, answer.serial)
     assert "20" in lists.by_id and [e.key for e in lists.top][-1] == "c/20"
+
+
+def test_an_entry_lets_its_old_version_go_once_the_new_row_reused_its_cells():
+    """A changed job's entry keeps the old version (its job and row cells) only until the new row is
+    made from it: at 100,000 jobs, kept for good, they held one old Job and row per changed job."""
+    from yanflow_tui.screens.queue import _Entry
+
+    def clock() -> float:
+        return 0.0
+
+    first = job(1)
+    entry = _Entry(first, "c/1")
+    old_row = entry.row(clock, "", 0, "", "")
+    second = replace(first, state=JobState.COMPLETED)
+    entry.set_job(second, first)
+    assert entry._like is not None and entry._like[0] is first  # held for the next row to reuse
+    new_row = entry.row(clock, "", 0, "", "")
+    assert entry._like is None  # used, and let go
+    assert new_row.cells[2] is old_row.cells[2]  # the unchanged name's cell reused (not made again)
+    assert new_row is not old_row and new_row.cells != old_row.cells
