@@ -219,6 +219,8 @@ def test_the_clusters_screen_is_reached_from_every_screen_and_every_screen_from_
             term.wait_gone(box)  # the placeholder gives way to the typed 5
             assert term.title() == SCREENS[key]
             term.press("escape")
+            # the field left: the box hidden (the footer keeps its keys while one types, so it tells nothing)
+            term.wait(lambda text: "\u258a" not in text, "the filter box hidden")
             term.wait_text(footer)
             term.press("5")
             term.wait_title("Clusters")
