@@ -249,15 +249,23 @@ def _TOP_ORDER(entry: _Entry) -> tuple:
     return (entry.job.cluster, entry.sort[1])
 
 
+def _position(entries: list[_Entry], entry: _Entry, key: Callable[[_Entry], tuple]) -> int | None:
+    """Where ``entry`` itself is in ``entries`` (sorted by ``key``): bisected, then on past the
+    entries of an equal key (ids of equal natural order: "07" and "7"); None when it is not there."""
+    wanted = key(entry)
+    at = bisect_left(entries, wanted, key=key)
+    while at < len(entries) and entries[at] is not entry and key(entries[at]) == wanted:
+        at += 1
+    return at if at < len(entries) and entries[at] is entry else None
+
+
 def _take_out(top: list[_Entry], gone: list[_Entry]) -> bool:
     """Take each of ``gone`` out of ``top`` (sorted by id) where bisection finds it; False (``top``
     as it was) when one is not there."""
     spots = []
     for entry in gone:
-        at = bisect_left(top, _by_id(entry), key=_by_id)
-        while at < len(top) and top[at] is not entry and _by_id(top[at]) == _by_id(entry):
-            at += 1  # (ids of equal natural order: "07" and "7")
-        if at == len(top) or top[at] is not entry:
+        at = _position(top, entry, _by_id)
+        if at is None:
             return False
         spots.append(at)
     for at in sorted(spots, reverse=True):
@@ -893,12 +901,7 @@ class QueueScreen(DataScreen):
 
     def _top_index(self, entry: _Entry) -> int | None:
         """Where ``entry`` is in ``_top`` (by cluster, then id: bisected), or None."""
-        top = self._top
-        key = (entry.job.cluster, _by_id(entry))
-        at = bisect_left(top, key, key=_TOP_ORDER)
-        while at < len(top) and top[at] is not entry and _TOP_ORDER(top[at]) == key:
-            at += 1
-        return at if at < len(top) and top[at] is entry else None
+        return _position(self._top, entry, _TOP_ORDER)
 
     def _toggled(
         self, cached: tuple[tuple, list[Row], Counter], depends: tuple, clock: Callable[[], float], notes: dict
