@@ -16,8 +16,9 @@ remainder as one ``123_[8-999%16]`` line.
 Prints, per size, CPU seconds (``time.process_time``, best of ``--repeat``) and wall of the whole path
 the backend runs each refresh, ``squeue_jobs`` (text -> ``Job``), against the goal; beside it the
 RawJob path it replaced, ``parse_squeue_text`` (text -> ``RawJob``, kept as the reference the
-tests check ``squeue_jobs`` against) then ``build_jobs`` (-> ``Job``), whose Jobs it checks are equal. Each cold (a first poll), warm (the
-same text again) and at the next poll of a busy queue (``--churn``, 5% of the lines changed).
+tests check ``squeue_jobs`` against) then ``build_jobs`` (-> ``Job``), whose Jobs it checks are
+equal. Each cold (a first poll), warm (the same text again) and at the next poll of a busy queue
+(``--churn``, 5% of the lines changed).
 ``--profile`` prints a cProfile of the largest size, cold. ``--rss`` runs each size again in a fresh
 process that reads the text from a file, parses it as the backend does, then the next poll, holding
 the Jobs as the console would, and prints its RSS: before, after, peak, and what the parser's caches
