@@ -27,8 +27,6 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
-from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 
 from yanflow_tui.capacity import ALL, GroupSummary, PoolCapacity, summarize, usable_free_gpus
@@ -46,7 +44,7 @@ from yanflow_tui.screens.render.gpu_cells import (
     util_label,
 )
 from yanflow_tui.screens.render.rows import natural_key
-from yanflow_tui.screens.widgets.scrolling import quiet_scrollbar
+from yanflow_tui.screens.widgets.scrolling import QuietScrollView
 
 GroupKey = tuple[str, ...]  # ("cluster", name) or ("pool", cluster, partition)
 RowKey = str | GroupKey  # a node's "cluster/name", or a group key
@@ -153,7 +151,7 @@ def summary_parts(summary: GroupSummary) -> list[Part]:
     return parts
 
 
-class GpuGrid(ScrollView, can_focus=True):
+class GpuGrid(QuietScrollView, can_focus=True):
     """Nodes by cluster and partition, one cell per GPU. Keyed rows: ``set_nodes`` updates in place."""
 
     COMPONENT_CLASSES = {
@@ -196,16 +194,6 @@ class GpuGrid(ScrollView, can_focus=True):
         Binding("home", "first", "First row", show=False, id="node-first"),
         Binding("end", "last", "Last row", show=False, id="node-last"),
     ]
-
-    @property
-    def vertical_scrollbar(self) -> ScrollBar:
-        """A ``QuietScrollBar``: the grid growing or shrinking (the filter box shown or hidden) or
-        changing focus is drawn in one frame, not again a frame later for its scrollbar."""
-        return quiet_scrollbar(self, vertical=True)
-
-    @property
-    def horizontal_scrollbar(self) -> ScrollBar:
-        return quiet_scrollbar(self, vertical=False)
 
     class CursorMoved(Message):
         """The cursor moved, or what is under it changed."""

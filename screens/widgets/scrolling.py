@@ -105,6 +105,19 @@ def quiet_scrollbar(view: Widget, vertical: bool) -> ScrollBar:
     return bar
 
 
+class QuietScrollView(ScrollView):
+    """A ScrollView whose scrollbars are ``QuietScrollBar``: growing, shrinking (a filter box shown or
+    hidden above it) or changing focus, it is drawn in one frame, not again a frame later for them."""
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        return quiet_scrollbar(self, vertical=True)
+
+    @property
+    def horizontal_scrollbar(self) -> ScrollBar:
+        return quiet_scrollbar(self, vertical=False)
+
+
 def set_virtual_size(view: ScrollView, size: Size) -> None:
     """``view.virtual_size = size``, with no layout unless a scrollbar comes or goes."""
     if size == view.virtual_size:

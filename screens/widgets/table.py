@@ -28,12 +28,10 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
-from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 
 from yanflow_tui.screens.render.rows import natural_key
-from yanflow_tui.screens.widgets.scrolling import quiet_scrollbar, set_virtual_size
+from yanflow_tui.screens.widgets.scrolling import QuietScrollView, set_virtual_size
 from yanflow_tui.widths import fit_widths
 
 Cell = str | Text | Callable[[], Text]
@@ -174,7 +172,7 @@ class _Groups:
         self.orders: dict[tuple[int, bool], tuple[list[Row], array[int]]] = {}
 
 
-class VirtualTable(ScrollView, can_focus=True):
+class VirtualTable(QuietScrollView, can_focus=True):
     """Keyed rows under a fixed header; the cursor is a row, kept by key."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"vtable--header", "vtable--cursor", "vtable--even-row", "vtable--odd-row"}
@@ -293,16 +291,6 @@ class VirtualTable(ScrollView, can_focus=True):
         # (the filter cleared): the rows given, keyed, their width counts, and widths measured of them
         self._kept: list[_Kept] = []
         self._litter: list[object] = []  # replaced structures to let go of after the paint (_drop_later)
-
-    @property
-    def vertical_scrollbar(self) -> ScrollBar:
-        """A ``QuietScrollBar``: the table growing or shrinking (the filter box shown or hidden) is
-        drawn in one frame, not again a frame later for its scrollbar."""
-        return quiet_scrollbar(self, vertical=True)
-
-    @property
-    def horizontal_scrollbar(self) -> ScrollBar:
-        return quiet_scrollbar(self, vertical=False)
 
     # -- public API --------------------------------------------------------------------------------
     @property
