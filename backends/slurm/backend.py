@@ -172,9 +172,19 @@ class SlurmBackend(Backend):
         return Forward(f"job {job_id} on {node}", port, local, close)
 
     # -- reads -----------------------------------------------------------------------------------
+    async def _squeue(self, user: str = "") -> list[parse.RawJob]:
+        """The queue (only ``user``'s jobs when given): one squeue call, text or JSON."""
+        text = await self._squeue_text(user)
+        if text is not None:
+            try:
+                return parse.parse_squeue_text(text.decode(errors="replace"))
+            except parse.AmbiguousRows:
+                self._json_until = clock() + JSON_STICKY
+        return await self._squeue_json(user)
+
     async def _queue(self, user: str = "") -> list[Job]:
-        """The queue (only ``user``'s jobs when given), one squeue call: the ``-o`` text straight to
-        Jobs (``parse.squeue_jobs``, no RawJob between), else JSON."""
+        """The queue as Jobs, as ``build_jobs(await self._squeue(user))`` gives them: the ``-o`` text
+        straight to Jobs (``parse.squeue_jobs``, no RawJob between), else JSON."""
         return (await self._queue_answer(user))[0]
 
     async def _queue_answer(self, user: str = "") -> tuple[list[Job], parse.QueueDelta | None]:
