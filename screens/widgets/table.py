@@ -61,10 +61,13 @@ class RowChanges(NamedTuple):
     """What the rows given to ``set_rows`` differ in from the rows it was given last, when the caller
     knows: ``put``, the rows that may be new or in a new version (every other row is the very
     ``Row`` given last under its key); ``gone``, the keys of rows given last and not now. The table
-    then looks at those alone (it checks that the counts add up, else compares every row)."""
+    then looks at those alone (it checks that the counts add up, else compares every row).
+    ``keep``: the rows given last are worth coming back to (a filter typed over them): they are kept,
+    as when a quite different set replaces them (see ``_Kept``)."""
 
     put: Sequence[Row]
     gone: Sequence[str] = ()
+    keep: bool = False
 
 
 class Row(NamedTuple):
@@ -88,6 +91,8 @@ def sort_value(text: str) -> tuple:
 
 def _width(cell: Cell) -> int:
     """Cells a static cell takes (live cells: 0, measured when drawn)."""
+    if type(cell) is str:  # (most cells: checked first, at once)
+        return len(cell) if cell.isascii() else cell_len(cell)
     if isinstance(cell, str):
         plain = cell
     elif isinstance(cell, Text):
@@ -174,6 +179,8 @@ class _Groups:
 
 class VirtualTable(QuietScrollView, can_focus=True):
     """Keyed rows under a fixed header; the cursor is a row, kept by key."""
+
+    check_changes: ClassVar[bool] = False  # tests: check each ``RowChanges`` given against a full compare
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"vtable--header", "vtable--cursor", "vtable--even-row", "vtable--odd-row"}
     DEFAULT_CSS = """
@@ -345,7 +352,13 @@ class VirtualTable(QuietScrollView, can_focus=True):
             self._come_back(kept)
             self._after_set(old_cursor, cursor_was_visible, top, page, True)
             return
+        keeping = None
+        if changes is not None and changes.keep and len(old) >= KEEP_ROWS:  # (patched on a copy: they stay)
+            keeping, old = self._keep(), old.copy()
         spliced = self._changed(rows, old, changes) if changes is not None else None
+        if spliced is None and keeping is not None:  # (the changes did not add up: as if not given)
+            self._kept.remove(keeping)
+            keeping, old = None, self._by_key
         if spliced is None:
             spliced = self._splice(rows, old)
         if spliced is None:
@@ -358,7 +371,8 @@ class VirtualTable(QuietScrollView, can_focus=True):
         else:  # a run of rows put in, taken out or changed (a group opened): the rest stays as it is
             by_key, differ, befores, gone_keys = spliced
             keys = None
-        keeping = self._keep() if spliced is None and old and len(old) >= KEEP_ROWS else None
+        if spliced is None and old and len(old) >= KEEP_ROWS:
+            keeping = self._keep()
         measured = self._measured
         arrived: list[tuple[int, ...]] = []  # widths of rows added or changed, and of those changed or gone
         left: list[tuple[int, ...]] = []
@@ -372,8 +386,8 @@ class VirtualTable(QuietScrollView, can_focus=True):
             arrived.extend(map(_SECOND, compress(knowns, ready)))
             for row in compress(new, map(not_, ready)):
                 known = measured.get(row.key)
-                if not _fits(known, row):
-                    known = self._put_measured(row.key, (row, self._row_widths(row)))
+                if not _fits(known, row):  # (an earlier version's widths hold for the cells it shares)
+                    known = self._put_measured(row.key, (row, self._row_widths(row, known)))
                 arrived.append(known[1])
         changed = cast("Iterable[tuple[Row, Row]]", compress(zip(differ, befores), befores))
         for row, before in changed:  # rows on show in another version
@@ -569,12 +583,23 @@ class VirtualTable(QuietScrollView, can_focus=True):
         gone = [key for key in changes.gone if key in old and key not in named]
         if len(named) != len(put) or len(old) - len(gone) + befores.count(None) != len(rows):
             return None
+        if self.check_changes:
+            self._check_changes(rows, old, put, gone)
         for key in gone:
             del old[key]
         moved = list(map(is_not, befores, put))
         differ = list(compress(put, moved))
         old.update(zip(map(_ROW_KEY, differ), differ))
         return old, differ, list(compress(befores, moved)), gone
+
+    def _check_changes(self, rows: list[Row], old: dict[str, Row], put: Sequence[Row], gone: list[str]) -> None:
+        """What ``check_changes`` asks: the changes given are what comparing every row finds (tests)."""
+        keys = {row.key for row in put}
+        stale = [row.key for row in rows if row.key not in keys and old.get(row.key) is not row]
+        now = {row.key for row in rows}
+        missed = [key for key in old if key not in now and key not in gone]
+        if stale or missed:
+            raise AssertionError(f"RowChanges wrong: rows not put that differ {stale[:5]}, gone not named {missed[:5]}")
 
     def measure(self, rows: Iterable[Row]) -> None:
         """Measure rows ahead of the ``set_rows`` that shows them (in idle time): these very ``Row``
@@ -590,7 +615,7 @@ class VirtualTable(QuietScrollView, can_focus=True):
                 continue
             known = measured.get(row.key)
             if not _fits(known, row):
-                self._put_measured(row.key, (row, self._row_widths(row)))
+                self._put_measured(row.key, (row, self._row_widths(row, known)))
 
     def move_cursor_to_key(self, key: str) -> bool:
         """Put the cursor on ``key`` (scrolling it into view); False when there is no such row."""
@@ -837,7 +862,7 @@ class VirtualTable(QuietScrollView, can_focus=True):
         if known is not None and len(known[0].cells) >= len(cells):
             widths = tuple(w if c is o else _width(c) for c, o, w in zip(cells, known[0].cells, known[1]))
             return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
-        widths = tuple(_width(cell) for cell in cells)
+        widths = tuple(map(_width, cells))
         return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
 
     def _update_content_widths(

@@ -46,6 +46,15 @@ async def with_bulk_jobs(pilot, app, backend, count: int, wait: bool = True) -> 
         await wait_for(pilot, lambda: len(rows(app)) == shown, what="bulk rows")
 
 
+def no_catch_up(monkeypatch) -> None:
+    """Refreshes leave what the filter needs to idle warming, however few jobs they changed (the tests of
+    warming itself; see ``QueueScreen._catch_up``)."""
+    from yanflow_tui.screens import queue
+
+    monkeypatch.setattr(queue, "CATCH_UP_MIN", 0)
+    monkeypatch.setattr(queue, "CATCH_UP", 0)
+
+
 async def sort_by(pilot, app, column: str) -> None:
     for _ in range(len(table(app).columns)):
         if table(app).sort_column == column:
@@ -362,7 +371,8 @@ async def test_after_a_refresh_idle_turns_make_the_filters_texts_before_member_r
     """A first filter keystroke soon after a refresh needs every job's text (what a bare word
     searches) and the filter's columns, more than the rows of group members: idle turns make those
     first, then the rows, and hand each lot to the heap as long-lived (``gc.freeze``). The turns are
-    driven here one at a time (their timer never fires alone)."""
+    driven here one at a time (their timer never fires alone). (A refresh that changed many jobs:
+    one that changed few makes them itself, see the next test.)"""
     from yanflow_tui.screens import queue
 
     app = make_app(hpc(refresh_seconds=3600))
@@ -370,6 +380,7 @@ async def test_after_a_refresh_idle_turns_make_the_filters_texts_before_member_r
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         backend = FakeBackend.instances[-1]
         monkeypatch.setattr(queue, "WARM_SECONDS", 3600)
+        no_catch_up(monkeypatch)
         await with_bulk_jobs(pilot, app, backend, 1500)
         screen = app.screen
         assert screen._no_row is None and not screen._texts_warmed and screen._warmed == screen._version
@@ -389,6 +400,44 @@ async def test_after_a_refresh_idle_turns_make_the_filters_texts_before_member_r
         await wait_for(pilot, lambda: len(rows(app)) == 111, what="bulk-14, 140-149, 1400-1499")
 
 
+async def test_a_refresh_that_changed_few_jobs_makes_what_the_filter_needs_with_it(home, monkeypatch):
+    """``/`` and a letter typed right after a refresh leave no idle turn between them: a refresh that
+    changed few jobs makes their texts, the filter's columns and the members' rows itself (so the
+    first keystroke makes none); one that changed many leaves them to idle turns."""
+    from yanflow_tui.screens import queue
+
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        monkeypatch.setattr(queue, "WARM_SECONDS", 3600)  # no idle turn runs in this test
+        monkeypatch.setattr(queue, "CATCH_UP_MIN", 200)
+        screen = app.screen
+        backend.jobs.append(backend.job("1000", "array", JobState.PENDING))
+        backend.jobs.extend(
+            replace(backend.job(str(1000 + i), f"bulk-{i}", JobState.PENDING), parent="1000") for i in range(1, 61)
+        )
+        await refreshed(pilot, app)
+        await wait_for(pilot, lambda: len(rows(app)) == 4, what="the group of 60")
+        assert screen._no_row == [] and screen._texts_warmed and screen._columns[0] == screen._version
+        assert all(entry.text is not None and entry.view_row is not None for entry in screen._flat)
+        member = next(entry for entry in screen._flat if entry.key in screen._parent_of)
+        assert table(app)._measured[member.key][0] is member.view_row  # measured ahead too
+        made = []
+        monkeypatch.setattr(
+            screen, "_view_row", lambda *args: made.append(args) or queue.QueueScreen._view_row(screen, *args)
+        )
+        await pilot.press("slash", *"bulk-1")
+        await wait_for(pilot, lambda: len(rows(app)) == 12, what="bulk-1 and bulk-10..19 under their group")
+        assert not made  # every row the filter shows was made with the refresh
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: len(rows(app)) == 4, what="the filter cleared")
+        backend.jobs.extend(backend.job(str(2000 + i), f"more-{i}", JobState.PENDING) for i in range(250))
+        await refreshed(pilot, app)  # 250 jobs new: their texts, over 200, are left to idle turns
+        await wait_for(pilot, lambda: len(rows(app)) == 254, what="the jobs added")
+        assert screen._no_row is None and not screen._texts_warmed and screen._warmed == screen._version
+
+
 async def test_refreshes_while_warming_keep_one_idle_turn_due(home, monkeypatch):
     """Each refresh that changes the jobs starts the idle warming again, but never a second series of
     turns beside one still due: a key waits for one turn at most, not for one per refresh."""
@@ -399,6 +448,7 @@ async def test_refreshes_while_warming_keep_one_idle_turn_due(home, monkeypatch)
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         backend = FakeBackend.instances[-1]
         monkeypatch.setattr(queue, "WARM_SECONDS", 3600)  # a turn due stays due
+        no_catch_up(monkeypatch)
         screen = app.screen
         due, set_timer = [], screen.set_timer
 
@@ -504,6 +554,7 @@ async def test_idle_warming_waits_while_keys_come(home, monkeypatch):
         warm(screen)
 
     monkeypatch.setattr(QueueScreen, "_warm_members", counted)
+    no_catch_up(monkeypatch)
     app = make_app(hpc(refresh_seconds=3600))
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
