@@ -167,6 +167,7 @@ class _Entry:
         "sort",
         "plain_row",
         "view_row",
+        "view_kids",
         "_marker",
         "_count",
         "_note",
@@ -192,6 +193,7 @@ class _Entry:
         self.sort = job_sort_values(job, previous, self.sort if previous is not None else None)
         self.plain_row: Row | None = None  # the row as a top-level job of a fresh cluster, once made
         self.view_row: Row | None = None  # the row as a filter shows it (groups open), once made
+        self.view_kids = 0  # a group's: how many members ``view_row`` says it has (0: not a group's row)
         self._row: Row | None = None
         self._other: tuple | None = None  # the version before: (marker, count, note, parent, row)
 
@@ -220,6 +222,7 @@ class _Entry:
         self._marker, self._count, self._note, self._parent = marker, count, note, parent
         if not marker and not count and not note and not parent:
             self.plain_row = self.view_row = row  # (a top-level job with no group: a filter shows it so)
+            self.view_kids = 0
         return row
 
 
@@ -422,10 +425,13 @@ class _ClusterJobs:
             else:
                 top.append(entry)
         for entry in top:  # a job with no group shows as it does with no filter; a group never plain
-            if entry.key not in children:
-                entry.view_row = entry.plain_row
-            else:  # (its count of members may have changed)
-                entry.plain_row = entry.view_row = None
+            kids = children.get(entry.key)
+            if kids is None:
+                entry.view_row, entry.view_kids = entry.plain_row, 0
+            else:  # a group's row holds while it has as many members
+                entry.plain_row = None
+                if entry.view_kids != len(kids):
+                    entry.view_row = None
         top.sort(key=_by_id)
         for kids in children.values():
             kids.sort(key=_by_id)
@@ -482,7 +488,7 @@ class _ClusterJobs:
             for key in went:
                 del by_key[key]
         for entry in sorted(made, key=_by_id):
-            entry.view_row = entry.plain_row
+            entry.view_row, entry.view_kids = entry.plain_row, 0
             by_key[entry.key] = entry
             if not top or _by_id(top[-1]) < _by_id(entry):
                 top.append(entry)  # (new jobs have the highest ids: at the end)
@@ -1154,6 +1160,7 @@ class QueueScreen(DataScreen):
             else:
                 kids = self._children.get(entry.key)
                 row = entry.row(clock, GROUP_OPEN if kids else "", len(kids) if kids else 0, "", "")
+                entry.view_kids = len(kids) if kids else 0
             entry.view_row = row
         return row
 
@@ -1221,7 +1228,12 @@ class QueueScreen(DataScreen):
             of = of.translate(bytes((0, 2)) + bytes(254))
             for index in self._groups:
                 of[index] = 1
-            kinds = self._kinds = (self._version, of, Counter(self._per_entry()[1]))
+            states = self._per_entry()[1]  # (list.count compares by identity first: no hashing)
+            kinds = self._kinds = (
+                self._version,
+                of,
+                Counter({state: n for state in JobState if (n := states.count(state))}),
+            )
         return kinds[1], kinds[2]
 
     def _from_closed(self, order: list[int], rows: list[Row]) -> Counter:

@@ -569,3 +569,33 @@ async def test_idle_warming_waits_while_keys_come(home, monkeypatch):
         assert not began() and not warmed()
         now[0] += 1.0
         await wait_for(pilot, warmed, what="warming done once no key came")
+
+
+async def test_a_filter_matching_most_jobs_tells_the_table_what_differs_from_the_rows_on_show(home):
+    """The first keystroke of a filter over every group closed (1,500 jobs, a group of 60): the Queue
+    says what differs (the group opened with its matching members, the jobs not matching gone), so the
+    table compares no row and keeps the rows on show; every such change is checked against a full
+    compare here (``check_changes``); escape comes back to the rows kept."""
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        backend.jobs.append(backend.job("900", "array", JobState.PENDING))
+        backend.jobs.extend(
+            replace(backend.job(str(900 + i), f"bulk-m{i}", JobState.RUNNING), parent="900") for i in range(1, 61)
+        )
+        await with_bulk_jobs(pilot, app, backend, 1500, wait=False)
+        await wait_for(pilot, lambda: len(rows(app)) == 1504, what="1,500 jobs and a closed group")
+        jobs, screen = table(app), app.screen
+        shown = [jobs.get_row(key) for key in rows(app)]
+        compared = []
+        splice = jobs._splice
+        jobs._splice = lambda rows, old: compared.append(1) or splice(rows, old)  # type: ignore[method-assign]
+        await pilot.press("slash", "b")  # every bulk job and member, and the group they are in
+        await wait_for(pilot, lambda: len(rows(app)) == 1562, what="the filter")  # (and hpc/102)
+        assert not compared and [kept.given for kept in jobs._kept] == [shown]
+        assert jobs.cell_text("hpc/900", "id").startswith("▾") and "shown 1562 of 1564" in screen_text(app)
+        assert "running 60" in screen_text(app) and "pending 1502" in screen_text(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: len(rows(app)) == 1504, what="every row again")
+        assert all(jobs.get_row(key) is row for key, row in zip(rows(app), shown, strict=True))

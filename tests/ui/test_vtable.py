@@ -804,3 +804,72 @@ async def test_structures_a_big_set_replaced_are_let_go_after_the_paint():
         table.set_rows(everything)  # the filter cleared: the kept set comes back as it was
         assert table.row_keys == [r.key for r in everything]
         await wait_for(pilot, lambda: not table._litter, what="the filtered rows let go")
+
+
+async def test_a_filter_told_as_changes_keeps_the_rows_on_show_and_comes_back_to_them(monkeypatch):
+    """A filter over the rows on show can say what differs (``RowChanges`` with ``keep``: groups opened
+    and their members put, rows not matching gone): the table compares no row, keeps the rows on show,
+    and escape (those very rows given again) comes back to them; each step ends as a fresh table
+    would. Told wrong (the counts do not add up), it compares every row and keeps them once."""
+    from yanflow_tui.screens.widgets import table as table_module
+    from yanflow_tui.screens.widgets.table import RowChanges
+
+    monkeypatch.setattr(table_module, "KEEP_ROWS", 20)
+    shown = [row(i, f"group-{i} ▸" if i % 10 == 0 else "n" * (i % 13)) for i in range(60)]
+    app = Host(list(shown))
+    async with app.run_test(size=(80, 12)):
+        table = app.query_one(VirtualTable)
+        compared, came_back = [], []
+        splice, come_back = table._splice, table._come_back
+        monkeypatch.setattr(table, "_splice", lambda rows, old: compared.append(1) or splice(rows, old))
+        monkeypatch.setattr(table, "_come_back", lambda kept: came_back.append(kept) or come_back(kept))
+
+        async def equals_fresh(rows: list[Row]) -> None:
+            fresh = VirtualTable(COLUMNS)
+            fresh.sort_column, fresh.sort_reverse = table.sort_column, table.sort_reverse
+            await app.mount(fresh)
+            fresh.set_rows(rows)
+            fresh.move_cursor_to_key(table.cursor_key or "")
+            assert _state(table) == _state(fresh)
+            await fresh.remove()
+
+        for wrong, sort in ((False, None), (True, None), (False, "name")):
+            table.sort_by(sort)
+            table.move_cursor_to_key("r21")
+            filtered, put = [], []
+            for r in shown:
+                n = int(r.key[1:])
+                if n % 10 == 0:  # a group, opened, and its members under it
+                    put.append(row(n, f"group-{n} ▾ wider than before"))
+                    put += [row(1000 + 10 * n + k, f"member {k}", parent=r.key) for k in range(3)]
+                    filtered += put[-4:]
+                elif n % 3:
+                    filtered.append(r)  # the very row on show
+            gone = [r.key for r in shown if int(r.key[1:]) % 10 and not int(r.key[1:]) % 3]
+            if wrong:
+                gone.pop()
+            compared.clear()
+            table.set_rows(filtered, RowChanges(put, gone, keep=True))
+            assert bool(compared) is wrong
+            assert [kept.given for kept in table._kept].count(shown) == 1  # kept (once, even when told wrong)
+            await equals_fresh(filtered)
+            came_back.clear()
+            table.set_rows(list(shown))  # escape
+            assert len(came_back) == 1 and came_back[0].given == shown
+            await equals_fresh(shown)
+
+
+async def test_changes_checked_against_a_full_compare_in_tests_name_what_is_wrong():
+    """``check_changes`` (on in every UI test): changes that add up but lie raise, naming the rows."""
+    import pytest
+
+    from yanflow_tui.screens.widgets.table import RowChanges
+
+    shown = [row(i) for i in range(10)]
+    app = Host(list(shown))
+    async with app.run_test(size=(80, 12)):
+        table = app.query_one(VirtualTable)
+        assert table.check_changes
+        changed = [*shown[:4], row(4, "another version, not said"), *shown[5:]]
+        with pytest.raises(AssertionError, match="r4"):
+            table.set_rows(changed, RowChanges([]))
