@@ -586,7 +586,7 @@ async def test_a_filter_matching_most_jobs_tells_the_table_what_differs_from_the
         )
         await with_bulk_jobs(pilot, app, backend, 1500, wait=False)
         await wait_for(pilot, lambda: len(rows(app)) == 1504, what="1,500 jobs and a closed group")
-        jobs, screen = table(app), app.screen
+        jobs = table(app)
         shown = [jobs.get_row(key) for key in rows(app)]
         compared = []
         splice = jobs._splice
