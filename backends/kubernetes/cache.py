@@ -129,11 +129,16 @@ class Reflector:
 
     def values(self) -> list:
         """The cached records; the same list object until something changes."""
+        return self.snapshot()[2]
+
+    def snapshot(self) -> tuple[int, int, list]:
+        """(``version``, ``lists``, ``values()``) read together: the records are those of that version,
+        and ``lists`` (how many full lists were taken) moves when the cache was listed afresh."""
         with self._lock:
             if self._values_version != self.version:
                 self._values = list(self.items.values())
                 self._values_version = self.version
-            return self._values
+            return self.version, self.lists, self._values
 
     # -- the loop ------------------------------------------------------------------------------
     def _run(self) -> None:

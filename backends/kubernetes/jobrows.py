@@ -1,0 +1,135 @@
+"""The Job rows of the watch cache, kept per Kubernetes Job between reads, and what changed since
+the backend's previous ``list_jobs`` answer (``JobChanges``).
+
+A Job's rows (``views.job_rows``) depend only on its record, its pods' records and the cluster's
+name: no clock, no nodes. The cache's records are frozen and each watch event (each new
+resourceVersion) or list makes a new one, so a Job whose record and pods' records are the very same
+objects as last time keeps its rows, the very same ``Job`` objects. Only the others are built again;
+a row equal to the one it replaces is kept too. The rows put and the ids gone are gathered as they
+happen, so an answer says what changed since the previous one without comparing every job.
+
+Any doubt and the answer says nothing (``changes`` None: the Queue compares everything), as the Slurm
+backend does: the first answer, and the first after a cache was listed afresh (a 410 Gone, a watch
+error, another scope's caches), or while an id could be given twice (a name with a ``/``, which the
+API server never accepts). Pure bookkeeping: no I/O, no event loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from operator import is_
+
+from yanflow_tui.backends.kubernetes.cache import Reflector
+from yanflow_tui.backends.kubernetes.extract import JobInfo, PodInfo
+from yanflow_tui.backends.kubernetes.views import job_rows, pods_by_job
+from yanflow_tui.model import Job, JobChanges, JobList
+
+
+@dataclass(slots=True)
+class _Built:
+    """One Job's rows and the records they were built from (compared by identity)."""
+
+    info: JobInfo
+    pods: list[PodInfo]
+    rows: list[Job]
+
+
+class JobRows:
+    """The rows of one backend's job and pod caches (``rows``), numbered answers with their changes
+    (``answer``). Not thread-safe: called from the event loop only, with no await inside."""
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self._built: dict[tuple[str, str], _Built] = {}
+        self._rows: list[Job] = []
+        self._seen: tuple = ()  # (caches, their versions) the rows were made from
+        self._listed: tuple = ()  # (caches, how many lists each took) at the previous answer
+        self._odd: set[tuple[str, str]] = set()  # Jobs with a ``/`` in a name: ids could collide
+        self._doubt = False  # such a Job was there since the previous answer
+        self._put: dict[str, Job] = {}  # rows new or changed since the previous answer, by id
+        self._gone: set[str] = set()  # ids listed then and not now
+        self._new: set[str] = set()  # ids in ``_put`` not listed then
+        self._answered = 0  # the previous answer's serial (0: none yet, or not to follow)
+        self.rebuilt = 0  # rows built so far (for tests and benchmarks)
+
+    def rows(self, jobs: Reflector, pods: Reflector) -> list[Job]:
+        """The rows now, in the jobs cache's order (each Job's row, then its pods' by rank). The list
+        is this object's: read it, never change it."""
+        job_version, _, infos = jobs.snapshot()
+        pod_version, _, pod_infos = pods.snapshot()
+        seen = (jobs, pods, job_version, pod_version)
+        if seen == self._seen:
+            return self._rows
+        self._doubt |= bool(self._odd)
+        groups = pods_by_job(pod_infos)
+        before, built = self._built, {}
+        rows: list[Job] = []
+        for info in infos:
+            key = (info.namespace, info.name)
+            group = groups.get(key) or []
+            entry = before.pop(key, None)
+            if entry is None or entry.info is not info or not _same(entry.pods, group):
+                entry = self._build(key, info, group, entry)
+            built[key] = entry
+            rows += entry.rows
+        for key, entry in before.items():  # Jobs deleted
+            self._odd.discard(key)
+            for row in entry.rows:
+                self._take_out(row.id)
+        self._built, self._rows, self._seen = built, rows, seen
+        self._doubt |= bool(self._odd)
+        return rows
+
+    def answer(self, jobs: Reflector, pods: Reflector) -> JobList:
+        """The rows as a numbered answer, with what changed since the previous answer when that is
+        known for sure (else None)."""
+        listed = (jobs, pods, jobs.snapshot()[1], pods.snapshot()[1])  # (before the rows: a list meanwhile shows)
+        rows = self.rows(jobs, pods)
+        known = bool(self._answered) and listed == self._listed and not self._doubt
+        changes = JobChanges(self._answered, tuple(self._put.values()), tuple(self._gone)) if known else None
+        answer = JobList(rows, changes)
+        self._answered, self._listed = answer.serial, listed
+        self._put, self._gone, self._new = {}, set(), set()
+        self._doubt = bool(self._odd)
+        return answer
+
+    def _build(self, key: tuple[str, str], info: JobInfo, pods: list[PodInfo], old: _Built | None) -> _Built:
+        """A Job's rows built again; rows equal to the ones they replace are kept (the same objects)."""
+        made = job_rows(self.cluster, info, pods)
+        self.rebuilt += len(made)
+        if "/" in info.namespace or "/" in info.name or any("/" in pod.name for pod in pods):
+            self._odd.add(key)
+        else:
+            self._odd.discard(key)
+        was = {row.id: row for row in old.rows} if old is not None else {}
+        for at, row in enumerate(made):
+            same = was.pop(row.id, None)
+            if same is None:
+                self._add(row)
+            elif same == row:
+                made[at] = same
+            else:
+                self._put[row.id] = row
+        for job_id in was:  # pods no longer of this Job
+            self._take_out(job_id)
+        return _Built(info, pods, made)
+
+    def _add(self, row: Job) -> None:
+        """A row whose id was not listed a moment ago (perhaps at the previous answer, then gone)."""
+        if row.id in self._gone:
+            self._gone.discard(row.id)
+        else:
+            self._new.add(row.id)
+        self._put[row.id] = row
+
+    def _take_out(self, job_id: str) -> None:
+        """A row listed a moment ago and not now: gone, unless it came after the previous answer."""
+        self._put.pop(job_id, None)
+        if job_id in self._new:
+            self._new.discard(job_id)
+        else:
+            self._gone.add(job_id)
+
+
+def _same(before: list[PodInfo], now: list[PodInfo]) -> bool:
+    return len(before) == len(now) and all(map(is_, before, now))
