@@ -4,9 +4,10 @@ the backend's previous ``list_jobs`` answer (``JobChanges``).
 A Job's rows (``views.job_rows``) depend only on its record, its pods' records and the cluster's
 name: no clock, no nodes. The cache's records are frozen and each watch event (each new
 resourceVersion) or list makes a new one, so a Job whose record and pods' records are the very same
-objects as last time keeps its rows, the very same ``Job`` objects. Only the others are built again;
-a row equal to the one it replaces is kept too. The rows put and the ids gone are gathered as they
-happen, so an answer says what changed since the previous one without comparing every job.
+objects as last time (or equal ones: a re-list, an event on a field not shown) keeps its rows, the
+very same ``Job`` objects. Only the others are built again; a row equal to the one it replaces is
+kept too. The rows put and the ids gone are gathered as they happen, so an answer says what changed
+since the previous one without comparing every job.
 
 Any doubt and the answer says nothing (``changes`` None: the Queue compares everything), as the Slurm
 backend does: the first answer, and the first after a cache was listed afresh (a 410 Gone, a watch
@@ -17,7 +18,6 @@ API server never accepts). Pure bookkeeping: no I/O, no event loop.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import is_
 
 from yanflow_tui.backends.kubernetes.cache import Reflector
 from yanflow_tui.backends.kubernetes.extract import JobInfo, PodInfo
@@ -27,7 +27,7 @@ from yanflow_tui.model import Job, JobChanges, JobList
 
 @dataclass(slots=True)
 class _Built:
-    """One Job's rows and the records they were built from (compared by identity)."""
+    """One Job's rows and the records they were built from (compared by identity, then content)."""
 
     info: JobInfo
     pods: list[PodInfo]
@@ -68,8 +68,10 @@ class JobRows:
             key = (info.namespace, info.name)
             group = groups.get(key) or []
             entry = before.pop(key, None)
-            if entry is None or entry.info is not info or not _same(entry.pods, group):
+            if entry is None or (entry.info is not info and entry.info != info) or entry.pods != group:
                 entry = self._build(key, info, group, entry)
+            else:  # the same records, or equal ones (a re-list): the same rows; the new records kept
+                entry.info, entry.pods = info, group
             built[key] = entry
             rows += entry.rows
         for key, entry in before.items():  # Jobs deleted
@@ -129,7 +131,3 @@ class JobRows:
             self._new.discard(job_id)
         else:
             self._gone.add(job_id)
-
-
-def _same(before: list[PodInfo], now: list[PodInfo]) -> bool:
-    return len(before) == len(now) and all(map(is_, before, now))
