@@ -6,7 +6,9 @@ name: no clock, no nodes. The cache's records are frozen and each watch event (e
 resourceVersion) or list makes a new one, so a Job whose record and pods' records are the very same
 objects as last time (or equal ones: a re-list, an event on a field not shown) keeps its rows, the
 very same ``Job`` objects. Only the others are built again; a row equal to the one it replaces is
-kept too. The rows put and the ids gone are gathered as they happen, so an answer says what changed
+kept too. Which records changed is the caches' journal (``Reflector.changes_since``): only the Jobs
+they belong to are looked at, and every Job is compared only after a list, or when the journal lost
+track. The rows put and the ids gone are gathered as they happen, so an answer says what changed
 since the previous one without comparing every job.
 
 Any doubt and the answer says nothing (``changes`` None: the Queue compares everything), as the Slurm
@@ -18,6 +20,7 @@ API server never accepts). Pure bookkeeping: no I/O, no event loop.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from yanflow_tui.backends.kubernetes.cache import Reflector
 from yanflow_tui.backends.kubernetes.extract import JobInfo, PodInfo
@@ -43,6 +46,8 @@ class JobRows:
         self._built: dict[tuple[str, str], _Built] = {}
         self._rows: list[Job] = []
         self._seen: tuple = ()  # (caches, their versions) the rows were made from
+        self._pods_of: dict[tuple[str, str], dict[tuple[str, str], PodInfo]] = {}  # Job -> its pods, by key
+        self._owner: dict[tuple[str, str], tuple[str, str]] = {}  # pod -> its Job (the keys of _pods_of)
         self._listed: tuple = ()  # (caches, how many lists each took) at the previous answer
         self._odd: set[tuple[str, str]] = set()  # Jobs with a ``/`` in a name: ids could collide
         self._doubt = False  # such a Job was there since the previous answer
@@ -55,15 +60,25 @@ class JobRows:
     def rows(self, jobs: Reflector, pods: Reflector) -> list[Job]:
         """The rows now, in the jobs cache's order (each Job's row, then its pods' by rank). The list
         is this object's: read it, never change it."""
-        job_version, _, infos = jobs.snapshot()
-        pod_version, _, pod_infos = pods.snapshot()
-        seen = (jobs, pods, job_version, pod_version)
-        if seen == self._seen:
+        known = self._seen[:2] == (jobs, pods)
+        job_version, _, infos, job_news, reshaped = jobs.changes_since(self._seen[2] if known else -1)
+        pod_version, _, pod_infos, pod_news, _ = pods.changes_since(self._seen[3] if known else -1)
+        seen = (jobs, pods, job_version, pod_version, reshaped)
+        if seen[:4] == self._seen[:4]:
             return self._rows
         self._doubt |= bool(self._odd)
+        reorder = not known or reshaped != self._seen[4]  # Jobs came or went: the order is the cache's again
+        if job_news is None or pod_news is None or not self._patch(infos, job_news, pod_news, reorder):
+            self._compare_all(infos, pod_infos)
+        self._rows = [row for entry in self._built.values() for row in entry.rows]
+        self._seen = seen
+        self._doubt |= bool(self._odd)
+        return self._rows
+
+    def _compare_all(self, infos: list[JobInfo], pod_infos: list[PodInfo]) -> None:
+        """Every Job's records compared with those its rows were built from (identity, then content)."""
         groups = pods_by_job(pod_infos)
         before, built = self._built, {}
-        rows: list[Job] = []
         for info in infos:
             key = (info.namespace, info.name)
             group = groups.get(key) or []
@@ -73,14 +88,56 @@ class JobRows:
             else:  # the same records, or equal ones (a re-list): the same rows; the new records kept
                 entry.info, entry.pods = info, group
             built[key] = entry
-            rows += entry.rows
         for key, entry in before.items():  # Jobs deleted
-            self._odd.discard(key)
-            for row in entry.rows:
-                self._take_out(row.id)
-        self._built, self._rows, self._seen = built, rows, seen
-        self._doubt |= bool(self._odd)
-        return rows
+            self._drop(key, entry)
+        self._built = built
+        self._pods_of = {key: {(p.namespace, p.name): p for p in group} for key, group in groups.items()}
+        self._owner = {pod_key: key for key, group in self._pods_of.items() for pod_key in group}
+
+    def _patch(self, infos: list[JobInfo], job_news: dict[Any, Any], pod_news: dict[Any, Any], reorder: bool) -> bool:
+        """The Jobs whose records (``job_news``) or pods' records (``pod_news``) were put or deleted
+        since the rows were made, built again; the rest are not looked at; with ``reorder``, in the
+        order of ``infos`` again. False where the Jobs kept do not add up to the cache's (then every
+        Job is compared)."""
+        touched = dict.fromkeys(job_news)
+        pods_of, owner = self._pods_of, self._owner
+        for pod_key, pod in pod_news.items():
+            was = owner.pop(pod_key, None)
+            if was is not None:
+                group = pods_of[was]
+                del group[pod_key]
+                if not group:
+                    del pods_of[was]
+                touched[was] = None
+            if pod is not None and pod.job:
+                key = (pod.namespace, pod.job)
+                pods_of.setdefault(key, {})[pod_key] = pod
+                owner[pod_key] = key
+                touched[key] = None
+        built = self._built
+        for key in touched:
+            entry = built.get(key)
+            info = job_news[key] if key in job_news else entry.info if entry is not None else None
+            if info is None:  # deleted (or pods of a Job not listed)
+                if entry is not None:
+                    del built[key]
+                    self._drop(key, entry)
+                continue
+            built[key] = self._build(key, info, list(pods_of.get(key, {}).values()), entry)
+        if len(built) != len(infos):
+            return False
+        if reorder:
+            try:
+                self._built = {key: built[key] for key in ((i.namespace, i.name) for i in infos)}
+            except KeyError:
+                return False
+        return True
+
+    def _drop(self, key: tuple[str, str], entry: _Built) -> None:
+        """A Job deleted: its rows gone."""
+        self._odd.discard(key)
+        for row in entry.rows:
+            self._take_out(row.id)
 
     def answer(self, jobs: Reflector, pods: Reflector) -> JobList:
         """The rows as a numbered answer, with what changed since the previous answer when that is

@@ -276,3 +276,27 @@ async def test_random_changes_applied_to_the_previous_answer_give_the_new_one(em
         await settle(emulator, backend)
         await polls.poll()
     assert polls.told == 29  # every answer but the first said what changed
+
+
+async def test_the_cache_journal_names_the_records_changed_until_it_keeps_too_many(emulator, backend, monkeypatch):
+    from yanflow_tui.backends.kubernetes import cache
+
+    emulator.put("pods", make_pod("p1", NS, job="a"))
+    emulator.put("pods", make_pod("p2", NS, job="a"))
+    await settle(emulator, backend)
+    pods = backend._reflectors["pods"]
+    version, lists, _, news, reshaped = pods.changes_since(pods.version)
+    assert news == {} and lists == 1
+    emulator.set_pod_phase(NS, "p1", "Failed")
+    emulator.remove("pods", NS, "p2")
+    emulator.put("pods", make_pod("p3", NS, job="a"))
+    await settle(emulator, backend)
+    _, _, records, news, now_reshaped = pods.changes_since(version)
+    assert news is not None and news.keys() == {(NS, "p1"), (NS, "p2"), (NS, "p3")}
+    assert news[(NS, "p2")] is None and news[(NS, "p1")].phase == "Failed" and news[(NS, "p3")] in records
+    assert now_reshaped == reshaped + 2  # one gone, one new: the order may differ
+    monkeypatch.setattr(cache, "JOURNAL_SLACK", 0)  # (it keeps no more keys than the cache holds)
+    version = pods.version
+    emulator.bulk("pods", [make_pod(f"q{i}", NS, job="a") for i in range(5)])
+    await settle(emulator, backend)
+    assert pods.changes_since(version)[3] is None and pods.changes_since(pods.version)[3] == {}
