@@ -30,11 +30,10 @@ from yanflow_tui.model import Job, JobChanges, JobList
 
 @dataclass(slots=True)
 class _Built:
-    """One Job's rows and the records they were built from (compared by identity, then content)."""
+    """One Job's rows and its record they were built from (its pods': ``JobRows._pods_of``)."""
 
     info: JobInfo
-    pods: list[PodInfo]
-    rows: list[Job]
+    rows: tuple[Job, ...]
 
 
 class JobRows:
@@ -46,8 +45,9 @@ class JobRows:
         self._built: dict[tuple[str, str], _Built] = {}
         self._rows: list[Job] = []
         self._seen: tuple = ()  # (caches, their versions) the rows were made from
-        self._pods_of: dict[tuple[str, str], dict[tuple[str, str], PodInfo]] = {}  # Job -> its pods, by key
-        self._owner: dict[tuple[str, str], tuple[str, str]] = {}  # pod -> its Job (the keys of _pods_of)
+        # Job -> the pod records its rows were built from (any order; a Job not listed too); pod -> its Job
+        self._pods_of: dict[tuple[str, str], tuple[PodInfo, ...]] = {}
+        self._owner: dict[tuple[str, str], tuple[str, str]] = {}
         self._listed: tuple = ()  # (caches, how many lists each took) at the previous answer
         self._odd: set[tuple[str, str]] = set()  # Jobs with a ``/`` in a name: ids could collide
         self._doubt = False  # such a Job was there since the previous answer
@@ -77,22 +77,21 @@ class JobRows:
 
     def _compare_all(self, infos: list[JobInfo], pod_infos: list[PodInfo]) -> None:
         """Every Job's records compared with those its rows were built from (identity, then content)."""
-        groups = pods_by_job(pod_infos)
-        before, built = self._built, {}
+        groups = {key: tuple(group) for key, group in pods_by_job(pod_infos).items()}
+        before, built, pods_before = self._built, {}, self._pods_of
         for info in infos:
             key = (info.namespace, info.name)
-            group = groups.get(key) or []
+            group = groups.get(key, ())
             entry = before.pop(key, None)
-            if entry is None or (entry.info is not info and entry.info != info) or entry.pods != group:
+            if entry is None or (entry.info is not info and entry.info != info) or pods_before.get(key, ()) != group:
                 entry = self._build(key, info, group, entry)
-            else:  # the same records, or equal ones (a re-list): the same rows; the new records kept
-                entry.info, entry.pods = info, group
+            else:  # the same records, or equal ones (a re-list): the same rows; the new record kept
+                entry.info = info
             built[key] = entry
         for key, entry in before.items():  # Jobs deleted
             self._drop(key, entry)
-        self._built = built
-        self._pods_of = {key: {(p.namespace, p.name): p for p in group} for key, group in groups.items()}
-        self._owner = {pod_key: key for key, group in self._pods_of.items() for pod_key in group}
+        self._built, self._pods_of = built, groups
+        self._owner = {(pod.namespace, pod.name): key for key, group in groups.items() for pod in group}
 
     def _patch(self, infos: list[JobInfo], job_news: dict[Any, Any], pod_news: dict[Any, Any], reorder: bool) -> bool:
         """The Jobs whose records (``job_news``) or pods' records (``pod_news``) were put or deleted
@@ -104,14 +103,15 @@ class JobRows:
         for pod_key, pod in pod_news.items():
             was = owner.pop(pod_key, None)
             if was is not None:
-                group = pods_of[was]
-                del group[pod_key]
-                if not group:
+                rest = tuple(p for p in pods_of[was] if p.name != pod_key[1])  # (a Job's pods: one namespace)
+                if rest:
+                    pods_of[was] = rest
+                else:
                     del pods_of[was]
                 touched[was] = None
             if pod is not None and pod.job:
                 key = (pod.namespace, pod.job)
-                pods_of.setdefault(key, {})[pod_key] = pod
+                pods_of[key] = (*pods_of.get(key, ()), pod)
                 owner[pod_key] = key
                 touched[key] = None
         built = self._built
@@ -123,7 +123,7 @@ class JobRows:
                     del built[key]
                     self._drop(key, entry)
                 continue
-            built[key] = self._build(key, info, list(pods_of.get(key, {}).values()), entry)
+            built[key] = self._build(key, info, pods_of.get(key, ()), entry)
         if len(built) != len(infos):
             return False
         if reorder:
@@ -152,7 +152,7 @@ class JobRows:
         self._doubt = bool(self._odd)
         return answer
 
-    def _build(self, key: tuple[str, str], info: JobInfo, pods: list[PodInfo], old: _Built | None) -> _Built:
+    def _build(self, key: tuple[str, str], info: JobInfo, pods: tuple[PodInfo, ...], old: _Built | None) -> _Built:
         """A Job's rows built again; rows equal to the ones they replace are kept (the same objects)."""
         made = job_rows(self.cluster, info, pods)
         self.rebuilt += len(made)
@@ -171,7 +171,7 @@ class JobRows:
                 self._put[row.id] = row
         for job_id in was:  # pods no longer of this Job
             self._take_out(job_id)
-        return _Built(info, pods, made)
+        return _Built(info, tuple(made))
 
     def _add(self, row: Job) -> None:
         """A row whose id was not listed a moment ago (perhaps at the previous answer, then gone)."""
