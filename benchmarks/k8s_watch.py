@@ -7,7 +7,11 @@ per second absorbed. It measures, in this process only (the emulator's CPU is no
 
 - importing the official client (paid once, when a Kubernetes cluster is first used);
 - the first ``list_jobs()`` + ``list_nodes()``: three lists over HTTP, ``json.loads``, field
-  extraction, the domain rows, then the table cells the UI would draw (``rows.job_cells`` / ``node_cells``);
+  extraction, the domain rows, then the table cells the UI would draw (``rows.job_live_cells`` /
+  ``gpu_cells.node_fields``);
+- polls as the hub makes them (``--polls`` of each kind): ``list_jobs`` when nothing changed, and when
+  one pod changed phase, each answer then taken by the Queue's lists (``_ClusterJobs.update``, with
+  the answer's ``JobChanges`` where it has them): CPU of each, the median;
 - a burst of pod MODIFIED events: from the first new event seen to the last one applied, wall time
   and CPU time, as events per second.
 
@@ -33,6 +37,7 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, default=1_250)
     parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--polls", type=int, default=7, help="polls of each kind (unchanged, one pod changed)")
     parser.add_argument("--no-gc", action="store_true", help="(diagnosis) no garbage collection while drawing cells")
     args = parser.parse_args()
 
@@ -66,7 +71,7 @@ async def measure(url: str, emulator: subprocess.Popen, args) -> int:
     from k8shelpers import write_kubeconfig
 
     from yanflow_tui.config import ClusterConfig
-    from yanflow_tui.screens.render import rows
+    from yanflow_tui.screens.render import gpu_cells, rows
 
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", url, namespace="default")
@@ -84,19 +89,20 @@ async def measure(url: str, emulator: subprocess.Popen, args) -> int:
         nodes = await backend.list_nodes()
         backend_cpu, backend_wall = time.process_time() - cpu0, time.perf_counter() - wall0
         cpu1 = time.process_time()
-        now = time.time()
         import gc
 
         if "--no-gc" in sys.argv:
             gc.disable()
-        cells = [rows.job_cells(j, now) for j in jobs]
+        cells: list[tuple] = [rows.job_live_cells(j, time.time) for j in jobs]
         jobs_cells_cpu = time.process_time() - cpu1
-        cells += [rows.node_cells(n) for n in nodes]
+        cells += [gpu_cells.node_fields(n) for n in nodes]
         cells_cpu = time.process_time() - cpu1
         print(f"  (job cells {jobs_cells_cpu:.2f} s CPU, node cells {cells_cpu - jobs_cells_cpu:.2f} s CPU)")
         list_cpu, list_wall = time.process_time() - cpu0, time.perf_counter() - wall0
         pods = backend._reflectors["pods"]
         assert len(pods.values()) == args.pods and len(jobs) == args.pods and len(cells) == args.pods + args.nodes
+
+        polls = await measure_polls(backend, emulator, args.polls)
 
         start_events = pods.events
         emulator.stdin.write(f"churn {args.events}\n")
@@ -125,7 +131,7 @@ async def measure(url: str, emulator: subprocess.Popen, args) -> int:
         f" {backend_wall:6.2f} s wall"
     )
     print(
-        f"  of which table cells (yanflow_tui.screens.render.rows.job_cells / node_cells):"
+        f"  of which table cells (screens.render rows.job_live_cells / gpu_cells.node_fields):"
         f"             {cells_cpu:6.2f} s CPU"
     )
     print(
@@ -134,7 +140,46 @@ async def measure(url: str, emulator: subprocess.Popen, args) -> int:
         "   (goal >= 20,000/s)"
     )
     print(f"rows rebuilt after the burst:          {rebuild_cpu:6.2f} s CPU")
+    for kind, (listed, taken, said) in polls.items():
+        print(
+            f"poll, {kind:<15}: list_jobs {listed * 1000:7.2f} ms CPU, Queue lists update {taken * 1000:7.2f} ms CPU"
+            f" (median of {args.polls}; {said} of them with changes)"
+        )
     return 0
+
+
+async def measure_polls(backend, emulator: subprocess.Popen, count: int) -> dict[str, tuple[float, float, int]]:
+    """``list_jobs`` then the Queue's lists taking the answer, CPU of each (medians): polls with nothing
+    changed, and polls after one pod changed phase (a job's state moves)."""
+    import statistics
+
+    from yanflow_tui.screens.queue import _ClusterJobs
+
+    lists = _ClusterJobs()
+    pods = backend._reflectors["pods"]
+
+    async def poll() -> tuple[float, float, int]:
+        cpu0 = time.process_time()
+        answer = await backend.list_jobs()
+        cpu1 = time.process_time()
+        changes = getattr(answer, "changes", None)  # (a plain list from a backend that says nothing)
+        lists.update(tuple(answer), "", changes, getattr(answer, "serial", 0))
+        return cpu1 - cpu0, time.process_time() - cpu1, changes is not None
+
+    await poll()  # the first answer, as the Queue first takes it
+    quiet, one = [], []
+    for i in range(count):
+        quiet.append(await poll())
+        events = pods.events
+        emulator.stdin.write(f"phase {i} {'Succeeded' if i % 2 else 'Failed'}\n")
+        emulator.stdin.flush()
+        while pods.events == events:  # noqa: ASYNC110 - a counter the watch thread bumps; no event to wait on
+            await asyncio.sleep(0.001)
+        one.append(await poll())
+    return {
+        kind: (statistics.median(p[0] for p in got), statistics.median(p[1] for p in got), sum(p[2] for p in got))
+        for kind, got in (("nothing changed", quiet), ("one pod changed", one))
+    }
 
 
 if __name__ == "__main__":

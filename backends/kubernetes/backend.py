@@ -44,13 +44,14 @@ from yanflow_tui.backends.kubernetes import files, kubeconfig, manifests, podexe
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
 from yanflow_tui.backends.kubernetes.ids import guard_paths, parse_id
+from yanflow_tui.backends.kubernetes.jobrows import JobRows
 from yanflow_tui.backends.kubernetes.logs import container_streams, log_limits, merged_logs
 from yanflow_tui.backends.kubernetes.podforward import PodForward
-from yanflow_tui.backends.kubernetes.views import build_jobs, build_nodes, job_id, rank_label
+from yanflow_tui.backends.kubernetes.views import build_nodes, job_id, rank_label
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.curves import EventListing
 from yanflow_tui.errors import BackendError, SubmitUnknown
-from yanflow_tui.model import Job, JobKind, JobSpec, LogLine, Node
+from yanflow_tui.model import Job, JobKind, JobList, JobSpec, LogLine, Node
 
 REQUEST_TIMEOUT = 10.0
 SUBMIT_BUDGET = 25.0  # every create and retry of one submit fits in the hub's 30 s call timeout
@@ -114,6 +115,7 @@ class KubernetesBackend(Backend):
         self._connect_lock: asyncio.Lock | None = None
         self._throttle: ChangeThrottle | None = None
         self._memo: dict[str, tuple[Any, list]] = {}
+        self._job_rows = JobRows(config.name)  # the job rows, kept per Job, and the changes between answers
         self._active_context = self.context or ""  # the context in use, once the kubeconfig is read
         self._logdirs: dict[tuple[str, str], str] = {}  # (job, pod) -> its log directory in that pod
         self.tensorboard_command = tbserver.remote_command(opts.get("tensorboard"), config.name)
@@ -261,15 +263,12 @@ class KubernetesBackend(Backend):
         return cached[1]
 
     # -- reads -------------------------------------------------------------------------------------
-    async def list_jobs(self) -> list[Job]:
+    async def list_jobs(self) -> JobList:
+        """The jobs of the caches, with what changed since the previous answer where that is sure
+        (``JobRows``: only the Jobs whose records moved are built again)."""
         await self._ensure_started()
         self._check_health("jobs", "pods")
-        jobs, pods = self._reflectors["jobs"], self._reflectors["pods"]
-        return list(
-            self._memoised(
-                "jobs", (jobs.version, pods.version), lambda: build_jobs(self.name, jobs.values(), pods.values())
-            )
-        )
+        return self._job_rows.answer(self._reflectors["jobs"], self._reflectors["pods"])
 
     async def list_nodes(self) -> list[Node]:
         await self._ensure_started()
@@ -285,7 +284,10 @@ class KubernetesBackend(Backend):
 
     async def get_job(self, job_id_: str) -> Job:
         self.check_id(job_id_)
-        for job in await self.list_jobs():
+        await self._ensure_started()
+        self._check_health("jobs", "pods")
+        # (the rows, not an answer: the next list_jobs still says what changed since the previous one)
+        for job in self._job_rows.rows(self._reflectors["jobs"], self._reflectors["pods"]):
             if job.id == job_id_:
                 return job
         raise BackendError(f"no job {job_id_!r} on cluster {self.name!r} (ids are namespace/name)")
@@ -604,6 +606,7 @@ class KubernetesBackend(Backend):
         async with self._connect_lock:
             await self.close()
             self._memo = {}
+            self._job_rows = JobRows(self.name)
             if client:
                 self._api = self._core = self._batch = None
         self.notify_changed()

@@ -5,10 +5,13 @@ List and watch answers are decoded from raw bytes with ``json.loads`` (``_preloa
 never into the client's model classes. On ``410 Gone`` the reflector re-lists; when a watch stream
 simply ends it re-watches from the last resourceVersion; when the API server cannot be reached it
 records the error (readers raise it) and retries with backoff from 1 s to 30 s, keeping its cache.
+Each reflector journals the keys its watch events put or delete (``changes_since``), so a reader can
+look at those records only; a list, or more changes than the cache holds, starts the journal afresh.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
 import json
@@ -16,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -25,6 +29,7 @@ LIST_READ_TIMEOUT = 60.0
 READ_SLACK = 30.0  # a watch read may be quiet this much longer than WATCH_SECONDS
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
+JOURNAL_SLACK = 1024  # keys the journal keeps beyond the cache's size before it starts afresh
 
 
 @contextlib.contextmanager
@@ -96,6 +101,7 @@ class Reflector:
         self.connection_lost = False
         self.synced = threading.Event()
         self.lists = 0
+        self.reshaped = 0  # bumped whenever a key comes or goes (the records' order may differ then)
         self.watches = 0
         self.events = 0
         self._lock = threading.Lock()
@@ -105,6 +111,9 @@ class Reflector:
         self._thread: threading.Thread | None = None
         self._values: list = []
         self._values_version = -1
+        # (version, key) of each record a watch event put or deleted, oldest first; complete after _journal_from
+        self._journal: list[tuple[int, tuple[str, str]]] = []
+        self._journal_from = 0
 
     # -- control -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -129,11 +138,31 @@ class Reflector:
 
     def values(self) -> list:
         """The cached records; the same list object until something changes."""
+        return self.snapshot()[2]
+
+    def snapshot(self) -> tuple[int, int, list]:
+        """(``version``, ``lists``, ``values()``) read together: the records are those of that version,
+        and ``lists`` (how many full lists were taken) moves when the cache was listed afresh."""
         with self._lock:
-            if self._values_version != self.version:
-                self._values = list(self.items.values())
-                self._values_version = self.version
-            return self._values
+            return self._snapshot()
+
+    def _snapshot(self) -> tuple[int, int, list]:
+        if self._values_version != self.version:
+            self._values = list(self.items.values())
+            self._values_version = self.version
+        return self.version, self.lists, self._values
+
+    def changes_since(self, version: int) -> tuple[int, int, list, dict[tuple[str, str], Any] | None, int]:
+        """``snapshot()``, then, read with it, the records put since ``version`` (a version this cache had)
+        by key (None: deleted), None where that is not known (listed afresh since, or more changed than
+        the journal keeps); and ``reshaped``."""
+        with self._lock:
+            now = self._snapshot()
+            if not self._journal_from <= version <= self.version:
+                return (*now, None, self.reshaped)
+            journal, items = self._journal, self.items
+            at = bisect.bisect_right(journal, version, key=itemgetter(0))
+            return (*now, {key: items.get(key) for _, key in journal[at:]}, self.reshaped)
 
     # -- the loop ------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -180,6 +209,8 @@ class Reflector:
             self.resource_version = version
             self.version += 1
             self.lists += 1
+            self.reshaped += 1
+            self._journal, self._journal_from = [], self.version
         self.error = None
         self.connection_lost = False
         self.synced.set()
@@ -220,36 +251,46 @@ class Reflector:
             _shutdown(response)
 
     def _apply(self, lines: list[bytes]) -> None:
-        extract = self.extract
-        changed = False
         with self._lock:
-            items = self.items
-            for line in lines:
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                kind = event.get("type")
-                obj = event.get("object") or {}
-                if kind == "ERROR":
-                    if obj.get("code") == 410:
-                        raise Gone(obj.get("message") or "resourceVersion too old")
-                    raise RuntimeError(f"watch error: {obj.get('message') or obj}")
-                rv = (obj.get("metadata") or {}).get("resourceVersion")
-                if rv:
-                    self.resource_version = rv
-                if kind == "BOOKMARK":
-                    continue
-                self.events += 1
-                key = _object_key(obj)
-                if kind == "DELETED":
-                    items.pop(key, None)
-                else:
-                    items[key] = extract(obj)
-                changed = True
-            if changed:
-                self.version += 1
+            journal = self._journal
+            before = len(journal)
+            try:
+                self._take(lines, journal, self.version + 1)
+            finally:  # (an ERROR event mid-batch: what came before it is in the cache, a change too)
+                changed = len(journal) > before
+                if changed:
+                    self.version += 1
+                    if len(journal) > len(self.items) + JOURNAL_SLACK:
+                        self._journal, self._journal_from = [], self.version
         if changed:
             self.on_change()
+
+    def _take(self, lines: list[bytes], journal: list, stamp: int) -> None:
+        """Watch events into the cache, each key put or deleted into ``journal`` as of version ``stamp``."""
+        extract, items = self.extract, self.items
+        for line in lines:
+            if not line.strip():
+                continue
+            event = json.loads(line)
+            kind = event.get("type")
+            obj = event.get("object") or {}
+            if kind == "ERROR":
+                if obj.get("code") == 410:
+                    raise Gone(obj.get("message") or "resourceVersion too old")
+                raise RuntimeError(f"watch error: {obj.get('message') or obj}")
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                self.resource_version = rv
+            if kind == "BOOKMARK":
+                continue
+            self.events += 1
+            key = _object_key(obj)
+            if kind == "DELETED":
+                self.reshaped += items.pop(key, None) is not None
+            else:
+                self.reshaped += key not in items
+                items[key] = extract(obj)
+            journal.append((stamp, key))
 
 
 def _shutdown(response) -> None:

@@ -65,76 +65,93 @@ def job_state(job: JobInfo, pods: list[PodInfo]) -> tuple[JobState, str, str]:
     return JobState.RUNNING if job.active else JobState.PENDING, "Active" if job.active else "Pending", ""
 
 
-def build_jobs(cluster: str, jobs: Iterable[JobInfo], pods: Iterable[PodInfo]) -> list[Job]:
+def pods_by_job(pods: Iterable[PodInfo]) -> dict[tuple[str, str], list[PodInfo]]:
+    """The pods owned by a Job, by the Job's (namespace, name), in the order given."""
     by_job: dict[tuple[str, str], list[PodInfo]] = defaultdict(list)
     for pod in pods:
         if pod.job:
             by_job[(pod.namespace, pod.job)].append(pod)
+    return by_job
+
+
+def _pod_order(pod: PodInfo) -> tuple[int, str, str]:
+    return (pod.index if pod.index is not None else -1, pod.created, pod.name)
+
+
+def job_rows(cluster: str, info: JobInfo, pods: Iterable[PodInfo]) -> list[Job]:
+    """One Job's rows: the job, then (multi-node) one row per pod by rank. They depend on ``info``,
+    ``pods`` and ``cluster`` only (no clock, no nodes), so the same records give equal rows."""
+    job_pods = sorted(pods, key=_pod_order)
+    state, raw, reason = job_state(info, job_pods)
+    multi = info.indexed and (info.kind == JobKind.MULTI_NODE.value or (not info.ours and info.parallelism > 1))
+    kind = JobKind.MULTI_NODE if multi else JobKind.SINGLE
+    jid = job_id(info.namespace, info.name)
+    live = [p for p in job_pods if not p.terminal]
+    exit_code = next((p.exit_code for p in job_pods if p.exit_code), None)
+    if exit_code is None and state is JobState.COMPLETED:
+        exit_code = 0
+    pods_text = ", ".join(p.name for p in job_pods) or "-"
+    details = (
+        ("Namespace", info.namespace),
+        ("Kubernetes name", info.name),
+        ("Pods", f"{info.active} active, {info.succeeded} succeeded, {info.failed} failed"),
+        ("Pod names", pods_text),
+    ) + ((("Message", info.condition_message),) if info.condition_message else ())
+    out = [
+        Job(
+            id=jid,
+            cluster=cluster,
+            name=info.display_name,
+            user=info.user,
+            state=state,
+            raw_state=raw,
+            reason=reason,
+            nodes=tuple(sorted({p.node for p in live if p.node})),
+            gpus=info.gpus_per_pod * max(1, info.parallelism if multi else 1),
+            submit_time=parse_time(info.created),
+            start_time=parse_time(info.started),
+            end_time=parse_time(info.finished),
+            kind=kind,
+            exit_code=exit_code,
+            command=info.command,
+            details=details,
+            image=info.image,
+        )
+    ]
+    if multi:
+        for pod in job_pods:
+            pstate = pod_state(pod)
+            out.append(
+                Job(
+                    id=pod_job_id(pod),
+                    cluster=cluster,
+                    name=f"{info.display_name} [{rank_label(pod)}]",
+                    user=info.user,
+                    state=pstate,
+                    raw_state=pod.phase,
+                    reason=pod.reason,
+                    nodes=(pod.node,) if pod.node else (),
+                    gpus=pod.gpus,
+                    submit_time=parse_time(pod.created),
+                    start_time=parse_time(pod.started),
+                    kind=JobKind.MULTI_NODE,
+                    exit_code=pod.exit_code,
+                    command=info.command,
+                    image=info.image,
+                    parent=jid,
+                    details=(("Pod", pod.name), ("Namespace", pod.namespace), ("Restarts", str(pod.restarts)))
+                    + ((("Message", pod.message),) if pod.message else ()),
+                )
+            )
+    return out
+
+
+def build_jobs(cluster: str, jobs: Iterable[JobInfo], pods: Iterable[PodInfo]) -> list[Job]:
+    """Every Job's rows (``job_rows``), in the order of ``jobs``."""
+    by_job = pods_by_job(pods)
     out: list[Job] = []
     for info in jobs:
-        job_pods = by_job.get((info.namespace, info.name), [])
-        job_pods.sort(key=lambda p: (p.index if p.index is not None else -1, p.created, p.name))
-        state, raw, reason = job_state(info, job_pods)
-        multi = info.indexed and (info.kind == JobKind.MULTI_NODE.value or (not info.ours and info.parallelism > 1))
-        kind = JobKind.MULTI_NODE if multi else JobKind.SINGLE
-        jid = job_id(info.namespace, info.name)
-        live = [p for p in job_pods if not p.terminal]
-        exit_code = next((p.exit_code for p in job_pods if p.exit_code), None)
-        if exit_code is None and state is JobState.COMPLETED:
-            exit_code = 0
-        pods_text = ", ".join(p.name for p in job_pods) or "-"
-        details = (
-            ("Namespace", info.namespace),
-            ("Kubernetes name", info.name),
-            ("Pods", f"{info.active} active, {info.succeeded} succeeded, {info.failed} failed"),
-            ("Pod names", pods_text),
-        ) + ((("Message", info.condition_message),) if info.condition_message else ())
-        out.append(
-            Job(
-                id=jid,
-                cluster=cluster,
-                name=info.display_name,
-                user=info.user,
-                state=state,
-                raw_state=raw,
-                reason=reason,
-                nodes=tuple(sorted({p.node for p in live if p.node})),
-                gpus=info.gpus_per_pod * max(1, info.parallelism if multi else 1),
-                submit_time=parse_time(info.created),
-                start_time=parse_time(info.started),
-                end_time=parse_time(info.finished),
-                kind=kind,
-                exit_code=exit_code,
-                command=info.command,
-                details=details,
-                image=info.image,
-            )
-        )
-        if multi:
-            for pod in job_pods:
-                pstate = pod_state(pod)
-                out.append(
-                    Job(
-                        id=pod_job_id(pod),
-                        cluster=cluster,
-                        name=f"{info.display_name} [{rank_label(pod)}]",
-                        user=info.user,
-                        state=pstate,
-                        raw_state=pod.phase,
-                        reason=pod.reason,
-                        nodes=(pod.node,) if pod.node else (),
-                        gpus=pod.gpus,
-                        submit_time=parse_time(pod.created),
-                        start_time=parse_time(pod.started),
-                        kind=JobKind.MULTI_NODE,
-                        exit_code=pod.exit_code,
-                        command=info.command,
-                        image=info.image,
-                        parent=jid,
-                        details=(("Pod", pod.name), ("Namespace", pod.namespace), ("Restarts", str(pod.restarts)))
-                        + ((("Message", pod.message),) if pod.message else ()),
-                    )
-                )
+        out += job_rows(cluster, info, by_job.get((info.namespace, info.name), ()))
     return out
 
 

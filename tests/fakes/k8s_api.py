@@ -907,10 +907,12 @@ def _main(argv: list[str]) -> int:
     )
     print(emu.url, flush=True)
     churn = 0
-    for line in sys.stdin:  # "churn N": N pod MODIFIED events in one burst; "quit"
+    for line in sys.stdin:  # "churn N": N pod MODIFIED events in one burst; "phase I PHASE": job I's pod; "quit"
         words = line.split()
         if not words or words[0] == "quit":
             break
+        if words[0] == "phase":
+            emu.set_pod_phase("default", f"job-{int(words[1]):05d}-x", words[2])
         if words[0] == "churn":
             count = int(words[1])
             pods = []
