@@ -997,6 +997,7 @@ class QueueScreen(DataScreen):
         made = [row for index in no_row for row in (self._view_row(index, clock),)]
         table.measure(row for row in made if row.key in parent_of or row.key in children)
         self._no_text, self._no_row, self._texts_warmed = [], [], True
+        app.heap.settled()  # (what was made lives on, as after idle warming)
         return True
 
     def _warm_later(self) -> None:
