@@ -614,6 +614,10 @@ class QueueScreen(DataScreen):
 
     # -- data --------------------------------------------------------------------------------------
     def refresh_data(self) -> None:
+        with self.app.heap.making():  # (no GC pass over the lists of rows made here)
+            self._refresh_data()
+
+    def _refresh_data(self) -> None:
         table = self.query_one(JobTable)
         self._changes = self._closed_now = self._view_now = None  # (set by _closed_rows and _tell)
         rows = self._visible_rows()

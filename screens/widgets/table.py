@@ -15,8 +15,8 @@ import re
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain, compress, count, filterfalse, islice, repeat
-from operator import is_, is_not, itemgetter, ne, not_
+from itertools import chain, compress, count, filterfalse, groupby, islice, repeat
+from operator import eq, is_, is_not, itemgetter, ne, not_
 from typing import ClassVar, NamedTuple, TypeGuard, cast
 
 from rich.cells import cell_len
@@ -168,13 +168,14 @@ class _Groups:
     """The rows given (one list object), their top rows and each group's members, and the top rows
     as sorted by each (column, reversed) so far, with that order as indexes (to flip it): sorting by
     a column again costs nothing until the rows change (about 1 MB an order at 85,000 rows; at most
-    two per column)."""
+    two per column). An order taken from another set's (``VirtualTable._restricted``) has no indexes.
+    ``orphans``: some rows name a parent that is not there (they sort as top rows)."""
 
-    __slots__ = ("rows", "top", "children", "orders")
+    __slots__ = ("rows", "top", "children", "orders", "orphans")
 
-    def __init__(self, rows: list[Row], top: list[Row], children: dict[str, list[Row]]) -> None:
-        self.rows, self.top, self.children = rows, top, children
-        self.orders: dict[tuple[int, bool], tuple[list[Row], array[int]]] = {}
+    def __init__(self, rows: list[Row], top: list[Row], children: dict[str, list[Row]], orphans: bool) -> None:
+        self.rows, self.top, self.children, self.orphans = rows, top, children, orphans
+        self.orders: dict[tuple[int, bool], tuple[list[Row], array[int] | None]] = {}
 
 
 class VirtualTable(QuietScrollView, can_focus=True):
@@ -753,16 +754,23 @@ class VirtualTable(QuietScrollView, can_focus=True):
         parents = list(map(_PARENT, rows))
         children: dict[str, list[Row]] = {}
         orphans = False  # rows naming a parent that is not there (or themselves): they sort as top rows
-        for row in compress(rows, parents):
-            if row.parent != row.key and row.parent in present:
-                children.setdefault(row.parent, []).append(row)
-            else:
-                orphans = True
+        kids = list(compress(rows, parents))
+        if all(map(present.__contains__, map(_PARENT, kids))) and not any(
+            map(eq, map(_PARENT, kids), map(_ROW_KEY, kids))
+        ):  # (the usual case, in C: members in runs under their group, a turn per run)
+            for parent, run in groupby(kids, _PARENT):
+                children.setdefault(parent, []).extend(run)
+        else:
+            for row in kids:
+                if row.parent != row.key and row.parent in present:
+                    children.setdefault(row.parent, []).append(row)
+                else:
+                    orphans = True
         if orphans:
             top = [row for row in rows if not (row.parent and row.parent != row.key and row.parent in present)]
         else:
             top = list(compress(rows, map(not_, parents))) if children else rows
-        groups = self._groups_of = _Groups(rows, top, children)
+        groups = self._groups_of = _Groups(rows, top, children, orphans)
         return groups
 
     def _sorted(self, rows: list[Row]) -> list[Row]:
@@ -783,6 +791,7 @@ class VirtualTable(QuietScrollView, can_focus=True):
             cache[row.key] = (row, result)
             return result
 
+        previous = self._groups_of
         groups = self._groups(rows)
         top, children = groups.top, groups.children
         reverse = self.sort_reverse
@@ -812,15 +821,41 @@ class VirtualTable(QuietScrollView, can_focus=True):
                 sorted_top = ordered(top)  # (live cells may read otherwise next time)
             else:
                 other = groups.orders.get((column, not reverse))
-                if other is not None and len(set(map(type, keys))) <= 1:  # (mixed types sort by their text)
-                    order = _flipped(keys, other[1])  # O after o: the runs of equal values in the other order
+                narrowed = self._restricted(previous, groups, column, reverse) if previous is not groups else None
+                if narrowed is not None:  # a filter typed on (or the same rows in new versions): no sort
+                    sorted_top = narrowed
+                    groups.orders[(column, reverse)] = (sorted_top, None)
                 else:
-                    order = by(keys)
-                sorted_top = list(map(top.__getitem__, order))
-                groups.orders[(column, reverse)] = (sorted_top, array("I", order))
+                    if other is not None and other[1] is not None and len(set(map(type, keys))) <= 1:
+                        order = _flipped(keys, other[1])  # O after o: the runs of equal values in the other order
+                    else:  # (mixed types sort by their text)
+                        order = by(keys)
+                    sorted_top = list(map(top.__getitem__, order))
+                    groups.orders[(column, reverse)] = (sorted_top, array("I", order))
         if not children:
             return sorted_top
         return self._place(rows, sorted_top, {parent: ordered(kids) for parent, kids in children.items()})
+
+    def _restricted(self, previous: _Groups | None, groups: _Groups, column: int, reverse: bool) -> list[Row] | None:
+        """The top rows of ``groups`` in the order ``previous`` (the rows given before) had them sorted
+        by ``column``, when every one of them was a top row there and those in a new version sort as
+        they did: a stable sort of a subset is the subset of the stable sort (given orders agree), so a
+        filter typed over sorted rows costs a pass, not a sort (100,000 rows: 40-60 ms). Else None."""
+        known = previous.orders.get((column, reverse)) if previous is not None else None
+        if known is None or groups.orphans:
+            return None
+        before = known[0]
+        now = list(map(self._by_key.get, map(_ROW_KEY, before)))
+        kept = list(filter(None, now))  # (a Row is a non-empty tuple)
+        if len(kept) != len(groups.top) or any(map(_PARENT, kept)):
+            return None
+        was = list(compress(before, now))
+        moved = list(map(is_not, kept, was))
+        if any(moved):  # rows in another version: the same sort value, or not this way
+            at = itemgetter(column)
+            if any(map(ne, map(at, map(_SORT, compress(kept, moved))), map(at, map(_SORT, compress(was, moved))))):
+                return None
+        return kept
 
     @staticmethod
     def _place(rows: list[Row], top: list[Row], children: dict[str, list[Row]]) -> list[Row]:
@@ -828,6 +863,14 @@ class VirtualTable(QuietScrollView, can_focus=True):
         if not children:
             return top
         out: list[Row] = []
+        if not any(map(children.__contains__, map(_ROW_KEY, chain.from_iterable(children.values())))):
+            start = 0  # no member is a group itself (the usual case): each group's members in one go
+            for i in compress(range(len(top)), map(children.__contains__, map(_ROW_KEY, top))):
+                out.extend(top[start : i + 1])
+                out.extend(children[top[i].key])
+                start = i + 1
+            out.extend(top[start:])
+            return out
         placed: set[str] = set(map(_ROW_KEY, top))
 
         def place_kids(row: Row, depth: int = 0) -> None:

@@ -602,6 +602,8 @@ async def test_a_key_never_handled_holds_the_stream_no_longer_than_key_hold(home
 
 async def test_the_hidden_queue_makes_no_rows_ahead_while_logs_are_on_show(home, stream_kind, monkeypatch):
     monkeypatch.setattr(queue_screen, "WARM_ROWS", 1)  # a member row per turn: many turns, a few ms apart
+    monkeypatch.setattr(queue_screen, "CATCH_UP_MIN", 0)  # and the refresh leaves them all to those turns
+    monkeypatch.setattr(queue_screen, "CATCH_UP", 0)
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
         fake = backend(app)

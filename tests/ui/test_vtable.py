@@ -641,11 +641,15 @@ def _random_rows(rng, count: int, version: int = 0) -> list[Row]:
 
 
 async def test_kept_and_flipped_orders_equal_the_plain_sort_over_random_rows_with_groups():
+    """Sorts, flips, rows changed, taken out or filtered (a subset in the given order, whose order is
+    taken from the rows before when it may be: ``_restricted``): always the plain sort's order."""
     import random
 
     app = Host([])
     async with app.run_test(size=(60, 12)):
         table = app.query_one(VirtualTable)
+        restricted, restrict = [], table._restricted
+        table._restricted = lambda *args: restricted.append(restrict(*args)) or restricted[-1]  # type: ignore[method-assign]
         for seed in range(25):
             rng = random.Random(seed)
             rows = _random_rows(rng, rng.randrange(1, 60))
@@ -659,11 +663,14 @@ async def test_kept_and_flipped_orders_equal_the_plain_sort_over_random_rows_wit
                 elif action < 0.7:
                     table.reverse_sort()
                 elif action < 0.9:  # some rows changed (new sort values, parents), the rest the very same
-                    fresh = _random_rows(rng, len(rows), step)
-                    rows = [fresh[i] if rng.random() < 0.2 else r for i, r in enumerate(rows)]
+                    fresh = _random_rows(rng, 1 + max(int(r.key[1:]) for r in rows), step)
+                    rows = [fresh[int(r.key[1:])] if rng.random() < 0.2 else r for r in rows]
                     table.set_rows(rows)
-                else:  # rows taken out or added
+                elif action < 0.95:  # rows taken out or added
                     rows = rows[: rng.randrange(len(rows) + 1)] or _random_rows(rng, 3, step)
+                    table.set_rows(rows)
+                else:  # a filter typed on: some rows left, in the order given (members whose group left: top rows)
+                    rows = [r for r in rows if rng.random() < 0.7] or rows
                     table.set_rows(rows)
                 cursor = table.cursor_key
                 if table.sort_column is None:
@@ -674,6 +681,7 @@ async def test_kept_and_flipped_orders_equal_the_plain_sort_over_random_rows_wit
                 if cursor is not None and action < 0.7:  # a sort keeps the cursor on its row
                     assert table.cursor_key == cursor
                     assert table.row_keys[table.cursor_row] == cursor
+        assert any(order is not None for order in restricted) and None in restricted  # both ways
 
 
 async def test_a_changed_row_is_sorted_again_where_it_now_belongs():
@@ -873,3 +881,39 @@ async def test_changes_checked_against_a_full_compare_in_tests_name_what_is_wron
         changed = [*shown[:4], row(4, "another version, not said"), *shown[5:]]
         with pytest.raises(AssertionError, match="r4"):
             table.set_rows(changed, RowChanges([]))
+
+
+async def test_a_filter_typed_over_sorted_rows_takes_their_order_instead_of_sorting_again(monkeypatch):
+    """Typing a filter while sorted: the rows left keep the order they had (a stable sort of a subset
+    is the subset of the stable sort), so no sort runs; a row whose sort value changed meanwhile
+    sorts afresh. Groups stay together, their members sorted under them."""
+    import random
+
+    rng = random.Random(3)
+    rows = []
+    for i in range(300):
+        name = rng.choice(["alpha", "beta", "gamma", "delta"]) + str(rng.randrange(20))
+        rows.append(Row(f"r{i}", (f"r{i}", name, str(i % 7)), (f"{i:03d}", name, i % 7)))
+        if i % 25 == 0:  # a group of 4 under it
+            rows += [
+                Row(f"r{i}.{k}", (f"r{i}.{k}", f"m{k}", "1"), (f"{i:03d}.{k}", f"m{(7 * k) % 4}", 1), f"r{i}")
+                for k in range(4)
+            ]
+    app = Host(list(rows))
+    async with app.run_test(size=(60, 12)):
+        table = app.query_one(VirtualTable)
+        table.sort_by("name", reverse=True)
+        sorts = []
+        real_sorted = sorted
+        monkeypatch.setattr("builtins.sorted", lambda *a, **k: sorts.append(len(a[0])) or real_sorted(*a, **k))
+        for step in range(4):
+            kept = {r.key for r in rows if not r.parent and rng.random() < 0.6}
+            rows = [r for r in rows if (r.parent or r.key) in kept]
+            if step == 3:  # a row in a new version, another name: sorted afresh
+                at = next(i for i, r in enumerate(rows) if not r.parent)
+                rows[at] = rows[at]._replace(cells=(rows[at].key, "zzz", "0"), sort=(rows[at].sort[0], "zzz", 0))
+            sorts.clear()
+            table.set_rows(rows)
+            top_sorts = [n for n in sorts if n == len([r for r in rows if not r.parent])]
+            assert bool(top_sorts) is (step == 3), step
+            assert table.row_keys == _reference_order(rows, 1, True), step
