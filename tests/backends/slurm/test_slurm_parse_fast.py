@@ -602,3 +602,51 @@ def test_the_bytes_squeue_printed_give_the_jobs_of_its_text_decoded(first, later
         assert parse.squeue_jobs(b"", "c") == [] and parse.squeue_jobs(b"\n\n", "c") == []
     finally:
         parse._STRETCH = old
+
+
+@settings(max_examples=200, deadline=None)
+@given(POLLS, st.randoms(use_true_random=False))
+def test_parses_stepped_in_turns_or_closed_midway_give_their_jobs_and_say_exactly_what_changed_or_nothing(polls, rnd):
+    """``squeue_steps`` of one cluster driven in any interleaving, some closed midway (a poll cancelled):
+    each that ends gives the Jobs of its text, and what it says changed is exact against the parse it
+    names; after the last, one parse alone may say nothing, the next one says what changed."""
+    old, parse._STRETCH = parse._STRETCH, 200  # (a few lines a step)
+    try:
+        parse.clear_caches()
+        ended: dict[int, list[Job]] = {}  # parse number -> its Jobs
+        running: list[tuple[str, object]] = []
+
+        def step(text: str, steps) -> bool:
+            try:
+                next(steps)
+            except StopIteration as end:
+                jobs, delta = end.value
+                assert jobs == plain_jobs(text, "c")
+                if delta.since:
+                    check_delta(ended[delta.since], jobs, delta)
+                ended[delta.number] = jobs
+                return True
+            return False
+
+        texts = ["\n".join(rnd.sample([_slot(n, v) for n, v in poll], len(poll))) + "\n" for poll in polls]
+        while texts or running:
+            move = rnd.random()
+            if texts and (not running or move < 0.2):
+                text = texts.pop(0)
+                running.append((text, parse.squeue_steps(text, "c")))
+            elif move < 0.3:
+                running.pop(rnd.randrange(len(running)))[1].close()  # type: ignore[attr-defined]
+            else:
+                i = rnd.randrange(len(running))
+                if step(*running[i]):
+                    del running[i]
+        text = "\n".join(_slot(n, 2) for n in range(24))
+        for _ in range(2):
+            jobs, delta = parse.squeue_answer(text, "c")
+            assert jobs == plain_jobs(text, "c")
+            if delta.since:
+                check_delta(ended[delta.since], jobs, delta)
+            ended[delta.number] = jobs
+        assert delta.since and gc.isenabled()
+    finally:
+        parse._STRETCH = old
