@@ -96,8 +96,8 @@ class ServedTransport(Transport):
         if argv[0] == "squeue" and "-o" in argv:
             cls = type(self)
             cls.served += 1
-            cls.served_at = time.perf_counter()
             data = zlib.decompress(cls.polls[min(cls.served, len(cls.polls)) - 1])
+            cls.served_at = time.perf_counter()  # (the text received: what follows is the backend's)
             return Result(argv, 0, data, "")  # the bytes, as a transport gives them (decoded if read)
         if argv[0] == "sinfo":
             return Result(argv, 0, zlib.decompress(self.sinfo).decode(), "")
@@ -150,8 +150,8 @@ class LagProbe:
             self.samples.append((start, end, end - start - self.every))
 
     def worst(self, start: float, end: float) -> float:
-        """The longest overshoot of a sleep that overlapped ``start``..``end``."""
-        return max((late for a, b, late in self.samples if a < end and b > start), default=0.0)
+        """The longest part of an overshoot (the loop held) within ``start``..``end``."""
+        return max((min(b, end) - max(b - late, start) for a, b, late in self.samples), default=0.0)
 
 
 def use_parse(how: str) -> None:

@@ -11,10 +11,11 @@ from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from itertools import chain, count
+from itertools import chain, count, islice
 from sys import intern
 from typing import Any, TypeVar
 
+from yanflow_tui import heap
 from yanflow_tui.backends.slurm.comment import facts_of
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobState, Node, maker, quick_init
@@ -26,16 +27,17 @@ def collector_paused() -> Iterator[None]:
     all of them kept, and the collections their allocations set off walk the whole heap again and
     again (a quarter to a third of a 100,000-line parse). What lives after a parse that returns goes
     to the oldest generation straight away (``gc.freeze`` then ``gc.unfreeze``; just ``gc.freeze``
-    where objects are frozen already: the app's ``yanflow_tui.heap`` freezes what a refresh keeps):
-    else the first collection after it walks every object just made, 0.2 s per 100,000. The collector
-    is on again after, an exception included; one already off (the app at startup) is left off."""
+    where objects are frozen already: the app's ``yanflow_tui.heap`` freezes what a refresh keeps, and
+    says so, ``heap.frozen``, without the count that walks them all): else the first collection after
+    it walks every object just made, 0.2 s per 100,000. The collector is on again after, an exception
+    included; one already off (the app at startup) is left off."""
     if not gc.isenabled():
         yield
         return
     gc.disable()
     try:
         yield
-        if gc.get_freeze_count():
+        if heap.frozen() or gc.get_freeze_count():
             gc.freeze()
         else:
             gc.freeze()
@@ -1215,25 +1217,50 @@ def squeue_steps(text: str | bytes, cluster: str) -> Generator[None, None, tuple
             jobs, groups, twice = yield from _squeue_jobs(text, cluster, kept, rows, fresh)
             if groups:
                 jobs = yield from _with_arrays(jobs, groups, cluster, before, arrays)
+            delta = QueueDelta(0, number)  # (a line twice: the next parse says nothing either)
+            if since and not twice:
+                delta = yield from _delta(since, number, fresh, kept, before, arrays)
         except BaseException:  # (AmbiguousRows; GeneratorExit, when the caller closes it midway)
             if cluster not in _LINES:
                 kept.update(rows)  # what this text took out of the cache, back for the next poll
                 _LINES[cluster], _ARRAYS[cluster] = kept, before  # (lines of two texts: numbered by no parse)
             raise
         _LINES[cluster], _ARRAYS[cluster] = rows, arrays
-        if twice:  # (the next parse says nothing either)
+        if twice:
             _PARSED.pop(cluster, None)
-            return jobs, QueueDelta(0, number)
-        _PARSED[cluster] = number
-        if not since:
-            return jobs, QueueDelta(0, number)
-        put = [made if isinstance(made, Job) else made[0] for made in fresh]
-        put += [made[1][0] for group, made in arrays.items() if before.get(group) is not made]  # new heads
-        gone = {made.id if isinstance(made, Job) else made[0].id for made in kept.values()}
-        gone.update(group for group in before if group not in arrays)
-        if gone:
-            gone.difference_update(job.id for job in put)
-    return jobs, QueueDelta(since, number, tuple(put), tuple(gone))
+        else:
+            _PARSED[cluster] = number
+    return jobs, delta
+
+
+_DELTA_STEP = 8192  # lines a step of _delta goes through
+
+
+def _delta(
+    since: int,
+    number: int,
+    fresh: list[Job | _Member],
+    kept: dict[Any, Job | _Member],
+    before: dict[str, tuple[list[_Member], list[Job]]],
+    arrays: dict[str, tuple[list[_Member], list[Job]]],
+) -> Generator[None, None, QueueDelta]:
+    """The parse's ``QueueDelta``, from what its lines parsed anew made (``fresh``), the lines of the last
+    text left over (``kept``) and the arrays then and now; a step per _DELTA_STEP lines."""
+    put: list[Job] = []
+    for start in range(0, len(fresh), _DELTA_STEP):
+        put += [made if isinstance(made, Job) else made[0] for made in fresh[start : start + _DELTA_STEP]]
+        yield
+    put += [made[1][0] for group, made in arrays.items() if before.get(group) is not made]  # new heads
+    gone: set[str] = set()
+    left = iter(kept.values())
+    while part := list(islice(left, _DELTA_STEP)):
+        gone.update([made.id if isinstance(made, Job) else made[0].id for made in part])
+        yield
+    gone.update(group for group in before if group not in arrays)
+    for start in range(0, len(put) if gone else 0, _DELTA_STEP):
+        gone.difference_update([job.id for job in put[start : start + _DELTA_STEP]])
+        yield
+    return QueueDelta(since, number, tuple(put), tuple(gone))
 
 
 def _squeue_jobs(

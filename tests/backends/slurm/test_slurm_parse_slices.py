@@ -133,10 +133,11 @@ def check(backend: Answers, answer: JobList, text: bytes) -> bool:
 
 @pytest.fixture
 def fine_slices(monkeypatch):
-    """A turn of the event loop after every step of a parse (a stretch of lines, an array), and no
-    pause beyond one turn: a parse of a few thousand lines spans many turns on any machine."""
+    """A turn of the event loop after every step of a parse (a stretch of lines, an array, 100 lines of
+    what changed), and no pause beyond one turn: a parse of a few thousand lines spans many turns."""
     monkeypatch.setattr(slurm_module, "SLICE", 0.0)
     monkeypatch.setattr(slurm_module, "PAUSE", 0.0)
+    monkeypatch.setattr(parse, "_DELTA_STEP", 100)
 
 
 async def test_the_event_loop_keeps_running_while_a_100k_line_queue_is_parsed():
@@ -161,7 +162,7 @@ async def test_the_event_loop_keeps_running_while_a_100k_line_queue_is_parsed():
     assert list(answer) == reference(text, backend.name) and gc.isenabled()
 
 
-@pytest.mark.parametrize("turns", [1, 20, 60])
+@pytest.mark.parametrize("turns", [1, 20, 60, 100])
 async def test_a_poll_cancelled_mid_parse_leaves_the_next_polls_right(fine_slices, turns):
     texts = [queue(20_000, version) for version in range(5)]
     transport = Served(texts)
@@ -173,7 +174,7 @@ async def test_a_poll_cancelled_mid_parse_leaves_the_next_polls_right(fine_slice
     transport.squeued.clear()
     polling = asyncio.create_task(backend.list_jobs())
     await transport.squeued.wait()  # texts[2] served: its parse starts
-    for _ in range(turns):  # (a step of the parse a turn: 45 stretches of lines, then 40 arrays)
+    for _ in range(turns):  # (a step of the parse a turn: 45 stretches of lines, 40 arrays, 30 of changes)
         await asyncio.sleep(0)
     assert not polling.done(), "the parse ended without giving the event loop a turn"
     polling.cancel()
