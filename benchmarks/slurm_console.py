@@ -19,12 +19,15 @@ file and by line): where the memory sits, and whether it keeps growing poll afte
 Each poll also prints how long the event loop was held (issue #17: a key < 100 ms): a probe coroutine
 sleeps 5 ms over and over and notes how late it woke (``stall``: the longest), during the backend's
 ``list_jobs`` from the squeue text served to the answer (``in list_jobs``: the parse, what this backend
-does) and over the whole poll until painted (the Queue's update too); in odd polls (3, 5...) ``down``/``up``
+does; ``of``: how long that took) and over the whole poll until painted (the Queue's update too, and the
+served text's decompression); in odd polls (3, 5...) ``down``/``up``
 keys are sent one after another while ``list_jobs`` runs, each timed until the cursor moved and the
-screen painted (the stall then counts the keys' own work), and ten more at the end, no poll running.
+screen painted (the first pressed as the text is served; the stall then counts the keys' own work),
+and ten more at the end, no poll running.
 ``--parse`` says how the backend runs the parse: ``sliced`` (as shipped: ``backend.in_slices``, the
-loop given a turn every slice), ``inline`` (as before it: the whole parse at once on the loop),
-``thread`` (``asyncio.to_thread``: the alternative, for comparison).
+loop given a turn every slice), ``inline`` (the whole parse at once on the loop, as before it),
+``thread`` (``asyncio.to_thread``: the alternative, for comparison; not safe to ship as it is: the
+parser's shared tables, node name lists among them, are also used by the loop's own parses).
 
 Each poll's text is held compressed and decoded when served, as a transport would receive it. Not part
 of the test suite; it waits on the Queue through ``benchmarks/console.py``'s adapters.
@@ -38,6 +41,7 @@ import json
 import sys
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -90,6 +94,7 @@ class ServedTransport(Transport):
     sinfo = b""
     served = 0
     served_at = 0.0  # when the last squeue text was served (perf_counter)
+    on_served: Callable[[], None] | None = None  # called as a text is served (a key pressed then)
 
     async def run(self, argv, stdin_data=None, timeout=None) -> Result:
         argv = tuple(str(a) for a in argv)
@@ -98,6 +103,8 @@ class ServedTransport(Transport):
             cls.served += 1
             data = zlib.decompress(cls.polls[min(cls.served, len(cls.polls)) - 1])
             cls.served_at = time.perf_counter()  # (the text received: what follows is the backend's)
+            if cls.on_served is not None:
+                cls.on_served()
             return Result(argv, 0, data, "")  # the bytes, as a transport gives them (decoded if read)
         if argv[0] == "sinfo":
             return Result(argv, 0, zlib.decompress(self.sinfo).decode(), "")
@@ -151,7 +158,7 @@ class LagProbe:
 
     def worst(self, start: float, end: float) -> float:
         """The longest part of an overshoot (the loop held) within ``start``..``end``."""
-        return max((min(b, end) - max(b - late, start) for a, b, late in self.samples), default=0.0)
+        return max([0.0] + [min(b, end) - max(b - late, start) for _, b, late in self.samples])
 
 
 def use_parse(how: str) -> None:
@@ -191,6 +198,19 @@ def use_path(path: str) -> None:
             return answer
 
         parse.squeue_steps = dropping  # type: ignore[assignment]
+
+
+def press_as_served(app) -> list[float]:
+    """A ``down`` key posted the moment the next squeue text is served; filled then with that moment
+    and the cursor's row before it."""
+    pressed: list[float] = []
+
+    def press() -> None:
+        pressed.extend((time.perf_counter(), console.queue_cursor(app) or 0))
+        console.send_key(app, "down")
+
+    ServedTransport.on_served = press
+    return pressed
 
 
 async def cursor_key(app, sent: int) -> float:
@@ -263,7 +283,11 @@ async def run(args) -> None:
     def stall(what: str, start: float, window: tuple[float, float]) -> None:
         listed, whole = probe.worst(*window), probe.worst(start, time.perf_counter())
         stalls.append((listed, whole))
-        print(f"  {what:<28} stall in list_jobs {listed * 1000:5.0f} ms, over the poll {whole * 1000:5.0f} ms")
+        took = window[1] - window[0]
+        print(
+            f"  {what:<28} stall in list_jobs {listed * 1000:5.0f} ms (of {took * 1000:4.0f} ms), "
+            f"over the poll {whole * 1000:5.0f} ms"
+        )
 
     started = time.perf_counter()
     app = YanflowApp(config, Hub(config))
@@ -279,10 +303,18 @@ async def run(args) -> None:
         mark(f"after {args.idle:.0f} s idle (warming)")
         for poll in range(2, args.polls + 2):
             start = time.perf_counter()
+            pressed = press_as_served(app) if poll % 2 else []  # (odd polls) a key as the text is served
             app.request_refresh()
             await console.until(lambda poll=poll: ServedTransport.served >= poll, args.timeout, "the next poll")
+            ServedTransport.on_served = None
             sent = 0
-            while poll % 2 and ServedSlurm.listing:  # (odd polls) keys, one after another, while it parses
+            if pressed:
+                moved = pressed[1] + 1
+                await console.until(lambda moved=moved: console.queue_cursor(app) == moved, args.timeout, "the key")
+                await console.painted(lambda: console.queue_widget(app))
+                keys.append(time.perf_counter() - pressed[0])
+                sent = 1
+            while pressed and ServedSlurm.listing:  # then keys, one after another, while it parses
                 keys.append(await cursor_key(app, sent))
                 sent += 1
             await console.until(lambda poll=poll: len(ServedSlurm.windows) >= poll, args.timeout, "the answer")
