@@ -11,10 +11,23 @@ the peak (``VmHWM``). ``--path raw`` parses as before ``squeue_jobs`` (``parse_s
 ``build_jobs``); ``--path nocache`` drops the parser's line cache after each poll.
 
     python benchmarks/slurm_console.py [--lines 100000] [--nodes 5000] [--polls 2] [--path direct|raw|nocache]
-        [--trace]
+        [--parse sliced|inline|thread] [--trace]
 
 ``--trace`` prints, at each step, what Python allocations grew since the step before (tracemalloc, by
 file and by line): where the memory sits, and whether it keeps growing poll after poll.
+
+Each poll also prints how long the event loop was held (issue #17: a key < 100 ms): a probe coroutine
+sleeps 5 ms over and over and notes how late it woke (``stall``: the longest), during the backend's
+``list_jobs`` from the squeue text served to the answer (``in list_jobs``: the parse, what this backend
+does; ``of``: how long that took) and over the whole poll until painted (the Queue's update too, and the
+served text's decompression); in odd polls (3, 5...) ``down``/``up``
+keys are sent one after another while ``list_jobs`` runs, each timed until the cursor moved and the
+screen painted (the first pressed as the text is served; the stall then counts the keys' own work),
+and ten more at the end, no poll running.
+``--parse`` says how the backend runs the parse: ``sliced`` (as shipped: ``backend.in_slices``, the
+loop given a turn every slice), ``inline`` (the whole parse at once on the loop, as before it),
+``thread`` (``asyncio.to_thread``: the alternative, for comparison; not safe to ship as it is: the
+parser's shared tables, node name lists among them, are also used by the loop's own parses).
 
 Each poll's text is held compressed and decoded when served, as a transport would receive it. Not part
 of the test suite; it waits on the Queue through ``benchmarks/console.py``'s adapters.
@@ -28,6 +41,7 @@ import json
 import sys
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -38,6 +52,7 @@ import console  # noqa: E402
 import squeue_parse  # noqa: E402
 
 from yanflow_tui.backends import registry  # noqa: E402
+from yanflow_tui.backends.slurm import backend as slurm_backend  # noqa: E402
 from yanflow_tui.backends.slurm import parse  # noqa: E402
 from yanflow_tui.backends.slurm.backend import SlurmBackend  # noqa: E402
 from yanflow_tui.backends.slurm.transport import Result, Transport  # noqa: E402
@@ -78,6 +93,8 @@ class ServedTransport(Transport):
     polls: list[bytes] = []
     sinfo = b""
     served = 0
+    served_at = 0.0  # when the last squeue text was served (perf_counter)
+    on_served: Callable[[], None] | None = None  # called as a text is served (a key pressed then)
 
     async def run(self, argv, stdin_data=None, timeout=None) -> Result:
         argv = tuple(str(a) for a in argv)
@@ -85,6 +102,9 @@ class ServedTransport(Transport):
             cls = type(self)
             cls.served += 1
             data = zlib.decompress(cls.polls[min(cls.served, len(cls.polls)) - 1])
+            cls.served_at = time.perf_counter()  # (the text received: what follows is the backend's)
+            if cls.on_served is not None:
+                cls.on_served()
             return Result(argv, 0, data, "")  # the bytes, as a transport gives them (decoded if read)
         if argv[0] == "sinfo":
             return Result(argv, 0, zlib.decompress(self.sinfo).decode(), "")
@@ -102,30 +122,104 @@ class ServedTransport(Transport):
 
 
 class ServedSlurm(SlurmBackend):
+    """The real backend over ``ServedTransport``; notes each ``list_jobs`` from its squeue text served
+    to its answer (``windows``), and whether one is running (``listing``)."""
+
+    windows: list[tuple[float, float]] = []
+    listing = False
+
     def __init__(self, config, transport=None):
         super().__init__(config, ServedTransport())
+
+    async def list_jobs(self):
+        type(self).listing = True
+        try:
+            answer = await super().list_jobs()
+        finally:
+            type(self).listing = False
+        type(self).windows.append((ServedTransport.served_at, time.perf_counter()))
+        return answer
+
+
+class LagProbe:
+    """A coroutine that sleeps ``every`` seconds over and over, noting each sleep's start, end and how
+    much later than asked it woke: how long the event loop was held meanwhile."""
+
+    def __init__(self, every: float = 0.005) -> None:
+        self.every = every
+        self.samples: list[tuple[float, float, float]] = []
+
+    async def run(self) -> None:
+        while True:
+            start = time.perf_counter()
+            await asyncio.sleep(self.every)
+            end = time.perf_counter()
+            self.samples.append((start, end, end - start - self.every))
+
+    def worst(self, start: float, end: float) -> float:
+        """The longest part of an overshoot (the loop held) within ``start``..``end``."""
+        return max([0.0] + [min(b, end) - max(b - late, start) for _, b, late in self.samples])
+
+
+def use_parse(how: str) -> None:
+    """How the backend runs a parse's steps (``sliced``: as shipped)."""
+    if how == "inline":
+
+        async def inline(steps):
+            return parse.run_steps(steps)
+
+        slurm_backend.in_slices = inline  # type: ignore[assignment]
+    elif how == "thread":
+
+        async def threaded(steps):
+            return await asyncio.to_thread(parse.run_steps, steps)
+
+        slurm_backend.in_slices = threaded  # type: ignore[assignment]
 
 
 def use_path(path: str) -> None:
     """Which parse the backend runs (``direct``: as shipped)."""
-    shipped = parse.squeue_answer
+    shipped = parse.squeue_steps
     if path == "raw":
 
         def raw(text, cluster: str):
+            yield
             text = text.decode(errors="replace") if isinstance(text, bytes) else text
             return parse.build_jobs(parse.parse_squeue_text(text), cluster), parse.QueueDelta(0, 0)
 
-        parse.squeue_answer = raw
+        parse.squeue_steps = raw  # type: ignore[assignment]
     elif path == "nocache":
 
         def dropping(text, cluster: str):
-            answer = shipped(text, cluster)
+            answer = yield from shipped(text, cluster)
             parse._LINES.clear()
             parse._ARRAYS.clear()
             parse._PARSED.clear()
             return answer
 
-        parse.squeue_answer = dropping
+        parse.squeue_steps = dropping  # type: ignore[assignment]
+
+
+def press_as_served(app) -> list[float]:
+    """A ``down`` key posted the moment the next squeue text is served; filled then with that moment
+    and the cursor's row before it."""
+    pressed: list[float] = []
+
+    def press() -> None:
+        pressed.extend((time.perf_counter(), console.queue_cursor(app) or 0))
+        console.send_key(app, "down")
+
+    ServedTransport.on_served = press
+    return pressed
+
+
+async def cursor_key(app, sent: int) -> float:
+    """Seconds a ``down`` (``sent`` even) or ``up`` key takes to move the Queue's cursor and be painted."""
+    before = console.queue_cursor(app) or 0
+    key, step = ("down", 1) if sent % 2 == 0 else ("up", -1)
+    return await console.key_latency(
+        app, key, lambda: console.queue_cursor(app) == before + step, console.queue_widget(app)
+    )
 
 
 def trace(traced: list) -> None:
@@ -162,6 +256,7 @@ async def run(args) -> None:
     ServedTransport.sinfo = zlib.compress(sinfo_json(args.nodes), 1)
     del text, texts, templates
     use_path(args.path)
+    use_parse(args.parse)
     registry.register("served-slurm", ServedSlurm)
     config = Config(clusters=(ClusterConfig("hpc", "served-slurm", refresh_seconds=3600.0),), all_users=True)
     if args.trace:
@@ -169,7 +264,10 @@ async def run(args) -> None:
 
         tracemalloc.start()
     before = status_mb("VmRSS")
-    print(f"{args.lines:,} squeue lines, {args.nodes:,} nodes, path {args.path}; RSS before the app {before:.0f} MB")
+    print(
+        f"{args.lines:,} squeue lines, {args.nodes:,} nodes, path {args.path}, parse {args.parse}; "
+        f"RSS before the app {before:.0f} MB"
+    )
 
     traced: list = []  # the last tracemalloc snapshot (--trace)
 
@@ -178,26 +276,66 @@ async def run(args) -> None:
         if args.trace:
             trace(traced)
 
+    probe = LagProbe()
+    stalls: list[tuple[float, float]] = []  # per poll: the longest stall in list_jobs, over the whole poll
+    keys: list[float] = []  # latencies of the keys sent while list_jobs ran
+
+    def stall(what: str, start: float, window: tuple[float, float]) -> None:
+        listed, whole = probe.worst(*window), probe.worst(start, time.perf_counter())
+        stalls.append((listed, whole))
+        took = window[1] - window[0]
+        print(
+            f"  {what:<28} stall in list_jobs {listed * 1000:5.0f} ms (of {took * 1000:4.0f} ms), "
+            f"over the poll {whole * 1000:5.0f} ms"
+        )
+
     started = time.perf_counter()
     app = YanflowApp(config, Hub(config))
     async with app.run_test(size=(160, 50)) as pilot:
+        probing = asyncio.create_task(probe.run())
         await console.until(
             lambda: ServedTransport.served >= 1 and console.queue_row_count(app) > 0, args.timeout, "the first rows"
         )
         await console.painted(lambda: console.queue_widget(app))
         mark(f"first screen ({time.perf_counter() - started:.1f} s)")
+        stall("the first poll", started, ServedSlurm.windows[0])
         await asyncio.sleep(args.idle)
         mark(f"after {args.idle:.0f} s idle (warming)")
         for poll in range(2, args.polls + 2):
+            start = time.perf_counter()
+            pressed = press_as_served(app) if poll % 2 else []  # (odd polls) a key as the text is served
             app.request_refresh()
             await console.until(lambda poll=poll: ServedTransport.served >= poll, args.timeout, "the next poll")
+            ServedTransport.on_served = None
+            sent = 0
+            if pressed:
+                moved = pressed[1] + 1
+                await console.until(lambda moved=moved: console.queue_cursor(app) == moved, args.timeout, "the key")
+                await console.painted(lambda: console.queue_widget(app))
+                keys.append(time.perf_counter() - pressed[0])
+                sent = 1
+            while pressed and ServedSlurm.listing:  # then keys, one after another, while it parses
+                keys.append(await cursor_key(app, sent))
+                sent += 1
+            await console.until(lambda poll=poll: len(ServedSlurm.windows) >= poll, args.timeout, "the answer")
             await console.painted(lambda: console.queue_widget(app))
+            stall(f"poll {poll} ({sent} keys meanwhile)", start, ServedSlurm.windows[poll - 1])
             await asyncio.sleep(args.idle / 2)
             mark(f"poll {poll}, {args.idle / 2:.0f} s after")
+        idle = [await cursor_key(app, sent) for sent in range(10)]  # the same keys, no poll running
+        probing.cancel()
         for key in (console.FILTER_KEY, "u", "s", "e", "r", "0", console.CLEAR_FILTER_KEY):
             await pilot.press(key)
             await console.painted(lambda: console.queue_widget(app))
         mark("a filter typed and cleared")
+    ordered = sorted(keys)
+    print(
+        f"event loop held at most {max(s[0] for s in stalls) * 1000:.0f} ms in list_jobs "
+        f"(the next polls: {max((s[0] for s in stalls[1:]), default=0) * 1000:.0f} ms), "
+        f"{max(s[1] for s in stalls) * 1000:.0f} ms over a whole poll; keys during list_jobs: {len(keys)}"
+        + (f", p95 {console.p95(ordered) * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms" if keys else "")
+        + f" (idle: p95 {console.p95(sorted(idle)) * 1000:.0f} ms)"
+    )
     goal = 150 if args.lines <= 10_000 else 400
     peak = status_mb("VmHWM")
     print(
@@ -212,6 +350,7 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--polls", type=int, default=2, help="refreshes after the first screen")
     parser.add_argument("--path", choices=("direct", "raw", "nocache"), default="direct")
+    parser.add_argument("--parse", choices=("sliced", "inline", "thread"), default="sliced")
     parser.add_argument("--idle", type=float, default=8.0, help="seconds left idle after the first screen")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument(

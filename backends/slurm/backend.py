@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 from yanflow_tui import formfields as ff
 from yanflow_tui.backends import tbserver
@@ -65,7 +66,14 @@ HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {
 # sacct's JSON breaks under the SLURM_TIME_FORMAT=%s every command gets (22.05: "Invalid time
 # specification" and no jobs), so sacct runs without it.
 SACCT_JSON = ("env", "-u", "SLURM_TIME_FORMAT", "sacct", "--json")
+# A big parse runs on the event loop SLICE seconds at a time, the loop then free for PAUSE seconds at least
+# (in_slices). benchmarks/slurm_console.py, 100,000 squeue lines: the loop held at most 6-14 ms in list_jobs
+# (8 ms slices: 12-22 ms), keys pressed meanwhile p95 28-40 ms; the whole parse at once held it 280-500 ms.
+SLICE = 0.004
+PAUSE = 0.001
+STATES_STEP = 5000  # jobs whose states list_jobs notes in one step
 clock = time.monotonic  # the backend's clock (a module attribute, so tests can move it alone)
+T = TypeVar("T")
 _JOB_ID = re.compile(r"[0-9]+(_([0-9]+|\[[0-9,%-]+\]))?")  # ASCII digits (\d also matches "٣")
 
 
@@ -120,6 +128,7 @@ class SlurmBackend(Backend):
         # the last answer of list_jobs made from a parse of the squeue text: that parse's number, the
         # answer's serial and its finished jobs (0, 0, []: none, its changes not known)
         self._answered: tuple[int, int, list[Job]] = (0, 0, [])
+        self._querying = asyncio.Lock()  # one squeue query and parse of it at a time (_queue_answer)
         self.history_window = history.check_window(opts.get("history"), config.name)
         self.history_note = ""  # set when the cluster has no accounting
         self.use_json_squeue = False  # True once the -o text proved ambiguous or unsupported
@@ -188,14 +197,19 @@ class SlurmBackend(Backend):
         return (await self._queue_answer(user))[0]
 
     async def _queue_answer(self, user: str = "") -> tuple[list[Job], parse.QueueDelta | None]:
-        """``_queue`` and, from the text, what its Jobs differ by from the previous parse's (None: JSON)."""
-        text = await self._squeue_text(user)
-        if text is not None:
-            try:
-                return parse.squeue_answer(text, self.name)
-            except parse.AmbiguousRows:
-                self._json_until = clock() + JSON_STICKY
-        return parse.build_jobs(await self._squeue_json(user), self.name), None
+        """``_queue`` and, from the text, what its Jobs differ by from the previous parse's (None: JSON).
+        The text is parsed a slice at a time (``in_slices``), so a key is not held up for the whole of a
+        big queue's parse, and one query and parse at a time (``_querying``): another caller meanwhile
+        (``get_job``, the nodes' first look-up, a second ``list_jobs``) waits, then parses against the
+        cache its predecessor left, in the order the texts were printed."""
+        async with self._querying:
+            text = await self._squeue_text(user)
+            if text is not None:
+                try:
+                    return await in_slices(parse.squeue_steps(text, self.name))
+                except parse.AmbiguousRows:
+                    self._json_until = clock() + JSON_STICKY
+            return parse.build_jobs(await self._squeue_json(user), self.name), None
 
     async def _squeue_text(self, user: str) -> bytes | None:
         """``squeue -o``'s text as the bytes it printed (``parse.squeue_jobs`` decodes the lines it has
@@ -231,8 +245,8 @@ class SlurmBackend(Backend):
         previous answer where the squeue text's parse says (``_changes``)."""
         user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
         jobs, delta = await self._queue_answer("" if self.all_users else user)
-        self._gpu_jobs = gpus.running_gpu_jobs(jobs)
-        live = {j.id: j.state for j in jobs}  # (its ids also tell the finished jobs listed apart)
+        # (its ids also tell the finished jobs listed apart)
+        self._gpu_jobs, live = await in_slices(_running_and_states(jobs))
         self._states = (clock(), live)
         await self._refresh_history()
         done = [j for j in self._history if j.id not in live]
@@ -680,6 +694,38 @@ class SlurmBackend(Backend):
 
     async def close(self) -> None:
         await self.transport.close()
+
+
+async def in_slices(steps: Generator[None, None, T]) -> T:
+    """What ``steps`` returns (``parse.squeue_steps``: a parse, one stretch of lines a step), run on the
+    event loop for about SLICE seconds at a time, the loop given a turn of at least PAUSE seconds
+    between two (a key, a paint: the work a key sets off takes a few turns of the loop, so one turn
+    each time, ``sleep(0)``, would leave it waiting a slice for each). Cancelled, the steps are
+    closed there (``GeneratorExit``: a parse puts back what it took from its cache)."""
+    try:
+        turn = time.perf_counter() + SLICE
+        while True:
+            try:
+                next(steps)
+            except StopIteration as end:
+                return end.value
+            if time.perf_counter() >= turn:
+                await asyncio.sleep(PAUSE)
+                turn = time.perf_counter() + SLICE
+    finally:
+        steps.close()
+
+
+def _running_and_states(jobs: list[Job]) -> Generator[None, None, tuple[list[str], dict[str, JobState]]]:
+    """``gpus.running_gpu_jobs(jobs)`` and each job's state by its id, a step per STATES_STEP jobs."""
+    running: list[str] = []
+    states: dict[str, JobState] = {}
+    for start in range(0, len(jobs), STATES_STEP):
+        part = jobs[start : start + STATES_STEP]
+        running += gpus.running_gpu_jobs(part)
+        states.update({j.id: j.state for j in part})
+        yield
+    return running, states
 
 
 def _check_id(job_id: str) -> None:

@@ -7,14 +7,15 @@ from __future__ import annotations
 import gc
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from itertools import chain, count
+from itertools import chain, count, islice
 from sys import intern
-from typing import Any
+from typing import Any, TypeVar
 
+from yanflow_tui import heap
 from yanflow_tui.backends.slurm.comment import facts_of
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobState, Node, maker, quick_init
@@ -26,16 +27,17 @@ def collector_paused() -> Iterator[None]:
     all of them kept, and the collections their allocations set off walk the whole heap again and
     again (a quarter to a third of a 100,000-line parse). What lives after a parse that returns goes
     to the oldest generation straight away (``gc.freeze`` then ``gc.unfreeze``; just ``gc.freeze``
-    where objects are frozen already: the app's ``yanflow_tui.heap`` freezes what a refresh keeps):
-    else the first collection after it walks every object just made, 0.2 s per 100,000. The collector
-    is on again after, an exception included; one already off (the app at startup) is left off."""
+    where objects are frozen already: the app's ``yanflow_tui.heap`` freezes what a refresh keeps, and
+    says so, ``heap.frozen``, without the count that walks them all): else the first collection after
+    it walks every object just made, 0.2 s per 100,000. The collector is on again after, an exception
+    included; one already off (the app at startup) is left off."""
     if not gc.isenabled():
         yield
         return
     gc.disable()
     try:
         yield
-        if gc.get_freeze_count():
+        if heap.frozen() or gc.get_freeze_count():
             gc.freeze()
         else:
             gc.freeze()
@@ -1148,6 +1150,7 @@ _LINES: dict[str, dict[Any, Job | _Member]] = {}  # (a line: bytes as squeue pri
 _ARRAYS: dict[str, dict[str, tuple[list[_Member], list[Job]]]] = {}
 
 
+_T = TypeVar("_T")
 _PARSES = count(1)  # each squeue_jobs call's number (unique in the process, never 0)
 _PARSED: dict[str, int] = {}  # cluster -> the number of the parse whose lines _LINES holds
 
@@ -1180,36 +1183,84 @@ def squeue_jobs(text: str | bytes, cluster: str) -> list[Job]:
 def squeue_answer(text: str | bytes, cluster: str) -> tuple[list[Job], QueueDelta]:
     """``squeue_jobs`` and what its Jobs differ by from this cluster's previous parse (``QueueDelta``),
     found from the lines alone: those parsed anew, and those of the last text left over (no pass over
-    the Jobs)."""
+    the Jobs). ``squeue_steps`` run to its end at once."""
+    return run_steps(squeue_steps(text, cluster))
+
+
+def run_steps(steps: Generator[None, None, _T]) -> _T:
+    """What ``steps`` (``squeue_steps``) returns, run to the end at once."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as end:
+            return end.value
+
+
+def squeue_steps(text: str | bytes, cluster: str) -> Generator[None, None, tuple[list[Job], QueueDelta]]:
+    """``squeue_answer`` a step at a time: it yields after each stretch of lines (``_STRETCH``) and
+    each array made, where its caller may let other work run (the backend: its event loop, so that a
+    key is not held up by a 100,000-line parse), and returns the answer. The cluster's cache (its
+    lines, arrays and parse number) is taken at the first step and put back at the last, each in one
+    step: a parse of the same cluster in between finds none (it parses every line anew and says
+    nothing, ``since`` 0); a parse stopped midway (an exception, or closed: its caller was cancelled)
+    puts back what it took joined with what it made, numbered by no parse, so the next says nothing
+    (unless a parse begun meanwhile put back its own, which is kept)."""
     number = next(_PARSES)
     since = _PARSED.pop(cluster, 0)
+    kept = _LINES.pop(cluster, None) or {}
+    before = _ARRAYS.pop(cluster, None) or {}
+    rows: dict[Any, Job | _Member] = {}
+    fresh: list[Job | _Member] = []
+    arrays: dict[str, tuple[list[_Member], list[Job]]] = {}
     with collector_paused():
-        rows: dict[Any, Job | _Member] = {}
-        fresh: list[Job | _Member] = []
-        kept = _LINES.pop(cluster, None) or {}
         try:
-            jobs, groups, twice = _squeue_jobs(text, cluster, kept, rows, fresh)
-        except AmbiguousRows:
-            kept.update(rows)  # what this text took out of the cache, back for the next poll
-            _LINES[cluster] = kept  # (lines of two texts: numbered by no parse)
+            jobs, groups, twice = yield from _squeue_jobs(text, cluster, kept, rows, fresh)
+            if groups:
+                jobs = yield from _with_arrays(jobs, groups, cluster, before, arrays)
+            delta = QueueDelta(0, number)  # (a line twice: the next parse says nothing either)
+            if since and not twice:
+                delta = yield from _delta(since, number, fresh, kept, before, arrays)
+        except BaseException:  # (AmbiguousRows; GeneratorExit, when the caller closes it midway)
+            if cluster not in _LINES:
+                kept.update(rows)  # what this text took out of the cache, back for the next poll
+                _LINES[cluster], _ARRAYS[cluster] = kept, before  # (lines of two texts: numbered by no parse)
             raise
-        arrays: dict[str, tuple[list[_Member], list[Job]]] = {}
-        before = _ARRAYS.get(cluster) or {}
-        if groups:
-            jobs = _with_arrays(jobs, groups, cluster, before, arrays)
         _LINES[cluster], _ARRAYS[cluster] = rows, arrays
-        if twice:  # (the next parse says nothing either)
-            return jobs, QueueDelta(0, number)
-        _PARSED[cluster] = number
-        if not since:
-            return jobs, QueueDelta(0, number)
-        put = [made if isinstance(made, Job) else made[0] for made in fresh]
-        put += [made[1][0] for group, made in arrays.items() if before.get(group) is not made]  # new heads
-        gone = {made.id if isinstance(made, Job) else made[0].id for made in kept.values()}
-        gone.update(group for group in before if group not in arrays)
-        if gone:
-            gone.difference_update(job.id for job in put)
-    return jobs, QueueDelta(since, number, tuple(put), tuple(gone))
+        if twice:
+            _PARSED.pop(cluster, None)
+        else:
+            _PARSED[cluster] = number
+    return jobs, delta
+
+
+_DELTA_STEP = 8192  # lines a step of _delta goes through
+
+
+def _delta(
+    since: int,
+    number: int,
+    fresh: list[Job | _Member],
+    kept: dict[Any, Job | _Member],
+    before: dict[str, tuple[list[_Member], list[Job]]],
+    arrays: dict[str, tuple[list[_Member], list[Job]]],
+) -> Generator[None, None, QueueDelta]:
+    """The parse's ``QueueDelta``, from what its lines parsed anew made (``fresh``), the lines of the last
+    text left over (``kept``) and the arrays then and now; a step per _DELTA_STEP lines."""
+    put: list[Job] = []
+    for start in range(0, len(fresh), _DELTA_STEP):
+        put += [made if isinstance(made, Job) else made[0] for made in fresh[start : start + _DELTA_STEP]]
+        yield
+    put += [made[1][0] for group, made in arrays.items() if before.get(group) is not made]  # new heads
+    gone: set[str] = set()
+    left = iter(kept.values())
+    while part := list(islice(left, _DELTA_STEP)):
+        gone.update([made.id if isinstance(made, Job) else made[0].id for made in part])
+        yield
+    gone.update(group for group in before if group not in arrays)
+    for start in range(0, len(put) if gone else 0, _DELTA_STEP):
+        gone.difference_update([job.id for job in put[start : start + _DELTA_STEP]])
+        yield
+    return QueueDelta(since, number, tuple(put), tuple(gone))
 
 
 def _squeue_jobs(
@@ -1218,10 +1269,11 @@ def _squeue_jobs(
     kept: dict[Any, Job | _Member],
     rows: dict[Any, Job | _Member],
     fresh: list[Job | _Member],
-) -> tuple[list[Any], dict[str, list[_Member]], bool]:
+) -> Generator[None, None, tuple[list[Any], dict[str, list[_Member]], bool]]:
     """The Jobs of the lines in order, an array's id (a str) where its first task stands; the tasks
     of each array; and whether a line came twice. What each line made goes into ``rows``, and what a
-    line parsed anew made into ``fresh`` too; a line in ``kept`` is taken out of it, not parsed again."""
+    line parsed anew made into ``fresh`` too; a line in ``kept`` is taken out of it, not parsed again.
+    Yields between two stretches of the text (``squeue_steps``)."""
     jobs: list[Any] = []
     append = jobs.append
     groups: dict[str, list[_Member]] = {}
@@ -1237,10 +1289,12 @@ def _squeue_jobs(
     twice = False
     binary = isinstance(text, bytes)
     line: Any
-    for line in _stretches(text):
+    for line in _stretches(text, paused=True):
         made = kept_pop(line, None)
         if made is None:
             if not line:
+                if line is None:  # between two stretches (tested on the empty lines' path: no cost a line)
+                    yield
                 continue
             made = rows_get(line)  # a line twice in one text (never seen from squeue)
             if made is not None:
@@ -1355,9 +1409,9 @@ def _squeue_jobs(
 _STRETCH = 1 << 16  # characters of text split at a time
 
 
-def _stretches(text: Any) -> Iterator[Any]:
+def _stretches(text: Any, paused: bool = False) -> Iterator[Any]:
     """The lines of ``text`` (str or bytes, split at ``\\n``), split a stretch of about _STRETCH
-    characters at a time."""
+    characters at a time; with ``paused``, None between two stretches."""
     newline = b"\n" if isinstance(text, bytes) else "\n"
     if len(text) <= _STRETCH:
         yield from text.split(newline)
@@ -1369,6 +1423,8 @@ def _stretches(text: Any) -> Iterator[Any]:
             end = size
         yield from text[start:end].split(newline)
         start = end + 1
+        if paused:
+            yield None
 
 
 # A squeue line's details by its text (the pending start, partition, account, QOS, limit, CPUs).
@@ -1403,9 +1459,10 @@ def _with_arrays(
     cluster: str,
     kept: dict[str, tuple[list[_Member], list[Job]]],
     arrays: dict[str, tuple[list[_Member], list[Job]]],
-) -> list[Job]:
+) -> Generator[None, None, list[Job]]:
     """``jobs`` with each array's id replaced by its group Job and tasks (those of the last parse,
-    in ``kept``, where its lines were all the same), each array's put in ``arrays``."""
+    in ``kept``, where its lines were all the same), each array's put in ``arrays``. Yields after
+    each array made anew (``squeue_steps``)."""
     out: list[Job] = []
     append, extend = out.append, out.extend
     for job in jobs:
@@ -1416,6 +1473,7 @@ def _with_arrays(
         made = kept.get(job)
         if made is None or made[0] != tasks:  # the same lines give the same _Members: compared by identity
             made = (tasks, _array_of_tasks(job, tasks, cluster))
+            yield
         arrays[job] = made
         extend(made[1])
     return out

@@ -21,11 +21,12 @@ def test_settled_moves_what_lives_out_of_the_collectors_sight_and_release_hands_
     keeper = Heap(Clock())
     try:
         kept = [[] for _ in range(100)]  # tracked containers
+        assert not heap.frozen()
         keeper.settled()
-        assert gc.get_freeze_count() >= len(kept)
+        assert gc.get_freeze_count() >= len(kept) and heap.frozen()  # (said without counting them)
     finally:
         keeper.release()
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() == 0 and not heap.frozen()
 
 
 def test_the_full_collection_waits_for_its_period_and_for_a_quiet_keyboard():

@@ -14,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from paths import DATA as TEST_DATA
 
+from yanflow_tui import heap
 from yanflow_tui.backends.slurm import parse
+from yanflow_tui.heap import Heap
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, LogLine, Node, maker
 
 COLUMNS = [name for name, _ in parse.SQUEUE_FIELDS]
@@ -329,6 +331,23 @@ def test_objects_frozen_by_the_app_stay_frozen_and_what_a_parse_makes_joins_them
     assert keep
 
 
+def test_a_parse_under_a_heap_the_app_froze_freezes_what_it_made_without_counting_the_frozen(monkeypatch):
+    """Counting the frozen objects walks them all (65 ms at a 100,000-job console's 3 million): where
+    the app's heap says it froze, a parse's objects join them uncounted."""
+    keeper = Heap()
+    keep = [[] for _ in range(100)]
+    try:
+        keeper.settled()
+        before = gc.get_freeze_count()
+        monkeypatch.setattr(gc, "get_freeze_count", lambda: pytest.fail("the frozen objects were counted"))
+        jobs = parse.squeue_jobs("\n".join(ODD_ROWS), "c")
+        monkeypatch.undo()
+        assert gc.get_freeze_count() >= before + len(jobs) and gc.isenabled()
+    finally:
+        keeper.release()
+    assert keep and not heap.frozen()
+
+
 def test_maker_builds_what_the_constructor_builds():
     rng = random.Random(3)
     for _ in range(50):
@@ -600,5 +619,53 @@ def test_the_bytes_squeue_printed_give_the_jobs_of_its_text_decoded(first, later
         data = "\n".join(later).encode()
         assert all(a is b for a, b in zip(parse.squeue_jobs(data, "c"), parse.squeue_jobs(data, "c"), strict=True))
         assert parse.squeue_jobs(b"", "c") == [] and parse.squeue_jobs(b"\n\n", "c") == []
+    finally:
+        parse._STRETCH = old
+
+
+@settings(max_examples=200, deadline=None)
+@given(POLLS, st.randoms(use_true_random=False))
+def test_parses_stepped_in_turns_or_closed_midway_give_their_jobs_and_say_exactly_what_changed_or_nothing(polls, rnd):
+    """``squeue_steps`` of one cluster driven in any interleaving, some closed midway (a poll cancelled):
+    each that ends gives the Jobs of its text, and what it says changed is exact against the parse it
+    names; after the last, one parse alone may say nothing, the next one says what changed."""
+    old, parse._STRETCH = parse._STRETCH, 200  # (a few lines a step)
+    try:
+        parse.clear_caches()
+        ended: dict[int, list[Job]] = {}  # parse number -> its Jobs
+        running: list[tuple[str, object]] = []
+
+        def step(text: str, steps) -> bool:
+            try:
+                next(steps)
+            except StopIteration as end:
+                jobs, delta = end.value
+                assert jobs == plain_jobs(text, "c")
+                if delta.since:
+                    check_delta(ended[delta.since], jobs, delta)
+                ended[delta.number] = jobs
+                return True
+            return False
+
+        texts = ["\n".join(rnd.sample([_slot(n, v) for n, v in poll], len(poll))) + "\n" for poll in polls]
+        while texts or running:
+            move = rnd.random()
+            if texts and (not running or move < 0.2):
+                text = texts.pop(0)
+                running.append((text, parse.squeue_steps(text, "c")))
+            elif move < 0.3:
+                running.pop(rnd.randrange(len(running)))[1].close()  # type: ignore[attr-defined]
+            else:
+                i = rnd.randrange(len(running))
+                if step(*running[i]):
+                    del running[i]
+        text = "\n".join(_slot(n, 2) for n in range(24))
+        for _ in range(2):
+            jobs, delta = parse.squeue_answer(text, "c")
+            assert jobs == plain_jobs(text, "c")
+            if delta.since:
+                check_delta(ended[delta.since], jobs, delta)
+            ended[delta.number] = jobs
+        assert delta.since and gc.isenabled()
     finally:
         parse._STRETCH = old
