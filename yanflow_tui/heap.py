@@ -76,7 +76,7 @@ class Heap:
         try:
             yield
         finally:
-            gc.freeze()
+            _froze()
             self.freezes += 1
             if was:
                 gc.enable()
