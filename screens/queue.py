@@ -998,7 +998,7 @@ class QueueScreen(DataScreen):
             return app.clock()
 
         parent_of, children = self._parent_of, self._children
-        made = [row for index in no_row for row in (self._view_row(index, clock),)]
+        made = [self._view_row(index, clock) for index in no_row]
         table.measure(row for row in made if row.key in parent_of or row.key in children)
         self._no_text, self._no_row, self._texts_warmed = [], [], True
         app.heap.settled()  # (what was made lives on, as after idle warming)
