@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+import changeshelpers
 import pytest
 from fakes.k8s_api import make_job, make_pod
 from k8shelpers import cluster
@@ -17,7 +18,6 @@ from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.backends.kubernetes.extract import job_info, pod_info
 from yanflow_tui.backends.kubernetes.views import build_jobs
 from yanflow_tui.model import Job, JobList, JobState
-from yanflow_tui.screens.queue import _ClusterJobs
 
 NS = "ml"
 
@@ -30,52 +30,12 @@ async def backend(kubeconfig):
     await b.close()
 
 
-def shape(lists: _ClusterJobs) -> tuple:
-    """What the Queue reads: the order, the groups and their members, each entry's job."""
-    return (
-        [(e.key, e.job) for e in lists.top],
-        {key: [(e.key, e.job) for e in kids] for key, kids in lists.children.items()},
-        {key: e.job for key, e in lists.by_key.items()},
-    )
+class Polls(changeshelpers.Polls):
+    """``changeshelpers.Polls``, each answer's rows also equal to those built afresh from the caches."""
 
-
-class Polls:
-    """list_jobs poll after poll: each answer's changes checked against the answer they name (applied to
-    it, they give the new answer), and fed to a Queue's lists (as the hub puts them on the snapshot)
-    beside lists made afresh."""
-
-    def __init__(self, backend: KubernetesBackend):
-        self.backend = backend
-        self.answers: dict[int, list[Job]] = {}
-        self.kept = _ClusterJobs()
-        self.told = 0  # answers that said what changed
-
-    async def poll(self) -> JobList:
-        answer = await self.backend.list_jobs()
-        assert isinstance(answer, JobList)
+    def check(self, answer: JobList) -> None:
         reflectors = self.backend._reflectors
         assert list(answer) == build_jobs("k8s", reflectors["jobs"].values(), reflectors["pods"].values())
-        changes = answer.changes
-        if changes is not None:
-            before = self.answers[changes.since]
-            was = set(map(id, before))
-            assert sorted(map(id, changes.put)) == sorted(id(j) for j in answer if id(j) not in was)
-            assert set(changes.gone) == {j.id for j in before} - {j.id for j in answer}
-            assert len(set(changes.gone)) == len(changes.gone)
-            patched = {j.id: j for j in before}
-            for job_id in changes.gone:
-                del patched[job_id]
-            patched.update((j.id, j) for j in changes.put)
-            now = {j.id: j for j in answer}
-            assert patched.keys() == now.keys() and all(patched[k] is now[k] for k in now)
-            self.told += 1
-        self.answers[answer.serial] = list(answer)
-        jobs = tuple(answer)
-        self.kept.update(jobs, "", changes, answer.serial)
-        fresh = _ClusterJobs()
-        fresh.update(jobs, "")
-        assert shape(self.kept) == shape(fresh)
-        return answer
 
 
 def caught_up(emulator, backend: KubernetesBackend) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+import changeshelpers
 import pytest
 from slurmhelpers import CONF, local_cluster, slurm
 from waiting import async_wait_until
@@ -16,47 +17,9 @@ from yanflow_tui.backends.slurm import parse
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.backends.slurm.transport import Result
 from yanflow_tui.errors import BackendError
-from yanflow_tui.model import Job, JobList, JobState
-from yanflow_tui.screens.queue import _ClusterJobs
+from yanflow_tui.model import Job, JobState
 
-
-def shape(lists: _ClusterJobs) -> tuple:
-    """What the Queue reads: the order, the groups and their members, each entry's job."""
-    return (
-        [(e.key, e.job) for e in lists.top],
-        {key: [(e.key, e.job) for e in kids] for key, kids in lists.children.items()},
-        {key: e.job for key, e in lists.by_key.items()},
-    )
-
-
-class Polls:
-    """list_jobs poll after poll: each answer's changes checked against the answer they name, and fed
-    to a Queue's lists (as the hub puts them on the snapshot) beside lists made afresh."""
-
-    def __init__(self, backend: SlurmBackend):
-        self.backend = backend
-        self.answers: dict[int, list[Job]] = {}
-        self.kept = _ClusterJobs()
-        self.told = 0  # answers that said what changed
-
-    async def poll(self) -> JobList:
-        answer = await self.backend.list_jobs()
-        assert isinstance(answer, JobList)
-        changes = answer.changes
-        if changes is not None:
-            before = self.answers[changes.since]
-            was = set(map(id, before))
-            assert sorted(map(id, changes.put)) == sorted(id(j) for j in answer if id(j) not in was)
-            assert set(changes.gone) == {j.id for j in before} - {j.id for j in answer}
-            assert len(set(changes.gone)) == len(changes.gone)
-            self.told += 1
-        self.answers[answer.serial] = list(answer)
-        jobs = tuple(answer)
-        self.kept.update(jobs, "", changes, answer.serial)
-        fresh = _ClusterJobs()
-        fresh.update(jobs, "")
-        assert shape(self.kept) == shape(fresh)
-        return answer
+Polls = changeshelpers.Polls
 
 
 def sbatch(*args: str) -> str:
