@@ -214,8 +214,9 @@ class _Entry:
         else:
             like = self._like
             base = (like[0], like[4]) if like is not None and like[1:4] == (marker, count, note) else None
-            if base is not None:  # used: the old version's job and cells go (kept, they held ~70 MB at 100k jobs)
-                self._like = None
+            # the old version's job and cells go, used or not (kept, they held ~70 MB at 100k jobs; a
+            # group's count changed, unused ones stayed, with the group Job and its node tuple)
+            self._like = None
             cells = job_live_cells(self.job, clock, marker, count, note, base)
             row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
         self._row = row
@@ -355,7 +356,9 @@ class _ClusterJobs:
             and changes.since == self.serial
         ):
             made, gone, changed, moved = self._apply(changes, me)
-            self.exact = False  # (pool and seen not made: the next compare by identity compares by id)
+            # (pool and seen not made: the next compare by identity compares by id; the old ones go,
+            # with the job versions only they held: 7 MB and more at 100,000 jobs)
+            self.exact, self.pool, self.seen = False, (), set()
             if not me and len(self.job_of) != len(jobs):  # the changes did not add up: compared in full
                 made, gone, changed, moved = (*self._compare_all(jobs, False)[:3], True)
         else:

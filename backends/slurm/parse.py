@@ -500,6 +500,12 @@ def node_state_text(state: str, flags: Iterable[str] = ()) -> str:
     return base or "unknown"
 
 
+# A node's GPUs by what they are made from (count, type, indices in use, held and why): nodes alike
+# share one tuple of (frozen) Gpus, not eight Gpus each (5,000 nodes: 40,000 Gpus, 4 MB, per sinfo).
+_GPUS: dict[tuple, tuple[Gpu, ...]] = {}
+_GPUS_MAX = 4096
+
+
 def _node(
     cluster: str,
     name: str,
@@ -514,18 +520,25 @@ def _node(
     reason: str,
 ) -> Node:
     unusable = state in HELD_STATES
-    used_idx = set(used.indices)
+    used_idx = frozenset(used.indices)
     if not used_idx and used.count:  # counts without indices: mark the first N
-        used_idx = set(range(used.count))
-    gpus = tuple(
-        Gpu(
-            i,
-            GpuState.ALLOCATED if i in used_idx else (GpuState.UNAVAILABLE if unusable else GpuState.FREE),
-            name=gres.gpu_type,
-            reason=(reason or HELD_STATES[state]) if unusable and i not in used_idx else "",
+        used_idx = frozenset(range(used.count))
+    held = (reason or HELD_STATES[state]) if unusable else ""
+    key = (gres.count, gres.gpu_type, used_idx, unusable, held)
+    gpus = _GPUS.get(key)
+    if gpus is None:
+        gpus = tuple(
+            Gpu(
+                i,
+                GpuState.ALLOCATED if i in used_idx else (GpuState.UNAVAILABLE if unusable else GpuState.FREE),
+                name=gres.gpu_type,
+                reason=held if i not in used_idx else "",
+            )
+            for i in range(gres.count)
         )
-        for i in range(gres.count)
-    )
+        if len(_GPUS) >= _GPUS_MAX:
+            _GPUS.clear()
+        _GPUS[key] = gpus
     return Node(
         cluster,
         name,
@@ -1449,7 +1462,10 @@ def _text_details(key: tuple[str, ...], start: datetime | None) -> tuple[tuple[s
         details.append(("CPUs", str(count)))
     if len(_TEXT_DETAILS) >= _DETAILS_MAX:
         _TEXT_DETAILS.clear()
-    made = _TEXT_DETAILS[key] = tuple(details)
+    made = tuple(details)
+    # kept under the words interned: the key's own strings (split from its line) would stay, a set
+    # per pending job (each its own start): 15,000 of 100,000 jobs, 4 MB
+    _TEXT_DETAILS[(key[0], intern(partition), intern(account), intern(qos), intern(time_limit), intern(cpus))] = made
     return made
 
 
@@ -1560,5 +1576,6 @@ def clear_caches() -> None:
         _LINES,
         _ARRAYS,
         _PARSED,
+        _GPUS,
     ):
         cache.clear()

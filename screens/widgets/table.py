@@ -102,6 +102,22 @@ def _width(cell: Cell) -> int:
     return len(plain) if plain.isascii() else cell_len(plain)
 
 
+_WIDTHS: dict[tuple[int, ...], tuple[int, ...]] = {}  # each set of widths met, kept once
+_WIDTHS_MAX = 65536
+
+
+def _shared_widths(widths: tuple[int, ...]) -> tuple[int, ...]:
+    """``widths`` as the one tuple kept for equal widths: rows mostly repeat a few thousand sets,
+    so 100,000 rows measured hold a few thousand tuples, not 100,000 (11 MB). Bounded: emptied
+    when it grows past ``_WIDTHS_MAX``."""
+    shared = _WIDTHS.get(widths)
+    if shared is None:
+        if len(_WIDTHS) >= _WIDTHS_MAX:
+            _WIDTHS.clear()
+        shared = _WIDTHS[widths] = widths
+    return shared
+
+
 def _cell_text(cell: Cell) -> Text:
     if isinstance(cell, Text):
         return cell
@@ -904,9 +920,11 @@ class VirtualTable(QuietScrollView, can_focus=True):
         cells = row.cells[:ncols]
         if known is not None and len(known[0].cells) >= len(cells):
             widths = tuple(w if c is o else _width(c) for c, o, w in zip(cells, known[0].cells, known[1]))
-            return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
-        widths = tuple(map(_width, cells))
-        return widths + (0,) * (ncols - len(widths)) if len(widths) < ncols else widths
+        else:
+            widths = tuple(map(_width, cells))
+        if len(widths) < ncols:
+            widths += (0,) * (ncols - len(widths))
+        return _shared_widths(widths)
 
     def _update_content_widths(
         self,

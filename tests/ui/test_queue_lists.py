@@ -161,3 +161,38 @@ def test_an_entry_lets_its_old_version_go_once_the_new_row_reused_its_cells():
     assert entry._like is None  # used, and let go
     assert new_row.cells[2] is old_row.cells[2]  # the unchanged name's cell reused (not made again)
     assert new_row is not old_row and new_row.cells != old_row.cells
+
+
+def test_an_entry_lets_its_old_version_go_when_the_new_row_cannot_reuse_its_cells():
+    """A group whose count changed makes its next row with another count: the old version (a group
+    Job, with the node tuple of all its members) goes all the same, not kept until the next change."""
+    from yanflow_tui.screens.queue import _Entry
+
+    def clock() -> float:
+        return 0.0
+
+    first = job(1)
+    entry = _Entry(first, "c/1")
+    entry.row(clock, "▸ ", 3, "", "")
+    second = replace(first, state=JobState.COMPLETED)
+    entry.set_job(second, first)
+    assert entry._like is not None
+    row = entry.row(clock, "▸ ", 4, "", "")  # a member more: the old cells are not for this row
+    assert entry._like is None
+    assert row.cells[2] == "job-1 (4)"
+
+
+def test_the_jobs_compared_by_identity_go_once_the_backend_tells_the_changes():
+    """``pool`` and ``seen`` serve the next compare by identity; once the lists follow the backend's
+    changes they are stale (the next compare is by id), and they went: they held the first answer's
+    jobs (old versions included) and a set of 100,000 identities."""
+    jobs = [job(i) for i in range(20)]
+    lists = _ClusterJobs()
+    answer = JobList(jobs)
+    lists.update(tuple(answer), "", None, answer.serial)
+    assert len(lists.pool) == 20 and len(lists.seen) == 20
+    jobs[3] = replace(jobs[3], state=JobState.COMPLETED)
+    answer = JobList(jobs, JobChanges(answer.serial, (jobs[3],), ()))
+    assert lists.update(tuple(answer), "", answer.changes, answer.serial)
+    assert lists.pool == () and lists.seen == set() and not lists.exact
+    assert lists.by_id["3"].job is jobs[3]

@@ -917,3 +917,18 @@ async def test_a_filter_typed_over_sorted_rows_takes_their_order_instead_of_sort
             top_sorts = [n for n in sorts if n == len([r for r in rows if not r.parent])]
             assert bool(top_sorts) is (step == 3), step
             assert table.row_keys == _reference_order(rows, 1, True), step
+
+
+async def test_rows_of_equal_widths_share_one_widths_tuple():
+    """The widths kept per measured row: rows measuring alike hold one tuple (100,000 rows: a few
+    thousand tuples, not 100,000)."""
+    rows = [row(i, name="same", gpus=3) for i in range(10, 40)]
+    app = Host(rows)
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        kept = [table._measured[r.key][1] for r in rows]
+        assert kept[0] == (3, 4, 1)
+        assert all(widths is kept[0] for widths in kept)
+        other = table._measured["r10"][0]._replace(cells=(Text("r10"), Text("longer"), Text("3")))
+        assert table._row_widths(other) == (3, 6, 1)

@@ -480,3 +480,28 @@ def test_a_node_in_two_partitions_is_one_node_with_both():
     other = row.replace(f"{parse.SEP}gpu{parse.SEP}", f"{parse.SEP}debug{parse.SEP}")
     (node,) = parse.parse_sinfo_text(f"{row}\n{other}\n", "c")
     assert node.partitions == ("gpu", "debug") and node.gpus_total == 8
+
+
+def test_nodes_alike_share_one_tuple_of_gpus():
+    """5,000 nodes of eight GPUs: their Gpus made once per kind of node (count, type, the ones in use,
+    held or not), not 40,000 times; each node's GPUs as before."""
+
+    def node(name: str, used: str, state: str = "mixed", reason: str = "") -> dict:
+        return {"name": name, "state": state, "gres": "gpu:a100:4", "gres_used": used, "reason": reason}
+
+    data = {
+        "nodes": [
+            node("g1", "gpu:a100:2(IDX:0-1)"),
+            node("g2", "gpu:a100:2(IDX:0-1)"),
+            node("g3", "gpu:a100:2(IDX:2-3)"),
+            node("g4", "gpu:a100:0", "drained", "disk"),
+            node("g5", "gpu:a100:0", "drained", "fan"),
+            node("g6", "gpu:a100:0", "drained", "fan"),
+        ]
+    }
+    g1, g2, g3, g4, g5, g6 = parse.parse_sinfo_json(data, "c")
+    assert g1.gpus is g2.gpus and g5.gpus is g6.gpus
+    assert g3.gpus is not g1.gpus and g4.gpus is not g5.gpus
+    assert [g.state for g in g3.gpus] == [GpuState.FREE] * 2 + [GpuState.ALLOCATED] * 2
+    assert [(g.state, g.reason) for g in g4.gpus] == [(GpuState.UNAVAILABLE, "disk")] * 4
+    assert [g.reason for g in g5.gpus] == ["fan"] * 4 and [g.index for g in g1.gpus] == [0, 1, 2, 3]

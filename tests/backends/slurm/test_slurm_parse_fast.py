@@ -670,3 +670,15 @@ def test_parses_stepped_in_turns_or_closed_midway_give_their_jobs_and_say_exactl
         assert delta.since and gc.isenabled()
     finally:
         parse._STRETCH = old
+
+
+def test_details_are_kept_under_interned_words():
+    """Each pending job's details are kept under a key of its own (its expected start): the key's
+    other words are the interned ones, not the strings split from its line, kept a set per job."""
+    parse.clear_caches()
+    lines = [row(job_id=str(100 + i), start=str(1796000000 + i), partition="gpu-" + "x" * 3) for i in range(3)]
+    jobs = parse.squeue_jobs("\n".join(lines).encode(), "c")
+    assert len(parse._TEXT_DETAILS) == 3
+    for key in parse._TEXT_DETAILS:
+        assert all(word is sys.intern(word) for word in key[1:])
+    assert [dict(job.details)["Partition"] for job in jobs] == ["gpu-xxx"] * 3
