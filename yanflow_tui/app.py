@@ -46,7 +46,7 @@ from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
 from yanflow_tui.earlypaint import EarlyPaint
 from yanflow_tui.errors import YanflowError
-from yanflow_tui.heap import Heap
+from yanflow_tui.heap import Heap, map_big_blocks
 from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
 from yanflow_tui.inside import Forwards
 from yanflow_tui.keys import SerialKeys, is_typing
@@ -172,6 +172,7 @@ class YanflowApp(SerialKeys):
         # caller read it into ``hub`` already (the console, to paint it before Textual: ``earlypaint``).
         self.snapshot_file = snapshot_file
         self.heap = Heap()  # no full GC pass over the jobs while a key waits (yanflow_tui.heap)
+        map_big_blocks()  # a refresh's big blocks given back when freed, not kept in the heap (same module)
         self._cache_note = cache_note or ""
         if snapshot_file is not None:  # the console (not a test's app): no GC pass until the first refresh or tick
             self.heap.hold()

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import gc
+import os
+import sys
 import weakref
+
+import pytest
 
 from yanflow_tui import heap
 from yanflow_tui.heap import Heap
@@ -90,3 +94,24 @@ def test_hold_leaves_a_collector_turned_off_elsewhere_off():
     finally:
         keeper.release()
         gc.enable()
+
+
+def _resident_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"),
+    reason="glibc's malloc only",
+)
+def test_a_big_block_freed_is_given_back_even_after_a_bigger_one():
+    """glibc's own threshold rises to the biggest block freed: the next big block (a poll's squeue
+    text) then comes from the heap and is kept when freed. With ``map_big_blocks`` it is unmapped."""
+    assert heap.map_big_blocks() and heap.map_big_blocks()  # once per process, the same answer after
+    bigger = bytearray(16 * 2**20)  # freed: by default, the threshold would rise to 16 MB
+    del bigger
+    block = bytearray(12 * 2**20)  # (zeroed: resident)
+    held = _resident_mb()
+    del block
+    assert _resident_mb() < held - 10

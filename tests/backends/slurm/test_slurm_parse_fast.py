@@ -483,7 +483,8 @@ def test_the_line_caches_hold_the_latest_text_of_each_cluster_and_no_more():
         lines += [row(job_id="7", array_job_id="7", array_task=str(i), state="RUNNING") for i in range(poll % 3)]
         parse.squeue_jobs("\n".join(lines + lines[:3]), "c")  # lines repeated: kept once
         parse.squeue_jobs("\n".join(lines[:5]), "d")  # another cluster's small queue: its own cache
-        assert list(parse._LINES["c"]) == lines and list(parse._LINES["d"]) == lines[:5]
+        kept = [hash(line) for line in lines]  # (each line kept under its hash)
+        assert list(parse._LINES["c"]) == kept and list(parse._LINES["d"]) == kept[:5]
         assert list(parse._ARRAYS["c"]) == (["7"] if poll % 3 else []) and parse._ARRAYS["d"] == {}
     big = [row(job_id=str(i)) for i in range(6000)]
     first = parse.squeue_jobs("\n".join(big), "c")
@@ -682,3 +683,11 @@ def test_details_are_kept_under_interned_words():
     for key in parse._TEXT_DETAILS:
         assert all(word is sys.intern(word) for word in key[1:])
     assert [dict(job.details)["Partition"] for job in jobs] == ["gpu-xxx"] * 3
+
+
+def test_the_tasks_of_an_array_share_one_parent_string():
+    parse.clear_caches()
+    lines = [row(job_id=str(70 + i), array_job_id="69", array_task=str(i), state="RUNNING") for i in range(3)]
+    head, *tasks = parse.squeue_jobs("\n".join(lines).encode(), "c")
+    assert head.id == "69" and [t.id for t in tasks] == ["69_0", "69_1", "69_2"]
+    assert all(t.parent == "69" and t.parent is tasks[0].parent for t in tasks)
