@@ -130,8 +130,8 @@ def map_big_blocks() -> bool:
     32 MB), so the big blocks of the next refreshes (a poll's squeue text: 17 MB at 100,000 jobs; the
     dicts and lists of 100,000 entries) come from the heap, which gives freed memory back only from
     its top: the resident memory then held them on, and grew a little with every refresh (100,000
-    Slurm jobs, 8 polls: peak 406 -> 396 MB, 380 -> 362 MB held). Setting the threshold keeps it
-    fixed. Once per process (later calls say what the first did); False elsewhere (nothing done)."""
+    Slurm jobs, 8 polls: peak 406 -> 394-398 MB, 380 -> 364-367 MB held). Setting the threshold
+    keeps it fixed. Once per process (later calls say what the first did); False elsewhere (nothing done)."""
     global _mapped
     if _mapped is None:
         _mapped = False
