@@ -13,7 +13,7 @@ import asyncio
 import time
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
 from itertools import chain, compress, count, islice, repeat
 from operator import attrgetter, is_, is_not, ne, not_, sub
 from pathlib import Path
@@ -262,6 +262,11 @@ def _position(entries: list[_Entry], entry: _Entry, key: Callable[[_Entry], tupl
     while at < len(entries) and entries[at] is not entry and key(entries[at]) == wanted:
         at += 1
     return at if at < len(entries) and entries[at] is entry else None
+
+
+def _unmade(values: Iterable[object]) -> list[int]:
+    """The indices of ``values`` that are None (not made yet), found in one pass in C."""
+    return list(compress(count(), map(is_, values, repeat(None))))
 
 
 def _missing(order: list[int], total: int) -> list[int]:
@@ -773,10 +778,7 @@ class QueueScreen(DataScreen):
         entries = self._entries or {}
         if self.marked:
             self.marked = {key for key in self.marked if key in entries}
-        app = self.app
-
-        def clock() -> float:  # read at draw time (tests pin it)
-            return app.clock()
+        clock = self._draw_clock()
 
         marked = self.marked
         if not self.job_filter.empty:
@@ -839,7 +841,7 @@ class QueueScreen(DataScreen):
         changed since is known (``_delta``), the counts are those, moved by the changes."""
         top, children = self._top, self._children
         rows = list(map(_PLAIN_ROW, top))
-        made = list(compress(range(len(rows)), map(is_, rows, repeat(None))))
+        made = _unmade(rows)
         for at in made:  # groups, changed jobs
             entry = top[at]
             kids = children.get(entry.key)
@@ -974,6 +976,15 @@ class QueueScreen(DataScreen):
             return None
         return [*rows[:at], row, *rows[end:]], counts - states
 
+    def _draw_clock(self) -> Callable[[], float]:
+        """The clock a row's live cells read when drawn: the app's, looked up then (tests pin it)."""
+        app = self.app
+
+        def clock() -> float:
+            return app.clock()
+
+        return clock
+
     def _catch_up(self) -> bool:
         """After a refresh that changed few entries (at most ``CATCH_UP`` of them, in part), with the
         Queue on show: what the first filter keystroke needs for them made now, with the refresh,
@@ -985,26 +996,18 @@ class QueueScreen(DataScreen):
         if table is None or not self.is_mounted or not self.app.shows(self):
             return False
         flat = self._flat
-        total = len(flat)
-        no_text = list(compress(range(total), map(is_, map(_TEXTS, flat), repeat(None))))
-        no_row = list(compress(range(total), map(is_, map(_VIEW_ROW, flat), repeat(None))))
-        if len(no_text) + len(no_row) > max(CATCH_UP_MIN, total * CATCH_UP):
+        no_text = sum(map(is_, map(_TEXTS, flat), repeat(None)))
+        no_row = _unmade(map(_VIEW_ROW, flat))
+        if no_text + len(no_row) > max(CATCH_UP_MIN, len(flat) * CATCH_UP):
             return False
-        entries = list(map(flat.__getitem__, no_text))
-        for entry, text in zip(entries, any_texts(list(map(_JOB, entries)))):
-            entry.text = text
-        self._per_entry()
+        self._per_entry()  # (the texts not made yet first)
         self._kinds_now()
-        app = self.app
-
-        def clock() -> float:
-            return app.clock()
-
+        clock = self._draw_clock()
         parent_of, children = self._parent_of, self._children
         made = [self._view_row(index, clock) for index in no_row]
         table.measure(row for row in made if row.key in parent_of or row.key in children)
         self._no_text, self._no_row, self._texts_warmed = [], [], True
-        app.heap.settled()  # (what was made lives on, as after idle warming)
+        self.app.heap.settled()  # (what was made lives on, as after idle warming)
         return True
 
     def _warm_later(self) -> None:
@@ -1036,12 +1039,11 @@ class QueueScreen(DataScreen):
             self.set_timer(WARM_AFTER_KEY - since, self._warm_members)
             return
         flat = self._flat
-        total = len(flat)
         until = time.perf_counter() + WARM_BUDGET  # (what is still to make is found in one pass in C)
         if not self._texts_warmed:
             missing = self._no_text
             if missing is None:  # the entries with no text, found in one pass in C
-                missing = self._no_text = list(compress(range(total), map(is_, map(_TEXTS, flat), repeat(None))))
+                missing = self._no_text = _unmade(map(_TEXTS, flat))
             while missing and time.perf_counter() < until:
                 chunk = missing[-1024:]  # (a chunk all new, as at the first load: ~3 ms)
                 del missing[-1024:]
@@ -1056,13 +1058,11 @@ class QueueScreen(DataScreen):
             self._warm_later()
             return
 
-        def clock() -> float:
-            return app.clock()
-
+        clock = self._draw_clock()
         parent_of, children = self._parent_of, self._children
         missing = self._no_row
         if missing is None:  # the entries with no view row yet, found in one pass in C (last first)
-            missing = self._no_row = list(compress(range(total), map(is_, map(_VIEW_ROW, flat), repeat(None))))
+            missing = self._no_row = _unmade(map(_VIEW_ROW, flat))
             missing.reverse()
         made: list[Row] = []
         while missing and len(made) < WARM_ROWS and time.perf_counter() < until:
@@ -1084,7 +1084,7 @@ class QueueScreen(DataScreen):
         (an entry keeps its text until its job changes: a refresh makes only the changed ones')."""
         entries = self._flat[start:end]
         texts = list(map(_TEXTS, entries))
-        missing = list(compress(range(len(texts)), map(is_, texts, repeat(None))))
+        missing = _unmade(texts)
         if missing:
             for at, text in zip(missing, any_texts([entries[at].job for at in missing])):
                 texts[at] = entries[at].text = text
@@ -1209,7 +1209,7 @@ class QueueScreen(DataScreen):
                 start = at
             order += matched[start:]
         rows = list(map(_VIEW_ROW, map(flat.__getitem__, order)))
-        for at in list(compress(range(len(rows)), map(is_, rows, repeat(None)))):  # not made yet
+        for at in _unmade(rows):  # not made yet
             rows[at] = self._view_row(order[at], clock)
         for index in closed:
             entry = flat[index]

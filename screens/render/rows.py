@@ -94,6 +94,26 @@ def _cluster_cell(job: Job, note: str) -> str | Text:
     return cluster
 
 
+SHARED_MAX = 65536
+
+
+class Shared(dict):
+    """Values made once each by ``make`` and shared by every user of an equal key (sort strings,
+    cells, widths): a hit is a plain dict lookup (in C). What is shared is never changed in place
+    (the table copies a ``Text`` cell before cutting it to fit). Bounded: emptied when it grows past
+    ``SHARED_MAX``."""
+
+    def __init__(self, make: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, value: Any) -> Any:
+        if len(self) >= SHARED_MAX:
+            self.clear()
+        made = self[value] = self.make(value)
+        return made
+
+
 class _Age:
     """A row's live age cell: the job's age by ``clock`` as a ``Text``, worked out when the row is
     drawn. A slotted object (48 bytes), not a closure per row (about 270 bytes: a function, its
@@ -108,26 +128,9 @@ class _Age:
         return text(age_text(self.submitted, self.clock()))
 
 
-class _Cells(dict):
-    """Cells made once per value and shared by every row showing it (one state ``Text`` per state,
-    one GPU count string per count, one node list string per node tuple), not one per row. Shared
-    ``Text`` cells are never changed in place: the table copies a cell before cutting it to fit.
-    Bounded: emptied when it grows past ``_SHARED_MAX``."""
-
-    def __init__(self, make: Callable[[Any], str | Text]) -> None:
-        super().__init__()
-        self.make = make
-
-    def __missing__(self, value: Any) -> str | Text:
-        if len(self) >= _SHARED_MAX:
-            self.clear()
-        made = self[value] = self.make(value)
-        return made
-
-
-_state_cells = _Cells(lambda state: text(state.value, STATE_STYLES.get(state, "")))
-_gpus_cells = _Cells(lambda gpus: str(gpus) if gpus else "-")
-_nodes_cell = _Cells(lambda nodes: clean(",".join(nodes)) or "-").__getitem__
+_state_cells = Shared(lambda state: text(state.value, STATE_STYLES.get(state, "")))
+_gpus_cells = Shared(lambda gpus: str(gpus) if gpus else "-")
+_nodes_cell = Shared(lambda nodes: clean(",".join(nodes)) or "-").__getitem__
 
 
 def job_sort_values(job: Job, previous: Job | None = None, values: tuple | None = None) -> tuple:
@@ -162,34 +165,15 @@ def job_sort_values(job: Job, previous: Job | None = None, values: tuple | None 
 
 
 # ``natural_text`` of the values many jobs share (cluster names, node lists): worked out once each,
-# not per job (10,000 jobs on 64 nodes: 64 node lists). Bounded: emptied when it grows past its size.
-# Names, users and reasons are shared too: jobs with equal values get the very same sort string, which
-# a sort compares at once (identical), not character by character (a sort of 100,000 rows by user:
-# 68 ms -> a few).
-_SHARED_MAX = 65536
-
-
-class _Shared(dict):
-    """Sort strings made once per value by ``make``; a hit is a plain dict lookup (in C). Bounded:
-    emptied when it grows past ``_SHARED_MAX``."""
-
-    def __init__(self, make: Callable[[Any], str]) -> None:
-        super().__init__()
-        self.make = make
-
-    def __missing__(self, value: Any) -> str:
-        if len(self) >= _SHARED_MAX:
-            self.clear()
-        made = self[value] = self.make(value)
-        return made
-
-
+# not per job (10,000 jobs on 64 nodes: 64 node lists). Names, users and reasons are shared too: jobs
+# with equal values get the very same sort string, which a sort compares at once (identical), not
+# character by character (a sort of 100,000 rows by user: 68 ms -> a few).
 # cluster names and node lists (a tuple: joined first) share one table, as they always have
-_repeated_natural = _nodes_natural = _Shared(
+_repeated_natural = _nodes_natural = Shared(
     lambda value: natural_text(",".join(value) if isinstance(value, tuple) else value)
 ).__getitem__
-_name_natural = _Shared(lambda name: natural_text(name.lower())).__getitem__
-_lower = _Shared(str.lower).__getitem__
+_name_natural = Shared(lambda name: natural_text(name.lower())).__getitem__
+_lower = Shared(str.lower).__getitem__
 
 
 def _age_value(submitted: datetime | None) -> float:

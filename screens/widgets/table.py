@@ -30,7 +30,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.strip import Strip
 
-from yanflow_tui.screens.render.rows import natural_key
+from yanflow_tui.screens.render.rows import Shared, natural_key
 from yanflow_tui.screens.widgets.scrolling import QuietScrollView, set_virtual_size
 from yanflow_tui.widths import fit_widths
 
@@ -102,20 +102,9 @@ def _width(cell: Cell) -> int:
     return len(plain) if plain.isascii() else cell_len(plain)
 
 
-_WIDTHS: dict[tuple[int, ...], tuple[int, ...]] = {}  # each set of widths met, kept once
-_WIDTHS_MAX = 65536
-
-
-def _shared_widths(widths: tuple[int, ...]) -> tuple[int, ...]:
-    """``widths`` as the one tuple kept for equal widths: rows mostly repeat a few thousand sets,
-    so 100,000 rows measured hold a few thousand tuples, not 100,000 (11 MB). Bounded: emptied
-    when it grows past ``_WIDTHS_MAX``."""
-    shared = _WIDTHS.get(widths)
-    if shared is None:
-        if len(_WIDTHS) >= _WIDTHS_MAX:
-            _WIDTHS.clear()
-        shared = _WIDTHS[widths] = widths
-    return shared
+# each set of widths met, kept once: rows mostly repeat a few thousand sets, so 100,000 rows measured
+# hold a few thousand tuples, not 100,000 (11 MB)
+_shared_widths: Callable[[tuple[int, ...]], tuple[int, ...]] = Shared(lambda widths: widths).__getitem__
 
 
 def _cell_text(cell: Cell) -> Text:
