@@ -26,6 +26,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
+from yanflow_tui import heap
 from yanflow_tui.filters import FilterError, JobColumns, JobFilter, any_texts, compile_filter
 from yanflow_tui.hub import Health, error_text
 from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
@@ -622,7 +623,7 @@ class QueueScreen(DataScreen):
 
     # -- data --------------------------------------------------------------------------------------
     def refresh_data(self) -> None:
-        with self.app.heap.making():  # (no GC pass over the lists of rows made here)
+        with heap.paused():  # (no GC pass over the lists of rows made here)
             self._refresh_data()
 
     def _refresh_data(self) -> None:

@@ -4,11 +4,9 @@ of StdOut/StdErr paths. Pure functions, no I/O."""
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 from collections.abc import Generator, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import chain, count, islice
@@ -19,32 +17,6 @@ from yanflow_tui import heap
 from yanflow_tui.backends.slurm.comment import facts_of
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobState, Node, maker, quick_init
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: a parse makes objects by the hundred thousand, nearly
-    all of them kept, and the collections their allocations set off walk the whole heap again and
-    again (a quarter to a third of a 100,000-line parse). What lives after a parse that returns goes
-    to the oldest generation straight away (``gc.freeze`` then ``gc.unfreeze``; just ``gc.freeze``
-    where objects are frozen already: the app's ``yanflow_tui.heap`` freezes what a refresh keeps, and
-    says so, ``heap.frozen``, without the count that walks them all): else the first collection after
-    it walks every object just made, 0.2 s per 100,000. The collector is on again after, an exception
-    included; one already off (the app at startup) is left off."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-        if heap.frozen() or gc.get_freeze_count():
-            gc.freeze()
-        else:
-            gc.freeze()
-            gc.unfreeze()
-    finally:
-        gc.enable()
-
 
 # A delimiter that cannot occur in names given on the command line (ASCII unit separator).
 SEP = "\x1f"
@@ -858,7 +830,7 @@ def parse_squeue_text(text: str) -> list[RawJob]:
     epoch as one ``datetime``: a queue of 100,000 jobs holds a few thousand distinct values. A line
     met in a recent parse gives the same ``RawJob`` as then (see ``_ROWS``)."""
     global _ROWS, _ROWS_OLD
-    with collector_paused():
+    with heap.paused():
         jobs = _parse_squeue_text(text, _ROWS, _ROWS_OLD)
         if len(_ROWS) > len(jobs) + len(jobs) // 8 + _ROWS_SLACK:
             _ROWS_OLD, _ROWS = _ROWS, {}
@@ -1072,7 +1044,7 @@ def build_jobs(raws: Iterable[RawJob], cluster: str) -> list[Job]:
     """Domain jobs; each array becomes a group Job (``parent=""``) followed by its tasks as children."""
     global _JOBS, _JOBS_OLD, _GROUPS, _GROUPS_OLD
     raws = list(raws)
-    with collector_paused():
+    with heap.paused():
         jobs = _build_jobs(raws, cluster)
         if len(_JOBS) > len(raws) + len(raws) // 8 + _ROWS_SLACK:
             _JOBS_OLD, _JOBS = _JOBS, {}
@@ -1228,7 +1200,7 @@ def squeue_steps(text: str | bytes, cluster: str) -> Generator[None, None, tuple
     rows: dict[Any, Job | _Member] = {}
     fresh: list[Job | _Member] = []
     arrays: dict[str, tuple[list[_Member], list[Job]]] = {}
-    with collector_paused():
+    with heap.paused():
         try:
             jobs, groups, twice = yield from _squeue_jobs(text, cluster, kept, rows, fresh)
             if groups:
