@@ -125,7 +125,7 @@ FIRST_JOB = "9000000"  # the id of the first made-up job (the Queue's first row)
 def add_jobs(home: str, count: int) -> None:
     """Add ``count`` made-up jobs (this user's, in every state) to each cluster of the snapshot in ``home``."""
     import getpass
-    from datetime import UTC, datetime
+    from datetime import datetime, timezone
 
     from yanflow_tui import snapcache
     from yanflow_tui.hub import ClusterSnapshot, Health
@@ -133,7 +133,7 @@ def add_jobs(home: str, count: int) -> None:
 
     path = Path(home) / ".state" / "yanflow" / snapcache.FILE_NAME
     clusters = snapcache.decode(path.read_bytes())
-    states, user, now = list(JobState), getpass.getuser(), datetime.now(UTC)
+    states, user, now = list(JobState), getpass.getuser(), datetime.now(timezone.utc)
     snaps = []
     for name, c in clusters.items():
         jobs = tuple(

@@ -27,7 +27,7 @@ import random
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from yanflow_tui.backends.base import Backend, Capabilities
 from yanflow_tui.model import Gpu, GpuState, Job, JobChanges, JobKind, JobList, JobState, LogLine, Node
@@ -53,7 +53,7 @@ NEXT_STATE = {
     JobState.CANCELLED: (JobState.CANCELLED,),
     JobState.UNKNOWN: (JobState.PENDING,),
 }
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 
 
 class SyntheticBackend(Backend):

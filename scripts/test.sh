@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install every extra and test dependency into .venv, run the static checks (scripts/check: ruff, ruff
-# format, mypy, import-linter), then the whole test suite; fails when any check or any test fails.
+# format, mypy, import-linter), then the whole test suite and the Python matrix (scripts/matrix); fails when
+# any check, any test or any Python of the matrix fails.
 # `scripts/test.sh --checks-only` stops after the checks; other arguments go to pytest.
 # Used as is by .ci/run; works on a fresh machine as root or as a user.
 set -euo pipefail
@@ -40,8 +41,18 @@ if [ "$(id -u)" = 0 ]; then
             || echo "test.sh: installing prometheus failed; the metrics tests will fail" >&2
     fi
 fi
+# The whole run (no pytest arguments) also runs the Python matrix: 3.10 to 3.13, each in a fresh venv. It runs
+# first, so that the suite's own summary is the last line.
+matrix=0
+if [ $# = 0 ]; then
+    scripts/matrix </dev/null || matrix=$?
+fi
 tests=0
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" || tests=$?
+if [ "$matrix" != 0 ]; then
+    echo "test.sh: the Python matrix failed (see '== matrix results' above)" >&2
+    [ "$tests" = 0 ] && tests=$matrix
+fi
 if [ "$checks" != 0 ]; then
     echo "test.sh: the static checks failed (see '== check:' above; scripts/check NAME reruns one)" >&2
 fi

@@ -49,8 +49,10 @@ class Terminal:
             "LANG": "C.UTF-8",
             "COLORTERM": "truecolor",
         }
+        # In the user's home, not the checkout: `python -m yanflow_tui` puts its folder first on sys.path, and
+        # the checkout's own yanflow_tui/ would hide the installed package (the Python matrix installs a wheel).
         self.child = pexpect.spawn(
-            argv[0], argv[1:], cwd=str(ROOT), env={**base, **(env or {})}, dimensions=(lines, columns)
+            argv[0], argv[1:], cwd=str(home), env={**base, **(env or {})}, dimensions=(lines, columns)
         )
 
     @classmethod

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
-from datetime import UTC, timedelta
+from datetime import timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -708,7 +708,7 @@ def _just_before(stamp: str) -> str | None:
     when = det_convert.when(stamp)
     if when is None:
         return None
-    return (when - timedelta(microseconds=1)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return (when - timedelta(microseconds=1)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _is_read_timeout(exc: BaseException) -> bool:

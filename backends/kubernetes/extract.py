@@ -7,7 +7,7 @@ Pure functions, no I/O, cheap enough for tens of thousands of watch events per s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 GPU_SUFFIX = "/gpu"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
@@ -113,7 +113,7 @@ def parse_time(value: str) -> datetime | None:
     if not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
     except ValueError:
         return None
 

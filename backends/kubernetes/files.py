@@ -15,7 +15,7 @@ import shutil
 import tarfile
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, cast
 
@@ -46,7 +46,7 @@ def list_dir(start: Runner, path: str) -> FileListing:
             continue  # a name with a line break: not listed
         kind, size, mtime, name = parts
         name = name.removeprefix("./")
-        stamp = datetime.fromtimestamp(int(mtime), UTC) if mtime.isdigit() else None
+        stamp = datetime.fromtimestamp(int(mtime), timezone.utc) if mtime.isdigit() else None
         files.append(JobFile(name, posixpath.join(where, name), int(size), stamp, kind == "directory"))
     files.sort(key=lambda f: (not f.is_dir, f.name))
     return FileListing(where, tuple(files))

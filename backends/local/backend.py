@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
@@ -83,7 +83,7 @@ def _memory_total_mb() -> int:
 
 
 def _when(stamp: float | None) -> datetime | None:
-    return datetime.fromtimestamp(stamp, tz=UTC) if stamp else None
+    return datetime.fromtimestamp(stamp, tz=timezone.utc) if stamp else None
 
 
 class LocalBackend(Backend):

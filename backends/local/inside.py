@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
@@ -36,7 +36,7 @@ def list_dir(workdir: str, path: str = "") -> FileListing:
         except OSError:
             continue  # gone since listed
         is_dir = entry.is_dir(follow_symlinks=False)
-        stamp = datetime.fromtimestamp(info.st_mtime, UTC)
+        stamp = datetime.fromtimestamp(info.st_mtime, timezone.utc)
         files.append(JobFile(entry.name, entry.path, 0 if is_dir else info.st_size, stamp, is_dir))
     files.sort(key=lambda f: (not f.is_dir, f.name))
     return FileListing(str(where), tuple(files))

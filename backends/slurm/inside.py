@@ -13,7 +13,7 @@ import os
 import posixpath
 import shutil
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
@@ -55,7 +55,7 @@ async def list_dir(transport: Transport, workdir: str, path: str = "") -> FileLi
             continue
         kind, size, mtime, name = parts
         try:
-            stamp: datetime | None = datetime.fromtimestamp(float(mtime), UTC)
+            stamp: datetime | None = datetime.fromtimestamp(float(mtime), timezone.utc)
         except ValueError:
             stamp = None
         files.append(JobFile(name, posixpath.join(head, name), int(size), stamp, kind == "d"))

@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from itertools import chain, count, islice
 from sys import intern
 from typing import Any, TypeVar
@@ -690,6 +690,7 @@ _make_raw = maker(RawJob)
 
 
 _stamp = datetime.fromtimestamp
+_UTC = timezone.utc  # a module name: the attribute lookup costs per job
 
 
 def _time(value: Any) -> datetime | None:
@@ -697,7 +698,7 @@ def _time(value: Any) -> datetime | None:
     if number <= 0:
         return None
     try:
-        return _stamp(number, UTC)  # positional: a keyword argument costs as much again
+        return _stamp(number, _UTC)  # positional: a keyword argument costs as much again
     except (OverflowError, OSError, ValueError):
         return None
 

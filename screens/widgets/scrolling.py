@@ -16,14 +16,13 @@ size (which no layout uses) asks for nothing, and it repaints only when what it 
 
 from __future__ import annotations
 
-from typing import Self
-
 from rich.console import RenderableType
 from textual.geometry import Region, Size
 from textual.reactive import Reactive
 from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBar
 from textual.widget import Widget
+from typing_extensions import Self  # typing.Self is 3.11+
 
 
 class QuietScrollBar(ScrollBar):

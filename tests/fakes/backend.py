@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from yanflow_tui.backends.base import Backend, Capabilities
 from yanflow_tui.errors import AuthRequired, BackendError
 from yanflow_tui.model import Checkpoint, Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, MetricPoint, Node
 
-FIXED = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+FIXED = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 
 
 class FakeBackend(Backend):

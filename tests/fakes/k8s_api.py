@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from aiohttp import web
@@ -50,7 +50,7 @@ JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 
 
 def now_text(offset: float = 0.0) -> str:
-    return (datetime.now(UTC) + timedelta(seconds=offset)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (datetime.now(timezone.utc) + timedelta(seconds=offset)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def status(code: int, reason: str, message: str, details: dict | None = None) -> dict:
@@ -601,7 +601,7 @@ class K8sEmulator:
             )
         since = None
         if q.get("sinceSeconds"):
-            since = _nano(datetime.now(UTC) - timedelta(seconds=int(q["sinceSeconds"])))
+            since = _nano(datetime.now(timezone.utc) - timedelta(seconds=int(q["sinceSeconds"])))
         if q.get("sinceTime"):  # RFC 3339, whole seconds, as the API server takes it
             since = _nano(datetime.fromisoformat(q["sinceTime"].replace("Z", "+00:00")).replace(microsecond=0))
         tail = int(q["tailLines"]) if q.get("tailLines") else None  # of what is there now, after since
@@ -669,7 +669,7 @@ def _containers(pod: dict | None) -> list[str]:
 
 
 def _nano_now() -> str:
-    return _nano(datetime.now(UTC))
+    return _nano(datetime.now(timezone.utc))
 
 
 def _nano(when: datetime) -> str:

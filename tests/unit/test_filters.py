@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from yanflow_tui.filters import FIELDS, FilterError, JobColumns, JobFields, JobFilter, any_texts, compile_filter
 from yanflow_tui.model import Job, JobKind, JobState
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 def job(**kw) -> Job:

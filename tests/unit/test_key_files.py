@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 import yaml
 from fakes.k8s_api import K8sEmulator, make_job, make_pod
-from paths import ROOT
 from waiting import wait_until
 
 from yanflow_tui import keyfiles
@@ -147,7 +146,6 @@ def env(tmp_path, pki, tls_emulator) -> dict[str, str]:
         "XDG_STATE_HOME": str(home / ".state"),
         "YANFLOW_CONFIG": str(config),
         "TERM": "xterm-256color",
-        "PYTHONPATH": str(ROOT),
     }
 
 

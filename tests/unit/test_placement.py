@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
 from yanflow_tui.screens.render.placement import placement_text
 
-WHEN = datetime(2026, 11, 29, tzinfo=UTC)
+WHEN = datetime(2026, 11, 29, tzinfo=timezone.utc)
 
 
 def job(**kw) -> Job:

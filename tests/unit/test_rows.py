@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +11,7 @@ from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
 from yanflow_tui.screens.render.gpu_cells import GLYPHS, cell_kind, node_fields, node_gpus, util_label
 from yanflow_tui.screens.render.rows import duration, job_live_cells, job_sort_values
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 def job(**kw) -> Job:
@@ -89,7 +89,7 @@ def test_live_cells_draw_the_age_when_asked_and_sort_values_order_numbers_as_num
     assert cells[7]().plain == "1h"  # the same cell, later: no rebuild needed
     assert job_sort_values(job(gpus=9))[5] < job_sort_values(job(gpus=10))[5]
     assert job_sort_values(job(id="9"))[1] < job_sort_values(job(id="10"))[1]
-    young, old = job(submit_time=datetime(2026, 2, 1, tzinfo=UTC)), job()
+    young, old = job(submit_time=datetime(2026, 2, 1, tzinfo=timezone.utc)), job()
     assert job_sort_values(young)[7] < job_sort_values(old)[7] < job_sort_values(job(submit_time=None))[7]
 
 
@@ -163,7 +163,7 @@ def _plain(cell) -> str:
             "state": st.sampled_from(list(JobState)),
             "gpus": st.integers(0, 3),
             "nodes": st.sampled_from([(), ("n1",), ("n1", "n2")]),
-            "submit_time": st.sampled_from([None, T0, datetime(2026, 1, 2, tzinfo=UTC)]),
+            "submit_time": st.sampled_from([None, T0, datetime(2026, 1, 2, tzinfo=timezone.utc)]),
             "reason": st.sampled_from(["", "Priority"]),
         },
     ),

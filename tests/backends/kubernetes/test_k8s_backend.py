@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -427,7 +427,7 @@ async def test_the_previous_log_of_a_restarted_sidecar_comes_first_in_its_own_st
 async def test_log_tail_and_since_limit_the_first_read_as_kubectl_does(emulator, kubeconfig):
     emulator.put("jobs", make_job("chatty", NS))
     emulator.put("pods", make_pod("chatty-1", NS, node="gpu-a", job="chatty"))
-    two_hours_ago = (datetime.now(UTC) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
+    two_hours_ago = (datetime.now(timezone.utc) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
     emulator.write_log(NS, "chatty-1", "old 1", "old 2", stamp=two_hours_ago)
     emulator.write_log(NS, "chatty-1", "new 1", "new 2", "new 3")
     tail = KubernetesBackend(cluster(kubeconfig, log_tail=2))

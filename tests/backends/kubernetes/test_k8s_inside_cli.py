@@ -14,7 +14,6 @@ import pytest
 from fakes.k8s_api import make_job, make_pod
 from jobhelpers import run_cli
 from k8shelpers import config_file, read_exactly
-from paths import ROOT
 
 NS = "ml"
 
@@ -54,11 +53,11 @@ def test_shell_is_refused_read_only_before_any_request(emulator, config, root):
     assert emulator.streams.execs == []
 
 
-def test_forward_prints_a_local_address_that_reaches_the_pods_port(emulator, config, root, tcp_server):
+def test_forward_prints_a_local_address_that_reaches_the_pods_port(emulator, config, root, tcp_server, tmp_path):
     emulator.streams.map_port(NS, "train-x", 8888, tcp_server(lambda data: b"pong " + data))
     proc = subprocess.Popen(
         [sys.executable, "-m", "yanflow_tui", "forward", "ml/train", "8888", "--config", str(config)],
-        cwd=ROOT,
+        cwd=tmp_path,
         env=dict(os.environ),  # the home fixture's, monkeypatched
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
