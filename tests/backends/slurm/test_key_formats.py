@@ -21,7 +21,6 @@ from opensshhelpers import control, our_pids
 from private_sshd import PrivateSshd
 from prompthelpers import Prompts
 
-from yanflow_tui.backends.slurm import sshauth
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
 from yanflow_tui.backends.slurm.transport import SshTransport, parse_ssh_option
 from yanflow_tui.errors import AuthRequired, BackendError
@@ -180,7 +179,6 @@ async def test_a_missing_bcrypt_is_said_as_that_never_as_a_wrong_passphrase(
     slurm_dir, sshd, keys, form, no_agent, monkeypatch
 ):
     unimportable_bcrypt(monkeypatch)
-    assert not sshauth.kdf_available()
     key = keys[form]
     prompts = Prompts(PASSPHRASE)
     transport = asyncssh_transport(sshd, key)
