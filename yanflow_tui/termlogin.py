@@ -21,18 +21,25 @@ BATCH_TIMEOUT = 60.0  # a login with nobody to answer: ssh's own ConnectTimeout 
 PREFIX = "yanflow-tui: "
 
 
+def _alone(argv: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` with no input and no terminal to find (it cannot prompt), keeping what it says."""
+    return subprocess.run(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        timeout=timeout,
+        start_new_session=True,
+    )
+
+
 def logged_in(login: TerminalLogin) -> bool:
     try:
-        result = subprocess.run(
-            login.check,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=CHECK_TIMEOUT,
-        )
+        return _alone(login.check, CHECK_TIMEOUT).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return result.returncode == 0
 
 
 def log_in(login: TerminalLogin, out: TextIO | None = None) -> str:
@@ -53,16 +60,7 @@ def log_in_batch(login: TerminalLogin) -> str:
     if not login.batch:
         return f"{login.what}: this login needs a terminal to answer its prompts"
     try:
-        result = subprocess.run(
-            login.batch,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            timeout=BATCH_TIMEOUT,
-            start_new_session=True,  # no controlling terminal for it to find
-        )
+        result = _alone(login.batch, BATCH_TIMEOUT)
     except subprocess.TimeoutExpired:
         return f"{login.what}: login timed out after {BATCH_TIMEOUT:.0f} s"
     except OSError as exc:
