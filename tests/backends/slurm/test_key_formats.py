@@ -237,10 +237,10 @@ async def test_openssh_asks_the_passphrase_of_every_key_format_and_logs_in(
 async def test_openssh_with_the_key_in_the_agent_logs_in_with_no_terminal(
     slurm_dir, sshd, keys, form, agent, sockets, tmp_path
 ):
-    add_to_agent(agent, keys[form], tmp_path / "")
-    (tmp_path / "prompts").unlink(missing_ok=True)
+    add_to_agent(agent, keys[form], tmp_path)
     transport = openssh_transport(sshd, keys[form])
     login = transport.login()
+    assert "BatchMode=yes" in login.batch and "BatchMode=yes" not in login.argv
     try:
         assert log_in_batch(login) == ""  # BatchMode: nothing could be asked, nothing needed
         assert logged_in(login)
