@@ -178,12 +178,15 @@ class TerminalLogin:
     """A login made in the real terminal, before the console starts or while it is suspended, so the
     user answers whatever the cluster asks (a one-time code, a key passphrase, Kerberos) as with their
     own ``ssh``. ``check`` exits 0 when the cluster is logged in already; ``argv`` logs in, prompting
-    on the terminal, and exits 0 once it has (it may leave a process behind, e.g. an ssh master)."""
+    on the terminal, and exits 0 once it has (it may leave a process behind, e.g. an ssh master);
+    ``batch`` is the same login with no terminal (a command in a pipe, cron): it never prompts, and
+    logs in only when nothing needs asking (an agent's key, a key with no passphrase, Kerberos)."""
 
     cluster: str
     what: str  # told to the user before the prompts, e.g. "ssh master for alice@login.hpc"
     argv: tuple[str, ...]
     check: tuple[str, ...]
+    batch: tuple[str, ...] = ()  # () when the login cannot be made without a terminal
 
 
 @dataclass(frozen=True)

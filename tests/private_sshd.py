@@ -35,9 +35,10 @@ def free_port() -> int:
 
 class PrivateSshd:
     """One sshd on 127.0.0.1:<free port>, configured like the cluster's own, with
-    ``path_prefix`` (a folder) first on the login node's ``PATH`` when given."""
+    ``path_prefix`` (a folder) first on the login node's ``PATH`` when given, and the public keys in
+    the file ``authorized`` (no space in its path) let in besides the cluster's client key."""
 
-    def __init__(self, workdir: Path | None = None, path_prefix: Path | None = None):
+    def __init__(self, workdir: Path | None = None, path_prefix: Path | None = None, authorized: Path | None = None):
         require_cluster()
         self.port = free_port()
         self.dir = Path(workdir or DIR / "run" / f"private-sshd-{self.port}")
@@ -55,7 +56,7 @@ class PrivateSshd:
         self.config.write_text(
             f"ListenAddress 127.0.0.1\nPort {self.port}\n"
             f"HostKey {DIR}/ssh/host_ed25519\nPidFile {self.pidfile}\n"
-            f"AuthorizedKeysFile {DIR}/ssh/authorized_keys\n"
+            f"AuthorizedKeysFile {DIR}/ssh/authorized_keys {authorized or ''}\n"
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
             "PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\n"
             "MaxSessions 10\nMaxStartups 50:30:100\n"

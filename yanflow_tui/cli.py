@@ -304,18 +304,30 @@ def _run_app(config) -> int:
     return app.return_code or 0
 
 
-def _hub(config, cluster: str | None = None):
+async def _hub(config, cluster: str | None = None):
+    """The clusters of a command. One that logs in in the terminal (an OpenSSH master) and is not
+    logged in logs in first, as the console does: with ssh's own prompts in a terminal; with no
+    terminal, only where nothing needs asking (BatchMode). What it starts stays for the console."""
     import asyncio
 
+    from yanflow_tui import termlogin
     from yanflow_tui.hub import Hub
 
     if cluster:
         config.cluster(cluster)  # fails with the list of configured names
     hub = Hub(config)
-    if sys.stdin.isatty():  # a login's questions (a one-time code, a passphrase) are asked in the terminal
+    terminal = sys.stdin.isatty()
+    if terminal:  # a login's questions (a one-time code, a passphrase) are asked in the terminal
         asking = asyncio.Lock()
         for name, backend in hub.backends.items():
             backend.prompter = partial(_ask_in_terminal, asking, name)
+
+    def log_in() -> None:
+        for name, why in termlogin.log_in_needed(hub, [cluster] if cluster else hub.names, terminal):
+            if why:
+                _error(f"cluster {name!r}: {why}")
+
+    await asyncio.to_thread(log_in)  # ssh -G, -O check and the login itself: off the event loop
     return hub
 
 
@@ -411,7 +423,7 @@ async def _job_cluster(hub, name: str | None, job_id: str) -> str:
 async def _list(config, args, what: str) -> int:
     import asyncio
 
-    hub = _hub(config, args.cluster)
+    hub = await _hub(config, args.cluster)
     names = [args.cluster] if args.cluster else hub.names
     try:
         snaps = await asyncio.gather(*(hub.refresh(n, jobs=what == "jobs", nodes=what == "nodes") for n in names))
@@ -555,7 +567,7 @@ async def _submit(config, args) -> int:
     from yanflow_tui.nativefiles import load_job_file
 
     spec = load_job_file(args.file, args.context)
-    hub = _hub(config)
+    hub = await _hub(config, getattr(args, "cluster", None))
     try:
         name = hub.cluster_for_submit(args.cluster, spec.cluster, spec.kind, spec.native and spec.native.kind)
         backend = hub.backend(name)
@@ -606,7 +618,7 @@ async def _verdict(hub, name: str, spec):
 
 
 async def _cancel(config, args) -> int:
-    hub = _hub(config)
+    hub = await _hub(config, getattr(args, "cluster", None))
     try:
         name = await _job_cluster(hub, args.cluster, args.job)
         await hub.call(hub.backend(name).cancel(args.job))
@@ -645,7 +657,7 @@ def verb_args(args) -> dict[str, str]:
 
 async def _verb(config, args) -> int:
     """resubmit, hold, release, requeue, edit, signal: one ``perform`` through the gate."""
-    hub = _hub(config)
+    hub = await _hub(config, getattr(args, "cluster", None))
     try:
         _refuse_if_read_only(hub, args.cluster, args.job, args.command)
         name = await _job_cluster(hub, args.cluster, args.job)
@@ -657,7 +669,7 @@ async def _verb(config, args) -> int:
 
 
 async def _logs(config, args) -> int:
-    hub = _hub(config)
+    hub = await _hub(config, getattr(args, "cluster", None))
     try:
         name = await _job_cluster(hub, args.cluster, args.job)
         backend = hub.backend(name)
@@ -690,7 +702,7 @@ async def _logs(config, args) -> int:
 async def _metrics(config, args) -> int:
     from yanflow_tui import curves
 
-    hub = _hub(config)
+    hub = await _hub(config, getattr(args, "cluster", None))
     try:
         name = await _job_cluster(hub, args.cluster, args.job)
         found = await curves.job_curves(hub.backend(name), args.job, hub.timeout)

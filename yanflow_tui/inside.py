@@ -90,7 +90,7 @@ async def _backend(hub, args, flag: str, what: str):
 async def files(config, args) -> int:
     from yanflow_tui.cli import _hub, _print_table
 
-    hub = _hub(config)
+    hub = await _hub(config, getattr(args, "cluster", None))
     try:
         backend = await _backend(hub, args, "files", "list a job's files")
         listing = await hub.call(backend.list_files(args.job, args.path))
@@ -108,7 +108,7 @@ async def files(config, args) -> int:
 async def download(config, args) -> int:
     from yanflow_tui.cli import _hub
 
-    hub = _hub(config)
+    hub = await _hub(config, getattr(args, "cluster", None))
     target = download_target(args.path, args.dest)
     shown = [0.0]
 
@@ -134,7 +134,7 @@ async def download(config, args) -> int:
 async def shell(config, args) -> int:
     from yanflow_tui.cli import _hub
 
-    hub = _hub(config)
+    hub = await _hub(config, getattr(args, "cluster", None))
     try:
         backend = await _backend(hub, args, "shell", "open a shell in a job")
         opened = await hub.call(backend.shell(args.job, args.rank))
@@ -148,7 +148,7 @@ async def shell(config, args) -> int:
 async def forward(config, args) -> int:
     from yanflow_tui.cli import _hub
 
-    hub = _hub(config)
+    hub = await _hub(config, getattr(args, "cluster", None))
     try:
         backend = await _backend(hub, args, "forward", "forward a job's ports")
         opened = await hub.call(backend.forward(args.job, args.port, args.rank, args.local))

@@ -303,7 +303,7 @@ async def command(config, args) -> int:
     from yanflow_tui.cli import _hub, _job_cluster
     from yanflow_tui.sanitize import clean
 
-    hub = _hub(config)
+    hub = await _hub(config, getattr(args, "cluster", None))
     boards = TensorBoards()
     try:
         name = await _job_cluster(hub, args.cluster, args.job)

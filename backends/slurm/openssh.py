@@ -3,7 +3,8 @@ client and one ControlMaster per cluster, so whatever the user's own ssh does wo
 aliases, ProxyJump/ProxyCommand, ``Match``, Kerberos, hardware keys, one-time codes.
 
 The master is started in the real terminal (``login()``: ``ssh -M -N -f -o ControlPersist=...``, run
-before the console starts or with it suspended), where the user answers its prompts. Every command,
+before the console starts or with it suspended), where the user answers its prompts; a command line
+run with no terminal starts it in BatchMode (``login().batch``: it never prompts). Every command,
 stream and file sent is then a client of that master (``-o ControlMaster=no -o BatchMode=yes``): it
 never prompts and never opens a connection of its own (``ProxyCommand=false`` bars ssh's fallback to a
 direct connection when the master is gone), so one TCP connection serves the whole session. A gone
@@ -48,7 +49,7 @@ SUN_PATH = 104  # the smallest limit on a socket's path (macOS; Linux allows 108
 SOCKET_SUFFIX = 17  # ssh binds "PATH.XXXXXXXXXXXXXXXX" first, then renames it to PATH
 NAME_LENGTH = 16
 CHECK_TIMEOUT = 10.0  # ``ssh -G`` and ``ssh -O check`` are local: no network
-NO_MASTER = "master not running: press l to log in"
+NO_MASTER = "master not running (not logged in)"  # how to log in is the UI's to say
 STOP_SECONDS = 5.0  # a stream's close: the remote tail stops, else its ssh is killed (after 3 s)
 
 
@@ -162,12 +163,14 @@ class OpenSSHTransport(LocalTransport):
         base = [*self.ssh, *self._control_options(), *self._target()]
         alive = ["-o", f"ConnectTimeout={CONNECT_TIMEOUT:.0f}", "-o", f"ServerAliveInterval={KEEPALIVE_SECONDS}"]
         alive += ["-o", "ServerAliveCountMax=3"]
-        argv = [*base, *jump, *alive, "-M", "-N", "-f", "-o", f"ControlPersist={CONTROL_PERSIST}"]
+        start = [*jump, *alive, "-M", "-N", "-f", "-o", f"ControlPersist={CONTROL_PERSIST}", "--", self.target.host]
+        batch = [*self.ssh, "-o", "BatchMode=yes", *base[len(self.ssh) :]]  # first -o wins over any config
         return TerminalLogin(
             self.cluster,
             f"ssh master for {self.target.label}",
-            (*argv, "--", self.target.host),
+            (*base, *start),
             (*base, "-O", "check", "--", self.target.host),
+            (*batch, *start),
         )
 
     def _no_master(self) -> LoginInTerminal:

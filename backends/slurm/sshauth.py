@@ -1,6 +1,7 @@
 """How an asyncssh login answers the server, as OpenSSH's own client would: ssh-agent's keys first,
 then the identity files in order, each read only when its turn comes (an encrypted one asks for its
-passphrase through the backend's prompter, again after a wrong one, at most ``MAX_TRIES`` times);
+passphrase through the backend's prompter, again after a wrong one, at most ``MAX_TRIES`` times; an
+OpenSSH-format one is not asked for when the KDF library it needs, bcrypt, is missing: that is said);
 keyboard-interactive prompts (a one-time code) and a password through the prompter too, masked
 unless the server says they echo. Keys read here stay in memory only.
 
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 
 MAX_TRIES = 3  # passphrase and password tries, as OpenSSH's NumberOfPasswordPrompts
 AGENT_TIMEOUT = 5.0  # s for ssh-agent to list its keys
+OPENSSH_KEY = b"-----BEGIN OPENSSH PRIVATE KEY-----"  # OpenSSH's own format (ssh-keygen's default): bcrypt KDF
+NO_KDF = "its passphrase cannot be tried: OpenSSH-format keys need the Python package bcrypt (pip install bcrypt)"
 
 Ask = Callable[[str, bool], Awaitable["str | None"]]
 
@@ -38,6 +41,27 @@ def agent_path() -> str:
 
 _ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def kdf_available() -> bool:
+    """asyncssh can decrypt an OpenSSH-format key: bcrypt, with its KDF, is importable (asyncssh
+    checks it once, when it is imported)."""
+    from asyncssh import public_key
+
+    try:
+        import bcrypt
+    except ImportError:
+        return False
+    return hasattr(bcrypt, "kdf") and bool(getattr(public_key, "_bcrypt_available", True))
+
+
+def _needs_kdf(path: Path) -> bool:
+    """The key file is in OpenSSH's own format (an encrypted one needs bcrypt's KDF)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(OPENSSH_KEY) + 64).lstrip().startswith(OPENSSH_KEY)
+    except OSError:
+        return False
 
 
 def shown_prompt(text: str, default: str) -> str:
@@ -131,6 +155,9 @@ class LoginClient(asyncssh.SSHClient):
             if "passphrase" not in str(exc).lower():
                 self.problems.append(f"not a private key: {path} ({exc})")
                 return None
+        if not kdf_available() and await asyncio.to_thread(_needs_kdf, path):
+            self.problems.append(f"key {path}: {NO_KDF}")  # said, never asked: any passphrase would fail
+            return None
         question = f"Passphrase for key {path}:"
         for _ in range(MAX_TRIES):
             passphrase = await self._ask(question, True)
@@ -138,7 +165,10 @@ class LoginClient(asyncssh.SSHClient):
                 return None
             try:
                 return await asyncio.to_thread(asyncssh.read_private_key, path, passphrase)
-            except (asyncssh.KeyEncryptionError, asyncssh.KeyImportError):
+            except (asyncssh.KeyEncryptionError, asyncssh.KeyImportError) as exc:
+                if "bcrypt" in str(exc):  # the KDF missing after all: no passphrase can be right
+                    self.problems.append(f"key {path}: {NO_KDF}")
+                    return None
                 question = f"Wrong passphrase. Passphrase for key {path}:"
         self.problems.append(f"wrong passphrase for key {path} ({MAX_TRIES} tries)")
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import time
@@ -83,7 +84,7 @@ async def test_one_connection_to_the_code_login_node_serves_a_whole_session(sock
     transport = backend.transport
     assert isinstance(transport, OpenSSHTransport)
     marker = str(sockets)
-    with pytest.raises(LoginInTerminal, match=NO_MASTER):  # no master yet: nothing runs, nothing prompts
+    with pytest.raises(LoginInTerminal, match=re.escape(NO_MASTER)):  # no master yet: nothing runs, nothing prompts
         await backend.list_jobs()
     assert transport.commands == [] and our_connections(PORT, marker) == []
     login = backend.terminal_login()

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pytest
 from otphelpers import otp_cluster, otp_code
+from prompthelpers import Prompts
 from slurmhelpers import DIR, ssh_cluster
 
 from yanflow_tui.backends.slurm.backend import SlurmBackend
@@ -23,23 +24,6 @@ from yanflow_tui.errors import AuthRequired, BackendError
 from yanflow_tui.hub import Health, Hub
 
 KEY = DIR / "ssh" / "client_ed25519"
-
-
-class Prompts:
-    """A prompter that answers from ``answers`` (a callable per question, or text), recording each question."""
-
-    def __init__(self, *answers):
-        self.answers = list(answers)
-        self.questions: list[tuple[str, bool]] = []
-
-    async def __call__(self, question: str, secret: bool) -> str | None:
-        self.questions.append((question, secret))
-        answer = self.answers.pop(0) if self.answers else None
-        if asyncio.iscoroutinefunction(answer):
-            return await answer()
-        if callable(answer):
-            return await asyncio.to_thread(answer)  # otp_code may wait for a fresh step
-        return answer
 
 
 def with_ssh(cluster, **changes):
