@@ -160,13 +160,15 @@ async def _file(transport: Transport, path: str, part: Path, size: int, counted:
     offset = await asyncio.to_thread(_offset, part, size)
     counted.add(offset)
     if offset < size:
-        handle = await asyncio.to_thread(part.open, "ab")
+        handle = None  # opened with the first byte: a read failing before it leaves no file
         try:
             async for chunk in transport.read_bytes(path, offset):
+                handle = handle or await asyncio.to_thread(part.open, "ab")
                 await asyncio.to_thread(handle.write, chunk)
                 counted.add(len(chunk))
         finally:
-            await asyncio.to_thread(_close, handle)
+            if handle is not None:
+                await asyncio.to_thread(_close, handle)
     return offset
 
 
