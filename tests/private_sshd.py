@@ -25,6 +25,7 @@ from slurmhelpers import CONF, DIR, require_cluster, ssh_cluster
 from waiting import wait_until
 
 SSHD = "/usr/sbin/sshd"
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"  # run by the forced command as any command is
 
 
 def free_port() -> int:
@@ -36,9 +37,17 @@ def free_port() -> int:
 class PrivateSshd:
     """One sshd on 127.0.0.1:<free port>, configured like the cluster's own, with
     ``path_prefix`` (a folder) first on the login node's ``PATH`` when given, and the public keys in
-    the file ``authorized`` (no space in its path) let in besides the cluster's client key."""
+    the file ``authorized`` (no space in its path) let in besides the cluster's client key. It has no
+    SFTP subsystem unless ``sftp`` names its program (``SFTP_SERVER``; ``internal-sftp``, which the
+    forced command takes over, makes one that is granted and then ends at once)."""
 
-    def __init__(self, workdir: Path | None = None, path_prefix: Path | None = None, authorized: Path | None = None):
+    def __init__(
+        self,
+        workdir: Path | None = None,
+        path_prefix: Path | None = None,
+        authorized: Path | None = None,
+        sftp: str | None = None,
+    ):
         require_cluster()
         self.port = free_port()
         self.dir = Path(workdir or DIR / "run" / f"private-sshd-{self.port}")
@@ -60,7 +69,7 @@ class PrivateSshd:
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
             "PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\n"
             "MaxSessions 10\nMaxStartups 50:30:100\n"
-            f"SetEnv SLURM_CONF={CONF}\nForceCommand {self.shell}\n"
+            f"SetEnv SLURM_CONF={CONF}\nForceCommand {self.shell}\n" + (f"Subsystem sftp {sftp}\n" if sftp else "")
         )
         self.known_hosts = self.dir / "known_hosts"
         host_key = (DIR / "ssh" / "host_ed25519.pub").read_text().split()

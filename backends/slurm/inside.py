@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import BinaryIO
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
 from yanflow_tui.backends.downloads import HASH, finish, is_complete, member, parse_hashes, partial_path
@@ -160,13 +161,16 @@ async def _file(transport: Transport, path: str, part: Path, size: int, counted:
     offset = await asyncio.to_thread(_offset, part, size)
     counted.add(offset)
     if offset < size:
-        handle = await asyncio.to_thread(part.open, "ab")
+        handle: BinaryIO | None = None  # opened with the first byte: a read failing before it leaves no file
         try:
             async for chunk in transport.read_bytes(path, offset):
+                if handle is None:
+                    handle = await asyncio.to_thread(part.open, "ab")
                 await asyncio.to_thread(handle.write, chunk)
                 counted.add(len(chunk))
         finally:
-            await asyncio.to_thread(_close, handle)
+            if handle is not None:
+                await asyncio.to_thread(_close, handle)
     return offset
 
 

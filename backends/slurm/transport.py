@@ -36,6 +36,7 @@ KEEPALIVE_SECONDS = 15
 MAX_BACKOFF = 30.0
 CHUNK = 65536  # bytes read at a time from a binary stream
 SFTP_CHUNK = 1 << 18
+MAX_HEADER = 100  # bytes: read_from_script's header line is shorter
 PTY_POLL = 0.1
 SHELL = "exec /bin/sh -s"
 # Environment every command sees: epoch times in -o output.
@@ -208,14 +209,43 @@ class Transport(abc.ABC):
 
     # -- inside a job (``backends/slurm/inside.py``) ------------------------------------------------
     async def read_bytes(self, path: str, offset: int) -> AsyncIterator[bytes]:
-        """The bytes of ``path`` from ``offset`` on, in chunks (here: ``tail -c +N`` as a stream)."""
-        self.history.append(("tail", "-c", f"+{offset + 1}", "--", path))
-        stream = await self._stream(f"exec tail -c +{offset + 1} -- {shlex.quote(path)} </dev/null\n", binary=True)
+        """The bytes of ``path`` from ``offset`` on, in chunks, as they arrive: ``read_from`` (the file's
+        size, then ``tail -c +N``), so that a stream cut short (a dropped connection, a killed ssh)
+        raises, never ending as if the file ended there (a download keeps what arrived, to resume)."""
+        stream = await self.read_from(path, offset, False, 0, 0)
+        head, size, got = b"", -1, 0
         try:
             async for chunk in stream:
-                yield chunk
+                if size < 0:
+                    head += chunk
+                    line, found, chunk = head.partition(b"\n")
+                    if not found:
+                        if len(head) > MAX_HEADER:
+                            raise BackendError(f"{self.description}: cannot read {path}: {head[:40]!r}")
+                        continue
+                    size = self._read_header(path, offset, line)
+                got += len(chunk)
+                if chunk:
+                    yield chunk
         finally:
             await stream.aclose()
+        if size < 0:
+            raise BackendError(f"{self.description}: cannot read {path}: no answer")
+        if got < size - offset:
+            raise BackendError(f"{self.description}: reading {path} stopped after {got} of {size - offset} bytes")
+
+    def _read_header(self, path: str, offset: int, line: bytes) -> int:
+        """The file's size from ``read_from_script``'s header line; a file gone, or now shorter than
+        ``offset`` (it changed since), raises."""
+        try:
+            size, start = (int(word) for word in line.split()[:2])
+        except ValueError:
+            raise BackendError(f"{self.description}: cannot read {path}: {line[:40]!r}") from None
+        if size < 0:
+            raise BackendError(f"{self.description}: cannot read {path}: no such file (or not readable)")
+        if start != offset:
+            raise BackendError(f"{self.description}: {path} is {size} bytes now, shorter than {offset}: changed")
+        return size
 
     def interactive(self, script: str) -> Callable[[], int]:
         """A blocking call that runs the /bin/sh ``script`` on the login node in the real terminal
@@ -467,7 +497,8 @@ class SshTransport(Transport):
         self._config: Any = None
         self._jump: SshTransport | None = None  # the ProxyJump host's connection, logged in as this one is
         self.connects = 0  # how many connections were made (tests watch reconnects)
-        self._sftp: tuple[Any, Any] | None = None  # (connection, its SFTP client), started on first use
+        self._sftp: tuple[Any, Any] | None = None  # (connection, its SFTP client or None: none there)
+        self._sftp_lock = asyncio.Lock()
 
     @property
     def description(self) -> str:
@@ -758,33 +789,54 @@ class SshTransport(Transport):
         return LineStream(lines(), closer)
 
     async def read_bytes(self, path: str, offset: int) -> AsyncIterator[bytes]:
-        """Over SFTP on the same connection (one client per connection), reads from ``offset``."""
+        """Over SFTP on the same connection (one client per connection), reads from ``offset``; where the
+        login node has no SFTP, as every transport reads (``Transport.read_bytes``: ``tail -c``)."""
         import asyncssh
 
-        self.history.append(("sftp", "get", f"+{offset}", "--", path))
         conn = await self._connection()
         try:
-            if self._sftp is None or self._sftp[0] is not conn:
-                self._sftp = (conn, await asyncio.wait_for(conn.start_sftp_client(), self.timeout))
-            sftp = self._sftp[1]
-            handle = await asyncio.wait_for(sftp.open(path, "rb"), self.timeout)
-            try:
-                while True:
-                    chunk = await asyncio.wait_for(handle.read(SFTP_CHUNK, offset), self.timeout)
-                    if not chunk:
-                        return
-                    offset += len(chunk)
-                    yield chunk
-            finally:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(handle.close(), 3)
+            sftp = await self._sftp_client(conn)
+            if sftp is not None:
+                self.history.append(("sftp", "get", f"+{offset}", "--", path))
+                handle = await asyncio.wait_for(sftp.open(path, "rb"), self.timeout)
+                try:
+                    while True:
+                        chunk = await asyncio.wait_for(handle.read(SFTP_CHUNK, offset), self.timeout)
+                        if not chunk:
+                            return
+                        offset += len(chunk)
+                        yield chunk
+                finally:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(handle.close(), 3)
         except asyncssh.SFTPError as exc:
             raise BackendError(f"ssh {self.target.label}: sftp {path}: {exc.reason}") from None
-        except asyncssh.ChannelOpenError as exc:  # e.g. no sftp subsystem on the login node
+        except asyncssh.ChannelOpenError as exc:  # no channel at all (e.g. MaxSessions reached)
             raise BackendError(f"ssh {self.target.label}: no SFTP session ({_reason(exc)})") from None
         except (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError) as exc:
             self._drop(conn)
             raise BackendError(f"ssh {self.target.label}: connection lost ({_reason(exc)})") from None
+        async for chunk in super().read_bytes(path, offset):
+            yield chunk
+
+    async def _sftp_client(self, conn) -> Any:
+        """``conn``'s SFTP client, started on its first use; None where the login node has none: its
+        subsystem request refused (no ``Subsystem sftp``), or granted to a program that ends at once
+        (a ``ForceCommand`` that runs instead). Asked once per connection, and said only in the log."""
+        import asyncssh
+
+        async with self._sftp_lock:
+            if self._sftp is None or self._sftp[0] is not conn:
+                try:
+                    client = await asyncio.wait_for(conn.start_sftp_client(), self.timeout)
+                except (asyncssh.ChannelOpenError, asyncssh.SFTPError) as exc:
+                    refused = (asyncssh.OPEN_REQUEST_SESSION_FAILED, asyncssh.FX_CONNECTION_LOST)  # ended at once
+                    if exc.code not in refused:
+                        raise
+                    log.info("ssh %s: no SFTP (%s); files are read with tail -c", self.target.label, _reason(exc))
+                    client = None
+                self._sftp = (conn, client)
+            return self._sftp[1]
 
     def interactive(self, script: str) -> Callable[[], int]:
         """A pty session bridged to the real terminal. The console's own connection lives on its event
