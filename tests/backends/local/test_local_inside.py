@@ -13,6 +13,7 @@ import sys
 from dataclasses import replace
 
 import pytest
+from downloadhelpers import partial_data, partials, plant
 from jobhelpers import run_cli
 from terminal import Terminal
 from waiting import async_wait_until
@@ -56,12 +57,12 @@ async def test_files_download_resume_and_folders(home, tmp_path):
         assert [(f.name, f.size) for f in inner.files] == [("deep", 0), ("w.bin", len(data))]
         target = tmp_path / "dl" / "w.bin"
         target.parent.mkdir()
-        inside.partial_path(target).write_bytes(data[:1000])  # what an interrupted copy left
+        plant(target, data[:1000])  # what an interrupted copy left
         seen = []
         got = await backend.download(job_id, "out/w.bin", target, lambda d, t: seen.append((d, t)))
         assert got.resumed_from == 1000 and got.checked == "size and sha256"
         assert hashlib.sha256(target.read_bytes()).digest() == hashlib.sha256(data).digest()
-        assert seen[-1] == (len(data), len(data)) and not inside.partial_path(target).exists()
+        assert seen[-1] == (len(data), len(data)) and not partials(target)
         with pytest.raises(BackendError, match="exists"):
             await backend.download(job_id, "out/w.bin", target)
         folder = await backend.download(job_id, "out", tmp_path / "dl" / "out")
@@ -153,10 +154,10 @@ async def test_a_folder_copy_cut_part_way_resumes_from_the_outputs_folder_after_
             await backend.download(job_id, ".", target, cut)
     finally:
         await backend.close()
-    part = inside.partial_path(target)
-    kept = inside.partial_path(part / "b.bin").stat().st_size
-    assert not target.exists() and (part / "a.bin").stat().st_size == 3 << 20
-    assert 0 < kept < 3 << 20 and not (part / "b.bin").exists()  # nothing half-written under a final name
+    part = partial_data(target)
+    kept = (part / "b.bin").stat().st_size
+    assert not target.exists() and (part / "a.bin").stat().st_size == 3 << 20  # nothing under the final name
+    assert 0 < kept < 3 << 20
     (work / "ckpt" / "a.bin").write_bytes(os.urandom(3 << 20))  # changed since: the same size, not the same bytes
 
     again = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")  # the console restarted
@@ -165,7 +166,7 @@ async def test_a_folder_copy_cut_part_way_resumes_from_the_outputs_folder_after_
         await again.cancel(job_id)
     finally:
         await again.close()
-    assert result.resumed_from == kept and result.size == 3 * (3 << 20) and not part.exists()
+    assert result.resumed_from == kept and result.size == 3 * (3 << 20) and not partials(target)
     for name in names:
         assert (
             hashlib.sha256((target / name).read_bytes()).digest()

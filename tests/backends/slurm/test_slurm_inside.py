@@ -23,6 +23,7 @@ from dataclasses import replace
 
 import pytest
 import yaml
+from downloadhelpers import partial_data, partials, plant
 from opensshhelpers import control, otp_openssh, start_master
 from slurmhelpers import CONF, DIR, local_cluster, ssh_cluster
 from terminal import Terminal
@@ -148,14 +149,14 @@ async def test_a_download_cancelled_part_way_resumes_byte_identical(through, slu
 
         target = tmp_path / "got" / "model.bin"
         await cancelled_at(3 << 20, lambda progress: backend.download(job_id, "ckpt/model.bin", target, progress), SIZE)
-        part = inside.partial_path(target)
+        part = partial_data(target)
         kept = part.stat().st_size
         assert 0 < kept < SIZE and not target.exists()  # nothing under the final name
         assert any(argv[:2] == resumed_argv(backend, 0, weights)[:2] for argv in backend.transport.history)
 
         result = await backend.download(job_id, "ckpt/model.bin", target)
         assert result.resumed_from == kept and result.size == SIZE and result.checked == "size and sha256"
-        assert sha(target) == sha(weights) and not part.exists()
+        assert sha(target) == sha(weights) and not partials(target)
         assert resumed_argv(backend, kept, weights) in backend.transport.history
 
         folder = await backend.download(job_id, "ckpt", tmp_path / "got" / "ckpt")
@@ -281,7 +282,7 @@ async def test_on_the_login_node_downloads_resume_and_a_relay_forwards(slurm_dir
         await running(backend, job_id)
         target = tmp_path / "got" / "w.bin"
         target.parent.mkdir()
-        inside.partial_path(target).write_bytes(data[:12345])  # an interrupted try's bytes
+        plant(target, data[:12345])  # an interrupted try's bytes
         got = await backend.download(job_id, "w.bin", target)
         assert got.resumed_from == 12345 and sha(target) == sha(tmp_path / "w.bin")
         assert ("tail", "-c", "+12346", "--", str(tmp_path / "w.bin")) in backend.transport.history
@@ -314,10 +315,10 @@ async def test_a_folder_download_cut_part_way_resumes_skipping_what_is_complete(
         await cancelled_at(12 << 20, lambda progress: backend.download(job_id, ".", target, progress))  # in b.bin
     finally:
         await backend.close()
-    part = inside.partial_path(target)
-    assert not target.exists() and (part / "a.bin").stat().st_size == 8 << 20
-    kept = inside.partial_path(part / "b.bin").stat().st_size
-    assert 0 < kept < 8 << 20 and not (part / "b.bin").exists()  # nothing half-written under a final name
+    part = partial_data(target)
+    assert not target.exists() and (part / "a.bin").stat().st_size == 8 << 20  # nothing under the final name
+    kept = (part / "b.bin").stat().st_size
+    assert 0 < kept < 8 << 20 and oct(part.parent.stat().st_mode & 0o777) == "0o700"  # private while partial
     (work / "ckpt" / "a.bin").write_bytes(os.urandom(8 << 20))  # changed on the cluster since: same size
 
     again = SlurmBackend(sftp_cluster)  # a console started afresh knows the outputs folder from the job
@@ -326,5 +327,5 @@ async def test_a_folder_download_cut_part_way_resumes_skipping_what_is_complete(
     finally:
         await again.close()
     assert result.checked == "size and sha256" and result.size == 3 * (8 << 20) and result.resumed_from == kept
-    assert [sha(target / n) for n in names] == [sha(work / "ckpt" / n) for n in names] and not part.exists()
+    assert [sha(target / n) for n in names] == [sha(work / "ckpt" / n) for n in names] and not partials(target)
     assert ("sftp", "get", f"+{kept}", "--", str(work / "ckpt" / "b.bin")) in again.transport.history
