@@ -144,7 +144,7 @@ def member_parts(name: str) -> tuple[str, ...]:
     name that is absolute or climbs with ``..`` is refused."""
     parts = tuple(p for p in name.split("/") if p not in ("", "."))
     if name.startswith("/") or ".." in parts:
-        raise BackendError(f"a file name leaves the folder: {local_name(name)!r}")
+        raise BackendError(f"a file name leads outside the folder: {local_name(name)!r}; refused")
     return tuple(local_name(p) for p in parts)
 
 

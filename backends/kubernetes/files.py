@@ -64,10 +64,9 @@ def download(
 ) -> Download:
     if os.path.lexists(target):
         raise BackendError(f"{target} exists; not replaced")
-    try:
-        code, out, err = run(start, ["sh", "-c", INFO, "sh", path])
-    except UnicodeEncodeError:
-        raise BackendError(f"{local_name(path)!r}: a name that is not UTF-8 cannot be sent to the pod") from None
+    if local_name(path) != path:  # exec's argv is UTF-8 text
+        raise BackendError(f"{local_name(path)!r}: a name that is not UTF-8 cannot be sent to the pod")
+    code, out, err = run(start, ["sh", "-c", INFO, "sh", path])
     listing = parse_info(out, find_errors(code, err, f"reading {path}"))
     hashes = _hashes(start, path)
     total = sum(listing.sizes.values())

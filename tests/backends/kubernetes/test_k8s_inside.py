@@ -12,7 +12,7 @@ import socket
 import tracemalloc
 
 import pytest
-from downloadhelpers import partial_data, partials, plant
+from downloadhelpers import check_links_and_empties, check_planted, job_tree, partial_data, partials, plant
 from fakes.k8s_api import make_job, make_pod
 from k8shelpers import cluster, read_exactly
 from waiting import async_wait_until
@@ -206,3 +206,22 @@ async def test_a_job_annotated_with_its_outputs_lists_and_downloads_from_there(e
     assert [f.name for f in listing.files] == ["ckpt", "log.txt"]
     got = await backend.download(JOB, "log.txt", tmp_path / "log.txt")
     assert got.path.read_text() == "epoch 1\n"
+
+
+async def test_planted_partials_links_and_empty_files(emulator, backend, pod_root, tmp_path):
+    """The cases every backend passes (``downloadhelpers``): a folder without links leaving it comes as
+    one tar stream (links followed: ``tar ch``), one with them file by file, those left out; a name
+    that is not UTF-8 is a clear error (exec's argv is UTF-8 text), never a traceback."""
+    work = pod_root / "job"
+    job_tree(work)
+
+    async def fetch(path, target):
+        return await backend.download(JOB, f"job/{path}", target)
+
+    await check_planted(fetch, work, tmp_path / "dl")
+    await check_links_and_empties(fetch, work, tmp_path / "got")
+    tars = [cmd for *_, cmd, _ in emulator.streams.execs if cmd[0] == "tar"]
+    assert ("tar", "chf", "-", "-C", "job/ckpt", ".") in tars
+    assert not any("job/linked" in cmd for cmd in tars)  # links leading out of it: file by file
+    with pytest.raises(BackendError, match="not UTF-8"):
+        await fetch(os.fsdecode(b"caf\xe9.bin"), tmp_path / "odd.bin")

@@ -13,7 +13,7 @@ import sys
 from dataclasses import replace
 
 import pytest
-from downloadhelpers import partial_data, partials, plant
+from downloadhelpers import check_links_and_empties, check_planted, job_tree, partial_data, partials, plant
 from jobhelpers import run_cli
 from terminal import Terminal
 from waiting import async_wait_until
@@ -200,3 +200,25 @@ def test_the_files_and_download_verbs_start_in_the_jobs_outputs_folder(home, tmp
         assert dest.read_bytes() == (work / "ckpt" / "w.bin").read_bytes()
     finally:
         asyncio.run(stop(job_id))
+
+
+async def test_planted_partials_links_and_empty_files(home, tmp_path):
+    """The cases every backend passes (``downloadhelpers``), on a local job."""
+    work = tmp_path / "work"
+    job_tree(work)
+    backend = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")
+    try:
+        job_id = await started(backend, work)
+
+        async def fetch(path, target):
+            return await backend.download(job_id, path, target)
+
+        await check_planted(fetch, work, tmp_path / "dl")
+        await check_links_and_empties(fetch, work, tmp_path / "got")
+        odd = os.fsdecode(b"caf\xe9.bin")  # a name that is not UTF-8
+        (work / "empties" / odd).write_bytes(b"odd")
+        await fetch("empties", tmp_path / "odd")
+        assert (tmp_path / "odd" / "caf\\xe9.bin").read_bytes() == b"odd"  # under its escaped name
+        await backend.cancel(job_id)
+    finally:
+        await backend.close()

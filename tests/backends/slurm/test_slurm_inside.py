@@ -23,7 +23,7 @@ from dataclasses import replace
 
 import pytest
 import yaml
-from downloadhelpers import partial_data, partials, plant
+from downloadhelpers import check_links_and_empties, check_planted, job_tree, partial_data, partials, plant
 from opensshhelpers import control, otp_openssh, start_master
 from slurmhelpers import CONF, DIR, local_cluster, ssh_cluster
 from terminal import Terminal
@@ -34,6 +34,7 @@ from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import ReadOnlyError
+from yanflow_tui.sanitize import clean
 from yanflow_tui.spec import spec_from_data
 
 SIZE = 24 << 20
@@ -329,3 +330,33 @@ async def test_a_folder_download_cut_part_way_resumes_skipping_what_is_complete(
     assert result.checked == "size and sha256" and result.size == 3 * (8 << 20) and result.resumed_from == kept
     assert [sha(target / n) for n in names] == [sha(work / "ckpt" / n) for n in names] and not partials(target)
     assert ("sftp", "get", f"+{kept}", "--", str(work / "ckpt" / "b.bin")) in again.transport.history
+
+
+@pytest.mark.parametrize("through", TRANSPORTS, indirect=True)
+async def test_planted_partials_links_empty_files_and_odd_names(through, slurm_jobs, tmp_path):
+    """The cases every backend passes (``downloadhelpers``: planted partials never written through,
+    empty files, a linked checkpoint, a folder with links), and a name that is not UTF-8: listed (shown
+    escaped), downloaded alone and in its folder (under its escaped name there)."""
+    work = tmp_path / "work"
+    job_tree(work)
+    odd = os.fsdecode(b"caf\xe9.bin")
+    (work / "odd").mkdir()
+    (work / "odd" / odd).write_bytes(b"not UTF-8")
+    backend = SlurmBackend(through)
+    try:
+        job_id = slurm_jobs.add(await backend.submit(sleeper(work)))
+
+        async def fetch(path, target):
+            return await backend.download(job_id, path, target)
+
+        await check_planted(fetch, work, tmp_path / "dl")
+        await check_links_and_empties(fetch, work, tmp_path / "got")
+        (entry,) = (await backend.list_files(job_id, "odd")).files
+        assert entry.name == odd and clean(entry.name) == "caf\\xe9.bin"
+        await fetch(entry.path, tmp_path / "odd.bin")
+        assert (tmp_path / "odd.bin").read_bytes() == b"not UTF-8"
+        got = await fetch("odd", tmp_path / "oddfolder")
+        assert (tmp_path / "oddfolder" / "caf\\xe9.bin").read_bytes() == b"not UTF-8"
+        assert got.checked == "size and sha256"
+    finally:
+        await backend.close()
