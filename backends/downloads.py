@@ -507,15 +507,3 @@ def _rename_noreplace(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
         os.unlink(src, dir_fd=src_dir)
     else:
         os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
-
-
-def partials(target: Path) -> list[Path]:
-    """The private directories tries of ``target`` left beside it (for tests and messages)."""
-    prefix = f".{target.name}.yanflow-part-"
-    return sorted(p for p in target.parent.glob(f"{prefix}*") if p.name.startswith(prefix))
-
-
-def partial_data(target: Path) -> Path:
-    """What the one try left of ``target`` holds (its file or folder), for tests."""
-    (found,) = partials(target)
-    return found / "data"

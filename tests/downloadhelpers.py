@@ -12,14 +12,25 @@ from pathlib import Path
 import pytest
 
 from yanflow_tui.backends.base import Download
-from yanflow_tui.backends.downloads import Landing, partial_data, partials
 from yanflow_tui.errors import BackendError
 
-__all__ = ["partial_data", "partials", "plant"]
+
+def partials(target: Path) -> list[Path]:
+    """The private folders tries of ``target`` left beside it."""
+    prefix = f".{target.name}.yanflow-part-"
+    return sorted(p for p in target.parent.glob(f"{prefix}*") if p.name.startswith(prefix))
+
+
+def partial_data(target: Path) -> Path:
+    """What the one try left of ``target`` holds (its file or folder)."""
+    (found,) = partials(target)
+    return found / "data"
 
 
 def plant(target: Path, data: bytes, name: str = ".", folder: bool = False) -> Path:
     """An interrupted try of ``target`` that fetched ``data`` of member ``name``; its private file."""
+    from yanflow_tui.backends.downloads import Landing
+
     with Landing(target, folder) as landing:
         part = landing.open(name)
         part.write(data)
@@ -90,6 +101,26 @@ async def check_planted(fetch: Fetch, work: Path, dl: Path) -> None:
     """Partials planted by another user beside the target (links to a victim file and folder, at the
     old predictable name and at the writer's own prefix; a private-looking folder of another user) are
     never written through, adopted or removed: the victims keep their bytes."""
+    victim, victims, theirs = _plant(dl)
+    await fetch("normal.bin", dl / "normal.bin")
+    await fetch("sub", dl / "sub")
+    await fetch("other.bin", dl / "other.bin")
+    assert victim.read_text() == "victim" and (victims / "inner.txt").read_text() == "victim's inner"
+    assert sorted(p.name for p in victims.iterdir()) == ["inner.txt"]
+    assert sha(dl / "normal.bin") == sha(work / "normal.bin") and sha(dl / "other.bin") == sha(work / "other.bin")
+    assert (dl / "sub" / "inner.txt").read_text() == "the job's inner.txt"
+    assert (dl / "sub" / "deep" / "x.bin").read_bytes() == (work / "sub" / "deep" / "x.bin").read_bytes()
+    assert os.readlink(theirs / "data") == str(victim) and theirs.stat().st_uid == NOBODY  # left as it was
+    assert (dl / ".other.bin.part").read_bytes() == b"another user's bytes"
+    assert (dl / "normal.bin").stat().st_mode & 0o777 == 0o666 & ~_umask()
+    (dl / "linked").symlink_to(victims)
+    with pytest.raises(BackendError, match="exists; not replaced"):
+        await fetch("normal.bin", dl / "linked")  # a target that is a link (even to a folder) is refused
+    assert sorted(p.name for p in victims.iterdir()) == ["inner.txt"]
+
+
+def _plant(dl: Path) -> tuple[Path, Path, Path]:
+    """The victims (a file, a folder) and the partials planted beside them to reach them."""
     dl.mkdir(parents=True, exist_ok=True)
     victim = dl.parent / "victim.txt"
     victim.write_text("victim")
@@ -106,22 +137,7 @@ async def check_planted(fetch: Fetch, work: Path, dl: Path) -> None:
     os.chown(theirs, NOBODY, NOBODY)
     (dl / ".other.bin.part").write_bytes(b"another user's bytes")
     os.chown(dl / ".other.bin.part", NOBODY, NOBODY)
-
-    await fetch("normal.bin", dl / "normal.bin")
-    await fetch("sub", dl / "sub")
-    await fetch("other.bin", dl / "other.bin")
-    assert victim.read_text() == "victim" and (victims / "inner.txt").read_text() == "victim's inner"
-    assert sorted(p.name for p in victims.iterdir()) == ["inner.txt"]
-    assert sha(dl / "normal.bin") == sha(work / "normal.bin") and sha(dl / "other.bin") == sha(work / "other.bin")
-    assert (dl / "sub" / "inner.txt").read_text() == "the job's inner.txt"
-    assert (dl / "sub" / "deep" / "x.bin").read_bytes() == (work / "sub" / "deep" / "x.bin").read_bytes()
-    assert os.readlink(theirs / "data") == str(victim) and theirs.stat().st_uid == NOBODY  # left as it was
-    assert (dl / ".other.bin.part").read_bytes() == b"another user's bytes"
-    assert (dl / "normal.bin").stat().st_mode & 0o777 == 0o666 & ~_umask()
-    (dl / "linked").symlink_to(victims)
-    with pytest.raises(BackendError, match="exists; not replaced"):
-        await fetch("normal.bin", dl / "linked")  # a target that is a link (even to a folder) is refused
-    assert sorted(p.name for p in victims.iterdir()) == ["inner.txt"]
+    return victim, victims, theirs
 
 
 def _umask() -> int:

@@ -18,7 +18,6 @@ from jobhelpers import run_cli
 from terminal import Terminal
 from waiting import async_wait_until
 
-from yanflow_tui.backends.local import inside
 from yanflow_tui.backends.local.backend import LocalBackend
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, ReadOnlyError

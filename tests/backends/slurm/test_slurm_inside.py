@@ -32,8 +32,9 @@ from waiting import async_wait_until
 from yanflow_tui.backends.slurm import inside
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
+from yanflow_tui.backends.slurm.transport import LocalTransport
 from yanflow_tui.config import ClusterConfig
-from yanflow_tui.errors import ReadOnlyError
+from yanflow_tui.errors import BackendError, ReadOnlyError
 from yanflow_tui.sanitize import clean
 from yanflow_tui.spec import spec_from_data
 
@@ -360,3 +361,18 @@ async def test_planted_partials_links_empty_files_and_odd_names(through, slurm_j
         assert got.checked == "size and sha256"
     finally:
         await backend.close()
+
+
+async def test_a_download_failing_before_its_first_byte_leaves_nothing(tmp_path):
+    """The read fails at once (a login node that drops the read): no partial, no private folder."""
+
+    class Dropping(LocalTransport):
+        async def read_bytes(self, path, offset):
+            raise BackendError("connection lost")
+            yield b""
+
+    (tmp_path / "w.bin").write_bytes(b"x" * 1000)
+    (tmp_path / "dl").mkdir()
+    with pytest.raises(BackendError, match="connection lost"):
+        await inside.download(Dropping(), str(tmp_path), "w.bin", tmp_path / "dl" / "w.bin")
+    assert os.listdir(tmp_path / "dl") == []
