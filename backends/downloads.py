@@ -14,7 +14,7 @@ replace a non-empty name). ``close`` keeps the private directory for a resume wh
 removes it when none did.
 
 Remote names that are not UTF-8 are carried as surrogate-escaped text; they land under ``local_name``
-(the bad bytes written ``\\xNN``), which is also how ``yanflow_tui.sanitize`` shows them.
+(the bad bytes written ``\\xNN``), which is also how ``yanflow_tui.sanitize`` shows them (``yanflow_tui.bytenames``).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from yanflow_tui.bytenames import unsurrogate
 from yanflow_tui.errors import BackendError
-from yanflow_tui.sanitize import unsurrogate
 
 CHUNK = 1 << 20  # bytes hashed at a time
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from yanflow_tui.bytenames import unsurrogate
+
 # CSI, OSC (terminated by BEL or ST), DCS-like strings, and other ESC sequences.
 _ANSI = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI ... final byte
@@ -18,20 +20,6 @@ _ANSI = re.compile(
 )
 # C0/C1 controls (not \t, \n), plus zero-width and bidirectional overrides that can disguise text.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def unsurrogate(text: str) -> str:
-    """``text`` with each byte that was not UTF-8 (surrogate-escaped when read) as ``\\xNN``: how such a
-    name is shown, and the local name a download of it gets (``backends/downloads.local_name``)."""
-    return _SURROGATE.sub(_escaped, text)
-
-
-def _escaped(found: re.Match[str]) -> str:
-    """A byte that was not UTF-8 as ``\\xNN`` (as ``downloads.local_name`` writes it); another lone
-    surrogate as ``\\uNNNN``."""
-    code = ord(found.group())
-    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 def clean(text: str, *, keep_newlines: bool = False) -> str:
@@ -43,7 +31,7 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
         return ""
     if text.isprintable():  # no ESC, C0/C1, zero-width or bidi characters: nothing to strip (fast path)
         return text
-    text = unsurrogate(text)  # a name that was not UTF-8
+    text = unsurrogate(text)  # a name that was not UTF-8: its bad bytes as \xNN
     text = _ANSI.sub("", text)
     text = text.replace("\t", " ")
     if not keep_newlines:

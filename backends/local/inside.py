@@ -49,8 +49,9 @@ def download(workdir: str, path: str, target: Path, progress: Progress | None = 
     source = _where(path, workdir)
     if os.path.lexists(target):
         raise BackendError(f"{target} exists; not replaced")
+    skipped: tuple[str, ...] = ()
     if source.is_file():
-        files, skipped, folder = {".": source}, (), False
+        files, folder = {".": source}, False
     elif source.is_dir():
         files, skipped, folder = *_tree(source), True
     else:
