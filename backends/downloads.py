@@ -37,6 +37,7 @@ from yanflow_tui.errors import BackendError
 CHUNK = 1 << 20  # bytes hashed at a time
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _RENAME_NOREPLACE = 1
+TOKEN = 8  # random bytes in a private folder's name
 
 
 def _walk(on_file: str, on_skip: str) -> str:
@@ -208,8 +209,9 @@ class Landing:
     def _adopt(self) -> tuple[str, int] | None:
         """A private directory an interrupted try of this target left (lstat and fstat agreeing)."""
         for entry in sorted(os.listdir(self.parent)):
-            if not entry.startswith(self.prefix):
-                continue
+            token = entry[len(self.prefix) :] if entry.startswith(self.prefix) else ""
+            if len(token) != 2 * TOKEN or token.strip("0123456789abcdef"):
+                continue  # not ours (another target's, say ".a.yanflow-part-x" beside "a")
             try:
                 seen = os.stat(entry, dir_fd=self.parent, follow_symlinks=False)
                 fd = os.open(entry, _DIR, dir_fd=self.parent)
@@ -223,7 +225,7 @@ class Landing:
 
     def _make(self) -> tuple[str, int]:
         for _ in range(100):
-            name = self.prefix + secrets.token_hex(8)
+            name = self.prefix + secrets.token_hex(TOKEN)
             try:
                 os.mkdir(name, 0o700, dir_fd=self.parent)
             except FileExistsError:

@@ -128,10 +128,10 @@ def _plant(dl: Path) -> tuple[Path, Path, Path]:
     victims.mkdir()
     (victims / "inner.txt").write_text("victim's inner")
     (dl / ".normal.bin.part").symlink_to(victim)
-    (dl / ".normal.bin.yanflow-part-0000").symlink_to(victims)
+    (dl / ".normal.bin.yanflow-part-0000000000000000").symlink_to(victims)
     (dl / ".sub.part").symlink_to(victims)
-    (dl / ".sub.yanflow-part-0000").symlink_to(victims)
-    theirs = dl / ".other.bin.yanflow-part-0000"
+    (dl / ".sub.yanflow-part-0000000000000000").symlink_to(victims)
+    theirs = dl / ".other.bin.yanflow-part-0000000000000000"
     theirs.mkdir(mode=0o700)
     (theirs / "data").symlink_to(victim)
     os.chown(theirs, NOBODY, NOBODY)

@@ -49,7 +49,7 @@ def test_a_try_resumes_only_from_its_own_private_folder(tmp_path):
     target = tmp_path / "w.bin"
     plant(target, b"abc")
     mine = partials(target)
-    theirs = tmp_path / ".w.bin.yanflow-part-ffff"  # open to others: not a private folder, not adopted
+    theirs = tmp_path / ".w.bin.yanflow-part-ffffffffffffffff"  # open to others: not a private folder, not adopted
     theirs.mkdir(mode=0o755)
     theirs.chmod(0o755)
     (theirs / "data").write_bytes(b"zzzzz")
@@ -64,6 +64,9 @@ def test_a_try_resumes_only_from_its_own_private_folder(tmp_path):
             finally:
                 os.close(fd)
     assert (theirs / "data").read_bytes() == b"zzzzz"
+    plant(tmp_path / "a.yanflow-part-0123456789abcdef", b"another target's")
+    with Landing(tmp_path / "a", folder=False) as landing:
+        assert not landing.resumed  # another target's try, though its name starts like ours
 
 
 def test_a_private_folder_of_another_user_or_a_link_is_never_adopted(tmp_path):
@@ -71,8 +74,8 @@ def test_a_private_folder_of_another_user_or_a_link_is_never_adopted(tmp_path):
     victim.write_text("victim")
     target = tmp_path / "dl" / "w.bin"
     target.parent.mkdir()
-    (target.parent / ".w.bin.yanflow-part-0001").symlink_to(tmp_path)
-    theirs = target.parent / ".w.bin.yanflow-part-0002"
+    (target.parent / ".w.bin.yanflow-part-0001000100010001").symlink_to(tmp_path)
+    theirs = target.parent / ".w.bin.yanflow-part-0002000200020002"
     theirs.mkdir(mode=0o700)
     (theirs / "data").symlink_to(victim)
     os.chown(theirs, NOBODY, NOBODY)
@@ -80,7 +83,11 @@ def test_a_private_folder_of_another_user_or_a_link_is_never_adopted(tmp_path):
         assert not landing.resumed
         landing.finish({".": 4}, None, "w.bin", "the cluster")
     assert victim.read_text() == "victim" and target.read_bytes() == b"mine"
-    assert sorted(os.listdir(target.parent)) == [".w.bin.yanflow-part-0001", ".w.bin.yanflow-part-0002", "w.bin"]
+    assert sorted(os.listdir(target.parent)) == [
+        ".w.bin.yanflow-part-0001000100010001",
+        ".w.bin.yanflow-part-0002000200020002",
+        "w.bin",
+    ]
 
 
 def test_a_try_that_got_no_byte_leaves_nothing_and_one_that_did_is_kept(tmp_path):
