@@ -7,6 +7,7 @@ with (for a shell in its workdir). Blocking: the backend runs these in threads."
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,11 +33,11 @@ def list_dir(workdir: str, path: str = "") -> FileListing:
         raise BackendError(f"listing {where}: {exc.strerror or exc}") from None
     files = []
     for entry in entries:
-        try:
-            info = entry.stat(follow_symlinks=False)
+        try:  # a link as its target (its size, a folder), else as itself (a broken link)
+            info = entry.stat() if os.path.exists(entry.path) else entry.stat(follow_symlinks=False)
         except OSError:
             continue  # gone since listed
-        is_dir = entry.is_dir(follow_symlinks=False)
+        is_dir = stat.S_ISDIR(info.st_mode)
         stamp = datetime.fromtimestamp(info.st_mtime, UTC)
         files.append(JobFile(entry.name, entry.path, 0 if is_dir else info.st_size, stamp, is_dir))
     files.sort(key=lambda f: (not f.is_dir, f.name))

@@ -22,7 +22,8 @@ from yanflow_tui.backends.slurm.transport import Transport
 from yanflow_tui.errors import BackendError
 
 Progress = Callable[[int, int | None], None]
-LIST = 'cd -- "$1" || exit 2; pwd; find . -mindepth 1 -maxdepth 1 -printf "%y\\t%s\\t%T@\\t%P\\0"'
+# a folder's entries, links followed (a link shows its target's kind, size and time; find leaves out a loop)
+LIST = 'cd -- "$1" || exit 2; pwd; LC_ALL=C find -L . -mindepth 1 -maxdepth 1 -printf "%Y\\t%s\\t%T@\\t%P\\0"'
 HASH_TIMEOUT = 1800.0  # s: weights can be large
 
 
@@ -35,8 +36,7 @@ def _where(path: str, workdir: str) -> str:
 async def list_dir(transport: Transport, workdir: str, path: str = "") -> FileListing:
     where = _where(path, workdir)
     result = await transport.run(["sh", "-c", LIST, "sh", where])
-    if not result.ok:
-        raise BackendError(f"listing {where}: {result.error()}")
+    find_errors(result.returncode, result.stderr, f"listing {where}")
     out = result.data.decode("utf-8", "surrogateescape")  # a name that is not UTF-8 stays downloadable
     head, _, rest = out.partition("\n")
     files = []

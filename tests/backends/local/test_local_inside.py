@@ -214,6 +214,8 @@ async def test_planted_partials_links_and_empty_files(home, tmp_path):
 
         await check_planted(fetch, work, tmp_path / "dl")
         await check_links_and_empties(fetch, work, tmp_path / "got")
+        sizes = {f.name: (f.size, f.is_dir) for f in (await backend.list_files(job_id, "linked")).files}
+        assert sizes["alias.bin"] == (2_000, False) and sizes["inner"][1]  # links shown as their targets
         odd = os.fsdecode(b"caf\xe9.bin")  # a name that is not UTF-8
         (work / "empties" / odd).write_bytes(b"odd")
         await fetch("empties", tmp_path / "odd")

@@ -352,6 +352,8 @@ async def test_planted_partials_links_empty_files_and_odd_names(through, slurm_j
 
         await check_planted(fetch, work, tmp_path / "dl")
         await check_links_and_empties(fetch, work, tmp_path / "got")
+        sizes = {f.name: (f.size, f.is_dir) for f in (await backend.list_files(job_id, "linked")).files}
+        assert sizes["alias.bin"] == (2_000, False) and sizes["inner"][1] and "loop" not in sizes  # links followed
         (entry,) = (await backend.list_files(job_id, "odd")).files
         assert entry.name == odd and clean(entry.name) == "caf\\xe9.bin"
         await fetch(entry.path, tmp_path / "odd.bin")
