@@ -211,12 +211,15 @@ class FileListing:
 @dataclass(frozen=True)
 class Download:
     """A finished download: where it is, its bytes, what it was checked against (e.g. "size and
-    sha256"), and the bytes an earlier interrupted try had fetched already."""
+    sha256"), the bytes an earlier interrupted try had fetched already, and what a folder's download
+    left out, each with why: a link whose target is outside the folder (never followed out of it), a
+    folder loop."""
 
     path: Path
     size: int
     checked: str
     resumed_from: int = 0
+    skipped: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 
 from yanflow_tui.backends.base import JobFile
 from yanflow_tui.hub import error_text
-from yanflow_tui.inside import download_target, size_text, time_text
+from yanflow_tui.inside import download_target, size_text, skipped_text, time_text
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.progress import DownloadProgress
@@ -121,7 +121,7 @@ class FilesScreen(ModalScreen[None]):
                 self._download(chosen, Path(dest).expanduser())
 
         default = str(download_target(chosen.path))
-        self.app.push_screen(PromptScreen(f"Download {chosen.name} to:", default), answered)
+        self.app.push_screen(PromptScreen(f"Download {clean(chosen.name)} to:", default), answered)
 
     @work(exclusive=True, group="files-download", exit_on_error=False)
     async def _download(self, chosen: JobFile, target: Path) -> None:
@@ -131,4 +131,5 @@ class FilesScreen(ModalScreen[None]):
         except Exception as exc:
             self.app.report_error("Download failed", error_text(exc))
             return
-        self.notify(clean(f"{chosen.name} downloaded to {result.path} (checked: {result.checked})"), markup=False)
+        done = f"{chosen.name} downloaded to {result.path} (checked: {result.checked}){skipped_text(result)}"
+        self.notify(clean(done), markup=False)

@@ -12,7 +12,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from yanflow_tui.backends.base import Forward
+from yanflow_tui.backends.base import Download, Forward
 from yanflow_tui.errors import YanflowError
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.sanitize import clean
@@ -26,6 +26,14 @@ def download_target(path: str, dest: str | None = None) -> Path:
         return Path.cwd() / name
     target = Path(dest).expanduser()
     return target / name if target.is_dir() else target
+
+
+def skipped_text(result: Download) -> str:
+    """What a folder's download left out, as the end of its message ("" when nothing)."""
+    if not result.skipped:
+        return ""
+    more = f" and {len(result.skipped) - 3} more" if len(result.skipped) > 3 else ""
+    return f"; left out: {', '.join(result.skipped[:3])}{more}"
 
 
 def size_text(size: int) -> str:
@@ -59,7 +67,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         help="download a file or folder of a running job",
         description="Copy PATH of the job to DEST (default: here, under its own name), atomically: a temp beside "
         "DEST, renamed when complete and checked (size, and sha256 where the cluster computes one). An "
-        "interrupted download resumes when run again (a folder keeps the files it has complete).",
+        "interrupted download resumes when run again (a folder keeps the files it has complete). Links are "
+        "followed; in a folder, a link leading out of it (or into a loop) is left out and named.",
     )
     p.add_argument("job", metavar="JOB")
     p.add_argument("path", metavar="PATH")
@@ -125,7 +134,7 @@ async def download(config, args) -> int:
     resumed = f", resumed at {size_text(result.resumed_from)}" if result.resumed_from else ""
     print(
         f"\rdownloaded {clean(args.path)} to {result.path} ({size_text(result.size)}, checked: {result.checked}"
-        f"{resumed})",
+        f"{resumed}){clean(skipped_text(result))}",
         file=sys.stderr,
     )
     return 0

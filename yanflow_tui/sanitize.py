@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from yanflow_tui.bytenames import unsurrogate
+
 # CSI, OSC (terminated by BEL or ST), DCS-like strings, and other ESC sequences.
 _ANSI = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI ... final byte
@@ -29,6 +31,7 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
         return ""
     if text.isprintable():  # no ESC, C0/C1, zero-width or bidi characters: nothing to strip (fast path)
         return text
+    text = unsurrogate(text)  # a name that was not UTF-8: its bad bytes as \xNN
     text = _ANSI.sub("", text)
     text = text.replace("\t", " ")
     if not keep_newlines:

@@ -1,7 +1,8 @@
 """Atomic checkpoint download through the master (``GET /checkpoints/{uuid}``, a tar stream, the
 SDK's ``DownloadMode.MASTER`` path): streamed to a temp dir beside the target, checked, extracted
-with tarfile's ``data`` filter (no absolute paths, links or ``..`` outside the target), then renamed
-into place. An interrupted download leaves no target and no temp dir. Synchronous: run in a thread.
+through the one writer (``downloads.Landing``) with our own member check (``tarsafe``: no absolute
+names, ``..``, links leading outside, device files or fifos; on every Python), then moved into place.
+An interrupted download leaves no target and no temp dir. Synchronous: run in a thread.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from urllib.parse import quote
 
 import requests
 
+from yanflow_tui.backends import tarsafe
+from yanflow_tui.backends.downloads import Landing
 from yanflow_tui.errors import BackendError
 
 CHUNK = 64 * 1024
@@ -29,21 +32,23 @@ def download(
 ) -> Path:
     """Download checkpoint ``uuid`` into the new directory ``target``; return it."""
     target = Path(target).expanduser()
-    if target.exists():
+    if os.path.lexists(target):
         raise BackendError(f"{target} already exists; choose a new directory for the checkpoint")
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     try:
         archive = work / "checkpoint.tar"
         _fetch(session, uuid, archive, progress, timeout)
-        content = work / "content"
-        content.mkdir(mode=0o700)
-        try:
-            with tarfile.open(archive, "r:*") as tar:
-                tar.extractall(content, filter="data")
-        except (tarfile.TarError, EOFError, OSError) as exc:
-            raise BackendError(f"checkpoint {uuid}: the archive is damaged or incomplete ({exc})") from None
-        os.rename(content, target)
+        with Landing(target, folder=True) as landing:
+            landing.discard_on_close = True
+            try:
+                with tarfile.open(archive, "r:*") as tar:
+                    tarsafe.extract(tar, landing)
+            except (tarfile.TarError, EOFError, OSError) as exc:
+                raise BackendError(f"checkpoint {uuid}: the archive is damaged or incomplete ({exc})") from None
+            except BackendError as exc:
+                raise BackendError(f"checkpoint {uuid}: {exc}") from None
+            landing.finish(None, None, f"checkpoint {uuid}", "the master")
         return target
     finally:
         shutil.rmtree(work, ignore_errors=True)

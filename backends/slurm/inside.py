@@ -1,7 +1,8 @@
 """Inside a Slurm job, through the cluster's own transport: its output folder listed (``find -printf``),
 files downloaded (``Transport.read_bytes``: SFTP on the asyncssh connection, ``tail -c +N`` through the
-OpenSSH master or on the login node) into ``.NAME.part`` beside the target, resumed from what an
-interrupted try left there, checked against the cluster's sizes and ``sha256sum`` and only then renamed;
+OpenSSH master or on the login node) through the one writer (``downloads.Landing``: a private folder
+beside the target), resumed from what an interrupted try left there, checked against the cluster's
+sizes and ``sha256sum`` (links followed; a folder's links leading out of it skipped) and only then moved;
 a shell in the job (``srun --jobid --overlap --pty`` on one of its nodes, ``Transport.shell``); and a
 port of one of its nodes forwarded to 127.0.0.1 (``Transport.forward``). Paths reach the cluster as
 argv words (``sh -c SCRIPT sh PATH``), never inside a script."""
@@ -11,24 +12,18 @@ from __future__ import annotations
 import asyncio
 import os
 import posixpath
-import shutil
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO
 
 from yanflow_tui.backends.base import Download, FileListing, JobFile
-from yanflow_tui.backends.downloads import HASH, finish, is_complete, member, parse_hashes, partial_path
+from yanflow_tui.backends.downloads import HASH, INFO, Landing, find_errors, parse_hashes, parse_info
 from yanflow_tui.backends.slurm.transport import Transport
 from yanflow_tui.errors import BackendError
 
 Progress = Callable[[int, int | None], None]
-LIST = 'cd -- "$1" || exit 2; pwd; find . -mindepth 1 -maxdepth 1 -printf "%y\\t%s\\t%T@\\t%P\\0"'
-INFO = (
-    'if [ -d "$1" ]; then cd -- "$1" || exit 2; echo dir; find . -type f -printf "%s\\t%P\\0"; '
-    'elif [ -f "$1" ]; then echo file; find "$1" -maxdepth 0 -printf "%s\\t.\\0"; '
-    'else echo "no such file or folder: $1" >&2; exit 2; fi'
-)
+# a folder's entries, links followed (a link shows its target's kind, size and time; find leaves out a loop)
+LIST = 'cd -- "$1" || exit 2; pwd; LC_ALL=C find -L . -mindepth 1 -maxdepth 1 -printf "%Y\\t%s\\t%T@\\t%P\\0"'
 HASH_TIMEOUT = 1800.0  # s: weights can be large
 
 
@@ -38,16 +33,11 @@ def _where(path: str, workdir: str) -> str:
     return posixpath.normpath(path if path.startswith("/") else posixpath.join(workdir or ".", path))
 
 
-async def _checked(transport: Transport, script: str, path: str, what: str, timeout: float | None = None) -> str:
-    result = await transport.run(["sh", "-c", script, "sh", path], timeout=timeout)
-    if not result.ok:
-        raise BackendError(f"{what}: {result.error()}")
-    return result.stdout
-
-
 async def list_dir(transport: Transport, workdir: str, path: str = "") -> FileListing:
     where = _where(path, workdir)
-    out = await _checked(transport, LIST, where, f"listing {where}")
+    result = await transport.run(["sh", "-c", LIST, "sh", where])
+    find_errors(result.returncode, result.stderr, f"listing {where}")
+    out = result.data.decode("utf-8", "surrogateescape")  # a name that is not UTF-8 stays downloadable
     head, _, rest = out.partition("\n")
     files = []
     for entry in rest.split("\0"):
@@ -64,77 +54,52 @@ async def list_dir(transport: Transport, workdir: str, path: str = "") -> FileLi
     return FileListing(head or where, tuple(files))
 
 
-def _sizes(text: str) -> dict[str, int]:
-    sizes = {}
-    for entry in text.split("\0"):
-        size, _, name = entry.partition("\t")
-        if size.isdigit() and name:
-            sizes[name] = int(size)
-    return sizes
-
-
 async def _hashes(transport: Transport, path: str) -> dict[str, str] | None:
-    """name (as ``_sizes`` names them; "." for a single file) -> sha256; None without ``sha256sum``."""
+    """name (as INFO names them; "." for a single file) -> sha256; None without ``sha256sum``."""
     result = await transport.run(["sh", "-c", HASH, "sh", path], timeout=HASH_TIMEOUT)
-    if not result.ok:
+    try:
+        find_errors(result.returncode, result.stderr, path)
+    except BackendError:
         return None
-    return parse_hashes(result.stdout, single=path)
+    return parse_hashes(result.data.decode("utf-8", "surrogateescape"), single=path)
 
 
 async def download(
     transport: Transport, workdir: str, path: str, target: Path, progress: Progress | None = None
 ) -> Download:
+    """``path`` (a file, or a folder: every file under it, links followed) into ``target`` through a
+    ``Landing``: each file resumed from what an interrupted try left, checked, then moved into place."""
     where = _where(path, workdir)
-    if await asyncio.to_thread(target.exists):
+    if await asyncio.to_thread(os.path.lexists, target):
         raise BackendError(f"{target} exists; not replaced")
-    info = await _checked(transport, INFO, where, f"reading {where}")
-    kind, _, rest = info.partition("\n")
-    sizes = _sizes(rest)
+    result = await transport.run(["sh", "-c", INFO, "sh", where])
+    loops = find_errors(result.returncode, result.stderr, f"reading {where}")
+    listing = parse_info(result.data, loops)
     hashes = await _hashes(transport, where)
     checked = "size and sha256" if hashes is not None else "size"
-    part = partial_path(target)
-    counted = _Counter(sum(sizes.values()), progress)
-    if kind.strip() == "file":
-        size = sizes.get(".", 0)
-        resumed = await _file(transport, where, part, size, counted)
-        await asyncio.to_thread(finish, part, target, where, size, hashes.get(".") if hashes else None, "the cluster")
-        return Download(target, size, checked, resumed)
-    # a folder: each file into .NAME.part/ (each resumed as a single file is), then the folder renamed
-    done = await asyncio.to_thread(_folder_part, part, sizes, hashes)
-    resumed = sum(sizes[name] for name in done)
-    counted.add(resumed)
-    for name in sorted(set(sizes) - done):
-        local = part / name
-        resumed += await _file(transport, posixpath.join(where, name), partial_path(local), sizes[name], counted)
-        await asyncio.to_thread(
-            finish, partial_path(local), local, name, sizes[name], (hashes or {}).get(name), "the cluster"
-        )
-    await asyncio.to_thread(_finish_folder, part, target, where, sizes)
-    return Download(target, counted.total, checked, resumed)
-
-
-def _folder_part(part: Path, sizes: dict[str, int], hashes: dict[str, str] | None) -> set[str]:
-    """The temp folder made ready; the names complete in it already (from an interrupted try): the
-    cluster's size, and its sha256 where it has one (a file changed there since is fetched again)."""
-    if part.exists() and not part.is_dir():
-        part.unlink()
-    part.mkdir(parents=True, exist_ok=True)
-    root = part.resolve()
-    done = set()
-    for name, size in sizes.items():
-        local = member(part, root, name)
-        local.parent.mkdir(parents=True, exist_ok=True)
-        if is_complete(local, size, (hashes or {}).get(name)):
-            done.add(name)
-    return done
-
-
-def _finish_folder(part: Path, target: Path, where: str, sizes: dict[str, int]) -> None:
-    got = {str(p.relative_to(part)) for p in part.rglob("*") if p.is_file()}
-    if got != set(sizes):
-        shutil.rmtree(part, ignore_errors=True)
-        raise BackendError(f"{where}: the files arrived do not match the cluster's; the partial folder is removed")
-    os.replace(part, target)
+    counted = _Counter(sum(listing.sizes.values()), progress)
+    landing = await asyncio.to_thread(Landing, target, listing.folder)
+    try:
+        resumed = 0
+        for name, size in sorted(listing.sizes.items()):
+            source = where if name == "." else posixpath.join(where, name)
+            offset = await asyncio.to_thread(landing.have, name, size, (hashes or {}).get(name))
+            resumed += offset
+            counted.add(offset)
+            if offset == size and size:
+                continue  # complete already (an empty file is made again: nothing to fetch)
+            part = await asyncio.to_thread(landing.open, name, offset)
+            try:
+                if offset < size:
+                    async for chunk in transport.read_bytes(source, offset):
+                        await asyncio.to_thread(part.write, chunk)
+                        counted.add(len(chunk))
+            finally:
+                await asyncio.to_thread(part.close)
+        await asyncio.to_thread(landing.finish, listing.sizes, hashes, where, "the cluster")
+    finally:
+        await asyncio.to_thread(landing.close)
+    return Download(target, counted.total, checked, resumed, listing.skipped)
 
 
 class _Counter:
@@ -145,39 +110,6 @@ class _Counter:
         self.done += n
         if self.progress is not None:
             self.progress(self.done, self.total)
-
-
-def _offset(part: Path, size: int) -> int:
-    offset = part.stat().st_size if part.exists() else 0
-    if offset > size:  # the source changed since: start again
-        part.unlink()
-        return 0
-    part.parent.mkdir(parents=True, exist_ok=True)
-    return offset
-
-
-async def _file(transport: Transport, path: str, part: Path, size: int, counted: _Counter) -> int:
-    """Fetch ``path`` into ``part`` from what is there already; the bytes an earlier try had fetched."""
-    offset = await asyncio.to_thread(_offset, part, size)
-    counted.add(offset)
-    if offset < size:
-        handle: BinaryIO | None = None  # opened with the first byte: a read failing before it leaves no file
-        try:
-            async for chunk in transport.read_bytes(path, offset):
-                if handle is None:
-                    handle = await asyncio.to_thread(part.open, "ab")
-                await asyncio.to_thread(handle.write, chunk)
-                counted.add(len(chunk))
-        finally:
-            if handle is not None:
-                await asyncio.to_thread(_close, handle)
-    return offset
-
-
-def _close(handle) -> None:
-    handle.flush()
-    os.fsync(handle.fileno())
-    handle.close()
 
 
 def srun_shell(job_id: str, node: str) -> str:

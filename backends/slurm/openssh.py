@@ -41,6 +41,7 @@ from yanflow_tui.backends.slurm.transport import (
     LocalTransport,
     SshTarget,
     _kill,
+    wire,
 )
 from yanflow_tui.errors import BackendError, LoginInTerminal
 
@@ -227,7 +228,7 @@ class OpenSSHTransport(LocalTransport):
         async with self._channels:
             proc = await self._spawn()
             try:
-                out, err = await proc.communicate(script.encode())
+                out, err = await proc.communicate(wire(script))
             except asyncio.CancelledError:
                 # Timed out or cancelled: kill our ssh, and do not wait for its pipes to close: the
                 # master holds them (ssh hands them over) until the remote command ends by itself.

@@ -87,6 +87,12 @@ class CommandTimeout(BackendError):
     """A command did not finish in time; it may still have had its effect."""
 
 
+def wire(text: str) -> bytes:
+    """A script or path as the remote side gets it: a name that was not UTF-8 (surrogate-escaped when
+    read) goes back as its own bytes."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 def script_for(argv: Sequence[str], stdin_data: str | None = None) -> str:
     """The /bin/sh script that runs ``argv`` (with ``stdin_data`` as its stdin, via a quoted heredoc)."""
     line = "exec " + shlex.join(argv)
@@ -300,7 +306,7 @@ class LocalTransport(Transport):
     async def _exec(self, script: str) -> tuple[int, str | bytes, str]:
         proc = await self._spawn()
         try:
-            out, err = await proc.communicate(script.encode())
+            out, err = await proc.communicate(wire(script))
         except asyncio.CancelledError:
             _kill(proc)
             await proc.wait()
@@ -309,7 +315,7 @@ class LocalTransport(Transport):
 
     async def _stream(self, script: str, binary: bool = False) -> LineStream:
         proc = await self._spawn()
-        proc.stdin.write(script.encode())
+        proc.stdin.write(wire(script))
         await proc.stdin.drain()
 
         async def lines():
@@ -721,7 +727,7 @@ class SshTransport(Transport):
         conn = await self._connection()
         async with self._channels:
             try:  # (bytes: stdout decoded when read, with any bad byte replaced)
-                result = await conn.run(SHELL, input=script.encode(), check=False, encoding=None)
+                result = await conn.run(SHELL, input=wire(script), check=False, encoding=None)
             except (asyncssh.ConnectionLost, asyncssh.DisconnectError, asyncssh.ChannelOpenError, OSError) as exc:
                 self._drop(conn)
                 log.warning("ssh %s: connection lost (%s)", self.target.label, _reason(exc))
@@ -755,7 +761,7 @@ class SshTransport(Transport):
         except BaseException:  # cancelled (e.g. a caller's own timeout): the channel is free again
             self._channels.release()
             raise
-        proc.stdin.write(script.encode() if binary else script)
+        proc.stdin.write(wire(script) if binary else script)
         released = False
 
         async def lines():
@@ -798,7 +804,7 @@ class SshTransport(Transport):
             sftp = await self._sftp_client(conn)
             if sftp is not None:
                 self.history.append(("sftp", "get", f"+{offset}", "--", path))
-                handle = await asyncio.wait_for(sftp.open(path, "rb"), self.timeout)
+                handle = await asyncio.wait_for(sftp.open(wire(path), "rb"), self.timeout)
                 try:
                     while True:
                         chunk = await asyncio.wait_for(handle.read(SFTP_CHUNK, offset), self.timeout)

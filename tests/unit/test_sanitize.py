@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -139,3 +141,8 @@ def test_the_fast_path_changes_nothing_the_slow_path_would():
         assert sanitize.clean(text) == slow
 
     check()
+
+
+def test_bytes_that_were_not_utf8_show_escaped():
+    assert clean(os.fsdecode(b"caf\xe9\x1b[31m.bin")) == "caf\\xe9.bin"
+    assert clean("\ud800x") == "\\ud800x"

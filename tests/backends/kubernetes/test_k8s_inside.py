@@ -12,13 +12,13 @@ import socket
 import tracemalloc
 
 import pytest
+from downloadhelpers import check_links_and_empties, check_planted, job_tree, partial_data, partials, plant
 from fakes.k8s_api import make_job, make_pod
 from k8shelpers import cluster, read_exactly
 from waiting import async_wait_until
 
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.backends.kubernetes.extract import ANN_OUTPUTS
-from yanflow_tui.backends.kubernetes.files import partial_path
 from yanflow_tui.errors import BackendError, ReadOnlyError
 
 NS = "ml"
@@ -74,7 +74,7 @@ async def test_a_folder_downloads_through_tar_byte_identical(emulator, backend, 
         assert sha(tmp_path / "out" / rel) == sha(src / rel)
     assert result.checked == "size and sha256" and result.size == 300_018
     assert seen and seen[-1] == (300_018, 300_018)
-    assert any(cmd[:2] == ("tar", "cf") for *_, cmd, _ in emulator.streams.execs)
+    assert any(cmd[:2] == ("tar", "chf") for *_, cmd, _ in emulator.streams.execs)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temp left beside it
 
 
@@ -84,14 +84,14 @@ async def test_an_interrupted_file_download_leaves_no_final_file_and_resumes(emu
     with pytest.raises(BackendError):
         await backend.download(JOB, "model.pt", target)
     assert not target.exists()  # nothing half-written under the final name
-    part = partial_path(target)
+    part = partial_data(target)
     assert 0 < part.stat().st_size <= 600_000
     kept = part.stat().st_size
     result = await backend.download(JOB, "model.pt", target)
     assert sha(target) == sha(pod_root / "model.pt")
     assert (result.resumed_from, result.checked) == (kept, "size and sha256")
     assert ("tail", "-c", f"+{kept + 1}", "--", "model.pt") in [e[3] for e in emulator.streams.execs]
-    assert not part.exists()
+    assert not partials(target)
     with pytest.raises(BackendError, match="exists; not replaced"):
         await backend.download(JOB, "model.pt", target)
 
@@ -101,26 +101,26 @@ async def test_a_folder_cut_inside_its_tar_stream_resumes_file_by_file(emulator,
     emulator.streams.cut_after(150_000)  # inside weights.bin (300 kB), the folder's one large file
     with pytest.raises(BackendError, match="resume"):
         await backend.download(JOB, "outputs", target)
-    part = partial_path(target)
+    part = partial_data(target)
     assert not target.exists() and part.is_dir()  # nothing under the final name
-    half = part / "outputs" / "ckpt" / "weights.bin"
+    half = part / "ckpt" / "weights.bin"
     kept = half.stat().st_size
     assert 0 < kept < 300_000
     result = await backend.download(JOB, "outputs", target)
     src = pod_root / "outputs"
     for rel in ("ckpt/weights.bin", "ckpt/a name with spaces.txt", "log.txt"):
         assert sha(target / rel) == sha(src / rel)
-    assert result.checked == "size and sha256" and result.resumed_from >= kept and not part.exists()
+    assert result.checked == "size and sha256" and result.resumed_from >= kept and not partials(target)
     resumed = ("tail", "-c", f"+{kept + 1}", "--", "outputs/ckpt/weights.bin")
     assert resumed in [e[3] for e in emulator.streams.execs]  # only the rest of it came
 
 
 async def test_a_corrupted_partial_file_fails_the_check_and_is_removed(emulator, backend, pod_root, tmp_path):
     target = tmp_path / "model.pt"
-    partial_path(target).write_bytes(b"not the same bytes")
+    plant(target, b"not the same bytes")
     with pytest.raises(BackendError, match="sha256"):
         await backend.download(JOB, "model.pt", target)
-    assert not target.exists() and not partial_path(target).exists()
+    assert not target.exists() and not partials(target)
 
 
 async def test_a_port_of_the_chosen_rank_is_forwarded_to_localhost(emulator, backend, pod_root, tcp_server):
@@ -206,3 +206,22 @@ async def test_a_job_annotated_with_its_outputs_lists_and_downloads_from_there(e
     assert [f.name for f in listing.files] == ["ckpt", "log.txt"]
     got = await backend.download(JOB, "log.txt", tmp_path / "log.txt")
     assert got.path.read_text() == "epoch 1\n"
+
+
+async def test_planted_partials_links_and_empty_files(emulator, backend, pod_root, tmp_path):
+    """The cases every backend passes (``downloadhelpers``): a folder without links leaving it comes as
+    one tar stream (links followed: ``tar ch``), one with them file by file, those left out; a name
+    that is not UTF-8 is a clear error (exec's argv is UTF-8 text), never a traceback."""
+    work = pod_root / "job"
+    job_tree(work)
+
+    async def fetch(path, target):
+        return await backend.download(JOB, f"job/{path}", target)
+
+    await check_planted(fetch, work, tmp_path / "dl")
+    await check_links_and_empties(fetch, work, tmp_path / "got")
+    tars = [cmd for *_, cmd, _ in emulator.streams.execs if cmd[0] == "tar"]
+    assert ("tar", "chf", "-", "-C", "job/ckpt", ".") in tars
+    assert not any("job/linked" in cmd for cmd in tars)  # links leading out of it: file by file
+    with pytest.raises(BackendError, match="not UTF-8"):
+        await fetch(os.fsdecode(b"caf\xe9.bin"), tmp_path / "odd.bin")

@@ -13,11 +13,11 @@ import sys
 from dataclasses import replace
 
 import pytest
+from downloadhelpers import check_links_and_empties, check_planted, job_tree, partial_data, partials, plant
 from jobhelpers import run_cli
 from terminal import Terminal
 from waiting import async_wait_until
 
-from yanflow_tui.backends.local import inside
 from yanflow_tui.backends.local.backend import LocalBackend
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, ReadOnlyError
@@ -56,12 +56,12 @@ async def test_files_download_resume_and_folders(home, tmp_path):
         assert [(f.name, f.size) for f in inner.files] == [("deep", 0), ("w.bin", len(data))]
         target = tmp_path / "dl" / "w.bin"
         target.parent.mkdir()
-        inside.partial_path(target).write_bytes(data[:1000])  # what an interrupted copy left
+        plant(target, data[:1000])  # what an interrupted copy left
         seen = []
         got = await backend.download(job_id, "out/w.bin", target, lambda d, t: seen.append((d, t)))
         assert got.resumed_from == 1000 and got.checked == "size and sha256"
         assert hashlib.sha256(target.read_bytes()).digest() == hashlib.sha256(data).digest()
-        assert seen[-1] == (len(data), len(data)) and not inside.partial_path(target).exists()
+        assert seen[-1] == (len(data), len(data)) and not partials(target)
         with pytest.raises(BackendError, match="exists"):
             await backend.download(job_id, "out/w.bin", target)
         folder = await backend.download(job_id, "out", tmp_path / "dl" / "out")
@@ -153,10 +153,10 @@ async def test_a_folder_copy_cut_part_way_resumes_from_the_outputs_folder_after_
             await backend.download(job_id, ".", target, cut)
     finally:
         await backend.close()
-    part = inside.partial_path(target)
-    kept = inside.partial_path(part / "b.bin").stat().st_size
-    assert not target.exists() and (part / "a.bin").stat().st_size == 3 << 20
-    assert 0 < kept < 3 << 20 and not (part / "b.bin").exists()  # nothing half-written under a final name
+    part = partial_data(target)
+    kept = (part / "b.bin").stat().st_size
+    assert not target.exists() and (part / "a.bin").stat().st_size == 3 << 20  # nothing under the final name
+    assert 0 < kept < 3 << 20
     (work / "ckpt" / "a.bin").write_bytes(os.urandom(3 << 20))  # changed since: the same size, not the same bytes
 
     again = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")  # the console restarted
@@ -165,7 +165,7 @@ async def test_a_folder_copy_cut_part_way_resumes_from_the_outputs_folder_after_
         await again.cancel(job_id)
     finally:
         await again.close()
-    assert result.resumed_from == kept and result.size == 3 * (3 << 20) and not part.exists()
+    assert result.resumed_from == kept and result.size == 3 * (3 << 20) and not partials(target)
     for name in names:
         assert (
             hashlib.sha256((target / name).read_bytes()).digest()
@@ -199,3 +199,27 @@ def test_the_files_and_download_verbs_start_in_the_jobs_outputs_folder(home, tmp
         assert dest.read_bytes() == (work / "ckpt" / "w.bin").read_bytes()
     finally:
         asyncio.run(stop(job_id))
+
+
+async def test_planted_partials_links_and_empty_files(home, tmp_path):
+    """The cases every backend passes (``downloadhelpers``), on a local job."""
+    work = tmp_path / "work"
+    job_tree(work)
+    backend = LocalBackend(ClusterConfig("local", "local"), state_dir=tmp_path / "state")
+    try:
+        job_id = await started(backend, work)
+
+        async def fetch(path, target):
+            return await backend.download(job_id, path, target)
+
+        await check_planted(fetch, work, tmp_path / "dl")
+        await check_links_and_empties(fetch, work, tmp_path / "got")
+        sizes = {f.name: (f.size, f.is_dir) for f in (await backend.list_files(job_id, "linked")).files}
+        assert sizes["alias.bin"] == (2_000, False) and sizes["inner"][1]  # links shown as their targets
+        odd = os.fsdecode(b"caf\xe9.bin")  # a name that is not UTF-8
+        (work / "empties" / odd).write_bytes(b"odd")
+        await fetch("empties", tmp_path / "odd")
+        assert (tmp_path / "odd" / "caf\\xe9.bin").read_bytes() == b"odd"  # under its escaped name
+        await backend.cancel(job_id)
+    finally:
+        await backend.close()

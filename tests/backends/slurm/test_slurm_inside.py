@@ -23,6 +23,7 @@ from dataclasses import replace
 
 import pytest
 import yaml
+from downloadhelpers import check_links_and_empties, check_planted, job_tree, partial_data, partials, plant
 from opensshhelpers import control, otp_openssh, start_master
 from slurmhelpers import CONF, DIR, local_cluster, ssh_cluster
 from terminal import Terminal
@@ -31,8 +32,10 @@ from waiting import async_wait_until
 from yanflow_tui.backends.slurm import inside
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
+from yanflow_tui.backends.slurm.transport import LocalTransport
 from yanflow_tui.config import ClusterConfig
-from yanflow_tui.errors import ReadOnlyError
+from yanflow_tui.errors import BackendError, ReadOnlyError
+from yanflow_tui.sanitize import clean
 from yanflow_tui.spec import spec_from_data
 
 SIZE = 24 << 20
@@ -148,14 +151,14 @@ async def test_a_download_cancelled_part_way_resumes_byte_identical(through, slu
 
         target = tmp_path / "got" / "model.bin"
         await cancelled_at(3 << 20, lambda progress: backend.download(job_id, "ckpt/model.bin", target, progress), SIZE)
-        part = inside.partial_path(target)
+        part = partial_data(target)
         kept = part.stat().st_size
         assert 0 < kept < SIZE and not target.exists()  # nothing under the final name
         assert any(argv[:2] == resumed_argv(backend, 0, weights)[:2] for argv in backend.transport.history)
 
         result = await backend.download(job_id, "ckpt/model.bin", target)
         assert result.resumed_from == kept and result.size == SIZE and result.checked == "size and sha256"
-        assert sha(target) == sha(weights) and not part.exists()
+        assert sha(target) == sha(weights) and not partials(target)
         assert resumed_argv(backend, kept, weights) in backend.transport.history
 
         folder = await backend.download(job_id, "ckpt", tmp_path / "got" / "ckpt")
@@ -281,7 +284,7 @@ async def test_on_the_login_node_downloads_resume_and_a_relay_forwards(slurm_dir
         await running(backend, job_id)
         target = tmp_path / "got" / "w.bin"
         target.parent.mkdir()
-        inside.partial_path(target).write_bytes(data[:12345])  # an interrupted try's bytes
+        plant(target, data[:12345])  # an interrupted try's bytes
         got = await backend.download(job_id, "w.bin", target)
         assert got.resumed_from == 12345 and sha(target) == sha(tmp_path / "w.bin")
         assert ("tail", "-c", "+12346", "--", str(tmp_path / "w.bin")) in backend.transport.history
@@ -314,10 +317,10 @@ async def test_a_folder_download_cut_part_way_resumes_skipping_what_is_complete(
         await cancelled_at(12 << 20, lambda progress: backend.download(job_id, ".", target, progress))  # in b.bin
     finally:
         await backend.close()
-    part = inside.partial_path(target)
-    assert not target.exists() and (part / "a.bin").stat().st_size == 8 << 20
-    kept = inside.partial_path(part / "b.bin").stat().st_size
-    assert 0 < kept < 8 << 20 and not (part / "b.bin").exists()  # nothing half-written under a final name
+    part = partial_data(target)
+    assert not target.exists() and (part / "a.bin").stat().st_size == 8 << 20  # nothing under the final name
+    kept = (part / "b.bin").stat().st_size
+    assert 0 < kept < 8 << 20 and oct(part.parent.stat().st_mode & 0o777) == "0o700"  # private while partial
     (work / "ckpt" / "a.bin").write_bytes(os.urandom(8 << 20))  # changed on the cluster since: same size
 
     again = SlurmBackend(sftp_cluster)  # a console started afresh knows the outputs folder from the job
@@ -326,5 +329,52 @@ async def test_a_folder_download_cut_part_way_resumes_skipping_what_is_complete(
     finally:
         await again.close()
     assert result.checked == "size and sha256" and result.size == 3 * (8 << 20) and result.resumed_from == kept
-    assert [sha(target / n) for n in names] == [sha(work / "ckpt" / n) for n in names] and not part.exists()
+    assert [sha(target / n) for n in names] == [sha(work / "ckpt" / n) for n in names] and not partials(target)
     assert ("sftp", "get", f"+{kept}", "--", str(work / "ckpt" / "b.bin")) in again.transport.history
+
+
+@pytest.mark.parametrize("through", TRANSPORTS, indirect=True)
+async def test_planted_partials_links_empty_files_and_odd_names(through, slurm_jobs, tmp_path):
+    """The cases every backend passes (``downloadhelpers``: planted partials never written through,
+    empty files, a linked checkpoint, a folder with links), and a name that is not UTF-8: listed (shown
+    escaped), downloaded alone and in its folder (under its escaped name there)."""
+    work = tmp_path / "work"
+    job_tree(work)
+    odd = os.fsdecode(b"caf\xe9.bin")
+    (work / "odd").mkdir()
+    (work / "odd" / odd).write_bytes(b"not UTF-8")
+    backend = SlurmBackend(through)
+    try:
+        job_id = slurm_jobs.add(await backend.submit(sleeper(work)))
+
+        async def fetch(path, target):
+            return await backend.download(job_id, path, target)
+
+        await check_planted(fetch, work, tmp_path / "dl")
+        await check_links_and_empties(fetch, work, tmp_path / "got")
+        sizes = {f.name: (f.size, f.is_dir) for f in (await backend.list_files(job_id, "linked")).files}
+        assert sizes["alias.bin"] == (2_000, False) and sizes["inner"][1] and "loop" not in sizes  # links followed
+        (entry,) = (await backend.list_files(job_id, "odd")).files
+        assert entry.name == odd and clean(entry.name) == "caf\\xe9.bin"
+        await fetch(entry.path, tmp_path / "odd.bin")
+        assert (tmp_path / "odd.bin").read_bytes() == b"not UTF-8"
+        got = await fetch("odd", tmp_path / "oddfolder")
+        assert (tmp_path / "oddfolder" / "caf\\xe9.bin").read_bytes() == b"not UTF-8"
+        assert got.checked == "size and sha256"
+    finally:
+        await backend.close()
+
+
+async def test_a_download_failing_before_its_first_byte_leaves_nothing(tmp_path):
+    """The read fails at once (a login node that drops the read): no partial, no private folder."""
+
+    class Dropping(LocalTransport):
+        async def read_bytes(self, path, offset):
+            raise BackendError("connection lost")
+            yield b""
+
+    (tmp_path / "w.bin").write_bytes(b"x" * 1000)
+    (tmp_path / "dl").mkdir()
+    with pytest.raises(BackendError, match="connection lost"):
+        await inside.download(Dropping(), str(tmp_path), "w.bin", tmp_path / "dl" / "w.bin")
+    assert os.listdir(tmp_path / "dl") == []
