@@ -338,7 +338,8 @@ def test_a_multi_node_job_without_a_launcher_runs_its_shell_line_on_every_node()
         {"name": "x", "kind": "multi-node", "command": "echo $NODE_RANK; hostname", "resources": {"nodes": 2}}
     )
     step = shlex.split("srun " + render(s, "t").script.split("\nsrun ", 1)[1])
-    assert step[:5] == ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "/bin/sh", "-c"]
+    assert step[:3] == ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
+    assert step[3:6] == ["${YF_RANK_OUTPUT:+$YF_RANK_OUTPUT}", "/bin/sh", "-c"]  # each rank's own file
     assert step[-1] == "NODE_RANK=$SLURM_NODEID; export NODE_RANK\necho $NODE_RANK; hostname\n"
 
 
