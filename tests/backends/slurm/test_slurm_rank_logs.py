@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 from launchstubs import make_launchers
-from slurmhelpers import JOBS, live_state, ssh_cluster, slurm
+from slurmhelpers import JOBS, live_state, slurm, ssh_cluster
 from waiting import async_wait_until
 
 from yanflow_tui.backends.slurm.backend import SlurmBackend
@@ -23,13 +23,13 @@ from yanflow_tui.spec import spec_from_data
 
 RUNS = 10
 SLEEP = 600  # what the ranks that do not fail would sleep: a job that hangs cannot pass
-TRAIN = """import os, sys, time
+TRAIN = f"""import os, sys, time
 rank = int(os.environ["RANK"])
-print(f"hello from rank {rank}", flush=True)
+print(f"hello from rank {{rank}}", flush=True)
 if rank == 1:
-    raise RuntimeError(f"rank {rank} failed on purpose ({sys.argv[1]})")
-time.sleep(%d)
-""" % SLEEP
+    raise RuntimeError(f"rank {{rank}} failed on purpose ({{sys.argv[1]}})")
+time.sleep({SLEEP})
+"""
 
 
 def failing_spec(root: Path, marker: str):
