@@ -523,10 +523,11 @@ class SlurmBackend(Backend):
                         reader.finish()  # read what is left to the end of the file; the pump then ends
                     return
 
-        start(path, "")
-        await find_ranks()
-        watcher = asyncio.create_task(watch()) if follow else None
+        watcher: asyncio.Task | None = None
         try:
+            start(path, "")
+            await find_ranks()
+            watcher = asyncio.create_task(watch()) if follow else None
             ended = 0
             while True:
                 item = await queue.get()

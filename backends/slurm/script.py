@@ -60,6 +60,17 @@ def _mem(mb: int) -> str:
 RESERVED = ("comment", "parsable", "wrap", "test-only")  # our tag, our answer, the script on stdin
 
 
+# torchrun writes the root cause of a failed worker (its traceback, as JSON) to TORCHELASTIC_ERROR_FILE:
+# each node's beside its rank file, ``<StdOut>.rank<N>.error.json``, unless env: names one. Read on the
+# node from the step's own stdout (the rank file); nothing when that is no regular file (srun's relay,
+# or a container that does not see the path).
+ERROR_SUFFIX = ".error.json"
+ERROR_FILE = (
+    '[ -n "${TORCHELASTIC_ERROR_FILE-}" ] || { YF_LOG=$(readlink "/proc/$$/fd/1" 2>/dev/null) && [ -f "$YF_LOG" ] && '
+    f'TORCHELASTIC_ERROR_FILE="$YF_LOG{ERROR_SUFFIX}" && export TORCHELASTIC_ERROR_FILE; }}\n'
+)
+
+
 def options(spec: JobSpec, defaults: dict | None = None, in_container: bool = False) -> list[tuple[str, str | None]]:
     """The sbatch options ``spec`` asks for, in order, as (long name, value or None for a flag):
     its fields, then ``slurm.options`` passed through. Raises ``SpecError`` for an option set twice or
@@ -236,10 +247,13 @@ def _multi_node(spec: JobSpec, container: Container | None = None) -> str:
         if container is None:
             return f"{prefix} {user}"
         return _one_task(spec, container, f"exec {prefix} {user}\n")
+    head = "NODE_RANK=$SLURM_NODEID; export NODE_RANK\n"
+    if launcher == "torchrun":
+        head += ERROR_FILE
     if prefix is None:
-        step = f"NODE_RANK=$SLURM_NODEID; export NODE_RANK\n{user}\n"
+        step = f"{head}{user}\n"
     else:
-        step = f"NODE_RANK=$SLURM_NODEID; export NODE_RANK\nexec {prefix} {user}\n"
+        step = f"{head}exec {prefix} {user}\n"
     srun = f'{RANK_OUTPUT}\nsrun --ntasks-per-node=1 --kill-on-bad-exit=1 ${{{RANK_OPTION}:+"${RANK_OPTION}"}}'
     if container is None:
         return f"{srun} /bin/sh -c {shlex.quote(step)}"

@@ -206,7 +206,7 @@ def finished(job_id: str, record: Path) -> bool:
 
 
 def _output(record: Path) -> str:
-    return "\n".join(p.read_text() for p in record.parent.glob("*.out"))
+    return "\n".join(p.read_text() for p in sorted(record.parent.glob("*.out*")))  # with each rank's file
 
 
 def node_addr(node: str) -> str:

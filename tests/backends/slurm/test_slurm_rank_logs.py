@@ -2,7 +2,8 @@
 sbatch script under the stub torchrun (``tests/launchstubs.py``), whose middle rank prints a
 traceback to stderr and exits 1 at once while the others sleep. Each job must end promptly
 (--kill-on-bad-exit stops the others), and the console's log read (``stream_logs``, as the log view
-and ``yanflow-tui logs`` read it) must hold the traceback, labelled with its rank, in every job."""
+and ``yanflow-tui logs`` read it) must hold the traceback, labelled with its rank, in every job. torchrun
+is handed a TORCHELASTIC_ERROR_FILE per node, beside that node's rank file."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from slurmhelpers import JOBS, live_state, slurm, ssh_cluster
 from waiting import async_wait_until
 
 from yanflow_tui.backends.slurm.backend import SlurmBackend
-from yanflow_tui.backends.slurm.script import RANK_SUFFIX, render
+from yanflow_tui.backends.slurm.script import ERROR_SUFFIX, RANK_SUFFIX, render
 from yanflow_tui.model import LogLine
 from yanflow_tui.spec import spec_from_data
 
@@ -26,6 +27,7 @@ SLEEP = 600  # what the ranks that do not fail would sleep: a job that hangs can
 TRAIN = f"""import os, sys, time
 rank = int(os.environ["RANK"])
 print(f"hello from rank {{rank}}", flush=True)
+print(f"error file {{os.environ.get('TORCHELASTIC_ERROR_FILE')}}", flush=True)  # the stub passes it on
 if rank == 1:
     raise RuntimeError(f"rank {{rank}} failed on purpose ({{sys.argv[1]}})")
 time.sleep({SLEEP})
@@ -47,6 +49,11 @@ def failing_spec(root: Path, marker: str):
             "slurm": {"partition": "gpu", "time": "00:15:00", "output": str(root / "%x-%j.out")},
         }
     )
+
+
+def job_output(root: Path, job_id: str) -> str:
+    """The job's StdOut, as the batch shell reads it (its real path)."""
+    return os.path.realpath(next(root.glob(f"*-{job_id}.out")))
 
 
 def ended(job_id: str) -> bool:
@@ -80,6 +87,8 @@ async def test_a_failing_ranks_traceback_reaches_the_jobs_log_in_every_run(slurm
             assert LogLine(job_id, "hello from rank 0", "rank 0") in lines, lines
             assert LogLine(job_id, "hello from rank 2", "rank 2") in lines, lines
             assert any("task 1: Exited with exit code 1" in line.text for line in lines), lines  # srun's own
+            error_file = f"{job_output(root, job_id)}{RANK_SUFFIX}1{ERROR_SUFFIX}"
+            assert LogLine(job_id, f"error file {error_file}", "rank 1") in lines, lines
         assert sum(kept.values()) == RUNS, f"the traceback was kept in {sum(kept.values())} of {RUNS}: {kept}"
         # A log followed from the start finds the rank files as they appear and ends with the job.
         lines = await asyncio.wait_for(followed, 60)
