@@ -39,7 +39,7 @@ from yanflow_tui.backends.slurm import containers, gpus, history, inside, parse,
 from yanflow_tui.backends.slurm.comment import facts_of, tag_of
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
-from yanflow_tui.backends.slurm.script import Rendered, render, render_native
+from yanflow_tui.backends.slurm.script import RANK_SUFFIX, Rendered, render, render_native
 from yanflow_tui.backends.slurm.transport import (
     DEFAULT_TIMEOUT,
     LocalTransport,
@@ -94,6 +94,7 @@ class SlurmBackend(Backend):
         submit=True,
         cancel=True,
         logs=True,
+        rank_logs=True,  # a multi-node step's ranks, each from its own file (``script.RANK_SUFFIX``)
         job_kinds=frozenset({JobKind.SLURM, JobKind.SINGLE, JobKind.MULTI_NODE}),
         history=True,
         raw_spec=True,
@@ -481,44 +482,73 @@ class SlurmBackend(Backend):
         stdout, stderr = await self._log_paths(raw)
         path = stderr if stream == "stderr" and stderr else stdout
         follow = follow and not parse.normalise_state(raw.state).terminal  # a finished job: read it whole
-        reader = FileFollower(self.transport, path, LOG_LINES, follow)  # resumes after a dropped connection
+        # The job's file, then (the whole output only) each rank's own file of a multi-node step, found
+        # once there, each read by its own follower (resumes after a dropped connection) into one queue.
+        nodes = len(raw.nodes) if not stream and len(raw.nodes) > 1 else 0
+        ranks = {f"{stdout}{RANK_SUFFIX}{n}": f"rank {n}" for n in range(nodes)}
+        readers: dict[str, FileFollower] = {}
         queue: asyncio.Queue = asyncio.Queue(maxsize=1000)
         done = object()
+        tasks: list[asyncio.Task] = []
 
-        async def pump():
+        async def pump(reader: FileFollower, source: str):
             try:
                 async for item in reader.run():
-                    await queue.put(item)
+                    await queue.put(item if isinstance(item, Status) else LogLine(job_id, item, source))
             except BackendError as exc:
                 await queue.put(exc)
             await queue.put(done)
+
+        def start(file: str, source: str) -> None:
+            readers[file] = FileFollower(self.transport, file, LOG_LINES, follow)
+            tasks.append(asyncio.create_task(pump(readers[file], source)))
+
+        async def find_ranks() -> None:
+            missing = [file for file in ranks if file not in readers]
+            if missing:
+                for file in await self._existing(missing):
+                    start(file, ranks[file])
 
         async def watch():  # with follow, end once the job is terminal (after a last drain)
             while True:
                 await asyncio.sleep(LOG_POLL)
                 try:
+                    await find_ranks()
                     state = await self._job_state(job_id)
                 except BackendError:
                     continue
                 if state.terminal:
-                    reader.finish()  # read what is left to the end of the file; the pump then ends
+                    await find_ranks()
+                    for reader in readers.values():
+                        reader.finish()  # read what is left to the end of the file; the pump then ends
                     return
 
-        tasks = [asyncio.create_task(pump())]
-        if follow:
-            tasks.append(asyncio.create_task(watch()))
+        watcher: asyncio.Task | None = None
         try:
+            start(path, "")
+            await find_ranks()
+            watcher = asyncio.create_task(watch()) if follow else None
+            ended = 0
             while True:
                 item = await queue.get()
                 if item is done:
-                    return
+                    ended += 1
+                    if ended == len(readers) and (watcher is None or watcher.done()):
+                        return
+                    continue
                 if isinstance(item, BackendError):
                     raise item
-                yield LogLine(job_id, item.text, status=True) if isinstance(item, Status) else LogLine(job_id, item)
+                yield LogLine(job_id, item.text, status=True) if isinstance(item, Status) else item
         finally:
-            for task in tasks:
+            for task in [*tasks, *([watcher] if watcher else [])]:
                 task.cancel()
-            await asyncio.shield(reader.close())
+            await asyncio.shield(asyncio.gather(*(reader.close() for reader in readers.values())))
+
+    async def _existing(self, paths: list[str]) -> list[str]:
+        """Those of ``paths`` that are files now (the paths reach the shell as argv words)."""
+        script = 'for f do [ -f "$f" ] && printf "%s\\n" "$f"; done; exit 0'
+        found = set((await self.transport.check(["sh", "-c", script, "sh", *paths])).splitlines())
+        return [path for path in paths if path in found]
 
     # -- writes ----------------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:

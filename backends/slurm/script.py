@@ -22,6 +22,21 @@ from yanflow_tui.yamldoc import ENV_KEY
 PORT_BASE, PORT_RANGE = 20000, 20000  # MASTER_PORT: one per job id, so jobs sharing a node differ
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_.:/@+,=%\[\]-]+")
 
+# Each rank of a multi-node step writes its stdout and stderr straight into its own file beside the
+# job's output, ``<StdOut>.rank<N>`` (``RANK_SUFFIX``; N is the task id, the node rank): no relay
+# through srun, which drops what a failing rank printed last when --kill-on-bad-exit stops the step.
+# The batch shell reads the path of its own output (the file slurmstepd opened for it); a path srun
+# would not take as written (``\\`` turns its patterns off; ``%`` is doubled) or an output that is
+# not a regular file (/dev/null) leaves the ranks on srun's relay, as before.
+RANK_SUFFIX = ".rank"
+RANK_OPTION = "YF_RANK_OUTPUT"
+RANK_OUTPUT = (
+    f'{RANK_OPTION}=$(readlink "/proc/$$/fd/1" 2>/dev/null)\n'
+    f'case ${RANK_OPTION} in *\\\\*) {RANK_OPTION}= ;; /*) [ -f "${RANK_OPTION}" ] || {RANK_OPTION}= ;; '
+    f"*) {RANK_OPTION}= ;; esac\n"
+    f"{RANK_OPTION}=${{{RANK_OPTION}:+--output=$(printf %s \"${RANK_OPTION}\" | sed 's/%/%%/g'){RANK_SUFFIX}%t}}"
+)
+
 
 @dataclass(frozen=True)
 class Rendered:
@@ -43,6 +58,17 @@ def _mem(mb: int) -> str:
 
 
 RESERVED = ("comment", "parsable", "wrap", "test-only")  # our tag, our answer, the script on stdin
+
+
+# torchrun writes the root cause of a failed worker (its traceback, as JSON) to TORCHELASTIC_ERROR_FILE:
+# each node's beside its rank file, ``<StdOut>.rank<N>.error.json``, unless env: names one. Read on the
+# node from the step's own stdout (the rank file); nothing when that is no regular file (srun's relay,
+# or a container that does not see the path).
+ERROR_SUFFIX = ".error.json"
+ERROR_FILE = (
+    '[ -n "${TORCHELASTIC_ERROR_FILE-}" ] || { YF_LOG=$(readlink "/proc/$$/fd/1" 2>/dev/null) && [ -f "$YF_LOG" ] && '
+    f'TORCHELASTIC_ERROR_FILE="$YF_LOG{ERROR_SUFFIX}" && export TORCHELASTIC_ERROR_FILE; }}\n'
+)
 
 
 def options(spec: JobSpec, defaults: dict | None = None, in_container: bool = False) -> list[tuple[str, str | None]]:
@@ -221,11 +247,14 @@ def _multi_node(spec: JobSpec, container: Container | None = None) -> str:
         if container is None:
             return f"{prefix} {user}"
         return _one_task(spec, container, f"exec {prefix} {user}\n")
+    head = "NODE_RANK=$SLURM_NODEID; export NODE_RANK\n"
+    if launcher == "torchrun":
+        head += ERROR_FILE
     if prefix is None:
-        step = f"NODE_RANK=$SLURM_NODEID; export NODE_RANK\n{user}\n"
+        step = f"{head}{user}\n"
     else:
-        step = f"NODE_RANK=$SLURM_NODEID; export NODE_RANK\nexec {prefix} {user}\n"
-    srun = "srun --ntasks-per-node=1 --kill-on-bad-exit=1"
+        step = f"{head}exec {prefix} {user}\n"
+    srun = f'{RANK_OUTPUT}\nsrun --ntasks-per-node=1 --kill-on-bad-exit=1 ${{{RANK_OPTION}:+"${RANK_OPTION}"}}'
     if container is None:
         return f"{srun} /bin/sh -c {shlex.quote(step)}"
     pyxis = shlex.join(containers.srun_options(container, spec))

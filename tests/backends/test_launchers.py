@@ -28,6 +28,7 @@ from yanflow_tui import launchers
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.determined import submit as det_submit
 from yanflow_tui.backends.kubernetes import manifests as k8s_manifests
+from yanflow_tui.backends.slurm import script as slurm_script
 from yanflow_tui.backends.slurm.script import render
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SpecError
@@ -206,7 +207,7 @@ def finished(job_id: str, record: Path) -> bool:
 
 
 def _output(record: Path) -> str:
-    return "\n".join(p.read_text() for p in record.parent.glob("*.out"))
+    return "\n".join(p.read_text() for p in sorted(record.parent.glob("*.out*")))  # with each rank's file
 
 
 def node_addr(node: str) -> str:
@@ -338,8 +339,26 @@ def test_a_multi_node_job_without_a_launcher_runs_its_shell_line_on_every_node()
         {"name": "x", "kind": "multi-node", "command": "echo $NODE_RANK; hostname", "resources": {"nodes": 2}}
     )
     step = shlex.split("srun " + render(s, "t").script.split("\nsrun ", 1)[1])
-    assert step[:5] == ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "/bin/sh", "-c"]
+    assert step[:3] == ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
+    assert step[3:6] == ["${YF_RANK_OUTPUT:+$YF_RANK_OUTPUT}", "/bin/sh", "-c"]  # each rank's own file
     assert step[-1] == "NODE_RANK=$SLURM_NODEID; export NODE_RANK\necho $NODE_RANK; hostname\n"
+
+
+@pytest.mark.parametrize(
+    "name, option",
+    [
+        ("a b%x.out", "--output={}/a b%%x.out.rank%t"),  # srun's patterns: a literal % doubled, %t its task
+        ("back\\slash.out", None),  # a \\ turns srun's patterns off: the ranks stay on its relay
+        (None, None),  # not a regular file (/dev/null)
+    ],
+)
+def test_the_batch_shell_names_each_ranks_file_after_its_own_output(tmp_path, name, option):
+    out = tmp_path / name if name else Path(os.devnull)
+    script = f'{slurm_script.RANK_OUTPUT}\nprintf "[%s]\\n" ${{YF_RANK_OUTPUT:+"$YF_RANK_OUTPUT"}} >&2\n'
+    with open(out, "w") as stdout:
+        shown = subprocess.run(["/bin/sh", "-c", script], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True)
+    expected = f"[{option.format(os.path.realpath(tmp_path))}]" if option else "[]"
+    assert shown.stderr.strip() == expected
 
 
 # -- Determined ------------------------------------------------------------------------------------

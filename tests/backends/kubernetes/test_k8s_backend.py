@@ -339,6 +339,43 @@ async def test_logs_of_two_pods_merge_with_rank_sources_and_follow_ends_with_the
     assert [t for s, t in seen if s == "rank 1"] == ["rank1 step 1", "rank1 step 2", "rank1 [bold]markup[/] stays text"]
 
 
+TRACEBACK = (
+    "Traceback (most recent call last):",
+    '  File "train.py", line 5, in <module>',
+    "RuntimeError: rank 1 failed",
+)
+
+
+async def test_a_rank_that_dies_at_once_keeps_its_traceback_while_the_job_controller_stops_the_others(
+    emulator, backend
+):
+    """Rank 1 prints a traceback and exits 1 at once; the Job fails (backoffLimit 0) and its controller
+    deletes the other pods. Both a log followed from the start and one read afterwards hold the traceback."""
+    emulator.put("jobs", make_job("dies", NS, parallelism=3, indexed=True))
+    pods = [p["metadata"]["name"] for p in emulator.run_job_pods(NS, "dies", ["gpu-a", "gpu-b", "gpu-c"])]
+    for rank, pod in enumerate(pods):
+        emulator.write_log(NS, pod, f"hello from rank {rank}")
+    await async_wait_until(lambda: _rows_with_children(backend, "ml/dies", 3), ignore=NOT_YET, what="pods cached")
+    seen: list = []
+
+    async def follow():
+        async for line in backend.stream_logs("ml/dies", follow=True):
+            if not line.status:
+                seen.append((line.source, line.text))
+
+    task = asyncio.create_task(follow())
+    await async_wait_until(lambda: len(seen) == 3, what="the first lines")
+    emulator.write_log(NS, pods[1], *TRACEBACK)
+    emulator.set_pod_phase(NS, pods[1], "Failed", exit_code=1)
+    for pod in (pods[0], pods[2]):
+        emulator.remove("pods", NS, pod)
+    emulator.patch("jobs", NS, "dies", {"status": {"conditions": [{"type": "Failed", "status": "True"}]}})
+    await asyncio.wait_for(task, 20)
+    assert [t for s, t in seen if s == "rank 1"] == ["hello from rank 1", *TRACEBACK]
+    later = [(line.source, line.text) async for line in backend.stream_logs("ml/dies")]
+    assert later == [("rank 1", "hello from rank 1"), *(("rank 1", t) for t in TRACEBACK)]
+
+
 async def test_previous_container_logs_come_first_as_their_own_source(emulator, backend):
     emulator.put("jobs", make_job("crashy", NS, parallelism=2, indexed=True))
     pod = make_pod("crashy-0-x", NS, node="gpu-a", job="crashy", index=0, phase="Failed", exit_code=137)

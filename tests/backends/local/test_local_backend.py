@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from jobhelpers import live, run_cli
+from launchstubs import make_launchers
 from paths import SAMPLES
 from waiting import async_wait_until, wait_until
 
@@ -99,6 +100,28 @@ async def test_sample_job_completes_with_all_its_output(make):
     assert output[-1] == "done"
     assert job.start_time is not None and job.end_time is not None and job.end_time >= job.start_time
     assert job.nodes == (backend.hostname,)
+
+
+async def test_a_rank_that_dies_at_once_keeps_its_traceback_in_the_log(make, tmp_path):
+    """Three ranks on this machine under the stub torchrun: rank 1 prints a traceback and exits 1 at
+    once. Every rank writes the job's log file itself (no relay to lose it), so the log holds it all."""
+    bin_dir = make_launchers(tmp_path / "bin")
+    (tmp_path / "train.py").write_text(
+        "import os, time\nrank = int(os.environ['RANK'])\nprint(f'hello from rank {rank}', flush=True)\n"
+        "if rank == 1:\n    raise RuntimeError('rank 1 failed')\ntime.sleep(0.5)\n"
+    )
+    command = (
+        "torchrun --nnodes=1 --node_rank=0 --nproc_per_node=3 --master_addr=127.0.0.1 --master_port=29500 train.py"
+    )
+    backend = make()
+    job_id = await backend.submit(
+        spec(command, workdir=str(tmp_path), env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    )
+    output = await lines(backend, job_id, follow=True)
+    job = await wait_for_state(backend, job_id, JobState.FAILED)
+    assert job.exit_code == 1
+    assert {f"hello from rank {r}" for r in range(3)} <= set(output)
+    assert "Traceback (most recent call last):" in output and output.count("RuntimeError: rank 1 failed") == 1
 
 
 async def test_failed_and_killed_jobs(make):

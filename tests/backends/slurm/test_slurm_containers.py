@@ -282,7 +282,12 @@ def test_apptainer_exec_runs_each_task_in_the_image(runtime, launcher):
     if launcher == "horovod":
         assert start == 0  # the driver, on the batch shell's node
     else:
-        assert words[:start] == ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
+        assert words[:start] == [
+            "srun",
+            "--ntasks-per-node=1",
+            "--kill-on-bad-exit=1",
+            "${YF_RANK_OUTPUT:+$YF_RANK_OUTPUT}",
+        ]
         assert words[-1].startswith("NODE_RANK=$SLURM_NODEID; export NODE_RANK\n")
 
 

@@ -20,7 +20,7 @@ from tbhelpers import loader_points
 from waiting import wait_until
 
 from yanflow_tui import projects
-from yanflow_tui.backends.slurm.script import render
+from yanflow_tui.backends.slurm.script import RANK_SUFFIX, render
 from yanflow_tui.model import Resources
 from yanflow_tui.spec import load_spec
 
@@ -56,8 +56,10 @@ def template_jobs(slurm_dir):
 
 
 def output(root, name: str, job_id: str) -> str:
+    """The job's output file, then each rank's own (``<StdOut>.rank<N>``)."""
     path = root / f"{name}-{job_id}.out"
-    return path.read_text() if path.exists() else ""
+    ranks = sorted(root.glob(f"{path.name}{RANK_SUFFIX}*"))
+    return "".join(p.read_text() for p in [path, *ranks] if p.exists())
 
 
 @pytest.mark.parametrize("name", CASES)
