@@ -369,11 +369,11 @@ class Landing:
             for entry in os.scandir(fd):
                 info = entry.stat(follow_symlinks=False)
                 if stat.S_ISREG(info.st_mode):
-                    files[(*parts, entry.name)] = info
+                    files[parts + (entry.name,)] = info
                 elif stat.S_ISDIR(info.st_mode):
                     inner = os.open(entry.name, _DIR, dir_fd=fd)
                     try:
-                        walk(inner, (*parts, entry.name))
+                        walk(inner, parts + (entry.name,))
                     finally:
                         os.close(inner)
             folders.append(parts)
