@@ -24,12 +24,18 @@ from yanflow_tui.spec import spec_from_data
 
 RUNS = 10
 SLEEP = 600  # what the ranks that do not fail would sleep: a job that hangs cannot pass
+# Rank 1 fails once the others have said hello (each leaves a file in the shared workdir after its line), so
+# that their lines are there to be checked; a loaded machine could otherwise stop them before they print.
 TRAIN = f"""import os, sys, time
-rank = int(os.environ["RANK"])
+rank, marker = int(os.environ["RANK"]), sys.argv[1]
 print(f"hello from rank {{rank}}", flush=True)
 print(f"error file {{os.environ.get('TORCHELASTIC_ERROR_FILE')}}", flush=True)  # the stub passes it on
+open(f"ready-{{marker}}-{{rank}}", "w").close()
 if rank == 1:
-    raise RuntimeError(f"rank {{rank}} failed on purpose ({{sys.argv[1]}})")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not all(os.path.exists(f"ready-{{marker}}-{{r}}") for r in (0, 2)):
+        time.sleep(0.1)
+    raise RuntimeError(f"rank {{rank}} failed on purpose ({{marker}})")
 time.sleep({SLEEP})
 """
 
