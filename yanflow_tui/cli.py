@@ -282,7 +282,10 @@ def _run_app(config) -> int:
     from yanflow_tui import earlypaint, snapcache
 
     path = snapcache.default_path()
-    early = earlypaint.paint(config, snapcache.read_paint(path))
+    digested, paint_note = snapcache.read_paint(path)  # never raises: a bad file is set aside, with a note
+    if paint_note:
+        log.warning("%s (%s)", paint_note, path.with_name(snapcache.PAINT_FILE))
+    early = earlypaint.paint(config, digested)
     try:
         from yanflow_tui.hub import Hub
         from yanflow_tui.termlogin import log_in_first
@@ -290,7 +293,7 @@ def _run_app(config) -> int:
         hub = Hub(config)
         # a cluster that logs in in the terminal does it now, before the console (on the normal screen)
         log_in_first(hub, out=early.stream(sys.stderr) if early is not None else None)
-        note = snapcache.restore(hub, path)
+        note = "; ".join(filter(None, (paint_note, snapcache.restore(hub, path))))
         gc.freeze()  # the cached jobs live on: the collections while Textual loads need not walk them
 
         from yanflow_tui.app import YanflowApp, takeover_driver
