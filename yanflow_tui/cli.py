@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from yanflow_tui import __version__, applog, keyfiles
 from yanflow_tui.errors import SubmitUnknown, YanflowError
 from yanflow_tui.locations import app_log_path, display_path
-from yanflow_tui.sanitize import clean
+from yanflow_tui.sanitize import clean, clean_streams
 
 if TYPE_CHECKING:
     import asyncio
@@ -225,6 +225,13 @@ def _completion(parser: argparse.ArgumentParser, shell: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Everything printed (stdout, stderr, argparse's messages, errors) is cleaned at one point: the
+    ``sanitize.CleanStream`` over each (Textual writes to the terminal itself)."""
+    with clean_streams():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _console_args(argv)
     if args is None:
         parser = _parser()
@@ -261,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _error(message: str) -> None:
     for line in message.splitlines() or [""]:
-        print(f"yanflow-tui: error: {clean(line)}", file=sys.stderr)
+        print(f"yanflow-tui: error: {line}", file=sys.stderr)
 
 
 def _config(args):
@@ -566,7 +573,7 @@ async def _submit(config, args) -> int:
             text = backend.render(spec)
             found = await _verdict(hub, name, spec)
             if found is not None:
-                print(f"yanflow-tui: {clean(str(found))}", file=sys.stderr)
+                print(f"yanflow-tui: {found}", file=sys.stderr)
             sys.stdout.write(text)
             return 0
         if not backend.read_only:  # a closed gate refuses below with its own message
@@ -575,7 +582,7 @@ async def _submit(config, args) -> int:
             if found is not None and found.fit is Fit.NEVER and not args.force:
                 raise YanflowError(f"{found} (--force submits anyway)")
             if found is not None and found.fit is Fit.WAITS:
-                print(f"yanflow-tui: {clean(str(found))}", file=sys.stderr)
+                print(f"yanflow-tui: {found}", file=sys.stderr)
         job_id = await hub.submit(name, spec, args.tag)
     except SubmitUnknown as exc:
         _error(str(exc))
@@ -603,7 +610,7 @@ async def _verdict(hub, name: str, spec):
     finally:
         hub.timeout = timeout
     if snapshot.health is not Health.OK or not snapshot.nodes:
-        print(f"yanflow-tui: capacity not checked: {clean(snapshot.message or 'no nodes listed')}", file=sys.stderr)
+        print(f"yanflow-tui: capacity not checked: {snapshot.message or 'no nodes listed'}", file=sys.stderr)
         return None
     return verdict(snapshot.nodes, hub.backend(name).capacity_request(spec))
 
@@ -655,7 +662,7 @@ async def _verb(config, args) -> int:
         said = await hub.call(hub.backend(name).perform(args.job, args.command, verb_args(args)))
     finally:
         await hub.close()
-    print(clean(said or f"{args.command}: job {args.job} on {name}"), file=sys.stderr)
+    print(said or f"{args.command}: job {args.job} on {name}", file=sys.stderr)
     return 0
 
 
@@ -677,7 +684,7 @@ async def _logs(config, args) -> int:
         async for line in backend.stream_logs(args.job, follow=args.follow, stream=args.stream):
             if line.status:  # the stream's own state (reconnecting...): stderr, so stdout stays the log
                 out.flush()
-                print(f"yanflow-tui: {clean(line.text)}", file=sys.stderr, flush=True)
+                print(f"yanflow-tui: {line.text}", file=sys.stderr, flush=True)
                 continue
             prefix = f"[{clean(line.source)}] " if line.source else ""  # the rank of a multi-node job
             out.write(prefix + clean(line.text) + "\n")
@@ -704,7 +711,7 @@ async def _metrics(config, args) -> int:
         print()
     else:
         for line in curves.summary_lines(found):
-            print(clean(line))
+            print(line)
     return 0
 
 
