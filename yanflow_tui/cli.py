@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_PIPE = 141  # the output's reader went away (128 + SIGPIPE)
 EXIT_UNKNOWN = 3  # submit: sent, but whether the job exists could not be learned
 SUBMIT_EXITS = (
     "exit status: 0 submitted (the job id is printed), 1 not submitted, 3 unknown: the outcome could not "
@@ -228,7 +229,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Everything printed (stdout, stderr, argparse's messages, errors) is cleaned at one point: the
     ``sanitize.CleanStream`` over each (Textual writes to the terminal itself)."""
     with clean_streams():
-        return _main(argv)
+        try:
+            code = _main(argv)
+            sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
+            return code
+        except BrokenPipeError:
+            return _pipe_closed()
+
+
+def _pipe_closed() -> int:
+    """The reader of our output went away (``yanflow-tui jobs | head -1``): no message, no traceback,
+    exit status 141 (128 + SIGPIPE, as a command killed by it). Both streams are pointed at /dev/null,
+    so that what is still buffered is not written to the closed pipe at exit."""
+    log.info("output closed by its reader")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            os.dup2(devnull, stream.fileno())  # type: ignore[union-attr]
+        except (AttributeError, OSError, ValueError):  # replaced streams (tests)
+            continue
+    os.close(devnull)
+    return EXIT_PIPE
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -257,6 +278,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        raise  # ``main``: quietly
     except Exception as exc:
         log.exception("unexpected error")
         if os.environ.get("YANFLOW_DEBUG"):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -321,3 +323,22 @@ def test_no_control_byte_of_a_hostile_name_reaches_the_terminal(env, tmp_path, a
     out = result.stdout + result.stderr
     assert out and not CONTROL.search(out), repr(out)
     assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("jobs",), ("nodes",), ("jobs", "--json"), ("completion", "bash"), ("--help",), ("init", "torchrun-ddp", "d")],
+)
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly(env, tmp_path, args):
+    """``yanflow-tui jobs | head -1``: the read end is closed before the command writes a byte."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "yanflow_tui", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
+    child.stdout.close()  # type: ignore[union-attr]
+    _, err = child.communicate(timeout=60)
+    assert child.returncode in (0, 141)
+    assert err == b""
