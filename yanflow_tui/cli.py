@@ -590,7 +590,9 @@ async def _submit(config, args) -> int:
     spec = load_job_file(args.file, args.context)
     hub = _hub(config)
     try:
-        name = hub.cluster_for_submit(args.cluster, spec.cluster, spec.kind, spec.native and spec.native.kind)
+        name = hub.cluster_for_submit(
+            args.cluster, spec.cluster, spec.kind, spec.native and spec.native.kind, spec.sections
+        )
         backend = hub.backend(name)
         if args.dry_run:
             text = backend.render(spec)
