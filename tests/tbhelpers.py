@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 
+from yanflow_tui import tensorboards
 from yanflow_tui.model import JobSpec
 from yanflow_tui.spec import spec_from_data
 
@@ -177,7 +178,7 @@ def tensorboard_processes() -> list[int]:
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmdline = proc.info.get("cmdline") or []
-        if "tensorboard.main" in cmdline:
+        if "tensorboard.main" in cmdline or tensorboards.WRAPPER in cmdline:
             found.append(proc.info["pid"])
     return found
 
@@ -202,7 +203,7 @@ def servers_over(logdir) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info.get("cmdline") or []
-        if "tensorboard.main" in cmdline and str(logdir) in cmdline:
+        if ("tensorboard.main" in cmdline or tensorboards.WRAPPER in cmdline) and str(logdir) in cmdline:
             found.append(proc)
     return found
 
