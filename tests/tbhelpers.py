@@ -178,7 +178,7 @@ def tensorboard_processes() -> list[int]:
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmdline = proc.info.get("cmdline") or []
-        if "tensorboard.main" in cmdline or tensorboards.WRAPPER in cmdline:
+        if "tensorboard.main" in cmdline[:3] or tensorboards.WRAPPER in cmdline[:3]:  # (not a shell that names it)
             found.append(proc.info["pid"])
     return found
 
@@ -203,7 +203,7 @@ def servers_over(logdir) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info.get("cmdline") or []
-        if ("tensorboard.main" in cmdline or tensorboards.WRAPPER in cmdline) and str(logdir) in cmdline:
+        if ("tensorboard.main" in cmdline[:3] or tensorboards.WRAPPER in cmdline[:3]) and str(logdir) in cmdline:
             found.append(proc)
     return found
 

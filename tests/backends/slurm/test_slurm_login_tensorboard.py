@@ -8,15 +8,18 @@ Without a tensorboard there, or read-only, the console falls back to its local m
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
+import stat
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import psutil
 import pytest
 import yaml
 from slurmhelpers import ssh_cluster
-from tbhelpers import get, loader_points, scalars_match, servers_over, slurm_writer_spec
+from tbhelpers import api_points, get, loader_points, scalars_match, servers_over, slurm_writer_spec
 from waiting import async_wait_until
 
 from yanflow_tui import tensorboards
@@ -125,3 +128,56 @@ async def test_the_cli_prints_a_url_that_answers_and_ctrl_c_kills_the_login_node
             await cli.wait()
     gone, alive = psutil.wait_procs(family, timeout=15)
     assert not alive and not servers_over(runs)
+
+
+def remote_files(server: psutil.Process) -> tuple[int, dict[str, int]]:
+    """The server's folder on the login node (from its ``--flagfile``): its mode, and its files' modes."""
+    cmdline = server.cmdline()
+    folder = Path(cmdline[cmdline.index("--flagfile") + 1]).parent
+    return stat.S_IMODE(folder.stat().st_mode), {f.name: stat.S_IMODE(f.stat().st_mode) for f in folder.iterdir()}
+
+
+async def test_the_login_nodes_tensorboard_is_private_and_ends_with_a_console_killed_with_sigkill(
+    slurm_dir, slurm_jobs, tmp_path, home
+):
+    """The console (``yanflow-tui tensorboard``, a real process) is SIGKILLed: the login node's server
+    ends within a bounded wait (its watchdog sees the SSH connection gone) and leaves no folder. While it
+    ran, a request without its secret path prefix got no curves, the prefix was in no argv, and its log
+    was 0600 in a 0700 folder."""
+    entry = yaml.safe_load((slurm_dir / "yanflow.yaml").read_text())["clusters"][0]
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"clusters": [{**entry, "tensorboard": {"command": SERVER}}]}))
+    backend = SlurmBackend(ssh_cluster())
+    try:
+        job_id = await writer_job(backend, slurm_jobs, tmp_path)
+    finally:
+        await backend.close()
+    runs = tmp_path / "runs"
+    cli = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "yanflow_tui", "tensorboard", job_id, "--config", str(config),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert cli.stdout is not None
+        url = (await asyncio.wait_for(cli.stdout.readline(), 120)).decode().strip()
+        found = re.fullmatch(r"(http://127\.0\.0\.1:\d+/)([0-9a-f]{32,})/", url)
+        assert found, url
+        bare, prefix = found.groups()
+        await async_wait_until(lambda: scalars_match(url, runs), what="the job's scalars through the forward")
+        assert api_points(bare) == {}  # no curves without the prefix
+        (server,) = servers_over(runs)
+        for proc in psutil.process_iter(["cmdline"]):
+            assert prefix not in " ".join(proc.info.get("cmdline") or [])  # in no argv on the login node
+        folder_mode, modes = remote_files(server)
+        assert folder_mode == 0o700 and modes == {"flags": 0o600, "log": 0o600}
+        family = [server, *server.children(recursive=True)]
+        folder = Path(server.cmdline()[server.cmdline().index("--flagfile") + 1]).parent
+        cli.kill()  # SIGKILL: the console cleans nothing up
+        await cli.wait()
+    finally:
+        if cli.returncode is None:
+            cli.kill()
+            await cli.wait()
+    gone, alive = psutil.wait_procs(family, timeout=20)
+    assert not alive and not servers_over(runs)
+    await async_wait_until(lambda: not folder.exists(), timeout=10, what="its folder removed")
