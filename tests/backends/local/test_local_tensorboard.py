@@ -10,14 +10,13 @@ import asyncio
 import re
 import signal
 import stat
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import psutil
 import pytest
-from tbhelpers import api_points, loader_points, write_script, writer_command
+from tbhelpers import api_points, loader_points, secret_prefix, tensorboard_cli, write_script, writer_command
 from textual.widgets import Static
 from uihelpers import make_app, refreshed, screen_text
 from waiting import async_wait_until, wait_for
@@ -126,7 +125,8 @@ async def test_t_in_the_detail_shows_the_url_a_second_t_shows_it_again_and_quitt
     assert not alive and not psutil.pid_exists(process.pid)  # quitting the console stopped it
 
 
-async def test_the_cli_prints_the_url_and_ctrl_c_stops_the_tensorboard(home, tmp_path):
+async def writer_job_done(tmp_path) -> tuple[str, Path]:
+    """A local job that wrote its first part of event files (and whose backend is closed): its id and runs."""
     backend = LocalBackend(ClusterConfig("local", "local"))
     command = writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", 0)
     spec = spec_from_data(
@@ -138,13 +138,12 @@ async def test_the_cli_prints_the_url_and_ctrl_c_stops_the_tensorboard(home, tmp
         lambda: len((loader_points(runs) if runs.is_dir() else {}).get("loss", [])) == FIRST, what="the event files"
     )
     await backend.close()
-    cli = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "yanflow_tui", "tensorboard", job_id, "--cluster", "local",
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert cli.stdout is not None
-        line = (await asyncio.wait_for(cli.stdout.readline(), 90)).decode().strip()
+    return job_id, runs
+
+
+async def test_the_cli_prints_the_url_and_ctrl_c_stops_the_tensorboard(home, tmp_path):
+    job_id, runs = await writer_job_done(tmp_path)
+    async with tensorboard_cli(job_id, "--cluster", "local") as (cli, line):
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/[\w-]{20,}/", line), line
         assert (await asyncio.to_thread(fetch, line))[0] == 200
         await async_wait_until(lambda: api_points(line) == loader_points(runs), what="the API's scalars")
@@ -152,10 +151,6 @@ async def test_the_cli_prints_the_url_and_ctrl_c_stops_the_tensorboard(home, tmp
         assert any(tensorboards.WRAPPER in p.cmdline() for p in servers)
         cli.send_signal(signal.SIGINT)  # Ctrl-C
         assert await asyncio.wait_for(cli.wait(), 30) in (0, 130)
-    finally:
-        if cli.returncode is None:
-            cli.kill()
-            await cli.wait()
     gone, alive = psutil.wait_procs(servers, timeout=10)
     assert not alive  # Ctrl-C stopped the TensorBoard it started
 
@@ -172,39 +167,12 @@ async def test_a_tensorboard_is_private_to_its_user_and_ends_with_a_console_kill
     ends within a bounded wait (its stdin, the console's pipe, reached its end). While it ran, a request
     without its secret path prefix got no curves, the prefix was in no process's argv, and its log and
     pid file were 0600 in a 0700 folder."""
-    backend = LocalBackend(ClusterConfig("local", "local"))
-    command = writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", 0)
-    spec = spec_from_data(
-        {"name": "tb-writer", "command": command, "workdir": str(tmp_path), "tensorboard": {"logdir": "runs"}}
-    )
-    job_id = await backend.submit(spec)
-    runs = tmp_path / "runs"
-    await async_wait_until(
-        lambda: len((loader_points(runs) if runs.is_dir() else {}).get("loss", [])) == FIRST, what="the event files"
-    )
-    await backend.close()
-    cli = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "yanflow_tui", "tensorboard", job_id, "--cluster", "local",
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        assert cli.stdout is not None
-        url = (await asyncio.wait_for(cli.stdout.readline(), 90)).decode().strip()
-        found = re.fullmatch(r"(http://127\.0\.0\.1:\d+/)([\w-]{20,})/", url)
-        assert found, url
-        bare, prefix = found.groups()
+    job_id, runs = await writer_job_done(tmp_path)
+    async with tensorboard_cli(job_id, "--cluster", "local") as (cli, url):
         await async_wait_until(lambda: api_points(url) == loader_points(runs), what="the API's scalars")
-        assert api_points(bare) == {}  # no curves without the prefix
-        for path in ("data/plugin/scalars/tags", "data/runs", "", "data/logdir"):
-            try:
-                status, body = await asyncio.to_thread(fetch, bare + path)
-            except urllib.error.HTTPError as exc:
-                status, body = exc.code, b""
-            assert status != 200 or b"loss" not in body, path
+        _, prefix = await asyncio.to_thread(secret_prefix, url)
         servers = [p for p in psutil.Process(cli.pid).children(recursive=True) if tensorboards.WRAPPER in p.cmdline()]
         assert len(servers) == 1
-        for proc in psutil.process_iter(["cmdline"]):
-            assert prefix not in " ".join(proc.info.get("cmdline") or [])  # in no argv another user can read
         folder_mode, files = board_files()
         assert folder_mode == 0o700
         assert {suffix for suffix, _, _ in files} == {".log", ".pid"}
@@ -212,10 +180,6 @@ async def test_a_tensorboard_is_private_to_its_user_and_ends_with_a_console_kill
         assert not any(prefix in text for _, _, text in files)
         cli.kill()  # SIGKILL: no handler, no cleanup
         await cli.wait()
-    finally:
-        if cli.returncode is None:
-            cli.kill()
-            await cli.wait()
     gone, alive = psutil.wait_procs(servers, timeout=15)
     assert not alive  # it ended with its console
     assert tensorboards.sweep() == []  # nothing left to sweep; the files of the gone server are dropped
