@@ -235,14 +235,14 @@ class Hub:
         self, requested: str | None, spec_cluster: str | None, kind, native: str | None = None, sections=()
     ) -> str:
         """The cluster a spec goes to: --cluster, else the spec's own, else the one configured cluster
-        of the kind the spec was written for (its one backend section among ``sections``, e.g.
+        of the kind a YanFlow spec was written for (its one backend section among ``sections``, e.g.
         ``kubernetes:``; refused when there is none or several), else ``default_cluster``."""
         name = requested or spec_cluster
         if name:
             self.config.cluster(name)
             return name
         written_for = [s for s in sections if s in registry.kinds()]
-        if len(written_for) == 1:
+        if len(written_for) == 1 and native is None:  # (a job file goes where its kind is taken)
             return self._cluster_of_kind(written_for[0])
         found = self.default_cluster(self.names, kind, native)
         if found is None:
