@@ -287,6 +287,7 @@ class Backend(abc.ABC):
         self.name = config.name
         self.gate = Gate(config.name, config.read_only)
         self._on_change: Callable[[], None] | None = None
+        self._on_mutation: Callable[[], None] | None = None
         self.submit_refusal = ""  # why a cluster shown for monitoring only takes no jobs, for submit's error
         self.all_users = False  # every user's jobs, or only mine: see ``set_all_users``
         self.asker = Asker()  # asks the user while connecting (a one-time code, a passphrase): see ``prompter``
@@ -400,6 +401,7 @@ class Backend(abc.ABC):
         """Release connections and files. Here: forget the change callback (a closed backend tells no
         one of changes); backends that hold more override it."""
         self._on_change = None
+        self._on_mutation = None
 
     async def raw_spec(self, job_id: str) -> str:
         """The job as the cluster itself holds it, in its native form (``scontrol show job -dd``,
@@ -523,6 +525,18 @@ class Backend(abc.ABC):
         if self._on_change is not None:
             self._on_change()
 
+    def set_mutation_callback(self, callback: Callable[[], None] | None) -> None:
+        """``callback`` is called (on the event loop) after each mutating call that succeeded (submit,
+        cancel, ``perform``): the console refreshes that cluster's jobs and nodes at once."""
+        self._on_mutation = callback
+
+    def _mutated(self) -> None:
+        """A mutating call succeeded: what this backend cached is out of date (a cancelled job's nodes
+        are being freed): dropped (``invalidate``), and the console told."""
+        self.invalidate()
+        if self._on_mutation is not None:
+            self._on_mutation()
+
     @property
     def submit_budget(self) -> float:
         """The most seconds one ``submit`` takes, lookups by tag included (callers wait a little
@@ -557,6 +571,11 @@ class Backend(abc.ABC):
         whose job cannot be found raises ``SubmitUnknown`` with the tag. ``tag``: retry the
         submission that ``SubmitUnknown`` named; the job holding it is returned if there is one,
         and ``spec`` is sent (with that tag) only if there is none."""
+        job_id = await self._gated_submit(spec, tag)
+        self._mutated()
+        return job_id
+
+    async def _gated_submit(self, spec: JobSpec, tag: str | None) -> str:
         self.gate.check("submit")
         if not self.capabilities.submit:
             raise BackendError(self.submit_refusal or f"cluster {self.name!r} does not accept submissions")
@@ -582,6 +601,7 @@ class Backend(abc.ABC):
             raise BackendError(f"cluster {self.name!r} cannot cancel jobs")
         self.check_id(job_id)
         await self._cancel(job_id)
+        self._mutated()
 
     async def perform(self, job_id: str, action: str, args: Mapping[str, str] | None = None) -> str:
         """Run one of ``capabilities.actions`` (pause, activate, kill, hold...) on a job, with the
@@ -593,7 +613,9 @@ class Backend(abc.ABC):
         self.check_id(job_id)
         args = dict(args or {})
         self.check_args(action, args)
-        return await self._perform(job_id, action, args) or ""
+        said = await self._perform(job_id, action, args) or ""
+        self._mutated()
+        return said
 
     async def shell(self, job_id: str, rank: str = "") -> Shell:
         """An interactive shell inside the running job (its ``rank``; "": the first), for the real terminal."""

@@ -1,9 +1,10 @@
 """A real TensorBoard where a job's files are (a Slurm login node, a Kubernetes pod), started through the
 backend's own connection: ``serve_remote`` runs the cluster's ``tensorboard`` command there detached, in
 a session of its own (``setsid``, where the cluster has it) on 127.0.0.1 and a port the OS picks
-(``--port 0``, read back from its log), forwards a local port to it, and waits until that answers over
-HTTP; its stop closes the forward and signals the server's whole process group (the data server it
-spawns too). Each script is a constant; what varies (the log directory, the command's words, a pid)
+(``--port 0``, read back from its log), private to its user (a secret path prefix, see ``REMOTE_START``)
+and ended by a watchdog when the console's connection ends, forwards a local port to it, and waits
+until that answers over HTTP; its stop closes the forward and signals the server's whole process group
+(the data server it spawns too). Each script is a constant; what varies (the log directory, the command's words, a pid)
 reaches it as its arguments (``sh -c SCRIPT sh ARGS...``). Used by ``yanflow_tui.tensorboards`` through
 each backend's ``_tensorboard``; no UI here."""
 
@@ -52,19 +53,39 @@ async def answering(url: str, timeout: float, ended: Callable[[], str] | None = 
         await asyncio.sleep(0.2)
 
 
+# The server is private to its user: it serves under a secret path prefix made there and written to a
+# flag file (``--flagfile``: the prefix is in no argv that ``ps`` shows to the login node's other users)
+# in a folder of its own, mode 0700, with its log (0600). It never outlives the console's connection: a
+# watchdog ends it (and removes the folder) once the process that holds the connection is gone, the
+# first ancestor that is not a shell (sshd's session, or the console itself where commands run here).
 REMOTE_START = (
     'logdir=$1; shift; command -v "$1" >/dev/null 2>&1 || { echo "$1: not found" >&2; exit 127; }; '
-    'log=$(mktemp "${TMPDIR:-/tmp}/yanflow-tensorboard.XXXXXX") || exit 3; '
+    "umask 077; "
+    'dir=$(mktemp -d "${TMPDIR:-/tmp}/yanflow-tensorboard.XXXXXX") || exit 3; '
+    "prefix=$(od -An -N18 -tx1 /dev/urandom | tr -d ' \\n'); "
+    '[ "${#prefix}" -ge 32 ] || exit 3; '
+    'printf -- \'--path_prefix=/%s\\n\' "$prefix" >"$dir/flags" || exit 3; '
+    "conn=$PPID; "
+    'while [ "$conn" -gt 1 ] && [ -r "/proc/$conn/stat" ]; do '
+    'case $(cat "/proc/$conn/comm" 2>/dev/null) in '
+    'sh|bash|dash|zsh|ksh|mksh|ash|busybox) conn=$(cut -d" " -f4 "/proc/$conn/stat");; *) break;; esac; done; '
     'if command -v setsid >/dev/null 2>&1; then set -- setsid "$@"; fi; '
-    '"$@" --logdir "$logdir" --host 127.0.0.1 --port 0 </dev/null >"$log" 2>&1 & '
-    'echo "$! $log"'
+    '"$@" --flagfile "$dir/flags" --logdir "$logdir" --host 127.0.0.1 --port 0 </dev/null >"$dir/log" 2>&1 & '
+    "pid=$!; "
+    'if [ "$conn" -gt 1 ] && [ -d "/proc/$conn" ]; then '
+    '( while [ -d "/proc/$conn" ] && kill -0 "$pid" 2>/dev/null; do sleep 1; done; '
+    'kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null; sleep 3; '
+    'kill -KILL "-$pid" 2>/dev/null; kill -KILL "$pid" 2>/dev/null; rm -rf -- "$dir" ) '
+    "</dev/null >/dev/null 2>&1 & fi; "
+    'echo "$pid $dir $prefix"'
 )
-REMOTE_LOG = 'cat -- "$2" 2>/dev/null; kill -0 "$1" 2>/dev/null || echo "@yanflow: exited"'
+REMOTE_LOG = 'cat -- "$2/log" 2>/dev/null; kill -0 "$1" 2>/dev/null || echo "@yanflow: exited"'
 REMOTE_STOP = (
     'kill -TERM "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null; i=0; '
     'while kill -0 "$1" 2>/dev/null && [ "$i" -lt 50 ]; do sleep 0.2; i=$((i + 1)); done; '
-    'kill -KILL "-$1" 2>/dev/null; kill -KILL "$1" 2>/dev/null; rm -f -- "$2"; exit 0'
+    'kill -KILL "-$1" 2>/dev/null; kill -KILL "$1" 2>/dev/null; rm -rf -- "$2"; exit 0'
 )
+STARTED = re.compile(r"([0-9]+) (/\S*/yanflow-tensorboard\.[A-Za-z0-9]+) ([0-9a-f]{32,})")
 EXITED = "@yanflow: exited"
 SERVING = re.compile(r"TensorBoard \S* ?at http://127\.0\.0\.1:([0-9]+)/")
 MISSING = ("No module named tensorboard", "No module named 'tensorboard", "command not found", ": not found")
@@ -102,9 +123,10 @@ async def serve_remote(
     code, out, err = await run(["sh", "-c", REMOTE_START, "sh", logdir, *command])
     if code == 127:
         raise TensorBoardNotThere(f"{where} has no {command[0]}")
-    pid, _, log = out.strip().partition(" ")
-    if code or not pid.isdigit() or not log:
+    started = STARTED.fullmatch(out.strip())
+    if code or started is None:
         raise BackendError(f"starting tensorboard on {where}: {_log_tail(err or out) if code else repr(out)}")
+    pid, log, prefix = started.groups()  # (``log``: its folder)
 
     async def kill() -> None:
         await run(["sh", "-c", REMOTE_STOP, "sh", pid, log])
@@ -113,7 +135,7 @@ async def serve_remote(
     try:
         port = await _remote_port(run, pid, log, where, command)
         local_port, close = await forward(port)
-        url = f"http://127.0.0.1:{local_port}/"
+        url = f"http://127.0.0.1:{local_port}/{prefix}/"
         await answering(url, START_SECONDS)
     except BaseException:
         with contextlib.suppress(Exception):

@@ -7,14 +7,19 @@ own ``scalar_pb``, and a second run in a subdirectory), waits for a go-file, the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import re
 import shlex
 import sys
+import urllib.error
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import psutil
 
+from yanflow_tui import tensorboards
 from yanflow_tui.model import JobSpec
 from yanflow_tui.spec import spec_from_data
 
@@ -177,7 +182,7 @@ def tensorboard_processes() -> list[int]:
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmdline = proc.info.get("cmdline") or []
-        if "tensorboard.main" in cmdline:
+        if "tensorboard.main" in cmdline[:3] or tensorboards.WRAPPER in cmdline[:3]:  # (not a shell that names it)
             found.append(proc.info["pid"])
     return found
 
@@ -202,7 +207,7 @@ def servers_over(logdir) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info.get("cmdline") or []
-        if "tensorboard.main" in cmdline and str(logdir) in cmdline:
+        if ("tensorboard.main" in cmdline[:3] or tensorboards.WRAPPER in cmdline[:3]) and str(logdir) in cmdline:
             found.append(proc)
     return found
 
@@ -222,3 +227,38 @@ def slurm_writer_spec(tmp_path: Path, name: str, first: int, second: int) -> Job
             "tensorboard": {"logdir": "runs"},
         }
     )
+
+
+@contextlib.asynccontextmanager
+async def tensorboard_cli(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """``yanflow-tui tensorboard ARGS`` in a process of its own, and the URL it printed; killed after
+    the block if it still runs."""
+    cli = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "yanflow_tui", "tensorboard", *args,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert cli.stdout is not None
+    try:
+        yield cli, (await asyncio.wait_for(cli.stdout.readline(), 120)).decode().strip()
+    finally:
+        if cli.returncode is None:
+            cli.kill()
+            await cli.wait()
+
+
+def secret_prefix(url: str) -> tuple[str, str]:
+    """(the URL without its secret path prefix, the prefix); the URL must have one. A request without it
+    gets no curves, and the prefix is in no process's argv (what ``ps`` shows every user)."""
+    found = re.fullmatch(r"(http://127\.0\.0\.1:\d+/)([\w-]{20,})/", url)
+    assert found, url
+    bare, prefix = found.groups()
+    assert api_points(bare) == {}
+    for path in ("data/plugin/scalars/tags", "data/runs", "", "data/logdir"):
+        try:
+            with urllib.request.urlopen(bare + path, timeout=10) as answer:
+                assert b"loss" not in answer.read(), path
+        except urllib.error.HTTPError:
+            pass
+    for proc in psutil.process_iter(["cmdline"]):
+        assert prefix not in " ".join(proc.info.get("cmdline") or [])
+    return bare, prefix

@@ -63,6 +63,7 @@ MUTATING_MODES = {"submit"}
 
 
 COALESCE_SECONDS = 0.1
+AFTER_CHANGE_SECONDS = (1.0, 3.0, 6.0)  # refreshed again after a change, for the nodes it frees
 EXIT_GRACE_SECONDS = 5.0
 DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
 
@@ -203,6 +204,7 @@ class YanflowApp(SerialKeys):
         for name in self.hub.names:
             self._wake[name] = asyncio.Event()
             self.hub.backend(name).set_change_callback(partial(self.request_refresh, name))
+            self.hub.backend(name).set_mutation_callback(partial(self.after_change, name))
             self.hub.backend(name).prompter = partial(self._ask_user, name)
             self.run_worker(
                 self._refresh_loop(name),
@@ -256,6 +258,19 @@ class YanflowApp(SerialKeys):
             except TimeoutError:
                 pass
             wake.clear()
+
+    def after_change(self, name: str) -> None:
+        """A mutating call on cluster ``name`` succeeded (submit, cancel, a verb): its jobs and nodes
+        are refreshed at once, and again shortly after (``AFTER_CHANGE_SECONDS``): a scheduler takes
+        a moment to free a cancelled job's nodes, which would otherwise show allocated until the
+        next node poll."""
+        self.request_refresh(name)
+        for delay in AFTER_CHANGE_SECONDS:
+            self.set_timer(delay, partial(self._refresh_afresh, name))
+
+    def _refresh_afresh(self, name: str) -> None:
+        self.hub.backend(name).invalidate()  # its cached nodes too
+        self.request_refresh(name)
 
     def request_refresh(self, name: str | None = None) -> None:
         for cluster, event in self._wake.items():

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from yanflow_tui import __version__, applog, keyfiles
 from yanflow_tui.errors import SubmitUnknown, YanflowError
 from yanflow_tui.locations import app_log_path, display_path
-from yanflow_tui.sanitize import clean
+from yanflow_tui.sanitize import clean, clean_streams
 
 if TYPE_CHECKING:
     import asyncio
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_PIPE = 141  # the output's reader went away (128 + SIGPIPE)
 EXIT_UNKNOWN = 3  # submit: sent, but whether the job exists could not be learned
 SUBMIT_EXITS = (
     "exit status: 0 submitted (the job id is printed), 1 not submitted, 3 unknown: the outcome could not "
@@ -225,6 +226,33 @@ def _completion(parser: argparse.ArgumentParser, shell: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Everything printed (stdout, stderr, argparse's messages, errors) is cleaned at one point: the
+    ``sanitize.CleanStream`` over each (Textual writes to the terminal itself)."""
+    with clean_streams():
+        try:
+            code = _main(argv)
+            sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
+            return code
+        except BrokenPipeError:
+            return _pipe_closed()
+
+
+def _pipe_closed() -> int:
+    """The reader of our output went away (``yanflow-tui jobs | head -1``): no message, no traceback,
+    exit status 141 (128 + SIGPIPE, as a command killed by it). Both streams are pointed at /dev/null,
+    so that what is still buffered is not written to the closed pipe at exit."""
+    log.info("output closed by its reader")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            os.dup2(devnull, stream.fileno())  # type: ignore[union-attr]
+        except (AttributeError, OSError, ValueError):  # replaced streams (tests)
+            continue
+    os.close(devnull)
+    return EXIT_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _console_args(argv)
     if args is None:
         parser = _parser()
@@ -250,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        raise  # ``main``: quietly
     except Exception as exc:
         log.exception("unexpected error")
         if os.environ.get("YANFLOW_DEBUG"):
@@ -261,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _error(message: str) -> None:
     for line in message.splitlines() or [""]:
-        print(f"yanflow-tui: error: {clean(line)}", file=sys.stderr)
+        print(f"yanflow-tui: error: {line}", file=sys.stderr)
 
 
 def _config(args):
@@ -282,7 +312,10 @@ def _run_app(config) -> int:
     from yanflow_tui import earlypaint, snapcache
 
     path = snapcache.default_path()
-    early = earlypaint.paint(config, snapcache.read_paint(path))
+    digested, paint_note = snapcache.read_paint(path)  # never raises: a bad file is set aside, with a note
+    if paint_note:
+        log.warning("%s (%s)", paint_note, path.with_name(snapcache.PAINT_FILE))
+    early = earlypaint.paint(config, digested)
     try:
         from yanflow_tui.hub import Hub
         from yanflow_tui.termlogin import log_in_first
@@ -290,7 +323,7 @@ def _run_app(config) -> int:
         hub = Hub(config)
         # a cluster that logs in in the terminal does it now, before the console (on the normal screen)
         log_in_first(hub, out=early.stream(sys.stderr) if early is not None else None)
-        note = snapcache.restore(hub, path)
+        note = "; ".join(filter(None, (paint_note, snapcache.restore(hub, path))))
         gc.freeze()  # the cached jobs live on: the collections while Textual loads need not walk them
 
         from yanflow_tui.app import YanflowApp, takeover_driver
@@ -569,13 +602,15 @@ async def _submit(config, args) -> int:
     spec = load_job_file(args.file, args.context)
     hub = await _hub(config, getattr(args, "cluster", None))
     try:
-        name = hub.cluster_for_submit(args.cluster, spec.cluster, spec.kind, spec.native and spec.native.kind)
+        name = hub.cluster_for_submit(
+            args.cluster, spec.cluster, spec.kind, spec.native and spec.native.kind, spec.sections
+        )
         backend = hub.backend(name)
         if args.dry_run:
             text = backend.render(spec)
             found = await _verdict(hub, name, spec)
             if found is not None:
-                print(f"yanflow-tui: {clean(str(found))}", file=sys.stderr)
+                print(f"yanflow-tui: {found}", file=sys.stderr)
             sys.stdout.write(text)
             return 0
         if not backend.read_only:  # a closed gate refuses below with its own message
@@ -584,7 +619,7 @@ async def _submit(config, args) -> int:
             if found is not None and found.fit is Fit.NEVER and not args.force:
                 raise YanflowError(f"{found} (--force submits anyway)")
             if found is not None and found.fit is Fit.WAITS:
-                print(f"yanflow-tui: {clean(str(found))}", file=sys.stderr)
+                print(f"yanflow-tui: {found}", file=sys.stderr)
         job_id = await hub.submit(name, spec, args.tag)
     except SubmitUnknown as exc:
         _error(str(exc))
@@ -612,7 +647,7 @@ async def _verdict(hub, name: str, spec):
     finally:
         hub.timeout = timeout
     if snapshot.health is not Health.OK or not snapshot.nodes:
-        print(f"yanflow-tui: capacity not checked: {clean(snapshot.message or 'no nodes listed')}", file=sys.stderr)
+        print(f"yanflow-tui: capacity not checked: {snapshot.message or 'no nodes listed'}", file=sys.stderr)
         return None
     return verdict(snapshot.nodes, hub.backend(name).capacity_request(spec))
 
@@ -664,7 +699,7 @@ async def _verb(config, args) -> int:
         said = await hub.call(hub.backend(name).perform(args.job, args.command, verb_args(args)))
     finally:
         await hub.close()
-    print(clean(said or f"{args.command}: job {args.job} on {name}"), file=sys.stderr)
+    print(said or f"{args.command}: job {args.job} on {name}", file=sys.stderr)
     return 0
 
 
@@ -686,7 +721,7 @@ async def _logs(config, args) -> int:
         async for line in backend.stream_logs(args.job, follow=args.follow, stream=args.stream):
             if line.status:  # the stream's own state (reconnecting...): stderr, so stdout stays the log
                 out.flush()
-                print(f"yanflow-tui: {clean(line.text)}", file=sys.stderr, flush=True)
+                print(f"yanflow-tui: {line.text}", file=sys.stderr, flush=True)
                 continue
             prefix = f"[{clean(line.source)}] " if line.source else ""  # the rank of a multi-node job
             out.write(prefix + clean(line.text) + "\n")
@@ -713,7 +748,7 @@ async def _metrics(config, args) -> int:
         print()
     else:
         for line in curves.summary_lines(found):
-            print(clean(line))
+            print(line)
     return 0
 
 

@@ -232,19 +232,32 @@ class Hub:
         return next(iter(schedulers + writable + able), None)
 
     def cluster_for_submit(
-        self, requested: str | None, spec_cluster: str | None, kind, native: str | None = None
+        self, requested: str | None, spec_cluster: str | None, kind, native: str | None = None, sections=()
     ) -> str:
-        """The cluster a spec goes to: --cluster, else the spec's own, else ``default_cluster``."""
+        """The cluster a spec goes to: --cluster, else the spec's own, else the one configured cluster
+        of the kind a YanFlow spec was written for (its one backend section among ``sections``, e.g.
+        ``kubernetes:``; refused when there is none or several), else ``default_cluster``."""
         name = requested or spec_cluster
         if name:
             self.config.cluster(name)
             return name
+        written_for = [s for s in sections if s in registry.kinds()]
+        if len(written_for) == 1 and native is None:  # (a job file goes where its kind is taken)
+            return self._cluster_of_kind(written_for[0])
         found = self.default_cluster(self.names, kind, native)
         if found is None:
             if native is not None:
                 raise BackendError(f"no configured cluster takes {NATIVE_KINDS.get(native, native)}; pass --cluster")
             raise BackendError(f"no configured cluster runs {kind.value} jobs; pass --cluster")
         return found
+
+    def _cluster_of_kind(self, kind: str) -> str:
+        """The one configured cluster of ``kind`` (a spec with that kind's section goes there)."""
+        of_kind = [n for n in self.names if self.config.cluster(n).kind == kind]
+        if len(of_kind) == 1:
+            return of_kind[0]
+        why = f"several are configured ({', '.join(of_kind)})" if of_kind else "none is configured"
+        raise BackendError(f"the spec is written for a {kind} cluster (its {kind}: section) and {why}; pass --cluster")
 
     async def close(self) -> None:
         for backend in self.backends.values():

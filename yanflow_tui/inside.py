@@ -15,7 +15,7 @@ from pathlib import Path
 from yanflow_tui.backends.base import Download, Forward
 from yanflow_tui.errors import YanflowError
 from yanflow_tui.locations import safe_filename
-from yanflow_tui.sanitize import clean
+from yanflow_tui.sanitize import clean, raw
 
 
 def download_target(path: str, dest: str | None = None) -> Path:
@@ -124,7 +124,8 @@ async def download(config, args) -> int:
     def progress(done: int, total: int | None) -> None:
         if sys.stderr.isatty() and time.monotonic() - shown[0] > 0.2:
             shown[0] = time.monotonic()
-            print(f"\r{size_text(done)} of {size_text(total) if total else '?'}", end="", file=sys.stderr)
+            raw(sys.stderr).write("\r")  # our own: back to the line's start (the stream strips it from text)
+            print(f"{size_text(done)} of {size_text(total) if total else '?'}", end="", file=sys.stderr, flush=True)
 
     try:
         backend = await _backend(hub, args, "files", "download a job's files")
@@ -132,8 +133,10 @@ async def download(config, args) -> int:
     finally:
         await hub.close()
     resumed = f", resumed at {size_text(result.resumed_from)}" if result.resumed_from else ""
+    if shown[0]:
+        raw(sys.stderr).write("\r")
     print(
-        f"\rdownloaded {clean(args.path)} to {result.path} ({size_text(result.size)}, checked: {result.checked}"
+        f"downloaded {clean(args.path)} to {result.path} ({size_text(result.size)}, checked: {result.checked}"
         f"{resumed}){clean(skipped_text(result))}",
         file=sys.stderr,
     )

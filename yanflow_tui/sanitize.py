@@ -1,12 +1,18 @@
 """Make untrusted cluster text safe to show: strip ANSI escapes and control characters.
 
 Everything a cluster sends (job names, log lines, reasons) passes through here and is then
-rendered as plain ``rich.text.Text``, never as markup.
+rendered as plain ``rich.text.Text``, never as markup. The command line's output goes through
+``CleanStream`` (``cli.main`` puts one over stdout and stderr): every byte it prints, errors and
+names the user typed included, is cleaned at that one point.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
+from collections.abc import Iterator
+from typing import TextIO, cast
 
 from yanflow_tui.bytenames import unsurrogate
 
@@ -44,3 +50,47 @@ def plain(text: str):
     from rich.text import Text
 
     return Text(clean(text), no_wrap=True, overflow="ellipsis")
+
+
+def clean_output(text: str) -> str:
+    """``text`` for a terminal's stream: escape sequences and control characters removed, its
+    newlines and tabs kept."""
+    if not text or text.replace("\n", "").isprintable():  # the usual case: nothing to strip
+        return text
+    return _CONTROL.sub("", _ANSI.sub("", text))  # the class leaves "\t" and "\n" alone
+
+
+class CleanStream:
+    """A text stream that writes ``clean_output`` of everything to ``raw``. ``raw`` is there for our
+    own control characters (the ``\r`` of a progress line), never for text."""
+
+    def __init__(self, raw: TextIO) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(clean_output(text))
+        return len(text)
+
+    def writelines(self, lines: list[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> object:  # flush, isatty, fileno, encoding, buffer...
+        return getattr(self.raw, name)
+
+
+def raw(stream: TextIO) -> TextIO:
+    """The stream under a ``CleanStream`` (``stream`` itself when it is not one)."""
+    return stream.raw if isinstance(stream, CleanStream) else stream
+
+
+@contextlib.contextmanager
+def clean_streams() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` are ``CleanStream``s for the block (``print`` included)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = cast(TextIO, CleanStream(raw(sys.stdout)))
+    sys.stderr = cast(TextIO, CleanStream(raw(sys.stderr)))
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved

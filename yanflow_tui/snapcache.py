@@ -4,8 +4,10 @@ At exit the app writes every cluster's last good snapshot (its jobs, nodes, heal
 taken) to one private JSON file (mode 0600, atomic, in the state dir); at start it reads it back and
 the hub shows it marked ``cached`` until that cluster's first refresh replaces it. The file holds only
 what the screens showed (what a read-only user of the cluster sees), never the config: no token,
-password, key or option. A file that is corrupt, or from another format or yanflow version, is
-ignored with a one-line note. No Textual here.
+password, key or option. A file from another format or yanflow version is ignored with a one-line
+note; one that cannot be read or used (too deep, too big, not JSON, not the expected types, not a
+regular file, unreadable) is ignored with a one-line note too and set aside (``NAME.bad``, mode
+0600), so that it never stops a start, nor the next one. No Textual here.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import gc
 import json
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from yanflow_tui import __version__
 from yanflow_tui.locations import CLOEXEC, NOFOLLOW, private_file, state_dir
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node, intern_all
+from yanflow_tui.sanitize import clean
 
 if TYPE_CHECKING:  # the hub (and the backends' clients it loads) is imported after the early paint
     from yanflow_tui.hub import ClusterSnapshot, Hub
@@ -32,7 +36,12 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1
 FILE_NAME = "snapshot.json"
-MAX_BYTES = 512 * 1024 * 1024  # a bigger file is not ours: ignored
+MAX_BYTES = 512 * 1024 * 1024  # a bigger file is not ours: set aside
+PAINT_MAX_BYTES = 64 * 1024 * 1024  # the digest: a few screenfuls per cluster
+BAD_SUFFIX = ".bad"
+# What reading and using a cache file may raise when the file is not one we can use: a nesting deeper
+# than the parser's recursion (RecursionError), a size that does not fit (MemoryError)...
+UNUSABLE = (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, MemoryError)
 
 
 def default_path() -> Path:
@@ -113,18 +122,81 @@ def _save_paint(path: Path, doc: dict) -> None:
     private_file(path.with_name(PAINT_FILE), json.dumps(made, separators=(",", ":")).encode())
 
 
-def read_paint(path: Path) -> dict | None:
+def read_paint(path: Path) -> tuple[dict | None, str]:
     """The digest beside the snapshot file ``path``, when it was made from that very file and by this
-    version; None otherwise (no early paint: the console paints the snapshot itself, a moment later)."""
+    version (None otherwise: no early paint, the console paints the snapshot itself a moment later),
+    and a one-line note ("" when all is well): a digest that cannot be read is set aside."""
+    made_path = path.with_name(PAINT_FILE)
     try:
-        fd = os.open(path.with_name(PAINT_FILE), os.O_RDONLY | NOFOLLOW | CLOEXEC)
-        with os.fdopen(fd, "rb") as fh:
-            made = json.loads(fh.read(MAX_BYTES))
-        if not isinstance(made, dict) or made.get("format") != FORMAT or made.get("yanflow") != __version__:
-            return None
-        return made if made.get("of") == _stamp(path) else None
-    except (OSError, ValueError):
+        data = _read_bytes(made_path, PAINT_MAX_BYTES)
+        if data is None:
+            return None, ""
+        made = _parse(data)
+        if not isinstance(made, dict):
+            raise ValueError("not a first-paint file")
+    except UNUSABLE as exc:
+        return None, set_aside(made_path, "cached first paint", exc)
+    if made.get("format") != FORMAT or made.get("yanflow") != __version__:
+        return None, ""
+    try:
+        return (made if made.get("of") == _stamp(path) else None), ""
+    except OSError:  # no snapshot file: the digest is of nothing
+        return None, ""
+
+
+# -- a file that cannot be used ----------------------------------------------------------------------
+class OtherVersion(ValueError):
+    """A file written by another format or yanflow version: ignored, not set aside (the next exit
+    writes over it)."""
+
+
+def _read_bytes(path: Path, limit: int) -> bytes | None:
+    """The bytes of the regular file ``path``, None when there is none; ``OSError`` / ``ValueError``
+    when there is something else there (a symlink, a folder, a pipe, which would hold the start: it
+    is opened without blocking), or something bigger than ``limit``, or it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
         return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file")
+        if st.st_size > limit:
+            raise ValueError(f"too big ({st.st_size} bytes)")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError("too big")
+    return data
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, MemoryError):
+        return "too big to read"
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return str(exc) or type(exc).__name__
+
+
+def set_aside(path: Path, what: str, exc: BaseException) -> str:
+    """Move the cache file ``path`` that could not be used out of the way (``NAME.bad``, mode 0600,
+    replacing an older one), so that no later start meets it; the one-line note that says so."""
+    bad = path.with_name(path.name + BAD_SUFFIX)
+    note = f"{what} ignored: {_why(exc)}"
+    try:
+        os.replace(path, bad)
+    except OSError as failed:
+        note += f" (could not set it aside: {failed.strerror or failed})"
+    else:
+        note += f"; set aside as {bad.name}"
+        try:
+            if stat.S_ISREG(os.lstat(bad).st_mode):
+                os.chmod(bad, 0o600)
+        except OSError:
+            pass
+    return clean(note)
 
 
 # -- reading -----------------------------------------------------------------------------------------
@@ -244,7 +316,7 @@ def parse(data: bytes) -> dict:
     if not isinstance(doc, dict):
         raise ValueError("not a snapshot file")
     if doc.get("format") != FORMAT or doc.get("yanflow") != __version__:
-        raise ValueError(f"written by yanflow {doc.get('yanflow')!s} (format {doc.get('format')!s})")
+        raise OtherVersion(f"written by yanflow {doc.get('yanflow')!s} (format {doc.get('format')!s})")
     return doc
 
 
@@ -253,6 +325,8 @@ def _parse(data: bytes) -> Any:
         return json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"not JSON ({exc})") from None
+    except RecursionError:  # ``[`` x 100,000
+        raise ValueError("not JSON (nested too deeply)") from None
 
 
 def build(doc: dict) -> dict[str, Cached]:
@@ -274,48 +348,41 @@ def _build(doc: dict) -> dict[str, Cached]:
             )
             for name, c in doc["clusters"].items()
         }
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise ValueError(f"corrupt ({type(exc).__name__}: {exc})") from None
 
 
 def read(path: Path) -> tuple[dict | None, str]:
     """The file's ``parse``d document (None when there is none to use) and a one-line note ("" when
-    all is well or there is no file yet). Never raises: a file that cannot be used is ignored and
-    the note says why."""
+    all is well or there is no file yet). Never raises: a file that cannot be used is ignored, the
+    note says why, and it is set aside (``set_aside``) unless it is another version's."""
     try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | CLOEXEC)
-    except FileNotFoundError:
-        return None, ""
-    except OSError as exc:
-        return None, f"cached snapshot ignored: {exc.strerror or exc}"
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        return None, f"cached snapshot ignored: {exc.strerror or exc}"
-    if len(data) > MAX_BYTES:
-        return None, "cached snapshot ignored: too big"
-    try:
-        return parse(data), ""
-    except ValueError as exc:
+        data = _read_bytes(path, MAX_BYTES)
+        return (None if data is None else parse(data)), ""
+    except OtherVersion as exc:
         return None, f"cached snapshot ignored: {exc}"
+    except UNUSABLE as exc:
+        return None, set_aside(path, "cached snapshot", exc)
 
 
 def load(path: Path) -> tuple[dict[str, Cached], str]:
     """The file's clusters and a one-line note ("" when all is well or there is no file yet).
-    Never raises: a file that cannot be used is ignored and the note says why."""
+    Never raises: a file that cannot be used is ignored (and set aside) and the note says why."""
     doc, note = read(path)
-    return from_doc(doc, note)
+    return from_doc(doc, note, path)
 
 
-def from_doc(doc: dict | None, note: str = "") -> tuple[dict[str, Cached], str]:
-    """``load`` of a document ``read`` already (``note``: what ``read`` said)."""
+def from_doc(doc: dict | None, note: str = "", path: Path | None = None) -> tuple[dict[str, Cached], str]:
+    """``load`` of a document ``read`` already (``note``: what ``read`` said); a corrupt one is set
+    aside when its ``path`` is given."""
     if doc is None:
         return {}, note
     try:
         return build(doc), note
-    except ValueError as exc:
-        return {}, f"cached snapshot ignored: {exc}"
+    except UNUSABLE as exc:
+        if path is None:
+            return {}, f"cached snapshot ignored: {_why(exc)}"
+        return {}, set_aside(path, "cached snapshot", exc)
 
 
 def seed(hub: Hub, cached: dict[str, Cached]) -> list[str]:
@@ -336,7 +403,7 @@ def seed(hub: Hub, cached: dict[str, Cached]) -> list[str]:
 def restore(hub: Hub, path: Path, doc: tuple[dict | None, str] | None = None) -> str:
     """Read ``path`` into ``hub``; the one-line note to show ("" when none). ``doc``: what ``read``
     returned for ``path`` already (the console reads it before Textual, to paint it at once)."""
-    cached, note = from_doc(*doc) if doc is not None else load(path)
+    cached, note = from_doc(*doc, path) if doc is not None else load(path)
     if note:
         log.warning("%s (%s)", note, path)
     seed(hub, cached)

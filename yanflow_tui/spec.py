@@ -141,7 +141,9 @@ def spec_from_doc(doc: Doc) -> JobSpec:
         mounts=_mounts(check, top.get("mounts")),
         resources=resources,
         launcher=launcher,
-        sections={s: values for s, values in sections.items() if values},
+        sections={
+            s: values for s, values in sections.items() if values or top.get(s) is not None
+        },  # ``kubernetes: {}``: a spec for that kind
         source=doc.file,
     )
     check.string("description", top.get("description"), nonempty=False)
@@ -296,7 +298,6 @@ def spec_to_data(spec: JobSpec) -> dict[str, Any]:
     data["resources"] = res
     if spec.launcher != "none":
         data["launcher"] = spec.launcher
-    for section, values in spec.sections.items():  # in the registry's order, as loaded
-        if values:
-            data[section] = dict(values)
+    for section, values in spec.sections.items():  # in the registry's order, as loaded (an empty one names its kind)
+        data[section] = dict(values)
     return data

@@ -10,7 +10,14 @@ local port forwarded through the same connection). Where that cluster has no ten
 a backend that also has ``capabilities.event_files`` falls back to the local mirror, and says so in
 ``TensorBoard.what``. ``TensorBoards`` keeps one per job and stops what it started: the process and
 its refresher, or the cluster's task (a remote server's process group and its forward). No Textual
-here."""
+here.
+
+The server this console runs is private to its user and never outlives the console: it serves under
+an unguessable path prefix (``--path_prefix``, handed over on its stdin, so it is in no process's
+argv for other users of a shared login node to read; the URL carries it), and ``WRAPPER`` ends it
+when its stdin, a pipe from the console, reaches end of file (the console exited, however: SIGKILL
+included). Its log and a pid file are in a 0700 folder of the state dir (``boards_dir``), mode
+0600; a server whose console died before it could end is swept at the next start (``sweep``)."""
 
 from __future__ import annotations
 
@@ -18,18 +25,22 @@ import asyncio
 import contextlib
 import os
 import posixpath
+import secrets
 import shutil
+import signal
 import socket
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from yanflow_tui.backends import tbserver
 from yanflow_tui.backends.base import BackendError
 from yanflow_tui.backends.tbserver import TensorBoardNotThere
 from yanflow_tui.curves import EventListing, TensorBoardMissing
+from yanflow_tui.locations import open_private, private_file
 
 READ_LIMIT = 4 * 1024 * 1024  # bytes of one file per read
 REFRESH_SECONDS = 2.0  # the mirror's refresh while the server runs
@@ -45,12 +56,85 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# TensorBoard's own program in a wrapper that reads the path prefix from its first stdin line and ends
+# (its whole process) at the end of its stdin: the console's pipe, closed when the console exits.
+WRAPPER = """# yanflow-tensorboard
+import os, sys
+prefix = sys.stdin.readline().strip()
+if not prefix:
+    sys.exit(2)
+from tensorboard import program
+board = program.TensorBoard()
+board.configure(argv=[sys.argv[0], *sys.argv[1:], "--path_prefix", "/" + prefix])
+board.launch()
+print("serving", flush=True)
+while sys.stdin.buffer.read(4096):
+    pass
+os._exit(0)
+"""
+WRAPPER_MARK = b"# yanflow-tensorboard"
+BOARDS_DIR = "tensorboards"
+
+
+def boards_dir() -> str:
+    """The folder of this user's TensorBoards' logs and pid files (mode 0700, in the state dir)."""
+    from yanflow_tui.locations import state_dir
+
+    folder = os.path.join(state_dir(), BOARDS_DIR)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    os.chmod(folder, 0o700)
+    return folder
+
+
+def sweep(folder: str | None = None) -> list[int]:
+    """End the servers whose console died without ending them (each pid file names the server and its
+    console; a live console's are left alone, and so is a pid that is now another program), and drop
+    the logs and pid files of every server that is gone. Returns the pids ended."""
+    folder = folder or boards_dir()
+    ended = []
+    for name in os.listdir(folder):
+        if not name.endswith(".pid"):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            with open(path) as fh:
+                server, console = (int(word) for word in fh.read().split())
+        except (OSError, ValueError):
+            continue  # being written (a start under way), or not ours
+        if _alive(console):
+            continue
+        try:
+            with open(f"/proc/{server}/cmdline", "rb") as fh:
+                ours = WRAPPER_MARK in fh.read()
+        except OSError:
+            ours = False
+        if ours:
+            with contextlib.suppress(OSError):
+                os.killpg(server, signal.SIGKILL)  # its own session: the group is its own
+                ended.append(server)
+        for leftover in (path, path[: -len(".pid")] + ".log"):
+            with contextlib.suppress(OSError):
+                os.unlink(leftover)
+    return ended
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def server_argv(logdir: str, port: int) -> list[str]:
-    """TensorBoard's own entry point from this interpreter (an argv list: no shell)."""
+    """TensorBoard's program from this interpreter in ``WRAPPER`` (an argv list: no shell); the path
+    prefix goes to its stdin."""
     return [
         sys.executable,
-        "-m",
-        "tensorboard.main",
+        "-c",
+        WRAPPER,
         "--logdir",
         logdir,
         "--host",
@@ -125,6 +209,7 @@ class TensorBoard:
     refresher: asyncio.Task | None = None
     stop_remote: Callable[[], Awaitable[None]] | None = None
     directory: str = ""  # the mirror's private directory, removed at stop
+    files: tuple[str, ...] = ()  # the server's log and pid file (``boards_dir``), removed at stop
     failure: str = field(default="")  # the refresher's last failure
 
     @property
@@ -149,6 +234,9 @@ class TensorBoard:
             await self.stop_remote()
         if self.directory:
             await asyncio.to_thread(shutil.rmtree, self.directory, True)
+        for path in self.files:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def _require_tensorboard() -> None:
@@ -209,14 +297,26 @@ async def start(key: str, backend: Any, job_id: str, call: Callable[..., Awaitab
         if mirror is not None:
             await mirror.refresh(backend, job_id, call)
         port = free_port()
-        board.url = f"http://127.0.0.1:{port}/"
-        board.process = await asyncio.create_subprocess_exec(
-            *server_argv(logdir, port),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,  # Ctrl-C in the terminal reaches the console, which stops it
-        )
+        prefix = secrets.token_urlsafe(24)
+        board.url = f"http://127.0.0.1:{port}/{prefix}/"
+        folder = await asyncio.to_thread(boards_dir)
+        stem = os.path.join(folder, f"tensorboard-{port}-{secrets.token_hex(4)}")
+        log_fd = open_private(Path(stem + ".log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        board.files = (stem + ".log", stem + ".pid")
+        try:
+            board.process = await asyncio.create_subprocess_exec(
+                *server_argv(logdir, port),
+                stdin=asyncio.subprocess.PIPE,  # its lifetime: it ends at this pipe's end, i.e. with the console
+                stdout=log_fd,
+                stderr=log_fd,
+                start_new_session=True,  # Ctrl-C in the terminal reaches the console, which stops it
+            )
+        finally:
+            os.close(log_fd)
+        private_file(Path(stem + ".pid"), f"{board.process.pid} {os.getpid()}\n")
+        assert board.process.stdin is not None
+        board.process.stdin.write(prefix.encode() + b"\n")
+        await board.process.stdin.drain()
         await _answering(board.url, board.process, START_SECONDS)
     except BaseException:
         await board.stop()
@@ -243,6 +343,7 @@ class TensorBoards:
     def __init__(self) -> None:
         self.open: dict[str, TensorBoard] = {}
         self._starting: dict[str, asyncio.Task[TensorBoard]] = {}
+        self._swept = False
 
     def of(self, key: str) -> TensorBoard | None:
         return self.open.get(key)
@@ -255,6 +356,10 @@ class TensorBoards:
             await self.stop(key)
         elif board is not None:
             return board
+        if not self._swept:  # what a console that died left running (its pipe should have ended it)
+            self._swept = True
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(sweep)
         task = self._starting.get(key)
         if task is None:
             task = self._starting[key] = asyncio.ensure_future(start(key, backend, job_id, call))

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ from waiting import wait_until
 
 from yanflow_tui import cli, locations
 from yanflow_tui.backends.local.store import LocalStore
+from yanflow_tui.sanitize import clean_streams
 
 JOB_KEYS = {"id", "cluster", "name", "user", "state", "nodes", "gpus"}
 NODE_KEYS = {"name", "cluster", "state", "gpus_total", "gpus_used", "gpu_type"}
@@ -258,7 +262,8 @@ def test_in_process_unexpected_error_has_no_traceback(home, monkeypatch, capsys)
 
 
 def test_error_lines_are_sanitized(capsys):
-    cli._error("bad \x1b[31mthing\x1b]0;title\x07\nsecond")
+    with clean_streams():
+        cli._error("bad \x1b[31mthing\x1b]0;title\x07\nsecond")
     assert capsys.readouterr().err == "yanflow-tui: error: bad thing\nyanflow-tui: error: second\n"
 
 
@@ -295,3 +300,45 @@ def test_submit_dry_run_refuses_bad_characters_with_one_located_line(env, tmp_pa
     result = run_cli("submit", "--dry-run", str(path))
     assert_one_clear_line(result, f"{path}:{where}: ", message)
     assert result.stdout == ""
+
+
+HOSTILE = "bad\x1b]0;T\x07\x1b[2J\x9b31m\rname"
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("init", "torchrun-ddp", HOSTILE),  # echoes its folder (stdout)
+        ("init", "torchrun-ddp", "."),  # a folder that is not empty: the error names it
+        ("cancel", HOSTILE),
+        ("logs", "7", "--cluster", HOSTILE),
+        ("submit", HOSTILE),
+        ("init", HOSTILE, "x"),  # argparse's own message
+    ],
+)
+def test_no_control_byte_of_a_hostile_name_reaches_the_terminal(env, tmp_path, args):
+    (tmp_path / "taken").write_text("")
+    result = run_cli(*args, cwd=str(tmp_path))
+    out = result.stdout + result.stderr
+    assert out and not CONTROL.search(out), repr(out)
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("jobs",), ("nodes",), ("jobs", "--json"), ("completion", "bash"), ("--help",), ("init", "torchrun-ddp", "d")],
+)
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly(env, tmp_path, args):
+    """``yanflow-tui jobs | head -1``: the read end is closed before the command writes a byte."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "yanflow_tui", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
+    child.stdout.close()  # type: ignore[union-attr]
+    _, err = child.communicate(timeout=60)
+    assert child.returncode in (0, 141)
+    assert err == b""

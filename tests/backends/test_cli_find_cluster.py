@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import slurmhelpers
 from jobhelpers import cleanup_state_dir, run_cli
@@ -97,3 +98,57 @@ def test_cancel_finds_a_slurm_job_beside_the_local_machine(home, fake_nvml, tmp_
     finally:
         slurmhelpers.slurm("scancel", job_id, check=False)
         cleanup_state_dir(state)
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_jobs"
+
+
+def test_a_sample_lands_on_the_kind_of_cluster_it_was_written_for(home, fake_nvml, tmp_path, kubeconfig, emulator):
+    """This machine, the real Slurm cluster and Kubernetes configured: a Kubernetes sample goes to
+    Kubernetes (its ``kubernetes:`` section), not to the first scheduler (Slurm)."""
+    slurmhelpers.require_cluster()
+    state = locations.state_dir()
+    config = _config(
+        tmp_path,
+        "clusters:\n  - {name: here, kind: local}\n  - {name: hpc, kind: slurm}\n"
+        f"  - {{name: k8s, kind: kubernetes, kubeconfig: {kubeconfig}}}\n",
+    )
+    env = slurmhelpers.env()
+    try:
+        for sample in ("k8s-single.yaml", "k8s-torchrun.yaml"):
+            result = run_cli("--config", config, "submit", str(SAMPLES / sample), "--force", env=env)
+            assert result.returncode == 0, result.stderr
+            job_id = result.stdout.strip()
+            assert job_id.startswith("ml/"), (sample, job_id)  # a Kubernetes id (namespace/name), not Slurm's number
+        slurm = run_cli("--config", config, "submit", str(SAMPLES / "slurm-batch.yaml"), "--dry-run", env=env)
+        assert slurm.returncode == 0 and "#SBATCH" in slurm.stdout, slurm.stderr
+    finally:
+        cleanup_state_dir(state)
+
+
+def test_a_sample_for_a_kind_configured_never_or_twice_is_refused_with_a_clear_line(
+    home, fake_nvml, tmp_path, kubeconfig
+):
+    sample = str(SAMPLES / "k8s-single.yaml")
+    none = _config(tmp_path, "clusters:\n  - {name: here, kind: local}\n")
+    result = run_cli("--config", none, "submit", sample)
+    assert result.returncode == 1
+    assert result.stderr == (
+        "yanflow-tui: error: the spec is written for a kubernetes cluster (its kubernetes: section) and none "
+        "is configured; pass --cluster\n"
+    )
+    two = _config(
+        tmp_path,
+        f"clusters:\n  - {{name: a, kind: kubernetes, kubeconfig: {kubeconfig}}}\n"
+        f"  - {{name: b, kind: kubernetes, kubeconfig: {kubeconfig}}}\n",
+    )
+    result = run_cli("--config", two, "submit", sample, "--dry-run")
+    assert result.returncode == 1
+    assert "several are configured (a, b); pass --cluster" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_a_sample_with_no_section_for_its_kind_says_cluster_in_its_first_line():
+    for path in sorted(SAMPLES.glob("*.yaml")):
+        text = path.read_text()
+        kinds = [k for k in ("slurm", "kubernetes", "determined") if f"\n{k}:" in text]
+        assert kinds or "--cluster" in text.splitlines()[0], path.name

@@ -9,7 +9,7 @@ import os
 import subprocess
 from dataclasses import replace
 
-from slurmhelpers import DIR, ROOT, live_state, short_spec_text, sinfo_gpus, squeue_job, ssh_cluster
+from slurmhelpers import DIR, ROOT, live_state, short_spec_text, sinfo_gpus, slurm, squeue_job, ssh_cluster
 from textual.widgets import Input
 from uihelpers import log_lines, make_app, screen_text
 from waiting import async_wait_until, wait_for
@@ -165,3 +165,31 @@ async def test_controller_outage_marks_the_cluster_stale_and_the_app_recovers(ho
             assert up.returncode == 0, up.stderr
         await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.OK, timeout=60, what="back")
         assert app.hub.snapshots[c.name].nodes
+
+
+async def test_a_cancelled_jobs_gpus_show_free_within_seconds_not_at_the_next_node_poll(home, slurm_dir, slurm_jobs):
+    """The cluster's jobs and nodes are polled every 30 s: after a cancel from the Queue, the node map
+    shows the job's GPUs free within a few seconds (the change refreshes both, and again shortly after)."""
+    c = replace(ssh_cluster(), refresh_seconds=30.0)
+    out = slurm(
+        "sbatch", "--parsable", "-p", "gpu", "-N1", "--gres=gpu:a100:4", "-o", "/dev/null", "-J", "yf-free-gpus",
+        "-t", "00:05:00", "--wrap=sleep 300",
+    )  # fmt: skip
+    job_id = slurm_jobs.add(out.strip().split(";")[0])
+    record = await async_wait_until(lambda: (j := squeue_job(job_id)) and j["job_state"] == "RUNNING" and j, 30)
+    node = record["nodes"]
+    app = make_app(c)
+    async with app.run_test(size=(160, 45)) as pilot:
+        key = f"{c.name}/{job_id}"
+        await wait_for(pilot, lambda: key in rows(app) and node in node_gpus(app, c.name), what="the job and nodes")
+        busy = node_gpus(app, c.name)[node][0]
+        assert busy >= 4
+        app.screen.query_one(JobTable).move_cursor_to_key(key)
+        await pilot.pause()
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await pilot.press("y")
+        started = asyncio.get_running_loop().time()
+        await wait_for(pilot, lambda: node_gpus(app, c.name)[node][0] <= busy - 4, what="the GPUs free", timeout=10)
+        assert asyncio.get_running_loop().time() - started < 10
+        assert live_state(job_id) in (None, "CANCELLED", "COMPLETING")

@@ -136,18 +136,18 @@ def test_the_digest_beside_the_file_is_used_only_for_that_very_file_and_version(
     snapcache.save(path, [snap], NOW, {"hpc": "alice"})
     made = path.with_name(snapcache.PAINT_FILE)
     assert made.stat().st_mode & 0o777 == 0o600
-    digested = snapcache.read_paint(path)
-    assert digested is not None and digested["clusters"]["hpc"]["views"]["mine"]["shown"] == 3
+    digested, note = snapcache.read_paint(path)
+    assert digested is not None and note == "" and digested["clusters"]["hpc"]["views"]["mine"]["shown"] == 3
     assert screen(Config(clusters=CLUSTERS), digested)[0].startswith(" YanFlow · Queue  mine  ● hpc cached 1m")
     path.write_bytes(path.read_bytes() + b" ")  # another version of the file: its digest is not for it
-    assert snapcache.read_paint(path) is None
+    assert snapcache.read_paint(path) == (None, "")
     snapcache.save(path, [snap], NOW)
     made.write_text(made.read_text().replace(f'"yanflow":"{snapcache.__version__}"', '"yanflow":"0.0.0"'))
-    assert snapcache.read_paint(path) is None
+    assert snapcache.read_paint(path) == (None, "")
     made.write_text("{not json")
-    assert snapcache.read_paint(path) is None
+    assert snapcache.read_paint(path)[0] is None  # (set aside: tests/ui/test_bad_cache.py)
     path.unlink()
-    assert snapcache.read_paint(path) is None
+    assert snapcache.read_paint(path) == (None, "")
 
 
 def test_the_digest_keeps_a_screenful_of_rows_whatever_the_queue_holds():

@@ -56,7 +56,7 @@ import sys
 from yanflow_tui import cli, earlypaint, snapcache
 
 config = cli._config(cli._console_args([]))
-earlypaint.paint(config, snapcache.read_paint(snapcache.default_path()))
+earlypaint.paint(config, snapcache.read_paint(snapcache.default_path())[0])
 print(" ".join(sorted(sys.modules)))
 """
 NOT_BEFORE_THE_EARLY_PAINT = ("textual", "rich", "yanflow_tui.hub", "yanflow_tui.app", "yanflow_tui.inside", "shtab")

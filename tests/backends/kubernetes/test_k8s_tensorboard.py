@@ -133,7 +133,7 @@ async def test_a_tensorboard_started_in_the_pod_serves_the_jobs_tags_through_a_p
         assert board.process is None and board.mirror is None and f"pod {NS}/{POD}" in board.what
         (server,) = servers_over(runs)
         port = int(board.what.split("port ")[1].split()[0])
-        assert port != int(board.url.rsplit(":", 1)[1].strip("/"))  # a local port of its own, forwarded
+        assert port != int(board.url.rsplit(":", 1)[1].split("/")[0])  # a local port of its own, forwarded
         assert any(f[:2] == (NS, POD) and port in f[2] for f in emulator.streams.forwards)
         assert (await get(board.url))[0] == 200
         await async_wait_until(lambda: scalars_match(board.url, runs), what="the job's scalars")

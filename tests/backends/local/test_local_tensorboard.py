@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
-import sys
+import stat
+import urllib.error
 import urllib.request
+from pathlib import Path
 
 import psutil
 import pytest
-from tbhelpers import api_points, loader_points, write_script, writer_command
+from tbhelpers import api_points, loader_points, secret_prefix, tensorboard_cli, write_script, writer_command
 from textual.widgets import Static
 from uihelpers import make_app, refreshed, screen_text
 from waiting import async_wait_until, wait_for
@@ -113,7 +115,7 @@ async def test_t_in_the_detail_shows_the_url_a_second_t_shows_it_again_and_quitt
         board = await wait_for(pilot, lambda: app.tensorboards.of(job.key), what="the TensorBoard", timeout=60)
         await wait_for(pilot, lambda: str(section.content).startswith(board.url), what="the URL in the detail")
         await wait_for(pilot, lambda: board.url in screen_text(app), what="the URL shown")  # the notification
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", board.url)
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/[\w-]{20,}/", board.url)  # its secret path prefix
         assert api_points(board.url).keys() >= {"loss", "accuracy"}
         await pilot.press("t")  # a second t: the same one, the URL again
         await wait_for(pilot, lambda: sum(board.url in n.message for n in app._notifications) >= 2)
@@ -123,7 +125,8 @@ async def test_t_in_the_detail_shows_the_url_a_second_t_shows_it_again_and_quitt
     assert not alive and not psutil.pid_exists(process.pid)  # quitting the console stopped it
 
 
-async def test_the_cli_prints_the_url_and_ctrl_c_stops_the_tensorboard(home, tmp_path):
+async def writer_job_done(tmp_path) -> tuple[str, Path]:
+    """A local job that wrote its first part of event files (and whose backend is closed): its id and runs."""
     backend = LocalBackend(ClusterConfig("local", "local"))
     command = writer_command(write_script(tmp_path), "runs", FIRST, tmp_path / "go", 0)
     spec = spec_from_data(
@@ -135,23 +138,49 @@ async def test_the_cli_prints_the_url_and_ctrl_c_stops_the_tensorboard(home, tmp
         lambda: len((loader_points(runs) if runs.is_dir() else {}).get("loss", [])) == FIRST, what="the event files"
     )
     await backend.close()
-    cli = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "yanflow_tui", "tensorboard", job_id, "--cluster", "local",
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert cli.stdout is not None
-        line = (await asyncio.wait_for(cli.stdout.readline(), 90)).decode().strip()
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", line), line
+    return job_id, runs
+
+
+async def test_the_cli_prints_the_url_and_ctrl_c_stops_the_tensorboard(home, tmp_path):
+    job_id, runs = await writer_job_done(tmp_path)
+    async with tensorboard_cli(job_id, "--cluster", "local") as (cli, line):
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/[\w-]{20,}/", line), line
         assert (await asyncio.to_thread(fetch, line))[0] == 200
         await async_wait_until(lambda: api_points(line) == loader_points(runs), what="the API's scalars")
         servers = psutil.Process(cli.pid).children(recursive=True)
-        assert any("tensorboard.main" in p.cmdline() for p in servers)
+        assert any(tensorboards.WRAPPER in p.cmdline() for p in servers)
         cli.send_signal(signal.SIGINT)  # Ctrl-C
         assert await asyncio.wait_for(cli.wait(), 30) in (0, 130)
-    finally:
-        if cli.returncode is None:
-            cli.kill()
-            await cli.wait()
     gone, alive = psutil.wait_procs(servers, timeout=10)
     assert not alive  # Ctrl-C stopped the TensorBoard it started
+
+
+def board_files() -> tuple[int, list[tuple[str, int, str]]]:
+    """The TensorBoards' folder's mode, and (suffix, mode, text) of each file in it."""
+    folder = Path(tensorboards.boards_dir())
+    files = [(f.suffix, stat.S_IMODE(f.stat().st_mode), f.read_text()) for f in sorted(folder.iterdir())]
+    return stat.S_IMODE(folder.stat().st_mode), files
+
+
+async def test_a_tensorboard_is_private_to_its_user_and_ends_with_a_console_killed_with_sigkill(home, tmp_path):
+    """The console (``yanflow-tui tensorboard``, a real process) is killed with SIGKILL: its TensorBoard
+    ends within a bounded wait (its stdin, the console's pipe, reached its end). While it ran, a request
+    without its secret path prefix got no curves, the prefix was in no process's argv, and its log and
+    pid file were 0600 in a 0700 folder."""
+    job_id, runs = await writer_job_done(tmp_path)
+    async with tensorboard_cli(job_id, "--cluster", "local") as (cli, url):
+        await async_wait_until(lambda: api_points(url) == loader_points(runs), what="the API's scalars")
+        _, prefix = await asyncio.to_thread(secret_prefix, url)
+        servers = [p for p in psutil.Process(cli.pid).children(recursive=True) if tensorboards.WRAPPER in p.cmdline()]
+        assert len(servers) == 1
+        folder_mode, files = board_files()
+        assert folder_mode == 0o700
+        assert {suffix for suffix, _, _ in files} == {".log", ".pid"}
+        assert all(mode == 0o600 for _, mode, _ in files)
+        assert not any(prefix in text for _, _, text in files)
+        cli.kill()  # SIGKILL: no handler, no cleanup
+        await cli.wait()
+    gone, alive = psutil.wait_procs(servers, timeout=15)
+    assert not alive  # it ended with its console
+    assert tensorboards.sweep() == []  # nothing left to sweep; the files of the gone server are dropped
+    assert board_files()[1] == []

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import stat
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import psutil
 import pytest
 import yaml
 from slurmhelpers import ssh_cluster
-from tbhelpers import get, loader_points, scalars_match, servers_over, slurm_writer_spec
+from tbhelpers import get, loader_points, scalars_match, secret_prefix, servers_over, slurm_writer_spec, tensorboard_cli
 from waiting import async_wait_until
 
 from yanflow_tui import tensorboards
@@ -93,9 +95,8 @@ async def test_read_only_starts_nothing_on_the_login_node_and_the_command_option
         SlurmBackend(ssh_cluster(tensorboard={"command": []}))
 
 
-async def test_the_cli_prints_a_url_that_answers_and_ctrl_c_kills_the_login_nodes_server(
-    slurm_dir, slurm_jobs, tmp_path, home
-):
+async def cli_config(slurm_dir, slurm_jobs, tmp_path) -> tuple[str, str]:
+    """A config whose cluster starts the login node's TensorBoard, and a job that wrote event files."""
     entry = yaml.safe_load((slurm_dir / "yanflow.yaml").read_text())["clusters"][0]
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"clusters": [{**entry, "tensorboard": {"command": SERVER}}]}))
@@ -104,14 +105,15 @@ async def test_the_cli_prints_a_url_that_answers_and_ctrl_c_kills_the_login_node
         job_id = await writer_job(backend, slurm_jobs, tmp_path)
     finally:
         await backend.close()
+    return str(config), job_id
+
+
+async def test_the_cli_prints_a_url_that_answers_and_ctrl_c_kills_the_login_nodes_server(
+    slurm_dir, slurm_jobs, tmp_path, home
+):
+    config, job_id = await cli_config(slurm_dir, slurm_jobs, tmp_path)
     runs = tmp_path / "runs"
-    cli = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "yanflow_tui", "tensorboard", job_id, "--config", str(config),
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert cli.stdout is not None
-        line = (await asyncio.wait_for(cli.stdout.readline(), 120)).decode().strip()
+    async with tensorboard_cli(job_id, "--config", config) as (cli, line):
         assert line.startswith("http://127.0.0.1:") and line.endswith("/"), line
         (server,) = servers_over(runs)  # on the login node, not a child of the console
         assert server.pid not in {p.pid for p in psutil.Process(cli.pid).children(recursive=True)}
@@ -119,9 +121,39 @@ async def test_the_cli_prints_a_url_that_answers_and_ctrl_c_kills_the_login_node
         family = [server, *server.children(recursive=True)]
         cli.send_signal(signal.SIGINT)  # Ctrl-C
         assert await asyncio.wait_for(cli.wait(), 60) in (0, 130)
-    finally:
-        if cli.returncode is None:
-            cli.kill()
-            await cli.wait()
     gone, alive = psutil.wait_procs(family, timeout=15)
     assert not alive and not servers_over(runs)
+
+
+def remote_folder(server: psutil.Process) -> tuple[Path, int, dict[str, int]]:
+    """The server's folder on the login node (from its ``--flagfile``), its mode and its files' modes."""
+    cmdline = server.cmdline()
+    folder = Path(cmdline[cmdline.index("--flagfile") + 1]).parent
+    return (
+        folder,
+        stat.S_IMODE(folder.stat().st_mode),
+        {f.name: stat.S_IMODE(f.stat().st_mode) for f in folder.iterdir()},
+    )
+
+
+async def test_the_login_nodes_tensorboard_is_private_and_ends_with_a_console_killed_with_sigkill(
+    slurm_dir, slurm_jobs, tmp_path, home
+):
+    """The console (``yanflow-tui tensorboard``, a real process) is SIGKILLed: the login node's server
+    ends within a bounded wait (its watchdog sees the SSH connection gone) and leaves no folder. While it
+    ran, a request without its secret path prefix got no curves, the prefix was in no argv, and its log
+    was 0600 in a 0700 folder."""
+    config, job_id = await cli_config(slurm_dir, slurm_jobs, tmp_path)
+    runs = tmp_path / "runs"
+    async with tensorboard_cli(job_id, "--config", config) as (cli, url):
+        await async_wait_until(lambda: scalars_match(url, runs), what="the job's scalars through the forward")
+        await asyncio.to_thread(secret_prefix, url)
+        (server,) = servers_over(runs)
+        folder, folder_mode, modes = remote_folder(server)
+        assert folder_mode == 0o700 and modes == {"flags": 0o600, "log": 0o600}
+        family = [server, *server.children(recursive=True)]
+        cli.kill()  # SIGKILL: the console cleans nothing up
+        await cli.wait()
+    gone, alive = psutil.wait_procs(family, timeout=20)
+    assert not alive and not servers_over(runs)
+    await async_wait_until(lambda: not folder.exists(), timeout=10, what="its folder removed")
