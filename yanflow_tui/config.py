@@ -315,11 +315,21 @@ def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:
     found: list[ClusterConfig] = []
     for info in registry.infos():
         if info.discover is not None and (kinds is None or info.kind in kinds):
-            found += [c for c in info.discover(env) if kinds is None or c.kind in kinds]
+            found += [c for c in _found(info, info.discover, env) or () if kinds is None or c.kind in kinds]
     for info in registry.infos():
         if info.review is not None and found:
-            found = info.review(found)
+            found = _found(info, info.review, found) or found
     return found
+
+
+def _found(info, call, arg):
+    """``call(arg)`` of a backend package's discovery; a failure is a note (a plugin's bug never stops the
+    console or the CLI), and None."""
+    try:
+        return list(call(arg))
+    except Exception as exc:
+        registry.failed(info.kind, f"its discovery failed: {type(exc).__name__}: {exc}")
+        return None
 
 
 __all__ = [
