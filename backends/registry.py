@@ -35,6 +35,7 @@ PACKAGES = ("local", "slurm", "kubernetes", "determined")
 
 _INFOS: dict[str, BackendInfo] = {}  # kind -> its declaration, filled on first use (``_load``)
 _NOTES: list[str] = []  # one line per plugin left out
+_BROKEN: dict[str, str] = {}  # kind -> the note on its plugin, left out
 _ORIGINS: dict[str, str] = {}  # kind -> where its declaration came from (a plugin's package and distribution)
 _loaded = False
 
@@ -82,8 +83,7 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    entries = _entry_points()
-    for entry in entries:
+    for entry in _entry_points():
         try:
             info = _declaration(entry.load(), entry.value)
             if info.kind != entry.name:
@@ -93,9 +93,9 @@ def _load() -> None:
         except Exception as exc:  # a broken plugin is left out, never stops the console
             reason = " ".join(f"{type(exc).__name__}: {exc}".split())
             _NOTES.append(f"backend plugin {entry.name!r} not loaded from {_origin(entry)}: {reason}")
-    named = {entry.name for entry in entries}
+            _BROKEN.setdefault(entry.name, _NOTES[-1])
     for package in PACKAGES:  # no entry point (a checkout run without installing): shipped all the same
-        if package not in named:
+        if package not in _INFOS and package not in _BROKEN:
             module = importlib.import_module(f"{__package__}.{package}.plugin")
             _add(_declaration(module, module.__name__))
 
@@ -104,7 +104,7 @@ def reload() -> None:
     """Forget every declaration and read them again at next use (a test that installs a backend package
     or takes it away; kinds registered with ``register`` are forgotten too)."""
     global _loaded
-    for kept in (_INFOS, _NOTES, _ORIGINS, NATIVE_KINDS):
+    for kept in (_INFOS, _NOTES, _BROKEN, _ORIGINS, NATIVE_KINDS):
         kept.clear()
     _loaded = False
 
@@ -115,11 +115,19 @@ def notes() -> tuple[str, ...]:
     return tuple(_NOTES)
 
 
+def broken(kind: str) -> str | None:
+    """The note on ``kind``'s plugin when it was left out (its clusters carry it as their problem)."""
+    _load()
+    return _BROKEN.get(kind) if kind not in _INFOS else None
+
+
 def failed(kind: str, what: str) -> None:
     """Note that ``kind``'s declared code failed at ``what`` (its discovery raised): one line naming its
     package and distribution, shown like a plugin left out."""
     where = _ORIGINS.get(kind, f"package {__package__}.{kind}")
-    _NOTES.append(" ".join(f"backend {kind!r} from {where}: {what}".split()))
+    line = " ".join(f"backend {kind!r} from {where}: {what}".split())
+    if line not in _NOTES:  # discovery runs again on a reload of the config
+        _NOTES.append(line)
 
 
 def native_formats() -> tuple[NativeFormat, ...]:

@@ -246,6 +246,9 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
     if not isinstance(item, dict):
         check.error(path, "expected a mapping with name and kind")
         return None
+    left_out = registry.broken(str(item.get("kind")))
+    if left_out and isinstance(item.get("name"), str):  # its plugin failed: this cluster says why, the rest work
+        return ClusterConfig(item["name"], str(item["kind"]), read_only=read_only, problems=(left_out,))
     kind = check.string(join(path, "kind"), item.get("kind"), choices=registry.kinds())
     info = registry.info(kind) if kind else None
     own = info.options if info else tuple(o for i in registry.infos() for o in i.options)  # no kind: any kind's

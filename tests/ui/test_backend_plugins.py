@@ -100,7 +100,10 @@ def installed(site, monkeypatch):
 
 def write_config(home: Path) -> Path:
     path = home / "clusters.yaml"
-    path.write_text("clusters:\n  - name: toy1\n    kind: toy\n    greeting: hello\n  - name: here\n    kind: local\n")
+    path.write_text(
+        "clusters:\n  - name: toy1\n    kind: toy\n    greeting: hello\n  - name: here\n    kind: local\n"
+        "  - name: bad1\n    kind: broken\n    anything: 1\n"  # its plugin fails: it says why
+    )
     return path
 
 
@@ -124,6 +127,8 @@ def test_the_cli_lists_a_plugin_cluster_and_notes_the_broken_plugin(site, home):
     assert sorted(n["name"] for n in json.loads(nodes.stdout)) == ["toynode1", "toynode2"]
     local = run_cli(site, home, "nodes", "--cluster", "here", "--json")  # the other clusters work
     assert local.returncode == 0 and json.loads(local.stdout), local.stderr
+    bad = run_cli(site, home, "jobs", "--cluster", "bad1")  # a cluster of the broken kind says why
+    assert bad.returncode != 0 and "package yanflow_broken" in bad.stderr.split("error:")[-1]
 
 
 def test_the_plugin_is_declared_lightly_and_its_backend_imported_only_for_a_cluster(installed, home):
@@ -147,5 +152,8 @@ async def test_the_console_shows_the_plugin_cluster_in_the_queue_and_clusters_sc
         assert len(notes) == 1 and "distribution yanflow-broken 0.1" in notes[0] and "\n" not in notes[0]
         await pilot.press("5")
         await wait_for(pilot, lambda: app.current_mode == "clusters", what="Clusters screen")
-        await wait_for(pilot, lambda: "toy1" in screen_text(app) and "here" in screen_text(app), what="both clusters")
+        await wait_for(pilot, lambda: "toy1" in screen_text(app) and "here" in screen_text(app), what="the clusters")
         await wait_for(pilot, lambda: app.hub.snapshots["here"].health is Health.OK, what="local refreshed")
+        await wait_for(pilot, lambda: app.hub.snapshots["bad1"].health is Health.ERROR, what="bad1 in error")
+        assert "yanflow_broken" in (app.hub.snapshots["bad1"].message or "")
+        assert "bad1" in screen_text(app)
