@@ -6,6 +6,7 @@ left out with a one-line note naming its package and distribution, and the other
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -54,6 +55,11 @@ class ToyBackend(Backend):
         return [Node(self.name, "toynode1", "idle", gpus_total=4), Node(self.name, "toynode2", "mixed", gpus_total=8)]
 '''
 BROKEN_PLUGIN = '"""A plugin whose import fails."""\nimport yanflow_missing_sdk  # noqa: F401\n'
+# A declaration that does not check: a spec section key of no known type.
+ODD_PLUGIN = (
+    "from yanflow_tui.backends.base import BackendInfo\n"
+    'INFO = BackendInfo(kind="odd", backend="yanflow_odd.backend:Odd", section={"lane": "colour"})\n'
+)
 
 
 def package(root: Path, dist: str, module: str, kind: str, files: dict[str, str]) -> Path:
@@ -72,14 +78,16 @@ def package(root: Path, dist: str, module: str, kind: str, files: dict[str, str]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    """Two backend packages installed into one folder: yanflow-toy (works) and yanflow-broken."""
+    """Three backend packages installed into one folder: yanflow-toy (works), yanflow-broken (its import
+    fails) and yanflow-odd (its declaration does not check)."""
     root = tmp_path_factory.mktemp("plugins")
     toy = package(root, "yanflow-toy", "yanflow_toy", "toy", {"plugin.py": TOY_PLUGIN, "backend.py": TOY_BACKEND})
     broken = package(root, "yanflow-broken", "yanflow_broken", "broken", {"plugin.py": BROKEN_PLUGIN})
+    odd = package(root, "yanflow-odd", "yanflow_odd", "odd", {"plugin.py": ODD_PLUGIN})
     target = root / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--no-build-isolation"]
-        + ["--target", str(target), str(toy), str(broken)],
+        + ["--target", str(target), str(toy), str(broken), str(odd)],
         check=True,
         capture_output=True,
     )
@@ -87,14 +95,16 @@ def site(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def installed(site, monkeypatch):
+def installed(site):
     """The packages on this process's path, the registry read again; both undone after."""
-    monkeypatch.syspath_prepend(str(site))
+    sys.path.insert(0, str(site))
+    importlib.invalidate_caches()
     registry.reload()
     yield site
-    monkeypatch.undo()
-    for name in [m for m in sys.modules if m.split(".")[0] in ("yanflow_toy", "yanflow_broken")]:
+    sys.path.remove(str(site))
+    for name in [m for m in sys.modules if m.split(".")[0] in ("yanflow_toy", "yanflow_broken", "yanflow_odd")]:
         del sys.modules[name]
+    importlib.invalidate_caches()
     registry.reload()
 
 
@@ -119,9 +129,10 @@ def test_the_cli_lists_a_plugin_cluster_and_notes_the_broken_plugin(site, home):
     jobs = run_cli(site, home, "jobs", "--cluster", "toy1", "--json")
     assert jobs.returncode == 0, jobs.stderr
     assert {(j["id"], j["name"]) for j in json.loads(jobs.stdout)} == {("t1", "toy-train-hello"), ("t2", "toy-eval")}
-    (note,) = [line for line in jobs.stderr.splitlines() if "note:" in line]  # one line
+    note, odd = [line for line in jobs.stderr.splitlines() if "note:" in line]  # one line each
     assert "'broken'" in note and "package yanflow_broken" in note and "distribution yanflow-broken 0.1" in note
     assert "No module named 'yanflow_missing_sdk'" in note
+    assert "package yanflow_odd" in odd and "distribution yanflow-odd 0.1" in odd and "spec section types" in odd
     nodes = run_cli(site, home, "nodes", "--cluster", "toy1", "--json")
     assert nodes.returncode == 0, nodes.stderr
     assert sorted(n["name"] for n in json.loads(nodes.stdout)) == ["toynode1", "toynode2"]
@@ -133,7 +144,7 @@ def test_the_cli_lists_a_plugin_cluster_and_notes_the_broken_plugin(site, home):
 
 def test_the_plugin_is_declared_lightly_and_its_backend_imported_only_for_a_cluster(installed, home):
     assert registry.kinds()[:4] == ("local", "slurm", "kubernetes", "determined") and "toy" in registry.kinds()
-    assert "broken" not in registry.kinds()
+    assert "broken" not in registry.kinds() and "odd" not in registry.kinds() and len(registry.notes()) == 2
     toy = registry.info("toy")
     assert toy is not None and toy.options == ("greeting",) and toy.refresh == 5.0
     assert [c.name for c in discover({"TOY": "1", "YANFLOW_DISCOVER": "toy"})] == ["toybox"]
