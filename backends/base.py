@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from yanflow_tui.backends.jobfiles import NativeFormat
 from yanflow_tui.backends.prompting import Asker, Prompter
 from yanflow_tui.capacity import Request
 from yanflow_tui.curves import EventListing
@@ -702,6 +703,11 @@ class BackendInfo:
     # Sees every discovered cluster (after $YANFLOW_DISCOVER) and returns the list, changed where this
     # kind's presence says something of the others (Slurm: this machine is a login node).
     review: Callable[[list[ClusterConfig]], list[ClusterConfig]] | None = None
+    # The job files it takes as written (``backends/jobfiles.py``), e.g. Slurm's sbatch scripts; each
+    # kind goes with ``Capabilities.native_files`` of the backend class.
+    native: tuple[NativeFormat, ...] = ()
+    # What to install when the backend's own imports fail (its SDK), e.g. "yanflow-tui[determined]".
+    extra: str = ""
 
     def __post_init__(self) -> None:
         bad = {key: kind for key, kind in self.section.items() if kind not in SECTION_TYPES}

@@ -41,6 +41,7 @@ from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
 from yanflow_tui import applog, keyfiles, snapcache, termlogin
+from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
@@ -216,6 +217,8 @@ class YanflowApp(SerialKeys):
         self.set_interval(1.0, self._tick)
         if self._cache_note:
             self.notify(self._cache_note, severity="warning")
+        for note in registry.notes():  # backend plugins left out: the other clusters work
+            self.notify(clean(note), title="backend plugin", severity="warning", timeout=12, markup=False)
         loop = asyncio.get_running_loop()
         for sig in keyfiles.EXIT_SIGNALS:
             try:

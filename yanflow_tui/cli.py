@@ -300,6 +300,11 @@ def _config(args):
     # The console keeps the other clusters when one entry is wrong (that one shows its file:line
     # problems on the Clusters screen); a command run from a script stops at any problem.
     config = load_config(getattr(args, "config", None), lenient=args.command is None)
+    if args.command is not None:  # the console shows them as notifications
+        from yanflow_tui.backends import registry
+
+        for note in registry.notes():
+            print(f"yanflow-tui: note: {clean(note)}", file=sys.stderr)
     return config.with_read_only() if getattr(args, "read_only", False) else config
 
 

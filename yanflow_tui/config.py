@@ -246,6 +246,9 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
     if not isinstance(item, dict):
         check.error(path, "expected a mapping with name and kind")
         return None
+    left_out = registry.broken(str(item.get("kind")))
+    if left_out and isinstance(item.get("name"), str):  # its plugin failed: this cluster says why, the rest work
+        return ClusterConfig(item["name"], str(item["kind"]), read_only=read_only, problems=(left_out,))
     kind = check.string(join(path, "kind"), item.get("kind"), choices=registry.kinds())
     info = registry.info(kind) if kind else None
     own = info.options if info else tuple(o for i in registry.infos() for o in i.options)  # no kind: any kind's
@@ -315,11 +318,21 @@ def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:
     found: list[ClusterConfig] = []
     for info in registry.infos():
         if info.discover is not None and (kinds is None or info.kind in kinds):
-            found += [c for c in info.discover(env) if kinds is None or c.kind in kinds]
+            found += [c for c in _found(info, info.discover, env) or () if kinds is None or c.kind in kinds]
     for info in registry.infos():
         if info.review is not None and found:
-            found = info.review(found)
+            found = _found(info, info.review, found) or found
     return found
+
+
+def _found(info, call, arg):
+    """``call(arg)`` of a backend package's discovery; a failure is a note (a plugin's bug never stops the
+    console or the CLI), and None."""
+    try:
+        return list(call(arg))
+    except Exception as exc:
+        registry.failed(info.kind, f"its discovery failed: {type(exc).__name__}: {exc}")
+        return None
 
 
 __all__ = [

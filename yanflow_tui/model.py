@@ -331,12 +331,9 @@ class Resources:
 
 
 # The job files a backend may take as they are (``Capabilities.native_files``), each with how it is named
-# in messages. ``yanflow_tui.nativefiles`` recognises them from their content.
-NATIVE_KINDS = {
-    "sbatch": "sbatch scripts",
-    "determined": "Determined experiment or command configs",
-    "kubernetes": "Kubernetes manifests",
-}
+# in messages: filled by the backend registry from each backend's declared formats (``BackendInfo.native``),
+# e.g. "sbatch" -> "sbatch scripts". ``yanflow_tui.nativefiles`` recognises them from their content.
+NATIVE_KINDS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from yanflow_tui.backends.base import BackendInfo
+from yanflow_tui.backends.determined import nativefile
 from yanflow_tui.model import ClusterConfig
 
 SECTION = {
@@ -36,4 +37,6 @@ INFO = BackendInfo(
     multiline=("description",),
     entrypoint="entrypoint",
     discover=discover,
+    native=(nativefile.FORMAT,),
+    extra="yanflow-tui[determined]",
 )

@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 
 from yanflow_tui.backends.base import BackendInfo
-from yanflow_tui.backends.kubernetes import kubeconfig
+from yanflow_tui.backends.kubernetes import kubeconfig, nativefile
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import ClusterConfig
 
@@ -47,4 +47,5 @@ INFO = BackendInfo(
     options=("kubeconfig", "context", "namespace", "all_namespaces", "log_tail", "log_since", "tensorboard"),
     section=SECTION,
     discover=discover,
+    native=(nativefile.FORMAT,),
 )

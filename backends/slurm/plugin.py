@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Mapping
 
 from yanflow_tui.backends.base import MONITOR_ONLY, BackendInfo
+from yanflow_tui.backends.slurm import nativefile
 from yanflow_tui.model import ClusterConfig
 
 REFRESH = 10.0  # squeue and sinfo are heavier on the controller than a local read
@@ -62,4 +63,5 @@ INFO = BackendInfo(
     refresh=REFRESH,
     discover=discover,
     review=review,
+    native=(nativefile.FORMAT,),
 )

@@ -10,8 +10,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from yanflow_tui import launchers, nativefiles
-from yanflow_tui.backends.slurm import containers
+from yanflow_tui import launchers
+from yanflow_tui.backends.slurm import containers, nativefile
 from yanflow_tui.backends.slurm.comment import tagged
 from yanflow_tui.backends.slurm.containers import Container
 from yanflow_tui.curves import LOGDIR_ENV, SECTION
@@ -185,7 +185,7 @@ def render_native(spec: JobSpec, tag: str | None, defaults: dict | None = None) 
         )
     written = dict(options(native.written))
     argv = ["sbatch", "--parsable"]
-    if tag is not None and not nativefiles.sbatch_sets(native, "comment"):
+    if tag is not None and not nativefile.sbatch_sets(native, "comment"):
         argv.append(f"--comment={tagged(tag, {'outputs': spec.outputs})}")
     for key, value in options(spec, defaults):
         if key not in written or written[key] != value:
@@ -198,7 +198,7 @@ def render_native(spec: JobSpec, tag: str | None, defaults: dict | None = None) 
     if spec.env:  # the job's environment: sbatch's own, plus these (never a shell line)
         argv.append("--export=" + ",".join(["ALL", *(f"{k}={v}" for k, v in spec.env.items())]))
     command = spec.command if isinstance(spec.command, str) else shlex.join(spec.command)
-    return Rendered(tuple(argv), nativefiles.sbatch_with_body(native, command), tag or "")
+    return Rendered(tuple(argv), nativefile.sbatch_with_body(native, command), tag or "")
 
 
 def _rendezvous(spec: JobSpec) -> list[str]:

@@ -19,9 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from yanflow_tui import nativefiles
 from yanflow_tui.backends.base import SIGNALS, new_submit_tag
-from yanflow_tui.backends.slurm import history
+from yanflow_tui.backends.slurm import history, nativefile
 from yanflow_tui.backends.slurm.comment import retagged
 from yanflow_tui.backends.slurm.parse import _int, _loads
 from yanflow_tui.backends.slurm.transport import Transport
@@ -407,14 +406,14 @@ def with_options(script: str, opts: Options) -> str:
     if pairs.get("comment", "").startswith("yanflow:"):
         del pairs["comment"]
     try:
-        own = {name: value for _, name, value in nativefiles.sbatch_options(script, "<batch script>")}
+        own = {name: value for _, name, value in nativefile.sbatch_options(script, "<batch script>")}
     except SpecError:
         own = {}
     first = [_directive(k, v) for k, v in pairs.items() if v and k not in own]
     late = [_directive(k, v) for k, v in pairs.items() if v and k in own and own[k] != v]
     lines = script.splitlines(keepends=True)
     shebang = 1 if lines and lines[0].startswith("#!") else 0
-    last = nativefiles.sbatch_header(script)[1] if own else shebang
+    last = nativefile.sbatch_header(script)[1] if own else shebang
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     head, middle, body = lines[:shebang], lines[shebang:last], lines[last:]

@@ -109,7 +109,12 @@ def test_the_wheel_has_nothing_stale_and_nothing_at_the_top(wheel):
     tops = {name.split("/")[0] for name in names}
     assert {top for top in tops if not top.endswith(".dist-info")} == {"yanflow_tui"}
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "yanflow-tui = yanflow_tui.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    declared = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "yanflow-tui = yanflow_tui.cli:main" in declared
+    # the shipped backends, found by the registry through their entry-point group
+    assert "[yanflow_tui.backends]" in declared
+    for kind in ("local", "slurm", "kubernetes", "determined"):
+        assert f"{kind} = yanflow_tui.backends.{kind}.plugin:INFO" in declared
 
 
 def test_module_entry_point_runs():

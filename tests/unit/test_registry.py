@@ -114,3 +114,18 @@ def test_a_declaration_checks_its_section_types():
 
 def registered_toy():
     return registry.registered("toy", TOY)
+
+
+def test_the_shipped_kinds_come_from_the_entry_point_group_or_their_packages_without_it(monkeypatch):
+    from importlib import metadata
+
+    declared = {e.name: e.value for e in metadata.entry_points(group=registry.GROUP)}
+    assert declared["slurm"] == "yanflow_tui.backends.slurm.plugin:INFO" and set(registry.PACKAGES) <= set(declared)
+    monkeypatch.setattr(metadata, "entry_points", lambda **_: [])  # a checkout whose metadata predates them
+    registry.reload()
+    try:
+        assert registry.kinds() == registry.PACKAGES and registry.notes() == ()
+        assert [f.kind for f in registry.native_formats()] == ["sbatch", "kubernetes", "determined"]
+    finally:
+        monkeypatch.undo()
+        registry.reload()
