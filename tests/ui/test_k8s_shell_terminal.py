@@ -54,9 +54,7 @@ def test_x_opens_a_shell_in_the_pod_and_exit_brings_the_console_back(home, emula
         term.close()
 
 
-def test_x_whose_exec_handshake_is_refused_shows_why_and_the_console_answers_keys(
-    home, emulator, kubeconfig, tmp_path
-):
+def test_x_whose_exec_handshake_is_refused_shows_why_and_the_console_answers_keys(home, emulator, kubeconfig, tmp_path):
     emulator.streams.refuse_exec(403, 'pods "train-1" is forbidden: User "alice" cannot create resource "pods/exec"')
     term = _console(home, emulator, kubeconfig, tmp_path)
     try:

@@ -420,7 +420,9 @@ async def test_the_previous_log_of_a_restarted_sidecar_comes_first_in_its_own_st
     assert proxy == [("rank 0 (previous)", "proxy crashed"), ("rank 0", "proxy again")]
     main = [(line.source, line.text) async for line in backend.stream_logs("ml/flaky")]
     assert main == [("rank 0", "main step 1")]
-    previous = [q["container"] for q in log_queries(emulator) if q["previous"][0].lower() == "true"]  # 36 sends True, 37 true
+    previous = [
+        q["container"] for q in log_queries(emulator) if q["previous"][0].lower() == "true"
+    ]  # 36 sends True, 37 true
     assert previous == [["proxy"]]  # main never restarted: its previous log is not asked for
 
 
@@ -667,9 +669,7 @@ async def test_a_log_stream_cut_mid_line_resumes_without_loss_or_repeats_in_a_sh
     # Each resume reaches back to the burst's second at least (its lines were skipped as shown).
     resumes = [q for q in log_queries(emulator) if "sinceSeconds" in q]
     burst = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC).timestamp()
-    assert resumes and all(
-        datetime.now(UTC).timestamp() - int(q["sinceSeconds"][0]) <= burst for q in resumes
-    ), resumes
+    assert resumes and all(datetime.now(UTC).timestamp() - int(q["sinceSeconds"][0]) <= burst for q in resumes), resumes
 
 
 async def test_a_create_whose_answer_is_lost_and_then_the_server_is_gone_is_unknown_and_a_retry_finds_it(

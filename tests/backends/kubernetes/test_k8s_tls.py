@@ -120,7 +120,11 @@ async def test_a_cluster_ca_without_key_usage_is_trusted_as_kubectl_trusts_it(pk
     ("server", "ca", "reason"),
     [
         ("server", "other-ca.crt", r"CERTIFICATE_VERIFY_FAILED.*unable to get local issuer certificate"),
-        ("misnamed", "cluster-ca.crt", r"CERTIFICATE_VERIFY_FAILED.*(IP address mismatch|not valid for '127\.0\.0\.1')"),
+        (
+            "misnamed",
+            "cluster-ca.crt",
+            r"CERTIFICATE_VERIFY_FAILED.*(IP address mismatch|not valid for '127\.0\.0\.1')",
+        ),
     ],
     ids=["another-ca", "name-mismatch"],
 )
