@@ -16,9 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 from fakes.k8s_api import K8sEmulator, make_job, make_pod
-from k8shelpers import cluster
+from k8shelpers import cluster, write_kubeconfig
 
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.errors import BackendError
@@ -85,20 +84,7 @@ def tls_emulator(pki: Path, server: str) -> K8sEmulator:
 
 
 def tls_backend(tmp_path: Path, url: str, ca: Path) -> KubernetesBackend:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "emu",
-                "clusters": [{"name": "emu", "cluster": {"server": url, "certificate-authority": str(ca)}}],
-                "users": [{"name": "alice", "user": {"token": "not-a-real-token"}}],
-                "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "alice", "namespace": NS}}],
-            }
-        )
-    )
-    kubeconfig.chmod(0o600)
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", url, cluster_extra={"certificate-authority": str(ca)})
     return KubernetesBackend(cluster(kubeconfig))
 
 
