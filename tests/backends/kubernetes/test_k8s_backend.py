@@ -15,6 +15,7 @@ from k8shelpers import cluster
 from paths import SAMPLES
 from waiting import async_wait_until
 
+from yanflow_tui.backends.kubernetes import logs
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.backends.kubernetes.logs import RESUME_SLACK, LogLimits, log_limits
 from yanflow_tui.errors import BackendError, ReadOnlyError
@@ -645,6 +646,32 @@ async def test_a_followed_log_resumes_after_the_api_server_returns_without_repea
     await asyncio.wait_for(task, 15)
     assert seen == ["line a", "line b", "line c"]
     assert_reconnected(statuses)
+
+
+async def test_a_resumed_log_reaches_back_on_the_clusters_clock_not_ours(emulator, backend, monkeypatch):
+    monkeypatch.setattr(logs, "RESUME_SLACK", 0)  # the reach alone, no margin to hide a wrong clock
+    emulator.clock_skew = 3600.0  # the cluster's clock an hour ahead of ours
+
+    def ago(seconds: float) -> str:
+        return (emulator.now() - timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
+
+    emulator.put("jobs", make_job("skewed", NS))
+    emulator.put("pods", make_pod("skewed-1", NS, node="gpu-a", job="skewed"))
+    emulator.write_log(NS, "skewed-1", "line a", stamp=ago(8))
+    await backend.list_jobs()
+    task, seen, statuses = follow_into(backend, "ml/skewed")
+    await async_wait_until(lambda: seen == ["line a"], what="first line")
+    emulator.stop()
+    emulator.write_log(NS, "skewed-1", "line b", stamp=ago(5))  # while away, 5 s ago on the cluster's clock
+    await async_wait_until(lambda: statuses, what="the stream to see the server gone")
+    emulator.start()
+    # Counted on our clock, the last line shown would be an hour in the future: a reach of 1 s, line b lost.
+    await async_wait_until(lambda: seen == ["line a", "line b"], what="line b, written while away")
+    emulator.set_pod_phase(NS, "skewed-1", "Succeeded")
+    emulator.patch("jobs", NS, "skewed", {"status": {"conditions": [{"type": "Complete", "status": "True"}]}})
+    backend.invalidate()
+    await asyncio.wait_for(task, 15)
+    assert seen == ["line a", "line b"]
 
 
 async def test_a_log_stream_cut_mid_line_resumes_without_loss_or_repeats_in_a_shared_timestamp(emulator, backend):
