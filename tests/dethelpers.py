@@ -21,8 +21,8 @@ PASSWORD = "s3cret-pw"  # alice's password on the fake master
 
 @pytest.fixture
 def master(home):
-    # Imported here, with the determined SDK it needs: the Python matrix (scripts/matrix) installs no
-    # determined extra and runs no Determined test, but loads this plugin.
+    # Imported here: the fake speaks the ``determined`` SDK's bindings, and a venv without that extra
+    # (scripts/k8s-newest) still loads this plugin to run the other backends' tests.
     from det_master import FakeMaster
 
     fake = FakeMaster(users={"alice": PASSWORD, "bob": "bobpw"}).start()

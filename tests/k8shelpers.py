@@ -19,16 +19,22 @@ from yanflow_tui.config import ClusterConfig
 
 
 def write_kubeconfig(
-    path: Path, url: str, namespace: str = "ml", context: str = "emu", others: dict[str, str] | None = None
+    path: Path,
+    url: str,
+    namespace: str = "ml",
+    context: str = "emu",
+    others: dict[str, str] | None = None,
+    cluster_extra: dict[str, str] | None = None,
 ) -> Path:
     """A kubeconfig whose current context ``context`` is alice in ``namespace``; ``others``: more
-    contexts (name -> namespace), each as bob (token ``<name>-token``), on the same emulator."""
+    contexts (name -> namespace), each as bob (token ``<name>-token``), on the same emulator;
+    ``cluster_extra``: more of the cluster's fields (``certificate-authority``...)."""
     others = others or {}
     data = {
         "apiVersion": "v1",
         "kind": "Config",
         "current-context": context,
-        "clusters": [{"name": "emu", "cluster": {"server": url}}],
+        "clusters": [{"name": "emu", "cluster": {"server": url, **(cluster_extra or {})}}],
         "users": [{"name": "alice", "user": {"token": "not-a-real-token"}}]
         + [{"name": f"bob-{name}", "user": {"token": f"{name}-token"}} for name in others],
         "contexts": [{"name": context, "context": {"cluster": "emu", "user": "alice", "namespace": namespace}}]

@@ -23,11 +23,13 @@ A cluster with ``capabilities.scopes`` switches its context or namespace live (`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -597,6 +599,22 @@ class YanflowApp(SerialKeys):
     def _tell_all_users(self) -> None:
         for name in self.hub.names:
             self.hub.backend(name).set_all_users(self.all_users)
+
+    @contextlib.contextmanager
+    def suspend(self) -> Iterator[None]:
+        """Textual's ``suspend`` (the terminal handed to a shell, an editor, a login), with the console
+        taken back however the block ends. Textual resumes only when the block ends normally: an
+        exception in it (a shell whose exec handshake was refused, an editor not found) left the
+        terminal in cooked mode with no input read, a console no key could reach. The exception comes
+        out after the console is back."""
+        failure: BaseException | None = None
+        with super().suspend():
+            try:
+                yield
+            except BaseException as exc:  # noqa: B036 -- raised again below, once the console is back
+                failure = exc
+        if failure is not None:
+            raise failure
 
     def report_error(self, title: str, message: str) -> None:
         self.notify(clean(message), title=title, severity="error", timeout=8, markup=False)

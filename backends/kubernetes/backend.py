@@ -40,7 +40,7 @@ from yanflow_tui.backends.base import (
     TensorBoardTask,
     describe_job,
 )
-from yanflow_tui.backends.kubernetes import files, kubeconfig, manifests, podexec, podshell, tbfiles
+from yanflow_tui.backends.kubernetes import files, kubeconfig, manifests, podexec, podshell, tbfiles, tls
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
 from yanflow_tui.backends.kubernetes.ids import guard_paths, parse_id
@@ -176,6 +176,7 @@ class KubernetesBackend(Backend):
         except OSError as exc:
             raise BackendError(f"kubeconfig: {exc.strerror or exc}: {exc.filename or where}") from None
         guard_paths(api)  # no request path with an empty, dot or encoded-slash segment
+        tls.accept_cluster_ca(api)  # a CA without keyUsage, as kubectl (Python 3.13 refuses it by default)
         self.namespace  # resolve once, off the event loop  # noqa: B018
         self._core = client.CoreV1Api(api)
         self._batch = client.BatchV1Api(api)
@@ -835,7 +836,7 @@ class KubernetesBackend(Backend):
                 return job_id(namespace, name)  # the submit that ended unknown got through
             raise BackendError(f"a {kind} named {name!r} already exists in namespace {namespace!r}; not replaced")
         try:
-            await asyncio.to_thread(self._call_json, create, namespace, obj)
+            await asyncio.to_thread(self._call_json, create, namespace, manifests.quantities_as_text(obj))
         except Exception as exc:
             status = getattr(exc, "status", None)
             if status == 409:

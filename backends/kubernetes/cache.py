@@ -48,8 +48,19 @@ class Gone(Exception):
     """The watch's resourceVersion is too old (HTTP 410 or an ERROR event with code 410)."""
 
 
+def cause(exc: BaseException) -> BaseException:
+    """The exception that says what failed. Client 36 turns a TLS or websocket failure into an
+    ``ApiException(status=0, reason=...)``, then fails on its missing body (``AttributeError: 'NoneType'
+    object has no attribute 'decode'``): the ApiException before it holds the reason."""
+    context = exc.__context__
+    if not getattr(exc, "reason", None) and getattr(context, "reason", None) and hasattr(context, "status"):
+        return context  # type: ignore[return-value]
+    return exc
+
+
 def error_text(exc: BaseException) -> str:
     """One line naming what failed, without the client's multi-line HTTP dumps."""
+    exc = cause(exc)
     status = getattr(exc, "status", None)
     if status:
         reason = getattr(exc, "reason", "") or ""
@@ -63,7 +74,10 @@ def error_text(exc: BaseException) -> str:
         return f"HTTP {status} {reason}{': ' + message if message else ''}".strip()
     reason = getattr(exc, "reason", None)  # urllib3 MaxRetryError wraps the socket error
     text = str(reason if reason is not None else exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[-1] if text else ''}".rstrip(": ")
+    name = type(exc).__name__
+    if hasattr(exc, "status") and len(text) > 1 and text[0].isidentifier():
+        name = text[0]  # the client's ApiException(status=0) of a failed request: "SSLError\n<why>"
+    return f"{name}: {text[-1] if text else ''}".rstrip(": ")
 
 
 def is_connection_error(exc: BaseException) -> bool:

@@ -8,16 +8,22 @@ container (the ``kubectl.kubernetes.io/default-container`` annotation's, else th
 other container is a stream of its own, named after it. The cluster's ``log_tail`` / ``log_since``
 options limit what is read first (``tailLines`` / ``sinceSeconds``, as ``kubectl logs --tail --since``).
 
-Follow reconnects after a read timeout or a dropped connection from the last timestamp shown
-(``timestamps=true`` + ``sinceTime``, the server's clock, not ours), skipping the lines before it
-and as many lines at it as were shown: no line lost or repeated, even in a burst that shares one
-timestamp. A partial last line is held back until its newline (or the log's end). While it
-reconnects after a real drop it emits a ``status`` line (not after a quiet log's read timeout).
+Follow reconnects after a read timeout or a dropped connection from a little before the last
+timestamp shown (``timestamps=true`` + ``sinceSeconds``, counted on the server's clock: its ``Date``
+header, not ours), skipping the lines before it and as many lines at it as were shown: no line lost or
+repeated, even in a burst that shares one timestamp. A partial last line is held back until its newline
+(or the log's end). While it reconnects after a real drop it emits a ``status`` line (not after a quiet
+log's read timeout).
+
+Only the client's public API: ``CoreV1Api.read_namespaced_pod_log(..., _preload_content=False)``, the
+raw streaming response. It has no ``sinceTime``, hence ``sinceSeconds`` with ``RESUME_SLACK``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import math
 import re
 import threading
 import time
@@ -35,6 +41,9 @@ FOLLOW_READ_TIMEOUT = 300.0  # a quiet log reconnects after this long
 READ_TIMEOUT = 60.0
 RETRY_SECONDS = 1.0
 POLL_SECONDS = 0.25
+# A resumed read starts this much before the last line shown: the Date header's whole seconds, and the
+# nodes' clocks (which stamp the lines) against the API server's. The lines read twice are skipped.
+RESUME_SLACK = 10
 _DONE = object()
 _DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 
@@ -92,6 +101,7 @@ class PodLogReader:
         self.pod_alive = pod_alive
         self.stopped = threading.Event()
         self._response = None
+        self._server_clock = 0.0  # the server's time minus our monotonic clock, from a Date header (0: none)
         self._last: tuple[int, int] | None = None  # (epoch s, ns) of the last line shown
         self._at_last = 0  # lines shown with that timestamp
         self._seen = 0
@@ -114,31 +124,42 @@ class PodLogReader:
         finally:
             self.emit(_DONE)
 
-    def _open(self, follow: bool, previous: bool, since_time: str | None):
-        """``GET /pods/NAME/log`` of the container, with timestamps, from ``since_time`` (the client has
-        no sinceTime) when resuming, else within the cluster's limits."""
-        query: list[tuple[str, bool | str | int]] = [("follow", follow), ("previous", previous), ("timestamps", True)]
-        if self.container:
-            query.append(("container", self.container))
-        if since_time:
-            query.append(("sinceTime", since_time))
-        else:  # the first read (nothing shown yet): the limits; never with sinceTime, which they would cut
+    def _open(self, follow: bool, previous: bool, resume: bool):
+        """``GET /pods/NAME/log`` of the container, with timestamps: from a little before the last line
+        shown when resuming, else within the cluster's limits."""
+        extra: dict[str, int | str] = {"container": self.container} if self.container else {}
+        if resume:
+            extra["since_seconds"] = self._since_last()
+        else:  # the first read (nothing shown yet): the limits; never when resuming, which they would cut
             if self.limits.tail is not None:
-                query.append(("tailLines", self.limits.tail))
+                extra["tail_lines"] = self.limits.tail
             if self.limits.since is not None:
-                query.append(("sinceSeconds", self.limits.since))
-        return self.core.api_client.call_api(
-            "/api/v1/namespaces/{namespace}/pods/{name}/log",
-            "GET",
-            {"namespace": self.pod.namespace, "name": self.pod.name},
-            query,
-            {"Accept": "text/plain"},
-            auth_settings=["BearerToken"],
-            response_types_map={200: "str"},
-            _return_http_data_only=True,
+                extra["since_seconds"] = self.limits.since
+        response = self.core.read_namespaced_pod_log(
+            self.pod.name,
+            self.pod.namespace,
+            follow=follow,
+            previous=previous,
+            timestamps=True,
             _preload_content=False,
             _request_timeout=(CONNECT_TIMEOUT, FOLLOW_READ_TIMEOUT if follow else READ_TIMEOUT),
+            **extra,
         )
+        self._read_server_clock(response)
+        return response
+
+    def _read_server_clock(self, response) -> None:
+        try:
+            date = email.utils.parsedate_to_datetime(response.headers.get("Date") or "")
+        except (TypeError, ValueError, AttributeError):
+            return
+        self._server_clock = date.timestamp() - time.monotonic()
+
+    def _since_last(self) -> int:
+        """Seconds from a little before the last line shown to the server's now (our clock without a Date)."""
+        assert self._last is not None
+        now = self._server_clock + time.monotonic() if self._server_clock else time.time()
+        return max(1, math.ceil(now - self._last[0])) + RESUME_SLACK
 
     def _status(self, text: str, source: str) -> None:
         self.emit([LogLine(self.job_id, text, source, status=True)])
@@ -150,11 +171,8 @@ class PodLogReader:
         outage = ""  # why the stream broke, while reconnecting
         follow = self.follow and not previous
         while not self.stopped.is_set():
-            since = None
-            if self._last is not None:
-                since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._last[0]))
             try:
-                response = self._open(follow, previous, since)
+                response = self._open(follow, previous, resume=self._last is not None)
             except Exception as exc:
                 status = getattr(exc, "status", None)
                 if previous or not follow or status in (404, 403) or not self.pod_alive():

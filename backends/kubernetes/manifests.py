@@ -325,3 +325,28 @@ def strategic_merge(base: Any, patch: Any, key: str = "") -> Any:
 
 def to_yaml(objects: list[dict[str, Any]]) -> str:
     return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False, width=1000)
+
+
+QUANTITY_MAPS = frozenset({"limits", "requests", "overhead", "hard"})
+
+
+def quantities_as_text(value: Any) -> Any:
+    """A copy of a manifest with every resource quantity that is a number written as text (2 -> "2"),
+    which the API server reads the same. Client 37's typed models refuse a number there (a pydantic
+    ValidationError, ``string_type``) where 36 sent it as written; kubectl takes both."""
+    if isinstance(value, list):
+        return [quantities_as_text(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for key, item in value.items():
+        if key in QUANTITY_MAPS and isinstance(item, dict):
+            item = {name: _text(amount) for name, amount in item.items()}
+        elif key == "sizeLimit":
+            item = _text(item)
+        out[key] = quantities_as_text(item)
+    return out
+
+
+def _text(amount: Any) -> Any:
+    return str(amount) if isinstance(amount, (int, float)) and not isinstance(amount, bool) else amount

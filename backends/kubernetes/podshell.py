@@ -12,7 +12,7 @@ import select
 import sys
 from typing import Any
 
-from yanflow_tui.backends.kubernetes.podexec import RESIZE, STDOUT, exit_code
+from yanflow_tui.backends.kubernetes.podexec import ERROR, RESIZE, STDOUT, exit_code, read_frame
 from yanflow_tui.backends.rawterm import raw_terminal, window_size
 
 # The pod's own shell: bash where the image has it, else sh.
@@ -24,10 +24,11 @@ def interact(client: Any, fd_in: int | None = None, fd_out: int | None = None) -
     """Bridge the started TTY exec ``client`` to the terminal until the shell ends; its exit status."""
     fd_in = sys.stdin.fileno() if fd_in is None else fd_in
     fd_out = sys.stdout.fileno() if fd_out is None else fd_out
+    kept: dict[int, bytes] = {}  # the error channel, with the exit code
     with raw_terminal(fd_in) as resized:
         try:
             sock = client.sock.sock
-            while client.is_open():
+            while True:
                 if resized.is_set():
                     resized.clear()
                     columns, lines = window_size(fd_out)
@@ -38,18 +39,23 @@ def interact(client: Any, fd_in: int | None = None, fd_out: int | None = None) -
                     if not data:
                         break
                     client.write_stdin(data)
-                pending = getattr(sock, "pending", lambda: 0)()
-                if sock in ready or pending:
-                    client.update(timeout=0)
-                out = client.read_channel(STDOUT)
-                if out:
-                    os.write(fd_out, out)
-            out = client.read_channel(STDOUT)
-            if out:
-                os.write(fd_out, out)
-            try:
-                return exit_code(client)
-            except Exception:
-                return 255
+                while sock in ready or getattr(sock, "pending", lambda: 0)():
+                    ready = []
+                    try:
+                        frame = read_frame(client, 0)
+                    except Exception:  # Closed, or the connection dropped: the exit code if it came
+                        return _status(kept)
+                    if frame is not None and frame[0] == STDOUT:
+                        os.write(fd_out, frame[1])
+                    elif frame is not None:
+                        kept[frame[0]] = kept.get(frame[0], b"") + frame[1]
+            return _status(kept)
         finally:
             client.close()  # before the terminal's settings come back
+
+
+def _status(kept: dict[int, bytes]) -> int:
+    try:
+        return exit_code(kept.get(ERROR, b""))
+    except Exception:
+        return 255

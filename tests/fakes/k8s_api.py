@@ -10,7 +10,8 @@ Job's pods, and the websocket subresources the official client speaks (``fakes.k
 (``v4.channel.k8s.io``, the command run for real in a folder standing for the pod) and port-forward
 (``portforward.k8s.io``, to a real local TCP port per pod port). Every request is logged as (method,
 path). It runs in its own thread and event loop and can be stopped and started again on the same
-port, keeping its state.
+port, keeping its state. ``clock_skew`` sets the cluster's clock ahead of this machine's (seconds;
+negative: behind): its log timestamps, ``sinceSeconds`` and the ``Date`` of a log answer follow it.
 
 Run it alone (for benchmarks): ``python tests/fakes/k8s_api.py --port 0 --nodes 1250 --pods 10000``.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import email.utils
 import json
 import socket
 import sys
@@ -126,6 +128,7 @@ class K8sEmulator:
         # (namespace, pod, container, previous) -> [(stamp, line)]
         self.logs: dict[tuple[str, str, str, bool], list[tuple[str, str]]] = defaultdict(list)
         self.log_cut: int | None = None  # cut_log_streams(): bytes the next log write sends before dropping
+        self.clock_skew = 0.0  # the cluster's clock minus this machine's, in seconds
         self.create_delay: dict[str, float] = {}  # resource -> seconds; the next create sleeps after storing
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -262,11 +265,15 @@ class K8sEmulator:
         async def run():
             name = container or _containers(self.store["pods"].get((namespace, pod)))[0]
             for line in lines:
-                self.logs[(namespace, pod, name, previous)].append((stamp or _nano_now(), line))
+                self.logs[(namespace, pod, name, previous)].append((stamp or _nano(self.now()), line))
             for waiter in list(self._log_waiters):
                 waiter.set()
 
         self._call(run())
+
+    def now(self) -> datetime:
+        """The cluster's time (``clock_skew`` ahead of this machine's)."""
+        return datetime.now(timezone.utc) + timedelta(seconds=self.clock_skew)
 
     def cut_log_streams(self, after_bytes: int = 0) -> None:
         """Fault switch: the next write to any open pod log stream sends only its first
@@ -601,11 +608,13 @@ class K8sEmulator:
             )
         since = None
         if q.get("sinceSeconds"):
-            since = _nano(datetime.now(timezone.utc) - timedelta(seconds=int(q["sinceSeconds"])))
+            since = _nano(self.now() - timedelta(seconds=int(q["sinceSeconds"])))
         if q.get("sinceTime"):  # RFC 3339, whole seconds, as the API server takes it
             since = _nano(datetime.fromisoformat(q["sinceTime"].replace("Z", "+00:00")).replace(microsecond=0))
         tail = int(q["tailLines"]) if q.get("tailLines") else None  # of what is there now, after since
-        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/plain", "Date": email.utils.format_datetime(self.now(), usegmt=True)}
+        )
         response.enable_chunked_encoding()
         await response.prepare(request)
         self._streams[id(request)] = request
@@ -666,10 +675,6 @@ class K8sEmulator:
 def _containers(pod: dict | None) -> list[str]:
     """A pod's container names, in spec order ("main" for a pod not there yet)."""
     return [c.get("name", "main") for c in ((pod or {}).get("spec") or {}).get("containers") or ()] or ["main"]
-
-
-def _nano_now() -> str:
-    return _nano(datetime.now(timezone.utc))
 
 
 def _nano(when: datetime) -> str:

@@ -12,7 +12,9 @@
   test shares (``share_ports``: a server its exec started listens on this machine), to the same port
   here; a port with none mapped, or whose connection is refused, gets its error on the error channel.
 
-Fault switch: ``cut_after(n)`` drops the first exec connection whose stdout passes ``n`` bytes, there.
+Fault switches: ``cut_after(n)`` drops the first exec connection whose stdout passes ``n`` bytes, there;
+``refuse_exec(code, message)`` answers every exec handshake after it with that HTTP error and a ``Status``
+(as the API server answers a user whom RBAC denies ``pods/exec``): the websocket upgrade never happens.
 Each exec is recorded in ``execs`` as (namespace, pod, container, command, tty).
 """
 
@@ -64,6 +66,7 @@ class PodStreams:
         self.execs: list[tuple[str, str, str, tuple[str, ...], bool]] = []
         self.forwards: list[tuple[str, str, tuple[int, ...]]] = []
         self._cut: int | None = None
+        self._refusal: tuple[int, str] | None = None
         self._temp: tempfile.TemporaryDirectory[str] | None = None
 
     # -- from tests ------------------------------------------------------------------------------
@@ -89,12 +92,18 @@ class PodStreams:
     def cut_after(self, nbytes: int) -> None:
         self._cut = nbytes
 
+    def refuse_exec(self, code: int, message: str) -> None:
+        self._refusal = (code, message)
+
     # -- exec ------------------------------------------------------------------------------------
     async def exec(self, request: web.Request, namespace: str, name: str, pod: dict) -> web.StreamResponse:
         q = request.query
         command = tuple(q.getall("command", []))
         names = _containers(pod)
         container = q.get("container") or ""
+        if self._refusal is not None:
+            code, message = self._refusal
+            return _failure(code, "Forbidden" if code == 403 else "BadRequest", message)
         if not command:
             return _failure(400, "BadRequest", "you must specify at least 1 command")
         if not container and len(names) > 1:

@@ -15,7 +15,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from dethelpers import FakeMaster, make_backend, seed
+from det_master import FakeMaster
+from dethelpers import make_backend, seed
 
 from yanflow_tui.errors import BackendError
 

@@ -50,7 +50,10 @@ def test_a_job_manifest_is_created_as_written_and_a_second_submit_reports_the_na
     assert first.stdout.strip() == f"{NS}/resnet-native"
     created = emulator.get("jobs", NS, "resnet-native")
     written = yaml.safe_load(JOB)
-    # as written (the server adds, as the real one does, the selector and the pods' job-name labels)
+    # as written (the server adds, as the real one does, the selector and the pods' job-name labels),
+    # the quantity written as a number (nvidia.com/gpu: 2) sent as text, which the API server reads the same
+    # and client 37 requires
+    written["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "2"
     assert created["spec"]["template"]["spec"] == written["spec"]["template"]["spec"]
     assert {k: v for k, v in created["spec"].items() if k not in ("selector", "template")} == {"backoffLimit": 2}
     assert created["metadata"]["labels"] == written["metadata"]["labels"]

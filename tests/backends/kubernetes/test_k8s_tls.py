@@ -1,0 +1,129 @@
+"""TLS to the API server as kubectl does it, with the official client, against the emulator serving HTTPS on
+loopback (certificates made with openssl):
+
+- a cluster CA without a keyUsage extension is trusted (kubectl accepts it; Python 3.13 turns on
+  ``VERIFY_X509_STRICT``, which refuses it): lists, logs and an exec all work;
+- nothing else is loosened: a server whose certificate another CA signed, or whose name is not the
+  server's address, is refused, and the error names the TLS reason (client 36 hid it behind
+  ``AttributeError: 'NoneType' object has no attribute 'decode'``).
+
+``scripts/k8s-newest`` runs this file on Python 3.13 with the newest client."""
+
+from __future__ import annotations
+
+import ssl
+import subprocess
+from pathlib import Path
+
+import pytest
+from fakes.k8s_api import K8sEmulator, make_job, make_pod
+from k8shelpers import cluster, write_kubeconfig
+
+from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
+from yanflow_tui.errors import BackendError
+
+NS = "ml"
+CA_CONFIG = """[req]
+distinguished_name = dn
+[dn]
+[ca]
+basicConstraints = critical, CA:TRUE
+subjectKeyIdentifier = hash
+"""
+
+
+def openssl(*args: str, cwd: Path) -> str:
+    return subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, text=True, timeout=60).stdout
+
+
+def make_ca(folder: Path, name: str) -> None:
+    """A CA whose certificate has basicConstraints but no keyUsage (as some cluster installers make it)."""
+    (folder / "ca.cnf").write_text(CA_CONFIG)
+    openssl(
+        "req", "-x509", "-config", "ca.cnf", "-extensions", "ca", "-newkey", "ec", "-pkeyopt",
+        "ec_paramgen_curve:P-256", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "2",
+        "-subj", f"/CN={name}", cwd=folder,
+    )  # fmt: skip
+
+
+def make_server(folder: Path, name: str, ca: str, alt_name: str) -> None:
+    (folder / f"{name}.ext").write_text(
+        f"subjectAltName={alt_name}\nauthorityKeyIdentifier=keyid\nextendedKeyUsage=serverAuth\n"
+    )
+    openssl(
+        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f"{name}.key",
+        "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=folder,
+    )  # fmt: skip
+    openssl(
+        "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key", "-CAcreateserial",
+        "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext", cwd=folder,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("pki")
+    make_ca(folder, "cluster-ca")
+    make_ca(folder, "other-ca")
+    make_server(folder, "server", "cluster-ca", "IP:127.0.0.1")
+    make_server(folder, "misnamed", "cluster-ca", "DNS:api.elsewhere.test")
+    # What the test is about: the cluster's CA has no keyUsage.
+    assert "Key Usage" not in openssl("x509", "-in", "cluster-ca.crt", "-noout", "-text", cwd=folder)
+    return folder
+
+
+def tls_emulator(pki: Path, server: str) -> K8sEmulator:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(pki / f"{server}.crt", pki / f"{server}.key")
+    emu = K8sEmulator(ssl_context=context).start()
+    emu.add_node("gpu-a", 8)
+    emu.put("jobs", make_job("train", NS))
+    emu.put("pods", make_pod("train-0", NS, node="gpu-a", job="train"))
+    emu.write_log(NS, "train-0", "step 1")
+    return emu
+
+
+def tls_backend(tmp_path: Path, url: str, ca: Path) -> KubernetesBackend:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", url, cluster_extra={"certificate-authority": str(ca)})
+    return KubernetesBackend(cluster(kubeconfig))
+
+
+async def test_a_cluster_ca_without_key_usage_is_trusted_as_kubectl_trusts_it(pki, tmp_path):
+    emu = tls_emulator(pki, "server")
+    backend = tls_backend(tmp_path, emu.url, pki / "cluster-ca.crt")
+    try:
+        assert [job.id for job in await backend.list_jobs()] == ["ml/train"]
+        assert [line.text async for line in backend.stream_logs("ml/train")] == ["step 1"]
+        (emu.streams.root(NS, "train-0") / "out.txt").write_text("done\n")
+        listing = await backend.list_files("ml/train")  # an exec, over the websocket's own TLS
+        assert "out.txt" in [entry.name for entry in listing.files]
+    finally:
+        await backend.close()
+        emu.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("server", "ca", "reason"),
+    [
+        ("server", "other-ca.crt", r"CERTIFICATE_VERIFY_FAILED.*unable to get local issuer certificate"),
+        (
+            "misnamed",
+            "cluster-ca.crt",
+            r"CERTIFICATE_VERIFY_FAILED.*(IP address mismatch|not valid for '127\.0\.0\.1')",
+        ),
+    ],
+    ids=["another-ca", "name-mismatch"],
+)
+async def test_a_server_the_cluster_ca_does_not_vouch_for_is_refused_with_the_tls_reason(
+    pki, tmp_path, server, ca, reason
+):
+    emu = tls_emulator(pki, server)
+    backend = tls_backend(tmp_path, emu.url, pki / ca)
+    try:
+        with pytest.raises(BackendError, match=reason) as refused:
+            await backend.list_jobs()
+        assert "AttributeError" not in str(refused.value)
+        assert not [path for _, path in emu.requests if "/jobs" in path]  # nothing was sent over it
+    finally:
+        await backend.close()
+        emu.shutdown()
