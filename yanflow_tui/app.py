@@ -195,6 +195,15 @@ class YanflowApp(SerialKeys):
         self.tensorboards = TensorBoards()  # TensorBoards started from the detail view (``t``), stopped at exit
 
     # -- lifecycle ---------------------------------------------------------------------------------
+    def clear_selection(self) -> None:
+        """As Textual's, also before the first screen is on its stack: on Python 3.12+ Textual starts tasks
+        eagerly, so the Queue's filter box mounts (and its selection watcher asks for the screen) while
+        ``_init_mode`` is still building the stack, and Textual 8 catches only ``NoScreen`` there."""
+        try:
+            super().clear_selection()
+        except ScreenStackError:
+            pass
+
     def on_mount(self) -> None:
         if self.config.theme:  # checked in __init__
             self.theme = self.config.theme
