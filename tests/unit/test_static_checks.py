@@ -92,8 +92,12 @@ def test_the_test_command_runs_the_checks_before_pytest_and_fails_with_them(tree
     stub(venv / "bin" / "python", f'echo "python $*" >> {calls}\n[ "$2" = pytest ] && exit {tests}\nexit 0\n')
     stub(tree / "scripts" / "check", f'echo "check $*" >> {calls}\nexit {checks}\n')
     stub(tree / "scripts" / "slurm-cluster", f'echo "slurm-cluster $*" >> {calls}\n')
+    stub(tree / "scripts" / "matrix", f'echo "matrix $*" >> {calls}\n')  # the Python matrix
+    stub(tree / "scripts" / "k8s-newest", f'echo "k8s-newest $*" >> {calls}\n')
     env = {**os.environ, "VENV": str(venv)}
     done = subprocess.run(["bash", "scripts/test.sh"], cwd=tree, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == expected, done.stdout + done.stderr
     order = [line.split()[0] + (" pytest" if " pytest" in line else "") for line in calls.read_text().splitlines()]
     assert order.index("check") < order.index("python pytest")
+    # the whole run has the Python matrix and the newest Kubernetes client too, before the suite's summary
+    assert order.index("check") < order.index("matrix") < order.index("k8s-newest") < order.index("python pytest")
