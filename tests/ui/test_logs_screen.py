@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import stat
 from dataclasses import replace
 
@@ -21,6 +22,7 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import JobState, LogLine
 from yanflow_tui.screens import queue as queue_screen
+from yanflow_tui.screens.dialogs import ConfirmScreen
 from yanflow_tui.screens.logs import pane as log_pane
 from yanflow_tui.screens.logs.pane import LogPane
 from yanflow_tui.screens.logs.screen import LogsScreen
@@ -364,7 +366,7 @@ async def test_error_keys_jump_to_error_and_traceback_lines(home, stream_kind, s
         fake = backend(app)
         await wait_for(pilot, lambda: fake.jobs, what="jobs")
         special = {
-            100: "RuntimeError: not a word match",
+            100: "MyErrorHandler set up",
             700: "an error occurred",
             1_500: "errors are fine",
             2_000: "Traceback (most recent call last):",
@@ -387,6 +389,112 @@ async def test_error_keys_jump_to_error_and_traceback_lines(home, stream_kind, s
         await wait_for(pilot, lambda: view.current_line == 2_000, what="previous error")
         await pilot.press("e", "e")
         await wait_for(pilot, lambda: view.current_line == 700, what="wrapped to the first error")
+
+
+async def test_error_keys_find_exception_lines_cuda_nccl_killed_and_oom(home, stream_kind):
+    """e and E stop at Python exception lines (at the line's start or after a rank prefix), CUDA and
+    NCCL errors, Killed and OOM, as well as lines saying error; other lines are passed over."""
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        fake = backend(app)
+        await wait_for(pilot, lambda: fake.jobs, what="jobs")
+        special = {
+            10: "RuntimeError: CUDA out of memory",
+            20: "MyErrorHandler set up",  # not an exception line
+            30: "ValueError: bad shape",
+            40: "1: KeyError: 'lr'",  # srun --label
+            50: "[rank1]: torch.distributed.DistBackendError: NCCL timeout",
+            60: "Exception: something broke",
+            70: "CUDA_ERROR_LAUNCH_FAILED in kernel",
+            80: "NCCL WARN NCCL_ERROR_SYSTEM",
+            90: "/bin/sh: line 1: 1234 Killed    python train.py",
+            100: "worker 3 OOM",
+            110: "terrors of the deep",  # not an error
+        }
+        fake.feed("101", *(special.get(i, f"line {i}") for i in range(120)))
+        fake.feed("101", "ZeroDivisionError: division by zero", source="rank 1")  # after the pane's rank prefix
+        logs = await open_logs(app, pilot, "101")
+        view = logs.pane.view
+        await wait_for(pilot, lambda: len(view.store) == 121, what="lines")
+        view.set_following(False)
+        view.go_to_line(0, center=False)
+        await wait_for(pilot, lambda: view.top_line == 0, what="the top")
+        found = []
+        for _ in range(10):
+            before = view.error_line
+            await pilot.press("e")
+            await wait_for(pilot, lambda before=before: view.error_line != before, what="the next error")
+            found.append(view.current_line)
+        assert found == [10, 30, 40, 50, 60, 70, 80, 90, 100, 120]
+        await pilot.press("E")
+        await wait_for(pilot, lambda: view.current_line == 100, what="the error before")
+
+
+async def test_save_names_each_stream_and_asks_before_replacing_a_file(home, register_backend, tmp_path, monkeypatch):
+    """The stderr pane and the stdout pane offer two names; a name that is taken is replaced only on yes."""
+
+    class TwoStreams(StreamingBackend):
+        kind = "fake-two-streams"
+
+        async def log_streams(self, job_id):
+            return ("", "stderr")
+
+        async def stream_logs(self, job_id, follow=False, stream=""):
+            yield LogLine(job_id, f"{stream or 'stdout'} line")
+
+    register_backend(TwoStreams)
+    monkeypatch.chdir(tmp_path)
+    app = make_app(ClusterConfig("hpc", "fake-two-streams", refresh_seconds=0.5))
+    async with app.run_test(size=(120, 24)) as pilot:
+        logs = await open_logs(app, pilot, "101")
+        assert [pane.stream_name for pane in logs.panes] == ["stdout", "stderr"]
+        names = {}
+        for pane in logs.panes:
+            logs._activate(pane)
+            await wait_for(pilot, lambda pane=pane: len(pane.store) == 1, what="the line")
+            assert f"train-resnet  1 lines  {pane.stream_name}  " in screen_text(app)  # the status says which
+            await pilot.press("w")
+            prompt = await wait_for(pilot, lambda: prompt_ready(app), what="save prompt")
+            names[pane.stream_name] = path = prompt.query_one(Input).value
+            await pilot.press("enter")
+            await wait_for(pilot, lambda path=path: os.path.exists(path), what="saved")
+        assert names == {
+            "stdout": str(tmp_path / "hpc-101-train-resnet-stdout.log"),
+            "stderr": str(tmp_path / "hpc-101-train-resnet-stderr.log"),
+        }
+        stderr = tmp_path / "hpc-101-train-resnet-stderr.log"
+        assert stderr.read_text() == "stderr line\n"
+        logs._activate(logs.panes[0])  # the stdout pane saved over the stderr file: asked first
+        await pilot.press("w")
+        prompt = await wait_for(pilot, lambda: prompt_ready(app), what="save prompt")
+        prompt.query_one(Input).value = str(stderr)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked before replacing")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="answered")
+        await pilot.pause()
+        assert stderr.read_text() == "stderr line\n"
+        await pilot.press("w")
+        prompt = await wait_for(pilot, lambda: prompt_ready(app), what="save prompt")
+        prompt.query_one(Input).value = str(stderr)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked again")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: stderr.read_text() == "stdout line\n", what="replaced on yes")
+
+
+async def test_the_status_always_says_the_stream_and_the_ranks(home, stream_kind):
+    """merged, all ranks; only rank 1 after f."""
+    app = make_app(cluster())
+    async with app.run_test(size=(140, 24)) as pilot:
+        logs = await open_logs(app, pilot, "104")
+        pane = logs.pane
+        await wait_for(pilot, lambda: pane.line_count == 8, what="lines")
+        await wait_for(pilot, lambda: "8 lines  merged, all ranks  " in screen_text(app), what="stream and ranks")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ChoiceScreen", what="rank choice")
+        await pilot.press("down", "down", "enter")  # all, rank 0, rank 1
+        await wait_for(pilot, lambda: "4 lines  merged, only rank 1  " in screen_text(app), what="the filter said")
 
 
 async def test_rank_filter_and_search_follow_the_rank_store(home, stream_kind):
