@@ -61,7 +61,10 @@ if TYPE_CHECKING:
     from yanflow_tui.app import YanflowApp
 
 NAME_FLOOR = 16  # a narrow terminal hides REASON, then NODES, then AGE before NAME gets narrower than this
+ID_FLOOR = 12  # a long id (a Kubernetes pod's namespace/job/pod) is cut to this, with an ellipsis, before
+# it pushes STATE and the columns after it off screen (a Slurm array task, 1234567_[0-5], fits whole)
 _COLUMN_OPTIONS: dict[str, dict[str, Any]] = {
+    "id": {"flex": True, "floor": ID_FLOOR},
     "name": {"flex": True, "floor": NAME_FLOOR},
     "nodes": {"flex": True, "give_way": 2},
     "reason": {"flex": True, "give_way": 1},
