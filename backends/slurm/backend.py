@@ -63,6 +63,7 @@ LOOKUP_SECONDS = 12.0  # how long a submit whose answer was lost looks for its t
 LOOKUP_PAUSE = 2.0
 JSON_STICKY = 300.0  # after an ambiguous -o row, read JSON (one query, not two) for this long
 HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {})"
+NO_HISTORY = "no history (no accounting): only the jobs squeue still lists, finished ones for a few minutes (MinJobAge)"
 # sacct's JSON breaks under the SLURM_TIME_FORMAT=%s every command gets (22.05: "Invalid time
 # specification" and no jobs), so sacct runs without it.
 SACCT_JSON = ("env", "-u", "SLURM_TIME_FORMAT", "sacct", "--json")
@@ -332,6 +333,8 @@ class SlurmBackend(Backend):
         self._history_at = 0.0
 
     def widen_history(self) -> str:
+        if self.history_note:  # no accounting: sacct lists nothing, however far back
+            return NO_HISTORY
         self.history_window = history.widen(self.history_window)
         self._history_at = 0.0
         return f"history: {history.describe_window(self.history_window)}"

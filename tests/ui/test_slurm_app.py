@@ -165,3 +165,18 @@ async def test_controller_outage_marks_the_cluster_stale_and_the_app_recovers(ho
             assert up.returncode == 0, up.stderr
         await wait_for(pilot, lambda: app.hub.snapshots[c.name].health is Health.OK, timeout=60, what="back")
         assert app.hub.snapshots[c.name].nodes
+
+
+async def test_widen_history_on_a_cluster_without_accounting_says_what_is_listed(home, slurm_dir):
+    """H on the loopback cluster (no slurmdbd) says no history is kept, not "the last 7 days"."""
+    app = make_app(cluster())
+    async with app.run_test(size=(140, 30)) as pilot:
+        backend = app.hub.backend(cluster().name)
+        await wait_for(pilot, lambda: backend.notice, timeout=30, what="sacct found without accounting")
+        window = backend.history_window
+        await pilot.press("H")
+        said = await wait_for(
+            pilot, lambda: next((n.message for n in app._notifications if "history" in n.message), ""), what="said"
+        )
+        assert "no history (no accounting): only the jobs squeue still lists" in said and "days" not in said
+        assert backend.history_window == window
