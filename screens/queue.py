@@ -143,6 +143,11 @@ class JobTable(VirtualTable):
         super().__init__(COLUMNS, **kwargs)
 
 
+def _tasks(kids: list[_Entry] | None) -> int:
+    """A group row's count: its members' tasks (a pending array remainder's one row holds several)."""
+    return sum([kid.job.tasks for kid in kids]) if kids else 0
+
+
 def _parent_key(job: Job) -> str:
     """The row key of the group ``job`` belongs under; "" for a top-level job."""
     return f"{job.cluster}/{job.parent}" if job.parent else ""
@@ -442,7 +447,7 @@ class _ClusterJobs:
                 entry.view_row, entry.view_kids = entry.plain_row, 0
             else:  # a group's row holds while it has as many members
                 entry.plain_row = None
-                if entry.view_kids != len(kids):
+                if entry.view_kids != _tasks(kids):
                     entry.view_row = None
         top.sort(key=_by_id)
         for kids in children.values():
@@ -827,7 +832,7 @@ class QueueScreen(DataScreen):
                 counts[job.state] += 1
                 continue
             open_ = entry.key in self.expanded
-            rows.append(entry.row(clock, mark + (GROUP_OPEN if open_ else GROUP_CLOSED), len(kids), note, ""))
+            rows.append(entry.row(clock, mark + (GROUP_OPEN if open_ else GROUP_CLOSED), _tasks(kids), note, ""))
             counts[job.state] += 1
             if open_:
                 for kid in kids:
@@ -849,7 +854,7 @@ class QueueScreen(DataScreen):
         for at in made:  # groups, changed jobs
             entry = top[at]
             kids = children.get(entry.key)
-            rows[at] = entry.row(clock, GROUP_CLOSED if kids else "", len(kids) if kids else 0, "", "")
+            rows[at] = entry.row(clock, GROUP_CLOSED if kids else "", _tasks(kids), "", "")
         given, delta = self._given_closed, self._delta
         counts: Counter | None = None
         self._counted = False
@@ -901,7 +906,7 @@ class QueueScreen(DataScreen):
                         return None
                     runs.append((start, end))
                     rows[start:end] = again = [
-                        entry.row(clock, GROUP_CLOSED if kids else "", len(kids) if kids else 0, note, "")
+                        entry.row(clock, GROUP_CLOSED if kids else "", _tasks(kids), note, "")
                         for entry in run
                         for kids in (children.get(entry.key),)
                     ]
@@ -929,9 +934,9 @@ class QueueScreen(DataScreen):
             if not kids:
                 again = [entry.row(clock, mark, 0, note, "")]
             elif entry.key not in expanded:
-                again = [entry.row(clock, mark + GROUP_CLOSED, len(kids), note, "")]
+                again = [entry.row(clock, mark + GROUP_CLOSED, _tasks(kids), note, "")]
             else:
-                again = [entry.row(clock, mark + GROUP_OPEN, len(kids), note, "")]
+                again = [entry.row(clock, mark + GROUP_OPEN, _tasks(kids), note, "")]
                 for kid in kids:
                     again.append(kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, note, entry.key))
                     members[kid.job.state] += 1
@@ -970,7 +975,7 @@ class QueueScreen(DataScreen):
         note = notes.get(entry.job.cluster, "")
         mark = MARK if key in marked else ""
         opening = key in depends[1]
-        row = entry.row(clock, mark + (GROUP_OPEN if opening else GROUP_CLOSED), len(kids), note, "")
+        row = entry.row(clock, mark + (GROUP_OPEN if opening else GROUP_CLOSED), _tasks(kids), note, "")
         states = Counter(kid.job.state for kid in kids)
         if opening:
             members = [kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, note, key) for kid in kids]
@@ -1146,7 +1151,9 @@ class QueueScreen(DataScreen):
                     rows.append(entry.row(clock, mark, 0, note, ""))
                 else:
                     open_ = entry.key in hit_groups or entry.key in expanded
-                    rows.append(entry.row(clock, mark + (GROUP_OPEN if open_ else GROUP_CLOSED), len(kids), note, ""))
+                    rows.append(
+                        entry.row(clock, mark + (GROUP_OPEN if open_ else GROUP_CLOSED), _tasks(kids), note, "")
+                    )
                     shown.add(entry.key)
                 counts[job.state] += 1
                 continue
@@ -1154,7 +1161,7 @@ class QueueScreen(DataScreen):
                 shown.add(parent.key)
                 group_mark = MARK if marked and parent.key in marked else ""
                 kids = children[parent.key]
-                rows.append(parent.row(clock, group_mark + GROUP_OPEN, len(kids), note, ""))
+                rows.append(parent.row(clock, group_mark + GROUP_OPEN, _tasks(kids), note, ""))
                 counts[parent.job.state] += 1
             rows.append(entry.row(clock, mark + GROUP_CHILD, 0, note, parent.key))
             counts[job.state] += 1
@@ -1171,8 +1178,8 @@ class QueueScreen(DataScreen):
                 row = entry.row(clock, GROUP_CHILD, 0, "", self._flat[group].key)
             else:
                 kids = self._children.get(entry.key)
-                row = entry.row(clock, GROUP_OPEN if kids else "", len(kids) if kids else 0, "", "")
-                entry.view_kids = len(kids) if kids else 0
+                row = entry.row(clock, GROUP_OPEN if kids else "", _tasks(kids), "", "")
+                entry.view_kids = _tasks(kids)
             entry.view_row = row
         return row
 

@@ -239,7 +239,7 @@ def top_jobs(jobs: list[dict], me: str) -> list[tuple[dict, int]]:
     for job in jobs:
         parent = job["parent"]
         if parent and parent != job["id"] and parent in ids:
-            members[parent] += 1
+            members[parent] += job.get("tasks", 1)  # a pending array remainder: several tasks
         else:
             top.append(job)
     ids_text = "".join(map(itemgetter("id"), top))
