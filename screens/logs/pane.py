@@ -282,6 +282,9 @@ class LogPane(ForwardFailures, TabPane):
         """One view per rank side by side (scrolling sideways beyond SPLIT_VISIBLE), or the joined view."""
         if split == self.split or (split and not self.source_stores):
             return
+        if split and self.source_filter is not None:  # split shows every rank: the filter goes
+            self.source_filter = None
+            self.view.set_store(self.store)
         self.split = split
         self.view.display = not split
         self.rank_views.display = split

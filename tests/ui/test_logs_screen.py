@@ -497,6 +497,25 @@ async def test_the_status_always_says_the_stream_and_the_ranks(home, stream_kind
         await wait_for(pilot, lambda: "4 lines  merged, only rank 1  " in screen_text(app), what="the filter said")
 
 
+async def test_split_after_a_rank_filter_shows_every_rank_and_says_so(home, stream_kind):
+    """f (rank 1) then s: split shows every rank and clears the filter; the status says so, not "only"."""
+    app = make_app(cluster())
+    async with app.run_test(size=(140, 24)) as pilot:
+        logs = await open_logs(app, pilot, "104")
+        pane = logs.pane
+        await wait_for(pilot, lambda: pane.line_count == 8, what="lines")
+        pane.set_source_filter("rank 1")
+        logs._changed()
+        await wait_for(pilot, lambda: "only rank 1" in screen_text(app), what="the filter said")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: pane.split and len(pane.views) == 2, what="split")
+        await wait_for(pilot, lambda: "2 ranks side by side" in screen_text(app), what="split said")
+        assert "only rank 1" not in screen_text(app) and pane.source_filter is None
+        await pilot.press("s")
+        await wait_for(pilot, lambda: not pane.split, what="joined")
+        await wait_for(pilot, lambda: "8 lines  merged, all ranks  " in screen_text(app), what="every rank again")
+
+
 async def test_rank_filter_and_search_follow_the_rank_store(home, stream_kind):
     app = make_app(cluster())
     async with app.run_test(size=(120, 24)) as pilot:
