@@ -205,12 +205,14 @@ class JobVerb:
     label: str
     binding_id: str
     args: tuple[tuple[str, str], ...] = ()
-    # Offer the backend's ``verb_defaults`` (e.g. the doubled time limit) prefilled before confirming.
+    # For one job: the Submit form on the job's file where the backend gives one (``job_files``), to
+    # review and submit; else the backend's ``verb_defaults`` (e.g. the doubled time limit) prefilled
+    # before confirming.
     prefill: bool = False
 
 
 JOB_VERBS = (
-    JobVerb("resubmit", "resubmit", "R", "Resubmit", "resubmit-job"),
+    JobVerb("resubmit", "resubmit", "R", "Resubmit", "resubmit-job", prefill=True),
     JobVerb(
         "resubmit_more",
         "resubmit",

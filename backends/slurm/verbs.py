@@ -23,7 +23,7 @@ from yanflow_tui import nativefiles
 from yanflow_tui.backends.base import SIGNALS, new_submit_tag
 from yanflow_tui.backends.slurm import history
 from yanflow_tui.backends.slurm.comment import retagged
-from yanflow_tui.backends.slurm.parse import _int, _loads
+from yanflow_tui.backends.slurm.parse import _int, _loads, normalise_state
 from yanflow_tui.backends.slurm.transport import Transport
 from yanflow_tui.efficiency import Efficiency, cpu_seconds
 from yanflow_tui.errors import BackendError, SpecError
@@ -236,10 +236,15 @@ def apply_args(opts: Options, args: Mapping[str, str], job_id: str) -> str:
             opts.mem *= 2
             said.append(f"memory {opts.mem}M" + (" per CPU" if opts.mem_per_cpu else ""))
         elif not (args.get("time") or args.get("mem")):
+            if not state:
+                now = "is in an unknown state"
+            elif normalise_state(state).terminal:
+                now = f"ended {state}"
+            else:
+                now = f"is {state}"
             raise BackendError(
-                f"job {job_id} ended {opts.state or 'in an unknown state'}, not TIMEOUT or OUT_OF_MEMORY: "
-                "'more' doubles the time limit after a TIMEOUT and the memory after an OUT_OF_MEMORY; "
-                "give the time or memory to use instead"
+                "more time/memory is only for a job that ended by TIMEOUT (the time limit doubled) or "
+                f"OUT_OF_MEMORY (the memory doubled); job {job_id} {now}: nothing done"
             )
     if args.get("time"):
         opts.time_minutes = minutes(args["time"])

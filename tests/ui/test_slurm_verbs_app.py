@@ -254,3 +254,29 @@ def site_job_named(name: str, other_than: str) -> str:
     out = site_slurm("squeue", "-h", "-a", "-t", "all", "-o", "%i|%j")
     found = [i for i, n in (line.split("|", 1) for line in out.splitlines()) if n == name and i != other_than]
     return found[0] if found else ""
+
+
+async def test_more_on_a_pending_job_says_what_it_is_for_and_does_nothing(home, slurm_dir, slurm_jobs):
+    """M on a PENDING job: M is for jobs that ended by TIMEOUT or OUT_OF_MEMORY; nothing opens or runs."""
+    async with queue_on_new_job(slurm_jobs, "yf-ui-more-pending") as (pilot, app, job_id):
+        errors: list[str] = []
+        report = app.report_error
+        app.report_error = lambda title, text, *a, **k: (errors.append(text), report(title, text, *a, **k))[1]
+        await pilot.press("M")
+        said = await wait_for(pilot, lambda: errors and errors[-1], what="the refusal")
+        assert "ended PENDING" not in said
+        assert f"job {job_id} is PENDING: nothing done" in said and "only for a job that ended by TIMEOUT" in said
+        assert isinstance(app.screen, QueueScreen) and mutations(app) == []
+
+
+async def test_resubmit_opens_the_submit_form_on_the_jobs_script_to_review(home, slurm_dir, slurm_jobs):
+    """R, as the README says: the Submit form on the job's script (its options as #SBATCH lines), nothing
+    sent until Submit."""
+    async with queue_on_new_job(slurm_jobs, "yf-ui-resubmit") as (pilot, app, job_id):
+        await pilot.press("R")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="the form")
+        name = lambda: next((box.value for box in screen.query("#name").results(Input)), None)  # noqa: E731
+        await wait_for(pilot, lambda: name() == "yf-ui-resubmit", what="the job's script loaded")
+        mode, written = mode_and_text(Path(screen.query_one("#spec-path", Input).value))
+        assert mode == 0o600 and "#SBATCH --job-name=yf-ui-resubmit\n" in written
+        assert not [argv for argv in mutations(app) if argv[0] == "sbatch"]  # to review first
