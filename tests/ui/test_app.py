@@ -356,11 +356,11 @@ async def test_help_lists_keys_with_binding_ids(home, fake_backend):
 
 
 async def test_keymap_from_config_remaps_a_binding(home, fake_backend):
-    app = make_app(fake_cluster(), keymap={"cancel-job": "x"})
+    app = make_app(fake_cluster(), keymap={"cancel-job": "K"})  # (x is the Queue's job-shell)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
         select_row(app, "hpc/101")
-        await pilot.press("x")
+        await pilot.press("K")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm via remapped key")
         await pilot.press("y")
         backend = FakeBackend.instances[-1]
