@@ -469,6 +469,13 @@ class Backend(abc.ABC):
         console's "mine" view)."""
         return ""
 
+    def about(self) -> tuple[tuple[str, str], ...]:
+        """What the Clusters screen says of where and as whom the console works here, as (label,
+        value) pairs in order, e.g. (("user", "alice"), ("context", "prod"), ("namespace", "ml")); a
+        value "" is unknown yet. No I/O. By default: the user (``current_user``) and each scope in use."""
+        scopes = tuple((kind, self.scope(kind)) for kind in SCOPE_KINDS if self.capabilities.scopes)
+        return (("user", self.current_user), *scopes)
+
     def set_all_users(self, all_users: bool) -> None:
         """The console switched between "mine" and "all users"; kept in ``all_users``. Backends that
         filter by user on the server read it at their next read and ask for everyone or for me; the
