@@ -532,7 +532,8 @@ class Backend(abc.ABC):
 
     async def verb_defaults(self, job_id: str, action: str, args: Mapping[str, str]) -> dict[str, str]:
         """The arguments the console offers, prefilled, for ``action`` on the job: e.g. for ``resubmit``
-        with ``more``, the job's time limit and memory with the one that ran out doubled. A read (not
+        with ``more``, the job's time limit and memory with the one that ran out doubled; for ``edit``,
+        each field's value now (``time``, ``partition``, ``qos``). A read (not
         gated); ``{}`` where the backend suggests nothing (the console then asks only to confirm)."""
         self.check_id(job_id)
         return {}

@@ -1552,7 +1552,7 @@ class QueueScreen(DataScreen):
         with that file loaded and the larger values set, to review and submit. Else ask it what to offer
         (e.g. the doubled time limit), then the prefilled prompts."""
         backend = self.app.hub.backend(job.cluster)
-        if backend.capabilities.job_files:  # the job back in the Submit form, the larger values set there
+        if verb.form and backend.capabilities.job_files:  # the job back in the Submit form, the larger values set there
             try:
                 name, text, values = await self.app.hub.call(backend.job_file(job.id, dict(verb.args)))
                 path = job_file_path(f"{job.cluster}-{name}")
@@ -1568,8 +1568,8 @@ class QueueScreen(DataScreen):
             self.app.report_error(f"{verb.label}: not offered", error_text(exc))
             return
         check = self._checker([job], verb.verb)
-        if not defaults:  # nothing to prefill: confirm as for any verb
-            ask(self.app, verb, [job], lambda args: self._perform([job], verb.verb, args), check)
+        if not defaults or verb.verb == "edit":  # nothing to prefill, or the field's value now in its prompt
+            ask(self.app, verb, [job], lambda args: self._perform([job], verb.verb, args), check, defaults)
             return
         ask_values(self.app, verb, job, defaults, lambda args: self._perform([job], verb.verb, args), check)
 

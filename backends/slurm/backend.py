@@ -678,6 +678,8 @@ class SlurmBackend(Backend):
     async def verb_defaults(self, job_id: str, action: str, args: Mapping[str, str]) -> dict[str, str]:
         _check_id(job_id)
         self.check_args(action, args)
+        if action == "edit":  # the fields as they are now
+            return await verbs.edit_values(self.transport, job_id)
         return await verbs.suggest(self.transport, job_id, args) if action == "resubmit" else {}
 
     async def job_file(self, job_id: str, args: Mapping[str, str]) -> tuple[str, str, dict[str, str]]:

@@ -381,6 +381,16 @@ async def suggest(transport: Transport, job_id: str, args: Mapping[str, str]) ->
     return out
 
 
+async def edit_values(transport: Transport, job_id: str) -> dict[str, str]:
+    """edit's fields as the job has them now (``EDIT_KEYS``: time limit, partition, QOS), for the
+    console to offer prefilled; a field the job has no value for is left out."""
+    opts = await _record(transport, job_id)
+    now = {key: opts.pairs.get(key, "") for key in EDIT_KEYS}
+    if opts.time_minutes is not None:
+        now["time"] = format_minutes(opts.time_minutes)
+    return {key: value for key, value in now.items() if value}
+
+
 async def batch_script(transport: Transport, job_id: str) -> str:
     """The script the job was submitted with: slurmctld's copy, else accounting's (where stored)."""
     result = await transport.run(["scontrol", "write", "batch_script", job_id, "-"])

@@ -13,7 +13,7 @@ from pathlib import Path
 from sitehelpers import accounted, site_cluster, site_sbatch, site_slurm
 from slurmhelpers import live_state, slurm, ssh_cluster
 from textual.widgets import Input
-from uihelpers import make_app, screen_text
+from uihelpers import make_app, prompt_ready, screen_text
 from waiting import async_wait_until, wait_for
 
 from yanflow_tui.commands import YanflowCommands
@@ -172,8 +172,9 @@ async def test_edit_key_asks_the_field_and_value_then_scontrol_shows_it(home, sl
             await pilot.press("E")
             await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="fields")
             await pilot.press("enter")  # the first: time limit
-            await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="prompt")
-            await pilot.press(*value, "enter")
+            prompt = await wait_for(pilot, lambda: prompt_ready(app), what="prompt")
+            assert prompt.query_one(Input).value == shown(job_id)["TimeLimit"]  # the time limit now, to change
+            await pilot.press(*value, "enter")  # (typed over it: the prefilled text is selected)
 
         await edit_time("soon")  # checked before the confirmation: said, and nothing is asked or sent
         await wait_for(pilot, lambda: any("not a Slurm time limit: 'soon'" in n for n in notes), what="the problem")
@@ -280,3 +281,20 @@ async def test_resubmit_opens_the_submit_form_on_the_jobs_script_to_review(home,
         mode, written = mode_and_text(Path(screen.query_one("#spec-path", Input).value))
         assert mode == 0o600 and "#SBATCH --job-name=yf-ui-resubmit\n" in written
         assert not [argv for argv in mutations(app) if argv[0] == "sbatch"]  # to review first
+
+
+async def test_edit_prompts_are_filled_with_the_jobs_values_now(home, slurm_dir, slurm_jobs):
+    """E: the time limit, partition and QOS prompts each start from what the job has now (00:05:00, cpu)."""
+    async with queue_on_new_job(slurm_jobs, "yf-ui-edit-now") as (pilot, app, job_id):
+        now = shown(job_id)
+        assert (now["TimeLimit"], now["Partition"]) == ("00:05:00", "cpu")
+        qos = "" if now["QOS"] == "(null)" else now["QOS"]  # none without accounting: an empty prompt
+        for downs, expected in ((0, now["TimeLimit"]), (1, now["Partition"]), (2, qos)):
+            await pilot.press("E")
+            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="fields")
+            await pilot.press(*["down"] * downs, "enter")
+            prompt = await wait_for(pilot, lambda: prompt_ready(app), what="prompt")
+            assert prompt.query_one(Input).value == expected
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, QueueScreen), what="back on the Queue")
+        assert mutations(app) == []
