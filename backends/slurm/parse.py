@@ -1365,17 +1365,17 @@ def _squeue_jobs(
             # %F is the job's own id for a plain job; only %K (task id or range) marks an array member.
             if array_task not in _NO_VALUE and array_job_id not in _NO_TASK:
                 task = array_task[1:-1] if array_task.startswith("[") and array_task.endswith("]") else array_task
-                tasks = 1
+                in_row = 1  # tasks this row stands for
                 if not task:
                     shown = job_id
                 elif task.isdigit():
                     shown = f"{array_job_id}_{task}"
                 else:
                     shown = f"{array_job_id}_[{task}]"
-                    tasks = task_count(task)
+                    in_row = task_count(task)
                 parent = intern(array_job_id)  # one string per array, not one per task (52,000 of 100,000: 3 MB)
             else:
-                shown, parent, tasks = job_id, "", 1
+                shown, parent, in_row = job_id, "", 1
             job = make(
                 shown,
                 cluster,
@@ -1396,7 +1396,7 @@ def _squeue_jobs(
                 parent,
                 details,
                 "",
-                tasks,
+                in_row,
             )
             made = (job, parent, job_id, started, intern(partition)) if parent else job
             fresh_append(made)
