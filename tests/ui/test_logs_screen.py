@@ -360,11 +360,23 @@ async def test_search_of_a_spilled_log_keeps_up_with_new_lines(home, stream_kind
         assert "search 'line 29': 1/112" in screen_text(app)
 
 
+async def fed_view(app, pilot, special: dict[int, str], total: int, *extra: tuple[str, str]) -> LogView:
+    """Job 101's view once it holds ``total`` lines (``special`` ones at their numbers, "line N" the
+    others), then each (source, text) of ``extra``."""
+    fake = backend(app)
+    await wait_for(pilot, lambda: fake.jobs, what="jobs")
+    fake.feed("101", *(special.get(i, f"line {i}") for i in range(total)))
+    for source, text in extra:
+        fake.feed("101", text, source=source)
+    logs = await open_logs(app, pilot, "101")
+    view = logs.pane.view
+    await wait_for(pilot, lambda: len(view.store) == total + len(extra), what="lines")
+    return view
+
+
 async def test_error_keys_jump_to_error_and_traceback_lines(home, stream_kind, small_stores):
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
-        fake = backend(app)
-        await wait_for(pilot, lambda: fake.jobs, what="jobs")
         special = {
             100: "MyErrorHandler set up",
             700: "an error occurred",
@@ -372,10 +384,7 @@ async def test_error_keys_jump_to_error_and_traceback_lines(home, stream_kind, s
             2_000: "Traceback (most recent call last):",
             2_500: "ERROR: disk full",
         }
-        fake.feed("101", *(special.get(i, f"line {i}") for i in range(3_000)))
-        logs = await open_logs(app, pilot, "101")
-        view = logs.pane.view
-        await wait_for(pilot, lambda: len(view.store) == 3_000, what="lines")
+        view = await fed_view(app, pilot, special, 3_000)
         await asyncio.to_thread(view.store.sync)
         assert view.store.spilled > 700  # the first error is read back from disk (in a thread)
         for expected in (700, 2_000, 2_500):
@@ -396,8 +405,6 @@ async def test_error_keys_find_exception_lines_cuda_nccl_killed_and_oom(home, st
     NCCL errors, Killed and OOM, as well as lines saying error; other lines are passed over."""
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
-        fake = backend(app)
-        await wait_for(pilot, lambda: fake.jobs, what="jobs")
         special = {
             10: "RuntimeError: CUDA out of memory",
             20: "MyErrorHandler set up",  # not an exception line
@@ -411,11 +418,8 @@ async def test_error_keys_find_exception_lines_cuda_nccl_killed_and_oom(home, st
             100: "worker 3 OOM",
             110: "terrors of the deep",  # not an error
         }
-        fake.feed("101", *(special.get(i, f"line {i}") for i in range(120)))
-        fake.feed("101", "ZeroDivisionError: division by zero", source="rank 1")  # after the pane's rank prefix
-        logs = await open_logs(app, pilot, "101")
-        view = logs.pane.view
-        await wait_for(pilot, lambda: len(view.store) == 121, what="lines")
+        after_rank = ("rank 1", "ZeroDivisionError: division by zero")  # after the pane's rank prefix
+        view = await fed_view(app, pilot, special, 120, after_rank)
         view.set_following(False)
         view.go_to_line(0, center=False)
         await wait_for(pilot, lambda: view.top_line == 0, what="the top")
@@ -464,32 +468,34 @@ async def test_save_names_each_stream_and_asks_before_replacing_a_file(home, reg
         }
         stderr = tmp_path / "hpc-101-train-resnet-stderr.log"
         assert stderr.read_text() == "stderr line\n"
-        logs._activate(logs.panes[0])  # the stdout pane saved over the stderr file: asked first
-        await pilot.press("w")
-        prompt = await wait_for(pilot, lambda: prompt_ready(app), what="save prompt")
-        prompt.query_one(Input).value = str(stderr)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked before replacing")
-        await pilot.press("n")
-        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="answered")
-        await pilot.pause()
-        assert stderr.read_text() == "stderr line\n"
-        await pilot.press("w")
-        prompt = await wait_for(pilot, lambda: prompt_ready(app), what="save prompt")
-        prompt.query_one(Input).value = str(stderr)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked again")
-        await pilot.press("y")
-        await wait_for(pilot, lambda: stderr.read_text() == "stdout line\n", what="replaced on yes")
+        logs._activate(logs.panes[0])  # the stdout pane saved over the stderr file: asked first, each time
+        for answer, kept in (("n", "stderr line\n"), ("y", "stdout line\n")):
+            await pilot.press("w")
+            prompt = await wait_for(pilot, lambda: prompt_ready(app), what="save prompt")
+            prompt.query_one(Input).value = str(stderr)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked before replacing")
+            await pilot.press(answer)
+            await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="answered")
+            await wait_for(pilot, lambda kept=kept: stderr.read_text() == kept, what=f"the file after {answer}")
+            await pilot.pause()
+            assert stderr.read_text() == kept
+
+
+async def ranked_pane(app, pilot) -> tuple[LogsScreen, LogPane]:
+    """Job 104's pane (two ranks, 8 lines) with every line in: the Logs screen and the pane."""
+    logs = await open_logs(app, pilot, "104")
+    pane = logs.pane
+    assert pane is not None
+    await wait_for(pilot, lambda: pane.line_count == 8, what="lines")
+    return logs, pane
 
 
 async def test_the_status_always_says_the_stream_and_the_ranks(home, stream_kind):
     """merged, all ranks; only rank 1 after f."""
     app = make_app(cluster())
     async with app.run_test(size=(140, 24)) as pilot:
-        logs = await open_logs(app, pilot, "104")
-        pane = logs.pane
-        await wait_for(pilot, lambda: pane.line_count == 8, what="lines")
+        logs, pane = await ranked_pane(app, pilot)
         await wait_for(pilot, lambda: "8 lines  merged, all ranks  " in screen_text(app), what="stream and ranks")
         await pilot.press("f")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ChoiceScreen", what="rank choice")
@@ -501,9 +507,7 @@ async def test_split_after_a_rank_filter_shows_every_rank_and_says_so(home, stre
     """f (rank 1) then s: split shows every rank and clears the filter; the status says so, not "only"."""
     app = make_app(cluster())
     async with app.run_test(size=(140, 24)) as pilot:
-        logs = await open_logs(app, pilot, "104")
-        pane = logs.pane
-        await wait_for(pilot, lambda: pane.line_count == 8, what="lines")
+        logs, pane = await ranked_pane(app, pilot)
         pane.set_source_filter("rank 1")
         logs._changed()
         await wait_for(pilot, lambda: "only rank 1" in screen_text(app), what="the filter said")
@@ -519,9 +523,7 @@ async def test_split_after_a_rank_filter_shows_every_rank_and_says_so(home, stre
 async def test_rank_filter_and_search_follow_the_rank_store(home, stream_kind):
     app = make_app(cluster())
     async with app.run_test(size=(120, 24)) as pilot:
-        logs = await open_logs(app, pilot, "104")
-        pane = logs.pane
-        await wait_for(pilot, lambda: pane.line_count == 8, what="lines")
+        logs, pane = await ranked_pane(app, pilot)
         await pilot.press("slash", *"step 3", "enter")
         assert list(pane.view.matches) == [6, 7]
         pane.set_source_filter("rank 1")
@@ -560,13 +562,8 @@ async def test_error_keys_search_from_where_the_view_is(home, stream_kind):
     """e finds the next error after the lines on show, E the one before them; not the file's first."""
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
-        fake = backend(app)
-        await wait_for(pilot, lambda: fake.jobs, what="jobs")
         special = {100: "an error here", 700: "another error", 1_500: "Traceback (most recent call last):"}
-        fake.feed("101", *(special.get(i, f"line {i}") for i in range(2_000)))
-        logs = await open_logs(app, pilot, "101")
-        view = logs.pane.view
-        await wait_for(pilot, lambda: len(view.store) == 2_000, what="lines")
+        view = await fed_view(app, pilot, special, 2_000)
         view.set_following(False)
         view.go_to_line(1_000, center=False)
         await wait_for(pilot, lambda: view.top_line == 1_000, what="view at line 1000")
