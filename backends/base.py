@@ -478,6 +478,13 @@ class Backend(abc.ABC):
         console's "mine" view)."""
         return ""
 
+    def about(self) -> tuple[tuple[str, str], ...]:
+        """What the Clusters screen says of where and as whom the console works here, as (label,
+        value) pairs in order, e.g. (("user", "alice"), ("context", "prod"), ("namespace", "ml")); a
+        value "" is unknown yet. No I/O. By default: the user (``current_user``) and each scope in use."""
+        scopes = tuple((kind, self.scope(kind)) for kind in SCOPE_KINDS if self.capabilities.scopes)
+        return (("user", self.current_user), *scopes)
+
     def set_all_users(self, all_users: bool) -> None:
         """The console switched between "mine" and "all users"; kept in ``all_users``. Backends that
         filter by user on the server read it at their next read and ask for everyone or for me; the
@@ -546,7 +553,8 @@ class Backend(abc.ABC):
 
     async def verb_defaults(self, job_id: str, action: str, args: Mapping[str, str]) -> dict[str, str]:
         """The arguments the console offers, prefilled, for ``action`` on the job: e.g. for ``resubmit``
-        with ``more``, the job's time limit and memory with the one that ran out doubled. A read (not
+        with ``more``, the job's time limit and memory with the one that ran out doubled; for ``edit``,
+        each field's value now (``time``, ``partition``, ``qos``). A read (not
         gated); ``{}`` where the backend suggests nothing (the console then asks only to confirm)."""
         self.check_id(job_id)
         return {}

@@ -30,7 +30,8 @@ def row_text(row: ClusterRow, style: str) -> Text:
     out.append(clean(row.name), "bold")
     out.append(f"  {clean(row.kind)}  ")
     out.append(row.health, style)
-    out.append(f"\n  last good refresh {row.last_good} · user {clean(row.user)} · {row.access}", "dim")
+    facts = " · ".join(f"{clean(label)} {clean(value)}" for label, value in row.about)
+    out.append(f"\n  last good refresh {row.last_good} · {facts} · {row.access}", "dim")
     if row.description:
         out.append(f"\n  {clean(row.description)}", "dim")
     for line in row.note.splitlines():
@@ -69,7 +70,7 @@ class ClustersScreen(DataScreen):
         app = self.app
         now = app.clock()
         return [
-            cluster_row(snap, now, app.hub.backend(name).current_user, app.config.cluster(name).description)
+            cluster_row(snap, now, app.hub.backend(name).about(), app.config.cluster(name).description)
             for name, snap in app.hub.snapshots.items()
         ]
 

@@ -34,6 +34,7 @@ from yanflow_tui.screens.render.placement import placement_text
 from yanflow_tui.screens.render.plot import line_plot
 from yanflow_tui.screens.tensorboard import open_tensorboard, stop_tensorboard, tensorboard_text
 from yanflow_tui.screens.widgets.curves import CurvesView
+from yanflow_tui.screens.widgets.footer import Footer
 from yanflow_tui.screens.widgets.members import MembersTable
 
 CURVES_HEADING = (
@@ -122,6 +123,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
                 id="raw-spec-heading",
             )
             yield Static(Text("loading…"), id="raw-spec")
+        yield Footer()  # this screen's own keys, not those of the screen under it
 
     def on_mount(self) -> None:
         self._describe()

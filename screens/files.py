@@ -23,6 +23,7 @@ from yanflow_tui.inside import download_target, size_text, skipped_text, time_te
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.progress import DownloadProgress
+from yanflow_tui.screens.widgets.footer import Footer
 
 if TYPE_CHECKING:
     from yanflow_tui.app import YanflowApp
@@ -54,6 +55,7 @@ class FilesScreen(ModalScreen[None]):
             yield Static(Text("loading…"), id="files-path")
             yield DataTable(id="files", cursor_type="row", zebra_stripes=True)
             yield ProgressBar(id="files-progress", show_eta=False)
+        yield Footer()  # this screen's own keys, not those of the screen under it
 
     def on_mount(self) -> None:
         table = self.query_one("#files", DataTable)

@@ -61,7 +61,10 @@ if TYPE_CHECKING:
     from yanflow_tui.app import YanflowApp
 
 NAME_FLOOR = 16  # a narrow terminal hides REASON, then NODES, then AGE before NAME gets narrower than this
+ID_FLOOR = 12  # a long id (a Kubernetes pod's namespace/job/pod) is cut to this, with an ellipsis, before
+# it pushes STATE and the columns after it off screen (a Slurm array task, 1234567_[0-5], fits whole)
 _COLUMN_OPTIONS: dict[str, dict[str, Any]] = {
+    "id": {"flex": True, "floor": ID_FLOOR},
     "name": {"flex": True, "floor": NAME_FLOOR},
     "nodes": {"flex": True, "give_way": 2},
     "reason": {"flex": True, "give_way": 1},
@@ -138,6 +141,11 @@ class JobTable(VirtualTable):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(COLUMNS, **kwargs)
+
+
+def _tasks(kids: list[_Entry] | None) -> int:
+    """A group row's count: its members' tasks (a pending array remainder's one row holds several)."""
+    return sum([kid.job.tasks for kid in kids]) if kids else 0
 
 
 def _parent_key(job: Job) -> str:
@@ -439,7 +447,7 @@ class _ClusterJobs:
                 entry.view_row, entry.view_kids = entry.plain_row, 0
             else:  # a group's row holds while it has as many members
                 entry.plain_row = None
-                if entry.view_kids != len(kids):
+                if entry.view_kids != _tasks(kids):
                     entry.view_row = None
         top.sort(key=_by_id)
         for kids in children.values():
@@ -824,7 +832,7 @@ class QueueScreen(DataScreen):
                 counts[job.state] += 1
                 continue
             open_ = entry.key in self.expanded
-            rows.append(entry.row(clock, mark + (GROUP_OPEN if open_ else GROUP_CLOSED), len(kids), note, ""))
+            rows.append(entry.row(clock, mark + (GROUP_OPEN if open_ else GROUP_CLOSED), _tasks(kids), note, ""))
             counts[job.state] += 1
             if open_:
                 for kid in kids:
@@ -846,7 +854,7 @@ class QueueScreen(DataScreen):
         for at in made:  # groups, changed jobs
             entry = top[at]
             kids = children.get(entry.key)
-            rows[at] = entry.row(clock, GROUP_CLOSED if kids else "", len(kids) if kids else 0, "", "")
+            rows[at] = entry.row(clock, GROUP_CLOSED if kids else "", _tasks(kids), "", "")
         given, delta = self._given_closed, self._delta
         counts: Counter | None = None
         self._counted = False
@@ -898,7 +906,7 @@ class QueueScreen(DataScreen):
                         return None
                     runs.append((start, end))
                     rows[start:end] = again = [
-                        entry.row(clock, GROUP_CLOSED if kids else "", len(kids) if kids else 0, note, "")
+                        entry.row(clock, GROUP_CLOSED if kids else "", _tasks(kids), note, "")
                         for entry in run
                         for kids in (children.get(entry.key),)
                     ]
@@ -926,9 +934,9 @@ class QueueScreen(DataScreen):
             if not kids:
                 again = [entry.row(clock, mark, 0, note, "")]
             elif entry.key not in expanded:
-                again = [entry.row(clock, mark + GROUP_CLOSED, len(kids), note, "")]
+                again = [entry.row(clock, mark + GROUP_CLOSED, _tasks(kids), note, "")]
             else:
-                again = [entry.row(clock, mark + GROUP_OPEN, len(kids), note, "")]
+                again = [entry.row(clock, mark + GROUP_OPEN, _tasks(kids), note, "")]
                 for kid in kids:
                     again.append(kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, note, entry.key))
                     members[kid.job.state] += 1
@@ -967,7 +975,7 @@ class QueueScreen(DataScreen):
         note = notes.get(entry.job.cluster, "")
         mark = MARK if key in marked else ""
         opening = key in depends[1]
-        row = entry.row(clock, mark + (GROUP_OPEN if opening else GROUP_CLOSED), len(kids), note, "")
+        row = entry.row(clock, mark + (GROUP_OPEN if opening else GROUP_CLOSED), _tasks(kids), note, "")
         states = Counter(kid.job.state for kid in kids)
         if opening:
             members = [kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, note, key) for kid in kids]
@@ -1143,7 +1151,9 @@ class QueueScreen(DataScreen):
                     rows.append(entry.row(clock, mark, 0, note, ""))
                 else:
                     open_ = entry.key in hit_groups or entry.key in expanded
-                    rows.append(entry.row(clock, mark + (GROUP_OPEN if open_ else GROUP_CLOSED), len(kids), note, ""))
+                    rows.append(
+                        entry.row(clock, mark + (GROUP_OPEN if open_ else GROUP_CLOSED), _tasks(kids), note, "")
+                    )
                     shown.add(entry.key)
                 counts[job.state] += 1
                 continue
@@ -1151,7 +1161,7 @@ class QueueScreen(DataScreen):
                 shown.add(parent.key)
                 group_mark = MARK if marked and parent.key in marked else ""
                 kids = children[parent.key]
-                rows.append(parent.row(clock, group_mark + GROUP_OPEN, len(kids), note, ""))
+                rows.append(parent.row(clock, group_mark + GROUP_OPEN, _tasks(kids), note, ""))
                 counts[parent.job.state] += 1
             rows.append(entry.row(clock, mark + GROUP_CHILD, 0, note, parent.key))
             counts[job.state] += 1
@@ -1168,8 +1178,8 @@ class QueueScreen(DataScreen):
                 row = entry.row(clock, GROUP_CHILD, 0, "", self._flat[group].key)
             else:
                 kids = self._children.get(entry.key)
-                row = entry.row(clock, GROUP_OPEN if kids else "", len(kids) if kids else 0, "", "")
-                entry.view_kids = len(kids) if kids else 0
+                row = entry.row(clock, GROUP_OPEN if kids else "", _tasks(kids), "", "")
+                entry.view_kids = _tasks(kids)
             entry.view_row = row
         return row
 
@@ -1542,7 +1552,7 @@ class QueueScreen(DataScreen):
         with that file loaded and the larger values set, to review and submit. Else ask it what to offer
         (e.g. the doubled time limit), then the prefilled prompts."""
         backend = self.app.hub.backend(job.cluster)
-        if backend.capabilities.job_files:  # the job back in the Submit form, the larger values set there
+        if verb.form and backend.capabilities.job_files:  # the job back in the Submit form, the larger values set there
             try:
                 name, text, values = await self.app.hub.call(backend.job_file(job.id, dict(verb.args)))
                 path = job_file_path(f"{job.cluster}-{name}")
@@ -1558,8 +1568,8 @@ class QueueScreen(DataScreen):
             self.app.report_error(f"{verb.label}: not offered", error_text(exc))
             return
         check = self._checker([job], verb.verb)
-        if not defaults:  # nothing to prefill: confirm as for any verb
-            ask(self.app, verb, [job], lambda args: self._perform([job], verb.verb, args), check)
+        if not defaults or verb.verb == "edit":  # nothing to prefill, or the field's value now in its prompt
+            ask(self.app, verb, [job], lambda args: self._perform([job], verb.verb, args), check, defaults)
             return
         ask_values(self.app, verb, job, defaults, lambda args: self._perform([job], verb.verb, args), check)
 

@@ -56,9 +56,10 @@ def ask(
     jobs: Sequence[Job],
     done: Callable[[dict[str, str]], None],
     check: Callable[[dict[str, str]], str] | None = None,
+    now: dict[str, str] | None = None,
 ) -> None:
     """Ask what ``verb`` needs for ``jobs``, check it (``check(args)``: a problem, or ""), confirm once,
-    then ``done(args)``."""
+    then ``done(args)``. ``now``: the values the job has (``verb_defaults``), prefilled where asked."""
     what = targets_text(jobs)
     if verb.verb == "signal":
 
@@ -78,7 +79,8 @@ def ask(
                 if value:
                     confirm(app, f"Set the {label} of {what} to {value}?", {EDIT_FIELDS[label]: value}, done, check)
 
-            app.push_screen(PromptScreen(f"New {label} for {what}{EDIT_HINTS[label]}"), value_given)
+            current = (now or {}).get(EDIT_FIELDS[label], "")
+            app.push_screen(PromptScreen(f"New {label} for {what}{EDIT_HINTS[label]}", current), value_given)
 
         app.push_screen(ChoiceScreen(f"Edit {what}", list(EDIT_FIELDS)), field_chosen)
         return

@@ -42,6 +42,11 @@ def screen_text(app) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
 
 
+def footer_text(app) -> str:
+    """The screen's last line with text on it: the key footer."""
+    return next((line for line in reversed(screen_text(app).splitlines()) if line.strip()), "")
+
+
 class RefreshCount:
     """Counts the hub's refreshes per cluster, started and finished, by wrapping ``hub.refresh`` (installed
     once per app by ``refresh_count``)."""

@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import partial
 from pathlib import Path
 
@@ -48,7 +48,7 @@ from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
 from yanflow_tui.earlypaint import EarlyPaint
-from yanflow_tui.errors import YanflowError
+from yanflow_tui.errors import SpecError, UIConfigError, YanflowError
 from yanflow_tui.heap import Heap, map_big_blocks
 from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
 from yanflow_tui.inside import Forwards
@@ -59,6 +59,7 @@ from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.queue import QueueScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.tensorboards import TensorBoards
+from yanflow_tui.yamldoc import join
 
 HERE = Path(__file__).parent
 log = logging.getLogger(__name__)
@@ -75,6 +76,87 @@ def binding_ids() -> set[str]:
     """The registry a ``keymap:`` is checked against: the id of every binding of the app, its
     screens, dialogs and widgets (each class of this package: the app imports only what the first
     screen needs, so every module of ``yanflow_tui.screens`` is imported here)."""
+    ids: set[str] = set()
+    for cls in _yanflow_classes():  # every module loaded: its classes' bindings count
+        ids.update(b.id for b in cls.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id)
+    return ids
+
+
+READ_ONLY_TWIN = "-read-only"  # a binding's refusal in read-only mode: on the same key, remapped with it
+
+
+def check_ui_config(config: Config, themes: Iterable[str] | None = None) -> None:
+    """The config's ``theme:`` and ``keymap:`` against the app (its ``themes``, Textual's own by
+    default; the ids of its bindings), and no ``keymap:`` key taken by another binding of the same
+    screen: a ``UIConfigError`` (``file:line: keymap.<id>: ...``) naming the binding that holds it. Run by
+    the app at startup and by every headless command alike (only with a theme or a keymap given)."""
+    if themes is None:
+        from textual.theme import BUILTIN_THEMES
+
+        themes = BUILTIN_THEMES
+    problems: list[tuple[str, int, str, str]] = []
+    try:
+        check_names(config, themes, binding_ids() if config.keymap else ())
+    except SpecError as exc:
+        problems += exc.problems
+    for binding_id, why in keymap_clashes(config.keymap) if config.keymap else ():
+        path = join("keymap", binding_id)
+        problems.append((config.source, config.lines.get(path, 0), path, why))
+    if problems:
+        raise UIConfigError(sorted(problems, key=lambda p: p[1]))
+
+
+def keymap_clashes(keymap: dict[str, str]) -> list[tuple[str, str]]:
+    """(binding id, why) for each ``keymap`` entry whose key another binding of the same screen (the
+    screen's own, or the app's, which work on every screen) holds once the keymap is applied."""
+    app_bindings = _own_bindings(YanflowApp)
+    found: dict[str, str] = {}
+    for cls in _yanflow_classes():
+        if not issubclass(cls, Screen):
+            continue
+        scope = [*_own_bindings(cls), *app_bindings]
+        keys = {id(b): _keys(b, keymap) for b in scope}
+        where = getattr(cls, "TITLE_TEXT", "") or cls.__name__.removesuffix("Screen")
+        for binding in scope:
+            if binding.id not in keymap or binding.id in found:
+                continue
+            for other in scope:
+                if _twin(other.id) == binding.id or other.id == binding.id:
+                    continue
+                taken = keys[id(binding)] & keys[id(other)]
+                if taken:
+                    key = sorted(taken)[0]
+                    found[binding.id] = (
+                        f"key {key!r} is taken by {other.id} ({other.description or other.action}) on the {where}"
+                        f" screen; choose another key, or remap {other.id} too"
+                    )
+                    break
+    return list(found.items())
+
+
+def _twin(binding_id: str | None) -> str:
+    """The binding a read-only refusal stands in for (its own id otherwise)."""
+    return (binding_id or "").removesuffix(READ_ONLY_TWIN)
+
+
+def _keys(binding: Binding, keymap: dict[str, str]) -> frozenset[str]:
+    keys = keymap.get(_twin(binding.id), binding.key)
+    return frozenset(k.strip() for k in keys.split(",") if k.strip())
+
+
+def _own_bindings(cls: type) -> list[Binding]:
+    """The bindings with an id ``cls`` and its bases of this package declare (the nearest wins per id)."""
+    out: dict[str, Binding] = {}
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("yanflow_tui."):
+            for b in klass.__dict__.get("BINDINGS", ()):
+                if isinstance(b, Binding) and b.id and b.id not in out:
+                    out[b.id] = b
+    return list(out.values())
+
+
+def _yanflow_classes() -> list[type]:
+    """Every DOM class of this package (each module of ``yanflow_tui.screens`` imported first)."""
     import pkgutil
 
     from textual.dom import DOMNode
@@ -82,15 +164,15 @@ def binding_ids() -> set[str]:
     from yanflow_tui import screens
 
     for module in pkgutil.walk_packages(screens.__path__, f"{screens.__name__}."):
-        importlib.import_module(module.name)  # loaded: its classes' bindings count
-    ids: set[str] = set()
-    todo = [DOMNode]
+        importlib.import_module(module.name)
+    found: list[type] = []
+    todo: list[type] = [DOMNode]
     while todo:
         cls = todo.pop()
         todo.extend(cls.__subclasses__())
         if cls.__module__.startswith("yanflow_tui."):
-            ids.update(b.id for b in cls.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id)
-    return ids
+            found.append(cls)
+    return found
 
 
 def takeover_driver(early: EarlyPaint) -> type[Driver]:
@@ -168,7 +250,7 @@ class YanflowApp(SerialKeys):
     ) -> None:
         super().__init__(driver_class=driver_class)
         # a typo is a located error, not ignored (the ids are gathered only when there is a keymap to check)
-        check_names(config, self.available_themes, binding_ids() if config.keymap else ())
+        check_ui_config(config, self.available_themes)
         self.config = config
         self.hub = hub or Hub(config)
         # Where the last run's snapshot is kept (``snapcache``): shown marked cached until each cluster's

@@ -20,7 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from yanflow_tui import __version__, applog, keyfiles
-from yanflow_tui.errors import SubmitUnknown, YanflowError
+from yanflow_tui.errors import SubmitUnknown, UIConfigError, YanflowError
 from yanflow_tui.locations import app_log_path, display_path
 from yanflow_tui.sanitize import clean, clean_streams
 
@@ -268,10 +268,18 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         config = _config(args)
         if args.command is None:
-            return _run_app(config)
+            return _run_app(config)  # (the app checks theme: and keymap: once the cached Queue is painted)
+        if config.theme or config.keymap:  # the console's check, for the headless commands alike
+            from yanflow_tui.app import check_ui_config
+
+            check_ui_config(config)
         import asyncio
 
         return asyncio.run(_commands()[args.command](config, args))
+    except UIConfigError as exc:  # a theme: or keymap: the console refuses: a usage error, whatever the command
+        log.info("%s: %s", type(exc).__name__, exc)
+        _error(str(exc))
+        return EXIT_USAGE
     except YanflowError as exc:
         log.info("%s: %s", type(exc).__name__, exc)
         _error(str(exc))

@@ -9,7 +9,7 @@ default, come from the backend registry (``yanflow_tui.backends.registry``); not
     read_only: false          # true closes the gate on every cluster
     refresh_seconds: 5
     theme: textual-dark
-    keymap: {cancel-job: x}   # binding id -> key
+    keymap: {cancel-job: K}   # binding id -> key
     clusters:
       - name: local
         kind: local

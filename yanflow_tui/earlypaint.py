@@ -64,7 +64,7 @@ STATE_STYLE = {  # screens/render/rows.py STATE_STYLES
 GROUP_CLOSED = "▸ "
 HEADERS = ("CLUSTER", "ID", "NAME", "USER", "STATE", "GPUS", "NODES", "AGE", "REASON")
 # Per column (screens/queue.py COLUMNS): flexible, its floor, give-way rank, right-justified, min width.
-FLEX = {2: 16, 6: 0, 8: 0}
+FLEX = {1: 12, 2: 16, 6: 0, 8: 0}
 GIVE_WAY = {8: 1, 6: 2, 7: 3}
 RIGHT = {5, 7}
 MIN_WIDTH = {7: 4}
@@ -239,7 +239,7 @@ def top_jobs(jobs: list[dict], me: str) -> list[tuple[dict, int]]:
     for job in jobs:
         parent = job["parent"]
         if parent and parent != job["id"] and parent in ids:
-            members[parent] += 1
+            members[parent] += job.get("tasks", 1)  # a pending array remainder: several tasks
         else:
             top.append(job)
     ids_text = "".join(map(itemgetter("id"), top))

@@ -76,6 +76,13 @@ class SpecError(YanflowError):
         super().__init__("\n".join(format_problem(*p) for p in problems))
 
 
+class UIConfigError(SpecError):
+    """A config's ``theme:`` or ``keymap:`` the console refuses (an unknown name, a key taken): every
+    command reports it alike, the console and the headless ones, and exits 2 (a usage error)."""
+
+    title = "Invalid config"
+
+
 def _shown(text: str) -> str:
     """``text`` fit for one line of a terminal: characters that do not print (controls, lone
     surrogates from undecodable file names, line breaks) as ``\\uXXXX`` escapes."""

@@ -205,12 +205,16 @@ class JobVerb:
     label: str
     binding_id: str
     args: tuple[tuple[str, str], ...] = ()
-    # Offer the backend's ``verb_defaults`` (e.g. the doubled time limit) prefilled before confirming.
+    # For one job, the backend's ``verb_defaults`` (e.g. the doubled time limit, a field's value now)
+    # prefilled before confirming.
     prefill: bool = False
+    # ...or, before that, the Submit form on the job's file where the backend gives one (``job_files``),
+    # to review and submit.
+    form: bool = False
 
 
 JOB_VERBS = (
-    JobVerb("resubmit", "resubmit", "R", "Resubmit", "resubmit-job"),
+    JobVerb("resubmit", "resubmit", "R", "Resubmit", "resubmit-job", prefill=True, form=True),
     JobVerb(
         "resubmit_more",
         "resubmit",
@@ -219,11 +223,12 @@ JOB_VERBS = (
         "resubmit-job-more",
         (("more", "yes"),),
         prefill=True,
+        form=True,
     ),
     JobVerb("hold", "hold", "h", "Hold", "hold-job"),
     JobVerb("release", "release", "L", "Release", "release-job"),
     JobVerb("requeue", "requeue", "Q", "Requeue", "requeue-job"),
-    JobVerb("edit", "edit", "E", "Edit time/partition/QOS", "edit-job"),
+    JobVerb("edit", "edit", "E", "Edit time/partition/QOS", "edit-job", prefill=True),
     JobVerb("signal", "signal", "k", "Signal", "signal-job"),
 )
 JOB_VERB = {v.name: v for v in JOB_VERBS}

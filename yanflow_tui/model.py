@@ -244,6 +244,9 @@ class Job:
     # Backend-specific facts for the detail view, e.g. (("Partition", "gpu"), ("QOS", "normal")).
     details: tuple[tuple[str, str], ...] = ()
     image: str = ""  # the container image it runs in, where the backend knows it
+    # How many tasks this row stands for: a pending Slurm array's remainder (``1023_[0-5]``) is one
+    # row of 6. A group's count is its members' tasks, not its rows.
+    tasks: int = 1
 
     @property
     def key(self) -> str:

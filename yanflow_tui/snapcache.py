@@ -253,6 +253,7 @@ def _reader() -> tuple[Callable[[dict], Job], Callable[[dict], Node]]:
             d["parent"],
             tuple([(str(k), str(v)) for k, v in details]) if details else (),
             d["image"],
+            d["tasks"],
         )
 
     def gpu(d: dict) -> Gpu:

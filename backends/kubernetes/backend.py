@@ -117,6 +117,7 @@ class KubernetesBackend(Backend):
         self._memo: dict[str, tuple[Any, list]] = {}
         self._job_rows = JobRows(config.name)  # the job rows, kept per Job, and the changes between answers
         self._active_context = self.context or ""  # the context in use, once the kubeconfig is read
+        self._context_users: dict[str, str] = {}  # each context's kubeconfig user, once the kubeconfig is read
         self._logdirs: dict[tuple[str, str], str] = {}  # (job, pod) -> its log directory in that pod
         self.tensorboard_command = tbserver.remote_command(opts.get("tensorboard"), config.name)
 
@@ -136,6 +137,7 @@ class KubernetesBackend(Backend):
         try:
             merged = kubeconfig.merge(self._files())
             self._active_context = self.context or merged["current-context"]
+            self._context_users = kubeconfig.context_users(merged)
             return kubeconfig.context_namespace(merged, self.context)
         except BackendError:
             return "default"  # the client reports the broken file when it loads
@@ -154,6 +156,7 @@ class KubernetesBackend(Backend):
             if not files:
                 raise BackendError(f"kubeconfig: no such file: {where}")
             merged = kubeconfig.merge(files)
+            self._context_users = kubeconfig.context_users(merged)
             if not merged["contexts"]:
                 raise BackendError(f"kubeconfig: no context in {where}")
             if not (self.context or merged["current-context"]):
@@ -529,6 +532,10 @@ class KubernetesBackend(Backend):
         )
 
     # -- scopes: the context and the namespace, switched live (k9s's :ctx and :ns) -------------------
+    def about(self) -> tuple[tuple[str, str], ...]:
+        """The kubeconfig user of the context in use, then the context and the namespace (as read: no I/O)."""
+        return (("user", self._context_users.get(self._active_context, "")), *super().about()[1:])
+
     def scope(self, kind: str) -> str:
         if kind == "context":
             return self._active_context

@@ -90,6 +90,15 @@ def context_namespace(merged: Mapping[str, Any], context: str | None = None) -> 
     return "default"
 
 
+def context_users(merged: Mapping[str, Any]) -> dict[str, str]:
+    """Each context's user (its ``user:`` entry, the name of a kubeconfig ``users`` item)."""
+    return {
+        str(entry["name"]): str((entry.get("context") or {}).get("user") or "")
+        for entry in merged.get("contexts") or ()
+        if entry.get("name")
+    }
+
+
 def nonempty(files: Sequence[Path]) -> list[Path]:
     """The files the client's merger accepts (it refuses an empty one; kubectl reads it as nothing)."""
     return [path for path in files if load(path)]

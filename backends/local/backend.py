@@ -58,6 +58,7 @@ READ_CHUNK = 256 * 1024
 
 
 def current_user() -> str:
+    """This machine's user we run as (the password database's name, never ``$USER``)."""
     try:
         return pwd.getpwuid(os.getuid()).pw_name
     except KeyError:
@@ -135,6 +136,9 @@ class LocalBackend(Backend):
         await asyncio.to_thread(self._schedule)
         rows = await asyncio.to_thread(self.store.all)
         return [self._job(row) for row in rows]
+
+    def about(self) -> tuple[tuple[str, str], ...]:
+        return (("user", self.user),)
 
     def check_id(self, job_id: str) -> None:
         # ASCII digits only ("²".isdigit() is true), and small enough for an SQLite INTEGER.

@@ -63,6 +63,7 @@ LOOKUP_SECONDS = 12.0  # how long a submit whose answer was lost looks for its t
 LOOKUP_PAUSE = 2.0
 JSON_STICKY = 300.0  # after an ambiguous -o row, read JSON (one query, not two) for this long
 HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {})"
+NO_HISTORY = "no history (no accounting): only the jobs squeue still lists, finished ones for a few minutes (MinJobAge)"
 # sacct's JSON breaks under the SLURM_TIME_FORMAT=%s every command gets (22.05: "Invalid time
 # specification" and no jobs), so sacct runs without it.
 SACCT_JSON = ("env", "-u", "SLURM_TIME_FORMAT", "sacct", "--json")
@@ -333,6 +334,8 @@ class SlurmBackend(Backend):
         self._history_at = 0.0
 
     def widen_history(self) -> str:
+        if self.history_note:  # no accounting: sacct lists nothing, however far back
+            return NO_HISTORY
         self.history_window = history.widen(self.history_window)
         self._history_at = 0.0
         return f"history: {history.describe_window(self.history_window)}"
@@ -705,6 +708,8 @@ class SlurmBackend(Backend):
     async def verb_defaults(self, job_id: str, action: str, args: Mapping[str, str]) -> dict[str, str]:
         _check_id(job_id)
         self.check_args(action, args)
+        if action == "edit":  # the fields as they are now
+            return await verbs.edit_values(self.transport, job_id)
         return await verbs.suggest(self.transport, job_id, args) if action == "resubmit" else {}
 
     async def job_file(self, job_id: str, args: Mapping[str, str]) -> tuple[str, str, dict[str, str]]:

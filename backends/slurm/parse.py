@@ -980,7 +980,23 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
         parent,
         details,
         intern(facts_of(raw.comment).get("image", "")) if raw.comment else "",
+        1 if not raw.array_task or raw.array_task.isdigit() else task_count(raw.array_task),
     )
+
+
+def task_count(tasks: str) -> int:
+    """How many array tasks ``tasks`` names: "4" one, "0,3" two, "0-5" six, "0-9%2" ten (``%``: how
+    many run at once), "1-9:2" five (``:``: a step). Text it cannot read counts as one."""
+    count = 0
+    for part in tasks.split("%", 1)[0].split(","):
+        bounds, _, step = part.partition(":")
+        first, _, last = bounds.partition("-")
+        try:
+            low, high = int(first), int(last or first)
+            count += max(0, (high - low) // max(1, int(step or 1)) + 1)
+        except ValueError:
+            count += 1
+    return max(1, count)
 
 
 _make_job = maker(Job, interned=False)  # cluster, user, state, reason: interned by the parsers
@@ -1110,7 +1126,7 @@ def _array_jobs(group: str, members: list[RawJob], cluster: str) -> list[Job]:
         submit_time=min((m.submit for m in members if m.submit), default=None),
         start_time=min((m.start for m in members if m.start), default=None),
         kind=JobKind.SLURM,
-        details=(("Array tasks", str(len(children)) + " rows"), ("Partition", first.partition)),
+        details=_array_details(children, first.partition),
     )
     return [head, *children]
 
@@ -1350,15 +1366,17 @@ def _squeue_jobs(
             # %F is the job's own id for a plain job; only %K (task id or range) marks an array member.
             if array_task not in _NO_VALUE and array_job_id not in _NO_TASK:
                 task = array_task[1:-1] if array_task.startswith("[") and array_task.endswith("]") else array_task
+                in_row = 1  # tasks this row stands for
                 if not task:
                     shown = job_id
                 elif task.isdigit():
                     shown = f"{array_job_id}_{task}"
                 else:
                     shown = f"{array_job_id}_[{task}]"
+                    in_row = task_count(task)
                 parent = intern(array_job_id)  # one string per array, not one per task (52,000 of 100,000: 3 MB)
             else:
-                shown, parent = job_id, ""
+                shown, parent, in_row = job_id, "", 1
             job = make(
                 shown,
                 cluster,
@@ -1379,6 +1397,7 @@ def _squeue_jobs(
                 parent,
                 details,
                 "",
+                in_row,
             )
             made = (job, parent, job_id, started, intern(partition)) if parent else job
             fresh_append(made)
@@ -1491,9 +1510,15 @@ def _array_of_tasks(group: str, tasks: list[_Member], cluster: str) -> list[Job]
         submit_time=min((c.submit_time for c in children if c.submit_time), default=None),
         start_time=min((t[3] for t in tasks if t[3]), default=None),
         kind=JobKind.SLURM,
-        details=(("Array tasks", str(len(children)) + " rows"), ("Partition", first[4])),
+        details=_array_details(children, first[4]),
     )
     return [head, *children]
+
+
+def _array_details(children: list[Job], partition: str) -> tuple[tuple[str, str], ...]:
+    """An array group's details: its tasks (a pending remainder's row holds several) and rows."""
+    rows = f"{len(children)} row" + ("s" if len(children) != 1 else "")
+    return (("Array tasks", f"{sum(c.tasks for c in children)} in {rows}"), ("Partition", partition))
 
 
 # -- StdOut/StdErr patterns -----------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 from yanflow_tui.backends.base import SIGNALS, new_submit_tag
 from yanflow_tui.backends.slurm import history, nativefile
 from yanflow_tui.backends.slurm.comment import retagged
-from yanflow_tui.backends.slurm.parse import _int, _loads
+from yanflow_tui.backends.slurm.parse import _int, _loads, normalise_state
 from yanflow_tui.backends.slurm.transport import Transport
 from yanflow_tui.efficiency import Efficiency, cpu_seconds
 from yanflow_tui.errors import BackendError, SpecError
@@ -235,10 +235,15 @@ def apply_args(opts: Options, args: Mapping[str, str], job_id: str) -> str:
             opts.mem *= 2
             said.append(f"memory {opts.mem}M" + (" per CPU" if opts.mem_per_cpu else ""))
         elif not (args.get("time") or args.get("mem")):
+            if not state:
+                now = "is in an unknown state"
+            elif normalise_state(state).terminal:
+                now = f"ended {state}"
+            else:
+                now = f"is {state}"
             raise BackendError(
-                f"job {job_id} ended {opts.state or 'in an unknown state'}, not TIMEOUT or OUT_OF_MEMORY: "
-                "'more' doubles the time limit after a TIMEOUT and the memory after an OUT_OF_MEMORY; "
-                "give the time or memory to use instead"
+                "more time/memory is only for a job that ended by TIMEOUT (the time limit doubled) or "
+                f"OUT_OF_MEMORY (the memory doubled); job {job_id} {now}: nothing done"
             )
     if args.get("time"):
         opts.time_minutes = minutes(args["time"])
@@ -373,6 +378,16 @@ async def suggest(transport: Transport, job_id: str, args: Mapping[str, str]) ->
     if opts.mem:
         out["mem"] = f"{opts.mem}M"
     return out
+
+
+async def edit_values(transport: Transport, job_id: str) -> dict[str, str]:
+    """edit's fields as the job has them now (``EDIT_KEYS``: time limit, partition, QOS), for the
+    console to offer prefilled; a field the job has no value for is left out."""
+    opts = await _record(transport, job_id)
+    now = {key: opts.pairs.get(key, "") for key in EDIT_KEYS}
+    if opts.time_minutes is not None:
+        now["time"] = format_minutes(opts.time_minutes)
+    return {key: value for key, value in now.items() if value}
 
 
 async def batch_script(transport: Transport, job_id: str) -> str:

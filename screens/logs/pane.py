@@ -41,7 +41,25 @@ FLUSH_BUDGET = 0.016  # CPU seconds of flushing per tick, all panes together: ke
 MAX_PENDING = 65_536  # lines buffered before the stream waits for flushes to catch up
 RANK_KEEP_LINES = 5_000  # in-memory window of each per-rank store (the whole log keeps the default)
 SPLIT_VISIBLE = 4  # rank views side by side; more scroll sideways
-ERROR_PATTERN = re.compile(r"(?i:\berror\b)|Traceback")
+# A line a run failed on: "error" as a word, a traceback, an exception line (``RuntimeError: ...``,
+# ``torch.OutOfMemoryError``, ``Exception: ...``) at the line's start or after a rank prefix (the pane's
+# ``rank │ ``, srun's ``0: ``, torchrun's ``[rank1]: ``), CUDA and NCCL errors, a killed process, OOM.
+_RANK_PREFIX = r"(?:[^\n│]*│ |\[?rank[ \t]*\d+\]?:[ \t]*|\d+:[ \t]*)?"
+ERROR_PATTERN = re.compile(
+    r"(?i:\berror\b)|Traceback"
+    r"|^[ \t]*" + _RANK_PREFIX + r"(?:[A-Za-z_][\w.]*\.)?(?:[A-Za-z_]\w*)?(?:Error|Exception)\b(?::|$)"
+    r"|(?i:\b(?:CUDA|NCCL)[ _]error|\bout of memory\b)|\bKilled\b|\bOOM\b",
+    re.MULTILINE,
+)
+
+
+def stream_name(stream: str, streams: tuple[str, ...]) -> str:
+    """What a pane following ``stream`` (one of the job's ``streams``) shows: the main log ("") is
+    stdout where stderr has a stream of its own, else both merged; any other stream is its name."""
+    if stream:
+        return stream
+    return "stdout" if "stderr" in streams else "merged"
+
 
 if TYPE_CHECKING:
     from textual import getters
@@ -55,7 +73,7 @@ class LogPane(ForwardFailures, TabPane):
     if TYPE_CHECKING:
         app = getters.app(YanflowApp)
 
-    def __init__(self, job: Job, ranked: bool, pane_id: str, stream: str = "") -> None:
+    def __init__(self, job: Job, ranked: bool, pane_id: str, stream: str = "", streams: tuple[str, ...] = ()) -> None:
         title = f"{clean(job.cluster)}/{clean(job.id)}"
         if job.name:
             title += f" {clean(job.name)[:24]}"
@@ -64,6 +82,7 @@ class LogPane(ForwardFailures, TabPane):
         super().__init__(Content(title), id=pane_id)
         self.job = job
         self.stream = stream  # which of the backend's log_streams(job) this pane follows
+        self.stream_name = stream_name(stream, streams)
         self.ranked = ranked  # lines carry a rank in their source (capabilities.rank_logs)
         self.store = LogStore()  # every line, "rank │ " prefixed where the line has a source
         self.source_stores: dict[str, LogStore] = {}  # ranked only: each rank's own lines
@@ -131,6 +150,25 @@ class LogPane(ForwardFailures, TabPane):
     @property
     def following(self) -> bool:
         return self.active_view.following
+
+    @property
+    def shown_source(self) -> str | None:
+        """The rank the active view shows alone (a rank filter, or a rank's view when split); None: all."""
+        store = self.active_view.store
+        return next((source for source, own in self.source_stores.items() if own is store), None)
+
+    @property
+    def shows(self) -> str:
+        """What the active view shows, for the status line: the stream, then which ranks."""
+        parts = [self.stream_name]
+        source = self.shown_source
+        if self.split:
+            parts.append(f"{len(self.source_stores)} ranks side by side" + (f", on {source}" if source else ""))
+        elif source is not None:
+            parts.append(f"only {source}")
+        elif self.source_stores:  # a job whose lines carry ranks
+            parts.append("all ranks")
+        return ", ".join(parts)
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:
         if isinstance(event.widget, LogView):
@@ -244,6 +282,9 @@ class LogPane(ForwardFailures, TabPane):
         """One view per rank side by side (scrolling sideways beyond SPLIT_VISIBLE), or the joined view."""
         if split == self.split or (split and not self.source_stores):
             return
+        if split and self.source_filter is not None:  # split shows every rank: the filter goes
+            self.source_filter = None
+            self.view.set_store(self.store)
         self.split = split
         self.view.display = not split
         self.rank_views.display = split

@@ -28,7 +28,7 @@ from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
-from yanflow_tui.screens.dialogs import ChoiceScreen, PromptScreen
+from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen, PromptScreen
 from yanflow_tui.screens.logs.pane import ERROR_PATTERN, FLUSH_BUDGET, FLUSH_SECONDS, LogPane
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
@@ -115,7 +115,7 @@ class LogsScreen(DataScreen):
                 streams = ("",)
             for stream in streams or ("",):
                 self._opened += 1
-                added = LogPane(job, backend.capabilities.rank_logs, f"log-pane-{self._opened}", stream)
+                added = LogPane(job, backend.capabilities.rank_logs, f"log-pane-{self._opened}", stream, streams)
                 self.panes.append(added)
                 added.added = self.query_one(TabbedContent).add_pane(added)
                 pane = pane or added
@@ -227,10 +227,7 @@ class LogsScreen(DataScreen):
         out.append(f"{clean(job.cluster)}/{clean(job.id)} ", "bold")
         out.append(clean(job.name))
         out.append(f"  {len(view.store)} lines  ")
-        if pane.source_filter is not None:
-            out.append(f"only {pane.source_filter}  ", "bold cyan")
-        if pane.split:
-            out.append(f"{len(pane.source_stores)} ranks side by side  ", "cyan")
+        out.append(f"{pane.shows}  ", "bold cyan")  # always: which stream, which ranks
         if pane.wrap:
             out.append("wrap  ", "cyan")
         if pane.notice and not pane.error:
@@ -358,7 +355,7 @@ class LogsScreen(DataScreen):
         self._jump_error(-1)
 
     def _jump_error(self, direction: int) -> None:
-        """Go to the next (or previous) line saying ``error`` or ``Traceback`` from where the view is:
+        """Go to the next (or previous) error line (``ERROR_PATTERN``) from where the view is:
         after the error last jumped to while it is on show, else from the top (``E``: the bottom) of
         the view; wrapping around once."""
         pane = self.pane
@@ -387,7 +384,11 @@ class LogsScreen(DataScreen):
                 )
                 return
             if line is None:
-                self.notify("no line says error or Traceback", timeout=3, markup=False)
+                self.notify(
+                    "no error line (error, Traceback, exceptions, CUDA/NCCL errors, Killed, OOM)",
+                    timeout=3,
+                    markup=False,
+                )
                 return
             if wrapped:
                 self.notify(
@@ -406,19 +407,33 @@ class LogsScreen(DataScreen):
         pane = self.pane
         if pane is None:
             return
-        # A file named after the job, in the directory the console was started in, shown in full.
-        default = str(Path.cwd() / safe_filename(f"{pane.job.cluster}-{pane.job.id}-{pane.job.name}.log"))
+        # A file named after the job, its stream and the rank on show (one name each, so saving the
+        # stderr pane and then the stdout pane makes two files), in the directory the console was
+        # started in, shown in full.
+        name = [pane.job.cluster, pane.job.id, pane.job.name]
+        if pane.stream_name != "merged":
+            name.append(pane.stream_name)
+        source = pane.shown_source
+        if source is not None:
+            name.append(source if source.startswith("rank") else f"rank-{source}")
+        default = str(Path.cwd() / safe_filename("-".join(name) + ".log"))
         store = pane.active_view.store
 
         def chosen(path: str | None) -> None:
             if path:
                 self._save(Path(path).expanduser().absolute(), store)
 
-        self.app.push_screen(PromptScreen("Save the log to:", default), chosen)
+        self.app.push_screen(PromptScreen(f"Save the log ({pane.shows}) to:", default), chosen)
 
     @work(group="save-log", exit_on_error=False)
     async def _save(self, path: Path, store: LogStore) -> None:
-        """Write the whole log (spilled lines streamed from disk) in a thread: atomic, mode 0600."""
+        """Write the whole log (spilled lines streamed from disk) in a thread: atomic, mode 0600. A
+        file already there is replaced only once the user says so."""
+        if await asyncio.to_thread(path.exists) and not await self.app.push_screen_wait(
+            ConfirmScreen(f"{path} exists. Replace it?")
+        ):
+            self.notify(clean(f"not saved: {path} kept"), markup=False, timeout=3)
+            return
         try:
             count = await asyncio.to_thread(store.write_to, path)
         except (OSError, ValueError) as exc:

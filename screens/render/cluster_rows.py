@@ -50,7 +50,7 @@ class ClusterRow:
     kind: str
     health: str  # short_state
     last_good: str  # "12s ago", "never"
-    user: str  # "-" when unknown
+    about: tuple[tuple[str, str], ...]  # (label, value) from the backend's ``about()``: user, context...; "-" unknown
     access: str  # "read-only" or "read-write"
     description: str
     note: str  # the whole error or notice, every line; "" when there is none
@@ -58,7 +58,9 @@ class ClusterRow:
     action: str  # what the user can do now, e.g. "l: log in as alice"
 
 
-def cluster_row(snap: ClusterSnapshot, now: float, user: str = "", description: str = "") -> ClusterRow:
+def cluster_row(
+    snap: ClusterSnapshot, now: float, about: tuple[tuple[str, str], ...] = (), description: str = ""
+) -> ClusterRow:
     age = snap.age(now)
     note = snap.detail or snap.message
     action = f"l: log in as {snap.login_user}" if snap.login_user else ""
@@ -69,7 +71,7 @@ def cluster_row(snap: ClusterSnapshot, now: float, user: str = "", description: 
         kind=snap.kind,
         health=short_state(snap, now),
         last_good="never" if age is None else f"{duration(age)} ago",
-        user=user or "-",
+        about=tuple((label, value or "-") for label, value in about) or (("user", "-"),),
         access="read-only" if snap.read_only else "read-write",
         description=description,
         note=note,

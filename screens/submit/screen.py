@@ -483,9 +483,14 @@ class SubmitScreen(DataScreen):
         await self._switch(cluster, wanted)
 
     def action_load(self) -> None:
-        path = self.query_one("#spec-path", Input).value.strip()
-        if not path:
-            self.query_one("#spec-path", Input).focus()
+        """Load the path in the file box, typed there and not loaded yet; else (the box empty, or
+        naming the file already loaded) go into the box with its text selected, so the next path
+        typed replaces it instead of running as keys."""
+        box = self.query_one("#spec-path", Input)
+        path = box.value.strip()
+        if not path or (path == self._loaded_box and self.focused is not box):
+            box.focus()
+            box.select_all()
             return
         # Out of the text fields now, before the file is read: keys typed while it loads are the
         # app-wide keys, never letters added to the path or to a field the load redraws.

@@ -356,11 +356,11 @@ async def test_help_lists_keys_with_binding_ids(home, fake_backend):
 
 
 async def test_keymap_from_config_remaps_a_binding(home, fake_backend):
-    app = make_app(fake_cluster(), keymap={"cancel-job": "x"})
+    app = make_app(fake_cluster(), keymap={"cancel-job": "K"})  # (x is the Queue's job-shell)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
         select_row(app, "hpc/101")
-        await pilot.press("x")
+        await pilot.press("K")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm via remapped key")
         await pilot.press("y")
         backend = FakeBackend.instances[-1]
@@ -528,6 +528,30 @@ async def test_typing_in_the_submit_form_never_triggers_keys(home, fake_backend)
         assert app.current_mode == "submit" and screen.query_one("#name", Input).value.endswith("12")
         await pilot.press("escape", "1")
         assert app.current_mode == "queue"
+        assert FakeBackend.instances[-1].mutations == []
+
+
+async def test_ctrl_o_after_a_load_goes_into_the_file_box(home, fake_backend, tmp_path):
+    """With a file loaded, ctrl+o goes into the file box again (its text selected): the next path typed
+    replaces it and loads, never running as keys (s, l, 1... of the path)."""
+    first = str(SAMPLES / "local-shell.yaml")
+    second = tmp_path / "second.yaml"
+    second.write_text((SAMPLES / "local-shell.yaml").read_text().replace("local-shell-demo", "second-run"))
+    app = make_app(fake_cluster())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="submit")
+        box = screen.query_one("#spec-path", Input)
+        await wait_for(pilot, lambda: app.focused is screen.query_one("#cluster"), what="focus on the cluster")
+        await pilot.press("ctrl+o", *first, "enter")
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "local-shell-demo", what="loaded")
+        assert app.focused is screen.query_one("#cluster")
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: app.focused is box, what="the file box again")
+        await pilot.press(*str(second), "enter")
+        await wait_for(pilot, lambda: screen.query_one("#name", Input).value == "second-run", what="the second loaded")
+        assert box.value == str(second)
+        assert app.current_mode == "submit"
         assert FakeBackend.instances[-1].mutations == []
 
 

@@ -10,11 +10,12 @@ from dataclasses import replace
 from sitehelpers import known_to_slurmctld, site_cluster, site_slurm
 from slurmhelpers import ssh_cluster
 from textual.widgets import Static
-from uihelpers import make_app
+from uihelpers import footer_text, make_app
 from waiting import async_wait_until, wait_for
 
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.screens.detail import JobDetailScreen
+from yanflow_tui.screens.queue import JobTable
 from yanflow_tui.spec import parse_spec
 
 
@@ -32,6 +33,19 @@ async def test_detail_shows_the_gpus_the_job_holds_and_its_raw_spec(fake_backend
         await wait_for(pilot, lambda: "name: train-resnet" in section(detail, "#raw-spec"), what="raw spec")
         placement = section(detail, "#placement")
         assert "gpu01" in placement and "4 of 8 GPU(s): #0 90%, #1 90%, #2 90%, #3 90%" in placement
+
+
+async def test_detail_footer_shows_the_detail_keys_not_the_queue_keys(fake_backend):
+    """Opened from the Queue (enter), the detail's footer lists its own keys: c is the curves' next tag
+    there, not the Queue's Cancel."""
+    app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda: "hpc/101" in app.screen.query_one(JobTable).row_keys, what="rows")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen), what="detail")
+        await wait_for(pilot, lambda: "esc Close" in footer_text(app), what="the detail's keys")
+        footer = footer_text(app)
+        assert "l Logs" in footer and "Cancel" not in footer
 
 
 async def test_detail_placement_follows_the_nodes_data(fake_backend):

@@ -261,3 +261,28 @@ async def test_the_namespace_dialog_starts_on_the_one_in_use_and_enter_there_kee
         await pilot.press("1")
         await wait_for(pilot, lambda: isinstance(app.screen, QueueScreen), what="the Queue")
         assert rows(app) == ["k8s/ml/in-ml"]
+
+
+async def test_the_clusters_screen_says_the_context_namespace_and_user_of_each_cluster(home, emulator, tmp_path):
+    """Kubernetes: the kubeconfig context, its namespace and its user; local: this machine's user."""
+    import os
+    import pwd
+
+    from yanflow_tui.config import ClusterConfig
+
+    kubeconfig = write_kubeconfig(tmp_path / "kc", emulator.url, others={"prod": "serving"})
+    app = make_app(ClusterConfig("local", "local", refresh_seconds=0.5), cluster(kubeconfig))
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda: app.hub.snapshots["k8s"].updated, timeout=20, what="the k8s cluster read")
+        await pilot.press("5")
+        await wait_for(pilot, lambda: isinstance(app.screen, ClustersScreen), what="the Clusters screen")
+        me = pwd.getpwuid(os.getuid()).pw_name
+        await wait_for(
+            pilot,
+            lambda: "user alice · context emu · namespace ml · read-write" in screen_text(app),
+            what="the context, namespace and user",
+        )
+        assert f"user {me} · read-write" in screen_text(app)
+        await app.hub.backend("k8s").set_scope("context", "prod")
+        app.screen.refresh_data()
+        await wait_for(pilot, lambda: "user bob-prod · context prod" in screen_text(app), what="the new context's user")

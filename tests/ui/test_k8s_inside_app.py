@@ -13,7 +13,7 @@ import pytest
 from fakes.k8s_api import make_job, make_pod
 from k8shelpers import cluster
 from textual.widgets import DataTable, Input, Static
-from uihelpers import make_app
+from uihelpers import footer_text, make_app
 from waiting import wait_for
 
 from yanflow_tui.backends.kubernetes import tbfiles
@@ -64,6 +64,8 @@ async def test_files_view_lists_opens_a_folder_and_downloads_with_progress(home,
         table = files.query_one("#files", DataTable)
         await wait_for(pilot, lambda: cells(table) == ["ckpt/", "notes.txt"], what="the listing")
         assert str(files.query_one("#files-path", Static).render()) == str(root)
+        footer = await wait_for(pilot, lambda: "esc Close" in footer_text(app) and footer_text(app), what="keys")
+        assert "esc Close" in footer and "d Download" in footer and "⌫ Up" in footer
         await pilot.press("enter")  # into ckpt/
         await wait_for(pilot, lambda: cells(table) == ["w.bin"], what="the sub-folder")
         assert "1.9 MiB" in str(table.get_row_at(0)[1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import stat
 from dataclasses import replace
 
@@ -21,6 +22,7 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import JobState, LogLine
 from yanflow_tui.screens import queue as queue_screen
+from yanflow_tui.screens.dialogs import ConfirmScreen
 from yanflow_tui.screens.logs import pane as log_pane
 from yanflow_tui.screens.logs.pane import LogPane
 from yanflow_tui.screens.logs.screen import LogsScreen
@@ -358,22 +360,31 @@ async def test_search_of_a_spilled_log_keeps_up_with_new_lines(home, stream_kind
         assert "search 'line 29': 1/112" in screen_text(app)
 
 
+async def fed_view(app, pilot, special: dict[int, str], total: int, *extra: tuple[str, str]) -> LogView:
+    """Job 101's view once it holds ``total`` lines (``special`` ones at their numbers, "line N" the
+    others), then each (source, text) of ``extra``."""
+    fake = backend(app)
+    await wait_for(pilot, lambda: fake.jobs, what="jobs")
+    fake.feed("101", *(special.get(i, f"line {i}") for i in range(total)))
+    for source, text in extra:
+        fake.feed("101", text, source=source)
+    logs = await open_logs(app, pilot, "101")
+    view = logs.pane.view
+    await wait_for(pilot, lambda: len(view.store) == total + len(extra), what="lines")
+    return view
+
+
 async def test_error_keys_jump_to_error_and_traceback_lines(home, stream_kind, small_stores):
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
-        fake = backend(app)
-        await wait_for(pilot, lambda: fake.jobs, what="jobs")
         special = {
-            100: "RuntimeError: not a word match",
+            100: "MyErrorHandler set up",
             700: "an error occurred",
             1_500: "errors are fine",
             2_000: "Traceback (most recent call last):",
             2_500: "ERROR: disk full",
         }
-        fake.feed("101", *(special.get(i, f"line {i}") for i in range(3_000)))
-        logs = await open_logs(app, pilot, "101")
-        view = logs.pane.view
-        await wait_for(pilot, lambda: len(view.store) == 3_000, what="lines")
+        view = await fed_view(app, pilot, special, 3_000)
         await asyncio.to_thread(view.store.sync)
         assert view.store.spilled > 700  # the first error is read back from disk (in a thread)
         for expected in (700, 2_000, 2_500):
@@ -389,12 +400,130 @@ async def test_error_keys_jump_to_error_and_traceback_lines(home, stream_kind, s
         await wait_for(pilot, lambda: view.current_line == 700, what="wrapped to the first error")
 
 
+async def test_error_keys_find_exception_lines_cuda_nccl_killed_and_oom(home, stream_kind):
+    """e and E stop at Python exception lines (at the line's start or after a rank prefix), CUDA and
+    NCCL errors, Killed and OOM, as well as lines saying error; other lines are passed over."""
+    app = make_app(cluster())
+    async with app.run_test(size=(100, 24)) as pilot:
+        special = {
+            10: "RuntimeError: CUDA out of memory",
+            20: "MyErrorHandler set up",  # not an exception line
+            30: "ValueError: bad shape",
+            40: "1: KeyError: 'lr'",  # srun --label
+            50: "[rank1]: torch.distributed.DistBackendError: NCCL timeout",
+            60: "Exception: something broke",
+            70: "CUDA_ERROR_LAUNCH_FAILED in kernel",
+            80: "NCCL WARN NCCL_ERROR_SYSTEM",
+            90: "/bin/sh: line 1: 1234 Killed    python train.py",
+            100: "worker 3 OOM",
+            110: "terrors of the deep",  # not an error
+        }
+        after_rank = ("rank 1", "ZeroDivisionError: division by zero")  # after the pane's rank prefix
+        view = await fed_view(app, pilot, special, 120, after_rank)
+        view.set_following(False)
+        view.go_to_line(0, center=False)
+        await wait_for(pilot, lambda: view.top_line == 0, what="the top")
+        found = []
+        for _ in range(10):
+            before = view.error_line
+            await pilot.press("e")
+            await wait_for(pilot, lambda before=before: view.error_line != before, what="the next error")
+            found.append(view.current_line)
+        assert found == [10, 30, 40, 50, 60, 70, 80, 90, 100, 120]
+        await pilot.press("E")
+        await wait_for(pilot, lambda: view.current_line == 100, what="the error before")
+
+
+async def test_save_names_each_stream_and_asks_before_replacing_a_file(home, register_backend, tmp_path, monkeypatch):
+    """The stderr pane and the stdout pane offer two names; a name that is taken is replaced only on yes."""
+
+    class TwoStreams(StreamingBackend):
+        kind = "fake-two-streams"
+
+        async def log_streams(self, job_id):
+            return ("", "stderr")
+
+        async def stream_logs(self, job_id, follow=False, stream=""):
+            yield LogLine(job_id, f"{stream or 'stdout'} line")
+
+    register_backend(TwoStreams)
+    monkeypatch.chdir(tmp_path)
+    app = make_app(ClusterConfig("hpc", "fake-two-streams", refresh_seconds=0.5))
+    async with app.run_test(size=(120, 24)) as pilot:
+        logs = await open_logs(app, pilot, "101")
+        assert [pane.stream_name for pane in logs.panes] == ["stdout", "stderr"]
+        names = {}
+        for pane in logs.panes:
+            logs._activate(pane)
+            await wait_for(pilot, lambda pane=pane: len(pane.store) == 1, what="the line")
+            assert f"train-resnet  1 lines  {pane.stream_name}  " in screen_text(app)  # the status says which
+            await pilot.press("w")
+            prompt = await wait_for(pilot, lambda: prompt_ready(app), what="save prompt")
+            names[pane.stream_name] = path = prompt.query_one(Input).value
+            await pilot.press("enter")
+            await wait_for(pilot, lambda path=path: os.path.exists(path), what="saved")
+        assert names == {
+            "stdout": str(tmp_path / "hpc-101-train-resnet-stdout.log"),
+            "stderr": str(tmp_path / "hpc-101-train-resnet-stderr.log"),
+        }
+        stderr = tmp_path / "hpc-101-train-resnet-stderr.log"
+        assert stderr.read_text() == "stderr line\n"
+        logs._activate(logs.panes[0])  # the stdout pane saved over the stderr file: asked first, each time
+        for answer, kept in (("n", "stderr line\n"), ("y", "stdout line\n")):
+            await pilot.press("w")
+            prompt = await wait_for(pilot, lambda: prompt_ready(app), what="save prompt")
+            prompt.query_one(Input).value = str(stderr)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked before replacing")
+            await pilot.press(answer)
+            await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="answered")
+            await wait_for(pilot, lambda kept=kept: stderr.read_text() == kept, what=f"the file after {answer}")
+            await pilot.pause()
+            assert stderr.read_text() == kept
+
+
+async def ranked_pane(app, pilot) -> tuple[LogsScreen, LogPane]:
+    """Job 104's pane (two ranks, 8 lines) with every line in: the Logs screen and the pane."""
+    logs = await open_logs(app, pilot, "104")
+    pane = logs.pane
+    assert pane is not None
+    await wait_for(pilot, lambda: pane.line_count == 8, what="lines")
+    return logs, pane
+
+
+async def test_the_status_always_says_the_stream_and_the_ranks(home, stream_kind):
+    """merged, all ranks; only rank 1 after f."""
+    app = make_app(cluster())
+    async with app.run_test(size=(140, 24)) as pilot:
+        logs, pane = await ranked_pane(app, pilot)
+        await wait_for(pilot, lambda: "8 lines  merged, all ranks  " in screen_text(app), what="stream and ranks")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ChoiceScreen", what="rank choice")
+        await pilot.press("down", "down", "enter")  # all, rank 0, rank 1
+        await wait_for(pilot, lambda: "4 lines  merged, only rank 1  " in screen_text(app), what="the filter said")
+
+
+async def test_split_after_a_rank_filter_shows_every_rank_and_says_so(home, stream_kind):
+    """f (rank 1) then s: split shows every rank and clears the filter; the status says so, not "only"."""
+    app = make_app(cluster())
+    async with app.run_test(size=(140, 24)) as pilot:
+        logs, pane = await ranked_pane(app, pilot)
+        pane.set_source_filter("rank 1")
+        logs._changed()
+        await wait_for(pilot, lambda: "only rank 1" in screen_text(app), what="the filter said")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: pane.split and len(pane.views) == 2, what="split")
+        await wait_for(pilot, lambda: "2 ranks side by side" in screen_text(app), what="split said")
+        assert "only rank 1" not in screen_text(app) and pane.source_filter is None
+        await pilot.press("s")
+        await wait_for(pilot, lambda: not pane.split, what="joined")
+        await wait_for(pilot, lambda: "8 lines  merged, all ranks  " in screen_text(app), what="every rank again")
+
+
 async def test_rank_filter_and_search_follow_the_rank_store(home, stream_kind):
     app = make_app(cluster())
     async with app.run_test(size=(120, 24)) as pilot:
-        logs = await open_logs(app, pilot, "104")
-        pane = logs.pane
-        await wait_for(pilot, lambda: pane.line_count == 8, what="lines")
+        logs, pane = await ranked_pane(app, pilot)
         await pilot.press("slash", *"step 3", "enter")
         assert list(pane.view.matches) == [6, 7]
         pane.set_source_filter("rank 1")
@@ -433,13 +562,8 @@ async def test_error_keys_search_from_where_the_view_is(home, stream_kind):
     """e finds the next error after the lines on show, E the one before them; not the file's first."""
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
-        fake = backend(app)
-        await wait_for(pilot, lambda: fake.jobs, what="jobs")
         special = {100: "an error here", 700: "another error", 1_500: "Traceback (most recent call last):"}
-        fake.feed("101", *(special.get(i, f"line {i}") for i in range(2_000)))
-        logs = await open_logs(app, pilot, "101")
-        view = logs.pane.view
-        await wait_for(pilot, lambda: len(view.store) == 2_000, what="lines")
+        view = await fed_view(app, pilot, special, 2_000)
         view.set_following(False)
         view.go_to_line(1_000, center=False)
         await wait_for(pilot, lambda: view.top_line == 1_000, what="view at line 1000")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from uihelpers import make_app, screen_text
 from waiting import wait_for
 
@@ -70,3 +71,29 @@ async def test_no_color_checkboxes_say_yes_or_no(monkeypatch):
         await pilot.press("space")
         await wait_for(pilot, lambda: box.value, what="ticked")
         await wait_for(pilot, lambda: "yes" in screen_text(app).split("Exclusive")[1].split("\n")[0], what="yes")
+
+
+LONG_QUESTION = (
+    "Resubmit job 4815162 (llama-finetune-deepspeed-2x8) on hpc-prod with twice the time limit (after a TIMEOUT)"
+    " or twice the memory (after an OUT_OF_MEMORY)?"
+)
+
+
+@pytest.mark.parametrize("dialog", ["confirm", "prompt", "choice"])
+async def test_a_dialogs_long_title_wraps_at_80x24_and_nothing_is_cut(fake_backend, dialog):
+    from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen, PromptScreen
+
+    made = {
+        "confirm": lambda: ConfirmScreen(LONG_QUESTION),
+        "prompt": lambda: PromptScreen(LONG_QUESTION, "00:02:00"),
+        "choice": lambda: ChoiceScreen(LONG_QUESTION, ["yes", "no"]),
+    }
+    app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(made[dialog]())
+        await wait_for(
+            pilot, lambda: type(app.screen).__name__.endswith("Screen") and app.screen.query("Label"), what="it"
+        )
+        await pilot.pause()
+        shown = " ".join(re.sub(r"[█▌▐▊▎]", " ", screen_text(app)).split())
+        assert " ".join(LONG_QUESTION.split()) in shown

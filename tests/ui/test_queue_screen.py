@@ -599,3 +599,37 @@ async def test_a_filter_matching_most_jobs_tells_the_table_what_differs_from_the
         await pilot.press("escape")
         await wait_for(pilot, lambda: len(rows(app)) == 1504, what="every row again")
         assert all(jobs.get_row(key) is row for key, row in zip(rows(app), shown, strict=True))
+
+
+POD = "ml-research/train-ddp-7f9c8d/train-ddp-7f9c8d-worker"  # a pod row's id: namespace/job/pod
+
+
+class FakePodsBackend(FakeBackend):
+    """The fake as a Kubernetes cluster looks: long pod ids (namespace/pod), long names, node lists."""
+
+    kind = "fake-pods"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.jobs = [
+            self.job(f"{POD}-0", "llama-finetune-2x8", JobState.RUNNING, gpus=8, nodes=("gpu-node-a",)),
+            self.job(f"{POD}-1", "llama-finetune-2x8", JobState.PENDING, gpus=8, reason="Unschedulable"),
+        ]
+
+
+async def test_at_80x24_a_long_pod_id_gives_way_and_state_stays_readable(register_backend):
+    """A Kubernetes pod id is cut with an ellipsis rather than pushing STATE (and what follows) off screen."""
+    register_backend(FakePodsBackend)
+    app = make_app(ClusterConfig("k8s-prod", "fake-pods", refresh_seconds=3600), pinned_clock=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 2, what="rows")
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        header = next(line for line in lines if "CLUSTER" in line)
+        assert "STATE" in header and "GPUS" in header
+        running = next(line for line in lines if "running" in line and "research" in line)
+        pending = next(line for line in lines if "pending" in line and "research" in line)
+        for line in (running, pending):
+            assert "ml-research/…" in line  # the id cut, and said so
+            assert len(line.rstrip()) <= 80
+        assert running.split()[-4:] == ["running", "8", "gpu-n…", "10m"]  # STATE whole, and what follows

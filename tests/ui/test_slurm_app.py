@@ -193,3 +193,33 @@ async def test_a_cancelled_jobs_gpus_show_free_within_seconds_not_at_the_next_no
         await wait_for(pilot, lambda: node_gpus(app, c.name)[node][0] <= busy - 4, what="the GPUs free", timeout=10)
         assert asyncio.get_running_loop().time() - started < 10
         assert live_state(job_id) in (None, "CANCELLED", "COMPLETING")
+
+
+async def test_widen_history_on_a_cluster_without_accounting_says_what_is_listed(home, slurm_dir):
+    """H on the loopback cluster (no slurmdbd) says no history is kept, not "the last 7 days"."""
+    app = make_app(cluster())
+    async with app.run_test(size=(140, 30)) as pilot:
+        backend = app.hub.backend(cluster().name)
+        await wait_for(pilot, lambda: backend.notice, timeout=30, what="sacct found without accounting")
+        window = backend.history_window
+        await pilot.press("H")
+        said = await wait_for(
+            pilot, lambda: next((n.message for n in app._notifications if "history" in n.message), ""), what="said"
+        )
+        assert "no history (no accounting): only the jobs squeue still lists" in said and "days" not in said
+        assert backend.history_window == window
+
+
+async def test_a_pending_arrays_group_counts_its_tasks_not_its_rows(home, slurm_dir, slurm_jobs):
+    """A held array of 6 is one squeue row (N_[0-5]): its group says (6), and its detail 6 tasks."""
+    from slurmhelpers import slurm
+
+    out = slurm("sbatch", "--parsable", "--hold", "--array=0-5", "-J", "nc-sweep", "--wrap", "true")
+    job_id = slurm_jobs.add(out.strip().split(";")[0])
+    app = make_app(cluster())
+    async with app.run_test(size=(160, 30)) as pilot:
+        key = f"{cluster().name}/{job_id}"
+        await wait_for(pilot, lambda: key in rows(app), timeout=30, what="the array's group row")
+        await wait_for(pilot, lambda: "nc-sweep (6)" in screen_text(app), what="the group's count of tasks")
+        head = app.hub.find_job(cluster().name, job_id)
+        assert dict(head.details)["Array tasks"] == "6 in 1 row"

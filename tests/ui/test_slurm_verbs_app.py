@@ -13,7 +13,7 @@ from pathlib import Path
 from sitehelpers import accounted, site_cluster, site_sbatch, site_slurm
 from slurmhelpers import live_state, slurm, ssh_cluster
 from textual.widgets import Input
-from uihelpers import make_app, screen_text
+from uihelpers import make_app, prompt_ready, screen_text
 from waiting import async_wait_until, wait_for
 
 from yanflow_tui.commands import YanflowCommands
@@ -172,8 +172,9 @@ async def test_edit_key_asks_the_field_and_value_then_scontrol_shows_it(home, sl
             await pilot.press("E")
             await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="fields")
             await pilot.press("enter")  # the first: time limit
-            await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="prompt")
-            await pilot.press(*value, "enter")
+            prompt = await wait_for(pilot, lambda: prompt_ready(app), what="prompt")
+            assert prompt.query_one(Input).value == shown(job_id)["TimeLimit"]  # the time limit now, to change
+            await pilot.press(*value, "enter")  # (typed over it: the prefilled text is selected)
 
         await edit_time("soon")  # checked before the confirmation: said, and nothing is asked or sent
         await wait_for(pilot, lambda: any("not a Slurm time limit: 'soon'" in n for n in notes), what="the problem")
@@ -254,3 +255,46 @@ def site_job_named(name: str, other_than: str) -> str:
     out = site_slurm("squeue", "-h", "-a", "-t", "all", "-o", "%i|%j")
     found = [i for i, n in (line.split("|", 1) for line in out.splitlines()) if n == name and i != other_than]
     return found[0] if found else ""
+
+
+async def test_more_on_a_pending_job_says_what_it_is_for_and_does_nothing(home, slurm_dir, slurm_jobs):
+    """M on a PENDING job: M is for jobs that ended by TIMEOUT or OUT_OF_MEMORY; nothing opens or runs."""
+    async with queue_on_new_job(slurm_jobs, "yf-ui-more-pending") as (pilot, app, job_id):
+        errors: list[str] = []
+        report = app.report_error
+        app.report_error = lambda title, text, *a, **k: (errors.append(text), report(title, text, *a, **k))[1]
+        await pilot.press("M")
+        said = await wait_for(pilot, lambda: errors and errors[-1], what="the refusal")
+        assert "ended PENDING" not in said
+        assert f"job {job_id} is PENDING: nothing done" in said and "only for a job that ended by TIMEOUT" in said
+        assert isinstance(app.screen, QueueScreen) and mutations(app) == []
+
+
+async def test_resubmit_opens_the_submit_form_on_the_jobs_script_to_review(home, slurm_dir, slurm_jobs):
+    """R, as the README says: the Submit form on the job's script (its options as #SBATCH lines), nothing
+    sent until Submit."""
+    async with queue_on_new_job(slurm_jobs, "yf-ui-resubmit") as (pilot, app, job_id):
+        await pilot.press("R")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="the form")
+        name = lambda: next((box.value for box in screen.query("#name").results(Input)), None)  # noqa: E731
+        await wait_for(pilot, lambda: name() == "yf-ui-resubmit", what="the job's script loaded")
+        mode, written = mode_and_text(Path(screen.query_one("#spec-path", Input).value))
+        assert mode == 0o600 and "#SBATCH --job-name=yf-ui-resubmit\n" in written
+        assert not [argv for argv in mutations(app) if argv[0] == "sbatch"]  # to review first
+
+
+async def test_edit_prompts_are_filled_with_the_jobs_values_now(home, slurm_dir, slurm_jobs):
+    """E: the time limit, partition and QOS prompts each start from what the job has now (00:05:00, cpu)."""
+    async with queue_on_new_job(slurm_jobs, "yf-ui-edit-now") as (pilot, app, job_id):
+        now = shown(job_id)
+        assert (now["TimeLimit"], now["Partition"]) == ("00:05:00", "cpu")
+        qos = "" if now["QOS"] == "(null)" else now["QOS"]  # none without accounting: an empty prompt
+        for downs, expected in ((0, now["TimeLimit"]), (1, now["Partition"]), (2, qos)):
+            await pilot.press("E")
+            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="fields")
+            await pilot.press(*["down"] * downs, "enter")
+            prompt = await wait_for(pilot, lambda: prompt_ready(app), what="prompt")
+            assert prompt.query_one(Input).value == expected
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, QueueScreen), what="back on the Queue")
+        assert mutations(app) == []

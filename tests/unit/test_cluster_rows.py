@@ -31,11 +31,13 @@ def test_a_cached_snapshot_says_cached_with_its_age_never_a_fresh_age():
 
 def test_a_row_carries_the_whole_error_and_what_to_do():
     long = "ssh x: host key not trusted\nIf it is the login node's key, add this line to kh:\n[h]:22 ssh-ed25519 AAAA"
-    row = cluster_row(snap(health=Health.ERROR, message="ssh x: host key not trusted", detail=long), NOW, "root")
-    assert row.note == long and row.error and row.last_good == "never" and row.user == "root"
+    row = cluster_row(
+        snap(health=Health.ERROR, message="ssh x: host key not trusted", detail=long), NOW, (("user", "root"),)
+    )
+    assert row.note == long and row.error and row.last_good == "never" and row.about == (("user", "root"),)
     assert row.access == "read-write" and row.action == ""
     login = cluster_row(snap(health=Health.ERROR, login_user="alice", read_only=True), NOW)
-    assert login.action == "l: log in as alice" and login.access == "read-only" and login.user == "-"
+    assert login.action == "l: log in as alice" and login.access == "read-only" and login.about == (("user", "-"),)
     notice = cluster_row(snap(health=Health.OK, updated=NOW - 30, detail="history needs accounting"), NOW)
     assert notice.note == "history needs accounting" and not notice.error and notice.last_good == "30s ago"
     assert has_note(snap(detail="history needs accounting")) and not has_note(snap())

@@ -54,10 +54,49 @@ def test_the_registry_holds_the_ids_of_the_app_its_screens_dialogs_and_widgets()
 async def test_good_names_still_apply(home):
     text = (
         BAD.replace("textual-drak", "textual-light")
-        .replace("cancel-jobb", "filter-jobs")
+        .replace("cancel-jobb: x", "filter-jobs: F")  # x is the Queue's job-shell
         .replace("  frobnicate: y\n", "  confirm-no: ctrl+n\n")
     )
     app = YanflowApp(parse_config(text, "config.yaml"))
     async with app.run_test() as pilot:
         await wait_for(pilot, lambda: app.theme == "textual-light", what="the configured theme")
         assert app.current_theme.name == "textual-light"
+
+
+CLASH = """\
+clusters:
+  - {name: local, kind: local}
+keymap:
+  filter-jobs: F
+  cancel-job: s
+"""
+CLASH_ERROR = (
+    "config.yaml:5: keymap.cancel-job: key 's' is taken by submit-job (Submit) on the Queue screen;"
+    " choose another key, or remap submit-job too"
+)
+
+
+def test_a_keymap_key_another_binding_of_the_screen_holds_is_refused_at_start(home):
+    with pytest.raises(SpecError) as caught:
+        YanflowApp(parse_config(CLASH, "config.yaml"))
+    assert str(caught.value).splitlines() == [CLASH_ERROR]
+
+
+def test_a_keymap_that_moves_both_bindings_or_a_read_only_twin_is_no_clash(home):
+    YanflowApp(parse_config(CLASH + "  submit-job: S\n", "config.yaml"))  # s handed over: no clash
+    YanflowApp(parse_config(CLASH.replace("cancel-job: s", "detail-shell: X"), "config.yaml"))  # with its twin
+
+
+@pytest.mark.parametrize("command", [["jobs"], ["nodes"], []])
+def test_headless_commands_and_the_console_report_a_bad_theme_or_keymap_and_exit_2(home, tmp_path, capsys, command):
+    """The same error, in the same words, from every command (the console's included), and exit status 2."""
+    from yanflow_tui import cli
+
+    path = tmp_path / "config.yaml"
+    path.write_text(CLASH + "theme: textual-drak\n")
+    assert cli.main(["--config", str(path), *command]) == cli.EXIT_USAGE == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"yanflow-tui: error: {path}:5: " + CLASH_ERROR.split(":5: ", 1)[1],
+        f"yanflow-tui: error: {path}:6: theme: unknown theme 'textual-drak'; did you mean \"textual-dark\"?",
+    ]

@@ -173,3 +173,23 @@ def test_a_login_in_the_terminal_gets_the_normal_screen_before_its_first_line(tm
     early.leave()  # again: nothing more
     early.takes_over()
     os.close(read)
+
+
+def test_the_column_widths_agree_with_the_queues_columns():
+    """The early paint fits the Queue's columns as the Queue does: the same headers, flexible columns
+    and floors (the id's among them), give-way ranks, right-justified columns and min widths."""
+    from yanflow_tui.screens.queue import COLUMNS
+
+    assert earlypaint.HEADERS == tuple(column.label for column in COLUMNS)
+    assert earlypaint.FLEX == {i: column.floor for i, column in enumerate(COLUMNS) if column.flex}
+    assert earlypaint.GIVE_WAY == {i: column.give_way for i, column in enumerate(COLUMNS) if column.give_way}
+    assert earlypaint.RIGHT == {i for i, column in enumerate(COLUMNS) if column.justify == "right"}
+    assert earlypaint.MIN_WIDTH == {i: column.min_width for i, column in enumerate(COLUMNS) if column.min_width}
+
+
+def test_a_long_pod_id_is_cut_and_state_stays_on_screen_at_80_columns():
+    pod = "ml-research/train-ddp-7f9c8d/train-ddp-7f9c8d-worker-0"
+    lines = screen(Config(clusters=CLUSTERS), document((job(pod, "llama-finetune-2x8"),)), columns=80)
+    header = next(line for line in lines if "CLUSTER" in line)
+    row = next(line for line in lines if "ml-research" in line)
+    assert "STATE" in header and "…" in row and row.index("running") == header.index("STATE")

@@ -505,3 +505,17 @@ def test_nodes_alike_share_one_tuple_of_gpus():
     assert [g.state for g in g3.gpus] == [GpuState.FREE] * 2 + [GpuState.ALLOCATED] * 2
     assert [(g.state, g.reason) for g in g4.gpus] == [(GpuState.UNAVAILABLE, "disk")] * 4
     assert [g.reason for g in g5.gpus] == ["fan"] * 4 and [g.index for g in g1.gpus] == [0, 1, 2, 3]
+
+
+def test_task_count_reads_every_form_of_an_array_range():
+    from yanflow_tui.backends.slurm.parse import task_count
+
+    assert [task_count(t) for t in ("4", "0,3", "0-5", "0-9%2", "1-9:2", "0-2,7,10-11", "weird")] == [
+        1,
+        2,
+        6,
+        10,
+        5,
+        6,
+        1,
+    ]

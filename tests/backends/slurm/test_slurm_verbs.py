@@ -106,7 +106,9 @@ async def test_resubmit_with_a_longer_time_and_more_refused_unless_it_ran_out(ba
     new_id = slurm_jobs.add(said.split(" as ")[1].split()[0])
     assert shown(new_id)["TimeLimit"] == "00:20:00" and shown(new_id)["JobName"] == "yf-longer"
     sbatches = [a for a in backend.transport.history if a[0] == "sbatch"]
-    with pytest.raises(BackendError, match="not TIMEOUT or OUT_OF_MEMORY"):
+    with pytest.raises(
+        BackendError, match=f"only for a job that ended by TIMEOUT .*; job {job_id} is PENDING: nothing done"
+    ):
         await backend.perform(job_id, "resubmit", {"more": "yes"})
     assert [a for a in backend.transport.history if a[0] == "sbatch"] == sbatches  # nothing sent
 
