@@ -732,8 +732,10 @@ async def test_a_log_stream_cut_mid_line_resumes_without_loss_or_repeats_in_a_sh
     assert_reconnected(statuses)
     # Each resume reaches back to the burst's second at least (its lines were skipped as shown).
     resumes = [q for q in log_queries(emulator) if "sinceSeconds" in q]
-    burst = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC).timestamp()
-    assert resumes and all(datetime.now(UTC).timestamp() - int(q["sinceSeconds"][0]) <= burst for q in resumes), resumes
+    burst = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc).timestamp()
+    assert resumes and all(
+        datetime.now(timezone.utc).timestamp() - int(q["sinceSeconds"][0]) <= burst for q in resumes
+    ), resumes
 
 
 async def test_a_create_whose_answer_is_lost_and_then_the_server_is_gone_is_unknown_and_a_retry_finds_it(
