@@ -600,7 +600,7 @@ class Backend(abc.ABC):
         send = self._submit_native if native else self._submit_tagged
         try:
             return await asyncio.wait_for(send(spec, tag, retry), budget)
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):
             raise SubmitUnknown(self.name, tag, f"no answer within {budget:.0f} s") from None
 
     async def cancel(self, job_id: str) -> None:

@@ -303,7 +303,7 @@ async def painted(widget_or_getter, timeout: float = 60.0) -> None:
         raise BenchTimeout("the widget to wait for is not on screen")
     try:
         await asyncio.wait_for(widget.wait_for_refresh(), timeout)
-    except TimeoutError:
+    except (TimeoutError, asyncio.TimeoutError):
         raise BenchTimeout(f"no repaint of {widget!r} within {timeout:.0f} s") from None
 
 

@@ -351,7 +351,7 @@ class YanflowApp(SerialKeys):
             try:
                 await asyncio.wait_for(wake.wait(), self.hub.next_delay(name))
                 await asyncio.sleep(COALESCE_SECONDS)  # a burst of pushed changes -> one refresh
-            except TimeoutError:
+            except (TimeoutError, asyncio.TimeoutError):
                 pass
             wake.clear()
 

@@ -523,6 +523,8 @@ async def _print_list(hub, args, what: str, snaps) -> int:
 async def _efficiencies(hub, jobs) -> dict:
     """(cluster, job id) -> seff's figures, for started jobs on clusters that have them; a cluster
     that cannot say (no accounting, a timeout) leaves its jobs at null."""
+    import asyncio  # loaded by now (this runs on the loop); imported here to keep the plain start light
+
     out: dict = {}
     by_cluster: dict[str, list[str]] = {}
     for job in jobs:
@@ -534,7 +536,7 @@ async def _efficiencies(hub, jobs) -> dict:
             continue
         try:
             found = await hub.call(backend.efficiency(ids))
-        except (YanflowError, TimeoutError) as exc:
+        except (YanflowError, TimeoutError, asyncio.TimeoutError) as exc:
             log.info("efficiency on %s: %s", name, exc)
             continue
         out.update({(name, job_id): eff for job_id, eff in found.items()})

@@ -115,7 +115,7 @@ class SerialKeys(App[None]):
         self._keys_quiet.clear()  # (set only while no key is in flight)
         try:
             await asyncio.wait_for(self._keys_quiet.wait(), left)
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):
             pass
 
     def _keys_moved(self) -> None:

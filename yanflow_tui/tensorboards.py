@@ -226,7 +226,7 @@ class TensorBoard:
                 self.process.terminate()
             try:
                 await asyncio.wait_for(self.process.wait(), STOP_SECONDS)
-            except TimeoutError:
+            except (TimeoutError, asyncio.TimeoutError):
                 with contextlib.suppress(ProcessLookupError):
                     self.process.kill()
                 await asyncio.wait_for(self.process.wait(), STOP_SECONDS)

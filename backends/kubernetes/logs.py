@@ -313,7 +313,7 @@ async def merged_logs(
         while True:
             try:
                 item = await asyncio.wait_for(queue.get(), POLL_SECONDS)
-            except TimeoutError:
+            except (TimeoutError, asyncio.TimeoutError):
                 if follow:
                     start_new()
                 if done >= len(readers) and (not follow or finished()):

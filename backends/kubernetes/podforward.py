@@ -44,7 +44,7 @@ class PodForward:
         while not self.stopped.is_set():
             try:
                 conn, _ = self.listener.accept()
-            except TimeoutError:
+            except TimeoutError:  # the socket's own (socket.timeout), not asyncio's
                 continue
             except OSError:
                 return

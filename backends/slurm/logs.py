@@ -68,7 +68,7 @@ class FileFollower:
         delay = min(RECONNECT_MAX, RECONNECT_MIN * 2 ** (attempt - 1))
         try:
             await asyncio.wait_for(self._finish.wait(), delay)
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):
             pass
 
     async def _chunks(self, stream: LineStream, following: bool) -> AsyncIterator[bytes]:
@@ -132,7 +132,7 @@ class FileFollower:
                             continue
                         yield raw.decode("utf-8", errors="replace")
                 ended = True
-            except (BackendError, TimeoutError) as exc:
+            except (BackendError, TimeoutError, asyncio.TimeoutError) as exc:
                 if not self.follow and (not opened or attempt + 1 >= READ_TRIES):
                     raise
                 if not opened:

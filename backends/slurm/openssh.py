@@ -199,7 +199,7 @@ class OpenSSHTransport(LocalTransport):
         )
         try:
             return await asyncio.wait_for(proc.wait(), CHECK_TIMEOUT) == 0
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):
             return False
         finally:
             if proc.returncode is None:  # timed out or cancelled
@@ -243,7 +243,7 @@ class OpenSSHTransport(LocalTransport):
         await self._ready()
         try:
             await asyncio.wait_for(self._channels.acquire(), self.timeout)
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):
             raise BackendError(
                 f"ssh {self.target.label}: all {MAX_CHANNELS} sessions stayed busy for "
                 f"{self.timeout:.0f} s (too many logs followed at once?)"
@@ -259,7 +259,7 @@ class OpenSSHTransport(LocalTransport):
             nonlocal released
             try:  # stdin closed, the remote watcher stops tail; killed after 3 s (never waits on the pipes)
                 await asyncio.wait_for(stream.aclose(), STOP_SECONDS)
-            except TimeoutError:
+            except (TimeoutError, asyncio.TimeoutError):
                 pass
             finally:
                 if not released:
@@ -303,7 +303,7 @@ class OpenSSHTransport(LocalTransport):
             )
             try:
                 _, err = await asyncio.wait_for(proc.communicate(), CHECK_TIMEOUT)
-            except TimeoutError:
+            except (TimeoutError, asyncio.TimeoutError):
                 _kill(proc)
                 raise BackendError(f"ssh {self.target.label}: -O {op} timed out") from None
             if proc.returncode:

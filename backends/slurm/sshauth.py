@@ -133,7 +133,7 @@ class LoginClient(asyncssh.SSHClient):
             if self.identities_only:
                 ours = _public_data(self._files)
                 keys = [key for key in keys if key.public_data in ours]
-        except (OSError, ValueError, TimeoutError, asyncssh.Error) as exc:
+        except (OSError, ValueError, asyncio.TimeoutError, asyncssh.Error) as exc:
             log.info("ssh %s: ssh-agent at %s not used: %s", self.label, self.agent, exc or type(exc).__name__)
             self.problems.append(f"ssh-agent at {self.agent} did not answer")
             return []

@@ -177,7 +177,7 @@ class Transport(abc.ABC):
         script = script_for(argv, stdin_data)
         try:  # the time the user spends answering a login prompt is not the command's
             rc, out, err = await within(self._exec(script), timeout or self.timeout, self.waited)
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):
             raise CommandTimeout(f"{argv[0]} did not answer within {timeout or self.timeout:.0f} s") from None
         return Result(argv, rc, out, err)
 
@@ -332,7 +332,7 @@ class LocalTransport(Transport):
                 pass
             try:
                 await asyncio.wait_for(proc.wait(), 3)
-            except TimeoutError:
+            except (TimeoutError, asyncio.TimeoutError):
                 _kill(proc)
                 await proc.wait()
 
@@ -368,7 +368,7 @@ async def relay(host: str, port: int, local_port: int, timeout: float) -> tuple[
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             far_reader, far_writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-        except (OSError, TimeoutError):
+        except (OSError, asyncio.TimeoutError):
             writer.close()
             return
         both = asyncio.gather(copy(reader, far_writer), copy(far_reader, writer))
@@ -679,7 +679,7 @@ class SshTransport(Transport):
             if isinstance(exc, asyncssh.PermissionDenied) or client.tried:
                 raise sshauth.login_failed(label, client, files, exc.reason) from None
             raise BackendError(f"ssh {self.target.label}: {exc.reason}") from None
-        except (OSError, TimeoutError) as exc:
+        except (OSError, asyncio.TimeoutError) as exc:
             reason = "timed out" if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) else exc.strerror or exc
             raise BackendError(f"ssh {self.target.label}: cannot connect: {reason}") from None
         finally:
@@ -744,7 +744,7 @@ class SshTransport(Transport):
         conn = await self._connection()
         try:
             await asyncio.wait_for(self._channels.acquire(), self.timeout)
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):
             raise BackendError(
                 f"ssh {self.target.label}: all {MAX_CHANNELS} channels stayed busy for "
                 f"{self.timeout:.0f} s (too many logs followed at once?)"

@@ -507,7 +507,7 @@ class K8sEmulator:
                     break
                 try:
                     item = await asyncio.wait_for(queue.get(), left)
-                except TimeoutError:
+                except (TimeoutError, asyncio.TimeoutError):
                     break
                 while item is not None and not queue.empty():
                     item = queue.get_nowait()
@@ -652,7 +652,7 @@ class K8sEmulator:
                 self._log_waiters.add(waiter)
                 try:
                     await asyncio.wait_for(waiter.wait(), 0.5)
-                except TimeoutError:
+                except (TimeoutError, asyncio.TimeoutError):
                     pass
                 finally:
                     self._log_waiters.discard(waiter)
