@@ -52,11 +52,12 @@ async def sweep_keys(pilot, app, mode: str) -> list[str]:
     return keys
 
 
-async def sweep_details(pilot, app) -> list[str]:
-    """The detail of every job of the Queue, and every key bound in it, each undone; the job keys opened."""
+async def sweep_details(pilot, app, rows: list[str] | None = None) -> list[str]:
+    """The detail of every job of the Queue (or of ``rows``: a shared cluster's Queue holds others' too), and
+    every key bound in it, each undone; the job keys opened."""
     await _show(pilot, app, "queue")
     opened = []
-    for row in list(app.screen.query_one(JobTable).row_keys):
+    for row in rows or list(app.screen.query_one(JobTable).row_keys):
         opened.append(row)
         for key in [None, *await _detail_keys(pilot, app, row)]:
             detail = await _open_detail(pilot, app, row)
@@ -106,9 +107,9 @@ async def sweep_palette(pilot, app) -> list[str]:
     return names
 
 
-async def sweep(pilot, app) -> dict[str, list[str]]:
-    """The whole read-only sweep; what it pressed and ran, by part."""
+async def sweep(pilot, app, rows: list[str] | None = None) -> dict[str, list[str]]:
+    """The whole read-only sweep (the details of ``rows``, else of every job); what it pressed and ran."""
     done = {mode: await sweep_keys(pilot, app, mode) for mode in MODES}
-    done["details"] = await sweep_details(pilot, app)
+    done["details"] = await sweep_details(pilot, app, rows)
     done["palette"] = await sweep_palette(pilot, app)
     return done
