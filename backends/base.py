@@ -42,6 +42,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from yanflow_tui.backends.prompting import Asker, Prompter
 from yanflow_tui.capacity import Request
@@ -135,7 +136,8 @@ class Capabilities:
         """These capabilities on a read-only cluster: every flag of ``needs_write`` off."""
         if not self.needs_write:
             return self
-        return replace(self, off_read_only=self.needs_write, **{flag: False for flag in self.needs_write})
+        off: dict[str, Any] = dict.fromkeys(self.needs_write, False)
+        return replace(self, off_read_only=self.needs_write, **off)
 
     def why_off(self, flag: str) -> str:
         """Why ``flag`` is off on this read-only cluster ("" when read-only did not turn it off)."""

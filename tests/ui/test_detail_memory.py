@@ -17,7 +17,6 @@ from textual.widgets import Static
 from uihelpers import make_app
 from waiting import wait_for
 
-from yanflow_tui import heap
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.queue import JobTable, QueueScreen
 from yanflow_tui.screens.widgets.curves import CurvesView
@@ -67,7 +66,10 @@ async def test_detail_opened_and_closed_again_and_again_leaves_no_screen_behind(
         await pilot.pause()
         for _ in range(OPENS):
             screens.append(await open_and_close(pilot, app))
+        # no key now: the closed details bring the next full collection forward (not FULL_EVERY away)
+        collections = app.heap.full_collections
+        await wait_for(pilot, lambda: app.heap.full_collections > collections, what="a full collection", timeout=20)
         gc.collect()
         alive = sum(1 for ref in screens if ref() is not None)
-    # the old code kept every one (frozen garbage waited up to 5 minutes of a quiet keyboard)
-    assert alive < heap.DROPPED_LIMIT, f"{alive} of {OPENS} closed details still alive"
+    # the old code kept every one (frozen garbage waited for FULL_EVERY, 5 minutes, and a quiet keyboard)
+    assert alive <= 1, f"{alive} of {OPENS} closed details still alive"
