@@ -39,9 +39,10 @@ import asyncio
 import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from yanflow_tui.backends.jobfiles import NativeFormat
 from yanflow_tui.backends.prompting import Asker, Prompter
@@ -123,6 +124,27 @@ class Capabilities:
     # ``job_file(job_id, args)``: a job as a job file of its own kind to load into the Submit form (e.g. an
     # sbatch script with the job's options), with the form values to set (resubmit's larger time or memory).
     job_files: bool = False
+    # The read capabilities that need more than read permissions on this cluster (e.g. Kubernetes runs
+    # ``event_files`` and ``files`` by exec in a pod, ``create`` on ``pods/exec``, and ``forward`` through
+    # ``pods/portforward``), and what they need, said plainly. Read-only mode turns them off
+    # (``read_only_view``): a read-only console asks the cluster for read permissions only.
+    needs_write: frozenset[str] = field(default_factory=frozenset)
+    needs_write_why: str = ""
+    # The flags read-only mode turned off (``needs_write`` of a read-only cluster), for the UI to say why.
+    off_read_only: frozenset[str] = field(default_factory=frozenset)
+
+    def read_only_view(self) -> Capabilities:
+        """These capabilities on a read-only cluster: every flag of ``needs_write`` off."""
+        if not self.needs_write:
+            return self
+        off: dict[str, Any] = dict.fromkeys(self.needs_write, False)
+        return replace(self, off_read_only=self.needs_write, **off)
+
+    def why_off(self, flag: str) -> str:
+        """Why ``flag`` is off on this read-only cluster ("" when read-only did not turn it off)."""
+        if flag not in self.off_read_only:
+            return ""
+        return f"off in read-only mode: it needs {self.needs_write_why or 'more than read permissions'}"
 
 
 # The arguments each verb with arguments takes, for the CLI and the console's dialogs to ask for
@@ -266,6 +288,12 @@ class Gate:
         if self.read_only:
             raise ReadOnlyError(f"cluster {self.cluster!r} is read-only: {action} refused")
 
+    def check_read(self, action: str, needs: str) -> None:
+        """A read that needs a write permission on the cluster (``needs``, e.g. ``create`` on
+        ``pods/exec``): refused before any I/O when the gate is closed, as a write is."""
+        if self.read_only:
+            raise ReadOnlyError(f"cluster {self.cluster!r} is read-only: {action} needs {needs}, refused")
+
 
 class Backend(abc.ABC):
     """Base class of every backend. Instances serve one configured cluster."""
@@ -287,6 +315,8 @@ class Backend(abc.ABC):
         self.config = config
         self.name = config.name
         self.gate = Gate(config.name, config.read_only)
+        if config.read_only:
+            self.capabilities = self.capabilities.read_only_view()
         self._on_change: Callable[[], None] | None = None
         self._on_mutation: Callable[[], None] | None = None
         self.submit_refusal = ""  # why a cluster shown for monitoring only takes no jobs, for submit's error

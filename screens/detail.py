@@ -151,8 +151,11 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         for widget_id in ("#checkpoints-heading", "#checkpoints"):
             self.query_one(widget_id).display = caps.checkpoints
         self.query_one("#download").display = False
+        curves_off = caps.why_off("event_files")  # read-only turned them off: say so rather than hide them
         for widget_id in ("#curves-heading", "#curves"):
-            self.query_one(widget_id).display = caps.event_files
+            self.query_one(widget_id).display = caps.event_files or bool(curves_off)
+        if curves_off:
+            self.query_one(CurvesView).update(Text(f"Curves are {curves_off}.", style="dim"))
         if caps.event_files:
             self._load_curves()
             if not self.job.state.terminal:

@@ -329,6 +329,14 @@ class YanflowApp(SerialKeys):
         deadline.daemon = True  # a clean exit does not wait for it
         deadline.start()
 
+    async def _replace_screen(self, screen: Screen) -> Screen:
+        """Textual's hook for a screen popped or switched away: one removed (not installed, on no
+        stack) is garbage the heap's next full collection frees (``Heap.dropped``)."""
+        replaced = await super()._replace_screen(screen)
+        if not screen.is_attached:
+            self.heap.dropped()
+        return replaced
+
     async def on_unmount(self) -> None:
         self.heap.release()
         loop = asyncio.get_running_loop()

@@ -512,7 +512,8 @@ async def job_curves(backend: Any, job_id: str, timeout: float) -> Curves:
             reader.close()
     if caps.metrics:
         return from_metric_points(await asyncio.wait_for(backend.metrics(job_id), timeout))
-    raise BackendError(f"cluster {backend.name!r} has no curves for its jobs")
+    why = caps.why_off("event_files")
+    raise BackendError(f"cluster {backend.name!r} has no curves for its jobs" + (f": they are {why}" if why else ""))
 
 
 def _num(value: float) -> str:

@@ -9,7 +9,11 @@ of the collector's sight (``gc.freeze``, which costs nothing); young garbage is 
 usual, and refcounting frees the old jobs a refresh replaces. Cyclic garbage made of
 frozen objects (a screen closed, widgets unmounted) waits for ``full_collection``: every
 ``FULL_EVERY`` seconds, when no key came for ``QUIET`` seconds, everything is unfrozen, collected
-once, and frozen again. From the start to the first paint (``hold``: the cached snapshot read, the
+once, and frozen again. A screen closed (``dropped``: a job's detail, the Files view, a dialog, about
+1.5 MB of widgets and their caches each) brings it forward: at the first tick with no key for
+``QUIET`` seconds, or at once after ``DROPPED_LIMIT`` of them (keys coming all along, as in a sweep of
+job details), so memory stays flat however many screens are opened and closed. From the start to
+the first paint (``hold``: the cached snapshot read, the
 first rows made) nothing is collected at all: nearly all of it lives on, and the passes over it cost
 a quarter of that CPU at 10,000 jobs; the first ``settled`` (a refresh, or the first tick, a second
 in) collects again. ``release`` (at exit) hands everything back to the collector. Pure: no Textual.
@@ -29,6 +33,7 @@ from contextlib import contextmanager
 
 FULL_EVERY = 300.0  # seconds between two full collections (cyclic garbage among frozen objects)
 QUIET = 2.0  # seconds without a key before one runs
+DROPPED_LIMIT = 4  # screens closed since the last full collection that make one run even while keys come
 _frozen = False  # a Heap froze what lived, and has not released it since (``frozen``)
 
 
@@ -81,6 +86,7 @@ class Heap:
         self.last_key = float("-inf")
         self.freezes = 0
         self.full_collections = 0
+        self.dropped_screens = 0  # screens closed since the last full collection (``dropped``)
         self._held = False  # the collector was on when ``hold`` turned it off
 
     def hold(self) -> None:
@@ -103,11 +109,18 @@ class Heap:
         self.freezes += 1
         self._resume()
 
+    def dropped(self) -> None:
+        """A screen was closed: its widgets (frozen cyclic garbage, once a tick has passed while it was
+        open) are freed by the next full collection, which ``tick`` brings forward."""
+        self.dropped_screens += 1
+
     def tick(self) -> bool:
-        """Called about once a second: what lives now is frozen too, or the periodic full
-        collection runs, when due and the user is not typing. True when one ran."""
+        """Called about once a second: what lives now is frozen too, or the full collection runs, when
+        due (every ``FULL_EVERY`` seconds, or a screen closed: ``dropped``) and the user is not typing,
+        or after ``DROPPED_LIMIT`` closed screens whatever the keys. True when one ran."""
         now = self.clock()
-        if now - self.last_full < FULL_EVERY or now - self.last_key < QUIET:
+        due = self.dropped_screens > 0 or now - self.last_full >= FULL_EVERY
+        if self.dropped_screens < DROPPED_LIMIT and (not due or now - self.last_key < QUIET):
             self.settled()
             return False
         self.full_collection()
@@ -120,6 +133,7 @@ class Heap:
         self._resume()
         self.last_full = self.clock()
         self.full_collections += 1
+        self.dropped_screens = 0
 
     def release(self) -> None:
         """Everything back under the collector (at exit: a process running apps one after

@@ -92,7 +92,8 @@ async def _backend(hub, args, flag: str, what: str):
     name = await _job_cluster(hub, args.cluster, args.job)
     backend = hub.backend(name)
     if not getattr(backend.capabilities, flag):
-        raise YanflowError(f"cluster {name!r} cannot {what}")
+        why = backend.capabilities.why_off(flag)
+        raise YanflowError(f"cluster {name!r} cannot {what}" + (f": it is {why}" if why else ""))
     return backend
 
 

@@ -59,6 +59,7 @@ CONNECT_TIMEOUT = 5.0
 SYNC_WAIT = 20.0  # first read waits this long for the initial lists (the hub allows 30 s)
 CREATE_ATTEMPTS = 3
 RESOURCES = ("nodes", "pods", "jobs")
+EXEC_NEEDS = "exec or port-forward in the job's pods (create on pods/exec, pods/portforward), which a viewer may not do"
 NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a DNS-1123 label
 
 
@@ -87,6 +88,8 @@ class KubernetesBackend(Backend):
         forward=True,
         event_files=True,
         tensorboard=True,
+        needs_write=frozenset({"files", "event_files", "forward"}),
+        needs_write_why=EXEC_NEEDS,
     )
 
     def __init__(
@@ -435,6 +438,9 @@ class KubernetesBackend(Backend):
         return running[0]
 
     def _starter(self, pod: PodInfo) -> podexec.Runner:
+        """How to run commands in ``pod`` by exec: every exec but the shell's starts here, behind the gate
+        (exec is ``create`` on ``pods/exec``, which read-only mode never asks for)."""
+        self.gate.check_read(f"exec in pod {pod.namespace}/{pod.name}", "create on pods/exec")
         container = pod.default_container or (pod.containers[0] if pod.containers else "")
 
         def start(argv) -> podexec.ExecStream:
@@ -489,6 +495,7 @@ class KubernetesBackend(Backend):
         self, pod: PodInfo, port: int, local_port: int = 0
     ) -> tuple[int, Callable[[], Awaitable[None]]]:
         """A local port (``local_port``, or a free one) forwarded to ``port`` of ``pod``, and its close."""
+        self.gate.check_read(f"port-forward to pod {pod.namespace}/{pod.name}", "create on pods/portforward")
         forwarder = await asyncio.to_thread(PodForward(self._core, pod.namespace, pod.name, port, local_port).start)
 
         async def close() -> None:

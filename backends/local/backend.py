@@ -125,7 +125,7 @@ class LocalBackend(Backend):
         self.container, self.no_container = containers.configured(config.options, self.name)
         if config.options.get(self.MONITOR_ONLY):
             # A login node found by discovery: shown, never given jobs, unless the config names it.
-            self.capabilities = replace(type(self).capabilities, submit=False, job_kinds=frozenset())
+            self.capabilities = replace(self.capabilities, submit=False, job_kinds=frozenset())
             self.submit_refusal = (
                 f"cluster {self.name!r} is this login node, shown for monitoring only; "
                 f"to run jobs on it, name it in the config with kind: local"

@@ -70,6 +70,28 @@ def test_a_full_collection_frees_cyclic_garbage_that_was_frozen():
         keeper.release()
 
 
+def test_a_closed_screen_brings_the_full_collection_forward_keys_or_not():
+    clock = Clock()
+    keeper = Heap(clock)
+    try:
+        keeper.key_pressed()
+        keeper.dropped()
+        assert not keeper.tick()  # a key just came: not yet
+        clock.now += heap.QUIET
+        assert keeper.tick()  # quiet: no need to wait FULL_EVERY
+        assert keeper.dropped_screens == 0
+        for _ in range(heap.DROPPED_LIMIT - 1):
+            keeper.key_pressed()
+            keeper.dropped()
+            assert not keeper.tick()
+        keeper.key_pressed()
+        keeper.dropped()
+        assert keeper.tick()  # keys all along: at the limit it runs anyway
+        assert keeper.full_collections == 2
+    finally:
+        keeper.release()
+
+
 def test_hold_stops_collecting_until_the_first_settled_and_release_always_resumes():
     assert gc.isenabled()
     keeper = Heap(Clock())

@@ -142,18 +142,29 @@ async def test_a_port_of_the_chosen_rank_is_forwarded_to_localhost(emulator, bac
     assert emulator.streams.forwards == [(NS, "train-1-b", (6006,))]
 
 
-async def test_read_only_refuses_the_shell_before_any_io_but_lists_and_downloads(
+async def test_read_only_refuses_the_shell_and_every_exec_or_forward_before_any_of_them(
     emulator, kubeconfig, pod_root, tmp_path
 ):
+    """Read-only asks for read permissions only: exec (``create`` on pods/exec: listing, downloads, the
+    curves' files) and port-forward are refused like the shell, and the capabilities say why."""
     backend = KubernetesBackend(cluster(kubeconfig, read_only=True))
     try:
         with pytest.raises(ReadOnlyError, match="shell refused"):
             await backend.shell(JOB)
         assert emulator.requests == [] and backend._api is None  # not even the kubeconfig's client
-        assert (await backend.list_files(JOB)).files
-        await backend.download(JOB, "outputs/log.txt", tmp_path / "log.txt")
-        assert (tmp_path / "log.txt").read_text() == "epoch 1\n"
-        assert not any(e[4] for e in emulator.streams.execs)  # no TTY exec ever
+        caps = backend.capabilities
+        assert not (caps.files or caps.event_files or caps.forward)
+        assert "pods/exec" in caps.why_off("files") and not caps.why_off("logs")
+        with pytest.raises(ReadOnlyError, match="pods/exec"):
+            await backend.list_files(JOB)
+        with pytest.raises(ReadOnlyError, match="pods/exec"):
+            await backend.download(JOB, "outputs/log.txt", tmp_path / "log.txt")
+        with pytest.raises(ReadOnlyError, match="pods/exec"):
+            await backend.event_files(JOB)
+        with pytest.raises(ReadOnlyError, match="pods/portforward"):
+            await backend.forward(JOB, 6006)
+        assert emulator.streams.execs == [] and emulator.streams.forwards == []
+        assert not [p for _, p in emulator.requests if "/exec" in p or "/portforward" in p]
     finally:
         await backend.close()
 

@@ -40,7 +40,9 @@ def test_files_lists_and_download_copies_a_folder_byte_identical(emulator, confi
     assert str(root) in listed.stderr
     dest = tmp_path / "got"
     dest.mkdir()
-    result = run_cli("--read-only", "download", "ml/train", "ckpt", str(dest), "--config", str(config))
+    refused = run_cli("--read-only", "download", "ml/train", "ckpt", str(dest), "--config", str(config))
+    assert refused.returncode == 1 and "off in read-only mode" in refused.stderr and "pods/exec" in refused.stderr
+    result = run_cli("download", "ml/train", "ckpt", str(dest), "--config", str(config))
     assert result.returncode == 0, result.stderr
     assert "checked: size and sha256" in result.stderr
     got = (dest / "ckpt" / "w.bin").read_bytes()

@@ -4,7 +4,8 @@ by exec in the pod (``find``/``stat`` for the listing, ``tail -c +N | head -c L`
 detail's plot and ``metrics --json`` give what TensorBoard's loader reads, and what the job appends is
 read on from where the last read stopped. ``t`` starts the real ``tensorboard`` in the pod by exec,
 detached, and port-forwards to it: its scalars API lists the job's tags, and stopping it kills it. A
-pod without tensorboard, or a read-only cluster, gets the local mirror instead, and the note says so."""
+pod without tensorboard gets the local mirror instead, and the note says so; a read-only cluster gets
+neither (both need exec in the pod, ``create`` on pods/exec, which read-only never asks for)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from yanflow_tui.backends import tbserver
 from yanflow_tui.backends.kubernetes import manifests, tbfiles
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.backends.kubernetes.extract import pod_info
+from yanflow_tui.errors import ReadOnlyError
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.spec import parse_spec
 
@@ -149,14 +151,23 @@ async def test_a_tensorboard_started_in_the_pod_serves_the_jobs_tags_through_a_p
         await get(board.url)
 
 
-@pytest.mark.parametrize("why", ["no tensorboard", "read-only"])
+async def test_read_only_starts_no_tensorboard_and_reads_no_event_file_by_exec(emulator, kubeconfig, pod_root, writer):
+    backend = KubernetesBackend(cluster(kubeconfig, read_only=True, tensorboard={"command": SERVER}))
+    boards = tensorboards.TensorBoards()
+    try:
+        with pytest.raises(ReadOnlyError):
+            await boards.start("k8s/" + JOB, backend, JOB)
+        assert emulator.streams.execs == [] and emulator.streams.forwards == []  # create on pods/exec: never
+    finally:
+        await boards.stop_all()
+        await backend.close()
+
+
+@pytest.mark.parametrize("why", ["no tensorboard"])
 async def test_without_a_tensorboard_started_in_the_pod_the_local_mirror_serves_and_says_so(
     emulator, kubeconfig, pod_root, writer, why
 ):
-    if why == "read-only":
-        config, note = cluster(kubeconfig, read_only=True, tensorboard={"command": SERVER}), "read-only"
-    else:
-        config, note = cluster(kubeconfig, tensorboard={"command": ["yanflow-no-such-tb"]}), "has no yanflow-no-such-tb"
+    config, note = cluster(kubeconfig, tensorboard={"command": ["yanflow-no-such-tb"]}), "has no yanflow-no-such-tb"
     backend = KubernetesBackend(config)
     boards = tensorboards.TensorBoards()
     try:
@@ -164,7 +175,7 @@ async def test_without_a_tensorboard_started_in_the_pod_the_local_mirror_serves_
         assert board.mirror is not None and "local mirror" in board.what and note in board.what
         await async_wait_until(lambda: scalars_match(board.url, pod_root / "runs"), what="the mirrored scalars")
         started = [cmd for *_, cmd, _ in emulator.streams.execs if tbserver.REMOTE_START in cmd]
-        assert len(started) == (0 if why == "read-only" else 1)  # read-only: nothing started in the pod
+        assert len(started) == 1
     finally:
         await boards.stop_all()
         await backend.close()
