@@ -49,10 +49,13 @@ class Terminal:
             "LANG": "C.UTF-8",
             "COLORTERM": "truecolor",
         }
-        # In the user's home, not the checkout: `python -m yanflow_tui` puts its folder first on sys.path, and
-        # the checkout's own yanflow_tui/ would hide the installed package (the Python matrix installs a wheel).
+        # `python -m yanflow_tui` runs as the installed `yanflow-tui` command, as a user starts it: run from the
+        # checkout, `-m` would put the checkout's own yanflow_tui/ first on sys.path and hide the installed
+        # package (the Python matrix installs a wheel, not the checkout).
+        if list(argv[:3]) == [sys.executable, "-m", "yanflow_tui"]:
+            argv = [str(Path(sys.executable).with_name("yanflow-tui")), *argv[3:]]
         self.child = pexpect.spawn(
-            argv[0], argv[1:], cwd=str(home), env={**base, **(env or {})}, dimensions=(lines, columns)
+            argv[0], argv[1:], cwd=str(ROOT), env={**base, **(env or {})}, dimensions=(lines, columns)
         )
 
     @classmethod
