@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from downloadhelpers import partial_data, partials
+from downloadhelpers import check_links_and_empties, check_planted, job_tree, partial_data, partials
 from opensshhelpers import control, openssh, start_master
 from private_sshd import SFTP_SERVER, PrivateSshd, free_port
 from slurmhelpers import slurm
@@ -180,6 +180,20 @@ async def test_a_download_whose_connection_is_killed_part_way_resumes_checked_by
     assert login.read_argv(kept, source) in login.transport.history
     if not login.openssh:  # asked once on each of its two connections, where there is none
         assert login.transport.connects == 2 and login.refused() == (0 if login.sftp else 2)
+
+
+async def test_planted_partials_links_and_empty_files_on_every_login(login, tmp_path):
+    """The download writer's cases (``downloadhelpers``) on each transport, with and without SFTP: partials
+    planted by another user are never written through, empty files and folders of them, a linked
+    checkpoint and a folder with links arrive with the right sha256."""
+    work = tmp_path / "work"
+    job_tree(work)
+
+    async def fetch(path, target):
+        return await inside.download(login.transport, str(work), path, target)
+
+    await check_planted(fetch, work, tmp_path / "dl")
+    await check_links_and_empties(fetch, work, tmp_path / "got")
 
 
 async def test_a_download_cut_before_its_first_byte_leaves_no_file(login, tmp_path):
