@@ -58,8 +58,15 @@ async def answering(url: str, timeout: float, ended: Callable[[], str] | None = 
 # in a folder of its own, mode 0700, with its log (0600). It never outlives the console's connection: a
 # watchdog ends it (and removes the folder) once the process that holds the connection is gone, the
 # first ancestor that is not a shell (sshd's session, or the console itself where commands run here).
+# Where no such process can be seen (a Kubernetes exec: the command's parent is outside the pod's PID
+# namespace, so its parent pid is 0 or 1), the watchdog holds a lease instead: the console touches
+# ``DIR/alive`` every ``LEASE_SECONDS / 3`` (``serve_remote``), the watchdog takes the mark away as it
+# looks, and ends the server once no mark came for ``LEASE_SECONDS``: a console killed with SIGKILL, or
+# one whose connection went, leaves a server that ends by itself. The last word printed says which
+# watchdog runs ("conn" or "lease"). Arguments: LEASE_SECONDS LOGDIR COMMAND...
+LEASE_SECONDS = 90
 REMOTE_START = (
-    'logdir=$1; shift; command -v "$1" >/dev/null 2>&1 || { echo "$1: not found" >&2; exit 127; }; '
+    'lease=$1; logdir=$2; shift 2; command -v "$1" >/dev/null 2>&1 || { echo "$1: not found" >&2; exit 127; }; '
     "umask 077; "
     'dir=$(mktemp -d "${TMPDIR:-/tmp}/yanflow-tensorboard.XXXXXX") || exit 3; '
     "prefix=$(od -An -N18 -tx1 /dev/urandom | tr -d ' \\n'); "
@@ -72,20 +79,23 @@ REMOTE_START = (
     'if command -v setsid >/dev/null 2>&1; then set -- setsid "$@"; fi; '
     '"$@" --flagfile "$dir/flags" --logdir "$logdir" --host 127.0.0.1 --port 0 </dev/null >"$dir/log" 2>&1 & '
     "pid=$!; "
-    'if [ "$conn" -gt 1 ] && [ -d "/proc/$conn" ]; then '
-    '( while [ -d "/proc/$conn" ] && kill -0 "$pid" 2>/dev/null; do sleep 1; done; '
+    'if [ "$conn" -gt 1 ] && [ -d "/proc/$conn" ]; then watch=conn; else watch=lease; : >"$dir/alive"; fi; '
+    '( if [ "$watch" = conn ]; then while [ -d "/proc/$conn" ] && kill -0 "$pid" 2>/dev/null; do sleep 1; done; '
+    'else quiet=0; while kill -0 "$pid" 2>/dev/null && [ "$quiet" -lt "$lease" ]; do sleep 1; '
+    'if [ -e "$dir/alive" ]; then rm -f -- "$dir/alive"; quiet=0; else quiet=$((quiet + 1)); fi; done; fi; '
     'kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null; sleep 3; '
     'kill -KILL "-$pid" 2>/dev/null; kill -KILL "$pid" 2>/dev/null; rm -rf -- "$dir" ) '
-    "</dev/null >/dev/null 2>&1 & fi; "
-    'echo "$pid $dir $prefix"'
+    "</dev/null >/dev/null 2>&1 & "
+    'echo "$pid $dir $prefix $watch"'
 )
+REMOTE_ALIVE = ': >"$1/alive"'  # the console's mark for a lease watchdog (its folder as $1)
 REMOTE_LOG = 'cat -- "$2/log" 2>/dev/null; kill -0 "$1" 2>/dev/null || echo "@yanflow: exited"'
 REMOTE_STOP = (
     'kill -TERM "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null; i=0; '
     'while kill -0 "$1" 2>/dev/null && [ "$i" -lt 50 ]; do sleep 0.2; i=$((i + 1)); done; '
     'kill -KILL "-$1" 2>/dev/null; kill -KILL "$1" 2>/dev/null; rm -rf -- "$2"; exit 0'
 )
-STARTED = re.compile(r"([0-9]+) (/\S*/yanflow-tensorboard\.[A-Za-z0-9]+) ([0-9a-f]{32,})")
+STARTED = re.compile(r"([0-9]+) (/\S*/yanflow-tensorboard\.[A-Za-z0-9]+) ([0-9a-f]{32,}) (conn|lease)")
 EXITED = "@yanflow: exited"
 SERVING = re.compile(r"TensorBoard \S* ?at http://127\.0\.0\.1:([0-9]+)/")
 MISSING = ("No module named tensorboard", "No module named 'tensorboard", "command not found", ": not found")
@@ -115,20 +125,29 @@ def _log_tail(text: str, lines: int = 3) -> str:
 
 
 async def serve_remote(
-    run: RemoteRun, forward: RemoteForward, command: Sequence[str], logdir: str, where: str
+    run: RemoteRun,
+    forward: RemoteForward,
+    command: Sequence[str],
+    logdir: str,
+    where: str,
+    lease: int = LEASE_SECONDS,
 ) -> TensorBoardTask:
     """Start ``command --logdir LOGDIR --host 127.0.0.1 --port 0`` detached where ``run`` runs, wait for
-    the port it prints, forward a local port to it and wait until that answers over HTTP. Raises
+    the port it prints, forward a local port to it and wait until that answers over HTTP. Where its
+    watchdog holds a lease (see ``REMOTE_START``), a task renews it until the stop. Raises
     ``TensorBoardNotThere`` where the command is not found (or is a Python without the package)."""
-    code, out, err = await run(["sh", "-c", REMOTE_START, "sh", logdir, *command])
+    code, out, err = await run(["sh", "-c", REMOTE_START, "sh", str(lease), logdir, *command])
     if code == 127:
         raise TensorBoardNotThere(f"{where} has no {command[0]}")
     started = STARTED.fullmatch(out.strip())
     if code or started is None:
         raise BackendError(f"starting tensorboard on {where}: {_log_tail(err or out) if code else repr(out)}")
-    pid, log, prefix = started.groups()  # (``log``: its folder)
+    pid, log, prefix, watch = started.groups()  # (``log``: its folder)
+    renewing = asyncio.create_task(_renew(run, log, lease)) if watch == "lease" else None
 
     async def kill() -> None:
+        if renewing is not None:
+            renewing.cancel()
         await run(["sh", "-c", REMOTE_STOP, "sh", pid, log])
 
     close: Callable[[], Awaitable[None]] | None = None
@@ -152,6 +171,15 @@ async def serve_remote(
             await kill()
 
     return TensorBoardTask(url, f"tensorboard (pid {pid}) on {where}, port {port} forwarded here", stop)
+
+
+async def _renew(run: RemoteRun, folder: str, lease: int) -> None:
+    """Mark the server's folder alive every third of its lease, until cancelled (a failed mark is tried
+    again at the next: the lease outlasts two misses)."""
+    while True:
+        await asyncio.sleep(lease / 3)
+        with contextlib.suppress(Exception):
+            await run(["sh", "-c", REMOTE_ALIVE, "sh", folder])
 
 
 async def _remote_port(run: RemoteRun, pid: str, log: str, where: str, command: Sequence[str]) -> int:
