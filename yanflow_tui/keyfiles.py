@@ -15,6 +15,7 @@ import signal
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -107,16 +108,27 @@ def remove() -> None:
     _dir = None
 
 
+EXIT_GRACE = 5.0  # seconds a clean exit on a signal may take
+
+
+def _exit_later(code: int) -> None:
+    time.sleep(EXIT_GRACE)
+    os._exit(code)
+
+
 def install_exit_signals(on_signal: Callable[[int], None] | None = None) -> None:
     """SIGHUP (terminal closed) and SIGTERM remove the key files at once, then end the process
     cleanly: ``on_signal(signum)`` when given (the TUI asks the app to exit), else ``SystemExit``
-    so finally blocks and atexit handlers run."""
+    so finally blocks and atexit handlers run. A clean exit that hangs (``asyncio.run`` joining a
+    worker thread blocked on a network read, e.g. ``logs --follow``) ends the process anyway
+    ``EXIT_GRACE`` seconds later."""
 
     def handler(signum, frame) -> None:
         remove()
         if on_signal is not None:
             on_signal(signum)
             return
+        threading.Thread(target=_exit_later, args=(128 + signum,), daemon=True).start()
         raise SystemExit(128 + signum)
 
     for sig in EXIT_SIGNALS:
