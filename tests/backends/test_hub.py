@@ -245,7 +245,10 @@ async def test_backend_missing_a_package_says_which(tmp_path, monkeypatch, regis
     hub = Hub(Config(clusters=(ClusterConfig("det", "determined"),)))
     snap = await hub.refresh("det")
     assert snap.health is Health.ERROR
-    assert snap.message == "the determined backend needs the Python package 'yanflow_definitely_missing_sdk'"
+    assert snap.message == (
+        "the determined backend needs the Python package 'yanflow_definitely_missing_sdk'"
+        " (pip install 'yanflow-tui[determined]')"  # the extra its plugin declares
+    )
 
 
 async def test_unknown_kind_is_unavailable():

@@ -333,12 +333,17 @@ def test_multi_node_torchrun_runs_one_task_per_node_under_srun():
     lines = r.script.splitlines()
     assert "#SBATCH --nodes=2" in lines and "#SBATCH --ntasks-per-node=1" in lines and "#SBATCH --gres=gpu:8" in lines
     step = shlex.split(r.script.split("\nsrun ", 1)[1])
-    assert step[:5] == [
+    assert step[:6] == [
         "--ntasks-per-node=1",
         "--kill-on-bad-exit=1",
+        "${YF_RANK_OUTPUT:+$YF_RANK_OUTPUT}",  # each rank's own output file, where the job's output is a file
         "/bin/sh",
         "-c",
-        'NODE_RANK=$SLURM_NODEID; export NODE_RANK\nexec torchrun --nnodes="$NNODES" '
+        "NODE_RANK=$SLURM_NODEID; export NODE_RANK\n"
+        # torchrun's error file beside the rank's own output (unless the spec's env names one)
+        '[ -n "${TORCHELASTIC_ERROR_FILE-}" ] || { YF_LOG=$(readlink "/proc/$$/fd/1" 2>/dev/null) && '
+        '[ -f "$YF_LOG" ] && TORCHELASTIC_ERROR_FILE="$YF_LOG.error.json" && export TORCHELASTIC_ERROR_FILE; }\n'
+        'exec torchrun --nnodes="$NNODES" '
         '--node_rank="$NODE_RANK" --nproc_per_node="$NPROC_PER_NODE" '
         '--master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT" train.py --epochs 3\n',
     ]
