@@ -303,7 +303,7 @@ class Backend(abc.ABC):
     kind: str = ""
     capabilities: Capabilities = Capabilities()
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for name in GATED_METHODS:
             if name in cls.__dict__:
@@ -788,5 +788,5 @@ def describe_job(job: Job, extra: Iterable[tuple[str, str]] = ()) -> str:
     return "\n".join(f"{k + ':':<{width}} {indent.join(str(v).rstrip().splitlines()) or '-'}" for k, v in rows)
 
 
-def _time(value) -> str:
+def _time(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value else "-"

@@ -10,6 +10,7 @@ data) are replaced whatever their source."""
 
 from __future__ import annotations
 
+import io
 import logging
 import logging.handlers
 import os
@@ -17,6 +18,7 @@ import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import cast
 
 from yanflow_tui.locations import app_log_path, open_private
 
@@ -90,13 +92,14 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """A ``RotatingFileHandler`` whose files are opened mode 0600, never through a symlink; a log
     left with wider permissions is narrowed when it is opened."""
 
-    def _open(self):
+    def _open(self) -> io.TextIOWrapper:
         fd = open_private(Path(self.baseFilename), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             os.fchmod(fd, 0o600)
         except OSError:
             pass
-        return os.fdopen(fd, self.mode if "a" in self.mode else "a", encoding=self.encoding, errors=self.errors)
+        mode = self.mode if "a" in self.mode else "a"
+        return cast(io.TextIOWrapper, os.fdopen(fd, mode, encoding=self.encoding, errors=self.errors))
 
 
 _installed: logging.Handler | None = None

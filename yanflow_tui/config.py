@@ -33,7 +33,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,7 +79,7 @@ class Config:
         return _replace(self, clusters=clusters, read_only=True)
 
 
-def _replace(obj, **changes):
+def _replace(obj: Any, **changes: Any) -> Any:
     import dataclasses
 
     return dataclasses.replace(obj, **changes)
@@ -325,7 +325,7 @@ def discover(env: Mapping[str, str] = os.environ) -> list[ClusterConfig]:
     return found
 
 
-def _found(info, call, arg):
+def _found(info: registry.BackendInfo, call: Callable[[Any], Iterable[Any]], arg: Any) -> list[Any] | None:
     """``call(arg)`` of a backend package's discovery; a failure is a note (a plugin's bug never stops the
     console or the CLI), and None."""
     try:

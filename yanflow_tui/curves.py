@@ -35,7 +35,7 @@ import posixpath
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -175,7 +175,7 @@ class EventSource(Protocol):
     async def read_event_bytes(self, job_id: str, path: str, offset: int, limit: int) -> tuple[int, bytes]: ...
 
 
-def _loader_class():
+def _loader_class() -> type:
     try:
         from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
     except ImportError:
@@ -196,7 +196,7 @@ def _c_crc32c() -> None:
     if getattr(stub.crc32c, "yanflow_c", False):
         return
 
-    def crc32c(data) -> int:
+    def crc32c(data: bytes | bytearray | memoryview) -> int:
         return google_crc32c.value(bytes(data))
 
     crc32c.yanflow_c = True  # type: ignore[attr-defined]
@@ -204,7 +204,7 @@ def _c_crc32c() -> None:
         stub.crc32c = crc32c
 
 
-def _scalar_value(value, scalar_tags: set[str]) -> float | None:
+def _scalar_value(value: Any, scalar_tags: set[str]) -> float | None:
     """The float of one summary value that TensorBoard shows as a scalar: a ``simple_value``, or a
     one-element tensor of a tag whose metadata names the scalars plugin (as in tensorboard's own
     ``data_compat`` / ``dataclass_compat``)."""
@@ -455,12 +455,18 @@ class CurveReader:
                 plan.append((entry, offset))
         return plan
 
-    async def refresh(self, source: EventSource, job_id: str, parse=None, call=None) -> int:
+    async def refresh(
+        self,
+        source: EventSource,
+        job_id: str,
+        parse: Callable[..., Awaitable[Any]] | None = None,
+        call: Callable[[Awaitable[Any]], Awaitable[Any]] | None = None,
+    ) -> int:
         """Read what the job's event files gained and parse it; returns the number of new points.
         ``call(awaitable)`` awaits each backend call (e.g. with a timeout); ``parse(function, *args)``
         runs the parsing (e.g. ``asyncio.to_thread``, unbounded: a large file takes its time)."""
 
-        async def direct(awaitable):
+        async def direct(awaitable: Awaitable[Any]) -> Any:
             return await awaitable
 
         call = call or direct

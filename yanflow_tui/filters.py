@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, not_
@@ -212,7 +212,7 @@ def compile_filter(text: str) -> JobFilter:
     return JobFilter(text, tuple(_term(negate, field, value) for negate, field, value in terms), terms)
 
 
-def _tokens(text: str):
+def _tokens(text: str) -> Iterator[tuple[bool, str, str]]:
     """Yield (negated, field or "", value) for each term."""
     i, n = 0, len(text)
     while i < n:

@@ -11,7 +11,7 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -21,7 +21,7 @@ from yanflow_tui.backends.base import Backend
 from yanflow_tui.backends.prompting import within
 from yanflow_tui.config import Config
 from yanflow_tui.errors import AuthRequired, BackendError, BackendUnavailable, LoginInTerminal, YanflowError
-from yanflow_tui.model import NATIVE_KINDS, Job, JobChanges, JobList, Node
+from yanflow_tui.model import NATIVE_KINDS, Job, JobChanges, JobKind, JobList, JobSpec, Node
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ class Hub:
             return await asyncio.wait_for(coro, timeout or self.timeout)
         return await within(coro, timeout or self.timeout, backend.asker.waited)
 
-    async def submit(self, name: str, spec, tag: str | None = None) -> str:
+    async def submit(self, name: str, spec: JobSpec, tag: str | None = None) -> str:
         """Submit through ``name``'s gate, waiting as long as that backend's submit may take (it
         answers ``SubmitUnknown`` with the tag at its own bound). ``tag``: retry that submission."""
         backend = self.backend(name)
@@ -214,7 +214,7 @@ class Hub:
                 return job
         return None
 
-    def default_cluster(self, names: list[str], kind=None, native: str | None = None) -> str | None:
+    def default_cluster(self, names: list[str], kind: JobKind | None = None, native: str | None = None) -> str | None:
         """Of ``names``, where a spec without ``cluster:`` goes: the first scheduler (its jobs do not run
         on this machine) that runs ``kind`` jobs (any kind: None) and is not read-only, else the first
         such cluster of any sort, else the first that runs the kind at all (its gate then says why).
@@ -232,7 +232,12 @@ class Hub:
         return next(iter(schedulers + writable + able), None)
 
     def cluster_for_submit(
-        self, requested: str | None, spec_cluster: str | None, kind, native: str | None = None, sections=()
+        self,
+        requested: str | None,
+        spec_cluster: str | None,
+        kind: JobKind,
+        native: str | None = None,
+        sections: Iterable[str] = (),
     ) -> str:
         """The cluster a spec goes to: --cluster, else the spec's own, else the one configured cluster
         of the kind a YanFlow spec was written for (its one backend section among ``sections``, e.g.

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 from yanflow_tui.errors import YanflowError
 
@@ -123,7 +124,7 @@ def install_exit_signals(on_signal: Callable[[int], None] | None = None) -> None
     worker thread blocked on a network read, e.g. ``logs --follow``) ends the process anyway
     ``EXIT_GRACE`` seconds later."""
 
-    def handler(signum, frame) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         remove()
         if on_signal is not None:
             on_signal(signum)

@@ -12,9 +12,12 @@ import contextlib
 import re
 import sys
 from collections.abc import Iterator
-from typing import TextIO, cast
+from typing import TYPE_CHECKING, TextIO, cast
 
 from yanflow_tui.bytenames import unsurrogate
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 # CSI, OSC (terminated by BEL or ST), DCS-like strings, and other ESC sequences.
 _ANSI = re.compile(
@@ -45,7 +48,7 @@ def clean(text: str, *, keep_newlines: bool = False) -> str:
     return _CONTROL.sub("", text)  # the class leaves "\n" alone
 
 
-def plain(text: str):
+def plain(text: str) -> Text:
     """A ``rich.text.Text`` of cleaned text, with markup off."""
     from rich.text import Text
 

@@ -99,7 +99,7 @@ class _Dumper(yaml.SafeDumper):
     """Multi-line text as ``|`` blocks, so a saved command reads as the script it is."""
 
 
-def _text(dumper: yaml.SafeDumper, value: str):
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
 
 
