@@ -32,9 +32,9 @@ from textual.strip import Strip
 
 from yanflow_tui.screens.render.rows import Shared, natural_key
 from yanflow_tui.screens.widgets.scrolling import QuietScrollView, set_virtual_size
+from yanflow_tui.screens.widgets.tabledata import Cell, Row, RowChanges
 from yanflow_tui.widths import fit_widths
 
-Cell = str | Text | Callable[[], Text]
 PAD = 1  # blank cells each side of every column
 SORT_MARKS = {False: " ▲", True: " ▼"}
 _NUMBER = re.compile(r"^\s*-?\d+(?:\.\d*)?\s*$")
@@ -55,27 +55,6 @@ class Column(NamedTuple):
     give_way: int = 0  # 1, 2, ...: hidden in that order when shrinking is not enough; 0: never hidden
     justify: str = "left"  # or "right"
     style: str = ""  # a Rich style under every cell of the column (plain ``str`` cells get only this)
-
-
-class RowChanges(NamedTuple):
-    """What the rows given to ``set_rows`` differ in from the rows it was given last, when the caller
-    knows: ``put``, the rows that may be new or in a new version (every other row is the very
-    ``Row`` given last under its key); ``gone``, the keys of rows given last and not now. The table
-    then looks at those alone (it checks that the counts add up, else compares every row).
-    ``keep``: the rows given last are worth coming back to (a filter typed over them): they are kept,
-    as when a quite different set replaces them (see ``_Kept``)."""
-
-    put: Sequence[Row]
-    gone: Sequence[str] = ()
-    keep: bool = False
-
-
-class Row(NamedTuple):
-    key: str
-    cells: tuple[Cell, ...]
-    sort: tuple = ()  # one sort value per column; default: the cell's text, numbers as numbers
-    parent: str = ""  # key of the group row this one stays right under, whatever the sort
-    style: str = ""  # a Rich style under the whole row's cells, e.g. "dim"
 
 
 # a Row's fields by index: in C, about 2.5x quicker than by name (each row a cache miss either way)

@@ -10,7 +10,8 @@ from uihelpers import make_app, refreshed
 from waiting import wait_for
 
 from yanflow_tui.backends.kubernetes.extract import job_info, pod_info
-from yanflow_tui.screens.queue import MARK, JobTable
+from yanflow_tui.screens.models.queueview import MARK
+from yanflow_tui.screens.queue import JobTable
 
 NS = "ml"
 

@@ -21,11 +21,11 @@ from yanflow_tui import keys, logstore
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import JobState, LogLine
-from yanflow_tui.screens import queue as queue_screen
 from yanflow_tui.screens.dialogs import ConfirmScreen
 from yanflow_tui.screens.logs import pane as log_pane
 from yanflow_tui.screens.logs.pane import LogPane
 from yanflow_tui.screens.logs.screen import LogsScreen
+from yanflow_tui.screens.models import warming
 from yanflow_tui.screens.queue import QueueScreen
 from yanflow_tui.screens.widgets.logview import LogView
 from yanflow_tui.screens.widgets.status_line import StatusLine
@@ -725,9 +725,9 @@ async def test_a_key_never_handled_holds_the_stream_no_longer_than_key_hold(home
 
 
 async def test_the_hidden_queue_makes_no_rows_ahead_while_logs_are_on_show(home, stream_kind, monkeypatch):
-    monkeypatch.setattr(queue_screen, "WARM_ROWS", 1)  # a member row per turn: many turns, a few ms apart
-    monkeypatch.setattr(queue_screen, "CATCH_UP_MIN", 0)  # and the refresh leaves them all to those turns
-    monkeypatch.setattr(queue_screen, "CATCH_UP", 0)
+    monkeypatch.setattr(warming, "WARM_ROWS", 1)  # a member row per turn: many turns, a few ms apart
+    monkeypatch.setattr(warming, "CATCH_UP_MIN", 0)  # and the refresh leaves them all to those turns
+    monkeypatch.setattr(warming, "CATCH_UP", 0)
     app = make_app(cluster())
     async with app.run_test(size=(100, 24)) as pilot:
         fake = backend(app)
@@ -739,10 +739,10 @@ async def test_the_hidden_queue_makes_no_rows_ahead_while_logs_are_on_show(home,
             replace(fake.job(f"104_{i}", f"sweep-{i}", JobState.RUNNING), parent="104") for i in range(members)
         )
         await refreshed(pilot, app)
-        flat = lambda: len(queue._flat)  # noqa: E731  entries to make rows ahead for (the warming's private state)
+        flat = lambda: len(queue.view.flat)  # noqa: E731  entries to make rows ahead for (the warming's private state)
 
         def made() -> int:  # entries with their rows made ahead (or made before): 0 until the rows' turns begin
-            left = queue._no_row
+            left = queue.warming.no_row
             return 0 if left is None else flat() - len(left)
 
         await wait_for(pilot, lambda: flat() > members and 0 < made(), what="rows being made ahead")

@@ -18,7 +18,8 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError
 from yanflow_tui.hub import Health
 from yanflow_tui.model import Job, JobChanges, JobList, JobState
-from yanflow_tui.screens.queue import MARK, JobTable
+from yanflow_tui.screens.models.queueview import MARK
+from yanflow_tui.screens.queue import JobTable
 from yanflow_tui.screens.widgets.table import Row
 
 USERS = ("alice", "bob")
@@ -147,8 +148,8 @@ async def test_the_queue_from_the_backends_changes_shows_what_a_full_compare_sho
             if cursor in table.row_keys:  # (still shown: not gone, nor into a closed group)
                 assert table.cursor_key == cursor, turn
                 stayed += 1
-            counts = screen.state_counts
-            assert counts.total() == len(table.row_keys) == screen.shown, turn
+            counts = screen.view.state_counts
+            assert counts.total() == len(table.row_keys) == screen.view.shown, turn
             for n in counts.values():
                 assert n > 0 and n % 2 == 0, turn  # each cluster alike
             assert set(table._by_key) == set(table.row_keys), turn
@@ -171,7 +172,7 @@ async def test_rows_edited_for_groups_opened_and_jobs_marked_equal_the_rows_made
     """A few groups opened, jobs marked, a cluster's rows noted stale: the rows with every group closed,
     edited there, equal the rows made one by one for every job (the path taken past ``EDITS``), and so
     do their counts."""
-    from yanflow_tui.screens import queue as queue_module
+    from yanflow_tui.screens.models import queueview
 
     app = make_app(
         ClusterConfig("a", "fake-plain", refresh_seconds=3600),
@@ -182,11 +183,12 @@ async def test_rows_edited_for_groups_opened_and_jobs_marked_equal_the_rows_made
         table = app.screen.query_one(JobTable)
         await wait_for(pilot, lambda: {"a/1", "b/1"} <= set(table.row_keys), what="rows")
         screen = app.screen
+        view = screen.view
         rng = random.Random(4)
         next_id = 5000
         taken = []
-        edit = screen._edited_rows
-        monkeypatch.setattr(screen, "_edited_rows", lambda *a: taken.append(edit(*a)) or taken[-1])
+        edit = view._edited_rows
+        monkeypatch.setattr(view, "_edited_rows", lambda *a: taken.append(edit(*a)) or taken[-1])
         for turn in range(30):
             if turn % 3 == 0:
                 for name in ("a", "b"):
@@ -195,15 +197,15 @@ async def test_rows_edited_for_groups_opened_and_jobs_marked_equal_the_rows_made
                 app.hub.backend("a").fail_reads = BackendError("down") if turn % 6 == 3 else None
                 await refreshed(pilot, app)
                 assert (app.hub.snapshots["a"].health is Health.STALE) is (turn % 6 == 3)
-            groups = sorted(screen._children)
-            keys = sorted(screen._entries or {})
-            screen.expanded = set(rng.sample(groups, rng.randint(0, min(4, len(groups)))))
-            screen.marked = set(rng.sample(keys, rng.randint(0, 6)))
-            screen._unfiltered = None
-            edited, counts = content(screen._visible_rows()), dict(screen.state_counts)
-            monkeypatch.setattr(queue_module, "EDITS", -1)
-            screen._unfiltered = None
-            assert content(screen._visible_rows()) == edited, turn
-            assert dict(screen.state_counts) == counts, turn
-            monkeypatch.setattr(queue_module, "EDITS", 64)
+            groups = sorted(view.children)
+            keys = sorted(view.entries or {})
+            view.expanded = set(rng.sample(groups, rng.randint(0, min(4, len(groups)))))
+            view.marked = set(rng.sample(keys, rng.randint(0, 6)))
+            view._unfiltered = None
+            edited, counts = content(screen._view_rows()), dict(view.state_counts)
+            monkeypatch.setattr(queueview, "EDITS", -1)
+            view._unfiltered = None
+            assert content(screen._view_rows()) == edited, turn
+            assert dict(view.state_counts) == counts, turn
+            monkeypatch.setattr(queueview, "EDITS", 64)
         assert sum(result is not None for result in taken) >= 25  # (the rows edited, not made one by one)

@@ -48,11 +48,11 @@ async def with_bulk_jobs(pilot, app, backend, count: int, wait: bool = True) -> 
 
 def no_catch_up(monkeypatch) -> None:
     """Refreshes leave what the filter needs to idle warming, however few jobs they changed (the tests of
-    warming itself; see ``QueueScreen._catch_up``)."""
-    from yanflow_tui.screens import queue
+    warming itself; see ``Warming.catch_up``)."""
+    from yanflow_tui.screens.models import warming
 
-    monkeypatch.setattr(queue, "CATCH_UP_MIN", 0)
-    monkeypatch.setattr(queue, "CATCH_UP", 0)
+    monkeypatch.setattr(warming, "CATCH_UP_MIN", 0)
+    monkeypatch.setattr(warming, "CATCH_UP", 0)
 
 
 async def sort_by(pilot, app, column: str) -> None:
@@ -254,14 +254,14 @@ async def test_opening_and_closing_a_group_patches_the_rows_as_a_full_rebuild_wo
         screen = app.screen
 
         def rebuilt() -> tuple[list[str], dict]:
-            screen._unfiltered = None  # what the rows would be, made from every job
-            return [r.key for r in screen._visible_rows()], dict(screen.state_counts)
+            screen.view._unfiltered = None  # what the rows would be, made from every job
+            return [r.key for r in screen._view_rows()], dict(screen.view.state_counts)
 
         for want_open in (True, False):
             table(app).move_cursor_to_key("det/104")
             await pilot.press("e")
             await wait_for(pilot, lambda want=want_open: ("det/104_0" in rows(app)) is want, what="toggled")
-            patched, counts = rows(app), dict(screen.state_counts)
+            patched, counts = rows(app), dict(screen.view.state_counts)
             assert (patched, counts) == rebuilt()
 
 
@@ -278,20 +278,20 @@ async def test_the_filters_quick_view_shows_what_the_general_path_would(home):
     )
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: {"det/104", "dev/104", "hpc/101"} <= set(rows(app)), what="rows")
-        screen = app.screen
+        view = app.screen.view
         texts = ["sweep", "sweep-1", "sweep-10", "104", "gpus:>2", "gpus:1", "-sweep", "state:run", "dev", "bobs"]
         texts += ["cluster:det sweep-0", "zzz", "det", "alice", "-gpus:1", "105"]
         for expanded in (set(), {"dev/104"}):
-            screen.expanded = expanded
+            view.expanded = expanded
             for text in texts:
-                screen.job_filter = compile_filter(text)
-                view = screen._filtered_view(app.clock)
-                view_counts, view_shown = dict(screen.state_counts), screen.shown
-                general = screen._filtered_rows(app.clock, {"no-such-cluster": "stale"})  # (the row by row path)
-                assert [(r.key, r.cells[1], r.parent) for r in view] == [
+                view.job_filter = compile_filter(text)
+                quick = view.filtered_view(app.clock)
+                view_counts, view_shown = dict(view.state_counts), view.shown
+                general = view.filtered_rows(app.clock, {"no-such-cluster": "stale"})  # (the row by row path)
+                assert [(r.key, r.cells[1], r.parent) for r in quick] == [
                     (r.key, r.cells[1], r.parent) for r in general
                 ], (text, expanded)
-                assert (view_counts, view_shown) == (dict(screen.state_counts), screen.shown), text
+                assert (view_counts, view_shown) == (dict(view.state_counts), view.shown), text
 
 
 async def test_escape_gives_back_the_very_rows_widths_and_cursor_shown_before_the_filter(home):
@@ -358,8 +358,8 @@ async def test_a_backspace_gives_the_table_the_rows_it_showed_for_that_filter_be
         come_back = jobs._come_back
         jobs._come_back = lambda kept: came_back.append(len(kept.given)) or come_back(kept)  # type: ignore[method-assign]
         screen, matched = app.screen, []
-        matching = screen._matching
-        screen._matching = lambda: matched.append(1) or matching()  # type: ignore[method-assign]
+        matching = screen.view.matching
+        screen.view.matching = lambda: matched.append(1) or matching()  # type: ignore[method-assign]
         await pilot.press("backspace")
         await wait_for(pilot, lambda: len(rows(app)) == 1500, what="widened again")
         assert came_back == [1500] and not matched  # the view kept by the screen too: no job tested again
@@ -383,18 +383,18 @@ async def test_after_a_refresh_idle_turns_make_the_filters_texts_before_member_r
         no_catch_up(monkeypatch)
         await with_bulk_jobs(pilot, app, backend, 1500)
         screen = app.screen
-        assert screen._no_row is None and not screen._texts_warmed and screen._warmed == screen._version
-        assert any(entry.text is None for entry in screen._flat)
+        assert screen.warming.no_row is None and not screen.warming.texts_warmed and not screen.warming.stale
+        assert any(entry.text is None for entry in screen.view.flat)
         freezes = app.heap.freezes  # (the turns run here back to back: no tick of the app's between them)
-        while not screen._texts_warmed:
+        while not screen.warming.texts_warmed:
             screen._warm_members()
-            assert screen._no_row is None  # no row made ahead yet
-        assert all(entry.text is not None for entry in screen._flat)
-        assert screen._columns is not None and screen._columns[0] == screen._version
+            assert screen.warming.no_row is None  # no row made ahead yet
+        assert all(entry.text is not None for entry in screen.view.flat)
+        assert screen.view.columns_ready
         assert app.heap.freezes == freezes + 1  # what was made lives on: no full GC pass walks it in a key
-        while screen._no_row is None or screen._no_row:  # then the rows
+        while screen.warming.no_row is None or screen.warming.no_row:  # then the rows
             screen._warm_members()
-        assert all(entry.view_row is not None for entry in screen._flat)
+        assert all(entry.view_row is not None for entry in screen.view.flat)
         assert app.heap.freezes == freezes + 2
         await pilot.press("slash", *"bulk-14")
         await wait_for(pilot, lambda: len(rows(app)) == 111, what="bulk-14, 140-149, 1400-1499")
@@ -405,13 +405,15 @@ async def test_a_refresh_that_changed_few_jobs_makes_what_the_filter_needs_with_
     changed few jobs makes their texts, the filter's columns and the members' rows itself (so the
     first keystroke makes none); one that changed many leaves them to idle turns."""
     from yanflow_tui.screens import queue
+    from yanflow_tui.screens.models import warming
+    from yanflow_tui.screens.models.queueview import QueueView
 
     app = make_app(hpc(refresh_seconds=3600))
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         backend = FakeBackend.instances[-1]
         monkeypatch.setattr(queue, "WARM_SECONDS", 3600)  # no idle turn runs in this test
-        monkeypatch.setattr(queue, "CATCH_UP_MIN", 200)
+        monkeypatch.setattr(warming, "CATCH_UP_MIN", 200)
         screen = app.screen
         backend.jobs.append(backend.job("1000", "array", JobState.PENDING))
         backend.jobs.extend(
@@ -419,13 +421,13 @@ async def test_a_refresh_that_changed_few_jobs_makes_what_the_filter_needs_with_
         )
         await refreshed(pilot, app)
         await wait_for(pilot, lambda: len(rows(app)) == 4, what="the group of 60")
-        assert screen._no_row == [] and screen._texts_warmed and screen._columns[0] == screen._version
-        assert all(entry.text is not None and entry.view_row is not None for entry in screen._flat)
-        member = next(entry for entry in screen._flat if entry.key in screen._parent_of)
+        assert screen.warming.no_row == [] and screen.warming.texts_warmed and screen.view.columns_ready
+        assert all(entry.text is not None and entry.view_row is not None for entry in screen.view.flat)
+        member = next(entry for entry in screen.view.flat if entry.key in screen.view.parent_of)
         assert table(app)._measured[member.key][0] is member.view_row  # measured ahead too
         made = []
         monkeypatch.setattr(
-            screen, "_view_row", lambda *args: made.append(args) or queue.QueueScreen._view_row(screen, *args)
+            screen.view, "view_row", lambda *args: made.append(args) or QueueView.view_row(screen.view, *args)
         )
         await pilot.press("slash", *"bulk-1")
         await wait_for(pilot, lambda: len(rows(app)) == 12, what="bulk-1 and bulk-10..19 under their group")
@@ -435,7 +437,7 @@ async def test_a_refresh_that_changed_few_jobs_makes_what_the_filter_needs_with_
         backend.jobs.extend(backend.job(str(2000 + i), f"more-{i}", JobState.PENDING) for i in range(250))
         await refreshed(pilot, app)  # 250 jobs new: their texts, over 200, are left to idle turns
         await wait_for(pilot, lambda: len(rows(app)) == 254, what="the jobs added")
-        assert screen._no_row is None and not screen._texts_warmed and screen._warmed == screen._version
+        assert screen.warming.no_row is None and not screen.warming.texts_warmed and not screen.warming.stale
 
 
 async def test_refreshes_while_warming_keep_one_idle_turn_due(home, monkeypatch):
@@ -464,8 +466,8 @@ async def test_refreshes_while_warming_keep_one_idle_turn_due(home, monkeypatch)
             backend.jobs.extend(backend.job(str(2000 + 10 * turn + i), "more", JobState.PENDING) for i in range(10))
             await refreshed(pilot, app)
             await wait_for(pilot, lambda shown=shown: len(rows(app)) == shown, what="the jobs added")
-            versions.add(screen._version)
-        assert len(versions) == 3 and screen._warmed == screen._version
+            versions.add(screen.view.version)
+        assert len(versions) == 3 and not screen.warming.stale
         assert due == [3600]
 
 
@@ -478,15 +480,15 @@ async def test_the_filters_text_is_made_ahead_and_a_refresh_remakes_only_the_cha
         backend = FakeBackend.instances[-1]
         await with_bulk_jobs(pilot, app, backend, 1500, wait=False)
         screen = app.screen
-        warmed = lambda: screen._columns is not None and screen._columns[0] == screen._version  # noqa: E731
+        warmed = lambda: screen.view.columns_ready  # noqa: E731
         await wait_for(pilot, warmed, what="the filter's columns made ahead")
-        assert all(entry.text is not None for entry in screen._flat)
-        kept = {entry.key: entry.text for entry in screen._flat}
+        assert all(entry.text is not None for entry in screen.view.flat)
+        kept = {entry.key: entry.text for entry in screen.view.flat}
         at = next(i for i, job in enumerate(backend.jobs) if job.id == "1070")
         backend.jobs[at] = replace(backend.jobs[at], name="Renamed-Zebra")
         await refreshed(pilot, app)
         await wait_for(pilot, warmed, what="made again after the refresh")
-        texts = {entry.key: entry.text for entry in screen._flat}
+        texts = {entry.key: entry.text for entry in screen.view.flat}
         assert [key for key in texts if texts[key] is not kept[key]] == ["hpc/1070"]
         assert "renamed-zebra" in texts["hpc/1070"]
         await pilot.press("slash", *"zebra")
@@ -550,7 +552,7 @@ async def test_idle_warming_waits_while_keys_come(home, monkeypatch):
     warm = QueueScreen._warm_members
 
     def counted(screen):
-        turns.append(screen._no_text)  # (set by a turn that makes something: None until then)
+        turns.append(screen.warming.no_text)  # (set by a turn that makes something: None until then)
         warm(screen)
 
     monkeypatch.setattr(QueueScreen, "_warm_members", counted)
@@ -563,8 +565,8 @@ async def test_idle_warming_waits_while_keys_come(home, monkeypatch):
         app.heap.last_key = now[0]  # a key now, and the clock stands still: warming waits
         await with_bulk_jobs(pilot, app, FakeBackend.instances[-1], 1500)
         screen = app.screen
-        warmed = lambda: screen._columns is not None and screen._columns[0] == screen._version  # noqa: E731
-        began = lambda: screen._no_text is not None  # noqa: E731  a turn made something (the warming's private state)
+        warmed = lambda: screen.view.columns_ready  # noqa: E731
+        began = lambda: screen.warming.no_text is not None  # noqa: E731  a turn made something (the warming's private state)
         await wait_for(pilot, lambda: len(turns) >= 3 or began() or warmed(), what="turns due")
         assert not began() and not warmed()
         now[0] += 1.0

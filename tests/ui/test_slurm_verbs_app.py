@@ -19,7 +19,8 @@ from waiting import async_wait_until, wait_for
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.keys import JOB_VERBS
 from yanflow_tui.screens.dialogs import ChoiceScreen, ConfirmScreen
-from yanflow_tui.screens.queue import MARK, JobTable, QueueScreen
+from yanflow_tui.screens.models.queueview import MARK
+from yanflow_tui.screens.queue import JobTable, QueueScreen
 from yanflow_tui.screens.submit.screen import SubmitScreen
 
 
