@@ -10,7 +10,7 @@ per second absorbed. It measures, in this process only (the emulator's CPU is no
   extraction, the domain rows, then the table cells the UI would draw (``rows.job_live_cells`` /
   ``gpu_cells.node_fields``);
 - polls as the hub makes them (``--polls`` of each kind): ``list_jobs`` when nothing changed, and when
-  one pod changed phase, each answer then taken by the Queue's lists (``_ClusterJobs.update``, with
+  one pod changed phase, each answer then taken by the Queue's lists (``ClusterJobs.update``, with
   the answer's ``JobChanges`` where it has them): CPU of each, the median;
 - a burst of pod MODIFIED events: from the first new event seen to the last one applied, wall time
   and CPU time, as events per second.
@@ -153,9 +153,9 @@ async def measure_polls(backend, emulator: subprocess.Popen, count: int) -> dict
     changed, and polls after one pod changed phase (a job's state moves)."""
     import statistics
 
-    from yanflow_tui.screens.queue import _ClusterJobs
+    from yanflow_tui.screens.models.joblist import ClusterJobs
 
-    lists = _ClusterJobs()
+    lists = ClusterJobs()
     pods = backend._reflectors["pods"]
 
     async def poll() -> tuple[float, float, int]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from yanflow_tui.model import Job, JobList
-from yanflow_tui.screens.queue import _ClusterJobs
+from yanflow_tui.screens.models.joblist import ClusterJobs
 
 
-def shape(lists: _ClusterJobs) -> tuple:
+def shape(lists: ClusterJobs) -> tuple:
     """What the Queue reads: the order, the groups and their members, each entry's job."""
     return (
         [(e.key, e.job) for e in lists.top],
@@ -27,7 +27,7 @@ class Polls:
     def __init__(self, backend: Any):
         self.backend = backend
         self.answers: dict[int, list[Job]] = {}
-        self.kept = _ClusterJobs()
+        self.kept = ClusterJobs()
         self.told = 0  # answers that said what changed
 
     def check(self, answer: JobList) -> None:
@@ -54,7 +54,7 @@ class Polls:
         self.answers[answer.serial] = list(answer)
         jobs = tuple(answer)
         self.kept.update(jobs, "", changes, answer.serial)
-        fresh = _ClusterJobs()
+        fresh = ClusterJobs()
         fresh.update(jobs, "")
         assert shape(self.kept) == shape(fresh)
         return answer

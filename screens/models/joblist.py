@@ -70,7 +70,7 @@ class Entry:
         if previous is not None and self._row is not None:  # its cells, for the next version's row to reuse
             self._like = (previous, self._marker, self._count, self._note, self._row.cells)
         self.job = job
-        self.text: str | None = None  # the job's ``JobFields.any``, once made (see QueueScreen._texts)
+        self.text: str | None = None  # the job's ``JobFields.any``, once made (see QueueView._texts)
         self.sort = job_sort_values(job, previous, self.sort if previous is not None else None)
         self.plain_row: Row | None = None  # the row as a top-level job of a fresh cluster, once made
         self.view_row: Row | None = None  # the row as a filter shows it (groups open), once made

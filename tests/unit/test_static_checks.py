@@ -55,6 +55,8 @@ def test_the_tree_passes_lint_format_and_the_layering_contracts(tree):
         ("format", "yanflow_tui/sanitize.py", "X = ( 1,2 )\n", "--> yanflow_tui/sanitize.py"),
         ("mypy", "yanflow_tui/sanitize.py", "def planted() -> int:\n    return 'x'\n", "yanflow_tui/sanitize.py"),
         ("imports", "backends/slurm/parse.py", "import textual\n", "slurm.parse -> textual"),
+        ("imports", "screens/models/joblist.py", "import textual\n", "models.joblist -> textual"),
+        ("mypy", "screens/models/warming.py", "def planted(x):\n    return x\n", "screens/models/warming.py"),
         (
             "imports",
             "screens/queue.py",

@@ -1,4 +1,4 @@
-"""The Queue's per-cluster lists (``_ClusterJobs``): worked out in place after random changes (jobs
+"""The Queue's per-cluster lists (``ClusterJobs``): worked out in place after random changes (jobs
 changed, finished ones gone, new ones submitted, groups formed and broken up), found by comparing the
 jobs or told by the backend (``JobChanges``), they equal the lists worked out afresh from the same jobs."""
 
@@ -8,14 +8,14 @@ import random
 from dataclasses import replace
 
 from yanflow_tui.model import Job, JobChanges, JobList, JobState
-from yanflow_tui.screens.queue import _ClusterJobs
+from yanflow_tui.screens.models.joblist import ClusterJobs, Entry
 
 
 def job(i: int, parent: str = "", state: JobState = JobState.RUNNING, user: str = "ann") -> Job:
     return Job(str(i), "c", f"job-{i}", user, state, parent=parent)
 
 
-def shape(lists: _ClusterJobs) -> tuple:
+def shape(lists: ClusterJobs) -> tuple:
     """What the Queue reads: the order, the groups and their members, each entry's job."""
     return (
         [(e.key, e.job) for e in lists.top],
@@ -28,7 +28,7 @@ def shape(lists: _ClusterJobs) -> tuple:
 def test_lists_kept_in_place_equal_the_lists_worked_out_afresh():
     rng = random.Random(7)
     jobs = {i: job(i, parent=str(i - i % 10) if i % 10 and i < 60 else "") for i in range(200)}
-    kept = _ClusterJobs()
+    kept = ClusterJobs()
     next_id = 200
     for turn in range(60):
         for i in rng.sample(sorted(jobs), 15):  # states change
@@ -60,14 +60,14 @@ def test_lists_kept_in_place_equal_the_lists_worked_out_afresh():
         ordered = tuple(jobs[i] for i in rng.sample(sorted(jobs), len(jobs)))
         me = "ann" if turn % 15 == 14 else ""
         kept.update(ordered, me)
-        fresh = _ClusterJobs()
+        fresh = ClusterJobs()
         fresh.update(ordered, me)
         assert shape(kept) == shape(fresh), f"turn {turn}"
 
 
 def test_a_poll_that_changed_nothing_but_states_keeps_the_order_and_says_rows_differ():
     jobs = tuple(job(i) for i in range(50))
-    lists = _ClusterJobs()
+    lists = ClusterJobs()
     assert lists.update(jobs, "")
     generation, top = lists.generation, lists.top
     changed = tuple(replace(j, state=JobState.PENDING) if j.id == "7" else j for j in jobs)
@@ -91,7 +91,7 @@ def test_lists_kept_from_the_backends_changes_equal_the_lists_worked_out_afresh(
         i: job(i, parent=str(i - i % 10) if i % 10 and i < 60 else "", user=rng.choice(("ann", "bob")))
         for i in range(300)
     }
-    kept = _ClusterJobs()
+    kept = ClusterJobs()
     answer = JobList(jobs.values())
     kept.update(tuple(answer), "", answer.changes, answer.serial)
     next_id = 300
@@ -122,7 +122,7 @@ def test_lists_kept_from_the_backends_changes_equal_the_lists_worked_out_afresh(
         me = "ann" if turn >= 40 else ""
         before = kept.generation
         kept.update(tuple(answer), me, answer.changes, answer.serial)
-        fresh = _ClusterJobs()
+        fresh = ClusterJobs()
         fresh.update(tuple(answer), me)
         assert shape(kept) == shape(fresh), f"turn {turn}"
         used += kept.exact is False
@@ -134,7 +134,7 @@ def test_lists_kept_from_the_backends_changes_equal_the_lists_worked_out_afresh(
 def test_changes_that_do_not_add_up_are_compared_in_full():
     """A backend whose changes miss a job (it says nothing of a new one): the lists still hold every job."""
     jobs = [job(i) for i in range(20)]
-    lists = _ClusterJobs()
+    lists = ClusterJobs()
     answer = JobList(jobs)
     lists.update(tuple(answer), "", None, answer.serial)
     jobs.append(job(20))
@@ -146,19 +146,18 @@ def test_changes_that_do_not_add_up_are_compared_in_full():
 def test_an_entry_lets_its_old_version_go_once_the_new_row_reused_its_cells():
     """A changed job's entry keeps the old version (its job and row cells) only until the new row is
     made from it: at 100,000 jobs, kept for good, they held one old Job and row per changed job."""
-    from yanflow_tui.screens.queue import _Entry
 
     def clock() -> float:
         return 0.0
 
     first = job(1)
-    entry = _Entry(first, "c/1")
+    entry = Entry(first, "c/1")
     old_row = entry.row(clock, "", 0, "", "")
     second = replace(first, state=JobState.COMPLETED)
     entry.set_job(second, first)
-    assert entry._like is not None and entry._like[0] is first  # held for the next row to reuse
+    assert entry.old_version is first  # held for the next row to reuse
     new_row = entry.row(clock, "", 0, "", "")
-    assert entry._like is None  # used, and let go
+    assert entry.old_version is None  # used, and let go
     assert new_row.cells[2] is old_row.cells[2]  # the unchanged name's cell reused (not made again)
     assert new_row is not old_row and new_row.cells != old_row.cells
 
@@ -166,19 +165,18 @@ def test_an_entry_lets_its_old_version_go_once_the_new_row_reused_its_cells():
 def test_an_entry_lets_its_old_version_go_when_the_new_row_cannot_reuse_its_cells():
     """A group whose count changed makes its next row with another count: the old version (a group
     Job, with the node tuple of all its members) goes all the same, not kept until the next change."""
-    from yanflow_tui.screens.queue import _Entry
 
     def clock() -> float:
         return 0.0
 
     first = job(1)
-    entry = _Entry(first, "c/1")
+    entry = Entry(first, "c/1")
     entry.row(clock, "▸ ", 3, "", "")
     second = replace(first, state=JobState.COMPLETED)
     entry.set_job(second, first)
-    assert entry._like is not None
+    assert entry.old_version is first
     row = entry.row(clock, "▸ ", 4, "", "")  # a member more: the old cells are not for this row
-    assert entry._like is None
+    assert entry.old_version is None
     assert row.cells[2] == "job-1 (4)"
 
 
@@ -187,7 +185,7 @@ def test_the_jobs_compared_by_identity_go_once_the_backend_tells_the_changes():
     changes they are stale (the next compare is by id), and they went: they held the first answer's
     jobs (old versions included) and a set of 100,000 identities."""
     jobs = [job(i) for i in range(20)]
-    lists = _ClusterJobs()
+    lists = ClusterJobs()
     answer = JobList(jobs)
     lists.update(tuple(answer), "", None, answer.serial)
     assert len(lists.pool) == 20 and len(lists.seen) == 20
