@@ -9,10 +9,9 @@ marks rows: cancel and every verb then act on the marked jobs, after one confirm
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -25,12 +24,12 @@ from yanflow_tui import heap
 from yanflow_tui.filters import FilterError, compile_filter
 from yanflow_tui.hub import error_text
 from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
-from yanflow_tui.locations import default_config_path, display_path, job_file_path, private_file
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.dialogs import ChoiceScreen
 from yanflow_tui.screens.inside import open_shell, shell_key
+from yanflow_tui.screens.job_verbs import actionable, call_each, cancellable, checker, fits_verb, prefill
 from yanflow_tui.screens.models.joblist import parent_key
 from yanflow_tui.screens.models.queueview import QueueView
 from yanflow_tui.screens.models.warming import Warming
@@ -41,17 +40,13 @@ from yanflow_tui.screens.render.rows import (
     JOB_STYLES,
     STATE_STYLES,
 )
-from yanflow_tui.screens.verb_flow import ask, ask_values, confirm, targets_text
+from yanflow_tui.screens.verb_flow import ask, confirm, targets_text
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.filter_box import FilterBox
 from yanflow_tui.screens.widgets.footer import Footer
+from yanflow_tui.screens.widgets.queue_hint import QueueHint
 from yanflow_tui.screens.widgets.status_line import StatusLine
 from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable
-
-if TYPE_CHECKING:
-    from textual import getters
-
-    from yanflow_tui.app import YanflowApp
 
 NAME_FLOOR = 16  # a narrow terminal hides REASON, then NODES, then AGE before NAME gets narrower than this
 ID_FLOOR = 12  # a long id (a Kubernetes pod's namespace/job/pod) is cut to this, with an ellipsis, before
@@ -70,56 +65,7 @@ COLUMNS = tuple(
 )
 # actions whose key depends on the selected job or the data (see check_action)
 STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "submit")
-WARM_SECONDS = 0.005  # between two such turns (a key waits for one at most): all done ~70 ms after a 5% refresh at 100k
-
-
-SLURM_EXAMPLE = """clusters:
-  - name: hpc
-    kind: slurm
-    ssh: you@login.hpc.example  # omit on the login node"""
-
-
-class QueueHint(Static):
-    """What to do when the Queue lists nothing: on a first start, how to submit and where clusters
-    are configured (with a minimal Slurm example); when a filter or "mine" hides every job, that."""
-
-    if TYPE_CHECKING:
-        app = getters.app(YanflowApp)
-
-    def show_for(self, shown: int, total: int, filtering: bool, mine: bool) -> None:
-        self.display = shown == 0
-        if shown:
-            return
-        if total:
-            hidden = f"{total} job{'s' if total != 1 else ''}"
-            if filtering:
-                self.update(Text(f"The filter hides {hidden}: esc clears it, / changes it."))
-            else:
-                self.update(Text(f"{hidden} of other users are hidden: u shows every user's jobs."))
-            return
-        self.update(self._first_steps())
-
-    def _first_steps(self) -> Text:
-        app = self.app
-        source = app.config.source
-        file = Path(source) if source != "auto-discovered" else default_config_path()
-        out = Text("No jobs listed. ", "bold")
-        if app.read_only:
-            out.append("Read-only: submitting is off.\n")
-        else:
-            out.append("s", "bold reverse")
-            out.append(" submits a job.\n")
-        out.append("5", "bold reverse")
-        out.append(" shows each cluster's state. ")
-        if source != "auto-discovered":
-            out.append(f"Clusters are configured in {display_path(file)}, e.g.:\n")
-        else:
-            out.append(
-                f"No config file: these clusters were discovered. Add yours in {display_path(file)}, "
-                "e.g. for a Slurm login node:\n"
-            )
-        out.append(SLURM_EXAMPLE, "dim")
-        return out
+WARM_SECONDS = 0.005  # between two idle turns (a key waits for one at most): all done ~70 ms after a 5% refresh at 100k
 
 
 class JobTable(VirtualTable):
@@ -358,21 +304,6 @@ class QueueScreen(DataScreen):
         job = self.selected_job()
         return [job] if job is not None and fits(job) else []
 
-    def _can_cancel(self, job: Job) -> bool:
-        backend = self.app.hub.backend(job.cluster)
-        return not job.state.terminal and backend.capabilities.cancel and not backend.read_only
-
-    def _can(self, verb: str) -> Callable[[Job], bool]:
-        def fits(job: Job) -> bool:
-            backend = self.app.hub.backend(job.cluster)
-            return verb in backend.capabilities.actions and not backend.read_only
-
-        return fits
-
-    def _any_action(self, job: Job) -> bool:
-        backend = self.app.hub.backend(job.cluster)
-        return bool(backend.capabilities.actions) and not backend.read_only
-
     def check_action(self, action: str, parameters) -> bool | None:
         if action in ("cancel", "submit", "actions", "verb") and self.app.read_only:
             return False  # removed, not just disabled: read-only shows no mutating key
@@ -382,9 +313,11 @@ class QueueScreen(DataScreen):
                 verb.verb in self.app.hub.backend(n).capabilities.actions for n in self.app.hub.names
             ):
                 return False  # no cluster has it: no key at all
-            return True if self._targets(self._can(verb.verb)) else None
+            return True if self._targets(fits_verb(self.app, verb.verb)) else None
         if action in ("cancel", "actions") and self.marked:
-            return True if self._targets(self._can_cancel if action == "cancel" else self._any_action) else None
+            return (
+                True if self._targets(cancellable(self.app) if action == "cancel" else actionable(self.app)) else None
+            )
         if action == "actions" and not any(self.app.hub.backend(n).capabilities.actions for n in self.app.hub.names):
             return False  # no cluster has extra verbs: no key at all
         if action == "shell":
@@ -559,7 +492,7 @@ class QueueScreen(DataScreen):
     def action_actions(self) -> None:
         if self.check_action("actions", ()) is not True:
             return
-        jobs = self._targets(self._any_action)
+        jobs = self._targets(actionable(self.app))
         if not jobs:
             return
         verbs = list(dict.fromkeys(v for j in jobs for v in self.app.hub.backend(j.cluster).capabilities.actions))
@@ -567,10 +500,10 @@ class QueueScreen(DataScreen):
         def chosen(verb: str | None) -> None:
             if not verb:
                 return
-            fit = [j for j in jobs if self._can(verb)(j)]
+            fit = [j for j in jobs if fits_verb(self.app, verb)(j)]
             keyed = next((v for v in JOB_VERBS if v.verb == verb and not v.args), None)
             if keyed is not None:  # a verb with a key of its own asks what it needs (a signal...)
-                ask(self.app, keyed, fit, lambda args: self._perform(fit, verb, args), self._checker(fit, verb))
+                ask(self.app, keyed, fit, lambda args: self._perform(fit, verb, args), checker(self.app, fit, verb))
                 return
             confirm(
                 self.app, f"{verb.capitalize()} {targets_text(fit)}?", {}, lambda args: self._perform(fit, verb, args)
@@ -584,52 +517,22 @@ class QueueScreen(DataScreen):
         verb = JOB_VERB.get(name)
         if verb is None or self.check_action("verb", (name,)) is not True:
             return
-        jobs = self._targets(self._can(verb.verb))
+        jobs = self._targets(fits_verb(self.app, verb.verb))
         if verb.prefill and len(jobs) == 1:
             self._prefill(verb, jobs[0])
             return
         if jobs:
-            ask(self.app, verb, jobs, lambda args: self._perform(jobs, verb.verb, args), self._checker(jobs, verb.verb))
+            ask(
+                self.app,
+                verb,
+                jobs,
+                lambda args: self._perform(jobs, verb.verb, args),
+                checker(self.app, jobs, verb.verb),
+            )
 
     @work(group="verb-defaults", exclusive=True, exit_on_error=False)
     async def _prefill(self, verb: JobVerb, job: Job) -> None:
-        """A backend that gives the job back as a job file (``capabilities.job_files``): the Submit form
-        with that file loaded and the larger values set, to review and submit. Else ask it what to offer
-        (e.g. the doubled time limit), then the prefilled prompts."""
-        backend = self.app.hub.backend(job.cluster)
-        if verb.form and backend.capabilities.job_files:  # the job back in the Submit form, the larger values set there
-            try:
-                name, text, values = await self.app.hub.call(backend.job_file(job.id, dict(verb.args)))
-                path = job_file_path(f"{job.cluster}-{name}")
-                await asyncio.to_thread(private_file, path, text)
-            except Exception as exc:
-                self.app.report_error(f"{verb.label}: not offered", error_text(exc))
-                return
-            self.app.open_in_submit(str(path), values, job.cluster)
-            return
-        try:
-            defaults = await self.app.hub.call(backend.verb_defaults(job.id, verb.verb, dict(verb.args)))
-        except Exception as exc:
-            self.app.report_error(f"{verb.label}: not offered", error_text(exc))
-            return
-        check = self._checker([job], verb.verb)
-        if not defaults or verb.verb == "edit":  # nothing to prefill, or the field's value now in its prompt
-            ask(self.app, verb, [job], lambda args: self._perform([job], verb.verb, args), check, defaults)
-            return
-        ask_values(self.app, verb, job, defaults, lambda args: self._perform([job], verb.verb, args), check)
-
-    def _checker(self, jobs: Sequence[Job], verb: str) -> Callable[[dict[str, str]], str]:
-        """The backends' own check of typed values (no I/O), run before the confirmation."""
-
-        def check(args: dict[str, str]) -> str:
-            for cluster in dict.fromkeys(job.cluster for job in jobs):
-                try:
-                    self.app.hub.backend(cluster).check_args(verb, args)
-                except Exception as exc:
-                    return f"{cluster}: {error_text(exc)}"
-            return ""
-
-        return check
+        await prefill(self.app, verb, job, self._perform)
 
     def _perform(self, jobs: Sequence[Job], verb: str, args: dict[str, str]) -> None:
         self._mutate(
@@ -645,7 +548,7 @@ class QueueScreen(DataScreen):
     def action_cancel(self) -> None:
         if self.check_action("cancel", ()) is not True:
             return
-        jobs = self._targets(self._can_cancel)
+        jobs = self._targets(cancellable(self.app))
         if jobs:
             confirm(self.app, f"Cancel {targets_text(jobs)}?", {}, lambda _: self._cancel(jobs))
 
@@ -656,22 +559,6 @@ class QueueScreen(DataScreen):
     async def _mutate(
         self, jobs: Sequence[Job], call: Callable[[Job], Awaitable[str | None]], failed: str, done: str
     ) -> None:
-        """Await a gated backend call (cancel, perform) for each job, with the hub's timeout; say how
-        it went (what the backend said, or one line per failure). Marks of the jobs done are cleared."""
-        said, errors = [], []
-        for job in jobs:
-            try:
-                answer = await self.app.hub.call(call(job))
-            except Exception as exc:
-                errors.append(f"{job.cluster}/{job.id}: {error_text(exc)}")
-                continue
-            self.marked.discard(job.key)
-            said.append(answer or f"{done}: job {job.id} on {job.cluster}")
-        if errors:
-            self.app.report_error(failed, "\n".join(errors))
-        if said:
-            summary = said if len(said) <= 3 else [*said[:2], f"{done}: {len(said)} jobs in all"]
-            self.notify(clean("\n".join(summary)), markup=False)
-        for cluster in dict.fromkeys(job.cluster for job in jobs):
-            self.app.request_refresh(cluster)
+        """The call for each job (``job_verbs.call_each``); marks of the jobs done are cleared."""
+        await call_each(self.app, jobs, call, failed, done, lambda job: self.marked.discard(job.key))
         self.refresh_data()

@@ -10,7 +10,7 @@ from waiting import wait_for
 from yanflow_tui.app import YanflowApp
 from yanflow_tui.config import ClusterConfig, Config
 from yanflow_tui.hub import Hub
-from yanflow_tui.screens.queue import QueueHint
+from yanflow_tui.screens.widgets.queue_hint import QueueHint
 
 
 def _hint(app) -> str:
