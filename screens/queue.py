@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator,
 from itertools import chain, compress, count, islice, repeat
 from operator import attrgetter, is_, is_not, ne, not_, sub
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -26,7 +26,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
-from yanflow_tui import heap
+from yanflow_tui import heap, queuecolumns
 from yanflow_tui.filters import FilterError, JobColumns, JobFilter, any_texts, compile_filter
 from yanflow_tui.hub import Health, error_text
 from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
@@ -41,9 +41,6 @@ from yanflow_tui.screens.render.rows import (
     GROUP_CHILD,
     GROUP_CLOSED,
     GROUP_OPEN,
-    JOB_COLUMNS,
-    JOB_HEADERS,
-    JOB_STYLES,
     STATE_STYLES,
     job_live_cells,
     job_sort_values,
@@ -60,20 +57,8 @@ if TYPE_CHECKING:
 
     from yanflow_tui.app import YanflowApp
 
-NAME_FLOOR = 16  # a narrow terminal hides REASON, then NODES, then AGE before NAME gets narrower than this
-ID_FLOOR = 12  # a long id (a Kubernetes pod's namespace/job/pod) is cut to this, with an ellipsis, before
-# it pushes STATE and the columns after it off screen (a Slurm array task, 1234567_[0-5], fits whole)
-_COLUMN_OPTIONS: dict[str, dict[str, Any]] = {
-    "id": {"flex": True, "floor": ID_FLOOR},
-    "name": {"flex": True, "floor": NAME_FLOOR},
-    "nodes": {"flex": True, "give_way": 2},
-    "reason": {"flex": True, "give_way": 1},
-    "gpus": {"justify": "right"},
-    "age": {"min_width": 4, "justify": "right", "give_way": 3},
-}
-COLUMNS = tuple(
-    Column(key, label, style=JOB_STYLES.get(key, ""), **_COLUMN_OPTIONS.get(key, {}))
-    for key, label in zip(JOB_COLUMNS, JOB_HEADERS)
+COLUMNS = tuple(  # the Queue's columns, declared in ``yanflow_tui.queuecolumns``
+    Column(c.key, c.header, c.min_width, c.flex, c.floor, c.give_way, c.justify, c.style) for c in queuecolumns.COLUMNS
 )
 NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whose data is old
 # actions whose key depends on the selected job or the data (see check_action)
