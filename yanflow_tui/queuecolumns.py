@@ -3,9 +3,9 @@ table fits it (flexible and down to what floor, the order in which it gives way,
 width, style), and the styles of job states. Pure data on the stdlib alone: the Queue's renderer
 (``screens/render/rows.py``), its table (``screens/queue.py`` ``COLUMNS``) and the early painter
 (``earlypaint``, which runs before Textual and Rich are imported) all read it, so they cannot
-disagree. A new column: a line here, and its cell in ``rows.job_live_cells`` (and, when it sorts
-otherwise than by its text, in ``rows.job_sort_values``); the early painter shows its field's text
-unless ``earlypaint.TEXTS`` says otherwise.
+disagree (``tests/unit/test_queue_columns.py``). A new column: a line here, and its cell and sort value
+in ``rows.job_live_cells`` and ``rows.job_sort_values`` (one per column, in this order); the early
+painter shows its field's text unless ``earlypaint.TEXTS`` says otherwise.
 """
 
 from __future__ import annotations
