@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -20,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
-from yanflow_tui import heap
+from yanflow_tui import heap, queuecolumns
 from yanflow_tui.filters import FilterError, compile_filter
 from yanflow_tui.hub import error_text
 from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
@@ -35,9 +34,6 @@ from yanflow_tui.screens.models.queueview import QueueView
 from yanflow_tui.screens.models.warming import Warming
 from yanflow_tui.screens.render.cluster_rows import cluster_problems
 from yanflow_tui.screens.render.rows import (
-    JOB_COLUMNS,
-    JOB_HEADERS,
-    JOB_STYLES,
     STATE_STYLES,
 )
 from yanflow_tui.screens.verb_flow import ask, confirm, targets_text
@@ -48,20 +44,8 @@ from yanflow_tui.screens.widgets.queue_hint import QueueHint
 from yanflow_tui.screens.widgets.status_line import StatusLine
 from yanflow_tui.screens.widgets.table import Column, Row, VirtualTable
 
-NAME_FLOOR = 16  # a narrow terminal hides REASON, then NODES, then AGE before NAME gets narrower than this
-ID_FLOOR = 12  # a long id (a Kubernetes pod's namespace/job/pod) is cut to this, with an ellipsis, before
-# it pushes STATE and the columns after it off screen (a Slurm array task, 1234567_[0-5], fits whole)
-_COLUMN_OPTIONS: dict[str, dict[str, Any]] = {
-    "id": {"flex": True, "floor": ID_FLOOR},
-    "name": {"flex": True, "floor": NAME_FLOOR},
-    "nodes": {"flex": True, "give_way": 2},
-    "reason": {"flex": True, "give_way": 1},
-    "gpus": {"justify": "right"},
-    "age": {"min_width": 4, "justify": "right", "give_way": 3},
-}
-COLUMNS = tuple(
-    Column(key, label, style=JOB_STYLES.get(key, ""), **_COLUMN_OPTIONS.get(key, {}))
-    for key, label in zip(JOB_COLUMNS, JOB_HEADERS)
+COLUMNS = tuple(  # the Queue's columns, declared in ``yanflow_tui.queuecolumns``
+    Column(c.key, c.header, c.min_width, c.flex, c.floor, c.give_way, c.justify, c.style) for c in queuecolumns.COLUMNS
 )
 # actions whose key depends on the selected job or the data (see check_action)
 STATEFUL_ACTIONS = ("cancel", "logs", "open_job", "actions", "toggle_group", "submit")

@@ -13,7 +13,8 @@ the terminal: ``stream``) calls ``leave``: the normal screen, the cursor and the
 back as they were. Nothing is painted when there is no usable snapshot, stdin or stdout is not a
 terminal, ``TERM`` is unset or ``dumb``, ``YANFLOW_NO_EARLY_PAINT`` is set, or the terminal is
 smaller than 20x4. Cluster text is cleaned of control characters (``sanitize.clean``). No Textual
-or Rich here; the cells follow ``screens/render/rows.py`` and the column fitting ``VirtualTable``.
+or Rich here; the columns and state styles are ``queuecolumns``' (as the Queue's), the cells follow
+``screens/render/rows.py`` and the column fitting ``VirtualTable``.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ import sys
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, TextIO, cast
 
+from yanflow_tui import queuecolumns
 from yanflow_tui.sanitize import clean
 from yanflow_tui.widths import duration
 from yanflow_tui.widths import fit_widths as widths_fit
@@ -52,23 +54,28 @@ COLOURS = {
     "magenta": "9d65ff",
 }
 HEALTH_COLOUR = {"connecting": "yellow", "ok": "green", "stale": "yellow", "error": "red"}
-STATE_STYLE = {  # screens/render/rows.py STATE_STYLES
-    "pending": ("yellow", ""),
-    "running": ("green", ""),
-    "completing": ("cyan", ""),
-    "completed": ("", "dim"),
-    "failed": ("red", "bold"),
-    "cancelled": ("magenta", ""),
-    "unknown": ("red", ""),
-}
 GROUP_CLOSED = "▸ "
-HEADERS = ("CLUSTER", "ID", "NAME", "USER", "STATE", "GPUS", "NODES", "AGE", "REASON")
-# Per column (screens/queue.py COLUMNS): flexible, its floor, give-way rank, right-justified, min width.
-FLEX = {1: 12, 2: 16, 6: 0, 8: 0}
-GIVE_WAY = {8: 1, 6: 2, 7: 3}
-RIGHT = {5, 7}
-MIN_WIDTH = {7: 4}
 PAD = 1
+
+
+def style_words(style: str) -> tuple[str, bool, bool]:
+    """A ``queuecolumns`` style ("bold red", "dim"...) as (colour or "", bold, dim)."""
+    words = style.split()
+    colours = [word for word in words if word not in ("bold", "dim")]
+    return (colours[-1] if colours else "", "bold" in words, "dim" in words)
+
+
+# The Queue's columns (``queuecolumns``), by index: headers; flexible ones and their floors; give-way
+# ranks; right-justified ones; min widths; and each one's style (colour, bold, dim) under its cells.
+COLUMNS = queuecolumns.COLUMNS
+HEADERS = queuecolumns.HEADERS
+FLEX = {i: column.floor for i, column in enumerate(COLUMNS) if column.flex}
+GIVE_WAY = {i: column.give_way for i, column in enumerate(COLUMNS) if column.give_way}
+RIGHT = {i for i, column in enumerate(COLUMNS) if column.justify == "right"}
+MIN_WIDTH = {i: column.min_width for i, column in enumerate(COLUMNS) if column.min_width}
+COLUMN_STYLE = {i: style_words(column.style) for i, column in enumerate(COLUMNS) if column.style}
+STATE_STYLE = {state: style_words(style) for state, style in queuecolumns.STATE_STYLES.items()}
+STATE, AGE = queuecolumns.KEYS.index("state"), queuecolumns.KEYS.index("age")  # coloured by state; live
 
 
 # -- whether to paint --------------------------------------------------------------------------------
@@ -171,7 +178,16 @@ def colour_system(environ: dict[str, str], theme: str | None) -> str:
 
 # -- what is shown -----------------------------------------------------------------------------------
 MAX_ROWS = 500  # rows per cluster and view kept for the paint (more than any screen holds)
-ROW_FIELDS = ("id", "cluster", "name", "user", "state", "gpus", "nodes", "submit_time", "reason")
+ROW_FIELDS = tuple(dict.fromkeys(column.field for column in COLUMNS))
+# A cell's text (before ``clean``) where a column shows more than its field's text, from a digest's
+# job and how many members its closed group has (``rows.job_live_cells``' rules); a column not here
+# shows its field's text. The age (``AGE``) is drawn from the time of the paint (``_age``).
+TEXTS: dict[str, Callable[[dict, int], str]] = {
+    "id": lambda job, members: GROUP_CLOSED + job["id"] if members else job["id"],
+    "name": lambda job, members: f"{job['name']} ({members})" if members else job["name"],
+    "gpus": lambda job, members: str(job["gpus"]) if job["gpus"] else "-",
+    "nodes": lambda job, members: clean(",".join(job["nodes"])) or "-",
+}
 
 
 def digest(doc: dict) -> dict:
@@ -263,16 +279,11 @@ def _age(submitted: str | None, now: float) -> str:
 
 def row_cells(job: dict, members: int, now: float) -> tuple[str, ...]:
     """One row's texts (``screens.render.rows.job_live_cells``)."""
-    return (
-        clean(job["cluster"]),
-        clean(f"{GROUP_CLOSED if members else ''}{job['id']}"),
-        clean(f"{job['name']} ({members})" if members else job["name"]),
-        clean(job["user"]),
-        clean(str(job["state"])),
-        clean(str(job["gpus"])) if job["gpus"] else "-",
-        clean(",".join(job["nodes"])) or "-",
-        _age(job["submit_time"], now),
-        clean(job["reason"]),
+    return tuple(
+        _age(job[column.field], now)
+        if i == AGE
+        else clean(TEXTS[column.key](job, members) if column.key in TEXTS else str(job[column.field]))
+        for i, column in enumerate(COLUMNS)
     )
 
 
@@ -280,23 +291,20 @@ def content_widths(rows: list[tuple[dict, int]]) -> list[int]:
     """The widest cell of each column over every row (as the table measures them all; AGE is
     measured as drawn, so 0 here)."""
     widths = [0] * len(HEADERS)
-
-    def widest(column: int, texts: set[str]) -> None:
+    jobs = [job for job, _ in rows]
+    for i, column in enumerate(COLUMNS):
+        if i == AGE:
+            continue
+        make = TEXTS.get(column.key)
+        if make is None:
+            texts = set(map(str, map(itemgetter(column.field), jobs)))
+        else:
+            texts = {make(job, n) for job, n in rows}
         joined = "".join(texts)
         if joined.isascii() and joined.isprintable():  # the usual case: a cell is as wide as it is long
-            widths[column] = max(map(len, texts), default=0)
+            widths[i] = max(map(len, texts), default=0)
         else:
-            widths[column] = max((cells(clean(text)) for text in texts), default=0)
-
-    jobs = [job for job, _ in rows]
-    widest(0, {job["cluster"] for job in jobs})
-    widest(1, {job["id"] if not n else GROUP_CLOSED + job["id"] for job, n in rows})
-    widest(2, {job["name"] if not n else f"{job['name']} ({n})" for job, n in rows})
-    widest(3, {job["user"] for job in jobs})
-    widest(4, {job["state"] for job in jobs})
-    widths[5] = max((len(str(job["gpus"])) if job["gpus"] else 1 for job in jobs), default=0)
-    widest(6, {",".join(job["nodes"]) or "-" for job in jobs})
-    widest(8, {job["reason"] for job in jobs})
+            widths[i] = max((cells(clean(text)) for text in texts), default=0)
     return widths
 
 
@@ -353,10 +361,8 @@ def header_lines(
     tail: list[Span] = [(f"shown {shown} of {total}", plain)]
     for i, (state_name, n) in enumerate(sorted(counts.items())):
         tail.append((": " if i == 0 else " · ", style.sgr(FOREGROUND, bg, dim=True)))
-        colour, attr = STATE_STYLE.get(state_name, ("", ""))
-        tail.append(
-            (clean(f"{state_name} {n}"), style.sgr(colour or FOREGROUND, bg, bold=attr == "bold", dim=attr == "dim"))
-        )
+        colour, bold, dim = STATE_STYLE.get(state_name, ("", False, False))
+        tail.append((clean(f"{state_name} {n}"), style.sgr(colour or FOREGROUND, bg, bold=bold, dim=dim)))
     room = max(1, width - 2)  # padding 0 1
     lines: list[list[Span]] = [head]
 
@@ -398,7 +404,7 @@ def frame(config: Config, digested: dict, columns: int, lines: int, style: Style
     for c in ordered:
         natural = [max(w, int(v)) for w, v in zip(natural, c.view["widths"])]
     for texts in shown:
-        natural[7] = max(natural[7], cells(texts[7]))
+        natural[AGE] = max(natural[AGE], cells(texts[AGE]))
     widths, hidden = fit_widths(natural, available)
 
     def table_line(texts: Sequence[str], base: dict, state: str | None) -> str:
@@ -410,13 +416,12 @@ def frame(config: Config, digested: dict, columns: int, lines: int, style: Style
             text = fit(text, width)
             room = width - cells(text)
             fg, bold, dim = base["fg"], base["bold"], False
-            if i == 0 and state is not None:
-                bold = True
-            if i == 8 and state is not None:
-                dim = True
-            if i == 4 and state is not None:
-                colour, attr = STATE_STYLE.get(state, ("", ""))
-                fg, bold, dim = colour or fg, bold or attr == "bold", attr == "dim"
+            if i in COLUMN_STYLE and state is not None:
+                colour, its_bold, dim = COLUMN_STYLE[i]
+                fg, bold = colour or fg, bold or its_bold
+            if i == STATE and state is not None:
+                colour, its_bold, dim = STATE_STYLE.get(state, ("", False, False))
+                fg, bold = colour or fg, bold or its_bold
             filler = style.sgr(base["fg"], base["bg"], bold=base["bold"])
             before, after = (" " * room, "") if i in RIGHT else ("", " " * room)
             spans += [
@@ -438,7 +443,7 @@ def frame(config: Config, digested: dict, columns: int, lines: int, style: Style
             base = {"fg": CURSOR_FG, "bg": CURSOR, "bold": True}
         else:
             base = {"fg": FOREGROUND, "bg": SURFACE if index % 2 else STRIPE, "bold": False}
-        out.append(table_line(texts, base, texts[4]))
+        out.append(table_line(texts, base, texts[STATE]))
     while len(out) < lines - 1:
         out.append(style.sgr(FOREGROUND, SURFACE) + " " * columns)
     out.append(style.sgr(FOREGROUND, PANEL) + " " * columns)  # the footer's bar (its keys come with Textual)

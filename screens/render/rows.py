@@ -13,22 +13,17 @@ from typing import Any
 
 from rich.text import Text
 
+from yanflow_tui import queuecolumns
 from yanflow_tui.model import Job, JobState
 from yanflow_tui.sanitize import clean
 from yanflow_tui.widths import duration
 
-JOB_COLUMNS = ("cluster", "id", "name", "user", "state", "gpus", "nodes", "age", "reason")
-JOB_HEADERS = ("CLUSTER", "ID", "NAME", "USER", "STATE", "GPUS", "NODES", "AGE", "REASON")
+# The Queue's columns (``yanflow_tui.queuecolumns``): ``job_live_cells`` and ``job_sort_values`` give
+# one value per key, in this order.
+JOB_COLUMNS = queuecolumns.KEYS
+JOB_HEADERS = queuecolumns.HEADERS
 
-STATE_STYLES = {
-    JobState.PENDING: "yellow",
-    JobState.RUNNING: "green",
-    JobState.COMPLETING: "cyan",
-    JobState.COMPLETED: "dim",
-    JobState.FAILED: "bold red",
-    JobState.CANCELLED: "magenta",
-    JobState.UNKNOWN: "red",
-}
+STATE_STYLES = {JobState(value): style for value, style in queuecolumns.STATE_STYLES.items()}
 
 
 def text(value: object, style: str = "") -> Text:
@@ -42,7 +37,8 @@ def age_text(when: datetime | None, now: float) -> str:
 GROUP_OPEN, GROUP_CLOSED, GROUP_CHILD = "▾ ", "▸ ", "  └ "
 
 
-JOB_STYLES = {"cluster": "bold", "reason": "dim"}  # column styles of the queue's plain-string cells
+# column styles of the queue's plain-string cells
+JOB_STYLES = {column.key: column.style for column in queuecolumns.COLUMNS if column.style}
 
 
 def job_live_cells(

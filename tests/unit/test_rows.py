@@ -8,10 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node
+from yanflow_tui.queuecolumns import COLUMNS
 from yanflow_tui.screens.render.gpu_cells import GLYPHS, cell_kind, node_fields, node_gpus, util_label
 from yanflow_tui.screens.render.rows import duration, job_live_cells, job_sort_values
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+# the Queue's columns by key: a cell or sort value's index (a column added moves them)
+CLUSTER, ID, NAME, USER, STATE, GPUS, NODES, AGE, REASON = (
+    [c.key for c in COLUMNS].index(key)
+    for key in ("cluster", "id", "name", "user", "state", "gpus", "nodes", "age", "reason")
+)
 
 
 def job(**kw) -> Job:
@@ -46,7 +52,7 @@ def test_job_cells_are_clean_plain_text():
         "2m",
         "",
     ]
-    assert cells[4].style == "green"
+    assert cells[STATE].style == "green"
 
 
 def test_gpu_cells_per_gpu_and_counts_only():
@@ -83,14 +89,14 @@ def test_node_fields():
 def test_live_cells_draw_the_age_when_asked_and_sort_values_order_numbers_as_numbers():
     clock = [T0.timestamp() + 60]
     cells = job_live_cells(job(), lambda: clock[0], note="stale")
-    assert cells[0].plain == "c stale"
-    assert cells[7]().plain == "1m"
+    assert cells[CLUSTER].plain == "c stale"
+    assert cells[AGE]().plain == "1m"
     clock[0] += 3600
-    assert cells[7]().plain == "1h"  # the same cell, later: no rebuild needed
-    assert job_sort_values(job(gpus=9))[5] < job_sort_values(job(gpus=10))[5]
-    assert job_sort_values(job(id="9"))[1] < job_sort_values(job(id="10"))[1]
+    assert cells[AGE]().plain == "1h"  # the same cell, later: no rebuild needed
+    assert job_sort_values(job(gpus=9))[GPUS] < job_sort_values(job(gpus=10))[GPUS]
+    assert job_sort_values(job(id="9"))[ID] < job_sort_values(job(id="10"))[ID]
     young, old = job(submit_time=datetime(2026, 2, 1, tzinfo=timezone.utc)), job()
-    assert job_sort_values(young)[7] < job_sort_values(old)[7] < job_sort_values(job(submit_time=None))[7]
+    assert job_sort_values(young)[AGE] < job_sort_values(old)[AGE] < job_sort_values(job(submit_time=None))[AGE]
 
 
 def test_whole_free_nodes_leave_out_busy_and_unavailable_ones():
@@ -179,7 +185,7 @@ def test_cells_made_like_an_earlier_version_equal_fresh_ones_and_reuse_the_uncha
     fresh = job_live_cells(now, clock, marker, children, note)
     assert [_plain(c) for c in again] == [_plain(c) for c in fresh]
     assert [type(c) for c in again] == [type(c) for c in fresh]
-    fields = ("cluster", "id", "name", "user", "state", "gpus", "nodes", "submit_time", "reason")
+    fields = [column.field for column in COLUMNS]
     for field, cell, earlier in zip(fields, again, old):
         assert (cell is earlier) == (getattr(now, field) == getattr(before, field)), field
 
@@ -187,10 +193,10 @@ def test_cells_made_like_an_earlier_version_equal_fresh_ones_and_reuse_the_uncha
 def test_equal_names_users_and_reasons_share_one_sort_string():
     a = job_sort_values(job(id="1", name="Train-7", user="Ann", reason="Priority"))
     b = job_sort_values(job(id="2", name="Train-7", user="Ann", reason="Priority"))
-    assert all(a[i] is b[i] for i in (2, 3, 8))  # identical: a sort compares them at once
+    assert all(a[i] is b[i] for i in (NAME, USER, REASON))  # identical: a sort compares them at once
     c = job_sort_values(job(id="3", name="train-10", user="bob"))
-    assert a[2] < c[2] and a[3] < c[3]  # natural, and case-blind
-    assert isinstance(a[7], float)
+    assert a[NAME] < c[NAME] and a[USER] < c[USER]  # natural, and case-blind
+    assert isinstance(a[AGE], float)
 
 
 def test_rows_share_the_cells_of_equal_values():
@@ -199,20 +205,20 @@ def test_rows_share_the_cells_of_equal_values():
     clock = lambda: T0.timestamp()  # noqa: E731
     a = job_live_cells(job(id="1", gpus=12, nodes=("n1", "n2")), clock)
     b = job_live_cells(job(id="2", gpus=12, nodes=("n1", "n2")), clock)
-    assert a[4] is b[4] and a[5] is b[5] and a[6] is b[6]
+    assert a[STATE] is b[STATE] and a[GPUS] is b[GPUS] and a[NODES] is b[NODES]
     c = job_live_cells(job(id="3", state=JobState.PENDING, gpus=13, nodes=("n3",)), clock)
-    assert c[4] is not a[4] and c[4].plain == "pending" and c[4].style == "yellow"
-    assert (c[5], c[6]) == ("13", "n3")
+    assert c[STATE] is not a[STATE] and c[STATE].plain == "pending" and c[STATE].style == "yellow"
+    assert (c[GPUS], c[NODES]) == ("13", "n3")
 
 
 def test_the_age_cell_is_a_small_object_and_the_id_cell_the_jobs_own_string():
     clock = [T0.timestamp() + 60]
     shown = job(id="12345")
     cells = job_live_cells(shown, lambda: clock[0])
-    age = cells[7]
+    age = cells[AGE]
     assert not hasattr(age, "__closure__") and not hasattr(age, "__dict__")  # no closure, no dict per row
     assert age().plain == "1m"
     clock[0] += 3600
     assert age().plain == "1h"  # still drawn when asked
-    assert cells[1] is shown.id  # no copy made when there is no marker
-    assert job_live_cells(shown, lambda: clock[0], "▸ ")[1] == "▸ 12345"
+    assert cells[ID] is shown.id  # no copy made when there is no marker
+    assert job_live_cells(shown, lambda: clock[0], "▸ ")[ID] == "▸ 12345"
