@@ -26,7 +26,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
-from yanflow_tui import heap
+from yanflow_tui import speed
 from yanflow_tui.filters import FilterError, JobColumns, JobFilter, any_texts, compile_filter
 from yanflow_tui.hub import Health, error_text
 from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
@@ -631,7 +631,7 @@ class QueueScreen(DataScreen):
 
     # -- data --------------------------------------------------------------------------------------
     def refresh_data(self) -> None:
-        with heap.paused():  # (no GC pass over the lists of rows made here)
+        with speed.collector_off(keep=True):  # (no GC pass over the lists of rows made here)
             self._refresh_data()
 
     def _refresh_data(self) -> None:
@@ -1016,7 +1016,7 @@ class QueueScreen(DataScreen):
         made = [self._view_row(index, clock) for index in no_row]
         table.measure(row for row in made if row.key in parent_of or row.key in children)
         self._no_text, self._no_row, self._texts_warmed = [], [], True
-        self.app.heap.settled()  # (what was made lives on, as after idle warming)
+        self.app.settled()  # (what was made lives on, as after idle warming)
         return True
 
     def _warm_later(self) -> None:
@@ -1042,7 +1042,7 @@ class QueueScreen(DataScreen):
             self._warm_paused = True
             return
         app = self.app
-        since = app.heap.clock() - app.heap.last_key
+        since = app.idle_for()
         if since < WARM_AFTER_KEY:  # a key is being handled (/ right after a refresh): after it
             self._warm_due = True
             self.set_timer(WARM_AFTER_KEY - since, self._warm_members)
@@ -1063,7 +1063,7 @@ class QueueScreen(DataScreen):
                 self._texts_warmed = True
                 self._per_entry()
                 self._kinds_now()
-                self.app.heap.settled()  # (what was made lives on: out of the collector's sight, see heap.py)
+                self.app.settled()  # (what was made lives on: out of the collector's sight, see speed.py)
             self._warm_later()
             return
 
@@ -1086,7 +1086,7 @@ class QueueScreen(DataScreen):
         if missing:
             self._warm_later()
         else:  # every row made and measured: they live on (a full GC pass over them came in the next key)
-            self.app.heap.settled()
+            self.app.settled()
 
     def _texts(self, start: int, end: int) -> list[str]:
         """The ``text`` of the entries ``_flat[start:end]``, made in one pass for those with none yet
