@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
-from yanflow_tui import heap, queuecolumns
+from yanflow_tui import queuecolumns, speed
 from yanflow_tui.filters import FilterError, compile_filter
 from yanflow_tui.hub import error_text
 from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
@@ -134,7 +134,7 @@ class QueueScreen(DataScreen):
 
     # -- data --------------------------------------------------------------------------------------
     def refresh_data(self) -> None:
-        with heap.paused():  # (no GC pass over the lists of rows made here)
+        with speed.collector_off(keep=True):  # (no GC pass over the lists of rows made here)
             self._refresh_data()
 
     def _refresh_data(self) -> None:
@@ -206,11 +206,11 @@ class QueueScreen(DataScreen):
             table.measure(rows)
 
     def _idle_for(self) -> float:
-        """Seconds since the last key (the heap keeps the time of each)."""
-        return self.app.heap.clock() - self.app.heap.last_key
+        """Seconds since the last key (the app keeps the time of each)."""
+        return self.app.idle_for()
 
     def _settled(self) -> None:
-        self.app.heap.settled()  # (what was made lives on: out of the collector's sight, see heap.py)
+        self.app.settled()  # (what was made lives on: out of the collector's sight, see speed.py)
 
     # -- idle warming (the work itself: models/warming.py) -----------------------------------------
     def _catch_up(self) -> bool:

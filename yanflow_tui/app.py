@@ -49,7 +49,6 @@ from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
 from yanflow_tui.earlypaint import EarlyPaint
 from yanflow_tui.errors import SpecError, UIConfigError, YanflowError
-from yanflow_tui.heap import Heap, map_big_blocks
 from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
 from yanflow_tui.inside import Forwards
 from yanflow_tui.keys import SerialKeys, is_typing
@@ -58,6 +57,7 @@ from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.queue import QueueScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
+from yanflow_tui.speed import Heap, map_big_blocks
 from yanflow_tui.tensorboards import TensorBoards
 from yanflow_tui.yamldoc import join
 
@@ -257,7 +257,7 @@ class YanflowApp(SerialKeys):
         # first refresh, written again at exit. None (tests): nothing read or kept. ``cache_note``: the
         # caller read it into ``hub`` already (the console, to paint it before Textual: ``earlypaint``).
         self.snapshot_file = snapshot_file
-        self.heap = Heap()  # no full GC pass over the jobs while a key waits (yanflow_tui.heap)
+        self.heap = Heap()  # no full GC pass over the jobs while a key waits (yanflow_tui.speed)
         map_big_blocks()  # a refresh's big blocks given back when freed, not kept in the heap (same module)
         self._cache_note = cache_note or ""
         if snapshot_file is not None:  # the console (not a test's app): no GC pass until the first refresh or tick
@@ -568,6 +568,14 @@ class YanflowApp(SerialKeys):
             if not isinstance(screen, ModalScreen):
                 break
         return shown
+
+    def idle_for(self) -> float:
+        """Seconds since the last key: idle work (the Queue's warming) waits while keys come."""
+        return self.heap.idle_for()
+
+    def settled(self) -> None:
+        """What a screen made (rows, texts) lives on: out of the collector's sight (``speed.Heap``)."""
+        self.heap.settled()
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):

@@ -320,9 +320,7 @@ def _run_app(config) -> int:
     """The console. Before the backends and Textual are imported (most of a second of CPU), the cached
     Queue is painted from the digest the last run kept (``earlypaint``); Textual then takes over that
     screen. A cluster that logs in in the terminal does it first (the paint gives the screen back)."""
-    import gc
-
-    from yanflow_tui import earlypaint, snapcache
+    from yanflow_tui import earlypaint, snapcache, speed
 
     path = snapcache.default_path()
     digested, paint_note = snapcache.read_paint(path)  # never raises: a bad file is set aside, with a note
@@ -337,7 +335,7 @@ def _run_app(config) -> int:
         # a cluster that logs in in the terminal does it now, before the console (on the normal screen)
         log_in_first(hub, out=early.stream(sys.stderr) if early is not None else None)
         note = "; ".join(filter(None, (paint_note, snapcache.restore(hub, path))))
-        gc.freeze()  # the cached jobs live on: the collections while Textual loads need not walk them
+        speed.freeze_restored()  # the cached jobs live on: the collections while Textual loads need not walk them
 
         from yanflow_tui.app import YanflowApp, takeover_driver
 

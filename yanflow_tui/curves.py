@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import itertools
 import math
 import operator
@@ -41,6 +40,7 @@ from typing import Any, NamedTuple, Protocol
 
 from yanflow_tui import curves_fast
 from yanflow_tui.errors import BackendError
+from yanflow_tui.speed import collector_off
 
 EVENT_PREFIX = "events.out.tfevents."  # what TensorBoard's writers name their files
 DEFAULT_SUBDIR = "tb"  # the log directory when the spec names none: WORKDIR/tb
@@ -222,23 +222,10 @@ def _scalar_value(value: Any, scalar_tags: set[str]) -> float | None:
     return None
 
 
-@contextlib.contextmanager
-def no_gc():
-    """The cyclic garbage collector off while a million points are made: none of them can be in a
-    cycle, and each collection would walk all that were made so far (4x the time)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def _points(steps: Iterable[int], wall_times: Iterable[float], values: Iterable[float]) -> list[CurvePoint]:
     """Columns as points, made in C (``tuple.__new__`` over ``zip``): a third of the time of
     calling the named tuple's ``__new__`` a million times."""
-    with no_gc():
+    with collector_off():
         return list(map(tuple.__new__, itertools.repeat(CurvePoint), zip(steps, wall_times, values)))
 
 
@@ -415,7 +402,7 @@ class CurveReader:
             if state.offset == 0:
                 return 0
             state.loader = _loader_class()(state.mirror)
-        with no_gc():
+        with collector_off():
             return self._load_events(state)
 
     def _load_events(self, state: _FileState) -> int:

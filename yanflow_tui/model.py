@@ -3,7 +3,7 @@
 Backends translate their systems' objects into these; nothing else crosses into the UI.
 
 The per-job and per-node ones (``Job``, ``Node``, ``Gpu``, ``LogLine``) are built by the hundred
-thousand, so they have ``__slots__`` and a quicker ``__init__`` (``quick_init``), and intern their
+thousand, so they have ``__slots__`` and a quicker ``__init__`` (``speed.quick_init``), and intern their
 repeated words (cluster, user, state, partition...): one string per distinct value, not per object.
 """
 
@@ -11,77 +11,13 @@ from __future__ import annotations
 
 import enum
 import itertools
-from collections.abc import Callable, Iterable
-from dataclasses import MISSING, dataclass, field, fields
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from sys import intern
-from typing import Any, TypeVar
+from typing import Any
 
-_T = TypeVar("_T")
-
-
-def quick_init(*interned: str) -> Callable[[type[_T]], type[_T]]:
-    """Give a frozen, slotted dataclass an ``__init__`` that fills its slots through their
-    descriptors: a frozen dataclass's own ``__init__`` calls ``object.__setattr__`` per field, which
-    makes it 2-3 times slower. Same signature, defaults and immutability afterwards (``replace``
-    goes through it too). The ``interned`` fields, when given a plain ``str``, are interned.
-    ``maker(cls)`` gives a quicker factory still, for parsers that build objects by the hundred thousand."""
-
-    def wrap(cls: type[_T]) -> type[_T]:
-        params, body, plain, given = [], [], [], []
-        space: dict[str, Any] = {"_intern": intern, "_str": str}
-        for f in fields(cls):  # type: ignore[arg-type]
-            if f.default_factory is not MISSING or not f.init:
-                raise TypeError(f"quick_init: {cls.__name__}.{f.name} needs the dataclass __init__")
-            if f.default is MISSING:
-                params.append(f.name)
-            else:
-                space[f"_default_{f.name}"] = f.default
-                params.append(f"{f.name}=_default_{f.name}")
-            space[f"_set_{f.name}"] = getattr(cls, f.name).__set__
-            value = f"_intern({f.name}) if type({f.name}) is _str else {f.name}" if f.name in interned else f.name
-            body.append(f"    _set_{f.name}(self, {value})")
-            plain.append(f"    self.{f.name} = {value}")
-            given.append(f"    self.{f.name} = {f.name}")
-        exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n", space)
-        init: Any = space["__init__"]
-        init.__qualname__ = f"{cls.__qualname__}.__init__"
-        setattr(cls, "__init__", init)  # noqa: B010 - mypy refuses a method assignment
-        _MAKERS[cls] = _maker(cls, params, plain, dict(space))
-        _MAKERS_AS_GIVEN[cls] = _maker(cls, params, given, dict(space))
-        return cls
-
-    return wrap
-
-
-_MAKERS: dict[type, Callable[..., Any]] = {}
-_MAKERS_AS_GIVEN: dict[type, Callable[..., Any]] = {}
-
-
-def _maker(cls: type, params: list[str], plain: list[str], space: dict[str, Any]) -> Callable[..., Any]:
-    """The factory ``maker`` gives: the fields stored with plain attribute stores into a mutable
-    twin (same slots, so the same layout), which then becomes a ``cls``, about three times quicker
-    than ``__init__``'s descriptor calls. ``cls`` itself where the twin cannot be one."""
-    twin = type(f"_{cls.__name__}Build", (), {"__slots__": cls.__slots__})  # type: ignore[attr-defined]
-    try:
-        probe: Any = object.__new__(twin)
-        probe.__class__ = cls
-    except TypeError:  # a layout __class__ assignment refuses (e.g. a slotted base class)
-        return cls
-    space.update(_new=object.__new__, _twin=twin, _cls=cls)
-    source = f"def make({', '.join(params)}):\n    self = _new(_twin)\n" + "\n".join(plain)
-    exec(source + "\n    self.__class__ = _cls\n    return self\n", space)
-    make: Any = space["make"]
-    make.__qualname__ = f"{cls.__qualname__}.make"
-    return make
-
-
-def maker(cls: type[_T], interned: bool = True) -> Callable[..., _T]:
-    """A factory for a ``quick_init`` class: the same arguments, defaults, interning and result as
-    ``cls(...)`` (a frozen ``cls`` instance, equal to one its ``__init__`` builds), built quicker.
-    ``interned=False``: the strings are stored as given, for a caller that shares them already (a
-    parser that interned each word once); the result is equal all the same."""
-    return (_MAKERS if interned else _MAKERS_AS_GIVEN).get(cls, cls)
+from yanflow_tui.speed import quick_init
 
 
 def intern_all(values: Iterable[str]) -> tuple[str, ...]:

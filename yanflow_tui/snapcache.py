@@ -12,7 +12,6 @@ regular file, unreadable) is ignored with a one-line note too and set aside (``N
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from yanflow_tui import __version__
 from yanflow_tui.locations import CLOEXEC, NOFOLLOW, private_file, state_dir
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, Node, intern_all
 from yanflow_tui.sanitize import clean
+from yanflow_tui.speed import collector_off
 
 if TYPE_CHECKING:  # the hub (and the backends' clients it loads) is imported after the early paint
     from yanflow_tui.hub import ClusterSnapshot, Hub
@@ -298,22 +298,11 @@ def decode(data: bytes) -> dict[str, Cached]:
     return build(parse(data))
 
 
-def _no_gc(make: Callable[[Any], Any], arg: Any) -> Any:
-    collecting = gc.isenabled()
-    # The parsed document (acyclic: refcounting frees it) and the objects made from it, which all
-    # live on: collections while making them would only cost (~35%)
-    gc.disable()
-    try:
-        return make(arg)
-    finally:
-        if collecting:
-            gc.enable()
-
-
 def parse(data: bytes) -> dict:
     """The file's document (plain JSON: what ``earlypaint`` draws from, before ``build``); raises
     ``ValueError`` when it is not JSON or not this version's."""
-    doc = _no_gc(_parse, data)
+    with collector_off():  # the document is acyclic (refcounting frees it): a collection would only cost
+        doc = _parse(data)
     if not isinstance(doc, dict):
         raise ValueError("not a snapshot file")
     if doc.get("format") != FORMAT or doc.get("yanflow") != __version__:
@@ -332,7 +321,8 @@ def _parse(data: bytes) -> Any:
 
 def build(doc: dict) -> dict[str, Cached]:
     """The clusters of a ``parse``d document; raises ``ValueError`` when it is corrupt."""
-    return _no_gc(_build, doc)
+    with collector_off():  # the objects made all live on: collections while making them cost ~35%
+        return _build(doc)
 
 
 def _build(doc: dict) -> dict[str, Cached]:

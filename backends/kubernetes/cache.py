@@ -12,8 +12,6 @@ look at those records only; a list, or more changes than the cache holds, starts
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
 import json
 import logging
 import threading
@@ -21,6 +19,8 @@ import time
 from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
+
+from yanflow_tui.speed import collector_off
 
 log = logging.getLogger(__name__)
 WATCH_SECONDS = 120  # server-side timeoutSeconds of one watch request
@@ -30,18 +30,6 @@ READ_SLACK = 30.0  # a watch read may be quiet this much longer than WATCH_SECON
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
 JOURNAL_SLACK = 1024  # keys the journal keeps beyond the cache's size before it starts afresh
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Pause the cyclic garbage collector while decoding one big answer (process-wide, briefly)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class Gone(Exception):
@@ -212,7 +200,7 @@ class Reflector:
             response.release_conn()
         extract = self.extract
         items = {}
-        with _gc_paused():  # a big list allocates ~10^6 objects: one collection after, not dozens during
+        with collector_off():  # a big list allocates ~10^6 objects: one collection after, not dozens during
             data = json.loads(body)
             for obj in data.get("items") or ():
                 items[_object_key(obj)] = extract(obj)

@@ -13,10 +13,10 @@ from itertools import chain, count, islice
 from sys import intern
 from typing import Any, TypeVar
 
-from yanflow_tui import heap
 from yanflow_tui.backends.slurm.comment import facts_of
 from yanflow_tui.errors import BackendError
-from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobState, Node, maker, quick_init
+from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobState, Node
+from yanflow_tui.speed import collector_off, maker, quick_init
 
 # A delimiter that cannot occur in names given on the command line (ASCII unit separator).
 SEP = "\x1f"
@@ -831,7 +831,7 @@ def parse_squeue_text(text: str) -> list[RawJob]:
     epoch as one ``datetime``: a queue of 100,000 jobs holds a few thousand distinct values. A line
     met in a recent parse gives the same ``RawJob`` as then (see ``_ROWS``)."""
     global _ROWS, _ROWS_OLD
-    with heap.paused():
+    with collector_off(keep=True):
         jobs = _parse_squeue_text(text, _ROWS, _ROWS_OLD)
         if len(_ROWS) > len(jobs) + len(jobs) // 8 + _ROWS_SLACK:
             _ROWS_OLD, _ROWS = _ROWS, {}
@@ -1061,7 +1061,7 @@ def build_jobs(raws: Iterable[RawJob], cluster: str) -> list[Job]:
     """Domain jobs; each array becomes a group Job (``parent=""``) followed by its tasks as children."""
     global _JOBS, _JOBS_OLD, _GROUPS, _GROUPS_OLD
     raws = list(raws)
-    with heap.paused():
+    with collector_off(keep=True):
         jobs = _build_jobs(raws, cluster)
         if len(_JOBS) > len(raws) + len(raws) // 8 + _ROWS_SLACK:
             _JOBS_OLD, _JOBS = _JOBS, {}
@@ -1217,7 +1217,7 @@ def squeue_steps(text: str | bytes, cluster: str) -> Generator[None, None, tuple
     rows: dict[Any, Job | _Member] = {}
     fresh: list[Job | _Member] = []
     arrays: dict[str, tuple[list[_Member], list[Job]]] = {}
-    with heap.paused():
+    with collector_off(keep=True):
         try:
             jobs, groups, twice = yield from _squeue_jobs(text, cluster, kept, rows, fresh)
             if groups:

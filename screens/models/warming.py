@@ -2,7 +2,7 @@
 changed the entries, what the first filter keystroke needs (each entry's filter text, the filter's
 columns) and then the rows of group members and groups as a filter or ``e`` shows them, measured by the
 table, a budget of time per turn. The screen runs the turns on its timer; ``idle_for()`` says how long
-since the last key, ``settled()`` tells the heap that what was made lives on, ``measure(rows)`` has the
+since the last key, ``settled()`` tells the collector control that what was made lives on, ``measure(rows)`` has the
 table measure rows ahead."""
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from yanflow_tui.curves import CurvePoint, Curves, no_gc, smooth, stats
+from yanflow_tui.curves import CurvePoint, Curves, smooth, stats
 from yanflow_tui.screens.render.plot import COLOURS, line_plot
+from yanflow_tui.speed import collector_off
 
 MAX_TAGS = len(COLOURS)  # tags drawn at once when "all" are chosen
 _STEP, _WALL_TIME, _VALUE, _X, _Y = (operator.itemgetter(i) for i in (0, 1, 2, 0, 1))
@@ -91,7 +92,7 @@ def curve_lines(curves: Curves, options: CurveOptions, width: int = 60, height: 
     origin = min((curves.series[t][0].wall_time for t in tags if curves.series[t]), default=0.0)
     if not math.isfinite(origin):
         origin = 0.0
-    with no_gc():  # a million (x, y) pairs: see ``curves.no_gc``
+    with collector_off():  # a million (x, y) pairs: none can be in a cycle (see ``speed.collector_off``)
         series: dict[str, Sequence[tuple[float, float]]] = {
             tag: thin(_xy(curves.series[tag], options.wall_time, origin, options.smoothing), width * 2) for tag in tags
         }

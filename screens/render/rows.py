@@ -9,13 +9,13 @@ import math
 import re
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from rich.text import Text
 
 from yanflow_tui import queuecolumns
 from yanflow_tui.model import Job, JobState
 from yanflow_tui.sanitize import clean
+from yanflow_tui.speed import Shared
 from yanflow_tui.widths import duration
 
 # The Queue's columns (``yanflow_tui.queuecolumns``): ``job_live_cells`` and ``job_sort_values`` give
@@ -88,26 +88,6 @@ def _cluster_cell(job: Job, note: str) -> str | Text:
     cluster = Text(clean(job.cluster), style="bold", no_wrap=True, overflow="ellipsis")
     cluster.append(f" {note}", "bold yellow" if note == "stale" else "bold red")
     return cluster
-
-
-SHARED_MAX = 65536
-
-
-class Shared(dict):
-    """Values made once each by ``make`` and shared by every user of an equal key (sort strings,
-    cells, widths): a hit is a plain dict lookup (in C). What is shared is never changed in place
-    (the table copies a ``Text`` cell before cutting it to fit). Bounded: emptied when it grows past
-    ``SHARED_MAX``."""
-
-    def __init__(self, make: Callable[[Any], Any]) -> None:
-        super().__init__()
-        self.make = make
-
-    def __missing__(self, value: Any) -> Any:
-        if len(self) >= SHARED_MAX:
-            self.clear()
-        made = self[value] = self.make(value)
-        return made
 
 
 class _Age:

@@ -30,9 +30,10 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.strip import Strip
 
-from yanflow_tui.screens.render.rows import Shared, natural_key
+from yanflow_tui.screens.render.rows import natural_key
 from yanflow_tui.screens.widgets.scrolling import QuietScrollView, set_virtual_size
 from yanflow_tui.screens.widgets.tabledata import Cell, Row, RowChanges
+from yanflow_tui.speed import Shared
 from yanflow_tui.widths import fit_widths
 
 PAD = 1  # blank cells each side of every column

@@ -2,7 +2,7 @@
 paths too: over the Kubernetes emulator whose exec answers 403 (the curves' file lookup fails) and
 whose events list answers 403 too (describe's events), each closed detail's widgets must be freed. Counted
 with weak references to the screens, not RSS: a screen still reachable after ``gc.collect()`` is kept
-(frozen out of the collector's sight, ``yanflow_tui.heap``, the old leak: about 1.5 MB an open).
+(frozen out of the collector's sight, ``yanflow_tui.speed``, the old leak: about 1.5 MB an open).
 ``benchmarks/soak.py --paths`` measures the RSS over 500 opens on each backend."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from yanflow_tui.screens.queue import JobTable, QueueScreen
 from yanflow_tui.screens.widgets.curves import CurvesView
 
 NS = "ml"
-OPENS = 10  # not a multiple of heap.DROPPED_LIMIT: one close is left to bring the last collection forward
+OPENS = 10  # not a multiple of speed.DROPPED_LIMIT: one close is left to bring the last collection forward
 KEPT = 6  # at most this many still referenced after a collection (seen 2-4; flat over 500 opens in the soak)
 
 

@@ -560,16 +560,15 @@ async def test_idle_warming_waits_while_keys_come(home, monkeypatch):
     app = make_app(hpc(refresh_seconds=3600))
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
-        now = [1000.0]
-        app.heap.clock = lambda: now[0]
-        app.heap.last_key = now[0]  # a key now, and the clock stands still: warming waits
+        quiet = [0.0]
+        monkeypatch.setattr(app, "idle_for", lambda: quiet[0])  # a key now, and the clock stands still: warming waits
         await with_bulk_jobs(pilot, app, FakeBackend.instances[-1], 1500)
         screen = app.screen
         warmed = lambda: screen.view.columns_ready  # noqa: E731
         began = lambda: screen.warming.no_text is not None  # noqa: E731  a turn made something (the warming's private state)
         await wait_for(pilot, lambda: len(turns) >= 3 or began() or warmed(), what="turns due")
         assert not began() and not warmed()
-        now[0] += 1.0
+        quiet[0] += 1.0
         await wait_for(pilot, warmed, what="warming done once no key came")
 
 

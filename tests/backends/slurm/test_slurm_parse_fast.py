@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from paths import DATA as TEST_DATA
 
-from yanflow_tui import heap
+from yanflow_tui import speed
 from yanflow_tui.backends.slurm import parse
-from yanflow_tui.heap import Heap
-from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, LogLine, Node, maker
+from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobState, LogLine, Node
+from yanflow_tui.speed import Heap, maker
 
 COLUMNS = [name for name, _ in parse.SQUEUE_FIELDS]
 
@@ -345,7 +345,7 @@ def test_a_parse_under_a_heap_the_app_froze_freezes_what_it_made_without_countin
         assert gc.get_freeze_count() >= before + len(jobs) and gc.isenabled()
     finally:
         keeper.release()
-    assert keep and not heap.frozen()
+    assert keep and not speed.frozen()
 
 
 def test_maker_builds_what_the_constructor_builds():
