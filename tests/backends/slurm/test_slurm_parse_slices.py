@@ -10,6 +10,7 @@ import asyncio
 import gc
 
 import pytest
+from slurmreference import ReferenceCaches, parse_squeue_text
 
 from yanflow_tui.backends.slurm import backend as slurm_module
 from yanflow_tui.backends.slurm import parse
@@ -67,7 +68,8 @@ def queue(count: int, version: int = 0) -> bytes:
 
 def reference(text: bytes, cluster: str) -> list[Job]:
     """The Jobs of ``text`` by the plain path (RawJobs, then Jobs)."""
-    return parse.build_jobs(parse.parse_squeue_text(text.decode()), cluster)
+    caches = ReferenceCaches()
+    return parse.build_jobs(parse_squeue_text(text.decode(), caches), cluster, caches)
 
 
 class Served(Transport):
@@ -151,7 +153,6 @@ async def test_the_event_loop_keeps_running_while_a_100k_line_queue_is_parsed():
     text = queue(100_000)
     transport = Served([text], ticks)
     backend = Answers("slices-big", transport)
-    parse.clear_caches()
     ticking = asyncio.create_task(ticker())
     try:
         answer = await backend.list_jobs()  # (the served transport never waits: only the parse yields)
@@ -167,7 +168,6 @@ async def test_a_poll_cancelled_mid_parse_leaves_the_next_polls_right(fine_slice
     texts = [queue(20_000, version) for version in range(5)]
     transport = Served(texts)
     backend = Answers(f"slices-cancel-{turns}", transport)
-    parse.clear_caches()
     first = await backend.list_jobs()
     check(backend, first, texts[0])
     assert check(backend, await backend.list_jobs(), texts[1])  # an answer that says what changed
@@ -190,7 +190,6 @@ async def test_get_job_and_a_second_list_jobs_during_a_parse_wait_their_turn(fin
     texts = [queue(20_000, version) for version in range(7)]
     transport = Served(texts)
     backend = Answers("slices-interleaved", transport)
-    parse.clear_caches()
     check(backend, await backend.list_jobs(), texts[0])
     transport.squeued.clear()
     polling = asyncio.create_task(backend.list_jobs())
