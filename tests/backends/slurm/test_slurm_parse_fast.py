@@ -609,7 +609,7 @@ def test_a_parse_says_nothing_after_a_text_it_refused_a_line_given_twice_or_the_
     assert parse.squeue_answer(text, "c", caches)[1].since == 0  # (after it too)
     assert parse.squeue_answer(text, "c", caches)[1].since != 0
     assert parse.squeue_answer(text, "d", caches)[1].since == 0  # another cluster: its own
-    caches = ReferenceCaches()
+    caches.clear()
     assert parse.squeue_answer(text, "c", caches)[1].since == 0
 
 
