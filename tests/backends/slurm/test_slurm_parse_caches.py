@@ -9,12 +9,12 @@ import copy
 import itertools
 import weakref
 
+from servedslurm import Served
 from slurmreference import ReferenceCaches
 
 from yanflow_tui.backends.slurm import parse
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.backends.slurm.parsecache import ParseCaches
-from yanflow_tui.backends.slurm.transport import Result, Transport
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import JobState
 
@@ -44,38 +44,14 @@ def line(job_id: int, state: str, nodes: str = "", name: str = "train") -> str:
     return parse.SEP.join(cols[name] for name, _ in parse.SQUEUE_FIELDS)
 
 
-class Served(Transport):
-    """Answers ``squeue -o`` with ``text``, ``id -un``, and ``sacct`` (no accounting)."""
-
-    def __init__(self, text: str):
-        super().__init__()
-        self.text = text
-
-    async def run(self, argv, stdin_data=None, timeout=None) -> Result:
-        argv = tuple(str(a) for a in argv)
-        if argv[:2] == ("id", "-un"):
-            return Result(argv, 0, "alice\n", "")
-        if argv[0] == "squeue" and "-o" in argv:
-            return Result(argv, 0, self.text.encode(), "")
-        if argv[0] == "sacct":
-            return Result(argv, 1, "", "sacct: error: Slurm accounting storage is disabled")
-        return Result(argv, 1, "", f"{argv[0]}: not served here")
-
-    async def _exec(self, script: str):  # pragma: no cover - run() answers every command
-        raise AssertionError(script)
-
-    async def _stream(self, script: str):  # pragma: no cover
-        raise AssertionError(script)
-
-
 async def test_two_backends_keep_their_own_caches_and_one_queue_does_not_change_the_others_answers():
     """Both named ``hpc`` (the worst case for tables kept by cluster name): job 5 runs on one and is
     pending on the other; each answer is its own, and a parse of one between two polls of the other
     leaves the other's kept lines, Jobs and changes as they were."""
     first = "\n".join([line(5, "RUNNING", "gpu[01-02]"), line(6, "PENDING")]) + "\n"
     other = "\n".join([line(5, "PENDING", name="eval"), line(7, "RUNNING", "cpu[1-2]")]) + "\n"
-    one = SlurmBackend(ClusterConfig("hpc", "slurm"), Served(first))
-    two = SlurmBackend(ClusterConfig("hpc", "slurm"), Served(other))
+    one = SlurmBackend(ClusterConfig("hpc", "slurm"), Served([first.encode()]))
+    two = SlurmBackend(ClusterConfig("hpc", "slurm"), Served([other.encode()]))
     assert one.parse_caches is not two.parse_caches
     before = await one.list_jobs()
     assert all(not table for table in vars_of(two.parse_caches).values() if isinstance(table, dict))
