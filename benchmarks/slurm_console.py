@@ -7,8 +7,9 @@ serves what ``squeue -o`` would print: ``--lines`` lines synthesised as ``benchm
 (from ``tests/data/slurm/squeue.txt``), ``--nodes`` GPU nodes as ``sinfo --json``, no accounting. It
 drives ``YanflowApp`` through ``App.run_test()``: the first screen, idle warming, ``--polls`` refreshes
 with 5% of the lines changed each, then a filter typed and cleared, and prints the RSS at each step and
-the peak (``VmHWM``). ``--path raw`` parses as before ``squeue_jobs`` (``parse_squeue_text`` then
-``build_jobs``); ``--path nocache`` drops the parser's line cache after each poll.
+the peak (``VmHWM``). ``--path raw`` parses as before ``squeue_jobs`` (the tests' reference
+``parse_squeue_text``, ``tests/slurmreference.py``, then ``build_jobs``); ``--path nocache`` drops the
+parser's line cache after each poll.
 
     python benchmarks/slurm_console.py [--lines 100000] [--nodes 5000] [--polls 2] [--path direct|raw|nocache]
         [--parse sliced|inline|thread] [--trace]
@@ -27,7 +28,8 @@ and ten more at the end, no poll running.
 ``--parse`` says how the backend runs the parse: ``sliced`` (as shipped: ``backend.in_slices``, the
 loop given a turn every slice), ``inline`` (the whole parse at once on the loop, as before it),
 ``thread`` (``asyncio.to_thread``: the alternative, for comparison; not safe to ship as it is: the
-parser's shared tables, node name lists among them, are also used by the loop's own parses).
+backend's parser tables, its ``ParseCaches``, node name lists among them, are also used by the loop's
+own parses).
 
 Each poll's text is held compressed and decoded when served, as a transport would receive it. Not part
 of the test suite; it waits on the Queue through ``benchmarks/console.py``'s adapters.
@@ -47,14 +49,17 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(1, str(HERE.parent / "tests"))  # the reference parser
 
 import console  # noqa: E402
 import squeue_parse  # noqa: E402
+from slurmreference import ReferenceCaches, parse_squeue_text  # noqa: E402
 
 from yanflow_tui.backends import registry  # noqa: E402
 from yanflow_tui.backends.slurm import backend as slurm_backend  # noqa: E402
 from yanflow_tui.backends.slurm import parse  # noqa: E402
 from yanflow_tui.backends.slurm.backend import SlurmBackend  # noqa: E402
+from yanflow_tui.backends.slurm.parsecache import ParseCaches  # noqa: E402
 from yanflow_tui.backends.slurm.transport import Result, Transport  # noqa: E402
 from yanflow_tui.config import ClusterConfig, Config  # noqa: E402
 from yanflow_tui.hub import Hub  # noqa: E402
@@ -138,9 +143,13 @@ class ServedSlurm(SlurmBackend):
 
     windows: list[tuple[float, float]] = []
     listing = False
+    caches_made: Callable[[], ParseCaches] = ParseCaches  # ReferenceCaches for --path raw (its rows kept)
+    latest: ServedSlurm | None = None  # the backend made last (its caches measured at the end)
 
     def __init__(self, config, transport=None):
         super().__init__(config, ServedTransport())
+        self.parse_caches = type(self).caches_made()
+        type(self).latest = self
 
     async def list_jobs(self):
         type(self).listing = True
@@ -193,19 +202,20 @@ def use_path(path: str) -> None:
     shipped = parse.squeue_steps
     if path == "raw":
 
-        def raw(text, cluster: str):
+        def raw(text, cluster: str, caches: ParseCaches):
             yield
             text = text.decode(errors="replace") if isinstance(text, bytes) else text
-            return parse.build_jobs(parse.parse_squeue_text(text), cluster), parse.QueueDelta(0, 0)
+            return parse.build_jobs(parse_squeue_text(text, caches), cluster, caches), parse.QueueDelta(0, 0)
 
         parse.squeue_steps = raw  # type: ignore[assignment]
+        ServedSlurm.caches_made = ReferenceCaches
     elif path == "nocache":
 
-        def dropping(text, cluster: str):
-            answer = yield from shipped(text, cluster)
-            parse._LINES.clear()
-            parse._ARRAYS.clear()
-            parse._PARSED.clear()
+        def dropping(text, cluster: str, caches: ParseCaches):
+            answer = yield from shipped(text, cluster, caches)
+            caches.lines.clear()
+            caches.arrays.clear()
+            caches.parsed.clear()
             return answer
 
         parse.squeue_steps = dropping  # type: ignore[assignment]
@@ -356,7 +366,9 @@ async def run(args) -> None:
     peak = status_mb("VmHWM")
     print(
         f"peak RSS {peak:.0f} MB (goal <= {goal} MB: {'ok' if peak <= goal else 'MISSED'}); "
-        f"the parser's line cache {squeue_parse.cache_bytes() / 2**20:.1f} MB"
+        f"the parser's line cache {squeue_parse.cache_bytes(ServedSlurm.latest.parse_caches) / 2**20:.1f} MB"
+        if ServedSlurm.latest
+        else "no backend made"
     )
 
 

@@ -1,6 +1,8 @@
 """Benchmark: ``squeue --json`` against ``squeue -o`` (our delimited format) on N queued jobs of the
 real test cluster (``scripts/slurm-cluster up`` first). Submits N held jobs, times each form (command
-wall time, then Python parse time) a few times, prints the medians, and cancels the jobs.
+wall time, then Python parse time: the text by the tests' reference parser, ``tests/slurmreference.py``,
+the JSON by ``parse_squeue_json``, each then ``build_jobs``, each form with its own caches) a few times,
+prints the medians, and cancels the jobs.
 
     SLURM_CONF=/tmp/yanflow-slurm/etc/slurm.conf python benchmarks/slurm_formats.py [N]
 """
@@ -15,6 +17,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests"))  # the reference parser
+from slurmreference import ReferenceCaches, parse_squeue_text
+
 from yanflow_tui.backends.slurm import parse
 
 NAME = "yanflow-bench"
@@ -54,14 +59,15 @@ def main() -> None:
     json_form = ["squeue", "-a", "-t", "all", "--json"]
     results = {}
     for label, argv, parser in (
-        ("-o", text_form, parse.parse_squeue_text),
+        ("-o", text_form, parse_squeue_text),
         ("--json", json_form, parse.parse_squeue_json),
     ):
+        caches = ReferenceCaches()
         cmd, prs, rows = [], [], 0
         for _ in range(RUNS):
             wall, out = timed(argv, env)
             start = time.perf_counter()
-            jobs = parse.build_jobs(parser(out), "bench")
+            jobs = parse.build_jobs(parser(out, caches), "bench", caches)
             prs.append(time.perf_counter() - start)
             cmd.append(wall)
             rows = len(jobs)

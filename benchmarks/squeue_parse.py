@@ -15,10 +15,11 @@ remainder as one ``123_[8-999%16]`` line.
 
 Prints, per size, CPU seconds (``time.process_time``, best of ``--repeat``) and wall of the whole path
 the backend runs each refresh, ``squeue_jobs`` (text -> ``Job``), against the goal; beside it the
-RawJob path it replaced, ``parse_squeue_text`` (text -> ``RawJob``, kept as the reference the
-tests check ``squeue_jobs`` against) then ``build_jobs`` (-> ``Job``), whose Jobs it checks are
-equal. Each cold (a first poll), warm (the same text again) and at the next poll of a busy queue
-(``--churn``, 5% of the lines changed).
+RawJob path it replaced, ``parse_squeue_text`` (text -> ``RawJob``: the tests' reference parser,
+``tests/slurmreference.py``, which the tests check ``squeue_jobs`` against) then ``build_jobs``
+(-> ``Job``), whose Jobs it checks are equal. Each cold (a first poll: new caches, ``ParseCaches`` as a
+backend owns), warm (the same text again) and at the next poll of a busy queue (``--churn``, 5% of the
+lines changed).
 ``--profile`` prints a cProfile of the largest size, cold. ``--rss`` runs each size again in a fresh
 process that reads the text from a file, parses it as the backend does, then the next poll, holding
 the Jobs as the console would, and prints its RSS: before, after, peak, and what the parser's caches
@@ -42,8 +43,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "tests"))  # the reference parser
+
+from slurmreference import ReferenceCaches, parse_squeue_text  # noqa: E402
 
 from yanflow_tui.backends.slurm import parse  # noqa: E402
+from yanflow_tui.backends.slurm.parsecache import ParseCaches  # noqa: E402
 
 RECORDED = ROOT / "tests" / "data" / "slurm" / "squeue.txt"
 GOALS = {10_000: 0.1, 100_000: 1.0}  # seconds of CPU, issue #17
@@ -226,22 +231,23 @@ def churned(text: str, share: float, seed: int = 18) -> str:
 
 
 def measure(text: str, repeat: int, changed: str) -> dict[str, float]:
-    """Best CPU and wall seconds of each path: cold (the parser's caches cleared: a first poll),
-    warm (the same text again: a poll where nothing changed keeps lines, node lists, states, details)
-    and next (``changed``, a few percent of the lines changed, after ``text``: a busy queue's next poll)."""
+    """Best CPU and wall seconds of each path: cold (new caches: a first poll), warm (the same text
+    again: a poll where nothing changed keeps lines, node lists, states, details) and next
+    (``changed``, a few percent of the lines changed, after ``text``: a busy queue's next poll)."""
     best: dict[str, float] = {}
     paths = (
-        ("parse", lambda t: parse.parse_squeue_text(t)),
-        ("raw", lambda t: parse.build_jobs(parse.parse_squeue_text(t), "hpc")),
-        ("jobs", lambda t: parse.squeue_jobs(t, "hpc")),
+        ("parse", lambda t, caches: parse_squeue_text(t, caches)),
+        ("raw", lambda t, caches: parse.build_jobs(parse_squeue_text(t, caches), "hpc", caches)),
+        ("jobs", lambda t, caches: parse.squeue_jobs(t, "hpc", caches)),
     )
+    caches = ReferenceCaches()
     for _ in range(repeat):
         for label, run in paths:
             for phase in ("cold", "warm", "next"):
                 if phase == "cold":
-                    parse.clear_caches()
+                    caches = ReferenceCaches()
                 wall, cpu = time.perf_counter(), time.process_time()
-                run(changed if phase == "next" else text)
+                run(changed if phase == "next" else text, caches)
                 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
                 key = label if phase == "cold" else f"{label}_{phase}"
                 best[key] = min(best.get(key, cpu), cpu)
@@ -268,12 +274,11 @@ def main() -> int:
     print(f"{'lines':>8}  {'arrays':>6}  {'MB':>5}  {'what':<34}  {'CPU':>8}  {'wall':>8}  {'goal':>8}")
     for count in args.lines:
         text, arrays = synthesise(templates, count)
-        raws = parse.parse_squeue_text(text)
-        jobs = parse.build_jobs(raws, "hpc")
+        raws = parse_squeue_text(text, ReferenceCaches())
+        jobs = parse.build_jobs(raws, "hpc", ReferenceCaches())
         assert len(raws) == count, (len(raws), count)
         assert sum(1 for j in jobs if j.parent) > 0 and sum(1 for j in jobs if j.raw_state == "ARRAY") == arrays
-        parse.clear_caches()
-        assert parse.squeue_jobs(text, "hpc") == jobs, "squeue_jobs and the RawJob path disagree"
+        assert parse.squeue_jobs(text, "hpc", ReferenceCaches()) == jobs, "squeue_jobs and the RawJob path disagree"
         best = measure(text, args.repeat, churned(text, args.churn))
         goal = GOALS.get(count) or (0.1 if count <= 10_000 else 1.0) * count / (10_000 if count <= 10_000 else 100_000)
         for label, what in (
@@ -299,9 +304,9 @@ def main() -> int:
     )
     if args.profile:
         text, _ = synthesise(templates, max(args.lines))
-        parse.clear_caches()
+        caches = ReferenceCaches()
         profile = cProfile.Profile()
-        profile.runcall(lambda: parse.squeue_jobs(text, "hpc"))
+        profile.runcall(lambda: parse.squeue_jobs(text, "hpc", caches))
         pstats.Stats(profile).sort_stats("tottime").print_stats(15)
     if args.rss:
         print(
@@ -334,16 +339,19 @@ def rss_mb() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def cache_bytes() -> int:
+def cache_bytes(caches: ParseCaches) -> int:
     """What the squeue parser's per-line caches hold beyond the Jobs themselves: the lines kept, the
     dicts, and the array tasks' _Member records (the Jobs are the console's, counted apart)."""
     total = 0
-    for rows in parse._LINES.values():
+    for rows in caches.lines.values():
         total += sys.getsizeof(rows) + sum(sys.getsizeof(line) for line in rows)
         total += sum(sys.getsizeof(made) for made in rows.values() if type(made) is tuple)
-    for arrays in parse._ARRAYS.values():
+    for arrays in caches.arrays.values():
         total += sys.getsizeof(arrays) + sum(sys.getsizeof(t) + sys.getsizeof(j) for t, j in arrays.values())
-    for table in (parse._ROWS, parse._ROWS_OLD, parse._JOBS, parse._JOBS_OLD, parse._HOSTLIST_CACHE, parse._DETAILS):
+    tables = [caches.jobs, caches.jobs_old, caches.hostlists, caches.details]
+    if isinstance(caches, ReferenceCaches):
+        tables += [caches.rows, caches.rows_old]
+    for table in tables:
         total += sys.getsizeof(table)
     return total
 
@@ -361,13 +369,14 @@ def rss_phase(first: str, second: str) -> int:
     gc.collect()
     before = rss_mb()
     jobs = None
+    caches = ParseCaches()  # as a backend owns
     for path in (first, second):
         text = Path(path).read_bytes()  # the bytes, as the transports hand them
-        jobs = parse.squeue_jobs(text, "hpc")
+        jobs = parse.squeue_jobs(text, "hpc", caches)
         del text
     gc.collect()
     assert jobs
-    print(f"{before:.1f} {rss_mb():.1f} {peak_rss_mb():.1f} {cache_bytes() / 2**20:.1f}")
+    print(f"{before:.1f} {rss_mb():.1f} {peak_rss_mb():.1f} {cache_bytes(caches) / 2**20:.1f}")
     return 0
 
 

@@ -39,6 +39,7 @@ from yanflow_tui.backends.slurm import containers, gpus, history, inside, parse,
 from yanflow_tui.backends.slurm.comment import facts_of, tag_of
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
+from yanflow_tui.backends.slurm.parsecache import ParseCaches
 from yanflow_tui.backends.slurm.script import RANK_SUFFIX, Rendered, render, render_native
 from yanflow_tui.backends.slurm.transport import (
     DEFAULT_TIMEOUT,
@@ -131,6 +132,7 @@ class SlurmBackend(Backend):
         # answer's serial and its finished jobs (0, 0, []: none, its changes not known)
         self._answered: tuple[int, int, list[Job]] = (0, 0, [])
         self._querying = asyncio.Lock()  # one squeue query and parse of it at a time (_queue_answer)
+        self.parse_caches = ParseCaches()  # what the parser keeps between parses: this cluster's own
         self.history_window = history.check_window(opts.get("history"), config.name)
         self.history_note = ""  # set when the cluster has no accounting
         self.use_json_squeue = False  # True once the -o text proved ambiguous or unsupported
@@ -183,19 +185,10 @@ class SlurmBackend(Backend):
         return Forward(f"job {job_id} on {node}", port, local, close)
 
     # -- reads -----------------------------------------------------------------------------------
-    async def _squeue(self, user: str = "") -> list[parse.RawJob]:
-        """The queue (only ``user``'s jobs when given): one squeue call, text or JSON."""
-        text = await self._squeue_text(user)
-        if text is not None:
-            try:
-                return parse.parse_squeue_text(text.decode(errors="replace"))
-            except parse.AmbiguousRows:
-                self._json_until = clock() + JSON_STICKY
-        return await self._squeue_json(user)
-
     async def _queue(self, user: str = "") -> list[Job]:
-        """The queue as Jobs, as ``build_jobs(await self._squeue(user))`` gives them: the ``-o`` text
-        straight to Jobs (``parse.squeue_jobs``, no RawJob between), else JSON."""
+        """The queue (only ``user``'s jobs when given) as Jobs: the ``-o`` text straight to Jobs
+        (``parse.squeue_jobs``, no RawJob between; the tests check it against their reference parser,
+        ``tests/slurmreference.py``), else JSON."""
         return (await self._queue_answer(user))[0]
 
     async def _queue_answer(self, user: str = "") -> tuple[list[Job], parse.QueueDelta | None]:
@@ -208,10 +201,10 @@ class SlurmBackend(Backend):
             text = await self._squeue_text(user)
             if text is not None:
                 try:
-                    return await in_slices(parse.squeue_steps(text, self.name))
+                    return await in_slices(parse.squeue_steps(text, self.name, self.parse_caches))
                 except parse.AmbiguousRows:
                     self._json_until = clock() + JSON_STICKY
-            return parse.build_jobs(await self._squeue_json(user), self.name), None
+            return parse.build_jobs(await self._squeue_json(user), self.name, self.parse_caches), None
 
     async def _squeue_text(self, user: str) -> bytes | None:
         """``squeue -o``'s text as the bytes it printed (``parse.squeue_jobs`` decodes the lines it has
@@ -231,7 +224,8 @@ class SlurmBackend(Backend):
 
     async def _squeue_json(self, user: str = "") -> list[parse.RawJob]:
         only = ["-u", user] if user else []
-        raws = parse.parse_squeue_json(await self.transport.check(["squeue", "-a", "-t", "all", *only, "--json"]))
+        argv = ["squeue", "-a", "-t", "all", *only, "--json"]
+        raws = parse.parse_squeue_json(await self.transport.check(argv), self.parse_caches)
         return [r for r in raws if r.user == user] if user else raws  # 22.05's --json ignores -u
 
     @property
@@ -293,10 +287,10 @@ class SlurmBackend(Backend):
                 self.history_note = HISTORY_NOTE.format(text)
             return
         try:
-            raws = history.parse_sacct_json(result.stdout)
+            raws = history.parse_sacct_json(result.stdout, self.parse_caches)
         except BackendError:
             return
-        self._history = [j for j in parse.build_jobs(raws, self.name) if j.state.terminal]
+        self._history = [j for j in parse.build_jobs(raws, self.name, self.parse_caches) if j.state.terminal]
 
     async def list_nodes(self) -> list[Node]:
         nodes = await self._sinfo()
@@ -321,11 +315,10 @@ class SlurmBackend(Backend):
             return list(self._nodes)
         result = await self.transport.run(["sinfo", "-a", "--json"])
         if result.ok:
-            nodes = parse.parse_sinfo_json(parse._loads(result.stdout, "sinfo --json"), self.name)
+            nodes = parse.parse_sinfo_json(parse._loads(result.stdout, "sinfo --json"), self.name, self.parse_caches)
         else:
-            nodes = parse.parse_sinfo_text(
-                await self.transport.check(["sinfo", "-a", "-h", "-N", "-O", parse.SINFO_FORMAT]), self.name
-            )
+            text = await self.transport.check(["sinfo", "-a", "-h", "-N", "-O", parse.SINFO_FORMAT])
+            nodes = parse.parse_sinfo_text(text, self.name, self.parse_caches)
         self._nodes, self._nodes_at = nodes, clock()
         return list(nodes)
 
@@ -348,7 +341,7 @@ class SlurmBackend(Backend):
             result = await self.transport.run(["scontrol", "show", "job", job_id, "--json"])
             if result.ok:
                 self._scontrol_json = True
-                raws = parse.parse_squeue_json(result.stdout)
+                raws = parse.parse_squeue_json(result.stdout, self.parse_caches)
             elif "unrecognized option" in result.stderr or "invalid option" in result.stderr:
                 self._scontrol_json = False  # Slurm < 23.02
             elif "Invalid job id" in result.stderr:
@@ -368,7 +361,7 @@ class SlurmBackend(Backend):
         if not self.history_note:
             result = await self.transport.run([*SACCT_JSON, "-j", job_id])
             if result.ok:
-                for raw in history.parse_sacct_json(result.stdout):
+                for raw in history.parse_sacct_json(result.stdout, self.parse_caches):
                     if raw.display_id == job_id or raw.array_job_id == job_id:
                         return raw
         raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
@@ -382,11 +375,11 @@ class SlurmBackend(Backend):
             if job.id == job_id:
                 return job
         raw = await self._raw_job(job_id)
-        return parse.to_job(raw, self.name, parent=raw.array_job_id if raw.array_task else "")
+        return parse.to_job(raw, self.name, raw.array_job_id if raw.array_task else "", self.parse_caches)
 
     async def describe(self, job_id: str) -> str:
         raw = await self._raw_job(job_id)
-        job = parse.to_job(raw, self.name, parent=raw.array_job_id if raw.array_task else "")
+        job = parse.to_job(raw, self.name, raw.array_job_id if raw.array_task else "", self.parse_caches)
         stdout, stderr = await self._log_paths(raw)  # expanded, as Slurm writes them
         extra = [("StdOut", stdout), ("StdErr", stderr or stdout)]
         if self.history_note:

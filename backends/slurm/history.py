@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yanflow_tui.backends.slurm.parse import (
     RawJob,
@@ -29,6 +29,9 @@ from yanflow_tui.backends.slurm.parse import (
     raw_from_json,
 )
 from yanflow_tui.errors import BackendError
+
+if TYPE_CHECKING:
+    from yanflow_tui.backends.slurm.parsecache import ParseCaches
 
 DEFAULT_WINDOW = "1d"
 WIDER = ("1d", "7d", "30d", "90d", "365d")  # what the widen key steps through
@@ -84,8 +87,9 @@ def _gpus_from_tres(tres: Any) -> int:
     return sum(_int(t.get("count")) for t in (plain or typed))
 
 
-def parse_sacct_json(text: str | bytes) -> list[RawJob]:
-    """Jobs of ``sacct --json`` (every data_parser version above) as ``RawJob``s."""
+def parse_sacct_json(text: str | bytes, caches: ParseCaches | None = None) -> list[RawJob]:
+    """Jobs of ``sacct --json`` (every data_parser version above) as ``RawJob``s (their node lists
+    kept in ``caches`` where given)."""
     data = _loads(text, "sacct --json")
     json_failure(data, "jobs", "sacct --json")
     out = []
@@ -109,7 +113,7 @@ def parse_sacct_json(text: str | bytes) -> list[RawJob]:
             standard_error=raw.get("stderr_expanded") or raw.get("stderr") or "",
         )
         fixed["time_limit"] = format_minutes(time.get("limit"))
-        job = raw_from_json(fixed)
+        job = raw_from_json(fixed, caches)
         exit_code = raw.get("exit_code") or {}
         if (
             job.exit_code == 0

@@ -1,6 +1,8 @@
 """Slurm output parsing: ``squeue``/``sinfo``/``sacct`` JSON and delimited ``-o``/``-O`` text into
 the domain model, job-state normalisation, GRES and hostlist expansion, and ``%``-pattern expansion
-of StdOut/StdErr paths. Pure functions, no I/O."""
+of StdOut/StdErr paths. Pure functions, no I/O: what they keep between calls (node lists, GPU tuples,
+details, a queue's lines and Jobs) lives in the ``ParseCaches`` their caller passes (``parsecache.py``,
+one per backend, so per cluster); this module holds constants only."""
 
 from __future__ import annotations
 
@@ -9,14 +11,17 @@ import re
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from itertools import chain, count, islice
+from itertools import chain, islice
 from sys import intern
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from yanflow_tui.backends.slurm.comment import facts_of
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobState, Node
 from yanflow_tui.speed import collector_off, maker, quick_init
+
+if TYPE_CHECKING:
+    from yanflow_tui.backends.slurm.parsecache import ParseCaches
 
 # A delimiter that cannot occur in names given on the command line (ASCII unit separator).
 SEP = "\x1f"
@@ -101,18 +106,12 @@ _STATES: dict[str, JobState] = {
 }
 
 
-_STATE_OF: dict[str, JobState] = {}  # raw state text -> state, as met
-
-
 def normalise_state(raw: Any) -> JobState:
     """A Slurm state (``PD``, ``RUNNING``, ``CANCELLED by 0``, ``["RUNNING"]``...) as a ``JobState``."""
     if type(raw) is str:
-        state = _STATE_OF.get(raw)
-        if state is None:
-            if len(_STATE_OF) >= 4096:
-                _STATE_OF.clear()
-            state = _STATE_OF[raw] = _normalise_state(raw)
-        return state
+        state = _STATES.get(raw)  # the usual word as it stands: one look-up
+        if state is not None:
+            return state
     return _normalise_state(raw)
 
 
@@ -133,20 +132,20 @@ def _state_text(raw: Any) -> str:
 
 
 _PLAIN_HOSTS = frozenset("[](),")
-_HOSTLIST_CACHE: dict[str, tuple[str, ...]] = {}  # hostlist text -> names (names interned)
-_HOSTLIST_CACHE_MAX = 65_536
+_HOSTLIST_CACHE_MAX = 65_536  # node lists kept (ParseCaches.hostlists)
 _HOST_BRACKET = re.compile(r"([^\[\]]*)\[([^\]]*)\](.*)")
 
 
-def expand_hostlist(text: str) -> tuple[str, ...]:
-    """``gpu[01-02,04],cpu01`` -> ``("gpu01", "gpu02", "gpu04", "cpu01")``. Names are interned and
-    results kept (a queue repeats the same node lists poll after poll), so this is a lookup for a
-    list already seen."""
+def expand_hostlist(text: str, caches: ParseCaches | None = None) -> tuple[str, ...]:
+    """``gpu[01-02,04],cpu01`` -> ``("gpu01", "gpu02", "gpu04", "cpu01")``. Names are interned and,
+    with ``caches``, results kept (a queue repeats the same node lists poll after poll), so this is a
+    lookup for a list already seen; without, worked out anew and nothing kept."""
     if not text:
         return ()
-    cached = _HOSTLIST_CACHE.get(text)
-    if cached is not None:
-        return cached
+    if caches is not None:
+        cached = caches.hostlists.get(text)
+        if cached is not None:
+            return cached
     out: tuple[str, ...] | None
     if "[" not in text and "(" not in text:
         if "," not in text:  # one name (the usual one-node job)
@@ -155,14 +154,16 @@ def expand_hostlist(text: str) -> tuple[str, ...]:
         else:
             out = tuple(intern(p) for p in (s.strip() for s in text.split(",")) if p and p not in ("(null)", "N/A"))
     else:
-        out = _quick_hostlist(text)
+        out = _quick_hostlist(text, caches)
         if out is None:
-            out = _numbered_hostlist(text)
+            out = _numbered_hostlist(text, caches)
         if out is None:
             out = tuple(intern(name) for name in _expand_hostlist(text))
-    if len(_HOSTLIST_CACHE) >= _HOSTLIST_CACHE_MAX:
-        _HOSTLIST_CACHE.clear()
-    _HOSTLIST_CACHE[text] = out
+    if caches is not None:
+        kept = caches.hostlists
+        if len(kept) >= _HOSTLIST_CACHE_MAX:
+            kept.clear()
+        kept[text] = out
     return out
 
 
@@ -172,29 +173,30 @@ _RANGE = r"[0-9]+(?:-[0-9]+)?"
 _NUMBERED_ITEM = rf"([^\s,\[\]()]+)(?:\[({_RANGE}(?:,{_RANGE})*)\]([^\s,\[\]()]*))?"
 _NUMBERED_LIST = re.compile(rf"{_NUMBERED_ITEM}(?:,{_NUMBERED_ITEM})*")
 _NUMBERED_ITEMS = re.compile(_NUMBERED_ITEM)
-# (prefix, width, suffix) -> names by number, interned: a range is a slice of it
-_NUMBERED: dict[tuple[str, int, str], list[str]] = {}
+# ParseCaches.numbered: (prefix, width, suffix) -> names by number, interned: a range is a slice of it
 _NUMBERED_TOP = 1 << 16  # numbers above this are written out (a table that long would be waste)
 
 
-def _numbered_names(prefix: str, width: int, suffix: str, last: int) -> list[str] | None:
-    """The names of ``prefix``, ``width`` and ``suffix`` up to ``last`` at least (None past _NUMBERED_TOP)."""
-    if last >= _NUMBERED_TOP:
+def _numbered_names(caches: ParseCaches | None, prefix: str, width: int, suffix: str, last: int) -> list[str] | None:
+    """The names of ``prefix``, ``width`` and ``suffix`` up to ``last`` at least, from ``caches``'
+    tables (None past _NUMBERED_TOP, or with no caches: the caller writes them out)."""
+    if last >= _NUMBERED_TOP or caches is None:
         return None
-    names = _NUMBERED.get((prefix, width, suffix))
+    numbered = caches.numbered
+    names = numbered.get((prefix, width, suffix))
     if names is None:
-        names = _NUMBERED[prefix, width, suffix] = []
+        names = numbered[prefix, width, suffix] = []
     if len(names) <= last:
         names.extend(intern(f"{prefix}{n:0{width}d}{suffix}") for n in range(len(names), last + 1))
     return names
 
 
-# prefix -> {number as written: name} (names interned), for _quick_hostlist's scattered lists
-_BY_DIGITS: dict[str, dict[str, str]] = {}
+# ParseCaches.by_digits: prefix -> {number as written: name} (names interned), for _quick_hostlist's
+# scattered lists
 _BY_DIGITS_MAX = 4096
 
 
-def _quick_hostlist(text: str) -> tuple[str, ...] | None:
+def _quick_hostlist(text: str, caches: ParseCaches | None = None) -> tuple[str, ...] | None:
     """``_numbered_hostlist`` without its regex, for the commonest forms: plain names and
     ``prefix[ranges]`` items with no suffix, ranges of ASCII digits. None for anything else (a
     suffix, whitespace, parentheses, an empty item...), which then goes the regex's way."""
@@ -225,11 +227,17 @@ def _quick_hostlist(text: str) -> tuple[str, ...] | None:
                 out.append(intern(name))
         items = ranges.split(",")
         if "-" not in ranges:  # numbers alone (a scattered list): a lookup each, by the number as written
-            table = _BY_DIGITS.get(prefix)
+            if caches is None:
+                if not all(map(str.isdigit, items)):
+                    return None
+                out += [intern(prefix + item) for item in items]
+                continue
+            by_digits = caches.by_digits
+            table = by_digits.get(prefix)
             if table is None:
-                if len(_BY_DIGITS) >= _BY_DIGITS_MAX:
-                    _BY_DIGITS.clear()
-                table = _BY_DIGITS[prefix] = {}
+                if len(by_digits) >= _BY_DIGITS_MAX:
+                    by_digits.clear()
+                table = by_digits[prefix] = {}
             try:
                 named = list(map(table.__getitem__, items))
             except KeyError:  # a number not met yet (the table holds valid ones only)
@@ -253,7 +261,7 @@ def _quick_hostlist(text: str) -> tuple[str, ...] | None:
             if not lo.isdigit() or not hi.isdigit():
                 return None
             first_n, last_n = int(lo), int(hi)
-            table_n = _numbered_names(prefix, len(lo), "", last_n)
+            table_n = _numbered_names(caches, prefix, len(lo), "", last_n)
             if table_n is None:
                 width = len(lo)
                 out.extend(intern(f"{prefix}{n:0{width}d}") for n in range(first_n, last_n + 1))
@@ -273,7 +281,7 @@ def _quick_hostlist(text: str) -> tuple[str, ...] | None:
     return tuple(out)
 
 
-def _numbered_hostlist(text: str) -> tuple[str, ...] | None:
+def _numbered_hostlist(text: str, caches: ParseCaches | None = None) -> tuple[str, ...] | None:
     """``expand_hostlist`` for the usual form (None for another): ranges sliced from the names of
     their prefix and width, made once, instead of a string formatted and interned per name."""
     if _NUMBERED_LIST.fullmatch(text) is None:
@@ -288,19 +296,18 @@ def _numbered_hostlist(text: str) -> tuple[str, ...] | None:
         if len(items) > 1 and "-" not in ranges and len(set(map(len, items))) == 1:
             # numbers alone, all of one width (the usual scattered list): one lookup each
             numbers = list(map(int, items))
-            names = _numbered_names(prefix, len(items[0]), suffix, max(numbers))
+            names = _numbered_names(caches, prefix, len(items[0]), suffix, max(numbers))
             if names is not None:
                 out.extend(map(names.__getitem__, numbers))
                 continue
         for item in items:
             lo, _, hi = item.partition("-")
             first, last = int(lo), int(hi or lo)
-            if last >= _NUMBERED_TOP:
+            names = _numbered_names(caches, prefix, len(lo), suffix, last)
+            if names is None:
                 width = len(lo)
                 out.extend(intern(f"{prefix}{n:0{width}d}{suffix}") for n in range(first, last + 1))
                 continue
-            names = _numbered_names(prefix, len(lo), suffix, last)
-            assert names is not None
             if hi:
                 out.extend(names[first : last + 1])
             else:
@@ -473,12 +480,13 @@ def node_state_text(state: str, flags: Iterable[str] = ()) -> str:
 
 
 # A node's GPUs by what they are made from (count, type, indices in use, held and why): nodes alike
-# share one tuple of (frozen) Gpus, not eight Gpus each (5,000 nodes: 40,000 Gpus, 4 MB, per sinfo).
-_GPUS: dict[tuple, tuple[Gpu, ...]] = {}
+# share one tuple of (frozen) Gpus, not eight Gpus each (5,000 nodes: 40,000 Gpus, 4 MB, per sinfo):
+# ParseCaches.gpus.
 _GPUS_MAX = 4096
 
 
 def _node(
+    caches: ParseCaches,
     cluster: str,
     name: str,
     state: str,
@@ -497,7 +505,8 @@ def _node(
         used_idx = frozenset(range(used.count))
     held = (reason or HELD_STATES[state]) if unusable else ""
     key = (gres.count, gres.gpu_type, used_idx, unusable, held)
-    gpus = _GPUS.get(key)
+    kept = caches.gpus
+    gpus = kept.get(key)
     if gpus is None:
         gpus = tuple(
             Gpu(
@@ -508,9 +517,9 @@ def _node(
             )
             for i in range(gres.count)
         )
-        if len(_GPUS) >= _GPUS_MAX:
-            _GPUS.clear()
-        _GPUS[key] = gpus
+        if len(kept) >= _GPUS_MAX:
+            kept.clear()
+        kept[key] = gpus
     return Node(
         cluster,
         name,
@@ -573,7 +582,7 @@ def json_failure(data: dict, items: str, what: str) -> None:
         raise BackendError(f"{what} failed: {text or 'Slurm reported an error'}")
 
 
-def parse_sinfo_json(data: dict, cluster: str) -> list[Node]:
+def parse_sinfo_json(data: dict, cluster: str, caches: ParseCaches) -> list[Node]:
     json_failure(data, "nodes", "sinfo --json")
     nodes = []
     for raw in data.get("nodes") or []:
@@ -584,6 +593,7 @@ def parse_sinfo_json(data: dict, cluster: str) -> list[Node]:
         parts = raw.get("partitions") or []
         nodes.append(
             _node(
+                caches,
                 cluster,
                 str(raw.get("name", "")),
                 node_state_text(str(state), flags),
@@ -600,7 +610,7 @@ def parse_sinfo_json(data: dict, cluster: str) -> list[Node]:
     return _merge_nodes(nodes)
 
 
-def parse_sinfo_text(text: str, cluster: str) -> list[Node]:
+def parse_sinfo_text(text: str, cluster: str, caches: ParseCaches) -> list[Node]:
     """Rows of ``sinfo -h -N -O SINFO_FORMAT`` (one row per node and partition)."""
     nodes = []
     for line in text.splitlines():
@@ -613,6 +623,7 @@ def parse_sinfo_text(text: str, cluster: str) -> list[Node]:
         alloc, _idle, _other, total = (cpus.split("/") + ["0"] * 4)[:4]
         nodes.append(
             _node(
+                caches,
                 cluster,
                 name.strip(),
                 node_state_text(state.strip()),
@@ -725,7 +736,7 @@ def _job_gpus(raw: dict) -> tuple[int, tuple[int, ...]]:
     return gpus, ()
 
 
-def raw_from_json(raw: dict) -> RawJob:
+def raw_from_json(raw: dict, caches: ParseCaches | None = None) -> RawJob:
     array_job = _int(raw.get("array_job_id"))
     task = raw.get("array_task_id")
     task_text = str(_int(task)) if task is not None and _int(task, -1) >= 0 else ""
@@ -749,7 +760,7 @@ def raw_from_json(raw: dict) -> RawJob:
         reason=intern(
             _reason(raw.get("state_reason") if "state_reason" in raw else (raw.get("state") or {}).get("reason"))
         ),
-        nodes=expand_hostlist(nodes_text),
+        nodes=expand_hostlist(nodes_text, caches),
         gpus=gpus,
         gpu_indices=indices,
         submit=_time(raw.get("submit_time") if "submit_time" in raw else (raw.get("time") or {}).get("submission")),
@@ -769,10 +780,10 @@ def raw_from_json(raw: dict) -> RawJob:
     )
 
 
-def parse_squeue_json(text: str | bytes | dict) -> list[RawJob]:
+def parse_squeue_json(text: str | bytes | dict, caches: ParseCaches | None = None) -> list[RawJob]:
     data = text if isinstance(text, dict) else _loads(text, "squeue --json")
     json_failure(data, "jobs", "squeue --json")
-    return [raw_from_json(j) for j in data.get("jobs") or []]
+    return [raw_from_json(j, caches) for j in data.get("jobs") or []]
 
 
 def _loads(text: str | bytes, what: str) -> dict:
@@ -789,7 +800,8 @@ class AmbiguousRows(BackendError):
     """The ``-o`` text cannot be split safely (a newline in a job name); use JSON instead."""
 
 
-# The order parse_squeue_text unpacks a row in (tests check it against SQUEUE_FIELDS).
+# The order a row is unpacked in (_squeue_jobs; the tests' reference parser; tests check it against
+# SQUEUE_FIELDS).
 TEXT_ORDER = (
     "job_id",
     "array_job_id",
@@ -815,132 +827,22 @@ _NO_VALUE = frozenset(("N/A", "", "(null)"))
 _NO_TASK = frozenset(("", "N/A", "0"))
 
 
-# Rows already parsed, by their line: a queue prints nearly the same lines poll after poll (the
-# format has no elapsed time), so a line seen before is a lookup. Two generations: when the newer one
-# holds many more lines than the latest text (lines of jobs gone), it becomes the older one, whose
-# lines still met are carried over; what is left in it is dropped at the next turn. The older one
-# keeps another cluster's lines (one cache for all) until that cluster's next poll.
-_ROWS: dict[str, RawJob] = {}
-_ROWS_OLD: dict[str, RawJob] = {}
+# How many more entries than its latest answer build_jobs' table of Jobs (two generations) holds
+# before it turns over: the newer becomes the older, what is left in the older goes.
 _ROWS_SLACK = 4096
-
-
-def parse_squeue_text(text: str) -> list[RawJob]:
-    """Rows of ``squeue -h -o SQUEUE_FORMAT`` with ``SLURM_TIME_FORMAT=%s``. The text's repeated
-    words (states, users, partitions, node names...) come out as one shared string each, and the same
-    epoch as one ``datetime``: a queue of 100,000 jobs holds a few thousand distinct values. A line
-    met in a recent parse gives the same ``RawJob`` as then (see ``_ROWS``)."""
-    global _ROWS, _ROWS_OLD
-    with collector_off(keep=True):
-        jobs = _parse_squeue_text(text, _ROWS, _ROWS_OLD)
-        if len(_ROWS) > len(jobs) + len(jobs) // 8 + _ROWS_SLACK:
-            _ROWS_OLD, _ROWS = _ROWS, {}
-    return jobs
-
-
-def _parse_squeue_text(text: str, rows: dict[str, RawJob], older: dict[str, RawJob]) -> list[RawJob]:
-    jobs: list[RawJob] = []
-    append = jobs.append
-    make = _make_raw
-    width = len(SQUEUE_FIELDS)
-    times: dict[str, Any] = {"N/A": None, "NONE": None, "0": None, "": None, "Unknown": None}
-    times_get = times.get
-    gpus_of: dict[tuple[str, str], int] = {}
-    hosts_get = _HOSTLIST_CACHE.get
-    rows_get, older_get = rows.get, older.get
-    for line in text.split("\n"):
-        known = rows_get(line)
-        if known is not None:
-            append(known)
-            continue
-        if not line:
-            continue
-        known = older_get(line)
-        if known is not None:
-            append(known)
-            rows[line] = known
-            continue
-        cols = line.split(SEP, width - 1)
-        if len(cols) != width or not cols[0].isdigit():
-            raise AmbiguousRows(f"ambiguous squeue row: {line[:80]!r}")
-        (
-            job_id,
-            array_job_id,
-            array_task,
-            state,
-            reason,
-            user,
-            node_count,
-            nodes,
-            tres,
-            submit,
-            start,
-            end,
-            partition,
-            account,
-            qos,
-            time_limit,
-            cpus,
-            _display,
-            name,
-        ) = cols
-        # %F is the job's own id for a plain job; only %K (task id or range) marks an array member.
-        if array_task not in _NO_VALUE and array_job_id not in _NO_TASK:
-            task = array_task[1:-1] if array_task.startswith("[") and array_task.endswith("]") else array_task
-        else:
-            array_job_id = task = ""
-        gpus = gpus_of.get((tres, node_count))
-        if gpus is None:
-            gpus = gpus_of[tres, node_count] = (
-                0 if tres in ("N/A", "(null)") else _gpus_from_tres(tres, _int(node_count, 1))
-            )
-        submitted = times_get(submit, times)
-        if submitted is times:
-            submitted = times[submit] = _time(submit)
-        started = times_get(start, times)
-        if started is times:
-            started = times[start] = _time(start)
-        ended = times_get(end, times)
-        if ended is times:
-            ended = times[end] = _time(end)
-        hosts = hosts_get(nodes)
-        if hosts is None:
-            hosts = expand_hostlist(nodes)
-        rows[line] = raw = make(
-            job_id,
-            array_job_id,
-            task,
-            intern(name) if len(name) < 64 else name,
-            intern(user),
-            intern(state),
-            "" if reason in _NO_REASON else intern(reason),
-            hosts,
-            gpus,
-            (),
-            submitted,
-            started,
-            ended,
-            intern(partition),
-            "" if account in _NO_REASON else intern(account),
-            "" if qos in _NO_REASON else intern(qos),
-            intern(time_limit),
-            int(cpus) if cpus.isdigit() else _int(cpus),
-        )
-        append(raw)
-    return jobs
 
 
 # -- domain jobs ----------------------------------------------------------------------------------
 
 
-_DETAILS: dict[tuple, tuple[tuple[str, str], ...]] = {}  # the same details, one tuple (a queue repeats them)
-_DETAILS_MAX = 65_536
+_DETAILS_MAX = 65_536  # details kept (ParseCaches.details: the same details, one tuple; a queue repeats them)
 
 
-def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
-    state = _STATE_OF.get(raw.state) or normalise_state(raw.state)
+def to_job(raw: RawJob, cluster: str, parent: str = "", caches: ParseCaches | None = None) -> Job:
+    """The Job of one RawJob; with ``caches``, its details shared with other Jobs' (kept there)."""
+    state = _STATES.get(raw.state) or normalise_state(raw.state)
     # A pending job's start time is when Slurm expects to start it, not a start.
-    expected = _local(raw.start) if raw.start and state is JobState.PENDING else ""
+    expected = _local(raw.start, caches) if raw.start and state is JobState.PENDING else ""
     values = (
         expected,
         raw.partition,
@@ -953,12 +855,14 @@ def to_job(raw: RawJob, cluster: str, parent: str = "") -> Job:
         raw.stderr,
         raw.comment,
     )
-    details = _DETAILS.get(values)
+    kept = caches.details if caches is not None else None
+    details = kept.get(values) if kept is not None else None
     if details is None:
         details = tuple([(k, v if type(v) is str else str(v)) for k, v in zip(_DETAIL_LABELS, values) if v])
-        if len(_DETAILS) >= _DETAILS_MAX:
-            _DETAILS.clear()
-        _DETAILS[values] = details
+        if kept is not None:
+            if len(kept) >= _DETAILS_MAX:
+                kept.clear()
+            kept[values] = details
     terminal = state in TERMINAL_STATES
     return _make_job(
         raw.display_id,
@@ -1012,15 +916,18 @@ _DETAIL_LABELS = (
     "StdErr",
     "Comment",
 )
-_LOCAL: dict[datetime, str] = {}
 
 
-def _local(value: datetime) -> str:
-    text = _LOCAL.get(value)
+def _local(value: datetime, caches: ParseCaches | None) -> str:
+    """``value`` as local time text (kept in ``caches.local``)."""
+    if caches is None:
+        return value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    kept = caches.local
+    text = kept.get(value)
     if text is None:
-        if len(_LOCAL) >= _DETAILS_MAX:
-            _LOCAL.clear()
-        text = _LOCAL[value] = value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        if len(kept) >= _DETAILS_MAX:
+            kept.clear()
+        text = kept[value] = value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
     return text
 
 
@@ -1035,41 +942,39 @@ _AGGREGATE = (
 )
 
 
-# The Job made from a RawJob (by its id: the entry holds the RawJob, so the id stays its own), for
-# the cluster and parent it was made for: a RawJob of _ROWS comes again next poll. Two generations
-# like _ROWS, turned over by build_jobs (RawJobs from JSON are new each time, and go with a turn).
-_JOBS: dict[int, tuple[RawJob, str, str, Job]] = {}
-_JOBS_OLD: dict[int, tuple[RawJob, str, str, Job]] = {}
-# An array's jobs by (cluster, array id), with the RawJobs they were made from; turned over with _JOBS.
-_GROUPS: dict[tuple[str, str], tuple[list[RawJob], list[Job]]] = {}
-_GROUPS_OLD: dict[tuple[str, str], tuple[list[RawJob], list[Job]]] = {}
+# ParseCaches.jobs: the Job made from a RawJob (by its id: the entry holds the RawJob, so the id stays
+# its own), for the cluster and parent it was made for: a RawJob kept by its maker (the tests' reference
+# parser keeps its rows) comes again next poll. Two generations (jobs, jobs_old), turned over by
+# build_jobs (RawJobs from JSON are new each time, and go with a turn). ParseCaches.groups: an array's
+# jobs by (cluster, array id), with the RawJobs they were made from; turned over with jobs.
 
 
-def _cached_job(raw: RawJob, cluster: str, parent: str) -> Job:
+def _cached_job(raw: RawJob, cluster: str, parent: str, caches: ParseCaches) -> Job:
     key = id(raw)
-    entry = _JOBS.get(key)
+    jobs = caches.jobs
+    entry = jobs.get(key)
     if entry is None:
-        entry = _JOBS_OLD.get(key)
+        entry = caches.jobs_old.get(key)
         if entry is not None:
-            _JOBS[key] = entry
+            jobs[key] = entry
     if entry is None or entry[0] is not raw or entry[1] != cluster or entry[2] != parent:
-        entry = _JOBS[key] = (raw, cluster, parent, to_job(raw, cluster, parent))
+        entry = jobs[key] = (raw, cluster, parent, to_job(raw, cluster, parent, caches))
     return entry[3]
 
 
-def build_jobs(raws: Iterable[RawJob], cluster: str) -> list[Job]:
-    """Domain jobs; each array becomes a group Job (``parent=""``) followed by its tasks as children."""
-    global _JOBS, _JOBS_OLD, _GROUPS, _GROUPS_OLD
+def build_jobs(raws: Iterable[RawJob], cluster: str, caches: ParseCaches) -> list[Job]:
+    """Domain jobs; each array becomes a group Job (``parent=""``) followed by its tasks as children.
+    A RawJob met in a recent call (the same object) gives the same Job as then (``caches.jobs``)."""
     raws = list(raws)
     with collector_off(keep=True):
-        jobs = _build_jobs(raws, cluster)
-        if len(_JOBS) > len(raws) + len(raws) // 8 + _ROWS_SLACK:
-            _JOBS_OLD, _JOBS = _JOBS, {}
-            _GROUPS_OLD, _GROUPS = _GROUPS, {}
+        jobs = _build_jobs(raws, cluster, caches)
+        if len(caches.jobs) > len(raws) + len(raws) // 8 + _ROWS_SLACK:
+            caches.jobs_old, caches.jobs = caches.jobs, {}
+            caches.groups_old, caches.groups = caches.groups, {}
     return jobs
 
 
-def _build_jobs(raws: list[RawJob], cluster: str) -> list[Job]:
+def _build_jobs(raws: list[RawJob], cluster: str, caches: ParseCaches) -> list[Job]:
     arrays: dict[str, list[RawJob]] = {}
     for raw in raws:
         if raw.array_job_id:
@@ -1077,7 +982,8 @@ def _build_jobs(raws: list[RawJob], cluster: str) -> list[Job]:
     jobs: list[Job] = []
     append = jobs.append
     emitted: set[str] = set()
-    known, older, jobs_of = _JOBS.get, _JOBS_OLD.get, _JOBS
+    known, older, jobs_of = caches.jobs.get, caches.jobs_old.get, caches.jobs
+    groups, groups_old = caches.groups, caches.groups_old
     for raw in raws:
         if not raw.array_job_id:
             key = id(raw)
@@ -1089,7 +995,7 @@ def _build_jobs(raws: list[RawJob], cluster: str) -> list[Job]:
             if entry is not None and entry[0] is raw and entry[1] == cluster and not entry[2]:
                 append(entry[3])
             else:
-                job = to_job(raw, cluster)
+                job = to_job(raw, cluster, "", caches)
                 jobs_of[key] = (raw, cluster, "", job)
                 append(job)
             continue
@@ -1098,17 +1004,17 @@ def _build_jobs(raws: list[RawJob], cluster: str) -> list[Job]:
             continue
         emitted.add(group)
         members = arrays[group]
-        made = _GROUPS.get((cluster, group)) or _GROUPS_OLD.get((cluster, group))
+        made = groups.get((cluster, group)) or groups_old.get((cluster, group))
         if made is None or made[0] != members:  # the same RawJobs (mostly by identity), the same jobs
-            made = (members, _array_jobs(group, members, cluster))
-        _GROUPS[cluster, group] = made
+            made = (members, _array_jobs(group, members, cluster, caches))
+        groups[cluster, group] = made
         jobs.extend(made[1])
     return jobs
 
 
-def _array_jobs(group: str, members: list[RawJob], cluster: str) -> list[Job]:
+def _array_jobs(group: str, members: list[RawJob], cluster: str, caches: ParseCaches) -> list[Job]:
     """An array's group Job, then its tasks (the running ones a row each, the pending remainder)."""
-    children = [_cached_job(m, cluster, group) for m in members]
+    children = [_cached_job(m, cluster, group, caches) for m in members]
     states = {c.state for c in children}
     state = next((s for s in _AGGREGATE if s in states), JobState.UNKNOWN)
     first = min(members, key=lambda m: (m.job_id != group, m.job_id))
@@ -1140,8 +1046,9 @@ def _array_jobs(group: str, members: list[RawJob], cluster: str) -> list[Job]:
 _Member = tuple[Job, str, str, datetime | None, str]
 
 
-# Per cluster, what each line of its latest squeue text made: its Job, or an array task's _Member;
-# and each array's Jobs by its id, with the _Members they were made from. Made anew by each parse
+# ParseCaches.lines and .arrays: per cluster, what each line of its latest squeue text made: its Job,
+# or an array task's _Member; and each array's Jobs by its id, with the _Members they were made from.
+# Made anew by each parse
 # from the lines of its text (those met in the last one taken out of it), so they hold one text's
 # lines: lines of jobs gone go with the next poll, and a line is kept once (a second generation would
 # keep the older text's equal string beside it: up to twice the lines, 25 MB more at 100,000 jobs).
@@ -1151,13 +1058,10 @@ _Member = tuple[Job, str, str, datetime | None, str]
 # 19 MB -> 3 MB), as quick to look up: a 64-bit SipHash under the process's secret key, so a changed
 # line is mistaken for a kept one with odds of about 3 in 10**11 per poll of 100,000 lines (5,000
 # changed: 5,000 x 100,000 / 2**64), its job then shown as that line's until it changes again.
-_LINES: dict[str, dict[int, Job | _Member]] = {}  # (the hash of a line: bytes as squeue printed it, or str)
-_ARRAYS: dict[str, dict[str, tuple[list[_Member], list[Job]]]] = {}
+# (ParseCaches.parsed: cluster -> the number of the parse whose lines it holds; .parses numbers them.)
 
 
 _T = TypeVar("_T")
-_PARSES = count(1)  # each squeue_jobs call's number (unique in the process, never 0)
-_PARSED: dict[str, int] = {}  # cluster -> the number of the parse whose lines _LINES holds
 
 
 @dataclass(frozen=True, slots=True)
@@ -1173,23 +1077,25 @@ class QueueDelta:
     gone: tuple[str, ...] = ()
 
 
-def squeue_jobs(text: str | bytes, cluster: str) -> list[Job]:
-    """``build_jobs(parse_squeue_text(text), cluster)`` in one pass, with no RawJob between: each
+def squeue_jobs(text: str | bytes, cluster: str, caches: ParseCaches) -> list[Job]:
+    """The squeue text's Jobs in one pass, with no RawJob between (the tests' reference parser makes
+    RawJobs, then ``build_jobs``; the Jobs are equal): each
     line straight to its Job, an array's tasks to their group Job and children, the same Jobs equal
     (and in the same order) as that path gives. What the backend runs each refresh. A line met in
     this cluster's last parse gives the same Job as then, and an array whose lines are all the same,
     the same Jobs; a new line's repeated values (times, node lists, GPU counts) are worked out once
     per text, its details once per set of detail columns (kept between parses). ``text`` may be the
     bytes squeue printed: split into lines as bytes, each new line decoded alone (bad bytes replaced,
-    as the whole text decoded would have them), so that no decoded copy of the whole is made."""
-    return squeue_answer(text, cluster)[0]
+    as the whole text decoded would have them), so that no decoded copy of the whole is made. What is
+    kept between parses is in ``caches``."""
+    return squeue_answer(text, cluster, caches)[0]
 
 
-def squeue_answer(text: str | bytes, cluster: str) -> tuple[list[Job], QueueDelta]:
+def squeue_answer(text: str | bytes, cluster: str, caches: ParseCaches) -> tuple[list[Job], QueueDelta]:
     """``squeue_jobs`` and what its Jobs differ by from this cluster's previous parse (``QueueDelta``),
     found from the lines alone: those parsed anew, and those of the last text left over (no pass over
     the Jobs). ``squeue_steps`` run to its end at once."""
-    return run_steps(squeue_steps(text, cluster))
+    return run_steps(squeue_steps(text, cluster, caches))
 
 
 def run_steps(steps: Generator[None, None, _T]) -> _T:
@@ -1201,40 +1107,43 @@ def run_steps(steps: Generator[None, None, _T]) -> _T:
             return end.value
 
 
-def squeue_steps(text: str | bytes, cluster: str) -> Generator[None, None, tuple[list[Job], QueueDelta]]:
+def squeue_steps(
+    text: str | bytes, cluster: str, caches: ParseCaches
+) -> Generator[None, None, tuple[list[Job], QueueDelta]]:
     """``squeue_answer`` a step at a time: it yields after each stretch of lines (``_STRETCH``) and
     each array made, where its caller may let other work run (the backend: its event loop, so that a
-    key is not held up by a 100,000-line parse), and returns the answer. The cluster's cache (its
-    lines, arrays and parse number) is taken at the first step and put back at the last, each in one
+    key is not held up by a 100,000-line parse), and returns the answer. The cluster's cache in
+    ``caches`` (its lines, arrays and parse number) is taken at the first step and put back at the last, each in one
     step: a parse of the same cluster in between finds none (it parses every line anew and says
     nothing, ``since`` 0); a parse stopped midway (an exception, or closed: its caller was cancelled)
     puts back what it took joined with what it made, numbered by no parse, so the next says nothing
     (unless a parse begun meanwhile put back its own, which is kept)."""
-    number = next(_PARSES)
-    since = _PARSED.pop(cluster, 0)
-    kept = _LINES.pop(cluster, None) or {}
-    before = _ARRAYS.pop(cluster, None) or {}
+    lines, arrays_of, parsed = caches.lines, caches.arrays, caches.parsed
+    number = next(caches.parses)
+    since = parsed.pop(cluster, 0)
+    kept = lines.pop(cluster, None) or {}
+    before = arrays_of.pop(cluster, None) or {}
     rows: dict[Any, Job | _Member] = {}
     fresh: list[Job | _Member] = []
     arrays: dict[str, tuple[list[_Member], list[Job]]] = {}
     with collector_off(keep=True):
         try:
-            jobs, groups, twice = yield from _squeue_jobs(text, cluster, kept, rows, fresh)
+            jobs, groups, twice = yield from _squeue_jobs(text, cluster, kept, rows, fresh, caches)
             if groups:
                 jobs = yield from _with_arrays(jobs, groups, cluster, before, arrays)
             delta = QueueDelta(0, number)  # (a line twice: the next parse says nothing either)
             if since and not twice:
                 delta = yield from _delta(since, number, fresh, kept, before, arrays)
         except BaseException:  # (AmbiguousRows; GeneratorExit, when the caller closes it midway)
-            if cluster not in _LINES:
+            if cluster not in lines:
                 kept.update(rows)  # what this text took out of the cache, back for the next poll
-                _LINES[cluster], _ARRAYS[cluster] = kept, before  # (lines of two texts: numbered by no parse)
+                lines[cluster], arrays_of[cluster] = kept, before  # (lines of two texts: numbered by no parse)
             raise
-        _LINES[cluster], _ARRAYS[cluster] = rows, arrays
+        lines[cluster], arrays_of[cluster] = rows, arrays
         if twice:
-            _PARSED.pop(cluster, None)
+            parsed.pop(cluster, None)
         else:
-            _PARSED[cluster] = number
+            parsed[cluster] = number
     return jobs, delta
 
 
@@ -1274,6 +1183,7 @@ def _squeue_jobs(
     kept: dict[Any, Job | _Member],
     rows: dict[Any, Job | _Member],
     fresh: list[Job | _Member],
+    caches: ParseCaches,
 ) -> Generator[None, None, tuple[list[Any], dict[str, list[_Member]], bool]]:
     """The Jobs of the lines in order, an array's id (a str) where its first task stands; the tasks
     of each array; and whether a line came twice. What each line made goes into ``rows``, and what a
@@ -1286,16 +1196,16 @@ def _squeue_jobs(
     times: dict[str, Any] = {"N/A": None, "NONE": None, "0": None, "": None, "Unknown": None}
     times_get = times.get
     gpus_of: dict[tuple[str, str], int] = {}
-    details_get = _TEXT_DETAILS.get
+    details_get = caches.text_details.get
     states: dict[str, tuple[str, JobState, bool]] = {}
-    hosts_get = _HOSTLIST_CACHE.get
+    hosts_get = caches.hostlists.get
     kept_pop, rows_get, fresh_append = kept.pop, rows.get, fresh.append
     make, slurm, pending_state = _make_job, JobKind.SLURM, JobState.PENDING
     twice = False
     binary = isinstance(text, bytes)
     line: Any
     for line in _stretches(text, paused=True):
-        hashed = hash(line)  # what the line is kept under (see _LINES)
+        hashed = hash(line)  # what the line is kept under (see ParseCaches.lines)
         made = kept_pop(hashed, None)
         if made is None:
             if not line:
@@ -1332,7 +1242,7 @@ def _squeue_jobs(
             ) = cols
             known_state = states.get(state_text)
             if known_state is None:
-                state = _STATE_OF.get(state_text) or normalise_state(state_text)
+                state = normalise_state(state_text)
                 known_state = states[state_text] = (intern(state_text), state, state in TERMINAL_STATES)
             raw_state, state, terminal = known_state
             gpus = gpus_of.get((tres, node_count))
@@ -1356,11 +1266,11 @@ def _squeue_jobs(
             key = (start if pending else "", partition, account, qos, time_limit, cpus)
             details = details_get(key)
             if details is None:
-                details = _text_details(key, started if pending else None)
+                details = _text_details(key, started if pending else None, caches)
             if nodes:
                 hosts = hosts_get(nodes)
                 if hosts is None:
-                    hosts = expand_hostlist(nodes)
+                    hosts = expand_hostlist(nodes, caches)
             else:
                 hosts = ()
             # %F is the job's own id for a plain job; only %K (task id or range) marks an array member.
@@ -1436,15 +1346,12 @@ def _stretches(text: Any, paused: bool = False) -> Iterator[Any]:
             yield None
 
 
-# A squeue line's details by its text (the pending start, partition, account, QOS, limit, CPUs).
-_TEXT_DETAILS: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
-
-
-def _text_details(key: tuple[str, ...], start: datetime | None) -> tuple[tuple[str, str], ...]:
-    """The details ``to_job`` gives the RawJob of a line whose detail columns are ``key``, and whose
-    expected ``start`` (pending jobs) is this; kept in _TEXT_DETAILS."""
+def _text_details(key: tuple[str, ...], start: datetime | None, caches: ParseCaches) -> tuple[tuple[str, str], ...]:
+    """The details ``to_job`` gives the RawJob of a line whose detail columns are ``key`` (the pending
+    start, partition, account, QOS, limit, CPUs), and whose expected ``start`` (pending jobs) is this;
+    kept in ``caches.text_details``, by the line's text."""
     _, partition, account, qos, time_limit, cpus = key
-    details: list[tuple[str, str]] = [("Expected start", _local(start))] if start else []
+    details: list[tuple[str, str]] = [("Expected start", _local(start, caches))] if start else []
     if partition:
         details.append(("Partition", intern(partition)))
     if account not in _NO_REASON:
@@ -1456,12 +1363,13 @@ def _text_details(key: tuple[str, ...], start: datetime | None) -> tuple[tuple[s
     count = int(cpus) if cpus.isdigit() else _int(cpus)
     if count:
         details.append(("CPUs", str(count)))
-    if len(_TEXT_DETAILS) >= _DETAILS_MAX:
-        _TEXT_DETAILS.clear()
+    kept = caches.text_details
+    if len(kept) >= _DETAILS_MAX:
+        kept.clear()
     made = tuple(details)
     # kept under the words interned: the key's own strings (split from its line) would stay, a set
     # per pending job (each its own start): 15,000 of 100,000 jobs, 4 MB
-    _TEXT_DETAILS[(key[0], intern(partition), intern(account), intern(qos), intern(time_limit), intern(cpus))] = made
+    kept[(key[0], intern(partition), intern(account), intern(qos), intern(time_limit), intern(cpus))] = made
     return made
 
 
@@ -1556,28 +1464,3 @@ def expand_output_path(pattern: str, raw: RawJob, node: str = "", workdir: str =
     if path and not path.startswith("/") and base:
         path = base.rstrip("/") + "/" + path
     return path
-
-
-def clear_caches() -> None:
-    """Forget the values kept between parses (node lists, states, details): for benchmarks and tests
-    that time or check a first parse."""
-    for cache in (
-        _HOSTLIST_CACHE,
-        _NUMBERED,
-        _BY_DIGITS,
-        _STATE_OF,
-        _DETAILS,
-        _TEXT_DETAILS,
-        _LOCAL,
-        _ROWS,
-        _ROWS_OLD,
-        _JOBS,
-        _JOBS_OLD,
-        _GROUPS,
-        _GROUPS_OLD,
-        _LINES,
-        _ARRAYS,
-        _PARSED,
-        _GPUS,
-    ):
-        cache.clear()

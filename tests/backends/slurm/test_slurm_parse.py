@@ -12,6 +12,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from paths import DATA as TEST_DATA
+from slurmreference import ReferenceCaches, parse_squeue_text, squeue_raws
 
 from yanflow_tui.backends.slurm import parse
 from yanflow_tui.backends.slurm.script import render
@@ -26,8 +27,9 @@ DATA = TEST_DATA / "slurm"
 
 def jobs_from(name: str):
     text = (DATA / name).read_text()
-    raws = parse.parse_squeue_json(text) if name.endswith(".json") else parse.parse_squeue_text(text)
-    return {j.id: j for j in parse.build_jobs(raws, "c")}
+    caches = ReferenceCaches()
+    raws = parse.parse_squeue_json(text) if name.endswith(".json") else parse_squeue_text(text, caches)
+    return {j.id: j for j in parse.build_jobs(raws, "c", caches)}
 
 
 def test_captured_squeue_json_gives_jobs_arrays_and_gpus():
@@ -70,7 +72,8 @@ def test_text_and_json_captures_agree_on_every_row():
 
 
 def test_captured_sinfo_gives_gpus_per_index_and_the_drained_node():
-    nodes = {n.name: n for n in parse.parse_sinfo_json(json.loads((DATA / "sinfo.json").read_text()), "c")}
+    caches = ReferenceCaches()
+    nodes = {n.name: n for n in parse.parse_sinfo_json(json.loads((DATA / "sinfo.json").read_text()), "c", caches)}
     assert set(nodes) == {"gpu01", "gpu02", "gpu03", "gpu04", "cpu01", "cpu02"}
     gpu02 = nodes["gpu02"]
     assert (gpu02.gpus_total, gpu02.gpus_allocated, gpu02.gpu_type, gpu02.state) == (8, 4, "a100", "mixed")
@@ -78,7 +81,7 @@ def test_captured_sinfo_gives_gpus_per_index_and_the_drained_node():
     assert nodes["gpu01"].gpus_allocated == 8 and nodes["gpu04"].gpus_allocated == 0
     assert nodes["cpu02"].state == "drain" and nodes["cpu02"].reason == "maint test"
     assert nodes["gpu01"].partitions == ("gpu",) and nodes["cpu01"].gpus_total == 0
-    text_nodes = {n.name: n for n in parse.parse_sinfo_text((DATA / "sinfo.txt").read_text(), "c")}
+    text_nodes = {n.name: n for n in parse.parse_sinfo_text((DATA / "sinfo.txt").read_text(), "c", caches)}
     for name, node in nodes.items():
         other = text_nodes[name]
         assert (node.state, node.gpus_total, node.gpus_allocated, node.gpu_type, node.reason, node.cpus_total) == (
@@ -158,13 +161,14 @@ def test_a_newline_in_a_name_makes_text_rows_ambiguous():
             "first",
         ]
     )
+    caches = ReferenceCaches()
     try:
-        parse.parse_squeue_text(line + "\nsecond\n")
+        parse_squeue_text(line + "\nsecond\n", caches)
     except parse.AmbiguousRows:
         pass
     else:  # pragma: no cover
         raise AssertionError("a split row must not parse")
-    assert [r.name for r in parse.parse_squeue_text(line + parse.SEP + "x\n")] == ["first\x1fx"]
+    assert [r.name for r in parse_squeue_text(line + parse.SEP + "x\n", caches)] == ["first\x1fx"]
 
 
 NAME = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\x00"), max_size=40)
@@ -215,8 +219,9 @@ def test_fuzzed_text_rows_never_crash_or_drop(rows):
             )
         )
         expected.add(f"{array_id}_3" if array else str(i))
-    raws = parse.parse_squeue_text("\n".join(lines) + "\n")
-    jobs = parse.build_jobs(raws, "c")
+    caches = ReferenceCaches()
+    raws = parse_squeue_text("\n".join(lines) + "\n", caches)
+    jobs = parse.build_jobs(raws, "c", caches)
     assert {j.id for j in jobs if j.parent or not any(r.array_job_id == j.id for r in raws)} >= expected
     assert [r.name for r in raws] == [r[0] for r in rows]
 
@@ -244,9 +249,10 @@ def test_fuzzed_text_rows_never_crash_or_drop(rows):
     )
 )
 def test_fuzzed_json_never_crashes_or_drops_rows(records):
-    raws = parse.parse_squeue_json({"jobs": records})
+    caches = ReferenceCaches()
+    raws = parse.parse_squeue_json({"jobs": records}, caches)
     assert len(raws) == len(records)
-    jobs = parse.build_jobs(raws, "c")
+    jobs = parse.build_jobs(raws, "c", caches)
     assert len([j for j in jobs if j.raw_state != "ARRAY"]) == len(records)
 
 
@@ -254,8 +260,10 @@ def test_fuzzed_json_never_crashes_or_drops_rows(records):
 @given(st.text(max_size=40), st.text(max_size=40))
 def test_fuzzed_gres_and_sinfo_never_crash(gres, used):
     parse.parse_gres(gres)
-    parse.parse_sinfo_json({"nodes": [{"name": "n", "state": used, "gres": gres, "gres_used": used}]}, "c")
+    caches = ReferenceCaches()
+    parse.parse_sinfo_json({"nodes": [{"name": "n", "state": used, "gres": gres, "gres_used": used}]}, "c", caches)
     parse.expand_hostlist(gres)
+    parse.expand_hostlist(gres, caches)
 
 
 HOSTILE = "-q'\"; $(touch /tmp/yf-marker) `touch /tmp/yf-marker2` \\ end"
@@ -373,14 +381,15 @@ async def test_an_squeue_that_rejects_the_format_is_read_as_json_from_then_on():
 
     transport = Transport()
     backend = SlurmBackend(ClusterConfig("hpc", "slurm"), transport)
-    first, second = await backend._squeue(), await backend._squeue()
+    first, second = await squeue_raws(backend), await squeue_raws(backend)
     assert first and [j.job_id for j in first] == [j.job_id for j in second]
     assert [("-o" in argv) for argv in transport.calls] == [True, False, False]
 
 
 async def test_the_queue_is_read_from_the_text_straight_to_jobs_and_from_json_after_an_ambiguous_text():
-    """``_queue`` gives what ``build_jobs(_squeue())`` gives; a name with a newline sends it to JSON,
-    which it keeps reading for a while instead of asking twice per refresh."""
+    """``_queue`` gives what ``build_jobs(squeue_raws(backend))`` gives (the reference parser); a name
+    with a newline sends it to JSON, which it keeps reading for a while instead of asking twice per
+    refresh."""
     from yanflow_tui.backends.slurm.backend import SlurmBackend
     from yanflow_tui.backends.slurm.transport import Result
     from yanflow_tui.config import ClusterConfig
@@ -402,13 +411,13 @@ async def test_the_queue_is_read_from_the_text_straight_to_jobs_and_from_json_af
 
     transport = Transport()
     backend = SlurmBackend(ClusterConfig("hpc", "slurm"), transport)
-    parse.clear_caches()
+    caches = ReferenceCaches()
     jobs = await backend._queue()
-    assert jobs and jobs == parse.build_jobs(await backend._squeue(), "hpc")
+    assert jobs and jobs == parse.build_jobs(await squeue_raws(backend), "hpc", caches)
     assert any(j.parent for j in jobs) and transport.calls == [True, True]
     transport.text = text.replace("\n", "\nsecond line of a name\n", 1)
     from_json = await backend._queue()
-    assert from_json == parse.build_jobs(parse.parse_squeue_json(json_text), "hpc")
+    assert from_json == parse.build_jobs(parse.parse_squeue_json(json_text), "hpc", caches)
     assert await backend._queue() == from_json and transport.calls == [True, True, True, False, False]
 
 
@@ -435,7 +444,7 @@ def test_json_that_reports_errors_and_no_data_is_a_failure_not_an_empty_cluster(
     with pytest.raises(BackendError, match="squeue --json failed: Failed while looking for jobs Unspecified error"):
         parse.parse_squeue_json(json.dumps(squeue))
     with pytest.raises(BackendError, match="sinfo --json failed: Unspecified error"):
-        parse.parse_sinfo_json(sinfo, "c")
+        parse.parse_sinfo_json(sinfo, "c", ReferenceCaches())
     with pytest.raises(BackendError, match="sacct --json failed"):
         slurm_history.parse_sacct_json(json.dumps({"errors": [{"error": "Unspecified error"}], "jobs": []}))
     assert parse.parse_squeue_json(json.dumps({"errors": [], "jobs": []})) == []  # an empty queue is fine
@@ -458,11 +467,12 @@ def test_node_lists_expand_the_same_from_the_cache_and_after_it_is_cleared():
         "rack2-n02",
         "cpu0003",
     )
-    parse.clear_caches()
-    assert parse.expand_hostlist(text) == want
-    assert parse.expand_hostlist(text) is parse.expand_hostlist(text)
-    parse.clear_caches()
-    assert parse.expand_hostlist(text) == want and parse.expand_hostlist("") == ()
+    caches = ReferenceCaches()
+    assert parse.expand_hostlist(text, caches) == want
+    assert parse.expand_hostlist(text, caches) is parse.expand_hostlist(text, caches)
+    caches.clear()
+    assert parse.expand_hostlist(text, caches) == want and parse.expand_hostlist("", caches) == ()
+    assert parse.expand_hostlist(text) == want  # with no caches: worked out anew
 
 
 def test_repeated_squeue_words_are_shared_between_rows():
@@ -473,7 +483,8 @@ def test_repeated_squeue_words_are_shared_between_rows():
         )
         for i in (1, 2)
     )
-    first, second = parse.build_jobs(parse.parse_squeue_text(rows + "\n"), "c")
+    caches = ReferenceCaches()
+    first, second = parse.build_jobs(parse_squeue_text(rows + "\n", caches), "c", caches)
     assert first.user is second.user and first.nodes[0] is second.nodes[0] and first.details is second.details
     assert first.submit_time is second.submit_time and first.gpus == 2 and first.reason == ""
 
@@ -483,7 +494,7 @@ def test_a_node_in_two_partitions_is_one_node_with_both():
         ["gpu01", "idle", "gpu:a100:8", "gpu:a100:0(IDX:N/A)", "gpu", "0/64/0/64", "1000", "0", "none"]
     )
     other = row.replace(f"{parse.SEP}gpu{parse.SEP}", f"{parse.SEP}debug{parse.SEP}")
-    (node,) = parse.parse_sinfo_text(f"{row}\n{other}\n", "c")
+    (node,) = parse.parse_sinfo_text(f"{row}\n{other}\n", "c", ReferenceCaches())
     assert node.partitions == ("gpu", "debug") and node.gpus_total == 8
 
 
@@ -504,7 +515,7 @@ def test_nodes_alike_share_one_tuple_of_gpus():
             node("g6", "gpu:a100:0", "drained", "fan"),
         ]
     }
-    g1, g2, g3, g4, g5, g6 = parse.parse_sinfo_json(data, "c")
+    g1, g2, g3, g4, g5, g6 = parse.parse_sinfo_json(data, "c", ReferenceCaches())
     assert g1.gpus is g2.gpus and g5.gpus is g6.gpus
     assert g3.gpus is not g1.gpus and g4.gpus is not g5.gpus
     assert [g.state for g in g3.gpus] == [GpuState.FREE] * 2 + [GpuState.ALLOCATED] * 2

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from paths import DATA as TEST_DATA
+from slurmreference import ReferenceCaches, parse_squeue_text
 
 from yanflow_tui import speed
 from yanflow_tui.backends.slurm import parse
@@ -123,21 +124,20 @@ def values(obj: object) -> tuple:
 def test_odd_rows_parse_as_the_plain_path_parses_them_cold_and_warm():
     text = "\n".join(ODD_ROWS) + "\n"
     expected = [plain_raw(line) for line in ODD_ROWS]
-    parse.clear_caches()
-    cold = parse.parse_squeue_text(text)
+    caches = ReferenceCaches()
+    cold = parse_squeue_text(text, caches)
     assert [values(r) for r in cold] == [values(r) for r in expected]
     assert cold == expected
-    warm = parse.parse_squeue_text(text)
+    warm = parse_squeue_text(text, caches)
     assert warm == expected and all(a is b for a, b in zip(warm, cold, strict=True))  # the same rows, reused
-    jobs = parse.build_jobs(cold, "c")
-    assert jobs == parse.build_jobs(expected, "c") == parse.build_jobs(warm, "c")
+    jobs = parse.build_jobs(cold, "c", caches)
+    assert jobs == parse.build_jobs(expected, "c", caches) == parse.build_jobs(warm, "c", caches)
     by_id = {j.id: j for j in jobs}
     assert by_id["10"].raw_state == "ARRAY" and by_id["10_[2-99%4]"].parent == "10"
     assert by_id["20_[3,5]"].state is JobState.PENDING
     assert by_id["40"].name == f"with{parse.SEP}delimiter" and by_id["42"].name == "名前-実験 α-β γ"
-    assert by_id["30"].reason.startswith("ReqNodeNotAvail") and ("Expected start", parse._local(cold[4].start)) in (
-        by_id["30"].details
-    )
+    expected_start = ("Expected start", parse._local(cold[4].start, None))
+    assert by_id["30"].reason.startswith("ReqNodeNotAvail") and expected_start in by_id["30"].details
     assert by_id["50"].nodes == ("gpu0012", "gpu0040", "gpu0977", "cpu0003") and by_id["50"].gpus == 2
     assert by_id["51"].nodes == ("n8", "n9", "n10", "n11", "n013", "n7")
     assert by_id["52"].nodes == ("rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02")
@@ -146,32 +146,32 @@ def test_odd_rows_parse_as_the_plain_path_parses_them_cold_and_warm():
 
 
 def test_a_changed_line_is_parsed_again_and_the_others_are_reused():
-    parse.clear_caches()
-    first = parse.parse_squeue_text("\n".join(ODD_ROWS))
+    caches = ReferenceCaches()
+    first = parse_squeue_text("\n".join(ODD_ROWS), caches)
     changed = list(ODD_ROWS)
     changed[0] = changed[0].replace("RUNNING", "COMPLETING")
-    second = parse.parse_squeue_text("\n".join(changed))
+    second = parse_squeue_text("\n".join(changed), caches)
     assert second[0].state == "COMPLETING" and first[0].state == "RUNNING"
     assert all(a is b for a, b in zip(first[1:], second[1:], strict=True))
-    one, two = parse.build_jobs(first, "c"), parse.build_jobs(second, "c")
+    one, two = parse.build_jobs(first, "c", caches), parse.build_jobs(second, "c", caches)
     assert one[0].state is JobState.RUNNING and two[0].state is JobState.COMPLETING  # the array group follows
-    assert parse.build_jobs(second, "other")[1].cluster == "other"  # a Job is kept for its own cluster only
+    assert parse.build_jobs(second, "other", caches)[1].cluster == "other"  # a Job is kept for its own cluster only
 
 
 def test_the_caches_stay_bounded_by_the_latest_texts():
-    parse.clear_caches()
+    caches = ReferenceCaches()
     for poll in range(40):
         lines = [row(job_id=str(poll * 1000 + i), name=f"poll {poll}") for i in range(300)]
-        parse.build_jobs(parse.parse_squeue_text("\n".join(lines)), "c")
-    assert len(parse._ROWS) + len(parse._ROWS_OLD) <= 2 * (300 + 300 // 8 + parse._ROWS_SLACK)
-    assert len(parse._JOBS) + len(parse._JOBS_OLD) <= 2 * (300 + 300 // 8 + parse._ROWS_SLACK)
+        parse.build_jobs(parse_squeue_text("\n".join(lines), caches), "c", caches)
+    assert len(caches.rows) + len(caches.rows_old) <= 2 * (300 + 300 // 8 + parse._ROWS_SLACK)
+    assert len(caches.jobs) + len(caches.jobs_old) <= 2 * (300 + 300 // 8 + parse._ROWS_SLACK)
     big = [row(job_id=str(i)) for i in range(6000)]
     for _ in range(3):
-        parse.parse_squeue_text("\n".join(big))
-        parse.parse_squeue_text("\n".join(big[:10]))  # another cluster's small queue between polls
-    assert len(parse._ROWS) + len(parse._ROWS_OLD) <= 2 * (6000 + 6000 // 8 + parse._ROWS_SLACK)
-    again = parse.parse_squeue_text("\n".join(big))
-    assert again[0] is parse.parse_squeue_text("\n".join(big))[0]
+        parse_squeue_text("\n".join(big), caches)
+        parse_squeue_text("\n".join(big[:10]), caches)  # another cluster's small queue between polls
+    assert len(caches.rows) + len(caches.rows_old) <= 2 * (6000 + 6000 // 8 + parse._ROWS_SLACK)
+    again = parse_squeue_text("\n".join(big), caches)
+    assert again[0] is parse_squeue_text("\n".join(big), caches)[0]
 
 
 @settings(max_examples=300, deadline=None)
@@ -200,7 +200,8 @@ def test_numbered_hostlists_expand_as_the_general_expansion(items):
         )
         parts.append(f"{prefix}[{text}]{suffix}")
     text = ",".join(parts)
-    parse.clear_caches()
+    caches = ReferenceCaches()
+    assert parse.expand_hostlist(text, caches) == tuple(parse._expand_hostlist(text)), text
     assert parse.expand_hostlist(text) == tuple(parse._expand_hostlist(text)), text
 
 
@@ -230,14 +231,17 @@ def test_numbered_hostlists_expand_as_the_general_expansion(items):
 def test_the_quick_hostlist_path_gives_what_the_regex_and_general_paths_give(text):
     """_quick_hostlist answers for the usual forms and leaves the rest (None) to the regex path,
     then to the general expansion: the result is the same either way, names shared."""
-    parse.clear_caches()
-    quick = parse._quick_hostlist(text)
-    slow = parse._numbered_hostlist(text)
+    caches = ReferenceCaches()
+    quick = parse._quick_hostlist(text, caches)
+    slow = parse._numbered_hostlist(text, caches)
     general = tuple(parse._expand_hostlist(text))
-    assert parse.expand_hostlist(text) == (slow if slow is not None else general)
+    assert parse.expand_hostlist(text, caches) == (slow if slow is not None else general)
+    # with no caches (no tables): the same answers, worked out anew
+    assert parse._quick_hostlist(text) == quick and parse._numbered_hostlist(text) == slow
+    assert parse.expand_hostlist(text) == parse.expand_hostlist(text, caches)
     if quick is not None:
         assert quick == (slow if slow is not None else general)
-        assert all(a is b for a, b in zip(quick, parse._quick_hostlist(text)))  # from the tables, interned
+        assert all(a is b for a, b in zip(quick, parse._quick_hostlist(text, caches)))  # from the tables, interned
     assert (quick is None) == (text in QUICK_DECLINES)
 
 
@@ -259,48 +263,50 @@ QUICK_DECLINES = {
 
 
 def test_scattered_numbers_met_again_come_from_the_table():
-    parse.clear_caches()
-    first = parse._quick_hostlist("gpu[0003,0001]")
-    assert first == ("gpu0003", "gpu0001") and parse._BY_DIGITS["gpu"] == {"0003": "gpu0003", "0001": "gpu0001"}
-    again = parse._quick_hostlist("gpu[0001,0003,0002]")
+    caches = ReferenceCaches()
+    first = parse._quick_hostlist("gpu[0003,0001]", caches)
+    assert first == ("gpu0003", "gpu0001") and caches.by_digits["gpu"] == {"0003": "gpu0003", "0001": "gpu0001"}
+    again = parse._quick_hostlist("gpu[0001,0003,0002]", caches)
     assert again == ("gpu0001", "gpu0003", "gpu0002") and again[0] is first[1]
-    assert parse._quick_hostlist("gpu[0001,x]") is None and "x" not in parse._BY_DIGITS["gpu"]
+    assert parse._quick_hostlist("gpu[0001,x]", caches) is None and "x" not in caches.by_digits["gpu"]
 
 
 def test_hostlist_names_are_shared_strings():
-    parse.clear_caches()
-    one = parse.expand_hostlist("gpu[0001-0004]")
-    two = parse.expand_hostlist("gpu[0003,0004]")
+    caches = ReferenceCaches()
+    one = parse.expand_hostlist("gpu[0001-0004]", caches)
+    two = parse.expand_hostlist("gpu[0003,0004]", caches)
     assert one[2] is two[0] and one[3] is two[1]
-    assert parse.expand_hostlist("".join(["gpu", "0003"]))[0] is one[2]
+    assert parse.expand_hostlist("".join(["gpu", "0003"]), caches)[0] is one[2]
+    assert parse.expand_hostlist("gpu[0003-0004]")[0] is one[2]  # with no caches: interned all the same
 
 
 def test_captured_text_gives_the_same_jobs_after_the_caches_are_warm():
     text = (TEST_DATA / "slurm" / "squeue.txt").read_text()
-    parse.clear_caches()
-    cold = parse.build_jobs(parse.parse_squeue_text(text), "c")
-    raws = parse.parse_squeue_text(text)
-    assert cold == parse.build_jobs(raws, "c")
+    caches = ReferenceCaches()
+    cold = parse.build_jobs(parse_squeue_text(text, caches), "c", caches)
+    raws = parse_squeue_text(text, caches)
+    assert cold == parse.build_jobs(raws, "c", caches)
     plain = [j for j in cold if not j.parent and j.raw_state != "ARRAY"]
     assert plain == [parse.to_job(r, "c") for r in raws if not r.array_job_id]
 
 
 def test_the_collector_is_restored_after_a_parse_and_after_an_exception_in_one():
+    caches = ReferenceCaches()
     assert gc.isenabled()
     frozen = gc.get_freeze_count()
-    parse.parse_squeue_text("\n".join(ODD_ROWS))
+    parse_squeue_text("\n".join(ODD_ROWS), caches)
     assert gc.isenabled()
     if not frozen:
         assert gc.get_freeze_count() == 0  # nothing left frozen where nothing was
     with pytest.raises(parse.AmbiguousRows):
-        parse.parse_squeue_text(ODD_ROWS[0] + "\nsecond line of a name\n")
+        parse_squeue_text(ODD_ROWS[0] + "\nsecond line of a name\n", caches)
     assert gc.isenabled()
     with pytest.raises(AttributeError):
-        parse.build_jobs([object()], "c")  # type: ignore[list-item]
+        parse.build_jobs([object()], "c", caches)  # type: ignore[list-item]
     assert gc.isenabled()
     gc.disable()
     try:
-        parse.build_jobs(parse.parse_squeue_text("\n".join(ODD_ROWS)), "c")
+        parse.build_jobs(parse_squeue_text("\n".join(ODD_ROWS), caches), "c", caches)
         assert not gc.isenabled()  # one turned off by someone else (the app at startup) stays off
     finally:
         gc.enable()
@@ -311,8 +317,8 @@ def test_inside_a_parse_no_collection_runs():
     gc.callbacks.append(lambda phase, info: seen.append(phase))
     try:
         lines = [row(job_id=str(i), nodes=f"gpu[{i:04d}-{i + 3:04d}]", state="RUNNING") for i in range(1, 3000)]
-        parse.clear_caches()
-        parse.build_jobs(parse.parse_squeue_text("\n".join(lines)), "c")
+        caches = ReferenceCaches()
+        parse.build_jobs(parse_squeue_text("\n".join(lines), caches), "c", caches)
         assert seen == []
     finally:
         gc.callbacks.pop()
@@ -320,11 +326,11 @@ def test_inside_a_parse_no_collection_runs():
 
 def test_objects_frozen_by_the_app_stay_frozen_and_what_a_parse_makes_joins_them():
     keep = [[] for _ in range(100)]
-    parse.clear_caches()
+    caches = ReferenceCaches()
     gc.freeze()
     try:
         before = gc.get_freeze_count()
-        raws = parse.parse_squeue_text("\n".join(ODD_ROWS))
+        raws = parse_squeue_text("\n".join(ODD_ROWS), caches)
         assert gc.get_freeze_count() >= before + len(raws)
     finally:
         gc.unfreeze()
@@ -340,7 +346,7 @@ def test_a_parse_under_a_heap_the_app_froze_freezes_what_it_made_without_countin
         keeper.settled()
         before = gc.get_freeze_count()
         monkeypatch.setattr(gc, "get_freeze_count", lambda: pytest.fail("the frozen objects were counted"))
-        jobs = parse.squeue_jobs("\n".join(ODD_ROWS), "c")
+        jobs = parse.squeue_jobs("\n".join(ODD_ROWS), "c", ReferenceCaches())
         monkeypatch.undo()
         assert gc.get_freeze_count() >= before + len(jobs) and gc.isenabled()
     finally:
@@ -378,43 +384,43 @@ def test_maker_builds_what_the_constructor_builds():
 
 def plain_jobs(text: str, cluster: str) -> list[Job]:
     """The Jobs of the plain path: rows by the dataclass's own constructor, then build_jobs."""
-    return parse.build_jobs([plain_raw(line) for line in text.split("\n") if line], cluster)
+    return parse.build_jobs([plain_raw(line) for line in text.split("\n") if line], cluster, ReferenceCaches())
 
 
 def test_odd_rows_give_the_jobs_of_the_raw_path_cold_and_warm():
     text = "\n".join(ODD_ROWS) + "\n"
-    parse.clear_caches()
-    cold = parse.squeue_jobs(text, "c")
-    assert cold == plain_jobs(text, "c") == parse.build_jobs(parse.parse_squeue_text(text), "c")
+    caches = ReferenceCaches()
+    cold = parse.squeue_jobs(text, "c", caches)
+    assert cold == plain_jobs(text, "c") == parse.build_jobs(parse_squeue_text(text, caches), "c", caches)
     assert [values(j) for j in cold] == [values(j) for j in plain_jobs(text, "c")]
-    warm = parse.squeue_jobs(text, "c")
+    warm = parse.squeue_jobs(text, "c", caches)
     assert all(a is b for a, b in zip(warm, cold, strict=True))  # the same Jobs, group heads included
     by_id = {j.id: j for j in cold}
     assert by_id["10"].raw_state == "ARRAY" and by_id["10_0"].parent == "10" and by_id["30"].parent == ""
     assert [j.id for j in cold[:4]] == ["10", "10_0", "10_1", "10_[2-99%4]"]
     assert by_id["10"].start_time == parse._time("1795995100") and by_id["10"].details[-1] == ("Partition", "gpu")
     assert by_id["50"].nodes == ("gpu0012", "gpu0040", "gpu0977", "cpu0003") and by_id["50"].gpus == 2
-    assert ("Expected start", parse._local(parse._time("1796000000"))) in by_id["30"].details
+    assert ("Expected start", parse._local(parse._time("1796000000"), None)) in by_id["30"].details
     assert by_id["57"].details == (("Partition", "gpu"), ("QOS", "normal"), ("Time limit", "UNLIMITED"))
 
 
 def test_a_changed_line_makes_a_new_job_and_its_array_new_heads_the_rest_stay_the_same_objects():
-    parse.clear_caches()
-    first = parse.squeue_jobs("\n".join(ODD_ROWS), "c")
+    caches = ReferenceCaches()
+    first = parse.squeue_jobs("\n".join(ODD_ROWS), "c", caches)
     changed = list(ODD_ROWS)
     changed[1] = changed[1].replace("COMPLETING", "COMPLETED").replace("1:00:00", "2:00:00")
     changed[6] = changed[6].replace("PENDING", "RUNNING")
-    second = parse.squeue_jobs("\n".join(changed), "c")
+    second = parse.squeue_jobs("\n".join(changed), "c", caches)
     assert second == plain_jobs("\n".join(changed), "c")
     new = {b.id for a, b in zip(first, second, strict=True) if a is not b}
     assert new == {"10", "10_1", "40"}  # the changed lines' Jobs and their array's head
-    other = parse.squeue_jobs("\n".join(changed), "other")  # another cluster: its own Jobs
+    other = parse.squeue_jobs("\n".join(changed), "other", caches)  # another cluster: its own Jobs
     assert other == plain_jobs("\n".join(changed), "other") and other[5].cluster == "other"
-    assert parse.squeue_jobs("\n".join(changed), "c")[5] is second[5]
+    assert parse.squeue_jobs("\n".join(changed), "c", caches)[5] is second[5]
 
 
 def test_the_same_lines_under_another_array_order_or_with_tasks_gone_regroup():
-    parse.clear_caches()
+    caches = ReferenceCaches()
     rows = [
         row(job_id="11", array_job_id="10", array_task="0", state="RUNNING", nodes="gpu1", start="1795995100"),
         row(job_id="5", name="plain"),
@@ -422,7 +428,7 @@ def test_the_same_lines_under_another_array_order_or_with_tasks_gone_regroup():
         row(job_id="10", array_job_id="10", array_task="2-9", display_id="10_[2-9]", start="1795990000"),
     ]
     for text in ("\n".join(rows), "\n".join(rows[1:]), "\n".join(rows[::-1]), "\n".join(rows[:1] + rows[:1])):
-        assert parse.squeue_jobs(text, "c") == plain_jobs(text, "c"), text
+        assert parse.squeue_jobs(text, "c", caches) == plain_jobs(text, "c"), text
 
 
 ROW_VALUES = {
@@ -455,41 +461,42 @@ ROWS = st.lists(st.fixed_dictionaries(ROW_VALUES).map(lambda values: row(**value
 def test_squeue_jobs_gives_what_the_raw_path_gives_poll_after_poll(first, later, kept, cluster):
     """Odd values in every column, arrays split and regrouped, lines repeated, kept or gone between
     two polls: the Jobs equal the plain path's, in the same order."""
-    parse.clear_caches()
+    caches = ReferenceCaches()
     for text in ("\n".join(first), "\n".join(first[:kept] + later) + "\n", "\n".join(later + first)):
-        assert parse.squeue_jobs(text, cluster) == plain_jobs(text, cluster)
+        assert parse.squeue_jobs(text, cluster, caches) == plain_jobs(text, cluster)
 
 
 def test_captured_text_gives_the_jobs_of_the_raw_path():
     text = (TEST_DATA / "slurm" / "squeue.txt").read_text()
-    parse.clear_caches()
-    jobs = parse.squeue_jobs(text, "c")
+    caches = ReferenceCaches()
+    jobs = parse.squeue_jobs(text, "c", caches)
     assert jobs == plain_jobs(text, "c") and any(j.parent for j in jobs) and any(j.gpus for j in jobs)
-    assert jobs == parse.squeue_jobs(text, "c")
+    assert jobs == parse.squeue_jobs(text, "c", caches)
 
 
 def test_squeue_jobs_refuses_an_ambiguous_text_and_restores_the_collector():
+    caches = ReferenceCaches()
     with pytest.raises(parse.AmbiguousRows):
-        parse.squeue_jobs(ODD_ROWS[0] + "\nsecond line of a name\n", "c")
+        parse.squeue_jobs(ODD_ROWS[0] + "\nsecond line of a name\n", "c", caches)
     with pytest.raises(parse.AmbiguousRows):
-        parse.squeue_jobs(row(job_id="x1"), "c")
+        parse.squeue_jobs(row(job_id="x1"), "c", caches)
     assert gc.isenabled()
 
 
 def test_the_line_caches_hold_the_latest_text_of_each_cluster_and_no_more():
-    parse.clear_caches()
+    caches = ReferenceCaches()
     for poll in range(40):
         lines = [row(job_id=str(poll * 1000 + i), name=f"poll {poll}") for i in range(300)]
         lines += [row(job_id="7", array_job_id="7", array_task=str(i), state="RUNNING") for i in range(poll % 3)]
-        parse.squeue_jobs("\n".join(lines + lines[:3]), "c")  # lines repeated: kept once
-        parse.squeue_jobs("\n".join(lines[:5]), "d")  # another cluster's small queue: its own cache
+        parse.squeue_jobs("\n".join(lines + lines[:3]), "c", caches)  # lines repeated: kept once
+        parse.squeue_jobs("\n".join(lines[:5]), "d", caches)  # another cluster's small queue: its own cache
         kept = [hash(line) for line in lines]  # (each line kept under its hash)
-        assert list(parse._LINES["c"]) == kept and list(parse._LINES["d"]) == kept[:5]
-        assert list(parse._ARRAYS["c"]) == (["7"] if poll % 3 else []) and parse._ARRAYS["d"] == {}
+        assert list(caches.lines["c"]) == kept and list(caches.lines["d"]) == kept[:5]
+        assert list(caches.arrays["c"]) == (["7"] if poll % 3 else []) and caches.arrays["d"] == {}
     big = [row(job_id=str(i)) for i in range(6000)]
-    first = parse.squeue_jobs("\n".join(big), "c")
-    assert all(a is b for a, b in zip(first, parse.squeue_jobs("\n".join(big[::-1]), "c")[::-1], strict=True))
-    assert len(parse._LINES["c"]) == 6000 and parse.squeue_jobs("", "c") == [] and parse._LINES["c"] == {}
+    first = parse.squeue_jobs("\n".join(big), "c", caches)
+    assert all(a is b for a, b in zip(first, parse.squeue_jobs("\n".join(big[::-1]), "c", caches)[::-1], strict=True))
+    assert len(caches.lines["c"]) == 6000 and parse.squeue_jobs("", "c", caches) == [] and caches.lines["c"] == {}
 
 
 @settings(max_examples=200, deadline=None)
@@ -507,16 +514,16 @@ def test_a_text_split_a_stretch_at_a_time_gives_the_lines_of_the_whole(parts, st
 def test_squeue_jobs_over_stretches_shorter_than_a_line(monkeypatch):
     text = "\n".join(ODD_ROWS) + "\n\n" + ODD_ROWS[0]
     monkeypatch.setattr(parse, "_STRETCH", 7)
-    parse.clear_caches()
-    assert parse.squeue_jobs(text, "c") == plain_jobs(text, "c")
+    caches = ReferenceCaches()
+    assert parse.squeue_jobs(text, "c", caches) == plain_jobs(text, "c")
 
 
 @pytest.mark.parametrize("text", ["gpu01", " gpu01 ", "(null)", "N/A", " ", "\t", "a,b", "a, b", ",a", "x y", "名前"])
 def test_node_lists_without_brackets_expand_as_a_split_on_commas(text):
-    parse.clear_caches()
+    caches = ReferenceCaches()
     names = tuple(name for name in (part.strip() for part in text.split(",")) if name and name not in ("(null)", "N/A"))
-    assert parse.expand_hostlist(text) == names
-    assert all(a is b for a, b in zip(parse.expand_hostlist(text), (sys.intern(n) for n in names)))
+    assert parse.expand_hostlist(text, caches) == names == parse.expand_hostlist(text)
+    assert all(a is b for a, b in zip(parse.expand_hostlist(text, caches), (sys.intern(n) for n in names)))
 
 
 # -- what a parse says changed since the last one (squeue_answer's QueueDelta) ----------------------
@@ -560,13 +567,13 @@ POLLS = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(POLLS, st.randoms(use_true_random=False))
 def test_a_parse_says_exactly_what_changed_since_the_last_one_poll_after_poll(polls, rnd):
-    parse.clear_caches()
+    caches = ReferenceCaches()
     before: list[Job] = []
     number = 0
     for poll in polls:
         lines = [_slot(n, version) for n, version in poll]
         rnd.shuffle(lines)
-        jobs, delta = parse.squeue_answer("\n".join(lines) + "\n", "c")
+        jobs, delta = parse.squeue_answer("\n".join(lines) + "\n", "c", caches)
         assert jobs == plain_jobs("\n".join(lines), "c")
         assert delta.since == number and delta.number > number
         if number:
@@ -579,10 +586,10 @@ def test_a_parse_says_exactly_what_changed_since_the_last_one_poll_after_poll(po
 @settings(max_examples=300, deadline=None)
 @given(ROWS, ROWS, st.integers(0, 10))
 def test_a_parse_of_odd_rows_says_exactly_what_changed_where_ids_are_unique(first, later, kept):
-    parse.clear_caches()
-    before = parse.squeue_answer("\n".join(first), "c")[0]
+    caches = ReferenceCaches()
+    before = parse.squeue_answer("\n".join(first), "c", caches)[0]
     for text in ("\n".join(first), "\n".join(first[:kept] + later) + "\n", "\n".join(later + first)):
-        jobs, delta = parse.squeue_answer(text, "c")
+        jobs, delta = parse.squeue_answer(text, "c", caches)
         unique = len({j.id for j in jobs}) == len(jobs) and len({j.id for j in before}) == len(before)
         if delta.since and unique:
             check_delta(before, jobs, delta)
@@ -590,20 +597,20 @@ def test_a_parse_of_odd_rows_says_exactly_what_changed_where_ids_are_unique(firs
 
 
 def test_a_parse_says_nothing_after_a_text_it_refused_a_line_given_twice_or_the_caches_cleared():
-    parse.clear_caches()
+    caches = ReferenceCaches()
     lines = [_slot(n, 1) for n in range(24)]
     text = "\n".join(lines)
-    assert parse.squeue_answer(text, "c")[1].since == 0  # the first parse: nothing to say
-    assert parse.squeue_answer(text, "c")[1].since != 0
+    assert parse.squeue_answer(text, "c", caches)[1].since == 0  # the first parse: nothing to say
+    assert parse.squeue_answer(text, "c", caches)[1].since != 0
     with pytest.raises(parse.AmbiguousRows):
-        parse.squeue_answer(text + "\nsecond line of a name\n", "c")
-    assert parse.squeue_answer(text, "c")[1].since == 0
-    assert parse.squeue_answer(text + "\n" + lines[0], "c")[1].since == 0  # a line twice
-    assert parse.squeue_answer(text, "c")[1].since == 0  # (after it too)
-    assert parse.squeue_answer(text, "c")[1].since != 0
-    assert parse.squeue_answer(text, "d")[1].since == 0  # another cluster: its own
-    parse.clear_caches()
-    assert parse.squeue_answer(text, "c")[1].since == 0
+        parse.squeue_answer(text + "\nsecond line of a name\n", "c", caches)
+    assert parse.squeue_answer(text, "c", caches)[1].since == 0
+    assert parse.squeue_answer(text + "\n" + lines[0], "c", caches)[1].since == 0  # a line twice
+    assert parse.squeue_answer(text, "c", caches)[1].since == 0  # (after it too)
+    assert parse.squeue_answer(text, "c", caches)[1].since != 0
+    assert parse.squeue_answer(text, "d", caches)[1].since == 0  # another cluster: its own
+    caches.clear()
+    assert parse.squeue_answer(text, "c", caches)[1].since == 0
 
 
 @settings(max_examples=200, deadline=None)
@@ -613,14 +620,15 @@ def test_the_bytes_squeue_printed_give_the_jobs_of_its_text_decoded(first, later
     whole text decoded, poll after poll, stretches of any length; a line met before, its Job again."""
     old, parse._STRETCH = parse._STRETCH, stretch
     try:
-        parse.clear_caches()
+        caches = ReferenceCaches()
         bad = b"\xff" + junk.replace(b"\n", b"")  # at the end of each line: in the job's name
         for lines in (first, first + later + [""], later):
             data = b"\n".join(line.encode() + bad if line else b"" for line in lines)
-            assert parse.squeue_jobs(data, "c") == plain_jobs(data.decode(errors="replace"), "c")
+            assert parse.squeue_jobs(data, "c", caches) == plain_jobs(data.decode(errors="replace"), "c")
         data = "\n".join(later).encode()
-        assert all(a is b for a, b in zip(parse.squeue_jobs(data, "c"), parse.squeue_jobs(data, "c"), strict=True))
-        assert parse.squeue_jobs(b"", "c") == [] and parse.squeue_jobs(b"\n\n", "c") == []
+        again = parse.squeue_jobs(data, "c", caches), parse.squeue_jobs(data, "c", caches)
+        assert all(a is b for a, b in zip(*again, strict=True))
+        assert parse.squeue_jobs(b"", "c", caches) == [] and parse.squeue_jobs(b"\n\n", "c", caches) == []
     finally:
         parse._STRETCH = old
 
@@ -633,7 +641,7 @@ def test_parses_stepped_in_turns_or_closed_midway_give_their_jobs_and_say_exactl
     names; after the last, one parse alone may say nothing, the next one says what changed."""
     old, parse._STRETCH = parse._STRETCH, 200  # (a few lines a step)
     try:
-        parse.clear_caches()
+        caches = ReferenceCaches()
         ended: dict[int, list[Job]] = {}  # parse number -> its Jobs
         running: list[tuple[str, object]] = []
 
@@ -654,7 +662,7 @@ def test_parses_stepped_in_turns_or_closed_midway_give_their_jobs_and_say_exactl
             move = rnd.random()
             if texts and (not running or move < 0.2):
                 text = texts.pop(0)
-                running.append((text, parse.squeue_steps(text, "c")))
+                running.append((text, parse.squeue_steps(text, "c", caches)))
             elif move < 0.3:
                 running.pop(rnd.randrange(len(running)))[1].close()  # type: ignore[attr-defined]
             else:
@@ -663,7 +671,7 @@ def test_parses_stepped_in_turns_or_closed_midway_give_their_jobs_and_say_exactl
                     del running[i]
         text = "\n".join(_slot(n, 2) for n in range(24))
         for _ in range(2):
-            jobs, delta = parse.squeue_answer(text, "c")
+            jobs, delta = parse.squeue_answer(text, "c", caches)
             assert jobs == plain_jobs(text, "c")
             if delta.since:
                 check_delta(ended[delta.since], jobs, delta)
@@ -676,18 +684,18 @@ def test_parses_stepped_in_turns_or_closed_midway_give_their_jobs_and_say_exactl
 def test_details_are_kept_under_interned_words():
     """Each pending job's details are kept under a key of its own (its expected start): the key's
     other words are the interned ones, not the strings split from its line, kept a set per job."""
-    parse.clear_caches()
+    caches = ReferenceCaches()
     lines = [row(job_id=str(100 + i), start=str(1796000000 + i), partition="gpu-" + "x" * 3) for i in range(3)]
-    jobs = parse.squeue_jobs("\n".join(lines).encode(), "c")
-    assert len(parse._TEXT_DETAILS) == 3
-    for key in parse._TEXT_DETAILS:
+    jobs = parse.squeue_jobs("\n".join(lines).encode(), "c", caches)
+    assert len(caches.text_details) == 3
+    for key in caches.text_details:
         assert all(word is sys.intern(word) for word in key[1:])
     assert [dict(job.details)["Partition"] for job in jobs] == ["gpu-xxx"] * 3
 
 
 def test_the_tasks_of_an_array_share_one_parent_string():
-    parse.clear_caches()
+    caches = ReferenceCaches()
     lines = [row(job_id=str(70 + i), array_job_id="69", array_task=str(i), state="RUNNING") for i in range(3)]
-    head, *tasks = parse.squeue_jobs("\n".join(lines).encode(), "c")
+    head, *tasks = parse.squeue_jobs("\n".join(lines).encode(), "c", caches)
     assert head.id == "69" and [t.id for t in tasks] == ["69_0", "69_1", "69_2"]
     assert all(t.parent == "69" and t.parent is tasks[0].parent for t in tasks)

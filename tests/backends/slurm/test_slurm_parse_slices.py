@@ -10,11 +10,12 @@ import asyncio
 import gc
 
 import pytest
+from servedslurm import Served
+from slurmreference import ReferenceCaches, parse_squeue_text
 
 from yanflow_tui.backends.slurm import backend as slurm_module
 from yanflow_tui.backends.slurm import parse
 from yanflow_tui.backends.slurm.backend import SlurmBackend
-from yanflow_tui.backends.slurm.transport import Result, Transport
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import Job, JobList
 
@@ -67,40 +68,8 @@ def queue(count: int, version: int = 0) -> bytes:
 
 def reference(text: bytes, cluster: str) -> list[Job]:
     """The Jobs of ``text`` by the plain path (RawJobs, then Jobs)."""
-    return parse.build_jobs(parse.parse_squeue_text(text.decode()), cluster)
-
-
-class Served(Transport):
-    """Answers ``squeue -o`` with the next of ``texts`` (the last one again once they run out), ``id -un``
-    and ``sacct`` (no accounting); counts the ``ticks`` seen when each squeue text was served."""
-
-    def __init__(self, texts: list[bytes], ticks: list[int] | None = None):
-        super().__init__()
-        self.texts = texts
-        self.served: list[bytes] = []
-        self.ticks = ticks  # the test's tick counter (one item), read when a text is served
-        self.served_at: list[int] = []
-        self.squeued = asyncio.Event()
-
-    async def run(self, argv, stdin_data=None, timeout=None) -> Result:
-        argv = tuple(str(a) for a in argv)
-        if argv[:2] == ("id", "-un"):
-            return Result(argv, 0, "alice\n", "")
-        if argv[0] == "squeue" and "-o" in argv:
-            text = self.texts[min(len(self.served), len(self.texts) - 1)]
-            self.served.append(text)
-            self.served_at.append(self.ticks[0] if self.ticks else 0)
-            self.squeued.set()
-            return Result(argv, 0, text, "")
-        if argv[0] == "sacct":
-            return Result(argv, 1, "", "sacct: error: Slurm accounting storage is disabled")
-        return Result(argv, 1, "", f"{argv[0]}: not served here")
-
-    async def _exec(self, script: str):  # pragma: no cover - run() answers every command
-        raise AssertionError(script)
-
-    async def _stream(self, script: str):  # pragma: no cover
-        raise AssertionError(script)
+    caches = ReferenceCaches()
+    return parse.build_jobs(parse_squeue_text(text.decode(), caches), cluster, caches)
 
 
 class Answers(SlurmBackend):
@@ -151,7 +120,6 @@ async def test_the_event_loop_keeps_running_while_a_100k_line_queue_is_parsed():
     text = queue(100_000)
     transport = Served([text], ticks)
     backend = Answers("slices-big", transport)
-    parse.clear_caches()
     ticking = asyncio.create_task(ticker())
     try:
         answer = await backend.list_jobs()  # (the served transport never waits: only the parse yields)
@@ -167,7 +135,6 @@ async def test_a_poll_cancelled_mid_parse_leaves_the_next_polls_right(fine_slice
     texts = [queue(20_000, version) for version in range(5)]
     transport = Served(texts)
     backend = Answers(f"slices-cancel-{turns}", transport)
-    parse.clear_caches()
     first = await backend.list_jobs()
     check(backend, first, texts[0])
     assert check(backend, await backend.list_jobs(), texts[1])  # an answer that says what changed
@@ -190,7 +157,6 @@ async def test_get_job_and_a_second_list_jobs_during_a_parse_wait_their_turn(fin
     texts = [queue(20_000, version) for version in range(7)]
     transport = Served(texts)
     backend = Answers("slices-interleaved", transport)
-    parse.clear_caches()
     check(backend, await backend.list_jobs(), texts[0])
     transport.squeued.clear()
     polling = asyncio.create_task(backend.list_jobs())
