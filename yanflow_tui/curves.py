@@ -35,7 +35,7 @@ import posixpath
 import shutil
 import tempfile
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -223,7 +223,7 @@ def _scalar_value(value: Any, scalar_tags: set[str]) -> float | None:
 
 
 @contextlib.contextmanager
-def no_gc():
+def no_gc() -> Iterator[None]:
     """The cyclic garbage collector off while a million points are made: none of them can be in a
     cycle, and each collection would walk all that were made so far (4x the time)."""
     was = gc.isenabled()

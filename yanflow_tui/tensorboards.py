@@ -348,7 +348,9 @@ class TensorBoards:
     def of(self, key: str) -> TensorBoard | None:
         return self.open.get(key)
 
-    async def start(self, key: str, backend: Any, job_id: str, call=None) -> TensorBoard:
+    async def start(
+        self, key: str, backend: Any, job_id: str, call: Callable[..., Awaitable[Any]] | None = None
+    ) -> TensorBoard:
         """The job's TensorBoard: the one already open, or a new one (a second start while one is
         starting waits for it; one whose server exited is replaced)."""
         board = self.open.get(key)
