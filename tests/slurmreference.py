@@ -8,7 +8,6 @@ from __future__ import annotations
 from sys import intern
 from typing import Any
 
-from yanflow_tui.speed import collector_off
 from yanflow_tui.backends.slurm import backend as slurm_backend
 from yanflow_tui.backends.slurm.parse import (
     _NO_REASON,
@@ -26,6 +25,7 @@ from yanflow_tui.backends.slurm.parse import (
     expand_hostlist,
 )
 from yanflow_tui.backends.slurm.parsecache import ParseCaches
+from yanflow_tui.speed import collector_off
 
 
 class ReferenceCaches(ParseCaches):

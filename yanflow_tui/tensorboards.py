@@ -10,7 +10,7 @@ local port forwarded through the same connection). Where that cluster has no ten
 a backend that also has ``capabilities.event_files`` falls back to the local mirror, and says so in
 ``TensorBoard.what``. ``TensorBoards`` keeps one per job and stops what it started: the process and
 its refresher, or the cluster's task (a remote server's process group and its forward). No Textual
-here.
+here; the CLI verb ``tensorboard`` is ``yanflow_tui.cli.tensorboard``.
 
 The server this console runs is private to its user and never outlives the console: it serves under
 an unguessable path prefix (``--path_prefix``, handed over on its stdin, so it is in no process's
@@ -348,7 +348,9 @@ class TensorBoards:
     def of(self, key: str) -> TensorBoard | None:
         return self.open.get(key)
 
-    async def start(self, key: str, backend: Any, job_id: str, call=None) -> TensorBoard:
+    async def start(
+        self, key: str, backend: Any, job_id: str, call: Callable[..., Awaitable[Any]] | None = None
+    ) -> TensorBoard:
         """The job's TensorBoard: the one already open, or a new one (a second start while one is
         starting waits for it; one whose server exited is replaced)."""
         board = self.open.get(key)
@@ -386,37 +388,3 @@ class TensorBoards:
                 await task
         for key in list(self.open):
             await self.stop(key)
-
-
-# -- the CLI verb ``yanflow-tui tensorboard JOB [--cluster C]`` ----------------------------------------
-def add_parser(sub, common) -> None:
-    p = sub.add_parser(
-        "tensorboard",
-        parents=[common],
-        help="open a real TensorBoard for a job and print its local URL (Ctrl-C stops it)",
-        description="Where the cluster starts one (a Determined task; the real server on a Slurm login node or in "
-        "a Kubernetes pod, with a local port forwarded through the same connection), start it there (refused "
-        "read-only); else, or where the cluster has no tensorboard or is read-only, run TensorBoard here over the "
-        "job's event files (a local mirror, refreshed while it runs) on 127.0.0.1 and a free port. Prints the "
-        "URL; Ctrl-C stops what was started.",
-    )
-    p.add_argument("job", metavar="JOB")
-    p.add_argument("--cluster", metavar="NAME", help="the job's cluster (needed when its id is on several clusters)")
-
-
-async def command(config, args) -> int:
-    from yanflow_tui.cli import _hub, _job_cluster
-    from yanflow_tui.sanitize import clean
-
-    hub = await _hub(config, getattr(args, "cluster", None))
-    boards = TensorBoards()
-    try:
-        name = await _job_cluster(hub, args.cluster, args.job)
-        board = await boards.start(f"{name}/{args.job}", hub.backend(name), args.job, hub.call)
-        print(board.url, flush=True)
-        print(f"yanflow-tui: TensorBoard of {clean(args.job)}: {clean(board.what)} (Ctrl-C stops it)", file=sys.stderr)
-        await asyncio.Event().wait()
-    finally:
-        await boards.stop_all()
-        await hub.close()
-    return 0

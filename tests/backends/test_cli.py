@@ -14,6 +14,7 @@ from waiting import wait_until
 
 from yanflow_tui import cli, locations
 from yanflow_tui.backends.local.store import LocalStore
+from yanflow_tui.cli import context, parser
 from yanflow_tui.sanitize import clean_streams
 
 JOB_KEYS = {"id", "cluster", "name", "user", "state", "nodes", "gpus"}
@@ -250,11 +251,11 @@ def test_version():
 def test_in_process_unexpected_error_has_no_traceback(home, monkeypatch, capsys):
     monkeypatch.delenv("YANFLOW_DEBUG", raising=False)
 
-    async def broken(config, args):
+    async def broken(ctx):
         raise RuntimeError("something odd\nwith two lines")
 
-    monkeypatch.setitem(cli._commands(), "jobs", broken)
-    assert cli.main(["jobs"]) == cli.EXIT_ERROR
+    monkeypatch.setitem(parser.commands(), "jobs", broken)
+    assert cli.main(["jobs"]) == context.EXIT_ERROR
     err = capsys.readouterr().err
     assert err.splitlines()[0] == "yanflow-tui: error: unexpected RuntimeError: something odd"
     assert "Traceback" not in err
@@ -263,7 +264,7 @@ def test_in_process_unexpected_error_has_no_traceback(home, monkeypatch, capsys)
 
 def test_error_lines_are_sanitized(capsys):
     with clean_streams():
-        cli._error("bad \x1b[31mthing\x1b]0;title\x07\nsecond")
+        context.error("bad \x1b[31mthing\x1b]0;title\x07\nsecond")
     assert capsys.readouterr().err == "yanflow-tui: error: bad thing\nyanflow-tui: error: second\n"
 
 

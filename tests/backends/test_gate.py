@@ -8,6 +8,7 @@ from jobhelpers import cleanup_state_dir
 from yanflow_tui import cli
 from yanflow_tui.backends.base import Backend, Capabilities, Gate
 from yanflow_tui.backends.local.backend import LocalBackend
+from yanflow_tui.cli.verbs import VERB_HELP
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, ReadOnlyError
 from yanflow_tui.model import JobKind
@@ -240,7 +241,7 @@ class SpyListing(SpyLocal):
 VERB_ARGV = {"edit": ["--time", "01:00:00"], "signal": ["--signal", "KILL"], "resubmit": ["--more"]}
 
 
-@pytest.mark.parametrize("verb", list(cli.VERB_HELP))
+@pytest.mark.parametrize("verb", list(VERB_HELP))
 @pytest.mark.parametrize("where", ["flag", "config", "cluster"])
 def test_cli_read_only_refuses_every_verb_before_any_io(spy_cli, tmp_path, capsys, register_backend, verb, where):
     register_backend(SpyListing, "local")

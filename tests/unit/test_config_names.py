@@ -91,10 +91,11 @@ def test_a_keymap_that_moves_both_bindings_or_a_read_only_twin_is_no_clash(home)
 def test_headless_commands_and_the_console_report_a_bad_theme_or_keymap_and_exit_2(home, tmp_path, capsys, command):
     """The same error, in the same words, from every command (the console's included), and exit status 2."""
     from yanflow_tui import cli
+    from yanflow_tui.cli.context import EXIT_USAGE
 
     path = tmp_path / "config.yaml"
     path.write_text(CLASH + "theme: textual-drak\n")
-    assert cli.main(["--config", str(path), *command]) == cli.EXIT_USAGE == 2
+    assert cli.main(["--config", str(path), *command]) == EXIT_USAGE == 2
     err = capsys.readouterr().err.splitlines()
     assert err == [
         f"yanflow-tui: error: {path}:5: " + CLASH_ERROR.split(":5: ", 1)[1],

@@ -10,7 +10,8 @@ import sys
 import pytest
 from textual.widgets import Input, TextArea
 
-from yanflow_tui import cli, keys
+from yanflow_tui import keys
+from yanflow_tui.cli import parser
 
 FIRST_PAINT = """
 import asyncio, sys
@@ -54,21 +55,25 @@ def test_the_first_paint_loads_only_the_queue(home):
 EARLY_PAINT = """
 import sys
 from yanflow_tui import cli, earlypaint, snapcache
+from yanflow_tui.cli import parser
 
-config = cli._config(cli._console_args([]))
+config = cli.read_config(parser.console_args([]))
 earlypaint.paint(config, snapcache.read_paint(snapcache.default_path())[0])
 print(" ".join(sorted(sys.modules)))
 """
 NOT_BEFORE_THE_EARLY_PAINT = ("textual", "rich", "yanflow_tui.hub", "yanflow_tui.app", "yanflow_tui.inside", "shtab")
+CONSOLE_START = {"yanflow_tui.cli.context", "yanflow_tui.cli.parser", "yanflow_tui.cli.console"}
 
 
 def test_the_early_paint_comes_before_textual_the_hub_and_the_commands_modules(home):
-    """``cli._run_app`` paints the cached Queue with only the config and the digest loaded."""
+    """``cli.console.run_console`` paints the cached Queue with only the config and the digest loaded."""
     out = subprocess.run([sys.executable, "-c", EARLY_PAINT], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     loaded = {name.split(".")[0] if name.split(".")[0] in ("textual", "rich") else name for name in out.stdout.split()}
     assert "yanflow_tui.earlypaint" in loaded
     assert sorted(loaded & set(NOT_BEFORE_THE_EARLY_PAINT + LATER)) == []
+    # of the CLI package, only the entry's own modules: no verb module (nor the whole parser's shtab)
+    assert {name for name in loaded if name.startswith("yanflow_tui.cli.")} <= CONSOLE_START
 
 
 def test_is_typing_knows_text_area_without_importing_it():
@@ -83,15 +88,15 @@ def test_is_typing_knows_text_area_without_importing_it():
     [[], ["--debug"], ["--read-only", "--config", "x.yaml"], ["--config=jobs"], ["--conf", "a.yaml"]],
 )
 def test_a_console_start_reads_its_options_as_the_whole_parser_does(argv):
-    fast = cli._console_args(argv)
-    assert fast is not None and vars(fast) == vars(cli._parser().parse_args(argv))
+    fast = parser.console_args(argv)
+    assert fast is not None and vars(fast) == vars(parser.build().parse_args(argv))
 
 
 @pytest.mark.parametrize(
     "argv", [["jobs"], ["--debug", "jobs", "--json"], ["--config"], ["-h"], ["--version"], ["--nope"], ["--", "x"]]
 )
 def test_anything_else_goes_to_the_whole_parser(argv):
-    assert cli._console_args(argv) is None
+    assert parser.console_args(argv) is None
 
 
 def test_the_queue_styles_are_read_with_the_apps():

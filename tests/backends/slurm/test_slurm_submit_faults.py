@@ -21,6 +21,7 @@ from waiting import async_wait_until, wait_for, wait_until
 from yanflow_tui import cli, drafts
 from yanflow_tui.backends.slurm import backend as slurm_module
 from yanflow_tui.backends.slurm.backend import SlurmBackend
+from yanflow_tui.cli.context import EXIT_UNKNOWN
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.spec import parse_spec
@@ -225,7 +226,7 @@ def test_cli_says_unknown_with_exit_3_and_the_tag_and_a_retry_with_it_makes_no_s
     config = login.config_file(tmp_path / "config.yaml")
     spec_file = tmp_path / "job.yaml"
     spec_file.write_text(spec_text(unique("yf-unknown-cli")))
-    assert cli.main(["--config", config, "submit", str(spec_file)]) == 3 == cli.EXIT_UNKNOWN
+    assert cli.main(["--config", config, "submit", str(spec_file)]) == 3 == EXIT_UNKNOWN
     out = capsys.readouterr()
     assert out.out == "" and "refused" not in out.err and "Timeout" not in out.err
     first = out.err.splitlines()[0]
