@@ -8,6 +8,7 @@ import pytest
 from paths import DATA as TEST_DATA
 
 from yanflow_tui.backends.slurm.parse import parse_sinfo_json
+from yanflow_tui.backends.slurm.parsecache import ParseCaches
 from yanflow_tui.capacity import Fit, Request, Verdict, pools, verdict
 from yanflow_tui.model import Gpu, GpuState, Node
 
@@ -60,7 +61,7 @@ def test_verdict_on_hand_made_nodes():
     assert verdict(NODES, Request(gpus=1, pool="cpu")) == Verdict(Fit.NEVER, "partition cpu has no GPUs")
 
 
-RECORDED = parse_sinfo_json(json.loads((DATA / "sinfo.json").read_text()), "c")  # from the test cluster:
+RECORDED = parse_sinfo_json(json.loads((DATA / "sinfo.json").read_text()), "c", ParseCaches())  # from the test cluster:
 # gpu01 and gpu03 full, gpu02 4 of 8 a100 free, gpu04 whole free; cpu01 idle, cpu02 drained
 
 
