@@ -700,7 +700,7 @@ async def test_a_cluster_that_needs_a_password_asks_once_and_a_failed_login_neve
     register_backend(FakeLoginBackend)
     app = make_app(ClusterConfig("det", "fake-login", refresh_seconds=0.5))
     async with app.run_test(size=(120, 30)) as pilot:
-        prompt = await wait_for(pilot, lambda: prompt_open(app) and app.screen, what="password prompt")
+        prompt = await wait_for(pilot, lambda: prompt_ready(app), what="password prompt")  # (its Input mounted)
         await wait_for(pilot, lambda: "Password for alice on det" in screen_text(app), what="the prompt drawn")
         assert "det login needed" in screen_text(app)
         box = prompt.query_one(Input)

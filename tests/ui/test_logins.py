@@ -9,7 +9,7 @@ from dethelpers import cluster, seed
 from private_sshd import free_port
 from slurmhelpers import slurm, ssh_cluster
 from textual.widgets import Input
-from uihelpers import make_app, refreshed, screen_text
+from uihelpers import make_app, prompt_ready, refreshed, screen_text
 from waiting import wait_for
 
 from yanflow_tui.config import ClusterConfig
@@ -69,7 +69,7 @@ async def test_a_wrong_password_on_a_real_master_does_not_reopen_the_prompt(mast
     seed(master)
     app = make_app(cluster(master, user="alice"))
     async with app.run_test(size=(120, 30)) as pilot:
-        prompt = await wait_for(pilot, lambda: prompt_open(app) and app.screen, what="password prompt")
+        prompt = await wait_for(pilot, lambda: prompt_ready(app), what="password prompt")  # (its Input mounted)
         prompt.query_one(Input).value = "not-the-password"
         await pilot.press("enter")
         await wait_for(pilot, lambda: not prompt_open(app), what="prompt closed")
