@@ -185,6 +185,11 @@ def scan_roots(env) -> list[Path]:
     return [Path(env["TMPDIR"]), Path(tempfile.gettempdir())]
 
 
+def ended(proc: subprocess.Popen) -> str:
+    """ "ended" once the process has exited (the wait stops there, with its stderr), else ""."""
+    return "ended" if proc.poll() is not None else ""
+
+
 def start_cli(env) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "yanflow_tui", "logs", "--follow", "--cluster", "k8s", "ml/train"],
@@ -231,7 +236,8 @@ def test_a_signal_leaves_no_key_file(env, pki, tls_emulator, how, sig):
     else:
         proc, master = start_tui(env)
     try:
-        written = wait_until(lambda: key_files_written(env, marker), 60, "the client's key file")
+        written = wait_until(lambda: key_files_written(env, marker) or ended(proc), 60, "the client's key file")
+        assert written != "ended", (proc.returncode, proc.stderr.read().decode() if how == "cli" else "")
         assert all(p.stat().st_mode & 0o077 == 0 for p in written)
         if how == "cli":  # it is following: a live stream, not a run that ends by itself
             assert proc.stdout.readline().strip() == b"step 1"
