@@ -190,6 +190,16 @@ def ended(proc: subprocess.Popen) -> str:
     return "ended" if proc.poll() is not None else ""
 
 
+def stopped_with(proc: subprocess.Popen, env: dict[str, str], how: str) -> str:
+    """Stops ``proc``; its status, its stderr (the CLI's) and the files under its TMPDIR, for a failure's message."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    err = proc.stderr.read().decode(errors="replace")[-4000:] if how == "cli" else ""
+    files = sorted(str(p.relative_to(env["TMPDIR"])) for p in Path(env["TMPDIR"]).rglob("*"))
+    return f"status {proc.returncode}; stderr: {err!r}; under TMPDIR: {files}"
+
+
 def start_cli(env) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "yanflow_tui", "logs", "--follow", "--cluster", "k8s", "ml/train"],
@@ -236,7 +246,10 @@ def test_a_signal_leaves_no_key_file(env, pki, tls_emulator, how, sig):
     else:
         proc, master = start_tui(env)
     try:
-        written = wait_until(lambda: key_files_written(env, marker) or ended(proc), 60, "the client's key file")
+        try:
+            written = wait_until(lambda: key_files_written(env, marker) or ended(proc), 120, "the client's key file")
+        except Exception as exc:  # (a timeout: say what the process and its TMPDIR held then)
+            raise AssertionError(f"{exc}\n{stopped_with(proc, env, how)}") from exc
         assert written != "ended", (proc.returncode, proc.stderr.read().decode() if how == "cli" else "")
         assert all(p.stat().st_mode & 0o077 == 0 for p in written)
         if how == "cli":  # it is following: a live stream, not a run that ends by itself
