@@ -35,7 +35,7 @@ from yanflow_tui.backends.base import (
 )
 from yanflow_tui.backends.downloads import output_folder
 from yanflow_tui.backends.prompting import Asker
-from yanflow_tui.backends.slurm import containers, finished, gpus, history, inside, parse, tbfiles, verbs
+from yanflow_tui.backends.slurm import containers, exitstatus, finished, gpus, history, inside, parse, tbfiles, verbs
 from yanflow_tui.backends.slurm.comment import facts_of, tag_of
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
@@ -260,16 +260,11 @@ class SlurmBackend(Backend):
     async def _with_exit_codes(self, jobs: list[Job]) -> tuple[list[Job], list[Job]]:
         """``jobs`` with the exit codes of the finished ones (``FinishedCodes``; asked for by id, once),
         and the Jobs coded new this time. A failed ask leaves them unknown, to be asked again."""
-        missing = self._finished.missing(jobs)
-        for start in range(0, len(missing), finished.BATCH):
-            ids = ",".join(missing[start : start + finished.BATCH])
-            result = await self.transport.run(["squeue", "-a", "-t", "all", "-j", ids, "--json"])
-            if not result.ok:
-                break
-            try:
-                self._finished.learn(parse.parse_squeue_json(result.stdout))
-            except BackendError:
-                break
+        missing = self._finished.missing(jobs)[: finished.BATCH]
+        if missing:
+            result = await self.transport.run(["sh", "-c", finished.ASK, "sh", *missing])
+            if result.ok:
+                self._finished.learn(exitstatus.scontrol_codes(result.stdout), missing)
         return self._finished.apply(jobs)
 
     def _changes(self, delta: parse.QueueDelta, done: list[Job], coded: list[Job]) -> JobChanges | None:

@@ -3,11 +3,13 @@
 - ``squeue --json`` / ``scontrol show job --json`` 22.05: ``exit_code`` is the raw wait status
   (``768``: exit 3; ``9``: killed by signal 9), as ``ExitCode=3:0`` / ``0:9`` in scontrol's text;
 - ``sacct --json`` 22.05: ``{"status": "FAILED", "return_code": 3, "signal": {"signal_id": 9}}``;
-- 23.02 and later (both): ``{"status": [...], "return_code": {"set", "number"}, "signal": {"id": {...}}}``.
+- 23.02 and later (both): ``{"status": [...], "return_code": {"set", "number"}, "signal": {"id": {...}}}``;
+- ``scontrol -o show job``: ``ExitCode=3:0`` (``scontrol_codes``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -43,3 +45,21 @@ def exit_status(value: Any) -> tuple[int | None, int | None]:
     if status is None or status < 0:
         return None, None
     return (status >> 8) & 0xFF, status & 0x7F
+
+
+_FIELD = re.compile(r"(?:^|\s)(JobId|ArrayJobId|ArrayTaskId|ExitCode)=(\S*)")
+
+
+def scontrol_codes(text: str) -> dict[str, tuple[int, int]]:
+    """Job id (``123``, or ``123_4`` for an array task) -> (exit code, signal), from the one-line
+    records of ``scontrol -o show job`` (``... ExitCode=3:0 ...``)."""
+    out: dict[str, tuple[int, int]] = {}
+    for line in text.splitlines():
+        fields = dict(_FIELD.findall(line))
+        code, _, signal = fields.get("ExitCode", "").partition(":")
+        if not (code.isdigit() and signal.isdigit() and fields.get("JobId")):
+            continue
+        array, task = fields.get("ArrayJobId", ""), fields.get("ArrayTaskId", "")
+        job_id = f"{array}_{task}" if array and task.isdigit() else fields["JobId"]
+        out[job_id] = (int(code), int(signal))
+    return out

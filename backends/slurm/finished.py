@@ -1,6 +1,7 @@
 """Exit codes of the finished jobs the queue lists: squeue's ``-o`` text has no field for them, so
 the jobs it shows finished (for ``MinJobAge`` after they end) are asked for once, by id, with
-``squeue --json``, and the code and signal learned are kept (they never change). ``FinishedCodes``
+``scontrol -o show job`` (one round trip for up to ``BATCH``; squeue's JSON would print the whole
+queue: 22.05 ignores ``-j``), and the code and signal learned are kept (they never change). ``FinishedCodes``
 keeps them per backend and gives each finished Job its coded copy, the same object while the
 parse's Job is the same, so that what changed between answers stays exact."""
 
@@ -9,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from yanflow_tui.backends.slurm.parse import RawJob
 from yanflow_tui.model import TERMINAL_STATES, Job
 
-BATCH = 200  # job ids asked at once
+BATCH = 100  # job ids asked at once (the rest at the next refresh)
+# each id's one-line record, in one round trip
+ASK = 'for j; do scontrol -o show job -- "$j" 2>/dev/null; done; exit 0'
 
 
 class FinishedCodes:
@@ -22,15 +24,21 @@ class FinishedCodes:
         self._codes: dict[str, tuple[int | None, int | None]] = {}
         self._made: dict[str, tuple[Job, Job]] = {}
 
-    def missing(self, jobs: Iterable[Job]) -> list[str]:
-        """The ids of finished jobs with no exit code and none learned yet."""
+    def missing(self, jobs: list[Job]) -> list[str]:
+        """The ids of finished jobs with no exit code and none learned yet (not an array's own row:
+        its tasks have theirs)."""
         codes, terminal = self._codes, TERMINAL_STATES
-        return [j.id for j in jobs if j.exit_code is None and j.state in terminal and j.id not in codes]
+        ended = [j for j in jobs if j.exit_code is None and j.state in terminal and j.id not in codes]
+        if not ended:
+            return []
+        groups = {j.parent for j in jobs if j.parent}
+        return [j.id for j in ended if j.id not in groups]
 
-    def learn(self, raws: Iterable[RawJob]) -> None:
-        for raw in raws:
-            if raw.exit_code is not None:
-                self._codes[raw.display_id] = (raw.exit_code, raw.signal)
+    def learn(self, found: dict[str, tuple[int, int]], asked: Iterable[str]) -> None:
+        """The codes ``found`` of the ids ``asked`` (only those: a running job's code is not final)."""
+        for job_id in asked:
+            if job_id in found:
+                self._codes[job_id] = found[job_id]
 
     def apply(self, jobs: list[Job]) -> tuple[list[Job], list[Job]]:
         """``jobs`` with the codes learned, and the coded Jobs made new this time."""

@@ -43,15 +43,22 @@ async def describe(ctx: CliContext) -> int:
 
 
 def detail_fields(text: str) -> list[dict[str, str]]:
-    """The ``Label: value`` lines of a detail (a value's further lines, indented, joined to it)."""
-    fields: list[dict[str, str]] = []
+    """The ``Label: value`` lines of a detail; a value's further lines (indented under it) joined to it,
+    their common indentation removed and the rest kept (a YAML spec stays YAML)."""
+    import textwrap
+
+    fields: list[tuple[str, str, list[str]]] = []
     for line in text.splitlines():
         label, sep, value = line.partition(":")
         if sep and label and not line[0].isspace():
-            fields.append({"label": label.strip(), "value": value.strip()})
+            fields.append((label.strip(), value.strip(), []))
         elif fields:
-            fields[-1]["value"] += "\n" + line.strip()
-    return fields
+            fields[-1][2].append(line)
+    out = []
+    for label, value, more in fields:
+        rest = textwrap.dedent("\n".join(more)).strip("\n")
+        out.append({"label": label, "value": "\n".join(filter(None, (value, rest)))})
+    return out
 
 
 COMMANDS: dict[str, Command] = {"describe": describe}

@@ -53,7 +53,11 @@ def add_job_filters(p: argparse.ArgumentParser) -> None:
     add_common_filters(p)
     who = p.add_mutually_exclusive_group()
     who.add_argument("--user", "-u", metavar="NAME[,NAME]", help="only these users' jobs")
-    who.add_argument("--me", action="store_true", help="only my jobs (the user each cluster knows me as)")
+    who.add_argument(
+        "--me",
+        action="store_true",
+        help="only my jobs (the user each cluster knows me as; one that does not say hides nothing, as the console's mine)",
+    )
     who.add_argument("--all-users", "-A", action="store_true", help="every user's jobs (the default, as squeue's)")
     p.add_argument("--name", "-n", metavar="NAME[,NAME]", help="only jobs of these names (exact)")
     p.add_argument(
@@ -134,7 +138,7 @@ def job_selector(args: argparse.Namespace, me: Callable[[str], str]) -> Callable
     if users := set(_words(args.user)):
         tests.append(lambda j: j.user in users)
     if args.me:
-        tests.append(lambda j: j.user == me(j.cluster))
+        tests.append(lambda j: me(j.cluster) in ("", j.user))  # "": not known there, nothing hidden (as the console)
     if names := set(_words(args.name)):
         tests.append(lambda j: j.name in names)
     if parts := set(_words(args.partition)):

@@ -94,7 +94,9 @@ def add_output_options(p: argparse.ArgumentParser, columns: dict[str, Column]) -
     )
     p.add_argument("--columns", metavar="COL[,COL]", help=f"the table's columns, of: {', '.join(columns)}")
     p.add_argument(
-        "--sort", metavar="COL[,COL]", help="sort by these columns (a leading - for descending, e.g. -submitted)"
+        "--sort",
+        metavar="COL[,COL]",
+        help="sort by these columns; a leading - sorts descending (write it --sort=-submitted)",
     )
 
 

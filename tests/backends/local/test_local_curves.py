@@ -95,7 +95,7 @@ async def test_metrics_json_gives_what_tensorboards_loader_reads(home, tmp_path)
         await async_wait_until(ended, what="the writer job to finish")
         result = await asyncio.to_thread(run_cli, "metrics", job_id, "--json")
         assert result.returncode == 0, result.stderr
-        got = json.loads(result.stdout)
+        got = json.loads(result.stdout)["metrics"]
         assert curve_points(got) == loader_points(tmp_path / "runs")
         assert len(got["loss"]) == FIRST + SECOND and {"step", "wall_time", "value"} == set(got["loss"][0])
         text = await asyncio.to_thread(run_cli, "metrics", job_id)
