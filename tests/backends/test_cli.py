@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from jobhelpers import cleanup_state_dir, run_cli
+from jobhelpers import run_cli
 from waiting import wait_until
 
 from yanflow_tui import cli, locations
@@ -19,15 +19,6 @@ from yanflow_tui.sanitize import clean_streams
 
 JOB_KEYS = {"id", "cluster", "name", "user", "state", "nodes", "gpus"}
 NODE_KEYS = {"name", "cluster", "state", "gpus_total", "gpus_used", "gpu_type"}
-
-
-@pytest.fixture
-def env(home, fake_nvml):
-    """Isolated home, fake NVML with two GPUs (in the CLI subprocesses too); cleans up jobs afterwards."""
-    fake_nvml.gpus(2)
-    state = locations.state_dir()
-    yield home
-    cleanup_state_dir(state)
 
 
 def write_spec(tmp_path: Path, data: dict, name: str = "job.yaml") -> Path:

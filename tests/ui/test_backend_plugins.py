@@ -128,7 +128,10 @@ def run_cli(site: Path, home: Path, *args: str) -> subprocess.CompletedProcess[s
 def test_the_cli_lists_a_plugin_cluster_and_notes_the_broken_plugin(site, home):
     jobs = run_cli(site, home, "jobs", "--cluster", "toy1", "--json")
     assert jobs.returncode == 0, jobs.stderr
-    assert {(j["id"], j["name"]) for j in json.loads(jobs.stdout)["jobs"]} == {("t1", "toy-train-hello"), ("t2", "toy-eval")}
+    assert {(j["id"], j["name"]) for j in json.loads(jobs.stdout)["jobs"]} == {
+        ("t1", "toy-train-hello"),
+        ("t2", "toy-eval"),
+    }
     note, odd = [line for line in jobs.stderr.splitlines() if "note:" in line]  # one line each
     assert "'broken'" in note and "package yanflow_broken" in note and "distribution yanflow-broken 0.1" in note
     assert "No module named 'yanflow_missing_sdk'" in note

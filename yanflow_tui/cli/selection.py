@@ -56,7 +56,7 @@ def add_job_filters(p: argparse.ArgumentParser) -> None:
     who.add_argument(
         "--me",
         action="store_true",
-        help="only my jobs (the user each cluster knows me as; one that does not say hides nothing, as the console's mine)",
+        help="only my jobs (as each cluster knows me; one that does not say hides nothing, as the console)",
     )
     who.add_argument("--all-users", "-A", action="store_true", help="every user's jobs (the default, as squeue's)")
     p.add_argument("--name", "-n", metavar="NAME[,NAME]", help="only jobs of these names (exact)")

@@ -11,19 +11,11 @@ import sys
 
 import pytest
 import yaml
-from jobhelpers import cleanup_state_dir, run_cli
+from jobhelpers import run_cli
 from jsoncontract import run_into_closed_pipe, validated
 
-from yanflow_tui import cli, locations
+from yanflow_tui import cli
 from yanflow_tui.cli.context import EXIT_PARTIAL, EXIT_PIPE, EXIT_USAGE
-
-
-@pytest.fixture
-def env(home, fake_nvml):
-    fake_nvml.gpus(2)
-    state = locations.state_dir()
-    yield home
-    cleanup_state_dir(state)
 
 
 def submit_stdin(text: str, *args: str) -> subprocess.CompletedProcess[str]:
