@@ -58,7 +58,7 @@ async def watch(
             if terminal:
                 raw(out).write(_HOME)
             elif last is not None and fmt != "json":
-                out.write("\n")
+                out.write("---\n" if fmt == "yaml" else "\n")  # (YAML: a document each)
             out.write(text)
             out.flush()
             last = text
