@@ -31,4 +31,7 @@ DATA["yanflow_tui.sample_jobs"] = [
     "projects/*/.detignore",
 ]
 
+# The JSON Schemas of the command line's --json outputs (docs/json.md).
+DATA["yanflow_tui.output_schemas"] = ["*.json"]
+
 setup(packages=PACKAGES, package_dir=MAPPED, package_data=DATA)

@@ -770,7 +770,10 @@ def describe_job(job: Job, extra: Iterable[tuple[str, str]] = ()) -> str:
         ("Kind", job.kind.value),
         ("State", f"{job.state.value} ({job.raw_state})" if job.raw_state else job.state.value),
         ("Reason", job.reason or "-"),
-        ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
+        (
+            "Exit code",
+            "-" if job.exit_code is None else str(job.exit_code) + (f" (signal {job.signal})" if job.signal else ""),
+        ),
         ("Nodes", ", ".join(job.nodes) or "-"),
         ("GPUs", f"{job.gpus}" + (f" (indices {','.join(map(str, job.gpu_indices))})" if job.gpu_indices else "")),
         ("Submitted", _time(job.submit_time)),

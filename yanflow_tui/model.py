@@ -183,6 +183,7 @@ class Job:
     # How many tasks this row stands for: a pending Slurm array's remainder (``1023_[0-5]``) is one
     # row of 6. A group's count is its members' tasks, not its rows.
     tasks: int = 1
+    signal: int | None = None  # the signal that ended a finished job, where the backend knows it (0: none)
 
     @property
     def key(self) -> str:

@@ -35,7 +35,7 @@ from yanflow_tui.backends.base import (
 )
 from yanflow_tui.backends.downloads import output_folder
 from yanflow_tui.backends.prompting import Asker
-from yanflow_tui.backends.slurm import containers, gpus, history, inside, parse, tbfiles, verbs
+from yanflow_tui.backends.slurm import containers, exitstatus, finished, gpus, history, inside, parse, tbfiles, verbs
 from yanflow_tui.backends.slurm.comment import facts_of, tag_of
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
@@ -131,6 +131,7 @@ class SlurmBackend(Backend):
         # the last answer of list_jobs made from a parse of the squeue text: that parse's number, the
         # answer's serial and its finished jobs (0, 0, []: none, its changes not known)
         self._answered: tuple[int, int, list[Job]] = (0, 0, [])
+        self._finished = finished.FinishedCodes()  # the exit codes of the finished jobs squeue lists
         self._querying = asyncio.Lock()  # one squeue query and parse of it at a time (_queue_answer)
         self.parse_caches = ParseCaches()  # what the parser keeps between parses: this cluster's own
         self.history_window = history.check_window(opts.get("history"), config.name)
@@ -241,6 +242,7 @@ class SlurmBackend(Backend):
         previous answer where the squeue text's parse says (``_changes``)."""
         user = await self.transport.user()  # once: who "mine" is (id -un, never $USER)
         jobs, delta = await self._queue_answer("" if self.all_users else user)
+        jobs, coded = await self._with_exit_codes(jobs)
         # (its ids also tell the finished jobs listed apart)
         self._gpu_jobs, live = await in_slices(_running_and_states(jobs))
         self._states = (clock(), live)
@@ -249,20 +251,32 @@ class SlurmBackend(Backend):
         # (no await from here on: the answer and what it is kept as are made together)
         answer = JobList(jobs + done)
         if delta is not None and len(live) == len(jobs):
-            answer.changes = self._changes(delta, done)
+            answer.changes = self._changes(delta, done, coded)
             self._answered = (delta.number, answer.serial, done)
         else:  # JSON, or an id given twice: the next answer says nothing either
             self._answered = (0, 0, [])
         return answer
 
-    def _changes(self, delta: parse.QueueDelta, done: list[Job]) -> JobChanges | None:
+    async def _with_exit_codes(self, jobs: list[Job]) -> tuple[list[Job], list[Job]]:
+        """``jobs`` with the exit codes of the finished ones (``FinishedCodes``; asked for by id, once),
+        and the Jobs coded new this time. A failed ask leaves them unknown, to be asked again."""
+        missing = self._finished.missing(jobs)[: finished.BATCH]
+        if missing:
+            result = await self.transport.run(["sh", "-c", finished.ASK, "sh", *missing])
+            if result.ok:
+                self._finished.learn(exitstatus.scontrol_codes(result.stdout), missing)
+        return self._finished.apply(jobs)
+
+    def _changes(self, delta: parse.QueueDelta, done: list[Job], coded: list[Job]) -> JobChanges | None:
         """What the answer of the queue parsed (``delta``) and the finished jobs ``done`` differs by from
         the previous answer, when that was made from the parse ``delta`` follows (else None: not known).
         The queue's part is the parse's own; the history's (a short list) is compared by identity."""
         number, serial, before = self._answered
         if not number or delta.since != number:
             return None
-        put, gone = list(delta.put), set(delta.gone)
+        put, gone = list(map(self._finished.coded, delta.put)), set(delta.gone)
+        given = set(map(id, put))
+        put += [job for job in coded if id(job) not in given]  # coded now, their line unchanged
         if done is not before:
             was = set(map(id, before))
             now = set(map(id, done))

@@ -121,7 +121,7 @@ def parse_sacct_json(text: str | bytes, caches: ParseCaches | None = None) -> li
             and exit_code.get("status") in ("SUCCESS", ["SUCCESS"])
             and str(state.get("current")).strip("[]'\"").upper().startswith("FAILED")
         ):
-            job = replace(job, exit_code=None)  # 22.05 reports 0 for a failed job: unknown, not success
+            job = replace(job, exit_code=None, signal=None)  # 22.05 reports 0 for a failed job: unknown, not success
         out.append(replace(job, submit_line=str(raw.get("submit_line") or ""), script=str(raw.get("script") or "")))
     return out
 

@@ -16,6 +16,7 @@ from sys import intern
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from yanflow_tui.backends.slurm.comment import facts_of
+from yanflow_tui.backends.slurm.exitstatus import exit_status
 from yanflow_tui.errors import BackendError
 from yanflow_tui.model import TERMINAL_STATES, Gpu, GpuState, Job, JobKind, JobState, Node
 from yanflow_tui.speed import collector_off, maker, quick_init
@@ -687,6 +688,7 @@ class RawJob:
     exit_code: int | None = None
     submit_line: str = ""  # sacct (23.02+): the sbatch command line
     script: str = ""  # sacct: the batch script, where the site stores scripts
+    signal: int | None = None  # the signal that ended it (``exitstatus``), with ``exit_code``
 
     @property
     def display_id(self) -> str:
@@ -744,9 +746,7 @@ def raw_from_json(raw: dict, caches: ParseCaches | None = None) -> RawJob:
         task_text = str(raw.get("array_task_string") or "")
     gpus, indices = _job_gpus(raw)
     nodes_text = str(raw.get("nodes") or "")
-    exit_code = raw.get("exit_code")
-    if isinstance(exit_code, dict):  # sacct: {"status": ..., "return_code": N}
-        exit_code = exit_code.get("return_code")
+    exit_code, signal = exit_status(raw.get("exit_code"))
     return RawJob(
         job_id=str(_int(raw.get("job_id"))),
         array_job_id=str(array_job) if array_job else "",
@@ -776,7 +776,8 @@ def raw_from_json(raw: dict, caches: ParseCaches | None = None) -> RawJob:
         stdout=str(raw.get("standard_output") or ""),
         stderr=str(raw.get("standard_error") or ""),
         workdir=str(raw.get("current_working_directory") or raw.get("working_directory") or ""),
-        exit_code=None if exit_code is None else _int(exit_code),
+        exit_code=exit_code,
+        signal=signal,
     )
 
 
@@ -885,6 +886,7 @@ def to_job(raw: RawJob, cluster: str, parent: str = "", caches: ParseCaches | No
         details,
         intern(facts_of(raw.comment).get("image", "")) if raw.comment else "",
         1 if not raw.array_task or raw.array_task.isdigit() else task_count(raw.array_task),
+        raw.signal if terminal else None,
     )
 
 

@@ -128,16 +128,19 @@ def run_cli(site: Path, home: Path, *args: str) -> subprocess.CompletedProcess[s
 def test_the_cli_lists_a_plugin_cluster_and_notes_the_broken_plugin(site, home):
     jobs = run_cli(site, home, "jobs", "--cluster", "toy1", "--json")
     assert jobs.returncode == 0, jobs.stderr
-    assert {(j["id"], j["name"]) for j in json.loads(jobs.stdout)} == {("t1", "toy-train-hello"), ("t2", "toy-eval")}
+    assert {(j["id"], j["name"]) for j in json.loads(jobs.stdout)["jobs"]} == {
+        ("t1", "toy-train-hello"),
+        ("t2", "toy-eval"),
+    }
     note, odd = [line for line in jobs.stderr.splitlines() if "note:" in line]  # one line each
     assert "'broken'" in note and "package yanflow_broken" in note and "distribution yanflow-broken 0.1" in note
     assert "No module named 'yanflow_missing_sdk'" in note
     assert "package yanflow_odd" in odd and "distribution yanflow-odd 0.1" in odd and "spec section types" in odd
     nodes = run_cli(site, home, "nodes", "--cluster", "toy1", "--json")
     assert nodes.returncode == 0, nodes.stderr
-    assert sorted(n["name"] for n in json.loads(nodes.stdout)) == ["toynode1", "toynode2"]
+    assert sorted(n["name"] for n in json.loads(nodes.stdout)["nodes"]) == ["toynode1", "toynode2"]
     local = run_cli(site, home, "nodes", "--cluster", "here", "--json")  # the other clusters work
-    assert local.returncode == 0 and json.loads(local.stdout), local.stderr
+    assert local.returncode == 0 and json.loads(local.stdout)["nodes"], local.stderr
     bad = run_cli(site, home, "jobs", "--cluster", "bad1")  # a cluster of the broken kind says why
     assert bad.returncode != 0 and "package yanflow_broken" in bad.stderr.split("error:")[-1]
 

@@ -120,6 +120,6 @@ def test_the_command_line_asks_for_the_code_in_the_terminal(slurm_dir, home):
         assert term.exit_code(timeout=60) == 0, term.output.decode(errors="replace")
         out = term.output.decode(errors="replace")
         assert code not in out  # masked
-        assert out.rstrip().endswith("]")  # the --json list of jobs
+        assert out.rstrip().endswith("}")  # the --json object of jobs
     finally:
         term.close()

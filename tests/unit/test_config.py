@@ -232,7 +232,7 @@ def test_precedence_through_cli(home, tmp_path, monkeypatch):
     def clusters(*args: str) -> set[str]:
         result = run_cli(*args, "nodes", "--json")
         assert result.returncode == 0, result.stderr
-        return {n["cluster"] for n in json.loads(result.stdout)}
+        return {n["cluster"] for n in json.loads(result.stdout)["nodes"]}
 
     assert clusters() == {"from-xdg"}
     monkeypatch.setenv("YANFLOW_CONFIG", str(envfile))

@@ -61,11 +61,12 @@ def source_packages() -> dict[str, Path]:
 
 
 def expected_files() -> set[str]:
-    """Every module of every package, every stylesheet and every sample, at its path in the wheel."""
+    """Every module of every package, every stylesheet, JSON Schema and sample, at its path in the wheel."""
     out = set()
     for installed, folder in source_packages().items():
         out |= {f"{installed}/{p.name}" for p in folder.glob("*.py")}
         out |= {f"{installed}/{p.name}" for p in folder.glob("*.tcss")}
+        out |= {f"{installed}/{p.name}" for p in folder.glob("*.json")}  # the --json outputs' schemas
     samples = ROOT / "sample_jobs"
     out |= {
         f"{SAMPLES_AS}/{p.relative_to(samples).as_posix()}"
@@ -87,6 +88,7 @@ def test_the_source_tree_is_discovered():
         assert name in packages
     files = expected_files()
     assert sum(name.endswith(".tcss") for name in files) >= 5
+    assert "yanflow_tui/output_schemas/jobs.json" in files
     assert sum(name.startswith(SAMPLES_AS + "/") for name in files) >= 10
     # Every stylesheet in the tree lies in a package, so expected_files() has them all.
     sheets = {p for base in INSTALLED_AS for p in (ROOT / base).rglob("*.tcss")}

@@ -1,4 +1,5 @@
 """Command line: ``yanflow-tui`` starts the console (``console``); ``jobs``, ``nodes`` (``jobs``),
+``describe`` (``describe``),
 ``submit`` (``submit``), ``cancel`` and the scheduler verbs ``resubmit``, ``hold``, ``release``,
 ``requeue``, ``edit``, ``signal`` (``verbs``), ``logs`` (``logs``), ``metrics`` (``metrics``), and
 inside a running job ``files``, ``download`` (``files``), ``shell``, ``forward`` (``inside``) and
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from yanflow_tui import __version__, applog, keyfiles
-from yanflow_tui.cli.context import EXIT_ERROR, EXIT_PIPE, EXIT_USAGE, error
+from yanflow_tui.cli.context import EXIT_ERROR, EXIT_PIPE, EXIT_USAGE, UsageError, error
 from yanflow_tui.cli.parser import console_args
 from yanflow_tui.errors import UIConfigError, YanflowError
 from yanflow_tui.locations import display_path
@@ -89,7 +90,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from yanflow_tui.cli.parser import commands
 
         return asyncio.run(commands()[args.command](CliContext(config, args)))
-    except UIConfigError as exc:  # a theme: or keymap: the console refuses: a usage error, whatever the command
+    except (
+        UIConfigError,
+        UsageError,
+    ) as exc:  # a theme: or keymap: the console refuses: a usage error, whatever the command
         log.info("%s: %s", type(exc).__name__, exc)
         error(str(exc))
         return EXIT_USAGE

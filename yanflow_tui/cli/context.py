@@ -31,8 +31,13 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_PIPE = 141  # the output's reader went away (128 + SIGPIPE)
 EXIT_UNKNOWN = 3  # submit: sent, but whether the job exists could not be learned
+EXIT_PARTIAL = 4  # jobs, nodes: some clusters answered, the others could not (their errors in the JSON)
 CLUSTER_HELP = "the job's cluster (needed when its id is on several clusters)"
 log = logging.getLogger(__name__)
+
+
+class UsageError(YanflowError):
+    """An option the command cannot read (a state, a column, a date): exit status 2."""
 
 
 def error(message: str) -> None:

@@ -1,5 +1,7 @@
-"""``jobs`` and ``nodes``: every configured cluster's (or ``--cluster``'s) jobs or nodes as a table, or
-as JSON (``job_json``, ``node_json``; jobs with their efficiency figures where the cluster has them)."""
+"""``jobs`` and ``nodes``: every configured cluster's (or ``--cluster``'s) jobs or nodes, chosen by the
+filter options (``selection``), as a table, names, YAML or the JSON contract's object (``tables``;
+``job_json``, ``node_json``: jobs with their efficiency figures where the cluster has them), once or
+on every change (``--watch``: ``watching``)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,11 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from yanflow_tui.cli.context import EXIT_ERROR, CliContext, Command
+from yanflow_tui.cli import watching
+from yanflow_tui.cli.context import EXIT_ERROR, EXIT_PARTIAL, CliContext, Command
+from yanflow_tui.cli.selection import partition_of
 from yanflow_tui.errors import YanflowError
+from yanflow_tui.sanitize import clean
 
 if TYPE_CHECKING:
     from yanflow_tui.cli.parser import Subparsers
@@ -23,10 +28,29 @@ log = logging.getLogger(__name__)
 
 
 def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
-    for name, text in (("jobs", "list jobs"), ("nodes", "list nodes and their GPUs")):
-        p = sub.add_parser(name, parents=[common], help=text, description=text)
-        p.add_argument("--cluster", metavar="NAME", help="only this cluster")
-        p.add_argument("--json", action="store_true", help="print JSON")
+    from yanflow_tui.cli import selection, tables
+
+    p = sub.add_parser("jobs", parents=[common], help="list jobs", description=JOBS_TEXT, epilog=LIST_EXITS)
+    selection.add_job_filters(p)
+    tables.add_output_options(p, tables.JOB_COLUMNS)
+    watching.add_watch_options(p)
+    p = sub.add_parser(
+        "nodes", parents=[common], help="list nodes and their GPUs", description=NODES_TEXT, epilog=LIST_EXITS
+    )
+    selection.add_node_filters(p)
+    tables.add_output_options(p, tables.NODE_COLUMNS)
+    watching.add_watch_options(p)
+
+
+JOBS_TEXT = (
+    "List the jobs of every configured cluster (or --cluster's): every user's, as squeue lists them "
+    "(--me or --user for fewer), finished ones while the cluster still lists them."
+)
+NODES_TEXT = "List the nodes of every configured cluster (or --cluster's) and their GPUs."
+LIST_EXITS = (
+    "exit status: 0 every cluster answered; 1 none did (or an error); 2 a usage error; 4 a partial answer: "
+    "some clusters answered, the others are in the JSON's errors (and on stderr)"
+)
 
 
 async def jobs(ctx: CliContext) -> int:
@@ -40,55 +64,110 @@ async def nodes(ctx: CliContext) -> int:
 async def _list(ctx: CliContext, what: str) -> int:
     import asyncio
 
+    from yanflow_tui.cli.tables import output_format
+
     args = ctx.args
+    listing = Listing(ctx, what)  # the options read (a mistake is a usage error) before any I/O
     async with ctx.hub() as hub:
         names = [args.cluster] if args.cluster else hub.names
-        snaps = await asyncio.gather(*(hub.refresh(n, jobs=what == "jobs", nodes=what == "nodes") for n in names))
-        return await _print_list(ctx, hub, what, snaps)
+
+        async def answer() -> list[ClusterSnapshot]:
+            return list(
+                await asyncio.gather(*(hub.refresh(n, jobs=what == "jobs", nodes=what == "nodes") for n in names))
+            )
+
+        if args.watch:
+            return await watching.watch(ctx, hub, listing, answer)
+        snaps = await answer()
+        for snap in failed(snaps):
+            ctx.error(f"cluster {snap.name!r}: {snap.message}")
+        ctx.out.write(await listing.text(hub, snaps, output_format(args)))
+        return list_status(snaps)
 
 
-async def _print_list(ctx: CliContext, hub: Hub, what: str, snaps: Sequence[ClusterSnapshot]) -> int:
+def failed(snaps: Sequence[ClusterSnapshot]) -> list[ClusterSnapshot]:
     from yanflow_tui.hub import Health
 
-    failed = [s for s in snaps if s.health is not Health.OK]
-    for snap in failed:
-        ctx.error(f"cluster {snap.name!r}: {snap.message}")
-    table: list[tuple[object, ...]]
-    if what == "jobs":
-        jobs = [job for s in snaps if s.health is Health.OK for job in s.jobs]
-        data = [job_json(j) for j in jobs]
-        if ctx.args.json:
-            figures = await _efficiencies(hub, jobs)
-            for item in data:
-                eff = figures.get((item["cluster"], item["id"]))
-                item["efficiency"] = eff.as_json() if eff is not None else None
-        table = [
-            (j.cluster, j.id, j.name, j.user, j.state.value, str(j.gpus), ",".join(j.nodes) or "-", j.reason)
-            for j in jobs
-        ]
-        header = ("CLUSTER", "ID", "NAME", "USER", "STATE", "GPUS", "NODES", "REASON")
-    else:
-        nodes = [node for s in snaps if s.health is Health.OK for node in s.nodes]
-        data = [node_json(n) for n in nodes]
-        table = [
-            (
-                n.cluster,
-                n.name,
-                n.state,
-                f"{n.gpus_allocated}/{n.gpus_total}",
-                n.gpu_type or "-",
-                f"{n.cpus_allocated}/{n.cpus_total}",
-                f"{n.memory_mb // 1024}G",
-                n.reason,
-            )
-            for n in nodes
-        ]
-        header = ("CLUSTER", "NODE", "STATE", "GPUS", "GPU TYPE", "CPUS", "MEMORY", "NOTE")
-    if ctx.args.json:
-        print(json.dumps(data, indent=2), file=ctx.out)
-    else:
-        ctx.print_table(header, table)
-    return EXIT_ERROR if failed else 0
+    return [s for s in snaps if s.health is not Health.OK]
+
+
+def list_status(snaps: Sequence[ClusterSnapshot]) -> int:
+    """0: every cluster answered; 1: none did; ``EXIT_PARTIAL``: some did."""
+    bad = len(failed(snaps))
+    return 0 if not bad else EXIT_ERROR if bad == len(snaps) else EXIT_PARTIAL
+
+
+class Listing:
+    """What ``jobs`` / ``nodes`` print of the clusters' snapshots, by their options."""
+
+    def __init__(self, ctx: CliContext, what: str) -> None:
+        from yanflow_tui.cli import selection, tables
+
+        args = ctx.args
+        self.what = what
+        self.columns = tables.JOB_COLUMNS if what == "jobs" else tables.NODE_COLUMNS
+        default, wide = (
+            (tables.JOB_DEFAULT, tables.JOB_WIDE) if what == "jobs" else (tables.NODE_DEFAULT, tables.NODE_WIDE)
+        )
+        self.names = tables.chosen_columns(args, self.columns, default, wide)
+        self.sort = args.sort
+        tables.sorted_rows([], self.sort, self.columns)  # an unknown column: refused now
+        self.ctx = ctx
+        self._me: dict[str, str] = {}
+        if what == "jobs":
+            self.job_test = selection.job_selector(args, self._me.__getitem__)
+        else:
+            self.node_test = selection.node_selector(args)
+
+    def items(self, hub: Hub, snaps: Sequence[ClusterSnapshot]) -> list[Any]:
+        from yanflow_tui.cli.tables import sorted_rows
+        from yanflow_tui.hub import Health
+
+        good = [s for s in snaps if s.health is Health.OK]
+        if self.what == "jobs":
+            self._me.update({s.name: hub.backend(s.name).current_user for s in good})
+            chosen: list[Any] = [j for s in good for j in s.jobs if self.job_test(j)]
+        else:
+            chosen = [n for s in good for n in s.nodes if self.node_test(n)]
+        return sorted_rows(chosen, self.sort, self.columns)
+
+    async def document(self, hub: Hub, snaps: Sequence[ClusterSnapshot], items: list[Any]) -> dict[str, Any]:
+        """The JSON contract's object: ``{"schema_version", "jobs"|"nodes", "errors"}``."""
+        from yanflow_tui.cli import jsonout
+
+        errors = [jsonout.cluster_error(s.name, s.message or s.health.value) for s in failed(snaps)]
+        if self.what == "nodes":
+            return jsonout.envelope("nodes", [node_json(n) for n in items], errors)
+        data = [job_json(j) for j in items]
+        figures = await _efficiencies(hub, items)
+        for item in data:
+            eff = figures.get((item["cluster"], item["id"]))
+            item["efficiency"] = eff.as_json() if eff is not None else None
+        return jsonout.envelope("jobs", data, errors)
+
+    async def text(self, hub: Hub, snaps: Sequence[ClusterSnapshot], fmt: str, compact: bool = False) -> str:
+        """What one answer prints in format ``fmt`` (``compact``: JSON on one line, for ``--watch``)."""
+        from yanflow_tui.cli import tables
+
+        items = self.items(hub, snaps)
+        if fmt in ("json", "yaml"):
+            doc = await self.document(hub, snaps, items)
+            if fmt == "yaml":
+                import yaml
+
+                return str(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+            return json.dumps(doc, separators=(",", ":")) + "\n" if compact else json.dumps(doc, indent=2) + "\n"
+        if fmt == "name":
+            return "".join(line + "\n" for line in tables.name_lines(items, self.what))
+        header, rows = tables.table_rows(items, self.names, self.columns)
+        return table_text(header, rows)
+
+
+def table_text(header: tuple[str, ...], rows: Sequence[Sequence[str]]) -> str:
+    """Rows under ``header``, in columns as wide as their widest cell (as ``CliContext.print_table``)."""
+    cells = [tuple(clean(str(c)) for c in row) for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
+    return "".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n" for row in (header, *cells))
 
 
 async def _efficiencies(hub: Hub, jobs: Iterable[Job]) -> dict[tuple[str, str], Efficiency]:
@@ -119,6 +198,7 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def job_json(job: Job) -> dict[str, Any]:
+    """A job in the JSON contract (``schemas/json/job.json``)."""
     return {
         "id": job.id,
         "cluster": job.cluster,
@@ -132,6 +212,8 @@ def job_json(job: Job) -> dict[str, Any]:
         "gpus": job.gpus,
         "gpu_indices": list(job.gpu_indices),
         "exit_code": job.exit_code,
+        "signal": job.signal,
+        "partition": partition_of(job) or None,
         "submit_time": _iso(job.submit_time),
         "start_time": _iso(job.start_time),
         "end_time": _iso(job.end_time),
@@ -139,6 +221,7 @@ def job_json(job: Job) -> dict[str, Any]:
 
 
 def node_json(node: Node) -> dict[str, Any]:
+    """A node in the JSON contract (``schemas/json/nodes.json``)."""
     return {
         "name": node.name,
         "cluster": node.cluster,

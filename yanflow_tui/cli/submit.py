@@ -1,6 +1,7 @@
 """``submit FILE``: a job file of any kind (a spec, an sbatch script, a Determined config, a Kubernetes
 manifest) sent to its cluster, after the capacity verdict from the cluster's nodes; ``--dry-run``
-prints what would be sent; an outcome that could not be learned exits 3 with the tag to retry with."""
+prints what would be sent; an outcome that could not be learned exits 3 with the tag to retry with.
+``submit -`` reads the file from stdin; sbatch-style overrides (``overrides``) are laid over it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from yanflow_tui.cli.context import EXIT_UNKNOWN, CliContext, Command
+from yanflow_tui.cli.overrides import add_override_options, apply_overrides
 from yanflow_tui.errors import SubmitUnknown, YanflowError
 
 if TYPE_CHECKING:
@@ -36,7 +38,7 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         "PyTorchJob, MPIJob; created as written, never replacing one of the same name).",
         epilog=SUBMIT_EXITS,
     )
-    p.add_argument("file", metavar="FILE").complete = shtab.FILE  # type: ignore[attr-defined]
+    p.add_argument("file", metavar="FILE", help="the job file; - reads it from stdin").complete = shtab.FILE  # type: ignore[attr-defined]
     p.add_argument(
         "--context",
         metavar="DIR",
@@ -58,14 +60,15 @@ def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         help="print what would be sent, in the backend's native form (and the capacity verdict on stderr)",
     )
     p.add_argument("--force", action="store_true", help="submit even when the job can never fit the cluster's nodes")
+    p.add_argument("--json", action="store_true", help='print {"schema_version", "submit": {cluster, id}, "errors"}')
+    add_override_options(p)
 
 
 async def submit(ctx: CliContext) -> int:
     from yanflow_tui.capacity import Fit
-    from yanflow_tui.nativefiles import load_job_file
 
     args = ctx.args
-    spec = load_job_file(args.file, args.context)
+    spec = apply_overrides(read_job(args.file, args.context), args)
     async with ctx.hub() as hub:
         try:
             name = hub.cluster_for_submit(
@@ -95,8 +98,28 @@ async def submit(ctx: CliContext) -> int:
                 + f"--tag {exc.tag}"
             )
             return EXIT_UNKNOWN
-    print(job_id, file=ctx.out)
+    if args.json:
+        from yanflow_tui.cli import jsonout
+
+        jsonout.dump(jsonout.envelope("submit", {"cluster": name, "id": job_id}), ctx.out)
+    else:
+        print(job_id, file=ctx.out)
     return 0
+
+
+def read_job(path: str, context: str | None) -> JobSpec:
+    """The job file at ``path``; ``-``: the one on stdin (named ``<stdin>`` in its problems)."""
+    from yanflow_tui.nativefiles import load_job_file, read_job_text
+
+    if path != "-":
+        return load_job_file(path, context)
+    import sys
+
+    from yanflow_tui.yamldoc import decode
+
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    text, undecodable = decode(data)
+    return read_job_text(text, "<stdin>", context, undecodable)
 
 
 async def capacity_verdict(ctx: CliContext, hub: Hub, name: str, spec: JobSpec) -> Verdict | None:

@@ -194,7 +194,7 @@ def test_cli_lists_jobs_with_an_env_token(master, tmp_path):
     assert result.returncode == 0, result.stderr
     import json
 
-    ids = {j["id"] for j in json.loads(result.stdout)}
+    ids = {j["id"] for j in json.loads(result.stdout)["jobs"]}
     assert {"exp-12", "trial-120", "trial-121", "trial-122"} <= ids and "exp-13" not in ids
 
 

@@ -54,9 +54,9 @@ def test_jobs_nodes_submit_logs_and_cancel(emulator, config):
     emulator.put("pods", make_pod("train-1", NS, node="gpu-a", gpus=4, job="train"))
     emulator.write_log(NS, "train-1", "epoch 1 loss=0.5", "epoch 2 loss=0.25")
 
-    jobs = json.loads(run_cli("jobs", "--json", "--config", str(config)).stdout)
+    jobs = json.loads(run_cli("jobs", "--json", "--config", str(config)).stdout)["jobs"]
     assert [(j["id"], j["state"], j["nodes"]) for j in jobs] == [("ml/train", "running", ["gpu-a"])]
-    nodes = json.loads(run_cli("nodes", "--json", "--config", str(config)).stdout)
+    nodes = json.loads(run_cli("nodes", "--json", "--config", str(config)).stdout)["nodes"]
     assert [(n["name"], n["gpus_total"], n["gpus_used"]) for n in nodes] == [("gpu-a", 8, 4)]
 
     logs = run_cli("logs", "ml/train", "--config", str(config))

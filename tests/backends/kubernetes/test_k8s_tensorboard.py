@@ -119,7 +119,7 @@ async def test_metrics_json_gives_what_the_loader_reads(emulator, kubeconfig, po
     config = config_file(tmp_path / "config.yaml", kubeconfig)
     result = await asyncio.to_thread(run_cli, "metrics", JOB, "--json", "--config", str(config))
     assert result.returncode == 0, result.stderr
-    got = json.loads(result.stdout)
+    got = json.loads(result.stdout)["metrics"]
     assert curve_points(got) == loader_points(pod_root / "runs") and len(got["loss"]) == FIRST + SECOND
 
 

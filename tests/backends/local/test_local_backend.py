@@ -319,7 +319,7 @@ async def test_jobs_across_processes(state, tmp_path):
     def listed():
         result = run_cli("jobs", "--json")
         assert result.returncode == 0, result.stderr
-        return {j["id"]: j for j in json.loads(result.stdout)}.get(job_id)
+        return {j["id"]: j for j in json.loads(result.stdout)["jobs"]}.get(job_id)
 
     job = listed()
     assert job["name"] == "from-cli"
@@ -514,7 +514,7 @@ async def test_hostile_job_name(make, home, tmp_path, monkeypatch, name):
     assert job.name == name
     assert await lines(backend, job_id) == ["hi"]
 
-    listed = json.loads(run_cli("jobs", "--json").stdout)
+    listed = json.loads(run_cli("jobs", "--json").stdout)["jobs"]
     assert [j["name"] for j in listed] == [name]
 
     table = run_cli("jobs")

@@ -6,11 +6,11 @@ last one stopped (the file is never read again from its start)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 
 import pytest
 from jobhelpers import run_cli
+from jsoncontract import validated
 from tbhelpers import curve_points, curves_appended, loader_points, open_curves, write_script, writer_command
 from uihelpers import make_app, screen_text
 from waiting import async_wait_until, wait_for
@@ -95,7 +95,7 @@ async def test_metrics_json_gives_what_tensorboards_loader_reads(home, tmp_path)
         await async_wait_until(ended, what="the writer job to finish")
         result = await asyncio.to_thread(run_cli, "metrics", job_id, "--json")
         assert result.returncode == 0, result.stderr
-        got = json.loads(result.stdout)
+        got = validated(result.stdout, "metrics")["metrics"]  # the shipped schema
         assert curve_points(got) == loader_points(tmp_path / "runs")
         assert len(got["loss"]) == FIRST + SECOND and {"step", "wall_time", "value"} == set(got["loss"][0])
         text = await asyncio.to_thread(run_cli, "metrics", job_id)

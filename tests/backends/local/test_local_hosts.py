@@ -88,7 +88,7 @@ def test_a_console_on_another_host_neither_fails_nor_cancels_our_live_job(state,
 
     seen = other_host("jobs", "--json", host=beta)
     assert seen.returncode == 0, seen.stderr
-    (row,) = [j for j in json.loads(seen.stdout) if j["id"] == job_id]
+    (row,) = [j for j in json.loads(seen.stdout)["jobs"] if j["id"] == job_id]
     assert row["state"] == "running", row  # not "failed (the job's process vanished)"
     assert row["nodes"] == [me] and row["reason"] == f"on host {me}"
 
@@ -99,7 +99,7 @@ def test_a_console_on_another_host_neither_fails_nor_cancels_our_live_job(state,
     ]
 
     jobs = run_cli("jobs", "--json")  # this host still has it, running, and can cancel it
-    assert [j["state"] for j in json.loads(jobs.stdout) if j["id"] == job_id] == ["running"]
+    assert [j["state"] for j in json.loads(jobs.stdout)["jobs"] if j["id"] == job_id] == ["running"]
     assert run_cli("cancel", job_id).returncode == 0
     assert LocalStore(state / "local.db").get(int(job_id)).state == "cancelled"
 

@@ -91,7 +91,9 @@ async def test_history_needs_accounting_note(backend, slurm_jobs):
 def test_cli_submits_the_sample_which_gets_its_nodes_and_gres_and_logs_follow(slurm_dir, slurm_jobs, capsys):
     before = sinfo_gpus()
     assert cli.main(["--config", CONFIG, "nodes", "--json"]) == 0
-    assert {n["name"]: (n["gpus_used"], n["gpus_total"]) for n in json.loads(capsys.readouterr().out)} == before
+    assert {
+        n["name"]: (n["gpus_used"], n["gpus_total"]) for n in json.loads(capsys.readouterr().out)["nodes"]
+    } == before
     assert cli.main(["--config", CONFIG, "submit", str(SAMPLES / "slurm-batch.yaml")]) == 0
     job_id = slurm_jobs.add(capsys.readouterr().out.strip())
     assert job_id.isdigit()
@@ -103,10 +105,10 @@ def test_cli_submits_the_sample_which_gets_its_nodes_and_gres_and_logs_follow(sl
     )
     nodes = record["nodes"]
     assert cli.main(["--config", CONFIG, "jobs", "--json"]) == 0
-    row = next(j for j in json.loads(capsys.readouterr().out) if j["id"] == job_id)
+    row = next(j for j in json.loads(capsys.readouterr().out)["jobs"] if j["id"] == job_id)
     assert row["state"] == "running" and row["gpus"] == 2 and len(row["nodes"]) == 2
     assert cli.main(["--config", CONFIG, "nodes", "--json"]) == 0
-    during = {n["name"]: (n["gpus_used"], n["gpus_total"]) for n in json.loads(capsys.readouterr().out)}
+    during = {n["name"]: (n["gpus_used"], n["gpus_total"]) for n in json.loads(capsys.readouterr().out)["nodes"]}
     assert during == sinfo_gpus() and sum(u for u, _ in during.values()) >= 2
     assert nodes in ("gpu[01-02]", "gpu[01-04]") or nodes.startswith("gpu")
     follow = subprocess.run(

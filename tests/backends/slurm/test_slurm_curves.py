@@ -73,6 +73,6 @@ async def test_a_slurm_jobs_curves_come_over_ssh_and_grow_by_appended_reads(
         await async_wait_until(ended, what="the writer job to finish")
         result = await asyncio.to_thread(run_cli, "--config", CONFIG, "metrics", job_id, "--json")
         assert result.returncode == 0, result.stderr
-        assert curve_points(json.loads(result.stdout)) == loader_points(tmp_path / "runs")
+        assert curve_points(json.loads(result.stdout)["metrics"]) == loader_points(tmp_path / "runs")
     finally:
         await backend.close()

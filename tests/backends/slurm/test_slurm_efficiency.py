@@ -130,7 +130,7 @@ def test_site_finished_job_matches_seffs_arithmetic_on_sacct_numbers(site_dir, s
     assert eff.time_limit_seconds == 180 and cput >= 1  # the job did burn CPU: the test can tell
 
     assert cli.main(["--config", str(SITE_CONFIG), "jobs", "--json"]) == 0
-    listed = {j["id"]: j for j in json.loads(capsys.readouterr().out)}
+    listed = {j["id"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
     assert listed[job_id]["efficiency"]["cpu_seconds"] == cput
     assert listed[job_id]["efficiency"]["cpu_efficiency_percent"] == round(eff.cpu_percent, 2)
 

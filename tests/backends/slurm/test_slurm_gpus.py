@@ -72,7 +72,7 @@ def test_nodes_json_says_which_job_holds_each_gpu(site_jobs, capsys):
                 expected[(node, index)] = job_id
     assert len(expected) == 5
     assert cli.main(["--config", str(SITE_CONFIG), "nodes", "--json"]) == 0
-    nodes = {n["name"]: n for n in json.loads(capsys.readouterr().out)}
+    nodes = {n["name"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
     got = {(name, g["index"]): g["job"] for name, n in nodes.items() for g in n["gpus"] if g["job"]}
     assert got == expected
 
