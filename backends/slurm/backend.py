@@ -35,7 +35,8 @@ from yanflow_tui.backends.base import (
 )
 from yanflow_tui.backends.downloads import output_folder
 from yanflow_tui.backends.prompting import Asker
-from yanflow_tui.backends.slurm import containers, gpus, history, inside, parse, tbfiles, verbs
+from yanflow_tui.backends.slurm import containers, gpus, history, inside, parse, reasons, tbfiles, verbs
+from yanflow_tui.backends.slurm import explain as slurm_explain
 from yanflow_tui.backends.slurm.comment import facts_of, tag_of
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
@@ -53,6 +54,7 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.curves import EventListing
 from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.errors import BackendError, SubmitUnknown
+from yanflow_tui.explain import Explanation
 from yanflow_tui.model import Job, JobChanges, JobKind, JobList, JobSpec, JobState, LogLine, Node
 
 NODES_REFRESH = 30.0
@@ -110,6 +112,7 @@ class SlurmBackend(Backend):
         forward=True,
         job_files=True,
         tensorboard=True,
+        explain=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -385,6 +388,13 @@ class SlurmBackend(Backend):
         if self.history_note:
             extra.append(("History", self.history_note))
         return describe_job(job, extra)
+
+    async def explain(self, job_id: str) -> Explanation:
+        _check_id(job_id)
+        return await slurm_explain.explain(self.transport, self.name, job_id)
+
+    def short_reason(self, reason: str) -> str:
+        return reasons.short_phrase(reason)
 
     async def raw_spec(self, job_id: str) -> str:
         """``scontrol show job -dd``, then the batch script the job was submitted with."""
