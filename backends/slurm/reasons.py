@@ -287,7 +287,7 @@ def split(text: str) -> tuple[str, dict[str, str]]:
     text = text.removeprefix("Reason=")
     code, _, rest = text.partition(",")
     values: dict[str, str] = {}
-    for part in re.split(r",\s*|\s+(?=\w+:)", rest.strip()) if rest.strip() else ():
+    for part in re.split(r",?\s+(?=[A-Za-z]+:)|,(?=[A-Za-z]+:)", rest.strip()) if rest.strip() else ():
         key, sep, value = part.partition(":")
         if sep:
             values[key.strip()] = value.strip()
