@@ -5,6 +5,7 @@ agents), or that it is paused. Reads only, through the SDK's bindings in the bac
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from determined.common.api import bindings
@@ -39,20 +40,19 @@ def free_slots(agents: Sequence[Any], pool: str) -> tuple[int, int]:
 
 def read(session: Any, job: Job) -> Explanation:
     """The explanation of ``job``, read with ``session`` (in a thread: the bindings block)."""
-    base = {"job_id": job.id, "cluster": job.cluster, "state": job.raw_state or job.state.value.upper()}
+    base = partial(Explanation, job_id=job.id, cluster=job.cluster, state=job.raw_state or job.state.value.upper())
     if job.state is JobState.RUNNING:
-        return Explanation(category=Category.RUNNING, reason="It is running.", code=job.raw_state, **base)
+        return base(category=Category.RUNNING, reason="It is running.", code=job.raw_state)
     if job.state.terminal:
-        return Explanation(category=Category.FINISHED, reason=f"It ended {job.raw_state}.", code=job.raw_state, **base)
+        return base(category=Category.FINISHED, reason=f"It ended {job.raw_state}.", code=job.raw_state)
     if job.raw_state == "PAUSED":
-        return Explanation(
+        return base(
             category=Category.HELD,
             reason="It is paused: the master schedules none of its trials.",
             action="activate it: press a (Actions), then activate",
             expected_start_why="not while it is paused",
             short="paused",
             code="PAUSED",
-            **base,
         )
     pool = dict(job.details).get("Resource pool", "") or ""
     entity = entity_of(job)
@@ -60,7 +60,7 @@ def read(session: Any, job: Job) -> Explanation:
     mine = next((j for j in queue if j.entityId == entity), None)
     free, total = free_slots(bindings.get_GetAgents(session).agents, pool or (mine.resourcePool if mine else ""))
     if mine is None:
-        return Explanation(
+        return base(
             category=Category.UNKNOWN,
             reason=(
                 f"It is {job.raw_state or 'pending'} ({job.reason or 'no reason given'}); "
@@ -69,7 +69,6 @@ def read(session: Any, job: Job) -> Explanation:
             expected_start_why="the master gives no estimate",
             short=job.reason,
             code=job.raw_state,
-            **base,
         )
     summary = mine.summary
     ahead = summary.jobsAhead if summary is not None else 0
@@ -80,7 +79,7 @@ def read(session: Any, job: Job) -> Explanation:
         category, why = Category.PRIORITY, f"{ahead} job{'s' if ahead != 1 else ''} ahead of it in resource pool {pool}"
     else:
         category, why = Category.RESOURCES, f"it is first in resource pool {pool}'s queue"
-    return Explanation(
+    return base(
         category=category,
         reason=f"It is queued: {why}; {slots}.",
         action="" if ahead else "wait for slots, or ask for fewer (slots_per_trial)",
@@ -88,5 +87,4 @@ def read(session: Any, job: Job) -> Explanation:
         short=f"queued, {ahead} ahead" if ahead else "queued, first",
         code=job.raw_state,
         details=(("Jobs ahead", str(ahead)), ("Slots", f"{mine.requestedSlots} asked, {free}/{total} free")),
-        **base,
     )

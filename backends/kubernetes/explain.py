@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from yanflow_tui.backends.kubernetes.extract import PodInfo
 from yanflow_tui.explain import Category, Explanation
@@ -80,31 +81,31 @@ def explain_pods(job: Job, pods: Sequence[PodInfo], events: Sequence[tuple[str, 
     """The explanation of ``job`` from its pods and the events about it and them (``(when, type, reason,
     object, message)``, oldest first, as ``KubernetesBackend._events`` gives them)."""
     state = job.state.value.upper()
-    base = {"job_id": job.id, "cluster": job.cluster, "state": state, "code": job.reason}
+    base = partial(Explanation, job_id=job.id, cluster=job.cluster, state=state, code=job.reason)
     if job.state is JobState.RUNNING:
         nodes = ", ".join(sorted({p.node for p in pods if p.node})) or "its nodes"
-        return Explanation(category=Category.RUNNING, reason=f"It is running on {nodes}.", **base)
+        return base(category=Category.RUNNING, reason=f"It is running on {nodes}.")
     if job.state.terminal:
         said = f"It ended {job.state.value}" + (f" (exit code {job.exit_code})" if job.exit_code is not None else "")
-        return Explanation(category=Category.FINISHED, reason=said + ".", **base)
+        return base(category=Category.FINISHED, reason=said + ".")
     for pod in pods:  # a container that cannot start says the most
         if pod.reason in IMAGE_REASONS:
-            return Explanation(
+            return base(
                 category=Category.LAUNCH_FAILURE,
                 reason=f"Pod {pod.name} cannot start: its image cannot be pulled ({pod.reason}: {pod.message}).",
                 action="fix the image name or the registry's credentials (imagePullSecrets), then submit it again",
                 expected_start_why="not until the image can be pulled",
                 short="cannot start: image",
-                **{**base, "code": pod.reason},
+                code=pod.reason,
             )
         if pod.reason in START_REASONS:
-            return Explanation(
+            return base(
                 category=Category.LAUNCH_FAILURE,
                 reason=f"Pod {pod.name} cannot start its container ({pod.reason}: {pod.message}).",
                 action="press l for its logs, or d for the events",
                 expected_start_why="not until the container can start",
                 short="cannot start",
-                **{**base, "code": pod.reason},
+                code=pod.reason,
             )
     messages = [m for _, _, reason, _, m in events if reason == "FailedScheduling"]
     messages += [p.message for p in pods if p.reason == "Unschedulable" and p.message]
@@ -121,19 +122,19 @@ def explain_pods(job: Job, pods: Sequence[PodInfo], events: Sequence[tuple[str, 
         action = TOLERATE if category is Category.NODE_STATE else ""
         if category is Category.CONFIGURATION:
             action = "change the job's node selector, affinity or volumes (s submits a changed job)"
-        return Explanation(
+        return base(
             category=category,
             reason=f"No node can take it: {groups}{gpus}.",
             action=action,
             expected_start_why="the scheduler gives no estimate: it starts when a node fits",
             short=SHORTS.get(category, "unschedulable").format(what=what.replace("nvidia.com/gpu", "GPUs")),
             details=(("Scheduler", message),),
-            **{**base, "code": "Unschedulable"},
+            code="Unschedulable",
         )
     for _, _, reason, obj, message in reversed(events):
         quota = _QUOTA.search(message)
         if reason == "FailedCreate" and quota:
-            return Explanation(
+            return base(
                 category=Category.LIMITS,
                 reason=(
                     f"Its pods are refused by ResourceQuota {quota['quota']}: it asks for {quota['req']}, "
@@ -143,22 +144,20 @@ def explain_pods(job: Job, pods: Sequence[PodInfo], events: Sequence[tuple[str, 
                 expected_start_why="once the quota has room: the Job controller retries",
                 short="over quota",
                 details=(("Event", f"{obj}: {message}"),),
-                **{**base, "code": "FailedCreate"},
+                code="FailedCreate",
             )
     if not pods:
-        return Explanation(
+        return base(
             category=Category.UNKNOWN,
             reason="It has no pods yet, and no event says why.",
             expected_start_why="not known",
             short="no pods yet",
-            **base,
         )
-    return Explanation(
+    return base(
         category=Category.UNKNOWN,
         reason=f"Its pods are {', '.join(sorted({p.phase for p in pods}))}"
         + (f" ({job.reason})" if job.reason else "")
         + ".",
         expected_start_why="not known",
         short=job.reason or "",
-        **base,
     )

@@ -5,6 +5,7 @@ ahead of it (first come, first served). From the local scheduler's own state and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from yanflow_tui.backends.local.nvml import GpuReading
 from yanflow_tui.backends.local.store import JobRow
@@ -16,13 +17,13 @@ def explain_row(
 ) -> Explanation:
     """``row`` explained beside this host's ``active`` jobs (pending and running, oldest first) and the
     GPUs read now (None: NVML could not be read, ``probe_reason`` says why)."""
-    base = {"job_id": str(row.id), "cluster": cluster, "state": row.state.upper(), "code": row.reason}
+    base = partial(Explanation, job_id=str(row.id), cluster=cluster, state=row.state.upper(), code=row.reason)
     if row.state == "running":
         on = f" on GPU{'s' if len(row.indices) != 1 else ''} {','.join(map(str, row.indices))}" if row.indices else ""
-        return Explanation(category=Category.RUNNING, reason=f"It is running{on}.", **base)
+        return base(category=Category.RUNNING, reason=f"It is running{on}.")
     if row.state != "pending":
         said = f"It ended {row.state}" + (f": {row.reason}" if row.reason else "")
-        return Explanation(category=Category.FINISHED, reason=said + ".", **base)
+        return base(category=Category.FINISHED, reason=said + ".")
     ahead = [r for r in active if r.state == "pending" and r.id < row.id and r.gpus]
     holders = {i: r for r in active if r.state == "running" for i in r.indices}
     busy = []
@@ -40,12 +41,11 @@ def explain_row(
         reason += (": " + "; ".join(busy)) if busy else ""
         reason += f"; {len(ahead)} job{'s' if len(ahead) != 1 else ''} ahead of it (first come, first served)."
     category = Category.PRIORITY if ahead and row.gpus <= free else Category.RESOURCES
-    return Explanation(
+    return base(
         category=category,
         reason=reason,
         action="wait for them to end, or cancel a job of yours that holds them (c)" if busy else "",
         expected_start_why="no estimate: it starts as soon as the GPUs it needs are free",
         short=f"waits for {row.gpus} GPU(s), {free} free" + (f", {len(ahead)} ahead" if ahead else ""),
         details=tuple(("GPU", text) for text in busy),
-        **base,
     )

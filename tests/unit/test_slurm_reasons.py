@@ -51,14 +51,22 @@ def test_categories_and_phrases(code, category, short):
 
 
 def test_actions_name_the_console_keys():
-    assert "press L" in reasons.reason("JobHeldUser").action and "yanflow-tui release" in reasons.reason("JobHeldUser").action
+    assert (
+        "press L" in reasons.reason("JobHeldUser").action
+        and "yanflow-tui release" in reasons.reason("JobHeldUser").action
+    )
     assert "press E" in reasons.reason("PartitionTimeLimit").action
     assert reasons.reason("Resources").action == ""  # waiting is all there is
 
 
 def test_limit_families_are_read_by_grammar():
     limit = reasons.limit_of("QOSGrpGRES")
-    assert limit is not None and (limit.scope, limit.kind, limit.tres, limit.assoc_mgr_key) == ("QOS", "Grp", "GRES", "GrpTRES")
+    assert limit is not None and (limit.scope, limit.kind, limit.tres, limit.assoc_mgr_key) == (
+        "QOS",
+        "Grp",
+        "GRES",
+        "GrpTRES",
+    )
     assert reasons.limit_of("QOSMaxGRESPerUser").assoc_mgr_key == "MaxTRESPU"  # type: ignore[union-attr]
     assert reasons.limit_of("AssocGrpCPURunMinutesLimit").assoc_mgr_key == "GrpTRESRunMins"  # type: ignore[union-attr]
     assert reasons.limit_of("QOSGrpJobsLimit").assoc_mgr_key == "GrpJobs"  # type: ignore[union-attr]
@@ -70,14 +78,26 @@ def test_limit_families_are_read_by_grammar():
 
 def test_unknown_reason_keeps_its_name():
     meaning = reasons.reason("SomethingNew")
-    assert meaning.category is Category.UNKNOWN and "SomethingNew" in meaning.sentence and meaning.short == "SomethingNew"
+    assert (
+        meaning.category is Category.UNKNOWN and "SomethingNew" in meaning.sentence and meaning.short == "SomethingNew"
+    )
 
 
 @pytest.mark.parametrize(
     ("text", "code", "values", "short"),
     [
-        ("ReqNodeNotAvail, UnavailableNodes:g[2-3]", "ReqNodeNotAvail", {"UnavailableNodes": "g[2-3]"}, "nodes unavailable: g[2-3]"),
-        ("(ReqNodeNotAvail, UnavailableNodes:gpu01,gpu03)", "ReqNodeNotAvail", {"UnavailableNodes": "gpu01,gpu03"}, "nodes unavailable: gpu01,gpu03"),
+        (
+            "ReqNodeNotAvail, UnavailableNodes:g[2-3]",
+            "ReqNodeNotAvail",
+            {"UnavailableNodes": "g[2-3]"},
+            "nodes unavailable: g[2-3]",
+        ),
+        (
+            "(ReqNodeNotAvail, UnavailableNodes:gpu01,gpu03)",
+            "ReqNodeNotAvail",
+            {"UnavailableNodes": "gpu01,gpu03"},
+            "nodes unavailable: gpu01,gpu03",
+        ),
         ("QOSGrpGRES", "QOSGrpGRES", {}, "QOS GPU limit"),
         ("Dependency", "Dependency", {}, "waits for a job"),
         ("JobHeldUser", "JobHeldUser", {}, "held by user"),
@@ -95,7 +115,8 @@ def test_split_and_short_phrase(text, code, values, short):
 
 SCONTROL = (
     "JobId=566 JobName=explain-b UserId=alice(1000) GroupId=alice(1000) Priority=4294901755 Account=ml QOS=gpu "
-    "JobState=PENDING Reason=ReqNodeNotAvail, UnavailableNodes:g[2-3] Dependency=afterok:565(unfulfilled),afterany:7_2+10(unfulfilled) "
+    "JobState=PENDING Reason=ReqNodeNotAvail, UnavailableNodes:g[2-3] "
+    "Dependency=afterok:565(unfulfilled),afterany:7_2+10(unfulfilled) "
     "TimeLimit=00:10:00 StartTime=1765000000 Partition=gpu ReqNodeList=(null) "
     "TRES=cpu=1,mem=1000M,node=1,billing=1,gres/gpu=2 Command=/bin/echo a b"
 )
@@ -106,8 +127,13 @@ def test_scontrol_fields_keep_values_with_spaces():
     assert job["Reason"] == "ReqNodeNotAvail, UnavailableNodes:g[2-3]"
     assert job["TRES"] == "cpu=1,mem=1000M,node=1,billing=1,gres/gpu=2" and job["Command"] == "/bin/echo a b"
     assert job["UserId"] == "alice(1000)" and job["QOS"] == "gpu"
-    assert reasons.dependencies(job["Dependency"]) == [("afterok", "565", "unfulfilled"), ("afterany", "7_2", "unfulfilled")]
-    assert reasons.dependencies("(null)") == [] and reasons.dependencies("singleton(unfulfilled)") == [("singleton", "", "unfulfilled")]
+    assert reasons.dependencies(job["Dependency"]) == [
+        ("afterok", "565", "unfulfilled"),
+        ("afterany", "7_2", "unfulfilled"),
+    ]
+    assert reasons.dependencies("(null)") == [] and reasons.dependencies("singleton(unfulfilled)") == [
+        ("singleton", "", "unfulfilled")
+    ]
 
 
 ASSOC_MGR = """Current Association Manager state

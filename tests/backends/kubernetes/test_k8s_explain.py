@@ -31,7 +31,9 @@ def test_the_schedulers_message_is_read_with_its_counts():
     assert read is not None and read.total == 3
     assert read.reasons == ((1, "node(s) had untolerated taint {dedicated: infer}"), (2, "Insufficient nvidia.com/gpu"))
     assert read.category() is Category.RESOURCES
-    assert read_scheduler("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.").category() is (  # type: ignore[union-attr]
+    assert read_scheduler(
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+    ).category() is (  # type: ignore[union-attr]
         Category.CONFIGURATION
     )
     assert read_scheduler("Back-off pulling image") is None
@@ -125,4 +127,7 @@ def test_the_api_server_refuses_a_pod_over_quota(emulator):
         urllib.request.urlopen(request, timeout=10)
     status = json.loads(refused.value.read())
     assert refused.value.code == 403 and status["reason"] == "Forbidden"
-    assert "exceeded quota: gpu-quota, requested: requests.nvidia.com/gpu=4, used: requests.nvidia.com/gpu=0" in status["message"]
+    assert (
+        "exceeded quota: gpu-quota, requested: requests.nvidia.com/gpu=4, used: requests.nvidia.com/gpu=0"
+        in status["message"]
+    )

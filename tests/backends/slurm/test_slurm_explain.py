@@ -56,14 +56,20 @@ async def test_four_pending_jobs_get_four_explanations_with_their_values(backend
 
     assert "cpu02" in found[waiting].reason and "partition cpu" in found[waiting].reason
     assert found[waiting].short.startswith("waits for resources")
-    assert f"job {blocker}" in found[after].reason and "RUNNING" in found[after].reason and "afterok" in found[after].reason
+    assert (
+        f"job {blocker}" in found[after].reason
+        and "RUNNING" in found[after].reason
+        and "afterok" in found[after].reason
+    )
     # the job it depends on has a time limit: it cannot start before that job's end
     blocker_end = datetime.fromtimestamp(int(squeue_job(blocker)["end_time"]), timezone.utc)  # squeue --json 22.05
     assert found[after].expected_start == blocker_end
     assert found[held].action.startswith("press L") and f"yanflow-tui release {held}" in found[held].action
     assert found[held].expected_start is None and found[held].expected_start_why
     begin = found[later].expected_start
-    assert begin is not None and timedelta(hours=1, minutes=55) < begin - datetime.now(timezone.utc) < timedelta(hours=2, minutes=1)
+    assert begin is not None and timedelta(hours=1, minutes=55) < begin - datetime.now(timezone.utc) < timedelta(
+        hours=2, minutes=1
+    )
     assert begin.astimezone().strftime("%H:%M") in found[later].reason
 
     # backfill's estimate comes after its next cycle (bf_interval, 30 s): the start of the waiting job
