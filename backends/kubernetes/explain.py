@@ -23,6 +23,21 @@ _ITEM = re.compile(r"(\d+) (.+?)(?=, \d+ |$)")
 _QUOTA = re.compile(
     r"exceeded quota: (?P<quota>[^,]+), requested: (?P<req>\S+), used: (?P<used>\S+), limited: (?P<limit>\S+)"
 )
+# why a pod cannot start -> (what, what to do, when it starts, the short phrase)
+CANNOT_START = {
+    "image": (
+        "its image cannot be pulled",
+        "fix the image name or the registry's credentials (imagePullSecrets), then submit it again",
+        "not until the image can be pulled",
+        "cannot start: image",
+    ),
+    "container": (
+        "its container cannot start",
+        "press l for its logs; the job detail (Enter) shows its events",
+        "not until the container can start",
+        "cannot start",
+    ),
+}
 TOLERATE = "add a toleration for it to the job's pod template (s submits a changed job), or ask for other nodes"
 
 
@@ -89,22 +104,15 @@ def explain_pods(job: Job, pods: Sequence[PodInfo], events: Sequence[tuple[str, 
         said = f"It ended {job.state.value}" + (f" (exit code {job.exit_code})" if job.exit_code is not None else "")
         return base(category=Category.FINISHED, reason=said + ".")
     for pod in pods:  # a container that cannot start says the most
-        if pod.reason in IMAGE_REASONS:
+        kind = "image" if pod.reason in IMAGE_REASONS else "container" if pod.reason in START_REASONS else ""
+        if kind:
+            what, action, why, short = CANNOT_START[kind]
             return base(
                 category=Category.LAUNCH_FAILURE,
-                reason=f"Pod {pod.name} cannot start: its image cannot be pulled ({pod.reason}: {pod.message}).",
-                action="fix the image name or the registry's credentials (imagePullSecrets), then submit it again",
-                expected_start_why="not until the image can be pulled",
-                short="cannot start: image",
-                code=pod.reason,
-            )
-        if pod.reason in START_REASONS:
-            return base(
-                category=Category.LAUNCH_FAILURE,
-                reason=f"Pod {pod.name} cannot start its container ({pod.reason}: {pod.message}).",
-                action="press l for its logs, or d for the events",
-                expected_start_why="not until the container can start",
-                short="cannot start",
+                reason=f"Pod {pod.name} cannot start: {what} ({pod.reason}: {pod.message}).",
+                action=action,
+                expected_start_why=why,
+                short=short,
                 code=pod.reason,
             )
     messages = [m for _, _, reason, _, m in events if reason == "FailedScheduling"]

@@ -5,6 +5,8 @@ command this Slurm lacks falls back instead of failing."""
 
 from __future__ import annotations
 
+from paths import DATA
+
 from yanflow_tui.backends.slurm.explain import explain
 from yanflow_tui.backends.slurm.transport import Result
 from yanflow_tui.explain import Category
@@ -14,18 +16,7 @@ JOB = (
     "JobState=PENDING Reason={reason} Dependency=(null) TimeLimit={limit} SubmitTime=1765000000 StartTime=0 "
     "Partition=batch ReqNodeList=(null) NumNodes=1 TRES=cpu=1,mem=1000M,node=1,billing=1,gres/gpu=1\n"
 )
-ASSOC_MGR = """Current Association Manager state
-
-QOS Records
-
-QOS=gpu2(4)
-    UsageRaw=0.000000
-    GrpJobs=N(2) GrpJobsAccrue=N(0) GrpSubmitJobs=N(3) GrpWall=N(0.00)
-    GrpTRES=cpu=N(2),mem=N(2000),energy=N(0),node=N(2),billing=N(2),fs/disk=N(0),vmem=N(0),pages=N(0),gres/gpu=2(2)
-    GrpTRESMins=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0),gres/gpu=N(0)
-    MaxWallPJ=
-    MaxTRESPJ=
-"""
+ASSOC_MGR = (DATA / "slurm" / "assoc_mgr-qos-22.05.txt").read_text()
 NODES = (
     "NodeName=g2 Arch=x86_64 State=DOWN+DRAIN Reason=fan broken [root@2026-12-01T10:00:00]\n"
     "NodeName=g3 Arch=x86_64 State=IDLE+DRAIN Reason=kernel update [root@2026-12-02T10:00:00]\n"

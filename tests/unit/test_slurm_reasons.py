@@ -4,9 +4,12 @@ sentence and a short phrase; reasons with values are split; the command texts ex
 from __future__ import annotations
 
 import pytest
+from paths import DATA
 
 from yanflow_tui.backends.slurm import reasons
 from yanflow_tui.explain import Category
+
+SLURM_DATA = DATA / "slurm"
 
 # The reasons ``man squeue`` (22.05) documents under JOB REASON CODES, beside the families.
 DOCUMENTED = """AssociationJobLimit AssociationResourceLimit AssociationTimeLimit BadConstraints BeginTime Cleaning
@@ -136,24 +139,12 @@ def test_scontrol_fields_keep_values_with_spaces():
     ]
 
 
-ASSOC_MGR = """Current Association Manager state
-
-QOS Records
-
-QOS=gpu(2)
-    UsageRaw=0.000000
-    GrpJobs=N(1) GrpJobsAccrue=N(0) GrpSubmitJobs=N(2) GrpWall=N(0.00)
-    GrpTRES=cpu=N(4),mem=N(4000),energy=N(0),node=N(1),billing=N(4),fs/disk=N(0),vmem=N(0),pages=N(0),gres/gpu=2(2)
-    MaxTRESPU=gres/gpu=3
-    MaxJobsPU=5(1)
-QOS=normal(1)
-    GrpTRES=cpu=N(0),gres/gpu=N(0)
-"""
+ASSOC_MGR = (SLURM_DATA / "assoc_mgr-qos-22.05.txt").read_text()  # its shape as Slurm 22.05 prints it
 
 
 def test_assoc_mgr_limits_and_use():
-    record = reasons.qos_record(ASSOC_MGR, "gpu")
-    assert record.startswith("QOS=gpu(2)") and "QOS=normal" not in record
+    record = reasons.qos_record(ASSOC_MGR, "gpu2")
+    assert record.startswith("QOS=gpu2(4)") and "QOS=normal" not in record
     assert reasons.limit_values(record, "GrpTRES", "gres/") == ("2", "2")
     assert reasons.limit_values(record, "GrpTRES", "cpu") is None  # N: not set
     assert reasons.limit_values(record, "MaxTRESPU", "gres/") == ("3", "")
