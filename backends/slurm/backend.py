@@ -45,6 +45,7 @@ from yanflow_tui.backends.slurm.script import RANK_SUFFIX, Rendered, render, ren
 from yanflow_tui.backends.slurm.transport import (
     DEFAULT_TIMEOUT,
     LocalTransport,
+    Result,
     SshTransport,
     Transport,
     parse_ssh_option,
@@ -142,6 +143,7 @@ class SlurmBackend(Backend):
         self._json_until = 0.0  # monotonic time until which the -o text is not tried (it was ambiguous)
         self.all_users = True  # the console says "mine" with set_all_users(False): squeue -u USER
         self._scontrol_json: bool | None = None
+        self._only_state: bool | None = None  # squeue --only-job-state works (None: not tried yet)
         self._states: tuple[float, dict[str, JobState]] = (0.0, {})  # the last job refresh's states
         self._gpu_jobs: list[str] | None = None  # running jobs holding GPUs, from the last job refresh
         self._placements: dict[str, gpus.Placement] = {}  # job -> node -> GPU indices (fixed while it runs)
@@ -466,13 +468,25 @@ class SlurmBackend(Backend):
         seen_at, states = self._states
         if job_id in states and clock() - seen_at < 2 * max(self.config.refresh_seconds, LOG_POLL):
             return states[job_id]
-        result = await self.transport.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"])
+        result = await self._squeue_state(["-h", "-t", "all", "-j", job_id, "-o", "%T"])
         if not result.ok and "Invalid job id" not in result.stderr:
             raise BackendError(f"squeue failed: {result.error()}")
         found = [parse.normalise_state(s) for s in result.stdout.split()] if result.ok else []
         if not found:
             return JobState.COMPLETED
         return next((s for s in found if not s.terminal), found[0])
+
+    async def _squeue_state(self, args: list[str]) -> Result:
+        """``squeue ARGS`` for states only: with ``--only-job-state`` where this Slurm has it (23.02+: slurmctld
+        sends the states alone), else plain. A refusal of the option is remembered and never read as "no job"."""
+        if self._only_state is not False:
+            result = await self.transport.run(["squeue", "--only-job-state", *args])
+            if result.ok or "Invalid job id" in result.stderr:
+                self._only_state = True
+                return result
+            if "unrecognized option" in result.stderr or "invalid option" in result.stderr:
+                self._only_state = False  # Slurm < 23.02
+        return await self.transport.run(["squeue", *args])
 
     async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
         if stream not in ("", "stderr"):

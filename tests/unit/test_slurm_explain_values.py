@@ -98,3 +98,14 @@ async def test_priority_without_sprio_falls_back_on_squeue_priorities():
     assert found.category is Category.PRIORITY and "2 jobs of higher priority ahead in partition batch" in found.reason
     assert found.short == "others first, 2 ahead" and dict(found.details)["Jobs ahead"] == "2 (squeue priorities)"
     assert found.expected_start is None and found.expected_start_why  # no --start: no estimate, still an answer
+
+
+async def test_job_state_takes_only_job_state_where_it_works():
+    from yanflow_tui.backends.slurm.backend import SlurmBackend
+    from yanflow_tui.config import ClusterConfig
+    from yanflow_tui.model import JobState
+
+    transport = Recorded({"squeue --only-job-state": (0, "RUNNING\n", "")})
+    backend = SlurmBackend(ClusterConfig("s", "slurm"), transport=transport)  # type: ignore[arg-type]
+    assert await backend._job_state("41") is JobState.RUNNING
+    assert transport.history == [("squeue", "--only-job-state", "-h", "-t", "all", "-j", "41", "-o", "%T")]

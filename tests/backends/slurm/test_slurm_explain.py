@@ -99,3 +99,18 @@ def test_cli_explain_json(slurm_dir, slurm_jobs, capsys):
     assert data["action"].startswith("press L") and data["expected_start"] is None and data["expected_start_why"]
     assert cli.main([*config, "explain", held]) == 0
     assert "What to do: press L" in capsys.readouterr().out
+
+
+async def test_job_state_uses_only_job_state_where_slurm_has_it_and_falls_back_where_not(backend, slurm_jobs):
+    from yanflow_tui.model import JobState
+
+    held = slurm_jobs.add(sbatch("state", "--hold", "-t", "00:02:00"))
+    assert await backend._job_state(held) is JobState.PENDING  # 22.05 lacks the option: the plain query answers
+    assert await backend._job_state(held) is JobState.PENDING
+    tried = [argv for argv in backend.transport.history if "--only-job-state" in argv]
+    version = slurm("sinfo", "-V").split()[-1]
+    if tuple(map(int, version.split(".")[:2])) < (23, 2):
+        assert len(tried) == 1 and backend._only_state is False  # refused once, never asked again
+    else:
+        assert backend._only_state is True and len(tried) == 2
+    assert await backend._job_state("999999999") is JobState.COMPLETED  # gone, not an error
