@@ -123,8 +123,8 @@ def explain_pods(job: Job, pods: Sequence[PodInfo], events: Sequence[tuple[str, 
             continue
         category = read.category()
         groups = "; ".join(_plain(n, why, read.total) for n, why in read.reasons)
-        short = [why.removeprefix("Insufficient ") for _, why in read.reasons if why.startswith("Insufficient")]
-        what = short[0] if short else ""
+        lacking = [why.removeprefix("Insufficient ") for _, why in read.reasons if why.startswith("Insufficient")]
+        what = lacking[0] if lacking else ""
         asks = pods[0].gpus if pods else 0
         gpus = f" (each pod asks for {asks} GPU{'s' if asks != 1 else ''})" if asks else ""
         action = TOLERATE if category is Category.NODE_STATE else ""
