@@ -50,6 +50,7 @@ from yanflow_tui.capacity import Request
 from yanflow_tui.curves import EventListing
 from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.errors import BackendError, NotOffered, ReadOnlyError, SubmitUnknown
+from yanflow_tui.explain import Explanation
 from yanflow_tui.formfields import FormField, default_fields
 from yanflow_tui.model import (
     DEFAULT_REFRESH,
@@ -130,6 +131,9 @@ class Capabilities:
     # (``read_only_view``): a read-only console asks the cluster for read permissions only.
     needs_write: frozenset[str] = field(default_factory=frozenset)
     needs_write_why: str = ""
+    # ``explain(job_id)``: why the job waits or is not running (``yanflow_tui.explain.Explanation``), from
+    # reads only; the Queue's REASON column shows ``short_reason(job.reason)``, a pure mapping (no I/O).
+    explain: bool = False
     # The flags read-only mode turned off (``needs_write`` of a read-only cluster), for the UI to say why.
     off_read_only: frozenset[str] = field(default_factory=frozenset)
 
@@ -177,6 +181,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "forward": ("forward",),
     "tensorboard": ("_tensorboard",),
     "job_files": ("job_file",),
+    "explain": ("explain",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -501,6 +506,17 @@ class Backend(abc.ABC):
         """Forward ``port`` of the running job (its ``rank``; "": the first) to 127.0.0.1:``local_port``
         (0: a free one) until ``Forward.close``."""
         raise BackendError(f"cluster {self.name!r} cannot forward a job's ports")
+
+    async def explain(self, job_id: str) -> Explanation:
+        """``capabilities.explain``: why the job waits or is not running, with the values (what it waits
+        for, the limit and its use, the jobs ahead), what the user can do and when it is expected to
+        start. Reads only: never gated, never changes the cluster."""
+        raise BackendError(f"cluster {self.name!r} cannot explain a job")
+
+    def short_reason(self, reason: str) -> str:
+        """A few words for the Queue's REASON column from a job's own ``reason``, with no I/O (pure and
+        cheap: it runs per row). By default the reason as it is."""
+        return reason
 
     @property
     def current_user(self) -> str:

@@ -32,6 +32,7 @@ from yanflow_tui.screens.inside import forwards_text, open_forward, open_shell, 
 from yanflow_tui.screens.progress import DownloadProgress
 from yanflow_tui.screens.render.placement import placement_text
 from yanflow_tui.screens.render.plot import line_plot
+from yanflow_tui.screens.render.why import why_text
 from yanflow_tui.screens.tensorboard import open_tensorboard, stop_tensorboard, tensorboard_text
 from yanflow_tui.screens.widgets.curves import CurvesView
 from yanflow_tui.screens.widgets.footer import Footer
@@ -84,6 +85,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="dialog"):
             yield Static(Text(f"{clean(self.job.cluster)}/{clean(self.job.id)}  {clean(self.job.name)}", style="bold"))
+            yield Static(Text("Why: asking the cluster…", style="dim"), id="why")
             yield Static(details_text(self.job), id="details")
             yield Static(Text("loading…"), id="describe")
             yield Static(Text("Nodes and GPUs", style="bold"), classes="heading")
@@ -126,6 +128,9 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         yield Footer()  # this screen's own keys, not those of the screen under it
 
     def on_mount(self) -> None:
+        self.query_one("#why").display = self.caps.explain
+        if self.caps.explain:
+            self._explain()
         self._describe()
         self.refresh_data()
         for widget_id in ("#raw-spec-heading", "#raw-spec"):
@@ -182,6 +187,17 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         if await self._put_text("#describe", backend.describe(self.job.id), "cannot describe"):
             for widget in self.query("#details").results(Static):
                 widget.display = False  # describe lists the job's details too: each field once
+
+    @work(group="detail-why", exit_on_error=False)
+    async def _explain(self) -> None:
+        """The "Why" block: the backend's explanation (a read, in this worker; never on the Queue's refresh)."""
+        backend = self.app.hub.backend(self.job.cluster)
+        try:
+            body = why_text(await self.app.hub.call(backend.explain(self.job.id)))
+        except Exception as exc:
+            body = Text(f"Why: not known ({clean(error_text(exc))})", style="dim")
+        for widget in self.query("#why").results(Static):
+            widget.update(body)
 
     @work(group="detail-text", exit_on_error=False)
     async def _raw_spec(self) -> None:

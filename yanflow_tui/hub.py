@@ -11,7 +11,7 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -60,6 +60,9 @@ class ClusterSnapshot:
     # and what changed since an earlier answer, when the backend said (None: compare the jobs to know)
     jobs_serial: int = 0
     job_changes: JobChanges | None = None
+    # The backend's ``short_reason`` where it can explain (``capabilities.explain``): the Queue's REASON
+    # column shows a job's reason through it (pure, no I/O); None: the reason as it is.
+    reason_phrase: Callable[[str], str] | None = field(default=None, compare=False)
 
     @property
     def needs_login(self) -> bool:
@@ -111,7 +114,11 @@ class Hub:
             source = gpumetrics.source_for(cluster)
             if source is not None and cluster.name not in self.metrics:
                 self.metrics[cluster.name] = source
-            self.snapshots[cluster.name] = ClusterSnapshot(cluster.name, cluster.kind, cluster.read_only)
+            backend = self.backends[cluster.name]
+            phrase = backend.short_reason if backend.capabilities.explain else None
+            self.snapshots[cluster.name] = ClusterSnapshot(
+                cluster.name, cluster.kind, cluster.read_only, reason_phrase=phrase
+            )
 
     @property
     def names(self) -> list[str]:

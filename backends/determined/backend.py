@@ -41,6 +41,7 @@ from yanflow_tui import formfields as ff
 from yanflow_tui.backends.base import Backend, Capabilities, TensorBoardTask, describe_job
 from yanflow_tui.backends.determined import checkpoints as det_checkpoints
 from yanflow_tui.backends.determined import convert as det_convert
+from yanflow_tui.backends.determined import explain as det_explain
 from yanflow_tui.backends.determined import submit as det_submit
 from yanflow_tui.backends.determined.session import (
     CONNECT_TIMEOUT,
@@ -54,6 +55,7 @@ from yanflow_tui.backends.determined.session import (
 from yanflow_tui.capacity import Request
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SubmitUnknown
+from yanflow_tui.explain import Explanation
 from yanflow_tui.images import merged
 from yanflow_tui.model import Checkpoint, Image, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
 
@@ -104,6 +106,7 @@ class DeterminedBackend(Backend):
         submit_tags=True,
         native_files=frozenset({"determined"}),
         tensorboard=True,
+        explain=True,
         no_shell="Determined offers no shell into a running trial: start an interactive task beside it with "
         "`det shell start` (or `det notebook start`), and follow the trial here with its logs",
     )
@@ -236,6 +239,14 @@ class DeterminedBackend(Backend):
                 if job.id.startswith(prefix + "-") and dict(job.details).get("Task ID") == rest:
                     return job
         raise BackendError(f"no job {job_id!r} on cluster {self.name!r}")
+
+    async def explain(self, job_id: str) -> Explanation:
+        """The job's place in its resource pool's queue, and the pool's free slots (GETs only)."""
+        self.check_id(job_id)
+        job = await self.get_job(job_id)
+        return await asyncio.to_thread(
+            self.conn.call, lambda session: det_explain.read(session, job), "explaining a job"
+        )
 
     async def describe(self, job_id: str) -> str:
         self.check_id(job_id)

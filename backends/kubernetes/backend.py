@@ -42,6 +42,7 @@ from yanflow_tui.backends.base import (
 )
 from yanflow_tui.backends.kubernetes import files, kubeconfig, manifests, podexec, podshell, tbfiles, tls
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
+from yanflow_tui.backends.kubernetes.explain import explain_pods
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
 from yanflow_tui.backends.kubernetes.ids import guard_paths, parse_id
 from yanflow_tui.backends.kubernetes.jobrows import JobRows
@@ -51,6 +52,7 @@ from yanflow_tui.backends.kubernetes.views import build_nodes, job_id, rank_labe
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.curves import EventListing
 from yanflow_tui.errors import BackendError, SubmitUnknown
+from yanflow_tui.explain import Explanation
 from yanflow_tui.model import Job, JobKind, JobList, JobSpec, LogLine, Node
 
 REQUEST_TIMEOUT = 10.0
@@ -88,6 +90,7 @@ class KubernetesBackend(Backend):
         forward=True,
         event_files=True,
         tensorboard=True,
+        explain=True,
         needs_write=frozenset({"files", "event_files", "forward"}),
         needs_write_why=EXEC_NEEDS,
     )
@@ -332,6 +335,18 @@ class KubernetesBackend(Backend):
         for when, kind, reason, obj, message in events:
             lines.append(f"{when:<20} {kind:<8} {reason:<20} {obj:<40} {message}")
         return text + "\n\nEvents:\n" + "\n".join(lines)
+
+    async def explain(self, job_id_: str) -> Explanation:
+        """Why the Job waits: its pods' scheduling condition and the events about it and them (GETs)."""
+        namespace, name, pod = self._split(job_id_)
+        job = await self.get_job(job_id_)
+        pods = self._job_pods(namespace, name, pod)
+        objects = [pod] if pod else [name] + [p.name for p in pods]
+        try:
+            events = await asyncio.to_thread(self._events, namespace, objects)
+        except Exception as exc:  # the pods' own condition still says the most
+            events = [("", "", "", "", f"events unavailable: {error_text(exc)}")]
+        return explain_pods(job, pods, events)
 
     async def raw_spec(self, job_id_: str) -> str:
         namespace, name, pod = self._split(job_id_)

@@ -43,12 +43,14 @@ from yanflow_tui.backends.base import (
 )
 from yanflow_tui.backends.downloads import output_folder
 from yanflow_tui.backends.local import containers, inside, procs, runner, scheduler
+from yanflow_tui.backends.local.explain import explain_row
 from yanflow_tui.backends.local.nvml import GpuReading, NvmlProbe
 from yanflow_tui.backends.local.store import JobRow, LocalStore
 from yanflow_tui.backends.local.tbfiles import list_event_files, logdir_of, read_range
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.curves import LOGDIR_ENV, EventListing
 from yanflow_tui.errors import BackendError
+from yanflow_tui.explain import Explanation
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, Node
 from yanflow_tui.spec import spec_to_data
 
@@ -101,6 +103,7 @@ class LocalBackend(Backend):
         files=True,
         shell=True,
         forward=True,
+        explain=True,
     )
     MONITOR_ONLY = MONITOR_ONLY  # option discovery sets on a Slurm login node (a config cannot)
 
@@ -447,6 +450,17 @@ class LocalBackend(Backend):
         return "\n".join(lines) + "\n"
 
     # -- scheduling and process management (blocking; run in threads) ----------------------------
+    async def explain(self, job_id: str) -> Explanation:
+        """Which GPUs are busy and with what, and the jobs ahead (the scheduler's state, NVML's readings)."""
+        self.check_id(job_id)
+
+        def read() -> Explanation:
+            row = self._row(job_id)
+            active = [r for r in self.store.active() if r.host == row.host or (self._mine(r) and self._mine(row))]
+            return explain_row(self.name, row, active, self.probe.read(), self.probe.reason)
+
+        return await asyncio.to_thread(read)
+
     def _row(self, job_id: str) -> JobRow:
         text = str(job_id)
         # ASCII digits only ("²".isdigit() is true), and small enough for an SQLite INTEGER.

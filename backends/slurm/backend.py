@@ -35,7 +35,8 @@ from yanflow_tui.backends.base import (
 )
 from yanflow_tui.backends.downloads import output_folder
 from yanflow_tui.backends.prompting import Asker
-from yanflow_tui.backends.slurm import containers, exitstatus, finished, gpus, history, inside, parse, tbfiles, verbs
+from yanflow_tui.backends.slurm import containers, exitstatus, finished, gpus, history, inside, parse, reasons, tbfiles, verbs
+from yanflow_tui.backends.slurm import explain as slurm_explain
 from yanflow_tui.backends.slurm.comment import facts_of, tag_of
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
@@ -44,6 +45,7 @@ from yanflow_tui.backends.slurm.script import RANK_SUFFIX, Rendered, render, ren
 from yanflow_tui.backends.slurm.transport import (
     DEFAULT_TIMEOUT,
     LocalTransport,
+    Result,
     SshTransport,
     Transport,
     parse_ssh_option,
@@ -53,6 +55,7 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.curves import EventListing
 from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.errors import BackendError, SubmitUnknown
+from yanflow_tui.explain import Explanation
 from yanflow_tui.model import Job, JobChanges, JobKind, JobList, JobSpec, JobState, LogLine, Node
 
 NODES_REFRESH = 30.0
@@ -110,6 +113,7 @@ class SlurmBackend(Backend):
         forward=True,
         job_files=True,
         tensorboard=True,
+        explain=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -140,6 +144,7 @@ class SlurmBackend(Backend):
         self._json_until = 0.0  # monotonic time until which the -o text is not tried (it was ambiguous)
         self.all_users = True  # the console says "mine" with set_all_users(False): squeue -u USER
         self._scontrol_json: bool | None = None
+        self._only_state: bool | None = None  # squeue --only-job-state works (None: not tried yet)
         self._states: tuple[float, dict[str, JobState]] = (0.0, {})  # the last job refresh's states
         self._gpu_jobs: list[str] | None = None  # running jobs holding GPUs, from the last job refresh
         self._placements: dict[str, gpus.Placement] = {}  # job -> node -> GPU indices (fixed while it runs)
@@ -400,6 +405,13 @@ class SlurmBackend(Backend):
             extra.append(("History", self.history_note))
         return describe_job(job, extra)
 
+    async def explain(self, job_id: str) -> Explanation:
+        _check_id(job_id)
+        return await slurm_explain.explain(self.transport, self.name, job_id)
+
+    def short_reason(self, reason: str) -> str:
+        return reasons.short_phrase(reason)
+
     async def raw_spec(self, job_id: str) -> str:
         """``scontrol show job -dd``, then the batch script the job was submitted with."""
         _check_id(job_id)
@@ -470,13 +482,25 @@ class SlurmBackend(Backend):
         seen_at, states = self._states
         if job_id in states and clock() - seen_at < 2 * max(self.config.refresh_seconds, LOG_POLL):
             return states[job_id]
-        result = await self.transport.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"])
+        result = await self._squeue_state(["-h", "-t", "all", "-j", job_id, "-o", "%T"])
         if not result.ok and "Invalid job id" not in result.stderr:
             raise BackendError(f"squeue failed: {result.error()}")
         found = [parse.normalise_state(s) for s in result.stdout.split()] if result.ok else []
         if not found:
             return JobState.COMPLETED
         return next((s for s in found if not s.terminal), found[0])
+
+    async def _squeue_state(self, args: list[str]) -> Result:
+        """``squeue ARGS`` for states only: with ``--only-job-state`` where this Slurm has it (23.02+: slurmctld
+        sends the states alone), else plain. A refusal of the option is remembered and never read as "no job"."""
+        if self._only_state is not False:
+            result = await self.transport.run(["squeue", "--only-job-state", *args])
+            if result.ok or "Invalid job id" in result.stderr:
+                self._only_state = True
+                return result
+            if "unrecognized option" in result.stderr or "invalid option" in result.stderr:
+                self._only_state = False  # Slurm < 23.02
+        return await self.transport.run(["squeue", *args])
 
     async def stream_logs(self, job_id: str, follow: bool = False, stream: str = "") -> AsyncIterator[LogLine]:
         if stream not in ("", "stderr"):

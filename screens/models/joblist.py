@@ -56,10 +56,12 @@ class Entry:
         "_row",
         "_other",
         "_like",
+        "phrase",
     )
 
-    def __init__(self, job: Job, key: str) -> None:
+    def __init__(self, job: Job, key: str, phrase: Callable[[str], str] | None = None) -> None:
         self.key = key
+        self.phrase = phrase  # the cluster's short phrase of a reason, for the REASON cell (None: as it is)
         self.sort: tuple = ()
         self._marker, self._count, self._note, self._parent = "", 0, "", ""  # what ``_row`` was made for
         # an earlier version of the job, and the marker, count, note and cells of a row made for it
@@ -103,7 +105,7 @@ class Entry:
             # the old version's job and cells go, used or not (kept, they held ~70 MB at 100k jobs; a
             # group's count changed, unused ones stayed, with the group Job and its node tuple)
             self._like = None
-            cells = job_live_cells(self.job, clock, marker, count, note, base)
+            cells = job_live_cells(self.job, clock, marker, count, note, base, self.phrase)
             row = Row(self.key, cells, self.sort, parent, "dim" if note else "")
         self._row = row
         self._marker, self._count, self._note, self._parent = marker, count, note, parent
@@ -194,6 +196,7 @@ class ClusterJobs:
         "generation",
         "job_of",
         "named",
+        "phrase",
     )
 
     def __init__(self) -> None:
@@ -213,6 +216,7 @@ class ClusterJobs:
         self.seen: set[int] = set()
         self.exact = False  # ``pool`` and ``seen`` are the jobs taken last (not after a change list)
         self.named: set[str] = set()  # ids named as a parent, present or not
+        self.phrase: Callable[[str], str] | None = None  # the backend's short phrase of a reason (Entry.phrase)
 
     def update(self, jobs: tuple[Job, ...], me: str, changes: JobChanges | None = None, serial: int = 0) -> bool:
         """Take the cluster's latest jobs (only ``me``'s when set); True when any row may differ.
@@ -331,7 +335,7 @@ class ClusterJobs:
             before = job_of.get(job.id)
             job_of[job.id] = job
             if before is None or (entry := by_id.get(job.id)) is None:
-                entry = by_id[job.id] = Entry(job, job.key)
+                entry = by_id[job.id] = Entry(job, job.key, self.phrase)
                 made.append(entry)
             elif before != job:
                 moved = moved or before.parent != job.parent

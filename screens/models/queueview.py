@@ -132,6 +132,7 @@ class QueueView:
             cluster = self.clusters.get(name)
             if cluster is None:
                 cluster = self.clusters[name] = ClusterJobs()
+                cluster.phrase = snap.reason_phrase
                 rebuild = True
             changed |= cluster.update(snap.jobs, users.get(name, ""), snap.job_changes, snap.jobs_serial)
         ordered = [self.clusters[name] for name in sorted(self.clusters)]

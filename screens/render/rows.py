@@ -48,6 +48,7 @@ def job_live_cells(
     children: int = 0,
     note: str = "",
     like: tuple[Job, tuple] | None = None,
+    phrase: Callable[[str], str] | None = None,
 ) -> tuple[str | Text | Callable[[], Text], ...]:
     """Cells of one queue row, for a table that draws lazily. ``marker`` prefixes the id (group
     open/closed, child); a group row shows how many jobs it holds after its name. Plain cells are
@@ -55,7 +56,8 @@ def job_live_cells(
     callable evaluated (with ``clock``) only when its line is drawn. ``note`` (e.g. "stale") follows
     the cluster name. ``like``: an earlier version of the job and its cells (made with the same
     marker, children and note): the cells of fields that did not change are those very objects
-    (a poll mostly changes states: the table then measures only the cells that are new)."""
+    (a poll mostly changes states: the table then measures only the cells that are new). ``phrase``:
+    the cluster's short phrase for a reason (``Backend.short_reason``), else the reason as it is."""
     if like is not None:
         before, old = like
         return (
@@ -67,7 +69,7 @@ def job_live_cells(
             old[5] if job.gpus == before.gpus else _gpus_cells[job.gpus],
             old[6] if job.nodes == before.nodes else _nodes_cell(job.nodes),
             old[7] if job.submit_time == before.submit_time else _Age(job.submit_time, clock),
-            old[8] if job.reason == before.reason else clean(job.reason),
+            old[8] if job.reason == before.reason else clean(phrase(job.reason) if phrase else job.reason),
         )
     return (
         _cluster_cell(job, note),
@@ -78,7 +80,7 @@ def job_live_cells(
         _gpus_cells[job.gpus],
         _nodes_cell(job.nodes),
         _Age(job.submit_time, clock),
-        clean(job.reason),
+        clean(phrase(job.reason) if phrase else job.reason),
     )
 
 

@@ -75,6 +75,8 @@ class FakeMaster:
     checkpoints: dict[int, list[b.v1Checkpoint]] = field(default_factory=dict)
     checkpoint_tars: dict[str, bytes] = field(default_factory=dict)
     allocations: dict[str, b.v1AllocationSummary] = field(default_factory=dict)
+    # GET /api/v1/job-queues: each pool's jobs in queue order, (experiment id, slots asked, slots held)
+    queues: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
     drop_checkpoint_after: int | None = None  # bytes sent before the connection is cut
     fail_503: int = 0  # answer this many requests with 503
     lose_next_answer: str | None = None  # POST path: do the work, then drop the connection unanswered
@@ -241,6 +243,15 @@ class FakeMaster:
             )
             for i, tid in enumerate(trial_ids)
         ]
+
+    def queue_experiment(self, exp_id: int, slots: int, pool: str = "default", held: int = 0) -> None:
+        """Put the experiment at the end of ``pool``'s queue, asking for ``slots`` (holding ``held``:
+        scheduled when it holds them); a queued one's state is QUEUED, as the master says it."""
+        self.queues.setdefault(pool, []).append((exp_id, slots, held))
+        exp = self.experiments[exp_id]
+        exp.resourcePool = pool
+        if not held:
+            exp.state = b.experimentv1State.QUEUED
 
     def add_command(
         self,
@@ -410,6 +421,7 @@ class FakeMaster:
         r.add_get("/api/v1/tensorboards/{id}", self._tensorboard)
         r.add_post("/api/v1/tensorboards/{id}/kill", self._kill_tensorboard)
         r.add_get("/api/v1/tasks", self._tasks)
+        r.add_get("/api/v1/job-queues", self._job_queues)
         r.add_get("/api/v1/tasks/{id}/logs", self._task_logs)
         r.add_get("/checkpoints/{uuid}", self._checkpoint_tar)
 
@@ -591,6 +603,40 @@ class FakeMaster:
             return self._json(response(**{kind: []}))
 
         return handler
+
+    async def _job_queues(self, request):
+        """The pool's jobs in queue order: a scheduled one holds its slots; each queued one has the
+        queued jobs before it as ``jobsAhead``, as the master's priority scheduler counts them."""
+        pool = request.query.get("resourcePool", "")
+        jobs = []
+        for name, queue in self.queues.items():
+            if pool and name != pool:
+                continue
+            ahead = 0
+            for exp_id, slots, held in queue:
+                exp = self.experiments[exp_id]
+                state = b.jobv1State.SCHEDULED if held else b.jobv1State.QUEUED
+                jobs.append(
+                    b.v1Job(
+                        allocatedSlots=held,
+                        entityId=str(exp_id),
+                        isPreemptible=True,
+                        jobId=f"job-{exp_id}",
+                        name=exp.name,
+                        requestedSlots=slots,
+                        resourcePool=name,
+                        submissionTime=T0,
+                        type=b.jobv1Type.EXPERIMENT,
+                        username=exp.username,
+                        workspaceId=1,
+                        priority=42,
+                        summary=b.v1JobSummary(jobsAhead=ahead, state=state),
+                    )
+                )
+                ahead += 0 if held else 1
+        total = len(jobs)
+        page = b.v1Pagination(offset=0, limit=total, startIndex=0, endIndex=total, total=total)
+        return self._json(b.v1GetJobsResponse(jobs=jobs, pagination=page))
 
     async def _tasks(self, request):
         return self._json(b.v1GetTasksResponse(allocationIdToSummary=self.allocations))

@@ -46,8 +46,16 @@ RESOURCES = {
     "services": ("/api/v1", "services", True, "Service"),
     "events": ("/api/v1", "events", True, "Event"),
     "jobs": ("/apis/batch/v1", "jobs", True, "Job"),
+    "resourcequotas": ("/api/v1", "resourcequotas", True, "ResourceQuota"),
 }
-API_VERSION = {"nodes": "v1", "pods": "v1", "services": "v1", "events": "v1", "jobs": "batch/v1"}
+API_VERSION = {
+    "nodes": "v1",
+    "pods": "v1",
+    "services": "v1",
+    "events": "v1",
+    "jobs": "batch/v1",
+    "resourcequotas": "v1",
+}
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 
 
@@ -328,6 +336,119 @@ class K8sEmulator:
         self.patch("jobs", namespace, job, {"status": {"active": count, "startTime": now_text()}})
         return pods
 
+    # -- the scheduler and the quota admission, as kube-scheduler and the API server do them --------
+    def add_quota(self, namespace: str, name: str, hard: dict[str, str]) -> dict:
+        """A ResourceQuota: pods whose requests would go over ``hard`` are refused at create."""
+        return self.put("resourcequotas", make_quota(name, namespace, hard))
+
+    def quota_refusal(self, namespace: str, pod: dict) -> str:
+        """The API server's refusal of ``pod`` over a ResourceQuota of its namespace ("" when it fits):
+        ``pods "x" is forbidden: exceeded quota: q, requested: requests.nvidia.com/gpu=2, used: ...``."""
+        asked = _pod_requests(pod)
+        for (ns, quota_name), quota in list(self.store["resourcequotas"].items()):
+            if ns != namespace:
+                continue
+            used: dict[str, int] = defaultdict(int)
+            for (pod_ns, _), other in self.store["pods"].items():
+                if pod_ns == namespace and (other.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    for key, value in _pod_requests(other).items():
+                        used[key] += value
+            over = []
+            for key, limit in (quota.get("spec") or {}).get("hard", {}).items():
+                name = key if key.startswith(("requests.", "limits.")) or key == "pods" else f"requests.{key}"
+                want = 1 if name == "pods" else asked.get(name, 0)
+                if want and used[name] + want > _quantity(limit):
+                    over.append((key, want, used[name], limit))
+            if over:
+                req = ",".join(f"{k}={w}" for k, w, _, _ in over)
+                use = ",".join(f"{k}={u}" for k, _, u, _ in over)
+                lim = ",".join(f"{k}={h}" for k, _, _, h in over)
+                pod_name = (pod.get("metadata") or {}).get("name", "")
+                return (
+                    f'pods "{pod_name}" is forbidden: exceeded quota: {quota_name}, '
+                    f"requested: {req}, used: {use}, limited: {lim}"
+                )
+        return ""
+
+    def event(self, namespace: str, kind: str, name: str, reason: str, message: str, type_: str = "Warning") -> dict:
+        """An Event about an object, as a controller records it."""
+        return self.put(
+            "events",
+            {
+                "metadata": {"name": f"{name}.{uuid.uuid4().hex[:12]}", "namespace": namespace},
+                "involvedObject": {"kind": kind, "name": name, "namespace": namespace},
+                "reason": reason,
+                "message": message,
+                "type": type_,
+                "count": 1,
+                "firstTimestamp": now_text(),
+                "lastTimestamp": now_text(),
+            },
+        )
+
+    def schedule_job(self, namespace: str, job: str) -> list[dict]:
+        """Act as the Job controller and kube-scheduler together: each pod of the job's template is
+        refused over a ResourceQuota (an Event ``FailedCreate`` on the Job, no pod), else created and
+        bound to a node where it fits (GPUs free, taints tolerated), else left Pending with the
+        scheduler's ``Unschedulable`` condition and a ``FailedScheduling`` Event, as the real ones do."""
+        spec = self.store["jobs"][(namespace, job)]["spec"]
+        pods = []
+        for _ in range(spec.get("parallelism") or 1):
+            template = copy.deepcopy(spec["template"])
+            meta = template.setdefault("metadata", {})
+            meta["name"] = f"{job}-{uuid.uuid4().hex[:5]}"
+            meta["namespace"] = namespace
+            meta.setdefault("labels", {}).update({"job-name": job, "batch.kubernetes.io/job-name": job})
+            meta["ownerReferences"] = [
+                {"apiVersion": "batch/v1", "kind": "Job", "name": job, "controller": True,
+                 "uid": self.store["jobs"][(namespace, job)]["metadata"]["uid"]}
+            ]  # fmt: skip
+            refused = self.quota_refusal(namespace, template)
+            if refused:
+                self.event(namespace, "Job", job, "FailedCreate", f"Error creating: {refused}")
+                continue
+            node, why = self._fit(template)
+            template["spec"]["nodeName"] = node
+            template["status"] = pod_status("Running" if node else "Pending", unschedulable=why or None)
+            pods.append(self.put("pods", template))
+            if not node:
+                self.event(namespace, "Pod", meta["name"], "FailedScheduling", why)
+        self.patch("jobs", namespace, job, {"status": {"active": len(pods), "startTime": now_text()}})
+        return pods
+
+    def _fit(self, pod: dict) -> tuple[str | None, str]:
+        """(the first node ``pod`` fits on, "") or (None, the scheduler's message why none does)."""
+        nodes = sorted(self.store["nodes"].values(), key=lambda n: n["metadata"]["name"])
+        wants = _pod_requests(pod).get("requests.nvidia.com/gpu", 0)
+        tolerations = pod["spec"].get("tolerations") or []
+        why: dict[str, int] = defaultdict(int)
+        for node in nodes:
+            name = node["metadata"]["name"]
+            taint = next((t for t in node["spec"].get("taints") or () if not _tolerated(t, tolerations)), None)
+            if taint is not None:
+                why[f"node(s) had untolerated taint {{{taint['key']}: {taint.get('value', '')}}}"] += 1
+                continue
+            if node["spec"].get("unschedulable"):
+                why["node(s) were unschedulable"] += 1
+                continue
+            total = _quantity(node["status"]["allocatable"].get("nvidia.com/gpu", "0"))
+            busy = sum(
+                _pod_requests(p).get("requests.nvidia.com/gpu", 0)
+                for p in self.store["pods"].values()
+                if p["spec"].get("nodeName") == name
+                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            )
+            if wants and busy + wants > total:
+                why["Insufficient nvidia.com/gpu"] += 1
+                continue
+            return name, ""
+        parts = ", ".join(f"{count} {text}" for text, count in sorted(why.items()))
+        total = len(nodes)
+        return None, (
+            f"0/{total} nodes are available: {parts}. preemption: 0/{total} nodes are available: "
+            f"{total} Preemption is not helpful for scheduling."
+        )
+
     # -- internals -----------------------------------------------------------------------------------
     async def _aput(self, resource: str, obj: dict, notify: bool = True) -> dict:
         meta = obj.setdefault("metadata", {})
@@ -547,6 +668,10 @@ class K8sEmulator:
             return _status(
                 409, "AlreadyExists", f'{resource} "{name}" already exists', {"name": name, "kind": resource}
             )
+        if resource == "pods":
+            refused = self.quota_refusal(namespace, obj)
+            if refused:
+                return _status(403, "Forbidden", refused, {"name": name, "kind": "pods"})
         if resource == "jobs":
             template = obj.setdefault("spec", {}).setdefault("template", {}).setdefault("metadata", {})
             labels = template.setdefault("labels", {})
@@ -817,6 +942,46 @@ def pod_status(
             }
         ]
     return st
+
+
+def make_quota(name: str, namespace: str, hard: dict[str, str]) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"hard": dict(hard)},
+        "status": {"hard": dict(hard), "used": {}},
+    }
+
+
+def _quantity(text: str) -> int:
+    """A whole quantity (GPUs, pods); CPUs in millicores end in ``m`` and count as a fraction rounded up."""
+    text = str(text)
+    return -(-int(text[:-1]) // 1000) if text.endswith("m") else int(float(text))
+
+
+def _pod_requests(pod: dict) -> dict[str, int]:
+    """A pod's requests, summed over its containers, as quota keys (``requests.nvidia.com/gpu``...);
+    an extended resource's limit stands for its request, as Kubernetes defaults it."""
+    out: dict[str, int] = defaultdict(int)
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        resources = container.get("resources") or {}
+        asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        for key, value in asked.items():
+            if key == "nvidia.com/gpu":
+                out[f"requests.{key}"] += _quantity(value)
+    return dict(out)
+
+
+def _tolerated(taint: dict, tolerations: list[dict]) -> bool:
+    if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+        return True
+    for tol in tolerations:
+        if tol.get("operator") == "Exists" and tol.get("key") in (None, taint.get("key")):
+            return True
+        if tol.get("key") == taint.get("key") and tol.get("value") == taint.get("value"):
+            return True
+    return False
 
 
 def make_pod(

@@ -692,3 +692,24 @@ def test_a_job_name_with_control_characters_is_refused_with_its_line(home, tmp_p
     submitted = run_cli("submit", str(spec_file))
     assert submitted.returncode == 1 and submitted.stdout == ""
     assert f"{spec_file}:1: name:" in submitted.stderr and "\x1b" not in submitted.stderr
+
+
+async def test_explain_says_which_gpus_are_busy_and_with_what(make, nvml, tmp_path):
+    nvml.set(devices=[gpu(), gpu(pids=[FOREIGN_PID]), gpu()])
+    go = gate_file(tmp_path)
+    backend = make()
+    holder = await backend.submit(spec(f"echo holding; {waits_for(go)}", name="holder", gpus=2))
+    await wait_for_log(backend, holder, "holding")
+    waiter = await backend.submit(spec("true", name="waiter", gpus=1))
+    later = await backend.submit(spec("true", name="later", gpus=1))
+
+    found = await backend.explain(waiter)
+    assert found.category.value == "resources" and found.state == "PENDING"
+    assert "It waits for 1 GPU(s): 0 of 3 free" in found.reason
+    assert f"GPU 0 runs job {holder} (holder)" in found.reason and f"GPU 2 runs job {holder} (holder)" in found.reason
+    assert f"GPU 1 is used outside yanflow by PID {FOREIGN_PID}" in found.reason
+    assert found.short == "waits for 1 GPU(s), 0 free"
+    assert (await backend.explain(later)).short == "waits for 1 GPU(s), 0 free, 1 ahead"
+    assert (await backend.explain(holder)).category.value == "running"
+    go.touch()
+    await wait_for_state(backend, holder, JobState.COMPLETED)
