@@ -35,7 +35,7 @@ from yanflow_tui.backends.base import (
 )
 from yanflow_tui.backends.downloads import output_folder
 from yanflow_tui.backends.prompting import Asker
-from yanflow_tui.backends.slurm import containers, gpus, history, inside, parse, tbfiles, verbs
+from yanflow_tui.backends.slurm import containers, gpus, history, inside, parse, ranks, tbfiles, verbs
 from yanflow_tui.backends.slurm.comment import facts_of, tag_of
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
 from yanflow_tui.backends.slurm.openssh import OpenSSHTransport
@@ -53,6 +53,7 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.curves import EventListing
 from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.errors import BackendError, SubmitUnknown
+from yanflow_tui.firstfailure import RankEvidence
 from yanflow_tui.model import Job, JobChanges, JobKind, JobList, JobSpec, JobState, LogLine, Node
 
 NODES_REFRESH = 30.0
@@ -110,6 +111,7 @@ class SlurmBackend(Backend):
         forward=True,
         job_files=True,
         tensorboard=True,
+        rank_evidence=True,  # each rank's file and torchrun's error file beside it (``ranks``)
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -539,6 +541,14 @@ class SlurmBackend(Backend):
             for task in [*tasks, *([watcher] if watcher else [])]:
                 task.cancel()
             await asyncio.shield(asyncio.gather(*(reader.close() for reader in readers.values())))
+
+    async def rank_evidence(self, job_id: str) -> list[RankEvidence]:
+        raw = await self._raw_job(job_id)
+        files = ranks.rank_files((await self._log_paths(raw))[0], raw.nodes)
+        if not files:
+            return []
+        answer = await self.transport.check(["sh", "-c", ranks.READ_SCRIPT, "sh", *files])
+        return ranks.parse_answer(answer, files)
 
     async def _existing(self, paths: list[str]) -> list[str]:
         """Those of ``paths`` that are files now (the paths reach the shell as argv words)."""

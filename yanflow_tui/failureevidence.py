@@ -1,0 +1,69 @@
+"""Gathering a failed job's per-rank evidence for ``firstfailure``, on every backend alike: each rank's
+log lines from ``Backend.stream_logs`` (read once, not followed; matched to ranks by ``LogLine.source``),
+plus what the scheduler says of each rank where the backend has ``capabilities.rank_evidence`` (exit
+codes, signals, the out-of-memory killer, end times, torchrun's error files). Without it, the job's own
+exit code, end and first node stand for its one rank. Reads only, under one deadline."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from yanflow_tui.firstfailure import FirstFailure, RankEvidence, first_failure, with_srun_tasks
+
+if TYPE_CHECKING:
+    from yanflow_tui.backends.base import Backend
+    from yanflow_tui.model import Job
+
+MAX_LINES = 50_000  # per source: a traceback is found in the first ones that fail
+RANK_WORD = "rank "
+
+
+def rank_of(source: str) -> str:
+    """The rank a log source names ("rank 3" -> "3"; a pod's name stays as it is)."""
+    return source[len(RANK_WORD) :] if source.startswith(RANK_WORD) else source
+
+
+async def read_sources(backend: Backend, job_id: str) -> dict[str, list[str]]:
+    """The job's log lines (its main stream, every rank), by source, in order."""
+    by_source: dict[str, list[str]] = {}
+    if not backend.capabilities.logs:
+        return by_source
+    async for line in backend.stream_logs(job_id, follow=False):
+        if line.status:
+            continue
+        lines = by_source.setdefault(line.source, [])
+        if len(lines) < MAX_LINES:
+            lines.append(line.text)
+    return by_source
+
+
+def merge(job: Job, scheduler: list[RankEvidence], by_source: dict[str, list[str]]) -> list[RankEvidence]:
+    """Each rank's evidence: the scheduler's word joined with its log lines (by source). A job whose
+    lines carry no rank is one rank, its main log, with the job's own exit code and end."""
+    main = by_source.get("", [])
+    ranked = {source: lines for source, lines in by_source.items() if source}
+    out: list[RankEvidence] = []
+    seen = set()
+    for ev in scheduler:
+        lines = ranked.get(ev.source) if ev.source else main if not ranked else None
+        out.append(replace(ev, lines=tuple(lines or ())))
+        seen.add(ev.source)
+    for source, lines in ranked.items():
+        if source not in seen:
+            out.append(RankEvidence(rank_of(source), source=source, lines=tuple(lines)))
+    if not out:
+        node = job.nodes[0] if job.nodes else ""
+        out.append(RankEvidence("0", node, "", tuple(main), job.exit_code, ended=job.end_time))
+    return with_srun_tasks(out, main) if ranked else out
+
+
+async def find_first_failure(backend: Backend, job: Job, timeout: float) -> FirstFailure | None:
+    """The job's first failure across its ranks (None: no rank shows one), read within ``timeout``."""
+
+    async def gather() -> FirstFailure | None:
+        scheduler = await backend.rank_evidence(job.id) if backend.capabilities.rank_evidence else []
+        return first_failure(merge(job, scheduler, await read_sources(backend, job.id)))
+
+    return await asyncio.wait_for(gather(), timeout)
