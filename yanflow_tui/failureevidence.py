@@ -10,7 +10,7 @@ import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from yanflow_tui.firstfailure import FirstFailure, RankEvidence, first_failure, with_srun_tasks
+from yanflow_tui.firstfailure import FirstFailure, RankEvidence, first_failure, split_ranks, with_srun_tasks
 
 if TYPE_CHECKING:
     from yanflow_tui.backends.base import Backend
@@ -56,7 +56,8 @@ def merge(job: Job, scheduler: list[RankEvidence], by_source: dict[str, list[str
     if not out:
         node = job.nodes[0] if job.nodes else ""
         out.append(RankEvidence("0", node, "", tuple(main), job.exit_code, ended=job.end_time))
-    return with_srun_tasks(out, main) if ranked else out
+    out = with_srun_tasks(out, main) if ranked else out
+    return [rank for ev in out for rank in split_ranks(ev)]
 
 
 async def find_first_failure(backend: Backend, job: Job, timeout: float) -> FirstFailure | None:

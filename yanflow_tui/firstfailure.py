@@ -5,8 +5,9 @@ out-of-memory killer, torchrun's error file, when it ended), gathered by ``failu
 own first failure is the first of, in its log: a traceback (named by its exception line), an NCCL
 timeout, a CUDA error, an out-of-memory line; else what the scheduler says (OOM killer, torchrun's
 error file, a signal, an exit code). NCCL timeouts and kills (SIGTERM/SIGKILL, torchrun's
-``SignalException``) are what ranks do when another rank failed: they are the first failure only when
-nothing else failed before them. The job's first failure is the earliest by time; ranks whose time is
+``SignalException``, the launcher's ``ChildFailedError``) are what ranks do when another rank failed: an
+NCCL timeout is the first failure only when it carries its own time and nothing failed before it; a kill
+or the launcher's report only when nothing else failed at all. The job's first failure is the earliest by time; ranks whose time is
 unknown come after those whose time is known. No I/O."""
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ _ISO = re.compile(
 _GLOG = re.compile(r"\b[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{1,6})\b")  # glog: E1206 12:00:05.123456
 
 EXCEPTION, NCCL, CUDA, OOM, KILLED, SIGNAL, EXIT = "exception", "nccl", "cuda", "oom", "killed", "signal", "exit"
-CONSEQUENCES = frozenset({NCCL, KILLED})  # what a rank does when another failed
+LAUNCHER = "launcher"  # torchrun's own report that a worker failed (ChildFailedError), and the rank of its lines
+CONSEQUENCES = frozenset({NCCL, KILLED, LAUNCHER})  # what a rank (or its launcher) does when another failed
 KILL_SIGNALS = frozenset({"TERM", "KILL", "SIGTERM", "SIGKILL", "15", "9"})
-_ORDER = {KILLED: 1, NCCL: 1}
+_ORDER = {KILLED: 1, NCCL: 1, LAUNCHER: 2}
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,9 @@ class RankEvidence:
     reason: str = ""  # the scheduler's word for how it ended (OOMKilled, Error, OUT_OF_MEMORY)
     ended: datetime | None = None  # when the rank ended (a pod's finishedAt, a task's end, its file's mtime)
     error_file: str = ""  # torchrun's error file (TORCHELASTIC_ERROR_FILE), as JSON text
+    # Where each of ``lines`` is in its source's log (``split_ranks``: a rank's lines out of a merged log);
+    # empty: line i is line i.
+    at: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,7 @@ _KIND_WORDS = {
     KILLED: "killed",
     SIGNAL: "a signal",
     EXIT: "a non-zero exit",
+    LAUNCHER: "the launcher's report",
 }
 
 
@@ -213,6 +219,8 @@ def _exception_line(lines: Sequence[str], start: int) -> int:
 
 
 def _kind_of(text: str) -> str:
+    if "ChildFailedError" in text:
+        return LAUNCHER
     if _KILLED.search(text):
         return KILLED
     if _NCCL.search(text):
@@ -255,6 +263,8 @@ def rank_failure(ev: RankEvidence, year: int) -> RankFailure | None:
     """``ev``'s own first failure, or None where it shows none (it ended well, or said nothing)."""
     found = _log_event(ev.lines)
     from_file = error_file_failure(ev.error_file) if ev.error_file else None
+    if ev.rank == LAUNCHER:  # the launcher ends as its workers did: its exit and end say nothing more
+        ev = replace(ev, exit_code=None, signal="", oom=False, reason="", error_file="")
     killed_by_signal = ev.signal.upper() in KILL_SIGNALS or ev.exit_code in (137, 143, -9, -15)
     if found is not None:
         index, kind = found
@@ -266,7 +276,8 @@ def rank_failure(ev: RankEvidence, year: int) -> RankFailure | None:
         if kind in (EXCEPTION, CUDA) and ev.oom:
             kind = OOM
         why = strip_prefix(ev.lines[index]).strip()
-        return RankFailure(ev.rank, ev.node, ev.source, kind, why, time, time_from, index, ev.exit_code)
+        line = ev.at[index] if ev.at else index
+        return RankFailure(ev.rank, ev.node, ev.source, kind, why, time, time_from, line, ev.exit_code)
     ended, end_from = ev.ended, "the rank's end" if ev.ended else ""
     if ev.oom or ev.reason.upper() in ("OOMKILLED", "OUT_OF_MEMORY"):
         why = f"killed by the out-of-memory killer ({ev.reason or 'OOM'})"
@@ -289,9 +300,36 @@ def rank_failure(ev: RankEvidence, year: int) -> RankFailure | None:
 
 
 def _sort_key(f: RankFailure) -> tuple:
+    """Causes by time; then what follows another's failure. An NCCL timeout that carries its own time is
+    a cause when it comes first (a rank hung with no word of its own); a kill or the launcher's report never
+    is while something else failed."""
     far = datetime.max.replace(tzinfo=timezone.utc)
     rank = int(f.rank) if f.rank.isdigit() else 1 << 30
-    return (f.time is None, f.time or far, _ORDER.get(f.kind, 0), rank, f.rank)
+    late = f.kind in CONSEQUENCES and not (f.kind == NCCL and f.time_from == "the line")
+    return (late, f.time is None, f.time or far, _ORDER.get(f.kind, 0), rank, f.rank)
+
+
+_RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:")
+
+
+def split_ranks(ev: RankEvidence) -> list[RankEvidence]:
+    """A log that merges several ranks' lines under torchrun's prefixes (``[rank1]:``, ``[default1]:``)
+    as one evidence per rank (its lines, where each is in the log), plus the unprefixed rest (the
+    launcher's own lines) as ``ev`` itself; a log with fewer than two such ranks is ``ev`` alone."""
+    by_rank: dict[str, tuple[list[str], list[int]]] = {}
+    rest: tuple[list[str], list[int]] = ([], [])
+    for i, line in enumerate(ev.lines):
+        m = _RANK_PREFIX.match(line)
+        lines, at = by_rank.setdefault(m.group(1), ([], [])) if m else rest
+        lines.append(line)
+        at.append(ev.at[i] if ev.at else i)
+    if len(by_rank) < 2:
+        return [ev]
+    ranks = [
+        replace(ev, rank=rank, lines=tuple(lines), at=tuple(at), exit_code=None, signal="", oom=False, error_file="")
+        for rank, (lines, at) in sorted(by_rank.items(), key=lambda item: int(item[0]))
+    ]
+    return [*ranks, replace(ev, rank=LAUNCHER, lines=tuple(rest[0]), at=tuple(rest[1]))]
 
 
 def srun_tasks(lines: Iterable[str]) -> dict[str, tuple[str, int | None, str]]:

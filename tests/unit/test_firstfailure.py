@@ -112,3 +112,25 @@ def test_srun_lines_fill_in_nodes_and_exit_codes():
 
 def test_nothing_failed():
     assert ff.first_failure([RankEvidence("0", lines=("all good",), exit_code=0)]) is None
+
+
+def test_a_merged_log_is_split_by_torchruns_rank_prefixes_and_the_line_is_the_logs_own():
+    lines = [
+        "2026-12-06 12:00:00 launching 4 workers",
+        *(f"[rank{r}]: 2026-12-06 12:00:01 step 1" for r in range(4)),
+        "[rank2]: 2026-12-06 12:00:05 loading shard 7",
+        "[rank2]: Traceback (most recent call last):",
+        '[rank2]:   File "train.py", line 31, in <module>',
+        "[rank2]: ValueError: shard 7 is corrupt",
+        *(healthy_rank(r).lines[1] for r in (0, 1, 3)),
+        "Traceback (most recent call last):",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    ]
+    main = RankEvidence("0", "box", "", tuple(lines), exit_code=1, ended=T0.replace(minute=11))
+    found = ff.first_failure(ff.split_ranks(main))
+    assert found is not None
+    assert (found.first.rank, found.first.why, found.first.line) == ("2", "ValueError: shard 7 is corrupt", 8)
+    assert lines[found.first.line].endswith(found.first.why)
+    assert sorted((c.rank, c.kind) for c in found.consequences) == [
+        ("0", ff.NCCL), ("1", ff.NCCL), ("3", ff.NCCL), (ff.LAUNCHER, ff.LAUNCHER)
+    ]
