@@ -20,12 +20,12 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
 
+from yanflow_tui.failureevidence import find_first_failure
+from yanflow_tui.firstfailure import FirstFailure
 from yanflow_tui.hub import error_text
 from yanflow_tui.inside import size_text
 from yanflow_tui.keys import CURVE_KEYS
 from yanflow_tui.locations import safe_filename
-from yanflow_tui.failureevidence import find_first_failure
-from yanflow_tui.firstfailure import FirstFailure
 from yanflow_tui.model import Checkpoint, Job, JobState, MetricPoint
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import LiveScreen

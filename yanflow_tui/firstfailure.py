@@ -7,8 +7,8 @@ timeout, a CUDA error, an out-of-memory line; else what the scheduler says (OOM 
 error file, a signal, an exit code). NCCL timeouts and kills (SIGTERM/SIGKILL, torchrun's
 ``SignalException``, the launcher's ``ChildFailedError``) are what ranks do when another rank failed: an
 NCCL timeout is the first failure only when it carries its own time and nothing failed before it; a kill
-or the launcher's report only when nothing else failed at all. The job's first failure is the earliest by time; ranks whose time is
-unknown come after those whose time is known. No I/O."""
+or the launcher's report only when nothing else failed at all. Among causes the earliest comes first; a
+rank whose time is unknown comes after those whose time is known. No I/O."""
 
 from __future__ import annotations
 
@@ -28,14 +28,14 @@ _NCCL = re.compile(
     r"Watchdog caught collective operation timeout|NCCL[^\n]*(?:timed? ?out|timeout)|ProcessGroupNCCL[^\n]*[Tt]imeout"
     r"|NCCL communicator was aborted|Some NCCL operations have failed or timed out|DistBackendError",
 )
-_CUDA = re.compile(r"CUDA error|CUDA out of memory|OutOfMemoryError|cudaError\w+|illegal memory access|device-side assert")
+_CUDA = re.compile(
+    r"CUDA error|CUDA out of memory|OutOfMemoryError|cudaError\w+|illegal memory access|device-side assert"
+)
 _OOM = re.compile(r"(?i)\bout of memory\b|oom-kill|OOMKilled|\bKilled process\b")
 _KILLED = re.compile(r"SignalException|got signal: (?:15|9)\b|KeyboardInterrupt|\bTerminated\b")
 # srun's own lines in a job's output: ``srun: error: g2: task 1: Exited with exit code 1``, ``... tasks 0,2: Killed``
 SRUN_TASK = re.compile(r"srun: error: (\S+): tasks? ([\d,\-]+): (?:Exited with exit code (\d+)|(Killed|Terminated))")
-_ISO = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?\d*(Z|[+-]\d{2}:?\d{2})?"
-)
+_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?\d*(Z|[+-]\d{2}:?\d{2})?")
 _GLOG = re.compile(r"\b[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{1,6})\b")  # glog: E1206 12:00:05.123456
 
 EXCEPTION, NCCL, CUDA, OOM, KILLED, SIGNAL, EXIT = "exception", "nccl", "cuda", "oom", "killed", "signal", "exit"

@@ -14,7 +14,8 @@ from yanflow_tui.firstfailure import RankEvidence
 # For each file: "F<TAB>mtime<TAB>path" if it exists, then "E<TAB>path<TAB>json on one line" for its error file.
 READ_SCRIPT = (
     'for f do [ -f "$f" ] && printf "F\\t%s\\t%s\\n" "$(stat -c %Y "$f")" "$f"; '
-    f'e="$f{ERROR_SUFFIX}"; [ -f "$e" ] && {{ printf "E\\t%s\\t" "$f"; head -c 65536 "$e" | tr "\\n\\t" "  "; echo; }}; '
+    f'e="$f{ERROR_SUFFIX}"; [ -f "$e" ] && '
+    '{ printf "E\\t%s\\t" "$f"; head -c 65536 "$e" | tr "\\n\\t" "  "; echo; }; '
     "done; exit 0"
 )
 
@@ -40,7 +41,5 @@ def parse_answer(text: str, files: dict[str, tuple[str, str]]) -> list[RankEvide
     out = []
     for path, (rank, node) in files.items():
         if path in ended or path in errors:
-            out.append(
-                RankEvidence(rank, node, f"rank {rank}", ended=ended.get(path), error_file=errors.get(path, ""))
-            )
+            out.append(RankEvidence(rank, node, f"rank {rank}", ended=ended.get(path), error_file=errors.get(path, "")))
     return out

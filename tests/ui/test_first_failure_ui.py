@@ -7,12 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
+from fakes.backend import FakeActionsBackend
 from textual.widgets import Static
 from uihelpers import make_app
 from waiting import wait_for
-
-from fakes.backend import FakeActionsBackend
 
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import JobState
@@ -64,7 +62,9 @@ async def test_the_detail_names_the_first_failure_and_its_key_jumps_to_the_line(
         assert detail.first_failure is not None and detail.first_failure.first.line == 4
         await pilot.press("j")
         logs = await wait_for(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen, what="logs")
-        pane = await wait_for(pilot, lambda: logs.pane is not None and logs.pane.jump_to is None and logs.pane, what="jump")
+        pane = await wait_for(
+            pilot, lambda: logs.pane is not None and logs.pane.jump_to is None and logs.pane, what="jump"
+        )
         assert pane.shown_source == "rank 2"
         view = pane.active_view
         assert view.current_line == 4 and view.store.get(4) == "ValueError: shard 7 is corrupt"

@@ -105,7 +105,11 @@ def test_srun_lines_fill_in_nodes_and_exit_codes():
         "srun: error: g1: tasks 0,2: Killed",
     ]
     evidence = ff.with_srun_tasks([RankEvidence(str(r), source=f"rank {r}") for r in range(3)], main)
-    assert [(e.node, e.exit_code, e.signal) for e in evidence] == [("g1", None, "KILL"), ("g2", 1, ""), ("g1", None, "KILL")]
+    assert [(e.node, e.exit_code, e.signal) for e in evidence] == [
+        ("g1", None, "KILL"),
+        ("g2", 1, ""),
+        ("g1", None, "KILL"),
+    ]
     found = ff.first_failure(evidence)
     assert found is not None and found.first.rank == "1" and found.first.kind == ff.EXIT
 
@@ -132,5 +136,8 @@ def test_a_merged_log_is_split_by_torchruns_rank_prefixes_and_the_line_is_the_lo
     assert (found.first.rank, found.first.why, found.first.line) == ("2", "ValueError: shard 7 is corrupt", 8)
     assert lines[found.first.line].endswith(found.first.why)
     assert sorted((c.rank, c.kind) for c in found.consequences) == [
-        ("0", ff.NCCL), ("1", ff.NCCL), ("3", ff.NCCL), (ff.LAUNCHER, ff.LAUNCHER)
+        ("0", ff.NCCL),
+        ("1", ff.NCCL),
+        ("3", ff.NCCL),
+        (ff.LAUNCHER, ff.LAUNCHER),
     ]

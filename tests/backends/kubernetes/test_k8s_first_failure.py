@@ -47,9 +47,7 @@ async def test_an_oomkilled_pod_is_the_first_failure(emulator, kubeconfig):
             return job if job is not None and job.state is JobState.FAILED else None
 
         job = await async_wait_until(failed, what="the job failed")
-        await async_wait_until(
-            lambda: _all_terminal(backend), what="every pod's end in the cache"
-        )
+        await async_wait_until(lambda: _all_terminal(backend), what="every pod's end in the cache")
         found = await find_first_failure(backend, job, 30)
     finally:
         await backend.close()

@@ -6,7 +6,6 @@ exception line and the time it carries; the others are consequences."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from datetime import datetime
 
@@ -89,4 +88,3 @@ async def test_the_second_nodes_exception_is_the_first_failure(slurm_jobs):
     assert first.time == datetime.fromisoformat(stamped.split()[0]) and first.time_from == "the log before it"
     assert {(c.rank, c.kind) for c in found.consequences} >= {("0", ff.NCCL), ("2", ff.NCCL)}, found.to_dict()
     assert all(c.time and c.time > first.time for c in found.consequences if c.kind == ff.NCCL)
-    assert os.path.exists(root / f"failure-ranks-{job_id}.out")
