@@ -55,7 +55,10 @@ def merge(job: Job, scheduler: list[RankEvidence], by_source: dict[str, list[str
             out.append(RankEvidence(rank_of(source), source=source, lines=tuple(lines)))
     if not out:
         node = job.nodes[0] if job.nodes else ""
-        out.append(RankEvidence("0", node, "", tuple(main), job.exit_code, ended=job.end_time))
+        oom = job.raw_state.upper().startswith(("OUT_OF_MEMORY", "OOMKILLED"))  # Slurm's state, a pod's reason
+        out.append(
+            RankEvidence("0", node, "", tuple(main), job.exit_code, oom=oom, reason=job.raw_state, ended=job.end_time)
+        )
     out = with_srun_tasks(out, main) if ranked else out
     return [rank for ev in out for rank in split_ranks(ev)]
 

@@ -141,3 +141,15 @@ def test_a_merged_log_is_split_by_torchruns_rank_prefixes_and_the_line_is_the_lo
         ("3", ff.NCCL),
         (ff.LAUNCHER, ff.LAUNCHER),
     ]
+
+
+def test_a_job_without_ranks_is_one_rank_with_the_jobs_own_state():
+    from yanflow_tui.failureevidence import merge
+    from yanflow_tui.model import Job, JobState
+
+    job = Job("7", "c", "n", "u", JobState.FAILED, raw_state="OUT_OF_MEMORY", nodes=("g4",), exit_code=0, end_time=T0)
+    found = ff.first_failure(merge(job, [], {"": ["epoch 1", "slurmstepd: error: Detected 1 oom-kill event(s)"]}))
+    assert found is not None and (found.first.rank, found.first.node, found.first.kind) == ("0", "g4", ff.OOM)
+    assert found.first.line == 1 and found.first.time == T0
+    found = ff.first_failure(merge(job, [], {"": ["epoch 1"]}))
+    assert found is not None and found.first.kind == ff.OOM and "OUT_OF_MEMORY" in found.first.why

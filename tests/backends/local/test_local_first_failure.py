@@ -78,3 +78,36 @@ async def test_the_raising_rank_is_named_in_process_and_by_the_cli(state, tmp_pa
     assert data["schema_version"] == 1 and data["errors"] == []
     assert data["failure"]["first"]["rank"] == "2" and data["failure"]["first"]["line"] == first.line
     assert data["failure"]["state"] == "failed" and len(data["failure"]["consequences"]) == 3
+
+
+# A worker that dies without a word on its output, leaving only torchrun's error file (as ``@record`` writes it).
+RECORD = r"""import json, os, sys, time
+json.dump({"message": {"message": "Traceback (most recent call last):\n  ...\nRuntimeError: NaN loss at step 40",
+           "extraInfo": {"py_callstack": "...", "timestamp": str(int(time.time()) - 5)}}},
+          open(os.environ["TORCHELASTIC_ERROR_FILE"], "w"))
+sys.exit(1)
+"""
+
+
+async def test_torchruns_error_file_is_set_per_job_and_read_back(state, tmp_path: Path):
+    (tmp_path / "record.py").write_text(RECORD)
+    backend = LocalBackend(ClusterConfig("local", "local"), state_dir=state)
+    try:
+        job_id = await backend.submit(
+            spec_from_data({"name": "failure-rec", "command": [sys.executable, "record.py"], "workdir": str(tmp_path)})
+        )
+
+        async def failed():
+            job = await backend.get_job(job_id)
+            return job if job.state is JobState.FAILED else None
+
+        job = await async_wait_until(failed, what="the job failed")
+        found = await find_first_failure(backend, job, 30)
+    finally:
+        await backend.close()
+    assert found is not None
+    first = found.first
+    assert (first.rank, first.node, first.kind) == ("0", backend.hostname, ff.EXCEPTION)
+    assert first.why == "RuntimeError: NaN loss at step 40" and first.time_from == "torchrun's error file"
+    assert first.time is not None and job.end_time is not None and first.time < job.end_time
+    assert first.line is None  # nothing in the log to jump to
