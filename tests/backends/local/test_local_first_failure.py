@@ -14,7 +14,7 @@ from jobhelpers import run_cli
 from waiting import async_wait_until
 
 from yanflow_tui import firstfailure as ff
-from yanflow_tui.backends.local.backend import LocalBackend
+from yanflow_tui.backends.local.backend import LocalBackend, local_host
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.failureevidence import find_first_failure
 from yanflow_tui.model import JobState
@@ -43,12 +43,13 @@ sys.exit(1)
 """
 
 
-async def test_the_raising_rank_is_named_in_process_and_by_the_cli(state, tmp_path: Path):
-    (tmp_path / "train.py").write_text(TRAIN)
+async def run_failing(state: Path, workdir: Path, script: str):
+    """Run ``script`` as a local job until it fails: the job, its first failure and its log's lines."""
+    (workdir / "train.py").write_text(script)
     backend = LocalBackend(ClusterConfig("local", "local"), state_dir=state)
     try:
         job_id = await backend.submit(
-            spec_from_data({"name": "failure-local", "command": [sys.executable, "train.py"], "workdir": str(tmp_path)})
+            spec_from_data({"name": "failure-local", "command": [sys.executable, "train.py"], "workdir": str(workdir)})
         )
 
         async def failed():
@@ -60,6 +61,12 @@ async def test_the_raising_rank_is_named_in_process_and_by_the_cli(state, tmp_pa
         lines = [line.text async for line in backend.stream_logs(job_id) if not line.status]
     finally:
         await backend.close()
+    return job, found, lines
+
+
+async def test_the_raising_rank_is_named_in_process_and_by_the_cli(state, tmp_path: Path):
+    job, found, lines = await run_failing(state, tmp_path, TRAIN)
+    job_id = job.id
     assert found is not None
     first = found.first
     assert (first.rank, first.kind, first.why) == ("2", ff.EXCEPTION, "ValueError: shard 7 is corrupt")
@@ -90,24 +97,10 @@ sys.exit(1)
 
 
 async def test_torchruns_error_file_is_set_per_job_and_read_back(state, tmp_path: Path):
-    (tmp_path / "record.py").write_text(RECORD)
-    backend = LocalBackend(ClusterConfig("local", "local"), state_dir=state)
-    try:
-        job_id = await backend.submit(
-            spec_from_data({"name": "failure-rec", "command": [sys.executable, "record.py"], "workdir": str(tmp_path)})
-        )
-
-        async def failed():
-            job = await backend.get_job(job_id)
-            return job if job.state is JobState.FAILED else None
-
-        job = await async_wait_until(failed, what="the job failed")
-        found = await find_first_failure(backend, job, 30)
-    finally:
-        await backend.close()
+    job, found, _ = await run_failing(state, tmp_path, RECORD)
     assert found is not None
     first = found.first
-    assert (first.rank, first.node, first.kind) == ("0", backend.hostname, ff.EXCEPTION)
+    assert (first.rank, first.node, first.kind) == ("0", local_host(), ff.EXCEPTION)
     assert first.why == "RuntimeError: NaN loss at step 40" and first.time_from == "torchrun's error file"
     assert first.time is not None and job.end_time is not None and first.time < job.end_time
     assert first.line is None  # nothing in the log to jump to
