@@ -7,6 +7,7 @@ exit code, end and first node stand for its one rank. Reads only, under one dead
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from yanflow_tui.backends.base import Backend
     from yanflow_tui.model import Job
 
-MAX_LINES = 50_000  # per source: a traceback is found in the first ones that fail
+MAX_LINES = 50_000  # the last lines kept per source: a long run fails at its end
 RANK_WORD = "rank "
 
 
@@ -25,23 +26,25 @@ def rank_of(source: str) -> str:
     return source[len(RANK_WORD) :] if source.startswith(RANK_WORD) else source
 
 
-async def read_sources(backend: Backend, job_id: str) -> dict[str, list[str]]:
-    """The job's log lines (its main stream, every rank), by source, in order."""
-    by_source: dict[str, list[str]] = {}
-    if not backend.capabilities.logs:
-        return by_source
-    async for line in backend.stream_logs(job_id, follow=False):
-        if line.status:
-            continue
-        lines = by_source.setdefault(line.source, [])
-        if len(lines) < MAX_LINES:
-            lines.append(line.text)
-    return by_source
+async def read_sources(backend: Backend, job_id: str) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """The job's log lines (its main stream, every rank) by source, in order: the last ``MAX_LINES`` of
+    each, and how many lines before them were left out."""
+    by_source: dict[str, deque[str]] = {}
+    seen: dict[str, int] = {}
+    if backend.capabilities.logs:
+        async for line in backend.stream_logs(job_id, follow=False):
+            if not line.status:
+                by_source.setdefault(line.source, deque(maxlen=MAX_LINES)).append(line.text)
+                seen[line.source] = seen.get(line.source, 0) + 1
+    return {s: list(lines) for s, lines in by_source.items()}, {s: seen[s] - len(by_source[s]) for s in by_source}
 
 
-def merge(job: Job, scheduler: list[RankEvidence], by_source: dict[str, list[str]]) -> list[RankEvidence]:
-    """Each rank's evidence: the scheduler's word joined with its log lines (by source). A job whose
-    lines carry no rank is one rank, its main log, with the job's own exit code and end."""
+def merge(
+    job: Job, scheduler: list[RankEvidence], by_source: dict[str, list[str]], skipped: dict[str, int] | None = None
+) -> list[RankEvidence]:
+    """Each rank's evidence: the scheduler's word joined with its log lines (by source; ``skipped``: lines
+    left out before them). A job whose lines carry no rank is one rank, its main log, with the job's own
+    exit code and end."""
     main = by_source.get("", [])
     ranked = {source: lines for source, lines in by_source.items() if source}
     out: list[RankEvidence] = []
@@ -60,6 +63,13 @@ def merge(job: Job, scheduler: list[RankEvidence], by_source: dict[str, list[str
             RankEvidence("0", node, "", tuple(main), job.exit_code, oom=oom, reason=job.raw_state, ended=job.end_time)
         )
     out = with_srun_tasks(out, main) if ranked else out
+    skipped = skipped or {}
+    out = [
+        replace(ev, at=tuple(range(skipped[ev.source], skipped[ev.source] + len(ev.lines))))
+        if skipped.get(ev.source)
+        else ev
+        for ev in out
+    ]
     return [rank for ev in out for rank in split_ranks(ev)]
 
 
@@ -68,6 +78,6 @@ async def find_first_failure(backend: Backend, job: Job, timeout: float) -> Firs
 
     async def gather() -> FirstFailure | None:
         scheduler = await backend.rank_evidence(job.id) if backend.capabilities.rank_evidence else []
-        return first_failure(merge(job, scheduler, await read_sources(backend, job.id)))
+        return first_failure(merge(job, scheduler, *await read_sources(backend, job.id)))
 
     return await asyncio.wait_for(gather(), timeout)

@@ -153,3 +153,24 @@ def test_a_job_without_ranks_is_one_rank_with_the_jobs_own_state():
     assert found.first.line == 1 and found.first.time == T0
     found = ff.first_failure(merge(job, [], {"": ["epoch 1"]}))
     assert found is not None and found.first.kind == ff.OOM and "OUT_OF_MEMORY" in found.first.why
+
+
+async def test_a_long_log_keeps_its_last_lines_and_the_line_numbers_stay_the_logs(monkeypatch):
+    from yanflow_tui import failureevidence
+    from yanflow_tui.model import Job, JobState, LogLine
+
+    monkeypatch.setattr(failureevidence, "MAX_LINES", 100)
+    lines = [f"2026-12-06 11:00:00 step {i}" for i in range(1000)]
+    lines += ["Traceback (most recent call last):", '  File "t.py", line 1', "ZeroDivisionError: division by zero"]
+
+    class Backend:
+        class capabilities:  # stands for the Capabilities object
+            logs, rank_evidence = True, False
+
+        async def stream_logs(self, job_id, follow=False):
+            for text in lines:
+                yield LogLine(job_id, text)
+
+    job = Job("1", "c", "n", "u", JobState.FAILED, exit_code=1)
+    found = await failureevidence.find_first_failure(Backend(), job, 10)  # type: ignore[arg-type]
+    assert found is not None and found.first.line == 1002 and found.first.why.startswith("ZeroDivisionError")
