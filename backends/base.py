@@ -51,6 +51,7 @@ from yanflow_tui.curves import EventListing
 from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.errors import BackendError, NotOffered, ReadOnlyError, SubmitUnknown
 from yanflow_tui.explain import Explanation
+from yanflow_tui.firstfailure import RankEvidence
 from yanflow_tui.formfields import FormField, default_fields
 from yanflow_tui.model import (
     DEFAULT_REFRESH,
@@ -136,6 +137,10 @@ class Capabilities:
     explain: bool = False
     # The flags read-only mode turned off (``needs_write`` of a read-only cluster), for the UI to say why.
     off_read_only: frozenset[str] = field(default_factory=frozenset)
+    # ``rank_evidence(job_id)``: what the scheduler says of each rank of an ended job (exit codes, signals,
+    # the out-of-memory killer, end times, torchrun's error files), for the first failure across ranks
+    # (``yanflow_tui.firstfailure``). Without it, the job's own exit code and end stand for its one rank.
+    rank_evidence: bool = False
 
     def read_only_view(self) -> Capabilities:
         """These capabilities on a read-only cluster: every flag of ``needs_write`` off."""
@@ -182,6 +187,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "tensorboard": ("_tensorboard",),
     "job_files": ("job_file",),
     "explain": ("explain",),
+    "rank_evidence": ("rank_evidence",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -489,6 +495,11 @@ class Backend(abc.ABC):
         ``progress(done_bytes, total_bytes_or_None)`` is called as data arrives. Not gated: it
         writes only on this machine."""
         raise BackendError(f"cluster {self.name!r} cannot download checkpoints")
+
+    async def rank_evidence(self, job_id: str) -> list[RankEvidence]:
+        """Each rank of the job as the scheduler saw it end (no log lines: those come from
+        ``stream_logs``, matched by ``RankEvidence.source``). Read-only calls, each with its timeout."""
+        raise NotOffered(f"cluster {self.name!r} says nothing of a job's ranks")
 
     async def list_files(self, job_id: str, path: str = "") -> FileListing:
         """The entries of ``path`` ("": the job's output directory) inside the job."""

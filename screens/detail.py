@@ -20,11 +20,13 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
 
+from yanflow_tui.failureevidence import find_first_failure
+from yanflow_tui.firstfailure import FirstFailure
 from yanflow_tui.hub import error_text
 from yanflow_tui.inside import size_text
 from yanflow_tui.keys import CURVE_KEYS
 from yanflow_tui.locations import safe_filename
-from yanflow_tui.model import Checkpoint, Job, MetricPoint
+from yanflow_tui.model import Checkpoint, Job, JobState, MetricPoint
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import LiveScreen
 from yanflow_tui.screens.dialogs import PromptScreen
@@ -66,6 +68,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         Binding("P", "close_forwards", "Close forwards", id="detail-close-forwards"),
         Binding("t", "tensorboard", "TensorBoard", id="detail-tensorboard"),
         Binding("T", "stop_tensorboard", "Stop TensorBoard", id="detail-stop-tensorboard"),
+        Binding("j", "first_failure", "Jump to first failure", id="detail-first-failure"),
     ]
     METRICS_SECONDS = 5.0
     EFFICIENCY_SECONDS = 15.0  # sstat reaches every node of a running job: not too often
@@ -77,6 +80,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         self.metric_points: list[MetricPoint] = []
         self.progress = DownloadProgress(self, "#download")
         self.raw_text = ""  # the raw spec once read, for ``v``
+        self.first_failure: FirstFailure | None = None  # a failed job's, once found (``j`` jumps to it)
 
     @property
     def caps(self):
@@ -86,6 +90,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         with VerticalScroll(id="dialog"):
             yield Static(Text(f"{clean(self.job.cluster)}/{clean(self.job.id)}  {clean(self.job.name)}", style="bold"))
             yield Static(Text("Why: asking the cluster…", style="dim"), id="why")
+            yield Static(id="first-failure")
             yield Static(details_text(self.job), id="details")
             yield Static(Text("loading…"), id="describe")
             yield Static(Text("Nodes and GPUs", style="bold"), classes="heading")
@@ -131,6 +136,11 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         self.query_one("#why").display = self.caps.explain
         if self.caps.explain:
             self._explain()
+        failed = self.job.state is JobState.FAILED and self.caps.logs
+        self.query_one("#first-failure").display = failed
+        if failed:
+            self.query_one("#first-failure", Static).update(Text("First failure: looking…", style="dim"))
+            self._find_first_failure()
         self._describe()
         self.refresh_data()
         for widget_id in ("#raw-spec-heading", "#raw-spec"):
@@ -198,6 +208,28 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             body = Text(f"Why: not known ({clean(error_text(exc))})", style="dim")
         for widget in self.query("#why").results(Static):
             widget.update(body)
+
+    @work(group="first-failure", exit_on_error=False)
+    async def _find_first_failure(self) -> None:
+        backend = self.app.hub.backend(self.job.cluster)
+        try:
+            found = await find_first_failure(backend, self.job, self.app.hub.timeout * 2)
+        except Exception as exc:
+            body = Text(f"First failure: cannot tell ({clean(error_text(exc))})", style="dim")
+        else:
+            self.first_failure = found
+            body = first_failure_text(found)
+        for widget in self.query("#first-failure").results(Static):
+            widget.update(body)
+        self.refresh_bindings()
+
+    def action_first_failure(self) -> None:
+        """Open the failing rank's log at the first failure's line."""
+        found = self.first_failure
+        if found is None or found.first.line is None:
+            return
+        self.dismiss()
+        self.app.open_logs(self.job, (found.first.source, found.first.line))
 
     @work(group="detail-text", exit_on_error=False)
     async def _raw_spec(self) -> None:
@@ -335,6 +367,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             return bool(tables and tables.first().labels)
         if action == "logs":
             return self.caps.logs
+        if action == "first_failure":
+            return self.first_failure is not None and self.first_failure.first.line is not None
         if action.startswith("curves_"):
             return self.caps.event_files
         if action == "edit_spec":
@@ -453,6 +487,19 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             self.app.report_error("Download failed", error_text(exc))
             return
         self.notify(clean(f"checkpoint {checkpoint.uuid} downloaded to {path}"), markup=False)
+
+
+def first_failure_text(found: FirstFailure | None) -> Text:
+    """The first failure's lines (``FirstFailure.lines``), its headline in bold red, and the jump key."""
+    if found is None:
+        return Text("First failure: no rank's log or exit shows one", style="dim")
+    lines = found.lines()
+    out = Text(clean(lines[0]), style="bold red")
+    for line in lines[1:]:
+        out.append("\n" + clean(line))
+    if found.first.line is not None:
+        out.append("\n  (j: open that rank's log at that line)", style="dim")
+    return out
 
 
 def efficiency_text(rows: list[tuple[str, str]]) -> Text:

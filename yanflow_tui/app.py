@@ -687,14 +687,15 @@ class YanflowApp(SerialKeys):
         rows.sort(key=lambda row: not row[2])  # the console's own keys first, then navigation
         self.push_screen(HelpScreen(rows))
 
-    def open_logs(self, job: Job) -> None:
-        """Show the Logs screen following ``job``."""
+    def open_logs(self, job: Job, at: tuple[str, int] | None = None) -> None:
+        """Show the Logs screen following ``job``; ``at``: (log source, line) to show, marked, once there
+        (the first failure's line in its rank's log)."""
         from yanflow_tui.screens.logs.screen import LogsScreen
 
         self.switch_mode("logs")  # nothing when it is on already
         logs = self.screen_stack[0]
         if isinstance(logs, LogsScreen):
-            logs.open(job)
+            logs.open(job, at)
 
     def set_all_users(self, all_users: bool) -> None:
         """The Queue's view: everyone's jobs, or mine (where a cluster knows who I am). Backends that

@@ -53,6 +53,7 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.curves import EventListing
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.explain import Explanation
+from yanflow_tui.firstfailure import RankEvidence
 from yanflow_tui.model import Job, JobKind, JobList, JobSpec, LogLine, Node
 
 REQUEST_TIMEOUT = 10.0
@@ -91,6 +92,7 @@ class KubernetesBackend(Backend):
         event_files=True,
         tensorboard=True,
         explain=True,
+        rank_evidence=True,  # each pod's terminated state (exit code, OOMKilled, finishedAt), from the watch cache
         needs_write=frozenset({"files", "event_files", "forward"}),
         needs_write_why=EXEC_NEEDS,
     )
@@ -428,6 +430,25 @@ class KubernetesBackend(Backend):
             self.log_limits,
         ):
             yield line
+
+    async def rank_evidence(self, job_id_: str) -> list[RankEvidence]:
+        """Each pod of the job as its status says it ended (the watch cache: no request of its own)."""
+        namespace, name, pod = self._split(job_id_)
+        await self._ensure_started()
+        info = self._reflectors["jobs"].items.get((namespace, name))
+        multi = bool(info and info.indexed)
+        return [
+            RankEvidence(
+                str(p.index) if p.index is not None else p.name,
+                p.node,
+                rank_label(p) if multi else "",
+                exit_code=p.exit_code,
+                oom=p.ended_reason == "OOMKilled",
+                reason=p.ended_reason if p.terminal else "",
+                ended=parse_time(p.finished),
+            )
+            for p in self._job_pods(namespace, name, pod)
+        ]
 
     async def log_streams(self, job_id_: str) -> tuple[str, ...]:
         """The main stream ("": each pod's default container), then every other container of the job's pods."""

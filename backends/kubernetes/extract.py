@@ -70,6 +70,8 @@ class PodInfo:
     default_container: str = ""  # the one kubectl logs reads: the annotation's, else the first
     container_restarts: tuple[tuple[str, int], ...] = ()  # (name, restartCount) from the statuses
     tb_logdir: str = ""  # the ``yanflow.io/tb-logdir`` annotation: where its TensorBoard event files go
+    finished: str = ""  # the terminated container's finishedAt (the one whose exit code is kept)
+    ended_reason: str = ""  # that container's terminated reason (OOMKilled, Error, Completed)
 
     @property
     def terminal(self) -> bool:
@@ -230,6 +232,7 @@ def pod_info(obj: dict) -> PodInfo:
     reason, message = status.get("reason") or "", status.get("message") or ""
     phase = status.get("phase") or "Pending"
     restarts, exit_code = 0, None
+    finished = ended_reason = ""
     container_restarts = []
     for cs in status.get("containerStatuses") or ():
         restarts += cs.get("restartCount") or 0
@@ -243,6 +246,7 @@ def pod_info(obj: dict) -> PodInfo:
             term = state["terminated"] or {}
             if exit_code is None or term.get("exitCode"):
                 exit_code = term.get("exitCode")
+                finished, ended_reason = term.get("finishedAt") or "", term.get("reason") or ""
             if phase == "Failed" and not reason:
                 reason = term.get("reason") or ""
     if phase == "Pending" and not reason:
@@ -268,6 +272,8 @@ def pod_info(obj: dict) -> PodInfo:
         started=status.get("startTime") or "",
         deleting=bool(meta.get("deletionTimestamp")),
         containers=containers,
+        finished=finished,
+        ended_reason=ended_reason,
         default_container=default_container,
         container_restarts=tuple(container_restarts),
         tb_logdir=str(annotations.get(ANN_LOGDIR) or ""),

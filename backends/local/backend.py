@@ -51,6 +51,7 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.curves import LOGDIR_ENV, EventListing
 from yanflow_tui.errors import BackendError
 from yanflow_tui.explain import Explanation
+from yanflow_tui.firstfailure import RankEvidence
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, Node
 from yanflow_tui.spec import spec_to_data
 
@@ -104,6 +105,7 @@ class LocalBackend(Backend):
         shell=True,
         forward=True,
         explain=True,
+        rank_evidence=True,  # its exit, end and torchrun's error file (TORCHELASTIC_ERROR_FILE, set per job)
     )
     MONITOR_ONLY = MONITOR_ONLY  # option discovery sets on a Slurm login node (a config cannot)
 
@@ -472,6 +474,16 @@ class LocalBackend(Backend):
     def _log_path(self, job_id: int) -> Path:
         return self.jobs_dir / str(job_id) / "output.log"
 
+    def _error_path(self, job_id: int) -> Path:
+        return self.jobs_dir / str(job_id) / ERROR_FILE_NAME
+
+    async def rank_evidence(self, job_id: str) -> list[RankEvidence]:
+        """The job's one process: its exit, its end and torchrun's error file (``_start`` sets it)."""
+        job = await self.get_job(job_id)
+        error = await asyncio.to_thread(_read_small, self._error_path(int(job_id)))
+        sig = job.reason.removeprefix("killed by SIG") if job.reason.startswith("killed by SIG") else ""
+        return [RankEvidence("0", self.hostname, "", (), job.exit_code, sig, ended=job.end_time, error_file=error)]
+
     def _insert(self, in_container: bool, **fields) -> int:
         """A new job row, with its container runtime recorded beside it (under the schedule lock, so no
         scheduler starts it before): the job runs, and is found again and stopped, with the runtime it
@@ -604,6 +616,8 @@ class LocalBackend(Backend):
         env.update({str(k): str(v) for k, v in (spec.get("env") or {}).items()})
         env.update(YANFLOW_JOB_ID=str(row.id), YANFLOW_JOB_NAME=row.name, YANFLOW_CLUSTER=self.name)
         env[LOGDIR_ENV] = logdir_of(spec)
+        # torchrun's root cause (its traceback, as JSON) beside the job's log, unless env: names a file
+        env[ERROR_FILE_ENV] = str((spec.get("env") or {}).get(ERROR_FILE_ENV) or self._error_path(row.id))
         if gpus_present:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
         command = spec["command"] if isinstance(spec["command"], str) else tuple(spec["command"])
@@ -725,3 +739,17 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
+ERROR_FILE_NAME = "error.json"
+ERROR_FILE_MAX = 65536
+
+
+def _read_small(path: Path) -> str:
+    """The start of a small text file; "" when there is none."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(ERROR_FILE_MAX).decode("utf-8", errors="replace")
+    except OSError:
+        return ""

@@ -35,7 +35,19 @@ from yanflow_tui.backends.base import (
 )
 from yanflow_tui.backends.downloads import output_folder
 from yanflow_tui.backends.prompting import Asker
-from yanflow_tui.backends.slurm import containers, exitstatus, finished, gpus, history, inside, parse, reasons, tbfiles, verbs
+from yanflow_tui.backends.slurm import (
+    containers,
+    exitstatus,
+    finished,
+    gpus,
+    history,
+    inside,
+    parse,
+    ranks,
+    reasons,
+    tbfiles,
+    verbs,
+)
 from yanflow_tui.backends.slurm import explain as slurm_explain
 from yanflow_tui.backends.slurm.comment import facts_of, tag_of
 from yanflow_tui.backends.slurm.logs import FileFollower, Status
@@ -56,6 +68,7 @@ from yanflow_tui.curves import EventListing
 from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.explain import Explanation
+from yanflow_tui.firstfailure import RankEvidence
 from yanflow_tui.model import Job, JobChanges, JobKind, JobList, JobSpec, JobState, LogLine, Node
 
 NODES_REFRESH = 30.0
@@ -114,6 +127,7 @@ class SlurmBackend(Backend):
         job_files=True,
         tensorboard=True,
         explain=True,
+        rank_evidence=True,  # each rank's file and torchrun's error file beside it (``ranks``)
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -577,6 +591,14 @@ class SlurmBackend(Backend):
             for task in [*tasks, *([watcher] if watcher else [])]:
                 task.cancel()
             await asyncio.shield(asyncio.gather(*(reader.close() for reader in readers.values())))
+
+    async def rank_evidence(self, job_id: str) -> list[RankEvidence]:
+        raw = await self._raw_job(job_id)
+        files = ranks.rank_files((await self._log_paths(raw))[0], raw.nodes)
+        if not files:
+            return []
+        answer = await self.transport.check(["sh", "-c", ranks.READ_SCRIPT, "sh", *files])
+        return ranks.parse_answer(answer, files)
 
     async def _existing(self, paths: list[str]) -> list[str]:
         """Those of ``paths`` that are files now (the paths reach the shell as argv words)."""

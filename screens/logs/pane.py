@@ -102,6 +102,7 @@ class LogPane(ForwardFailures, TabPane):
         self.notice_shown = ""  # what the status line last showed of it
         self.pane_id = pane_id
         self.added: Awaitable[object] | None = None  # mounting this pane (TabbedContent.add_pane)
+        self.jump_to: tuple[str, int] | None = None  # (source, line) to show alone and marked once it is here
         self._following = True
         self._drained = asyncio.Event()
         self._last_view: LogView | None = None
@@ -246,6 +247,21 @@ class LogPane(ForwardFailures, TabPane):
             lines = added.get(view.store)
             if lines is not None:
                 view.lines_added(lines)
+        if self.jump_to is not None:
+            self.try_jump()
+        return True
+
+    def try_jump(self) -> bool:
+        """Show ``jump_to``'s line (its rank alone, the line marked) once the pane holds it; True then."""
+        if self.jump_to is None:
+            return False
+        source, line = self.jump_to
+        store = self.source_stores.get(source) if source else self.store
+        if store is None or len(store) <= line:
+            return False
+        self.jump_to = None
+        self.set_source_filter(source or None)
+        self.view.mark_line(line)
         return True
 
     def all_views(self) -> list[LogView]:

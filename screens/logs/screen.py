@@ -61,6 +61,7 @@ class LogsScreen(DataScreen):
         super().__init__()
         self.panes: list[LogPane] = []  # in tab order
         self._to_open: Job | None = None  # asked for before the screen was on show: opened when it is
+        self._open_at: tuple[str, int] | None = None  # with it, the line to show (``open``)
         self._opened = 0
         self._keys_state: tuple | None = None
         self._ticks = 0
@@ -83,17 +84,20 @@ class LogsScreen(DataScreen):
         self._open_asked()
 
     # -- panes -----------------------------------------------------------------------------------------
-    def open(self, job: Job) -> None:
+    def open(self, job: Job, at: tuple[str, int] | None = None) -> None:
         """Follow ``job``'s log: its pane comes to the front, added first if it has none. Asked
-        before the screen is on show (the app switches to it), it opens once the screen is."""
+        before the screen is on show (the app switches to it), it opens once the screen is. ``at``:
+        (source, line) to show alone and marked once that line has arrived (``LogPane.jump_to``)."""
         self._to_open = job
+        self._open_at = at
         if self.is_mounted and self.is_active:
             self._open_asked()
 
     def _open_asked(self) -> None:
         job, self._to_open = self._to_open, None
+        at, self._open_at = self._open_at, None
         if job is not None:
-            self.run_worker(self.open_job(job), group="open-log", exit_on_error=False)
+            self.run_worker(self.open_job(job, at), group="open-log", exit_on_error=False)
 
     @property
     def pane(self) -> LogPane | None:
@@ -103,7 +107,7 @@ class LogsScreen(DataScreen):
         active = self.query_one(TabbedContent).active
         return next((pane for pane in self.panes if pane.id == active), self.panes[-1])
 
-    async def open_job(self, job: Job) -> LogPane:
+    async def open_job(self, job: Job, at: tuple[str, int] | None = None) -> LogPane:
         """Show ``job``'s pane, adding one pane per log stream it has (its StdOut, and its StdErr
         where that is a file of its own), each following from the start, if it has none yet."""
         pane = next((p for p in self.panes if (p.job.cluster, p.job.id) == (job.cluster, job.id)), None)
@@ -125,6 +129,9 @@ class LogsScreen(DataScreen):
                 await other.added
         if pane in self.panes:
             self._activate(pane)
+            if at is not None:
+                pane.jump_to = at
+                pane.try_jump()
         return pane
 
     def _activate(self, pane: LogPane) -> None:

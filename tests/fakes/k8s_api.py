@@ -785,8 +785,12 @@ class K8sEmulator:
         finally:
             self._streams.pop(id(request), None)
 
-    def set_pod_phase(self, namespace: str, name: str, phase: str, exit_code: int | None = None) -> dict:
-        changes: dict[str, Any] = {"status": pod_status(phase, exit_code)}
+    def set_pod_phase(
+        self, namespace: str, name: str, phase: str, exit_code: int | None = None, reason: str = "", finished: str = ""
+    ) -> dict:
+        """``reason``: the terminated container's (``OOMKilled``, as the kubelet reports the OOM killer);
+        ``finished``: its ``finishedAt`` (default now)."""
+        changes: dict[str, Any] = {"status": pod_status(phase, exit_code, reason=reason, finished=finished)}
         obj = self.patch("pods", namespace, name, changes)
 
         async def wake():
@@ -898,7 +902,12 @@ def make_node(
 
 
 def pod_status(
-    phase: str, exit_code: int | None = None, waiting: str | None = None, unschedulable: str | None = None
+    phase: str,
+    exit_code: int | None = None,
+    waiting: str | None = None,
+    unschedulable: str | None = None,
+    reason: str = "",
+    finished: str = "",
 ) -> dict:
     st: dict[str, Any] = {"phase": phase}
     if phase == "Pending" and unschedulable:
@@ -934,9 +943,9 @@ def pod_status(
                 "state": {
                     "terminated": {
                         "exitCode": code,
-                        "reason": "Completed" if code == 0 else "Error",
+                        "reason": reason or ("Completed" if code == 0 else "Error"),
                         "startedAt": now_text(-60),
-                        "finishedAt": now_text(),
+                        "finishedAt": finished or now_text(),
                     }
                 },
             }

@@ -70,9 +70,21 @@ def console_args(argv: Sequence[str] | None) -> argparse.Namespace | None:
 
 def verb_modules() -> tuple[VerbModule, ...]:
     """The headless commands' modules, in the order ``--help`` lists their verbs."""
-    from yanflow_tui.cli import describe, explain, files, inside, jobs, logs, metrics, submit, tensorboard, verbs
+    from yanflow_tui.cli import (
+        describe,
+        explain,
+        failure,
+        files,
+        inside,
+        jobs,
+        logs,
+        metrics,
+        submit,
+        tensorboard,
+        verbs,
+    )
 
-    return (jobs, submit, describe, verbs, logs, metrics, files, inside, tensorboard, explain)
+    return (jobs, submit, describe, verbs, logs, metrics, files, inside, tensorboard, explain, failure)
 
 
 def build() -> argparse.ArgumentParser:
