@@ -747,6 +747,8 @@ def raw_from_json(raw: dict, caches: ParseCaches | None = None) -> RawJob:
     exit_code = raw.get("exit_code")
     if isinstance(exit_code, dict):  # sacct: {"status": ..., "return_code": N}
         exit_code = exit_code.get("return_code")
+    elif isinstance(exit_code, int) and exit_code > 0:  # squeue/scontrol JSON (22.05): a wait status, 3:0 is 768
+        exit_code = 128 + (exit_code & 0x7F) if exit_code & 0x7F else exit_code >> 8
     return RawJob(
         job_id=str(_int(raw.get("job_id"))),
         array_job_id=str(array_job) if array_job else "",
