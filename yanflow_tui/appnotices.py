@@ -32,8 +32,11 @@ class TerminalWords(App[None]):
         """Raw ``sequence`` to the terminal the app draws on (nothing when headless: tests' pilots)."""
         if self.is_headless or self._driver is None:
             return
-        self._driver.write(sequence)
-        self._driver.flush()
+        try:
+            self._driver.write(sequence)
+            self._driver.flush()
+        except (AssertionError, OSError, ValueError) as exc:  # no writer (the app suspended, or exiting)
+            log.info("not written to the terminal: %s", exc)
 
     def copy_to_clipboard(self, text: str) -> None:
         """As Textual's (its own copies come here too), passed through tmux when inside it."""
