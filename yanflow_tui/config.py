@@ -161,6 +161,10 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ, lenient: bool
     all_users = bool(check.boolean("all_users", top.get("all_users")))
     mouse = check.boolean("mouse", top.get("mouse")) is not False
     notify = parse_notify(check, top.get("notify"))
+    known = {c.name for c in clusters}
+    for i, name in enumerate(notify.clusters):
+        if clusters and name not in known:
+            check.error(f"notify.clusters[{i}]", f"no cluster named {name!r} (configured: {', '.join(sorted(known))})")
     if lenient and check.problems and isinstance(raw, list):
         clusters = _keep_broken(check, clusters, made, raw, read_only)
     check.raise_if_any()

@@ -109,6 +109,8 @@ def test_notify_config(tmp_path):
     assert settings == NoticeSettings(True, frozenset({F}), ("hpc",), bell=False, desktop=True)
     with pytest.raises(SpecError, match=r"c.yaml:2: notify.states\[0\]: not an end state: 'running'"):
         parse_config("notify:\n  states: [running]\n" + clusters, "c.yaml")
+    with pytest.raises(SpecError, match=r"c.yaml:2: notify.clusters\[0\]: no cluster named 'gpu' \(configured: hpc\)"):
+        parse_config("notify:\n  clusters: [gpu]\n" + clusters, "c.yaml")
     with pytest.raises(SpecError, match="c.yaml:2: notify.sound: unknown key"):
         parse_config("notify:\n  sound: true\n" + clusters, "c.yaml")
 
