@@ -44,10 +44,10 @@ class TerminalWords(App[None]):
         self.write_sequence(copy_sequence(text, in_tmux()))
 
     def copy_text(self, text: str, what: str) -> None:
-        """Copy ``text`` and say so: ``copied job id 101``."""
+        """Copy ``text`` and say so: ``copied job id: 101`` (a long or multi-line text by ``what`` alone)."""
         self.copy_to_clipboard(text)
-        shown = text if len(text) <= 60 and "\n" not in text else f"{len(text.splitlines()) or 1} line(s)"
-        self.notify(clean(f"copied {what}: {shown}"), timeout=3, markup=False)
+        shown = f": {text}" if len(text) <= 80 and "\n" not in text else ""
+        self.notify(clean(f"copied {what}{shown}"), timeout=3, markup=False)
 
     def announce_ends(self, snap: ClusterSnapshot) -> None:
         """The jobs of this refresh that ended, each said once (``notices``)."""
