@@ -28,6 +28,7 @@ DATA["yanflow_tui.sample_jobs"] = [
     "native/*",  # job files as users have them, submitted as they are written
     "native/det-mnist/*",
     "projects/*/*",  # the template projects `yanflow-tui init` writes (yanflow_tui.projects)
+    "projects/*/configs/*",  # a project's config files (mmdet: its MMDetection config)
     "projects/*/.detignore",
 ]
 

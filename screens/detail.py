@@ -20,6 +20,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
 
+from yanflow_tui.copyables import copyables
 from yanflow_tui.failureevidence import find_first_failure
 from yanflow_tui.firstfailure import FirstFailure
 from yanflow_tui.hub import error_text
@@ -29,7 +30,7 @@ from yanflow_tui.locations import safe_filename
 from yanflow_tui.model import Checkpoint, Job, JobState, MetricPoint
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import LiveScreen
-from yanflow_tui.screens.dialogs import PromptScreen
+from yanflow_tui.screens.dialogs import ChoiceScreen, PromptScreen
 from yanflow_tui.screens.inside import forwards_text, open_forward, open_shell, shell_key
 from yanflow_tui.screens.progress import DownloadProgress
 from yanflow_tui.screens.render.placement import placement_text
@@ -69,6 +70,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         Binding("t", "tensorboard", "TensorBoard", id="detail-tensorboard"),
         Binding("T", "stop_tensorboard", "Stop TensorBoard", id="detail-stop-tensorboard"),
         Binding("j", "first_failure", "Jump to first failure", id="detail-first-failure"),
+        Binding("y", "copy", "Copy a path or URL", show=False, id="detail-copy"),
     ]
     METRICS_SECONDS = 5.0
     EFFICIENCY_SECONDS = 15.0  # sstat reaches every node of a running job: not too often
@@ -449,6 +451,24 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         for widget in self.query("#tensorboard").results(Static):
             widget.update(Text(note or clean(tensorboard_text(self.app, self.job))))
         self.refresh_bindings()
+
+    def action_copy(self) -> None:
+        """``y``: the job's id, or one of the paths and URLs the detail shows (a choice if several)."""
+        board = self.app.tensorboards.of(self.job.key)
+        shown = [("port-forward", f"http://{f.address}") for f in self.app.forwards.of(self.job.key)]
+        shown += [("TensorBoard", board.url)] if board is not None else []
+        found = copyables(self.job, shown)
+        if len(found) == 1:
+            self.app.copy_text(found[0][1], found[0][0])
+            return
+        choices = [f"{label}: {text}" for label, text in found]
+
+        def chosen(choice: str | None) -> None:
+            if choice is not None:
+                label, text = found[choices.index(choice)]
+                self.app.copy_text(text, label)
+
+        self.app.push_screen(ChoiceScreen("Copy (OSC 52):", choices), chosen)
 
     def action_sort_members(self) -> None:
         self.query_one(MembersTable).action_sort_next()

@@ -75,6 +75,7 @@ class QueueScreen(DataScreen):
         Binding("o", "sort_next", "Sort", id="sort-jobs"),
         Binding("O", "sort_reverse", "Reverse sort", show=False, id="reverse-sort"),
         Binding("s", "submit", "Submit", id="submit-job"),
+        Binding("y", "copy_id", "Copy id", show=False, id="copy-job-id"),
         Binding("escape", "clear_filter", "Clear filter / marks", show=False, id="clear-filter"),
         *(Binding(v.key, f"verb('{v.name}')", v.label, show=False, id=v.binding_id) for v in JOB_VERBS),
         # Read-only: the keys above are gone from the footer, and pressing one says why.
@@ -411,6 +412,13 @@ class QueueScreen(DataScreen):
         job = self.selected_job()
         if job is not None:
             self.app.push_screen(JobDetailScreen(job))
+
+    def action_copy_id(self) -> None:
+        """``y``: the highlighted job's id (the marked jobs' ids, one a line) to the clipboard (OSC 52)."""
+        jobs = self.marked_jobs() if self.marked else [j for j in [self.selected_job()] if j is not None]
+        if jobs:
+            ids = "\n".join(job.id for job in jobs)
+            self.app.copy_text(ids, "job id" if len(jobs) == 1 else f"{len(jobs)} job ids")
 
     def action_logs(self) -> None:
         job = self.selected_job()

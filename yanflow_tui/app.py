@@ -43,6 +43,7 @@ from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
 from yanflow_tui import applog, keyfiles, snapcache, termlogin
+from yanflow_tui.appnotices import TerminalWords
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
@@ -53,6 +54,7 @@ from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
 from yanflow_tui.inside import Forwards
 from yanflow_tui.keys import SerialKeys, is_typing
 from yanflow_tui.model import Job
+from yanflow_tui.notices import EndWatch
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.queue import QueueScreen
@@ -206,7 +208,7 @@ def _screen_from(module: str, name: str) -> Screen:
     return screen
 
 
-class YanflowApp(SerialKeys):
+class YanflowApp(SerialKeys, TerminalWords):
     TITLE = "YanFlow"
     # The first screen's styles are read with the app's: read when it is shown, they would parse every
     # rule again (Textual reparses the whole stylesheet for a screen's own CSS), delaying the first paint.
@@ -275,6 +277,7 @@ class YanflowApp(SerialKeys):
         self.mouse_reporting = config.mouse  # the console reads the mouse; off: the terminal's own select/copy
         self.forwards = Forwards()  # port-forwards opened from the detail view, closed at exit
         self.tensorboards = TensorBoards()  # TensorBoards started from the detail view (``t``), stopped at exit
+        self.end_watch = EndWatch(config.notify)  # which of my jobs' ends to announce (``appnotices``)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def clear_selection(self) -> None:
@@ -385,6 +388,7 @@ class YanflowApp(SerialKeys):
         """A cluster's refresh finished (successfully or not): the screens on show redraw (a screen
         still composing draws itself once mounted; one torn down at exit has nothing to redraw)."""
         self.snapshots_changed.publish(snap)
+        self.announce_ends(snap)
         self._tick()
         self.call_after_refresh(self.heap.settled)  # the new rows are drawn: they are long-lived now
         if snap.login_user and snap.name not in self._asked_login and not self._dialog_open():

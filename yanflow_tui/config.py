@@ -10,6 +10,7 @@ default, come from the backend registry (``yanflow_tui.backends.registry``); not
     refresh_seconds: 5
     theme: textual-dark
     keymap: {cancel-job: K}   # binding id -> key
+    notify: {states: [failed]}  # a word when my jobs end (``notices``); `notify: false`: none
     clusters:
       - name: local
         kind: local
@@ -43,9 +44,10 @@ from yanflow_tui.errors import ConfigError, SpecError
 from yanflow_tui.images import parse_images
 from yanflow_tui.locations import default_config_path
 from yanflow_tui.model import DEFAULT_REFRESH, ClusterConfig
+from yanflow_tui.notices import NoticeSettings, parse_notify
 from yanflow_tui.yamldoc import Checker, Doc, as_written, join, load_yaml, load_yaml_bytes
 
-TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users", "mouse")
+TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users", "mouse", "notify")
 COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description", "defaults", "images")
 # Keys every kind takes that stay in ClusterConfig.options: ``metrics: {prometheus: URL}`` (yanflow_tui.gpumetrics).
 SHARED_OPTIONS = ("metrics",)
@@ -62,6 +64,7 @@ class Config:
     source: str = "auto-discovered"
     all_users: bool = False  # the queue starts on everyone's jobs instead of mine
     mouse: bool = True  # false: the terminal keeps the mouse (its own select and copy); f2 switches
+    notify: NoticeSettings = field(default_factory=NoticeSettings)  # a word when my jobs end (``notices``)
     # The file line of ``theme`` and of each ``keymap.<id>``: names the app checks at startup
     # (``check_names``), since only it knows its themes and binding ids.
     lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
@@ -157,6 +160,11 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ, lenient: bool
             check.error("clusters", "no clusters configured")
     all_users = bool(check.boolean("all_users", top.get("all_users")))
     mouse = check.boolean("mouse", top.get("mouse")) is not False
+    notify = parse_notify(check, top.get("notify"))
+    known = {c.name for c in clusters}
+    for i, name in enumerate(notify.clusters):
+        if clusters and name not in known:
+            check.error(f"notify.clusters[{i}]", f"no cluster named {name!r} (configured: {', '.join(sorted(known))})")
     if lenient and check.problems and isinstance(raw, list):
         clusters = _keep_broken(check, clusters, made, raw, read_only)
     check.raise_if_any()
@@ -170,6 +178,7 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ, lenient: bool
         source=doc.file,
         all_users=all_users,
         mouse=mouse,
+        notify=notify,
         lines=lines,
     )
 

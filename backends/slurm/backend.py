@@ -404,10 +404,15 @@ class SlurmBackend(Backend):
 
     async def get_job(self, job_id: str) -> Job:
         _check_id(job_id)
-        for job in await self.list_jobs():
-            if job.id == job_id:
-                return job
-        raw = await self._raw_job(job_id)
+        listed = next((job for job in await self.list_jobs() if job.id == job_id), None)
+        if listed is not None and not (listed.state.terminal and listed.exit_code is None):
+            return listed
+        try:  # a job that ended: squeue's line has no exit code, its full record does
+            raw = await self._raw_job(job_id)
+        except BackendError:
+            if listed is None:
+                raise
+            return listed
         return parse.to_job(raw, self.name, raw.array_job_id if raw.array_task else "", self.parse_caches)
 
     async def describe(self, job_id: str) -> str:

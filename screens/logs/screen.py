@@ -54,6 +54,7 @@ class LogsScreen(DataScreen):
         Binding("x", "close_pane", "Close pane", id="close-pane"),
         Binding("left_square_bracket", "previous_pane", "Prev pane", id="previous-pane"),
         Binding("E", "previous_error", "Prev error", id="previous-error"),
+        Binding("y", "copy_lines", "Copy lines", show=False, id="copy-log-lines"),
         Binding("escape", "close_search", "Close search", show=False, id="close-search"),
     ]
 
@@ -270,7 +271,16 @@ class LogsScreen(DataScreen):
             return True if len(pane.source_stores) > 1 else None
         if action in ("next_pane", "previous_pane"):
             return True if len(self.panes) > 1 else None
-        if action in ("toggle_follow", "save", "search", "toggle_wrap", "next_error", "previous_error", "close_pane"):
+        if action in (
+            "toggle_follow",
+            "save",
+            "search",
+            "toggle_wrap",
+            "next_error",
+            "previous_error",
+            "close_pane",
+            "copy_lines",
+        ):
             return True if pane is not None else None
         return True
 
@@ -409,6 +419,13 @@ class LogsScreen(DataScreen):
             view.find(ERROR_PATTERN, start, direction, found)
         else:
             found(None)  # past the last line: wrap around
+
+    def action_copy_lines(self) -> None:
+        """``y``: the marked line (a match, an error), else the lines in view, to the clipboard (OSC 52)."""
+        if self.pane is not None:
+            lines = self.pane.active_view.copy_lines()
+            if lines:
+                self.app.copy_text("\n".join(lines), "log line" if len(lines) == 1 else f"{len(lines)} log lines")
 
     def action_save(self) -> None:
         pane = self.pane

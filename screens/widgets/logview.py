@@ -297,6 +297,14 @@ class LogView(ForwardFailures, ScrollView, can_focus=True):
         layout = self._visible_rows()
         return layout[0][0] if layout else 0
 
+    def copy_lines(self) -> list[str]:
+        """What ``y`` copies: the marked line (a search match, an error), else the lines in view."""
+        if self.current_line is not None:
+            return [self._text(self.current_line)]
+        top = self.top_line
+        height = max(1, self.scrollable_content_region.height)
+        return [self._text(line) for line in range(top, min(len(self.store), top + height))]
+
     def row_count(self, line: int) -> int:
         """How many screen rows ``line`` takes (1 unless wrapping)."""
         if not self.wrap:

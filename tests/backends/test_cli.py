@@ -340,3 +340,38 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly(env, tmp_p
     _, err = child.communicate(timeout=60)
     assert child.returncode in (0, 141)
     assert err == b""
+
+
+# -- watch JOB: waits for the end, exits with the job's code (Slurm: slurm/test_slurm_watch.py) --
+
+
+@pytest.mark.parametrize(("command", "code", "state"), [("sleep 1; exit 3", 3, "failed"), ("sleep 1", 0, "completed")])
+def test_watch_exits_with_the_local_jobs_code(env, tmp_path, command, code, state):
+    job_id = submit(tmp_path, command)
+    result = run_cli("watch", job_id, timeout=60)
+    assert result.returncode == code, result.stderr
+    assert result.stdout == f"{job_id}\tlocal\t{state}, exit code {code}\n"
+
+
+def test_watch_of_a_cancelled_local_job_exits_143(env, tmp_path):
+    job_id = submit(tmp_path, "sleep 60")
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "yanflow_tui", "watch", job_id],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert "waiting for its end" in watcher.stderr.readline()  # it has seen the job live
+        assert run_cli("cancel", job_id).returncode == 0
+        assert watcher.wait(timeout=60) == 143
+        assert watcher.stdout.read().startswith(f"{job_id}\tlocal\tcancelled")
+    finally:
+        watcher.kill()
+        watcher.wait()
+
+
+def test_watch_of_an_unknown_job_is_an_error(env):
+    result = run_cli("watch", "999999")
+    assert result.returncode == 1 and "yanflow-tui: error:" in result.stderr and "Traceback" not in result.stderr

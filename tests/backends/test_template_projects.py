@@ -34,6 +34,7 @@ RUNS_ON = {
     "horovod": {"slurm"},  # Kubernetes: needs the MPI Operator
     "tensorflow": {"slurm", "kubernetes"},
     "det-trial": {"determined"},
+    "mmdet": {"slurm", "kubernetes"},  # its runs: test_mmdet_template.py
 }
 CLUSTERS = {
     "local": {},
@@ -177,5 +178,15 @@ def test_projects_import_no_framework_at_the_top_of_our_package():
     """The projects are data: nothing of yanflow_tui imports them, nor any framework."""
     code = "import sys, yanflow_tui.projects, yanflow_tui.templates, yanflow_tui.cli; print(sorted(sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    for name in ("torch", "tensorflow", "deepspeed", "accelerate", "horovod", "yanflow_events", "determined"):
+    for name in (
+        "torch",
+        "tensorflow",
+        "deepspeed",
+        "accelerate",
+        "horovod",
+        "yanflow_events",
+        "determined",
+        "mmdet",
+        "mmengine",
+    ):
         assert f"'{name}'" not in loaded

@@ -82,9 +82,10 @@ def verb_modules() -> tuple[VerbModule, ...]:
         submit,
         tensorboard,
         verbs,
+        watch,
     )
 
-    return (jobs, submit, describe, verbs, logs, metrics, files, inside, tensorboard, explain, failure)
+    return (jobs, submit, describe, verbs, logs, metrics, files, inside, tensorboard, explain, failure, watch)
 
 
 def build() -> argparse.ArgumentParser:

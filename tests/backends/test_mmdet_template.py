@@ -1,0 +1,128 @@
+"""The MMDetection template project (``yanflow-tui init mmdet``): its spec renders on Slurm and
+Kubernetes; it runs under the stub torchrun (tests/launchstubs.py) from each backend's per-node
+command, single-node and 2-node, and its pure-Python loop writes mmengine's work dir layout
+(``<timestamp>/vis_data/scalars.json``, ``epoch_N.pth``, ``last_checkpoint``) plus TensorBoard event
+files where the console reads curves; ``$YANFLOW_RESUME_FROM`` resumes it; ``mmengine_dirs`` reads
+that work dir. Its config loads with mmengine's own ``Config`` where mmengine is installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from k8shelpers import pod_env
+from launchstubs import make_launchers
+from tbhelpers import loader_points
+
+from yanflow_tui import launchers, mmengine_dirs, projects
+from yanflow_tui.backends.kubernetes import manifests as k8s_manifests
+from yanflow_tui.model import Resources
+from yanflow_tui.spec import load_spec
+
+CONFIG = "configs/retinanet_r18_fpn_coco.py"
+WORK_DIR = "work_dirs/retinanet_r18_fpn_coco"
+
+
+def _env(bin_dir: Path, extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("YANFLOW_TB_LOGDIR", "RANK", "WORLD_SIZE")}
+    env.update(extra, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", TMPDIR=str(bin_dir.parent))
+    return env
+
+
+def run_slurm_nodes(project: Path, bin_dir: Path, nodes: int, nproc: int, extra: dict[str, str] | None = None) -> str:
+    """Each node's step as the Slurm batch script runs it: torchrun's prefix with the node's variables."""
+    spec = load_spec(project / "job.yaml")
+    line = f"exec {launchers.prefix('torchrun')} {launchers.handed_line('torchrun', str(spec.command))}"
+    out = ""
+    for node in range(nodes):
+        env = _env(bin_dir, {"NNODES": str(nodes), "NODE_RANK": str(node), "NPROC_PER_NODE": str(nproc)})
+        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29500", **(extra or {}))
+        result = subprocess.run(
+            ["/bin/sh", "-c", line], env=env, cwd=project, capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        out += result.stdout
+    return out
+
+
+def check_work_dir(project: Path, epochs: int = 3) -> None:
+    work = project / WORK_DIR
+    points, saved = mmengine_dirs.read_work_dir(str(work))
+    loss = [p for p in points if p.name == "loss" and p.group == "training"]
+    assert len(loss) == 10 * epochs and loss[-1].value < loss[0].value
+    assert [p.step for p in points if p.group == "validation"] == list(range(1, epochs + 1))
+    assert [c.number for c in saved] == list(range(1, epochs + 1)) and saved[-1].last
+    assert mmengine_dirs.resume_from([c.path for c in saved], (work / "last_checkpoint").read_text()) == str(
+        work / f"epoch_{epochs}.pth"
+    )
+    assert len(loader_points(project / "tb")["loss"]) == 10 * epochs  # the console's curves (rank 0's file)
+
+
+@pytest.mark.parametrize(("nodes", "nproc"), [(1, 1), (1, 2), (2, 2)])
+def test_mmdet_runs_under_stub_torchrun_from_the_slurm_step(tmp_path, nodes, nproc):
+    project = tmp_path / "project"
+    projects.write_project("mmdet", project)
+    output = run_slurm_nodes(project, make_launchers(tmp_path / "bin"), nodes, nproc)
+    world = nodes * nproc
+    launcher = "pytorch" if world > 1 else "none"
+    for rank in range(world):
+        assert f"rank {rank}/{world} node {rank // nproc} launcher {launcher} work_dir {WORK_DIR}" in output
+    check_work_dir(project)
+
+
+def test_mmdet_runs_from_the_kubernetes_pod_script(tmp_path):
+    project = tmp_path / "project"
+    spec = load_spec(projects.write_project("mmdet", project))
+    bin_dir = make_launchers(tmp_path / "bin")
+    job, _service = k8s_manifests.manifests(spec, "0123456789ab", "ml")
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    output = ""
+    for index in range(spec.resources.nodes):
+        env = _env(bin_dir, pod_env(container, index))
+        result = subprocess.run(
+            container["command"], env=env, cwd=project, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        output += result.stdout
+    world = spec.resources.nodes * spec.resources.gpus
+    assert sorted(
+        int(line.split()[1].split("/")[0]) for line in output.splitlines() if line.startswith("rank ")
+    ) == list(range(world))
+    check_work_dir(project)
+
+
+def test_mmdet_resumes_from_yanflow_resume_from(tmp_path):
+    project = tmp_path / "project"
+    projects.write_project("mmdet", project)
+    bin_dir = make_launchers(tmp_path / "bin")
+    run_slurm_nodes(project, bin_dir, 1, 2)
+    second = str(project / WORK_DIR / "epoch_2.pth")
+    (project / WORK_DIR / "epoch_3.pth").unlink()  # as if the job was cancelled after its second epoch
+    output = run_slurm_nodes(project, bin_dir, 1, 2, {"YANFLOW_RESUME_FROM": second})
+    assert f"resuming from {second}" in output
+    assert "Epoch(train) [3]" in output and "Epoch(train) [1]" not in output
+    runs = sorted((project / WORK_DIR).glob("*/vis_data/scalars.json"))
+    steps = [json.loads(line)["step"] for line in runs[-1].read_text().splitlines()]
+    assert steps[0] == 21  # the new run starts after epoch 2's 20 steps
+
+
+def test_mmdet_spec_and_files(tmp_path):
+    spec = load_spec(projects.write_project("mmdet", tmp_path / "p"))
+    assert spec.launcher == "torchrun" and spec.kind.value == "multi-node"
+    assert (tmp_path / "p" / CONFIG).is_file() and (tmp_path / "p" / "yanflow_events.py").is_file()
+    assert replace(spec.resources, nodes=1) == Resources(nodes=1, gpus=2, cpus=8, memory_mb=32 * 1024)
+
+
+def test_mmdet_config_loads_with_mmengines_config(tmp_path, monkeypatch):
+    config = pytest.importorskip("mmengine.config", reason="mmengine is not installed (not in the test extra)")
+    projects.write_project("mmdet", tmp_path / "p")
+    monkeypatch.setenv("DATA_ROOT", "/data/coco/")
+    cfg = config.Config.fromfile(str(tmp_path / "p" / CONFIG))
+    assert cfg.model.type == "RetinaNet" and cfg.model.backbone.depth == 18
+    assert cfg.train_dataloader.dataset.data_root == "/data/coco/"
+    assert cfg.train_cfg.max_epochs == 12 and cfg.default_hooks.checkpoint.interval == 1
+    assert [b["type"] for b in cfg.visualizer.vis_backends] == ["LocalVisBackend", "TensorboardVisBackend"]
