@@ -64,6 +64,8 @@ from yanflow_tui.model import (
     MetricPoint,
     Node,
 )
+from yanflow_tui.placement_rank import Placement
+from yanflow_tui.share import Share
 
 GATED_METHODS = ("submit", "cancel", "perform", "shell", "tensorboard")
 SUBMIT_TAG = re.compile(r"[0-9a-f]{12,64}")
@@ -132,6 +134,11 @@ class Capabilities:
     needs_write_why: str = ""
     # The flags read-only mode turned off (``needs_write`` of a read-only cluster), for the UI to say why.
     off_read_only: frozenset[str] = field(default_factory=frozenset)
+    # ``placement(spec, nodes)``: the scheduler's own answer on when and where a job would start, asked
+    # without submitting it (Slurm: ``sbatch --test-only``). Without it, ``placement_rank`` judges from the nodes.
+    placement: bool = False
+    # ``share()``: my standing and limits on the cluster with their use (fair-share, QoS, quotas, pools).
+    share: bool = False
 
     def read_only_view(self) -> Capabilities:
         """These capabilities on a read-only cluster: every flag of ``needs_write`` off."""
@@ -177,6 +184,8 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "forward": ("forward",),
     "tensorboard": ("_tensorboard",),
     "job_files": ("job_file",),
+    "placement": ("placement",),
+    "share": ("share",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -462,6 +471,16 @@ class Backend(abc.ABC):
     async def metrics(self, job_id: str) -> list[MetricPoint]:
         """Reported metrics of a job or trial, oldest first."""
         raise BackendError(f"cluster {self.name!r} has no metrics")
+
+    async def placement(self, spec: JobSpec, nodes: Sequence[Node]) -> Placement:
+        """``capabilities.placement``: whether ``spec`` would start now, wait (until when) or never run
+        here, why, and on which nodes, as the scheduler itself says, with ``nodes`` (the latest listed)
+        at hand. A read: nothing is submitted, and read-only mode allows it."""
+        raise BackendError(f"cluster {self.name!r} cannot say where a job would start")
+
+    async def share(self) -> Share:
+        """``capabilities.share``: my standing and limits on this cluster with their current use. A read."""
+        raise BackendError(f"cluster {self.name!r} cannot show your share of it")
 
     async def event_files(self, job_id: str) -> EventListing:
         """The job's log directory and the TensorBoard event files under it (any depth), with their

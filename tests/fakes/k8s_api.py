@@ -46,8 +46,10 @@ RESOURCES = {
     "services": ("/api/v1", "services", True, "Service"),
     "events": ("/api/v1", "events", True, "Event"),
     "jobs": ("/apis/batch/v1", "jobs", True, "Job"),
+    "resourcequotas": ("/api/v1", "resourcequotas", True, "ResourceQuota"),
 }
 API_VERSION = {"nodes": "v1", "pods": "v1", "services": "v1", "events": "v1", "jobs": "batch/v1"}
+API_VERSION["resourcequotas"] = "v1"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 
 
@@ -938,3 +940,14 @@ def _main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(_main(sys.argv[1:]))
+
+
+def make_quota(name: str, namespace: str, hard: dict[str, str], used: dict[str, str] | None = None) -> dict:
+    """A ResourceQuota as the API server serves it: ``spec.hard``, and ``status.hard`` / ``status.used``
+    as the quota controller keeps them (``used``: every key of ``hard`` at 0 unless given)."""
+    used = {key: "0" for key in hard} | dict(used or {})
+    return {
+        "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()), "resourceVersion": "1"},
+        "spec": {"hard": dict(hard)},
+        "status": {"hard": dict(hard), "used": used},
+    }

@@ -70,9 +70,9 @@ def console_args(argv: Sequence[str] | None) -> argparse.Namespace | None:
 
 def verb_modules() -> tuple[VerbModule, ...]:
     """The headless commands' modules, in the order ``--help`` lists their verbs."""
-    from yanflow_tui.cli import files, inside, jobs, logs, metrics, submit, tensorboard, verbs
+    from yanflow_tui.cli import files, inside, jobs, logs, metrics, submit, tensorboard, verbs, where
 
-    return (jobs, submit, verbs, logs, metrics, files, inside, tensorboard)
+    return (jobs, submit, verbs, logs, metrics, files, inside, tensorboard, where)
 
 
 def build() -> argparse.ArgumentParser:
