@@ -14,6 +14,7 @@ from yanflow_tui.cli.context import EXIT_ERROR, CliContext, Command
 
 if TYPE_CHECKING:
     from yanflow_tui.cli.parser import Subparsers
+    from yanflow_tui.hub import Hub
 
 ASK_TIMEOUT = 25.0  # s for one cluster's answer (its nodes, then its scheduler)
 
@@ -42,7 +43,7 @@ async def where(ctx: CliContext) -> int:
     args = ctx.args
     spec = load_job_file(args.spec, args.context)
     async with ctx.hub() as hub:
-        backends = candidates(hub.backend(n) for n in hub.names)
+        backends = candidates(hub.backend(n) for n in _names(ctx, hub))
         timeout, hub.timeout = hub.timeout, min(hub.timeout, ASK_TIMEOUT)
         try:
             snaps = await asyncio.gather(*(hub.refresh(b.name, jobs=False, nodes=True) for b in backends))
@@ -80,8 +81,8 @@ async def share(ctx: CliContext) -> int:
             return error_text(exc)
 
     async with ctx.hub() as hub:
-        answers = await asyncio.gather(*(one(n) for n in hub.names))
-        names = list(hub.names)
+        names = _names(ctx, hub)
+        answers = await asyncio.gather(*(one(n) for n in names))
     shares = [a for a in answers if isinstance(a, Share)]
     errors = [(n, a) for n, a in zip(names, answers) if isinstance(a, str)]
     if ctx.args.json:
@@ -94,6 +95,11 @@ async def share(ctx: CliContext) -> int:
         for cluster, message in errors:
             ctx.error(f"cluster {cluster!r}: {message}")
     return 0 if shares or not errors else EXIT_ERROR
+
+
+def _names(ctx: CliContext, hub: Hub) -> list[str]:
+    """The clusters asked: ``--cluster``'s, else every one configured."""
+    return [ctx.args.cluster] if ctx.args.cluster else list(hub.names)
 
 
 COMMANDS: dict[str, Command] = {"where": where, "share": share}
