@@ -9,6 +9,9 @@ from datetime import datetime, timedelta, timezone
 
 from yanflow_tui.backends.kubernetes import quota
 from yanflow_tui.backends.slurm import standing
+from yanflow_tui.backends.slurm.backend import SlurmBackend
+from yanflow_tui.backends.slurm.transport import Result, Transport
+from yanflow_tui.config import ClusterConfig
 from yanflow_tui.model import Node, Resources
 from yanflow_tui.placement_rank import NEVER, NOW, WAITS, Placement, node_type_for, rank, when_text
 from yanflow_tui.share import Share, ShareLine, share_text
@@ -184,3 +187,47 @@ def test_share_text_and_json():
     assert share_text(share) == ["QoS gpu4: MaxTRESPU gres/gpu: 4 of 4; MaxJobs: 1 of 5"]
     assert share_text(Share("t", note="no accounting")) == ["no accounting"]
     assert share.as_json()["lines"][0] == {"scope": "QoS gpu4", "what": "MaxTRESPU gres/gpu", "used": "4", "limit": "4"}
+
+
+class OldSlurm(Transport):
+    """A Slurm whose ``sshare`` lacks ``-l`` and whose ``scontrol show assoc_mgr`` lacks ``flags=`` (as
+    older versions do): each refused with the error such a version prints; the rest answered as recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[str, ...]] = []
+
+    async def run(self, argv, stdin_data=None, timeout=None):
+        argv = tuple(argv)
+        self.sent.append(argv)
+        if argv == ("id", "-un"):
+            return Result(argv, 0, "alice\n", "")
+        if argv[:3] == ("scontrol", "show", "config"):
+            return Result(argv, 0, "AccountingStorageType   = accounting_storage/slurmdbd\n", "")
+        if argv[0] == "sshare" and "-l" in argv:
+            return Result(argv, 1, "", "sshare: unrecognized option '-l'\n")
+        if argv[0] == "sshare":
+            return Result(argv, 0, SSHARE, "")
+        if argv[:3] == ("scontrol", "show", "assoc_mgr") and any(a.startswith("flags=") for a in argv):
+            return Result(argv, 1, "", "scontrol: error: Invalid argument flags=assoc,qos\n")
+        if argv[:3] == ("scontrol", "show", "assoc_mgr"):
+            return Result(argv, 0, ASSOC_MGR, "")
+        raise AssertionError(f"not expected: {argv}")
+
+    async def _exec(self, script):  # pragma: no cover - run answers everything
+        raise AssertionError(script)
+
+    async def _stream(self, script, binary=False):  # pragma: no cover
+        raise AssertionError(script)
+
+
+async def test_an_option_an_older_slurm_lacks_falls_back_never_reads_as_no_answer():
+    transport = OldSlurm()
+    backend = SlurmBackend(ClusterConfig("old", "slurm", options={}), transport=transport)
+    share = await backend.share()
+    assert ("sshare", "-P", "-U", "-u", "alice") in transport.sent  # tried again without -l
+    assert ("scontrol", "show", "assoc_mgr", "users=alice") in transport.sent  # and without flags=
+    got = {(line.scope, line.what): (line.used, line.limit) for line in share.lines}
+    assert got[("fair-share in account ml", "fair-share factor")] == ("0.250000", "")
+    assert got[("QoS gpu4", "MaxTRESPU gres/gpu")] == ("4", "4")
+    assert share.note == ""
