@@ -39,7 +39,7 @@ from yanflow_tui.formfields import (
     message_field,
     split_data,
 )
-from yanflow_tui.hub import error_text
+from yanflow_tui.hub import Health, error_text
 from yanflow_tui.images import with_images
 from yanflow_tui.keys import EDITOR_KEYS, is_typing
 from yanflow_tui.locations import display_path
@@ -431,9 +431,15 @@ class SubmitScreen(DataScreen):
     @work(exclusive=True, group="where", exit_on_error=False)
     async def _rank_where(self, spec: JobSpec) -> None:
         hub = self.app.hub
-        backends = candidates(hub.backend(n) for n in hub.names)
-        asks = [(b, hub.snapshots[b.name].nodes if b.name in hub.snapshots else ()) for b in backends]
+        asks, down = [], []
+        for backend in candidates(hub.backend(n) for n in hub.names):
+            snapshot = hub.snapshots.get(backend.name)
+            if snapshot is not None and snapshot.health is Health.ERROR and not snapshot.nodes:
+                down.append((backend.name, snapshot.message or "no answer"))  # down: asking again only waits
+            else:
+                asks.append((backend, snapshot.nodes if snapshot is not None else ()))
         placed, errors = await place_all(asks, spec, WHERE_TIMEOUT)
+        errors = down + errors
         self.where_ranking = placed
         self.query_one(WherePanel).show_ranking(placed, errors, self._cluster, self._writable())
 
