@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 from yanflow_tui.placement_rank import Placement
 from yanflow_tui.screens.render.where_rows import failed_text, placement_text
 
-HEADING = "Where soonest: enter moves the form there, escape closes"
+HEADING = "Where soonest (enter: move)"
 
 
 class WhereList(OptionList):
