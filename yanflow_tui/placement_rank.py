@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from yanflow_tui.capacity import Fit, Verdict, verdict
+from yanflow_tui.errors import BackendError
 
 if TYPE_CHECKING:
     from yanflow_tui.backends.base import Backend
@@ -123,8 +124,6 @@ def for_cluster(spec: JobSpec, cluster: str) -> JobSpec:
 async def place(backend: Backend, spec: JobSpec, nodes: Sequence[Node]) -> Placement:
     """``backend``'s answer for ``spec``: a spec the cluster cannot run is "never" with the reason;
     then the backend's own answer (``capabilities.placement``), else the nodes' verdict."""
-    from yanflow_tui.errors import BackendError
-
     spec = for_cluster(spec, backend.name)
     try:
         backend.check_spec(spec)
