@@ -3,7 +3,8 @@ its last good refresh, the user it acts as, read-only, its description, and the 
 with its fix (an unknown host key's fingerprint and known_hosts line, a config file:line...). ``l``
 logs in to the highlighted cluster when it needs a password; ``c`` / ``n`` switch its context / namespace
 where it has them (``capabilities.scopes``). Under the list, my share of the highlighted cluster where it
-reports one (``capabilities.share``: fair-share, limits, quotas, pools), read again after ``SHARE_AGE``
+reports one (``capabilities.share``: fair-share, limits, quotas, pools) and answers now (an
+error in the list keeps the room), read again after ``SHARE_AGE``
 seconds. The path of the console's own log is at the bottom, for bug reports. Rendering is
 ``cluster_rows``'s and ``share_rows``'s."""
 
@@ -20,7 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import OptionList, Static
 
-from yanflow_tui.hub import error_text
+from yanflow_tui.hub import Health, error_text
 from yanflow_tui.locations import app_log_path, display_path
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
@@ -87,7 +88,13 @@ class ClustersScreen(DataScreen):
         """The highlighted cluster's share under the list: hidden where it reports none; read in a worker."""
         name = self.selected_cluster()
         box = self.query_one("#share", Static)
-        if name is None or not self.app.hub.backend(name).capabilities.share:
+        snap = self.app.hub.snapshots.get(name) if name is not None else None
+        if (
+            name is None
+            or snap is None
+            or snap.health is not Health.OK
+            or not self.app.hub.backend(name).capabilities.share
+        ):
             box.display = False
             return
         kept = self._shares.get(name)
