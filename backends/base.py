@@ -66,6 +66,8 @@ from yanflow_tui.model import (
     MetricPoint,
     Node,
 )
+from yanflow_tui.placement_rank import Placement
+from yanflow_tui.share import Share
 
 GATED_METHODS = ("submit", "cancel", "perform", "shell", "tensorboard")
 SUBMIT_TAG = re.compile(r"[0-9a-f]{12,64}")
@@ -141,6 +143,11 @@ class Capabilities:
     # the out-of-memory killer, end times, torchrun's error files), for the first failure across ranks
     # (``yanflow_tui.firstfailure``). Without it, the job's own exit code and end stand for its one rank.
     rank_evidence: bool = False
+    # ``placement(spec, nodes)``: the scheduler's own answer on when and where a job would start, asked
+    # without submitting it (Slurm: ``sbatch --test-only``). Without it, ``placement_rank`` judges from the nodes.
+    placement: bool = False
+    # ``share()``: my standing and limits on the cluster with their use (fair-share, QoS, quotas, pools).
+    share: bool = False
 
     def read_only_view(self) -> Capabilities:
         """These capabilities on a read-only cluster: every flag of ``needs_write`` off."""
@@ -188,6 +195,8 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "job_files": ("job_file",),
     "explain": ("explain",),
     "rank_evidence": ("rank_evidence",),
+    "placement": ("placement",),
+    "share": ("share",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -473,6 +482,16 @@ class Backend(abc.ABC):
     async def metrics(self, job_id: str) -> list[MetricPoint]:
         """Reported metrics of a job or trial, oldest first."""
         raise BackendError(f"cluster {self.name!r} has no metrics")
+
+    async def placement(self, spec: JobSpec, nodes: Sequence[Node]) -> Placement:
+        """``capabilities.placement``: whether ``spec`` would start now, wait (until when) or never run
+        here, why, and on which nodes, as the scheduler itself says, with ``nodes`` (the latest listed)
+        at hand. A read: nothing is submitted, and read-only mode allows it."""
+        raise BackendError(f"cluster {self.name!r} cannot say where a job would start")
+
+    async def share(self) -> Share:
+        """``capabilities.share``: my standing and limits on this cluster with their current use. A read."""
+        raise BackendError(f"cluster {self.name!r} cannot show your share of it")
 
     async def event_files(self, job_id: str) -> EventListing:
         """The job's log directory and the TensorBoard event files under it (any depth), with their

@@ -58,6 +58,7 @@ from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.explain import Explanation
 from yanflow_tui.images import merged
 from yanflow_tui.model import Checkpoint, Image, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
+from yanflow_tui.share import Share, pool_share
 
 __all__ = ["AuthRequired", "DeterminedBackend"]
 
@@ -107,6 +108,7 @@ class DeterminedBackend(Backend):
         native_files=frozenset({"determined"}),
         tensorboard=True,
         explain=True,
+        share=True,
         no_shell="Determined offers no shell into a running trial: start an interactive task beside it with "
         "`det shell start` (or `det notebook start`), and follow the trial here with its logs",
     )
@@ -183,6 +185,10 @@ class DeterminedBackend(Backend):
 
     async def list_nodes(self) -> list[Node]:
         return await asyncio.to_thread(self.conn.call, self._list_nodes, "listing agents")
+
+    async def share(self) -> Share:
+        """The resource pools and their slots (GPUs): in use of all, free, and whole agents free."""
+        return pool_share(self.name, await self.list_nodes(), "resource pool")
 
     def images(self) -> tuple[Image, ...]:
         """The config's catalogue, then the master's default images (read with the first node list)."""

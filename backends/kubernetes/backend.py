@@ -19,7 +19,7 @@ import os
 import posixpath
 import re
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from yanflow_tui.backends.base import (
     TensorBoardTask,
     describe_job,
 )
-from yanflow_tui.backends.kubernetes import files, kubeconfig, manifests, podexec, podshell, tbfiles, tls
+from yanflow_tui.backends.kubernetes import files, kubeconfig, manifests, podexec, podshell, quota, tbfiles, tls
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.explain import explain_pods
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
@@ -55,6 +55,8 @@ from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.explain import Explanation
 from yanflow_tui.firstfailure import RankEvidence
 from yanflow_tui.model import Job, JobKind, JobList, JobSpec, LogLine, Node
+from yanflow_tui.placement_rank import NEVER, NOW, Placement, judged_from_nodes
+from yanflow_tui.share import Share
 
 REQUEST_TIMEOUT = 10.0
 SUBMIT_BUDGET = 25.0  # every create and retry of one submit fits in the hub's 30 s call timeout
@@ -95,6 +97,8 @@ class KubernetesBackend(Backend):
         rank_evidence=True,  # each pod's terminated state (exit code, OOMKilled, finishedAt), from the watch cache
         needs_write=frozenset({"files", "event_files", "forward"}),
         needs_write_why=EXEC_NEEDS,
+        placement=True,
+        share=True,
     )
 
     def __init__(
@@ -679,6 +683,39 @@ class KubernetesBackend(Backend):
 
         await asyncio.to_thread(join)
         self._reflectors = {}
+
+    # -- where a job would start, and my share: the nodes and the namespace's ResourceQuotas (reads) --------
+    async def _quotas(self, namespace: str) -> dict:
+        """The namespace's ResourceQuotas as the API serves them (``status.hard`` / ``status.used``)."""
+        if self._api is None:
+            await asyncio.to_thread(self._load_client)
+        try:
+            return await asyncio.to_thread(self._call_json, self._core.list_namespaced_resource_quota, namespace)
+        except Exception as exc:
+            raise BackendError(f"cannot read the ResourceQuotas of namespace {namespace}: {error_text(exc)}") from None
+
+    async def placement(self, spec: JobSpec, nodes: Sequence[Node]) -> Placement:
+        """The nodes' verdict (``capacity``), then the namespace's quotas: a job over a quota's hard
+        limit never starts; one over what it leaves now waits. Quotas that cannot be read are said."""
+        judged = judged_from_nodes(self, spec, nodes)
+        if judged.verdict == NEVER:
+            return judged
+        namespace = str(spec.section("kubernetes").get("namespace") or self.namespace)
+        try:
+            found = quota.check(await self._quotas(namespace), spec.resources, namespace)
+        except BackendError as exc:
+            return replace(judged, reason=f"{judged.reason}; quotas not checked: {exc}")
+        if found is None:
+            return judged
+        if found.verdict == NEVER or judged.verdict == NOW:
+            return Placement(self.name, found.verdict, found.reason)
+        return replace(judged, reason=f"{judged.reason}; {found.reason}")
+
+    async def share(self) -> Share:
+        namespace = self.namespace
+        lines = quota.share_lines(await self._quotas(namespace), namespace)
+        note = "" if lines else f"no ResourceQuota in namespace {namespace}: no share is set"
+        return Share(self.name, tuple(lines), note)
 
     # -- writes (reached only through the gate) -----------------------------------------------------
     def check_spec(self, spec: JobSpec) -> None:

@@ -45,6 +45,7 @@ from yanflow_tui.backends.slurm import (
     parse,
     ranks,
     reasons,
+    standing_reads,
     tbfiles,
     verbs,
 )
@@ -70,6 +71,8 @@ from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.explain import Explanation
 from yanflow_tui.firstfailure import RankEvidence
 from yanflow_tui.model import Job, JobChanges, JobKind, JobList, JobSpec, JobState, LogLine, Node
+from yanflow_tui.placement_rank import Placement
+from yanflow_tui.share import Share
 
 NODES_REFRESH = 30.0
 PLACEMENTS_PER_REFRESH = 16
@@ -128,6 +131,8 @@ class SlurmBackend(Backend):
         tensorboard=True,
         explain=True,
         rank_evidence=True,  # each rank's file and torchrun's error file beside it (``ranks``)
+        placement=True,
+        share=True,
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -753,6 +758,18 @@ class SlurmBackend(Backend):
             if later > (max(keep_looking, LOOKUP_SECONDS) if error else keep_looking):
                 return None, error
             await asyncio.sleep(LOOKUP_PAUSE)
+
+    # -- where a job would start, and my share (reads: nothing is submitted) ------------------------
+    async def placement(self, spec: JobSpec, nodes: Sequence[Node]) -> Placement:
+        """``sbatch --test-only`` on the script a submit would send (on stdin, as a submit does): Slurm's
+        start estimate and nodes, or its refusal ("never": the nodes' verdict says why in their terms).
+        --test-only creates no job; read-only mode allows it."""
+        return await standing_reads.placement(self, spec, nodes)
+
+    async def share(self) -> Share:
+        """Fair-share (``sshare``) and the association and QoS limits with their use (``scontrol show
+        assoc_mgr``); without accounting, a note saying so."""
+        return await standing_reads.share(self)
 
     async def _cancel(self, job_id: str) -> None:
         _check_id(job_id)

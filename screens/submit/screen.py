@@ -39,17 +39,19 @@ from yanflow_tui.formfields import (
     message_field,
     split_data,
 )
-from yanflow_tui.hub import error_text
+from yanflow_tui.hub import Health, error_text
 from yanflow_tui.images import with_images
 from yanflow_tui.keys import EDITOR_KEYS, is_typing
 from yanflow_tui.locations import display_path
 from yanflow_tui.model import JobKind, JobSpec, NativeFile
 from yanflow_tui.nativefiles import changed_fields
+from yanflow_tui.placement_rank import Placement, candidates, place_all
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.dialogs import ConfirmScreen, PromptScreen
 from yanflow_tui.screens.submit.files import SubmitDraft, read_spec
 from yanflow_tui.screens.submit.form import SpecForm, select_options
+from yanflow_tui.screens.submit.where import WherePanel
 from yanflow_tui.screens.templates import TemplatePickerScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
@@ -60,6 +62,8 @@ WIDGET_HELP = {  # the help line for the widgets outside the fields
     "cluster": ("Cluster", "where the job runs; tab goes down the form, 1-5 switch screens"),
 }
 PREVIEW_DELAY = 0.15  # s of quiet typing before the preview is rendered again
+WHERE_KEY = "ctrl+f"  # the "where soonest" panel (a key no text field takes)
+WHERE_TIMEOUT = 25.0  # s for one cluster's answer in that panel
 
 
 class SubmitScreen(DataScreen):
@@ -74,6 +78,7 @@ class SubmitScreen(DataScreen):
         Binding("ctrl+r", "reset", "Reset form", id="reset-form"),
         Binding(EDITOR_KEYS["submit-open-editor"], "open_editor", "Edit", id="submit-open-editor"),
         Binding("escape", "leave_field", "Leave field", id="leave-field"),
+        Binding(WHERE_KEY, "where", "Where soonest", id="submit-where", show=False),
     ]
 
     def __init__(self) -> None:
@@ -99,6 +104,8 @@ class SubmitScreen(DataScreen):
         self._verdict: Verdict | None = None  # the capacity verdict on the valid form, with node data
         self._pending_load: tuple[str, dict[str, str], str] | None = None  # ``load_file`` before the screen mounted
         self._scratch = ""  # the form as a spec in a temporary file for $EDITOR, kept while it does not load
+        self.where_ranking: list[Placement] = []  # the last "where soonest" answer, soonest first
+        self.moved_note = ""  # what the last move to another cluster said (what did not carry over)
 
     # -- clusters and kinds ---------------------------------------------------------------------------
     def _writable(self) -> list[str]:
@@ -192,6 +199,7 @@ class SubmitScreen(DataScreen):
                 yield Static(id="errors")
                 yield Label("Capacity now", classes="heading")
                 yield Static(id="capacity")
+                yield WherePanel(id="where")
                 yield Label("Preview: what the backend receives", classes="heading")
                 with VerticalScroll(id="preview-box"):
                     yield Static(id="preview")
@@ -394,6 +402,77 @@ class SubmitScreen(DataScreen):
             else:
                 out.append(clean(str(found)), {Fit.NOW: "green", Fit.WAITS: "yellow"}.get(found.fit, "bold red"))
         self.query_one("#capacity", Static).update(out)
+
+    # -- where soonest: every cluster ranked for this job, and a move of the form to one ---------------
+    def _placement_spec(self) -> JobSpec | None:
+        """The form's job as a spec to rank clusters for (a missing name or command filled in, as for
+        the capacity verdict); None while the request itself has problems."""
+        if self._spec is not None:
+            return self._spec
+        data = self.form_data()[0]
+        try:
+            spec = spec_from_data(
+                {**data, "name": data.get("name") or "-", "command": data.get("command") or "-"}, "<form>"
+            )
+        except SpecError:
+            return None
+        return replace(spec, native=self._native) if self._native is not None else spec
+
+    def action_where(self) -> None:
+        spec = self._placement_spec()
+        if spec is None:
+            self.notify("fix the request's problems first: then each cluster can be asked", markup=False)
+            return
+        hub = self.app.hub
+        backends = candidates(hub.backend(n) for n in hub.names)
+        self.query_one(WherePanel).show_asking([b.name for b in backends])
+        self._rank_where(spec)
+
+    @work(exclusive=True, group="where", exit_on_error=False)
+    async def _rank_where(self, spec: JobSpec) -> None:
+        hub = self.app.hub
+        asks, down = [], []
+        for backend in candidates(hub.backend(n) for n in hub.names):
+            snapshot = hub.snapshots.get(backend.name)
+            if snapshot is not None and snapshot.health is Health.ERROR and not snapshot.nodes:
+                down.append((backend.name, snapshot.message or "no answer"))  # down: asking again only waits
+            else:
+                asks.append((backend, snapshot.nodes if snapshot is not None else ()))
+        placed, errors = await place_all(asks, spec, WHERE_TIMEOUT)
+        errors = down + errors
+        self.where_ranking = placed
+        self.query_one(WherePanel).show_ranking(placed, errors, self._cluster, self._writable())
+
+    @on(WherePanel.Closed)
+    def _where_closed(self) -> None:
+        self.query_one(WherePanel).display = False
+        self.focus_main()
+
+    @on(WherePanel.Chosen)
+    async def _where_chosen(self, event: WherePanel.Chosen) -> None:
+        await self.move_to(event.cluster)
+
+    async def move_to(self, cluster: str) -> None:
+        """Move the form to ``cluster``, keeping its values, and say what does not carry over there."""
+        if cluster == self._cluster:
+            self.notify(clean(f"the form is for {cluster} already"), markup=False, timeout=3)
+            return
+        if cluster not in self._writable():
+            self.notify(clean(f"{cluster} takes no jobs from here (read-only, or monitoring only)"), markup=False)
+            return
+        kind = self._kind
+        await self._switch(cluster, kind)
+        self._drafts.schedule()
+        lost = [f"{key} (no such field on {cluster})" for key in self.form.hidden_values()]
+        if self._kind is not kind:
+            lost.insert(0, f"job type {kind.value} ({cluster} runs no {kind.value} jobs: {self._kind.value} now)")
+        if self._native is not None and not self._takes(cluster):
+            lost.insert(0, f"the file {self._native.file} ({cluster} does not take it as written)")
+        said = "; not carried over: " + "; ".join(lost) if lost else "; every value carries over"
+        self.moved_note = clean(f"moved the form to {cluster}{said}")
+        self.notify(self.moved_note, title="Where", markup=False, timeout=8)
+        self.query_one(WherePanel).display = False
+        self.focus_main()
 
     # -- editing --------------------------------------------------------------------------------------
     @on(SpecForm.Edited)

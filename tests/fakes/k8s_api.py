@@ -953,16 +953,6 @@ def pod_status(
     return st
 
 
-def make_quota(name: str, namespace: str, hard: dict[str, str]) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "ResourceQuota",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"hard": dict(hard)},
-        "status": {"hard": dict(hard), "used": {}},
-    }
-
-
 def _quantity(text: str) -> int:
     """A whole quantity (GPUs, pods); CPUs in millicores end in ``m`` and count as a fraction rounded up."""
     text = str(text)
@@ -1112,3 +1102,14 @@ def _main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(_main(sys.argv[1:]))
+
+
+def make_quota(name: str, namespace: str, hard: dict[str, str], used: dict[str, str] | None = None) -> dict:
+    """A ResourceQuota as the API server serves it: ``spec.hard``, and ``status.hard`` / ``status.used``
+    as the quota controller keeps them (``used``: every key of ``hard`` at 0 unless given)."""
+    used = {key: "0" for key in hard} | dict(used or {})
+    return {
+        "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()), "resourceVersion": "1"},
+        "spec": {"hard": dict(hard)},
+        "status": {"hard": dict(hard), "used": used},
+    }

@@ -83,9 +83,10 @@ def verb_modules() -> tuple[VerbModule, ...]:
         tensorboard,
         verbs,
         watch,
+        where,
     )
 
-    return (jobs, submit, describe, verbs, logs, metrics, files, inside, tensorboard, explain, failure, watch)
+    return (jobs, submit, describe, verbs, logs, metrics, files, inside, tensorboard, explain, where, failure, watch)
 
 
 def build() -> argparse.ArgumentParser:
