@@ -38,14 +38,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yanflow_tui import idlegpus
 from yanflow_tui.backends import registry
 from yanflow_tui.errors import ConfigError, SpecError
+from yanflow_tui.idlegpus import IdleRule
 from yanflow_tui.images import parse_images
 from yanflow_tui.locations import default_config_path
 from yanflow_tui.model import DEFAULT_REFRESH, ClusterConfig
 from yanflow_tui.yamldoc import Checker, Doc, as_written, join, load_yaml, load_yaml_bytes
 
-TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users", "mouse")
+TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users", "mouse", "idle_gpus")
 COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description", "defaults", "images")
 # Keys every kind takes that stay in ClusterConfig.options: ``metrics: {prometheus: URL}`` (yanflow_tui.gpumetrics).
 SHARED_OPTIONS = ("metrics",)
@@ -65,6 +67,7 @@ class Config:
     # The file line of ``theme`` and of each ``keymap.<id>``: names the app checks at startup
     # (``check_names``), since only it knows its themes and binding ids.
     lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    idle_gpus: IdleRule = field(default_factory=IdleRule)  # ``idle_gpus: {below_percent, minutes}``
 
     def cluster(self, name: str) -> ClusterConfig:
         for cluster in self.clusters:
@@ -157,6 +160,7 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ, lenient: bool
             check.error("clusters", "no clusters configured")
     all_users = bool(check.boolean("all_users", top.get("all_users")))
     mouse = check.boolean("mouse", top.get("mouse")) is not False
+    idle_rule = idlegpus.check_option(check, top.get("idle_gpus"))
     if lenient and check.problems and isinstance(raw, list):
         clusters = _keep_broken(check, clusters, made, raw, read_only)
     check.raise_if_any()
@@ -171,6 +175,7 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ, lenient: bool
         all_users=all_users,
         mouse=mouse,
         lines=lines,
+        idle_gpus=idle_rule,
     )
 
 

@@ -70,9 +70,9 @@ def console_args(argv: Sequence[str] | None) -> argparse.Namespace | None:
 
 def verb_modules() -> tuple[VerbModule, ...]:
     """The headless commands' modules, in the order ``--help`` lists their verbs."""
-    from yanflow_tui.cli import files, inside, jobs, logs, metrics, submit, tensorboard, verbs
+    from yanflow_tui.cli import files, health, inside, jobs, logs, metrics, submit, tensorboard, verbs
 
-    return (jobs, submit, verbs, logs, metrics, files, inside, tensorboard)
+    return (jobs, submit, verbs, logs, metrics, files, inside, tensorboard, health)
 
 
 def build() -> argparse.ArgumentParser:
