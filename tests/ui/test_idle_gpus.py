@@ -40,8 +40,10 @@ async def test_a_job_idle_for_the_configured_time_is_marked_in_the_queue_and_tol
             table = app.screen.query_one(JobTable)
             await wait_for(
                 pilot,
-                lambda: {idle, busy} <= {g.job_id for n in app.hub.snapshots["local"].nodes for g in n.gpus}
-                and table.row_text(f"local/{busy}") is not None,
+                lambda: (
+                    {idle, busy} <= {g.job_id for n in app.hub.snapshots["local"].nodes for g in n.gpus}
+                    and table.row_text(f"local/{busy}") is not None
+                ),
                 what="both jobs holding GPUs and shown",
             )
             await refreshed(pilot, app, "local")
