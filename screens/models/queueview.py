@@ -104,8 +104,8 @@ class QueueView:
         self._closed_now: Counter | None = None
         self._counted = False  # _closed_now was moved from _given_closed by the changes (and added up)
         # the groups opened, the jobs marked and the notes in the rows last given, when made by _closed_rows (and now)
-        self._given_view: tuple[frozenset[str], frozenset[str], tuple] | None = None
-        self._view_now: tuple[frozenset[str], frozenset[str], tuple] | None = None
+        self._given_view: tuple[frozenset[str], frozenset[tuple[str, str]], tuple] | None = None
+        self._view_now: tuple[frozenset[str], frozenset[tuple[str, str]], tuple] | None = None
         self._delta: Delta | None = None
         self.changes: RowChanges | None = None  # what the rows about to be given differ in, when known
         # the rows on show when they are every group closed, with no marks, notes or filter (made by
