@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from sitehelpers import site_cluster, site_sbatch, site_slurm
-from waiting import async_wait_until, wait_until
+from waiting import ManualClock, async_wait_until, wait_until
 
 from yanflow_tui.backends.local.backend import LocalBackend
 from yanflow_tui.cli.health import job_healths
@@ -18,14 +18,6 @@ from yanflow_tui.idlegpus import IdleRule, IdleTracker
 from yanflow_tui.jobhealth import PROMETHEUS
 from yanflow_tui.model import Job, JobState
 from yanflow_tui.spec import spec_from_data
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def gpu_figures(health) -> list[tuple]:
@@ -63,7 +55,7 @@ async def test_local_jobs_gpu_figures_are_nvmls_and_an_idle_one_is_told_once(hom
         assert dict(found[idle_job].source) == {"GPU use": "NVML"}
         assert "/proc" in dict(found[idle_job].missing_source)["CPU and memory"]
         # Idle: both of the first job's GPUs under 5 % for 10 minutes; the job at 50 % never.
-        clock = Clock()
+        clock = ManualClock()
         tracker = IdleTracker(IdleRule(), clock)
         assert tracker.update("local", snap.nodes) == []
         clock.now += 600
@@ -94,7 +86,7 @@ async def test_the_exporters_job_mapping_gives_a_jobs_gpus_through_a_real_promet
         assert dict(mapped.source) == {"GPU use": PROMETHEUS}
         (scheduled,) = await job_healths(hub, ["fk"], "101")
         assert gpu_figures(scheduled)[0] == ("gpu01", 0, 88.0, 5000, 81920)
-        tracker = IdleTracker(IdleRule(seconds=0), Clock())
+        tracker = IdleTracker(IdleRule(seconds=0), ManualClock())
         told = tracker.update("fk", hub.snapshots["fk"].nodes)
         assert [(e.job_id, e.node, e.index) for e in told] == [("777", "gpu01", 5)]  # 61 % is not idle
     finally:

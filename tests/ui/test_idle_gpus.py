@@ -5,7 +5,7 @@ detail's live-use block says so; a job at 50 % gets none of them."""
 from __future__ import annotations
 
 from uihelpers import make_app, refreshed
-from waiting import wait_for
+from waiting import ManualClock, wait_for
 
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.screens.detail import JobDetailScreen
@@ -15,14 +15,6 @@ from yanflow_tui.spec import spec_from_data
 LOCAL = ClusterConfig("local", "local", refresh_seconds=0.5)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def told(app) -> list[str]:
     return [str(n.message) for n in app._notifications if n.title == "idle GPUs"]
 
@@ -30,7 +22,7 @@ def told(app) -> list[str]:
 async def test_a_job_idle_for_the_configured_time_is_marked_in_the_queue_and_told_once(home, fake_nvml):
     fake_nvml.set(devices=[{"util": 0, "mem_used": 10}, {"util": 1}, {"util": 50}, {"util": 50}])
     app = make_app(LOCAL)
-    clock = app.idle.clock = Clock()
+    clock = app.idle.clock = ManualClock()
     async with app.run_test(size=(160, 30)) as pilot:
         backend = app.hub.backend("local")
         spec = {"command": "sleep 60", "resources": {"gpus": 2}}

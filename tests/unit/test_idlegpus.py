@@ -4,19 +4,12 @@ from the config file, checked with its line. The clock is injected: no sleeping.
 from __future__ import annotations
 
 import pytest
+from waiting import ManualClock
 
 from yanflow_tui.config import parse_config
 from yanflow_tui.errors import SpecError
 from yanflow_tui.idlegpus import IdleRule, IdleTracker, notices
 from yanflow_tui.model import Gpu, GpuState, Node
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def node(name: str, *utils: float | None, job: str = "7") -> Node:
@@ -25,7 +18,7 @@ def node(name: str, *utils: float | None, job: str = "7") -> Node:
 
 
 def test_a_job_at_zero_for_the_configured_time_is_idle_and_told_once_one_at_fifty_is_not():
-    clock = Clock()
+    clock = ManualClock()
     tracker = IdleTracker(IdleRule(below=5, seconds=600), clock)
     busy = Node("c", "g2", "mixed", gpus=(Gpu(0, GpuState.ALLOCATED, "8", utilization=50.0),))
     nodes = [node("g1", 0.0, 0.0), busy]
@@ -47,7 +40,7 @@ def test_a_job_at_zero_for_the_configured_time_is_idle_and_told_once_one_at_fift
 
 
 def test_an_episode_ends_when_the_gpu_works_and_a_new_one_is_told_again():
-    clock = Clock()
+    clock = ManualClock()
     tracker = IdleTracker(IdleRule(below=5, seconds=60), clock)
     tracker.update("c", [node("g1", 1.0)])
     clock.now += 60
@@ -63,7 +56,7 @@ def test_an_episode_ends_when_the_gpu_works_and_a_new_one_is_told_again():
 
 
 def test_unknown_utilisation_free_gpus_and_another_job_are_not_idle_episodes():
-    clock = Clock()
+    clock = ManualClock()
     tracker = IdleTracker(IdleRule(seconds=0), clock)
     free = Node("c", "g3", "idle", gpus=(Gpu(0, GpuState.FREE, utilization=0.0),))
     assert tracker.update("c", [node("g1", None), free]) == []
