@@ -5,8 +5,10 @@ Slurm cluster with accounting. Idle GPUs through the same data, with an injected
 
 from __future__ import annotations
 
+import json
 import re
 
+from jobhelpers import run_cli
 from sitehelpers import site_cluster, site_sbatch, site_slurm
 from waiting import ManualClock, async_wait_until, wait_until
 
@@ -64,6 +66,15 @@ async def test_local_jobs_gpu_figures_are_nvmls_and_an_idle_one_is_told_once(hom
         assert tracker.idle_jobs() == {f"local/{idle_job}"}
         clock.now += 60
         assert tracker.update("local", (await hub.refresh("local")).nodes) == []  # told once
+        # The CLI reads the same figures (a process of its own, through the same state and NVML double).
+        cli = run_cli("health", idle_job, "--json")
+        assert cli.returncode == 0, cli.stderr
+        (printed,) = json.loads(cli.stdout)
+        assert [(g["index"], g["utilization_percent"], g["memory_used_mb"]) for g in printed["gpus"]] == [
+            (0, 0.0, 1000),
+            (1, 3.0, 2000),
+        ]
+        assert printed["source"] == {"GPU use": "NVML"}
     finally:
         for job_id in (idle_job, busy_job):
             await backend.cancel(job_id)
