@@ -49,7 +49,7 @@ from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
 from yanflow_tui.earlypaint import EarlyPaint
 from yanflow_tui.errors import SpecError, UIConfigError, YanflowError
-from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
+from yanflow_tui.hub import ClusterSnapshot, Health, Hub, error_text
 from yanflow_tui.idlegpus import IdleTracker, notices
 from yanflow_tui.inside import Forwards
 from yanflow_tui.keys import SerialKeys, is_typing
@@ -398,7 +398,7 @@ class YanflowApp(SerialKeys):
     def _track_idle(self, snap: ClusterSnapshot) -> None:
         """The idle set after this refresh (once per refresh, never per row), and one notice per job for
         the GPU idle episodes that began with it, for the jobs the console lists (mine, or everyone's)."""
-        if snap.cached:
+        if snap.cached or snap.health is not Health.OK:  # old readings: the episodes wait for fresh ones
             return
         told = self.idle.update(snap.name, snap.nodes)
         if told:
