@@ -164,7 +164,7 @@ def job_health(
 
 def running(job: Job) -> bool:
     """Started and not ended: the jobs whose live figures mean something."""
-    return (job.start_time is not None and not job.state.terminal) or job.state.value == "running"
+    return job.start_time is not None and not job.state.terminal
 
 
 def gpu_source_of(backend_source: str, prometheus: bool) -> str:

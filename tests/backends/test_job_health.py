@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
+from datetime import datetime, timezone
 
 from jobhelpers import run_cli
 from sitehelpers import site_cluster, site_sbatch, site_slurm
@@ -91,7 +93,9 @@ async def test_the_exporters_job_mapping_gives_a_jobs_gpus_through_a_real_promet
     hub = Hub(Config(clusters=(cluster,)))
     try:
         fake = fake_backend.instances[-1]
-        fake.jobs.append(fake.job("777", "effic-mapped", JobState.RUNNING, gpus=2, nodes=("gpu01",)))
+        started = datetime(2026, 12, 1, tzinfo=timezone.utc)
+        mapped_job = fake.job("777", "effic-mapped", JobState.RUNNING, gpus=2, nodes=("gpu01",))
+        fake.jobs = [replace(j, start_time=started) for j in [*fake.jobs, mapped_job]]
         (mapped,) = await job_healths(hub, ["fk"], "777")
         assert gpu_figures(mapped) == [("gpu01", 5, 0.0, 1234, 81920), ("gpu01", 6, 61.0, 20480, 81920)]
         assert dict(mapped.source) == {"GPU use": PROMETHEUS}
