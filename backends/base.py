@@ -322,6 +322,11 @@ class Backend(abc.ABC):
     # ``UnavailableBackend`` takes its config's kind.
     kind: str = ""
     capabilities: Capabilities = Capabilities()
+    # Where this kind reads a running job's GPU use and its CPU and memory of its own
+    # (``yanflow_tui.jobhealth``): the source's name, or where none is read, the source that would
+    # give it, as "(missing) ...". A cluster's Prometheus with a DCGM exporter comes on top, by config.
+    gpu_use_source: str = "(missing) a DCGM exporter behind Prometheus (the cluster's metrics: option)"
+    cpu_use_source: str = "(missing) none known for this kind of cluster"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -21,10 +21,12 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
 
 from yanflow_tui.copyables import copyables
+from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.failureevidence import find_first_failure
 from yanflow_tui.firstfailure import FirstFailure
 from yanflow_tui.hub import error_text
 from yanflow_tui.inside import size_text
+from yanflow_tui.jobhealth import gpu_source_of, job_health, running
 from yanflow_tui.keys import CURVE_KEYS
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.model import Checkpoint, Job, JobState, MetricPoint
@@ -83,6 +85,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         self.progress = DownloadProgress(self, "#download")
         self.raw_text = ""  # the raw spec once read, for ``v``
         self.first_failure: FirstFailure | None = None  # a failed job's, once found (``j`` jumps to it)
+        self.usage: Efficiency | None = None  # the efficiency figures last read (the live-use block's CPU, memory)
 
     @property
     def caps(self):
@@ -118,6 +121,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
                 Text("Efficiency (as seff shows it)", style="bold"), classes="heading", id="efficiency-heading"
             )
             yield Static(Text("loading…"), id="efficiency")
+            yield Static(Text("Live use  (GPUs, CPU, memory)", style="bold"), classes="heading", id="health-heading")
+            yield Static(id="health")
             yield Static(
                 Text("Port-forwards  (p: open, P: close)", style="bold"), classes="heading", id="forwards-heading"
             )
@@ -156,6 +161,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             self._load_efficiency()
             if not self.job.state.terminal:
                 self.set_interval(self.EFFICIENCY_SECONDS, self._load_efficiency)
+        for widget_id in ("#health-heading", "#health"):
+            self.query_one(widget_id).display = running(self.job)
         snapshot = self.app.hub.snapshots[self.job.cluster]
         members = [j for j in snapshot.jobs if j.parent == self.job.id and j.key != self.job.key]
         for widget_id in ("#members-heading", "#members"):
@@ -254,7 +261,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         except Exception as exc:
             body = Text(f"no figures: {clean(error_text(exc))}", style="dim")
         else:
-            eff = found.get(self.job.id)
+            eff = self.usage = found.get(self.job.id)
+            self._show_health(self.job)
             body = efficiency_text(eff.lines()) if eff is not None else Text("no figures yet", style="dim")
         for widget in self.query("#efficiency").results(Static):
             widget.update(body)
@@ -297,6 +305,26 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         job = next((j for j in snapshot.jobs if j.id == self.job.id), self.job)  # placed since opened?
         for widget in self.query("#placement").results(Static):  # none while torn down at exit
             widget.update(placement_text(job, snapshot.nodes))
+        self._show_health(job)
+
+    def _show_health(self, job: Job) -> None:
+        """The live-use block (``yanflow_tui.jobhealth``), from this refresh's nodes, the idle tracker and
+        the efficiency figures last read (sstat while the job runs)."""
+        if not running(job):
+            return
+        backend, hub, idle = self.app.hub.backend(job.cluster), self.app.hub, self.app.idle
+        since = {(e.node, e.index): e.since for e in idle.episodes(job.cluster, job.id)}
+        figures = job_health(
+            job,
+            hub.snapshots[job.cluster].nodes,
+            gpu_source_of(backend.gpu_use_source, job.cluster in hub.metrics),
+            backend.cpu_use_source,
+            self.usage if self.usage is not None and self.usage.running else None,
+            since,
+            idle.clock(),
+        )
+        for widget in self.query("#health").results(Static):
+            widget.update(efficiency_text(figures.lines()))
 
     @work(exclusive=True, group="metrics", exit_on_error=False)
     async def _load_metrics(self) -> None:

@@ -122,6 +122,8 @@ class NodesScreen(DataScreen):
         elif node is not None and gpu is not None:
             job = self.app.hub.find_job(node.cluster, gpu.job_id) if gpu.job_id else None
             out.append(describe_gpu(node, gpu, job))
+            if gpu.job_id and (node.name, gpu.index) in self.app.idle.idle_gpus(node.cluster):
+                out.append(f" · {self.app.idle.rule.describe()}: notified", "bold")
             if gpu.state is GpuState.ALLOCATED:
                 out.append("  (enter: the job)" if gpu.job_id else "", "dim")
         elif node is not None:

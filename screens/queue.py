@@ -185,6 +185,7 @@ class QueueScreen(DataScreen):
         if not self.app.all_users:
             for name, snap in hub.snapshots.items():
                 users[name] = hub.backend(name).current_user or (snap.cached_user if snap.cached else "")
+        self.view.idle = self.app.idle.idle_jobs()  # the jobs holding an idle GPU: once per refresh, not per row
         return self.view.visible_rows(hub.snapshots, users, self._draw_clock())
 
     def _draw_clock(self) -> Callable[[], float]:

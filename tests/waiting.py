@@ -119,3 +119,13 @@ async def wait_for(
 ) -> Any:
     """``async_wait_until`` for pilot tests: ``await wait_for(pilot, lambda: ..., what="...")``."""
     return await async_wait_until(condition, timeout, what, ignore=ignore, pilot=pilot)
+
+
+class ManualClock:
+    """A clock the test moves (``clock.now += 600``) instead of sleeping, for code with an injectable clock."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

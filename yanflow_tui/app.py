@@ -50,7 +50,8 @@ from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
 from yanflow_tui.earlypaint import EarlyPaint
 from yanflow_tui.errors import SpecError, UIConfigError, YanflowError
-from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
+from yanflow_tui.hub import ClusterSnapshot, Health, Hub, error_text
+from yanflow_tui.idlegpus import IdleTracker, notices
 from yanflow_tui.inside import Forwards
 from yanflow_tui.keys import SerialKeys, is_typing
 from yanflow_tui.model import Job
@@ -278,6 +279,9 @@ class YanflowApp(SerialKeys, TerminalWords):
         self.forwards = Forwards()  # port-forwards opened from the detail view, closed at exit
         self.tensorboards = TensorBoards()  # TensorBoards started from the detail view (``t``), stopped at exit
         self.end_watch = EndWatch(config.notify)  # which of my jobs' ends to announce (``appnotices``)
+        # Since when each allocated GPU is under the idle threshold, across refreshes: the Queue's and the
+        # detail's idle marks read it, and each idle episode is told once (``_track_idle``). Tests set its clock.
+        self.idle = IdleTracker(config.idle_gpus)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def clear_selection(self) -> None:
@@ -387,12 +391,24 @@ class YanflowApp(SerialKeys, TerminalWords):
     def _cluster_updated(self, snap: ClusterSnapshot) -> None:
         """A cluster's refresh finished (successfully or not): the screens on show redraw (a screen
         still composing draws itself once mounted; one torn down at exit has nothing to redraw)."""
+        self._track_idle(snap)
         self.snapshots_changed.publish(snap)
         self.announce_ends(snap)
         self._tick()
         self.call_after_refresh(self.heap.settled)  # the new rows are drawn: they are long-lived now
         if snap.login_user and snap.name not in self._asked_login and not self._dialog_open():
             self.ask_login(snap.name)
+
+    def _track_idle(self, snap: ClusterSnapshot) -> None:
+        """The idle set after this refresh (once per refresh, never per row), and one notice per job for
+        the GPU idle episodes that began with it, for the jobs the console lists (mine, or everyone's)."""
+        if snap.cached or snap.health is not Health.OK:  # old readings: the episodes wait for fresh ones
+            return
+        told = self.idle.update(snap.name, snap.nodes)
+        if told:
+            listed = {job.id for job in snap.jobs}
+            for line in notices((e for e in told if e.job_id in listed), self.idle.rule):
+                self.notify(clean(line), title="idle GPUs", severity="warning", timeout=10, markup=False)
 
     def _dialog_open(self) -> bool:
         screen = self._drawable_screen()

@@ -39,15 +39,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yanflow_tui import idlegpus
 from yanflow_tui.backends import registry
 from yanflow_tui.errors import ConfigError, SpecError
+from yanflow_tui.idlegpus import IdleRule
 from yanflow_tui.images import parse_images
 from yanflow_tui.locations import default_config_path
 from yanflow_tui.model import DEFAULT_REFRESH, ClusterConfig
 from yanflow_tui.notices import NoticeSettings, parse_notify
 from yanflow_tui.yamldoc import Checker, Doc, as_written, join, load_yaml, load_yaml_bytes
 
-TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users", "mouse", "notify")
+TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users", "mouse", "notify", "idle_gpus")
 COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description", "defaults", "images")
 # Keys every kind takes that stay in ClusterConfig.options: ``metrics: {prometheus: URL}`` (yanflow_tui.gpumetrics).
 SHARED_OPTIONS = ("metrics",)
@@ -68,6 +70,7 @@ class Config:
     # The file line of ``theme`` and of each ``keymap.<id>``: names the app checks at startup
     # (``check_names``), since only it knows its themes and binding ids.
     lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    idle_gpus: IdleRule = field(default_factory=IdleRule)  # ``idle_gpus: {below_percent, minutes}``
 
     def cluster(self, name: str) -> ClusterConfig:
         for cluster in self.clusters:
@@ -165,6 +168,7 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ, lenient: bool
     for i, name in enumerate(notify.clusters):
         if clusters and name not in known:
             check.error(f"notify.clusters[{i}]", f"no cluster named {name!r} (configured: {', '.join(sorted(known))})")
+    idle_rule = idlegpus.check_option(check, top.get("idle_gpus"))
     if lenient and check.problems and isinstance(raw, list):
         clusters = _keep_broken(check, clusters, made, raw, read_only)
     check.raise_if_any()
@@ -180,6 +184,7 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ, lenient: bool
         mouse=mouse,
         notify=notify,
         lines=lines,
+        idle_gpus=idle_rule,
     )
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yanflow_tui import applog
-from yanflow_tui.model import ClusterConfig, Gpu, Node
+from yanflow_tui.model import ClusterConfig, Gpu, GpuState, Node
 from yanflow_tui.yamldoc import Checker
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ FB_USED = "DCGM_FI_DEV_FB_USED"  # MiB
 FB_FREE = "DCGM_FI_DEV_FB_FREE"  # MiB
 QUERY = f'{{__name__=~"{UTIL}|{FB_USED}|{FB_FREE}"}}'
 TIMEOUT = 5.0
+JOB_LABEL = "hpc_job"  # dcgm-exporter's HPC job mapping (--hpc-job-mapping-dir): the job on the GPU
 HOST_LABELS = ("kubernetes_node", "node", "Hostname", "hostname")  # the first that names a known node wins
 
 
@@ -66,6 +67,7 @@ class GpuReading:
     memory_free_mb: int | None = None
     pod: str = ""  # the pod using the GPU, where the exporter runs with Kubernetes pod mapping
     namespace: str = ""
+    job: str = ""  # the HPC job using the GPU, where the exporter runs with its job mapping (``hpc_job``)
 
 
 def check_option(check: Checker, path: str, value: Any) -> dict[str, Any] | None:
@@ -165,7 +167,7 @@ def parse_answer(payload: Any) -> list[GpuReading]:
         index = int(gpu) if gpu.isdigit() else None
         uuid = str(labels.get("UUID") or labels.get("uuid") or "")
         pod = (str(labels.get("pod") or ""), str(labels.get("namespace") or ""))
-        key = (hosts, index, uuid, pod)
+        key = (hosts, index, uuid, pod, str(labels.get(JOB_LABEL) or ""))
         entry = merged.setdefault(key, {"model": str(labels.get("modelName") or "")})
         entry[str(labels.get("__name__"))] = value
     return [
@@ -179,8 +181,9 @@ def parse_answer(payload: Any) -> list[GpuReading]:
             memory_free_mb=int(entry[FB_FREE]) if FB_FREE in entry else None,
             pod=pod,
             namespace=namespace,
+            job=job,
         )
-        for (hosts, index, uuid, (pod, namespace)), entry in merged.items()
+        for (hosts, index, uuid, (pod, namespace), job), entry in merged.items()
     ]
 
 
@@ -278,6 +281,9 @@ def _with(gpu: Gpu, reading: GpuReading) -> Gpu:
         memory_total_mb=total,
         uuid=gpu.uuid or reading.uuid or None,
         name=gpu.name or reading.model or None,
+        # the exporter's job mapping names the job where the backend did not
+        job_id=gpu.job_id or reading.job or None,
+        state=GpuState.ALLOCATED if reading.job and gpu.state is GpuState.FREE else gpu.state,
     )
 
 

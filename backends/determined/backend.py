@@ -93,6 +93,7 @@ LOG_QUEUE = 10_000  # log entries read ahead of the console before the reader th
 
 class DeterminedBackend(Backend):
     kind = "determined"
+    gpu_use_source = cpu_use_source = "(missing) the trial's system metrics, not read yet"
     capabilities = Capabilities(
         submit=True,
         cancel=True,

@@ -77,6 +77,7 @@ def _user() -> str:
 
 class KubernetesBackend(Backend):
     kind = "kubernetes"
+    cpu_use_source = "(missing) the metrics API (metrics.k8s.io pods), not read yet"
     capabilities = Capabilities(
         submit=True,
         cancel=True,

@@ -92,6 +92,8 @@ def _when(stamp: float | None) -> datetime | None:
 
 class LocalBackend(Backend):
     kind = "local"
+    gpu_use_source = "NVML"
+    cpu_use_source = "(missing) /proc of the job's processes (not read yet)"
     capabilities = Capabilities(
         submit=True,
         cancel=True,

@@ -111,6 +111,7 @@ def _transport(config: ClusterConfig, timeout: float, asker: Asker) -> Transport
 
 class SlurmBackend(Backend):
     kind = "slurm"
+    cpu_use_source = "sstat"
     capabilities = Capabilities(
         submit=True,
         cancel=True,

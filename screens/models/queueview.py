@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whose data is old
 MARK = "● "  # before the id of a marked row
+IDLE_MARK = "▣ "  # before the id of a job holding an idle GPU (``yanflow_tui.idlegpus``), after MARK
 EDITS = 64  # groups opened plus jobs marked up to which a refresh edits the rows with every group closed
 
 
@@ -78,6 +79,8 @@ class QueueView:
         self.job_filter: JobFilter = compile_filter("")
         self.expanded: set[str] = set()
         self.marked: set[str] = set()  # row keys marked with space
+        self.idle: frozenset[str] = frozenset()  # row keys of jobs holding an idle GPU (set once per refresh)
+        self._marks: dict[str, str] = {}  # row key -> its prefix (marked, idle), made by visible_rows
         self.state_counts: Counter = Counter()  # of the rows last made
         self.shown = 0
         self.total = 0
@@ -101,8 +104,8 @@ class QueueView:
         self._closed_now: Counter | None = None
         self._counted = False  # _closed_now was moved from _given_closed by the changes (and added up)
         # the groups opened, the jobs marked and the notes in the rows last given, when made by _closed_rows (and now)
-        self._given_view: tuple[frozenset[str], frozenset[str], tuple] | None = None
-        self._view_now: tuple[frozenset[str], frozenset[str], tuple] | None = None
+        self._given_view: tuple[frozenset[str], frozenset[tuple[str, str]], tuple] | None = None
+        self._view_now: tuple[frozenset[str], frozenset[tuple[str, str]], tuple] | None = None
         self._delta: Delta | None = None
         self.changes: RowChanges | None = None  # what the rows about to be given differ in, when known
         # the rows on show when they are every group closed, with no marks, notes or filter (made by
@@ -234,7 +237,7 @@ class QueueView:
         entries = self.entries or {}
         if self.marked:
             self.marked = {key for key in self.marked if key in entries}
-        marked = self.marked
+        marked = self._marks = self._marks_of(entries) if self.marked or self.idle else {}
         if not self.job_filter.empty:
             return self.filtered_rows(clock, notes)
         if not children and not notes and not marked:  # the usual case, kept short
@@ -243,7 +246,7 @@ class QueueView:
             self.state_counts, self.shown = counts, len(plain)
             self._closed_list = plain
             return plain
-        depends = (self.version, frozenset(self.expanded), frozenset(marked), tuple(sorted(notes.items())))
+        depends = (self.version, frozenset(self.expanded), frozenset(marked.items()), tuple(sorted(notes.items())))
         cached = self._unfiltered
         if cached is not None and cached[0] == depends:  # escape back to what was shown before the filter
             self.state_counts, self.shown = cached[2], len(cached[1])
@@ -271,7 +274,7 @@ class QueueView:
             job = entry.job
             note = notes.get(job.cluster, "")
             kids = children.get(entry.key)
-            mark = MARK if entry.key in marked else ""
+            mark = marked.get(entry.key, "")
             if not kids:
                 rows.append(entry.row(clock, mark, 0, note, ""))
                 counts[job.state] += 1
@@ -281,12 +284,19 @@ class QueueView:
             counts[job.state] += 1
             if open_:
                 for kid in kids:
-                    mark = MARK if kid.key in marked else ""
+                    mark = marked.get(kid.key, "")
                     rows.append(kid.row(clock, mark + GROUP_CHILD, 0, note, entry.key))
                     counts[kid.job.state] += 1
         self._unfiltered = (depends, rows, counts)
         self.state_counts, self.shown = counts, len(rows)
         return rows
+
+    def _marks_of(self, entries: Mapping[str, Entry]) -> dict[str, str]:
+        """Each marked or idle row's prefix: a few keys, made once per ``visible_rows``."""
+        marks = {key: IDLE_MARK for key in self.idle if key in entries}
+        for key in self.marked:
+            marks[key] = MARK + marks.get(key, "")
+        return marks
 
     def _closed_rows(self, clock: Callable[[], float]) -> tuple[list[Row], Counter, list[int]]:
         """The rows with every group closed and no marks or notes, the count of each state among them,
@@ -325,7 +335,7 @@ class QueueView:
         """Tell the table what the rows about to be given differ in (``changes``: ``put`` and the
         keys gone), when that is known: the rows given last were made the same way (the same groups
         opened, the same jobs marked, the same notes) and what changed since then is known."""
-        view = (frozenset(self.expanded), frozenset(self.marked), tuple(sorted((notes or {}).items())))
+        view = (frozenset(self.expanded), frozenset(self._marks.items()), tuple(sorted((notes or {}).items())))
         self._view_now = view
         delta = self._delta
         if self._counted and delta is not None and self._given_view == view:
@@ -336,7 +346,7 @@ class QueueView:
         with their members under them, the jobs marked, and the rows of clusters with old data
         (``notes``: each cluster's rows in ``_top`` are a run). None when one is not found there."""
         rows, counts, made = self._closed_rows(clock)
-        entries, children, expanded, marked = self.entries or {}, self.children, self.expanded, self.marked
+        entries, children, expanded, marked = self.entries or {}, self.children, self.expanded, self._marks
         top = self.top
         runs: list[tuple[int, int]] = []  # the runs of rows of the clusters noted
         noted: list[Row] = []
@@ -374,7 +384,7 @@ class QueueView:
             out += rows[start:at]
             start = at + 1
             kids = children.get(entry.key)
-            mark = MARK if entry.key in marked else ""
+            mark = marked.get(entry.key, "")
             note = notes.get(entry.job.cluster, "") if notes else ""
             if not kids:
                 again = [entry.row(clock, mark, 0, note, "")]
@@ -383,7 +393,7 @@ class QueueView:
             else:
                 again = [entry.row(clock, mark + GROUP_OPEN, tasks(kids), note, "")]
                 for kid in kids:
-                    again.append(kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, note, entry.key))
+                    again.append(kid.row(clock, marked.get(kid.key, "") + GROUP_CHILD, 0, note, entry.key))
                     members[kid.job.state] += 1
             out += again
             edited += again
@@ -417,12 +427,13 @@ class QueueView:
             except ValueError:
                 return None
         note = notes.get(entry.job.cluster, "")
-        mark = MARK if key in marked else ""
+        marks = self._marks
+        mark = marks.get(key, "")
         opening = key in depends[1]
         row = entry.row(clock, mark + (GROUP_OPEN if opening else GROUP_CLOSED), tasks(kids), note, "")
         states = Counter(kid.job.state for kid in kids)
         if opening:
-            members = [kid.row(clock, (MARK if kid.key in marked else "") + GROUP_CHILD, 0, note, key) for kid in kids]
+            members = [kid.row(clock, marks.get(kid.key, "") + GROUP_CHILD, 0, note, key) for kid in kids]
             return [*rows[:at], row, *members, *rows[at + 1 :]], counts + states
         end = at + 1 + len(kids)
         if any(shown.parent != key for shown in rows[at + 1 : end]):
@@ -472,7 +483,7 @@ class QueueView:
     def filtered_rows(self, clock: Callable[[], float], notes: dict[str, str]) -> list[Row]:
         """The matching jobs, and the group of each matching member (opened), in default order:
         built from the matches alone, never from every job."""
-        children, parent_of, marked, expanded = self.children, self.parent_of, self.marked, self.expanded
+        children, parent_of, marked, expanded = self.children, self.parent_of, self._marks, self.expanded
         if not notes and not marked:
             return self.filtered_view(clock)
         flat = self.flat
@@ -484,7 +495,7 @@ class QueueView:
         for entry in matched:
             job = entry.job
             note = notes.get(job.cluster, "") if notes else ""
-            mark = MARK if marked and entry.key in marked else ""
+            mark = marked.get(entry.key, "") if marked else ""
             parent = parent_of.get(entry.key)
             if parent is None:
                 kids = children.get(entry.key)
@@ -498,7 +509,7 @@ class QueueView:
                 continue
             if parent.key not in shown:  # a member matched, its group did not: the group row first
                 shown.add(parent.key)
-                group_mark = MARK if marked and parent.key in marked else ""
+                group_mark = marked.get(parent.key, "") if marked else ""
                 kids = children[parent.key]
                 rows.append(parent.row(clock, group_mark + GROUP_OPEN, tasks(kids), note, ""))
                 counts[parent.job.state] += 1

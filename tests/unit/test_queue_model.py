@@ -13,7 +13,7 @@ from yanflow_tui.filters import compile_filter
 from yanflow_tui.hub import ClusterSnapshot, Health
 from yanflow_tui.model import Job, JobState
 from yanflow_tui.screens.models import queueview
-from yanflow_tui.screens.models.queueview import MARK, QueueView
+from yanflow_tui.screens.models.queueview import IDLE_MARK, MARK, QueueView
 from yanflow_tui.screens.models.warming import WARM_AFTER_KEY, Warming
 from yanflow_tui.screens.render.rows import GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN
 from yanflow_tui.screens.widgets.tabledata import Row
@@ -87,6 +87,27 @@ def test_mine_marks_notes_and_the_filter():
     assert view.shown == 4 and view.total == 20
 
 
+def test_jobs_holding_an_idle_gpu_carry_the_idle_mark_and_lose_it_when_no_longer_idle():
+    view = QueueView(no_cursor)
+    snaps = {"a": snap("a", cluster_jobs("a"))}
+    view.given(view.visible_rows(snaps, {}, clock))
+    view.idle = frozenset({"a/3", "a/12", "gone/1"})
+    view.marked.add("a/3")
+    rows = view.visible_rows(snaps, {}, clock)
+    assert str(next(r for r in rows if r.key == "a/3").cells[1]) == MARK + IDLE_MARK + "3"
+    assert all(IDLE_MARK not in str(r.cells[1]) for r in rows if r.key != "a/3")  # a/12 is in a closed group
+    view.expanded.add("a/10")
+    rows = view.visible_rows(snaps, {}, clock)
+    assert str(next(r for r in rows if r.key == "a/12").cells[1]) == IDLE_MARK + GROUP_CHILD + "12"
+    view.given(rows)
+    view.idle, view.marked, view.expanded = frozenset(), set(), set()
+    rows = view.visible_rows(snaps, {}, clock)
+    assert all("▣" not in str(r.cells[1]) for r in rows)
+    view.job_filter = compile_filter("job-3")
+    view.idle = frozenset({"a/3"})
+    assert [str(r.cells[1]) for r in view.visible_rows(snaps, {}, clock)] == [IDLE_MARK + "3"]
+
+
 def test_a_refresh_tells_what_the_rows_differ_in_and_the_rest_are_the_very_rows_given():
     view = QueueView(no_cursor)
     jobs = [job("a", i) for i in range(1, 200)]
@@ -125,10 +146,12 @@ def test_rows_edited_for_a_few_groups_and_marks_equal_the_rows_made_one_by_one(m
         groups, keys = sorted(view.children), sorted(view.entries or {})
         view.expanded = set(rng.sample(groups, rng.randint(0, 4)))
         view.marked = set(rng.sample(keys, rng.randint(0, 6)))
+        view.idle = frozenset(rng.sample(keys, rng.randint(0, 3)))
         edited = view.visible_rows(snaps, {}, clock)
         view.given(edited)
         one_by_one = QueueView(no_cursor)
         one_by_one.expanded, one_by_one.marked = set(view.expanded), set(view.marked)
+        one_by_one.idle = view.idle
         monkeypatch.setattr(queueview, "EDITS", -1)
         made = one_by_one.visible_rows(snaps, {}, clock)
         monkeypatch.setattr(queueview, "EDITS", 64)

@@ -75,6 +75,7 @@ def verb_modules() -> tuple[VerbModule, ...]:
         explain,
         failure,
         files,
+        health,
         inside,
         jobs,
         logs,
@@ -86,7 +87,22 @@ def verb_modules() -> tuple[VerbModule, ...]:
         where,
     )
 
-    return (jobs, submit, describe, verbs, logs, metrics, files, inside, tensorboard, explain, where, failure, watch)
+    return (
+        jobs,
+        submit,
+        describe,
+        verbs,
+        logs,
+        metrics,
+        files,
+        inside,
+        tensorboard,
+        explain,
+        where,
+        failure,
+        health,
+        watch,
+    )
 
 
 def build() -> argparse.ArgumentParser:
