@@ -100,7 +100,7 @@ def test_the_cli_says_it_in_one_line_without_a_traceback(monkeypatch, tmp_path, 
     assert main(["--config", str(config), "jobs"]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    assert f"cluster 'k8s': the kubernetes backend needs the Python package 'kubernetes' (" in err
+    assert "cluster 'k8s': the kubernetes backend needs the Python package 'kubernetes' (" in err
     assert extra_command("kubernetes") in err
 
 
