@@ -8,7 +8,6 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from yanflow_tui import installs
 from yanflow_tui.locations import app_log_path, display_path
 
 if TYPE_CHECKING:
@@ -79,6 +78,7 @@ def build() -> argparse.ArgumentParser:
     """The whole parser: every command, their options and shtab's completion hints."""
     import shtab  # static completion scripts, made from this parser
 
+    from yanflow_tui import installs  # the installed metadata's version: read only for the whole parser
     from yanflow_tui.cli import offline, schema
 
     shared = common(shtab.FILE)
