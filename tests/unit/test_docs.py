@@ -25,9 +25,15 @@ SOURCE = [ROOT / "yanflow_tui", ROOT / "screens", ROOT / "backends"]
 
 def error_classes() -> set[type]:
     """YanflowError and every subclass of it in the package (every module imported first)."""
-    for found in pkgutil.walk_packages(yanflow_tui.__path__, "yanflow_tui."):
-        if not found.name.endswith("__main__") and ".sample_jobs" not in found.name:
-            importlib.import_module(found.name)
+    # screens/ and backends/ are walked on their own: an editable install maps them with an import hook
+    # that walking yanflow_tui's own folder does not see.
+    import yanflow_tui.backends
+    import yanflow_tui.screens
+
+    for package in (yanflow_tui, yanflow_tui.backends, yanflow_tui.screens):
+        for found in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if not found.name.endswith("__main__") and ".sample_jobs" not in found.name:
+                importlib.import_module(found.name)
     out, todo = set(), [YanflowError]
     while todo:
         cls = todo.pop()
