@@ -14,7 +14,6 @@ import sys
 import pytest
 from paths import ROOT
 
-import yanflow_tui
 from yanflow_tui import fieldtable
 from yanflow_tui.backends import registry
 from yanflow_tui.errors import YanflowError
