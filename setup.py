@@ -20,6 +20,8 @@ def packages() -> list[str]:
 
 PACKAGES = packages()
 DATA = {name: ["*.tcss"] for name in PACKAGES}
+# The JSON Schemas of the job spec and the config (yanflow_tui.fileschemas), for editors.
+DATA["yanflow_tui.fileschemas"] = ["*.json"]
 # The samples the template picker lists, as package data.
 DATA["yanflow_tui.sample_jobs"] = [
     "*.yaml",

@@ -203,12 +203,31 @@ def backend_class(kind: str) -> type[Backend]:
     except ModuleNotFoundError as exc:
         if exc.name == module_name:
             raise BackendUnavailable(f"the {kind} backend is not available in this version of yanflow-tui") from None
-        hint = f" (pip install '{found.extra}')" if found.extra else ""
-        raise BackendUnavailable(f"the {kind} backend needs the Python package {exc.name!r}{hint}") from None
+        raise BackendUnavailable(missing_package(kind, exc.name or "", found.extra)) from None
     cls = getattr(module, class_name)
     if not (isinstance(cls, type) and issubclass(cls, Backend)):
         raise BackendUnavailable(f"the {kind} backend {target!r} is not a Backend class")
     return cls
+
+
+def install_command(extra: str) -> str:
+    """The command that installs a declared extra (``BackendInfo.extra``) the way this console was
+    installed: one of ours (``yanflow-tui[determined]``) by ``yanflow_tui.installs``, another
+    distribution's with pip."""
+    import shlex
+
+    from yanflow_tui import installs
+
+    name, bracket, rest = extra.partition("[")
+    if bracket and name == installs.DIST and rest.endswith("]"):
+        return installs.extra_command(rest[:-1])
+    return f"pip install {shlex.quote(extra)}"
+
+
+def missing_package(kind: str, package: str, extra: str) -> str:
+    """What a cluster of ``kind`` says when its backend's ``package`` is not installed: the extra to add."""
+    hint = f" ({install_command(extra)})" if extra else ""
+    return f"the {kind} backend needs the Python package {package!r}{hint}"
 
 
 def create(config: ClusterConfig) -> Backend:

@@ -16,7 +16,7 @@ fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 # scripts/test-constraints.txt keeps kubernetes below 37 beside determined (why: see there);
 # scripts/k8s-newest tests the newest client.
-"$VENV/bin/python" -m pip install --quiet -c scripts/test-constraints.txt -e ".[determined,test]"
+"$VENV/bin/python" -m pip install --quiet -c scripts/test-constraints.txt -e ".[all,test]"
 "$VENV/bin/python" -m pip check
 
 checks=0
@@ -43,18 +43,21 @@ if [ "$(id -u)" = 0 ]; then
             || echo "test.sh: installing prometheus failed; the metrics tests will fail" >&2
     fi
 fi
-# The whole run (no pytest arguments) also runs the Python matrix: 3.10 to 3.13, each in a fresh venv. It runs
+# The whole run (no pytest arguments) also runs the Python matrix: 3.10 to 3.13, each in a fresh venv, and
+# scripts/dist-check (the built sdist and wheel, twine check, a fresh install, the sdist's unit tests). It runs
 # first, so that the suite's own summary is the last line.
 matrix=0
 if [ $# = 0 ]; then
     scripts/matrix </dev/null || matrix=$?
     # The Kubernetes backend on the newest client pyproject allows, on 3.13 (the main venv keeps kubernetes<37).
     scripts/k8s-newest </dev/null || { echo "test.sh: scripts/k8s-newest failed" >&2; matrix=1; }
+    # python -m build, twine check, the built wheel in a fresh venv, the unit tests from the unpacked sdist.
+    VENV=$VENV scripts/dist-check </dev/null || { echo "test.sh: scripts/dist-check failed" >&2; matrix=1; }
 fi
 tests=0
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" || tests=$?
 if [ "$matrix" != 0 ]; then
-    echo "test.sh: the Python matrix or scripts/k8s-newest failed (see above)" >&2
+    echo "test.sh: the Python matrix, scripts/k8s-newest or scripts/dist-check failed (see above)" >&2
     [ "$tests" = 0 ] && tests=$matrix
 fi
 if [ "$checks" != 0 ]; then

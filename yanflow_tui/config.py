@@ -42,6 +42,7 @@ from typing import Any
 from yanflow_tui import idlegpus
 from yanflow_tui.backends import registry
 from yanflow_tui.errors import ConfigError, SpecError
+from yanflow_tui.fieldtable import CLUSTER_FIELDS, CLUSTER_SHARED_OPTIONS, CONFIG_FIELDS, keys, required
 from yanflow_tui.idlegpus import IdleRule
 from yanflow_tui.images import parse_images
 from yanflow_tui.locations import default_config_path
@@ -49,10 +50,12 @@ from yanflow_tui.model import DEFAULT_REFRESH, ClusterConfig
 from yanflow_tui.notices import NoticeSettings, parse_notify
 from yanflow_tui.yamldoc import Checker, Doc, as_written, join, load_yaml, load_yaml_bytes
 
-TOP_KEYS = ("clusters", "read_only", "refresh_seconds", "theme", "keymap", "all_users", "mouse", "notify", "idle_gpus")
-COMMON_CLUSTER_KEYS = ("name", "kind", "read_only", "refresh_seconds", "description", "defaults", "images")
+# The keys, from the declarative table (``fieldtable``) the JSON Schema is made from.
+TOP_KEYS = keys(CONFIG_FIELDS)
+COMMON_CLUSTER_KEYS = keys(CLUSTER_FIELDS)
 # Keys every kind takes that stay in ClusterConfig.options: ``metrics: {prometheus: URL}`` (yanflow_tui.gpumetrics).
-SHARED_OPTIONS = ("metrics",)
+SHARED_OPTIONS = keys(CLUSTER_SHARED_OPTIONS)
+REFRESH_MINIMUM = CONFIG_FIELDS["refresh_seconds"].minimum
 # Each kind's own keys (``BackendInfo.options``) come on top; the backends read them from ClusterConfig.options.
 
 
@@ -134,7 +137,7 @@ def config_from_doc(doc: Doc, env: Mapping[str, str] = os.environ, lenient: bool
     check.text(multiline)  # control characters, lone surrogates, bytes not UTF-8: in every field
     top = check.mapping("", doc.data, TOP_KEYS)
     read_only = check.boolean("read_only", top.get("read_only")) or False
-    refresh = check.number("refresh_seconds", top.get("refresh_seconds"), minimum=0.5) or DEFAULT_REFRESH
+    refresh = check.number("refresh_seconds", top.get("refresh_seconds"), minimum=REFRESH_MINIMUM) or DEFAULT_REFRESH
     theme = check.string("theme", top.get("theme"))
     keymap: dict[str, str] = {}
     for key, value in check.mapping("keymap", top.get("keymap"), _anything(top.get("keymap"))).items():
@@ -267,7 +270,7 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
     info = registry.info(kind) if kind else None
     own = info.options if info else tuple(o for i in registry.infos() for o in i.options)  # no kind: any kind's
     allowed = COMMON_CLUSTER_KEYS + SHARED_OPTIONS + own
-    entry = check.mapping(path, item, allowed, required=("name", "kind"))
+    entry = check.mapping(path, item, allowed, required=required(CLUSTER_FIELDS))
     name = check.string(join(path, "name"), entry.get("name"))
     if not name or not kind or info is None:
         return None
@@ -282,7 +285,9 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
         name=name,
         kind=kind,
         read_only=read_only or bool(check.boolean(join(path, "read_only"), entry.get("read_only"))),
-        refresh_seconds=check.number(join(path, "refresh_seconds"), entry.get("refresh_seconds"), minimum=0.5)
+        refresh_seconds=check.number(
+            join(path, "refresh_seconds"), entry.get("refresh_seconds"), minimum=REFRESH_MINIMUM
+        )
         or refresh
         or info.refresh,
         description=check.string(join(path, "description"), entry.get("description"), nonempty=False) or "",

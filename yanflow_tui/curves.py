@@ -18,8 +18,8 @@ TensorBoard shows: a step not above a tag's last one drops the tag's points from
 restarted job), values are float32, and events with a non-finite wall time are left out; tags are
 ordered by run, then by their first point's wall time.
 
-``tensorboard`` is an optional extra (``pip install 'yanflow-tui[tensorboard]'``), imported only when
-a reader parses its first bytes; without it ``TensorBoardMissing`` says how to install it.
+``tensorboard`` is an optional extra (``[tensorboard]``; ``installs.extra_command`` gives the command), imported
+only when a reader parses its first bytes; without it ``TensorBoardMissing`` says how to install it.
 """
 
 from __future__ import annotations
@@ -50,14 +50,16 @@ SECTION_KEYS = {"logdir": "text"}
 READ_LIMIT = 64 * 2**20  # bytes asked of a backend in one read
 FAST_MIN_BYTES = 4 * 2**20  # a first read this large goes to the data server (~90k events, ~2 s in Python)
 SMOOTHING_WEIGHTS = (0.0, 0.6, 0.9, 0.99)
-INSTALL_HINT = "pip install 'yanflow-tui[tensorboard]'"
+EXTRA = "tensorboard"  # the extra that installs it (``installs.extra_command`` says how, for this install)
 
 
 class TensorBoardMissing(BackendError):
     """The optional ``tensorboard`` package, which reads event files, is not installed."""
 
     def __init__(self) -> None:
-        super().__init__(f"reading TensorBoard event files needs the tensorboard package: {INSTALL_HINT}")
+        from yanflow_tui.installs import extra_command
+
+        super().__init__(f"reading TensorBoard event files needs the tensorboard package: {extra_command(EXTRA)}")
 
 
 class CurvePoint(NamedTuple):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yanflow_tui import applog
+from yanflow_tui.fieldtable import METRICS_FIELDS, keys, required
 from yanflow_tui.model import ClusterConfig, Gpu, GpuState, Node
 from yanflow_tui.yamldoc import Checker
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OPTION = "metrics"  # the cluster key, allowed on every kind
-KEYS = ("prometheus", "bearer_token_file", "username", "password_file", "verify_tls", "ca_file", "timeout")
+KEYS = keys(METRICS_FIELDS)  # the declarative table the config's JSON Schema is made from
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
 FB_USED = "DCGM_FI_DEV_FB_USED"  # MiB
 FB_FREE = "DCGM_FI_DEV_FB_FREE"  # MiB
@@ -75,7 +76,7 @@ def check_option(check: Checker, path: str, value: Any) -> dict[str, Any] | None
     absent or wrong."""
     if value is None:
         return None
-    entry = check.mapping(path, value, KEYS, required=("prometheus",))
+    entry = check.mapping(path, value, KEYS, required=required(METRICS_FIELDS))
     url = check.string(f"{path}.prometheus", entry.get("prometheus"))
     if url is not None and urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         check.error(f"{path}.prometheus", "expected an http:// or https:// URL")

@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from yanflow_tui.fieldtable import IDLE_GPU_FIELDS, keys
 from yanflow_tui.model import Gpu, GpuState, Node
 from yanflow_tui.yamldoc import Checker
 
 OPTION = "idle_gpus"  # the config file's top-level key
-KEYS = ("below_percent", "minutes")
+KEYS = keys(IDLE_GPU_FIELDS)  # (the one table the JSON Schema is made from)
 BELOW = 5.0  # percent
 SECONDS = 600.0  # ten minutes
 

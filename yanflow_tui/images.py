@@ -9,11 +9,12 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from yanflow_tui.fieldtable import IMAGE_FIELDS, keys
 from yanflow_tui.formfields import FormField
 from yanflow_tui.model import Image
 from yanflow_tui.yamldoc import Checker, join
 
-KEYS = ("name", "description", "frameworks")
+KEYS = keys(IMAGE_FIELDS)  # the declarative table the config's JSON Schema is made from
 
 
 def parse_images(check: Checker, path: str, value: Any) -> tuple[Image, ...]:

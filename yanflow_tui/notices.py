@@ -19,13 +19,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from yanflow_tui.fieldtable import NOTIFY_FIELDS, keys
 from yanflow_tui.model import TERMINAL_STATES, Job, JobState
 
 if TYPE_CHECKING:
     from yanflow_tui.hub import ClusterSnapshot
     from yanflow_tui.yamldoc import Checker
 
-NOTIFY_KEYS = ("on", "states", "clusters", "bell", "desktop")
+NOTIFY_KEYS = keys(NOTIFY_FIELDS)  # (the one table the JSON Schema is made from)
 END_STATES = tuple(s.value for s in JobState if s in TERMINAL_STATES)
 
 

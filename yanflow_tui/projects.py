@@ -12,6 +12,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from yanflow_tui.yamldoc import first_line
+
 PACKAGE = Path(__file__).resolve().parent
 PROJECT_DIRS = (PACKAGE.parent / "sample_jobs" / "projects", PACKAGE / "sample_jobs" / "projects")
 COMMON = "_common"
@@ -55,7 +57,7 @@ def project_names() -> list[str]:
 
 def _description(path: Path) -> str:
     try:
-        first = path.read_text(encoding="utf-8").split("\n", 1)[0]
+        first = first_line(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         return ""
     return first.lstrip("#").strip() if first.startswith("#") else ""

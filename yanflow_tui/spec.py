@@ -34,26 +34,14 @@ from typing import Any
 from yanflow_tui import curves
 from yanflow_tui.backends import registry
 from yanflow_tui.errors import SpecError
-from yanflow_tui.launchers import LAUNCHERS
+from yanflow_tui.fieldtable import MOUNT_FIELDS, RESOURCE_FIELDS, SPEC_FIELDS, keys, required
 from yanflow_tui.model import JobKind, JobSpec, Mount, Resources
 from yanflow_tui.yamldoc import Checker, Doc, join, load_yaml, load_yaml_bytes, show
 
-COMMON_KEYS = (
-    "name",
-    "kind",
-    "cluster",
-    "command",
-    "image",
-    "workdir",
-    "outputs",
-    "env",
-    "mounts",
-    "resources",
-    "launcher",
-    "description",
-)
-RESOURCE_KEYS = ("nodes", "gpus", "cpus", "memory")
-MAX_NAME = 200
+# The fields, their limits and choices: the declarative table (``fieldtable``) the JSON Schema is made from.
+COMMON_KEYS = keys(SPEC_FIELDS)
+RESOURCE_KEYS = keys(RESOURCE_FIELDS)
+MAX_NAME = SPEC_FIELDS["name"].max_length or 200
 OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 MULTILINE = ("command", "description")  # tab and line break allowed (and in the sections' declared keys)
 
@@ -110,15 +98,15 @@ def spec_from_data(data: dict[str, Any], file: str = "<form>") -> JobSpec:
 def spec_from_doc(doc: Doc) -> JobSpec:
     check = Checker(doc)
     check.text(multiline)  # first: a field with a bad character gets that one problem
-    top = check.mapping("", doc.data, top_keys(), required=("name",))
+    top = check.mapping("", doc.data, top_keys(), required=required(SPEC_FIELDS))
     name = check.string("name", top.get("name"))
     if name is not None and len(name) > MAX_NAME:
         check.error("name", f"longer than {MAX_NAME} characters")
-    kind_text = check.string("kind", top.get("kind", "single"), choices=[k.value for k in JobKind])
+    kind_text = check.string("kind", top.get("kind", SPEC_FIELDS["kind"].default), choices=_choices("kind"))
     kind = JobKind(kind_text) if kind_text else JobKind.SINGLE
     command = _command(check, top.get("command"))
     resources = _resources(check, top.get("resources"))
-    launcher = check.string("launcher", top.get("launcher"), choices=LAUNCHERS) or "none"
+    launcher = check.string("launcher", top.get("launcher"), choices=_choices("launcher")) or "none"
     sections = {s: _section(check, s, keys, top.get(s)) for s, keys in section_keys().items()}
 
     if command is None and not (kind is JobKind.EXPERIMENT and _entrypoint(sections)):
@@ -146,9 +134,14 @@ def spec_from_doc(doc: Doc) -> JobSpec:
         },  # ``kubernetes: {}``: a spec for that kind
         source=doc.file,
     )
-    check.string("description", top.get("description"), nonempty=False)
+    check.string("description", top.get("description"), nonempty=SPEC_FIELDS["description"].nonempty)
     check.raise_if_any()
     return spec
+
+
+def _choices(name: str) -> list[str]:
+    choices = SPEC_FIELDS[name].choices
+    return list(choices()) if choices else []
 
 
 def _command(check: Checker, value: Any) -> str | tuple[str, ...] | None:
@@ -164,10 +157,11 @@ def _command(check: Checker, value: Any) -> str | tuple[str, ...] | None:
 
 def _resources(check: Checker, value: Any) -> Resources:
     res = check.mapping("resources", value, RESOURCE_KEYS)
+    least = {key: int(field.minimum) for key, field in RESOURCE_FIELDS.items()}
     return Resources(
-        nodes=check.whole("resources.nodes", res.get("nodes"), minimum=1) or 1,
-        gpus=check.whole("resources.gpus", res.get("gpus")) or 0,
-        cpus=check.whole("resources.cpus", res.get("cpus"), minimum=1),
+        nodes=check.whole("resources.nodes", res.get("nodes"), minimum=least["nodes"]) or 1,
+        gpus=check.whole("resources.gpus", res.get("gpus"), minimum=least["gpus"]) or 0,
+        cpus=check.whole("resources.cpus", res.get("cpus"), minimum=least["cpus"]),
         memory_mb=check.memory_mb("resources.memory", res.get("memory")),
     )
 
@@ -188,7 +182,7 @@ def _mounts(check: Checker, value: Any) -> tuple[Mount, ...]:
                 continue
             mounts.append(Mount(parts[0], parts[1], len(parts) == 3 and parts[2] == "ro"))
         else:
-            entry = check.mapping(path, item, ("source", "target", "read_only"), required=("source", "target"))
+            entry = check.mapping(path, item, keys(MOUNT_FIELDS), required=required(MOUNT_FIELDS))
             source = check.string(join(path, "source"), entry.get("source"))
             target = check.string(join(path, "target"), entry.get("target"))
             read_only = check.boolean(join(path, "read_only"), entry.get("read_only")) or False

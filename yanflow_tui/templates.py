@@ -21,7 +21,7 @@ from yanflow_tui.errors import SpecError
 from yanflow_tui.locations import default_config_path, private_file
 from yanflow_tui.projects import list_projects
 from yanflow_tui.spec import top_keys
-from yanflow_tui.yamldoc import Doc, load_yaml_bytes
+from yanflow_tui.yamldoc import Doc, first_line, load_yaml_bytes
 
 PACKAGE = Path(__file__).resolve().parent
 SAMPLE_DIRS = (PACKAGE.parent / "sample_jobs", PACKAGE / "sample_jobs")
@@ -74,7 +74,7 @@ def read_template(path: str | Path) -> Doc:
 def _description(path: Path) -> str:
     try:
         with path.open(encoding="utf-8") as fh:
-            first = fh.readline(500)
+            first = first_line(fh.readline(500) + fh.readline(500))
     except (OSError, UnicodeDecodeError):
         return ""
     return first.lstrip("#").strip() if first.startswith("#") and not first.startswith(HEADER[:20]) else ""

@@ -178,6 +178,15 @@ class _Builder:
             raise SpecError([(self.file, node.start_mark.line + 1, path, f"invalid value: {exc}")]) from None
 
 
+MODELINE = "# yaml-language-server:"  # an editor's pointer to the file's JSON Schema (yanflow_tui.fileschemas)
+
+
+def first_line(text: str) -> str:
+    """The first line of a YAML file's ``text``, past an editor's ``# yaml-language-server:`` modeline."""
+    lines = text.split("\n", 2)
+    return lines[1] if lines[0].startswith(MODELINE) and len(lines) > 1 else lines[0]
+
+
 def show(value: Any) -> str:
     """A value as a user would write it in YAML, for error messages."""
     if isinstance(value, str):

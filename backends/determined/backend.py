@@ -14,11 +14,11 @@ try:  # the optional extra: say which one to install (the registry imports this 
     import determined  # noqa: F401
 except ModuleNotFoundError as _exc:
     if _exc.name and _exc.name.split(".")[0] == "determined":
+        from yanflow_tui.backends.registry import install_command
         from yanflow_tui.errors import BackendUnavailable
 
-        raise BackendUnavailable(
-            "the determined backend needs the Python package 'determined': pip install 'yanflow-tui[determined]'"
-        ) from None
+        _how = install_command("yanflow-tui[determined]")
+        raise BackendUnavailable(f"the determined backend needs the Python package 'determined': {_how}") from None
     raise
 
 import asyncio

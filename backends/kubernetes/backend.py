@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import getpass
+import importlib.util
 import json
 import os
 import posixpath
@@ -57,6 +58,11 @@ from yanflow_tui.firstfailure import RankEvidence
 from yanflow_tui.model import Job, JobKind, JobList, JobSpec, LogLine, Node
 from yanflow_tui.placement_rank import NEVER, NOW, Placement, judged_from_nodes
 from yanflow_tui.share import Share
+
+# The client is the ``kubernetes`` extra: without it, making a backend fails at once, and the registry
+# says which extra to install (looked up, not imported: the import costs about a second).
+if importlib.util.find_spec("kubernetes") is None:
+    raise ModuleNotFoundError("No module named 'kubernetes'", name="kubernetes")
 
 REQUEST_TIMEOUT = 10.0
 SUBMIT_BUDGET = 25.0  # every create and retry of one submit fits in the hub's 30 s call timeout

@@ -48,4 +48,5 @@ INFO = BackendInfo(
     section=SECTION,
     discover=discover,
     native=(nativefile.FORMAT,),
+    extra="yanflow-tui[kubernetes]",  # the client is not in the core install
 )

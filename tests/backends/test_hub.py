@@ -14,6 +14,7 @@ from yanflow_tui.backends.base import Backend, Capabilities
 from yanflow_tui.config import ClusterConfig, Config
 from yanflow_tui.errors import BackendError, ConfigError
 from yanflow_tui.hub import MAX_BACKOFF, ClusterSnapshot, Health, Hub, error_text
+from yanflow_tui.installs import extra_command
 from yanflow_tui.model import Job, JobChanges, JobKind, JobList, JobState, Node
 
 
@@ -247,7 +248,7 @@ async def test_backend_missing_a_package_says_which(tmp_path, monkeypatch, regis
     assert snap.health is Health.ERROR
     assert snap.message == (
         "the determined backend needs the Python package 'yanflow_definitely_missing_sdk'"
-        " (pip install 'yanflow-tui[determined]')"  # the extra its plugin declares
+        f" ({extra_command('determined')})"  # the extra its plugin declares, for the way this copy was installed
     )
 
 

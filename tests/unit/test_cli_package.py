@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from yanflow_tui.cli import offline, parser
+from yanflow_tui.cli import offline, parser, schema
 from yanflow_tui.cli.context import CliContext
 from yanflow_tui.config import parse_config
 
@@ -14,9 +14,9 @@ def test_every_verb_of_the_parser_has_one_command_and_no_command_lacks_a_verb():
     sub = next(a for a in whole._actions if isinstance(a, argparse._SubParsersAction))
     verbs = list(sub.choices)
     headless = [name for module in parser.verb_modules() for name in module.COMMANDS]
-    assert sorted(headless + list(offline.COMMANDS)) == sorted(verbs)
+    assert sorted(headless + list(offline.COMMANDS) + list(schema.COMMANDS)) == sorted(verbs)
     assert len(set(headless)) == len(headless)  # no verb in two modules
-    assert verbs[-2:] == ["completion", "init"] and verbs[:3] == ["jobs", "nodes", "submit"]
+    assert verbs[-3:] == ["completion", "init", "schema"] and verbs[:3] == ["jobs", "nodes", "submit"]
 
 
 def test_a_table_is_padded_to_its_widest_cells_and_cleaned(capsys):

@@ -185,3 +185,23 @@ def test_an_installed_wheel_writes_every_template_project(wheel, tmp_path):
         shipped = {p.relative_to(source / name) for p in files if p.is_file() and "__pycache__" not in p.parts}
         written = {p.relative_to(out / name) for p in (out / name).rglob("*") if p.is_file()}
         assert written == shipped | {Path("yanflow_events.py")}, name
+
+
+def test_the_wheel_carries_the_licence_and_complete_metadata(wheel):
+    """Adoptable: the licence file and expression, the project's URLs, a classifier per supported Python,
+    the extras (the core without the Kubernetes client) and the schemas editors read."""
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    licence = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
+    assert "Apache License" in archive.read(licence).decode()
+    meta = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: Apache-2.0" in meta
+    for minor in (10, 11, 12, 13):
+        assert f"Classifier: Programming Language :: Python :: 3.{minor}\n" in meta
+    for label in ("Homepage", "Documentation", "Changelog", "Issues"):
+        assert f"Project-URL: {label}, https://" in meta
+    for extra in ("kubernetes", "determined", "tensorboard", "all"):
+        assert f"Provides-Extra: {extra}\n" in meta
+    core = [line for line in meta.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
+    assert core and not any("kubernetes" in line or "determined" in line for line in core)
+    assert {"yanflow_tui/fileschemas/spec.schema.json", "yanflow_tui/fileschemas/config.schema.json"} <= names

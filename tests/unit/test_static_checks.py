@@ -96,6 +96,7 @@ def test_the_test_command_runs_the_checks_before_pytest_and_fails_with_them(tree
     stub(tree / "scripts" / "slurm-cluster", f'echo "slurm-cluster $*" >> {calls}\n')
     stub(tree / "scripts" / "matrix", f'echo "matrix $*" >> {calls}\n')  # the Python matrix
     stub(tree / "scripts" / "k8s-newest", f'echo "k8s-newest $*" >> {calls}\n')
+    stub(tree / "scripts" / "dist-check", f'echo "dist-check $*" >> {calls}\n')
     env = {**os.environ, "VENV": str(venv)}
     done = subprocess.run(["bash", "scripts/test.sh"], cwd=tree, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == expected, done.stdout + done.stderr

@@ -4,7 +4,8 @@
 ``requeue``, ``edit``, ``signal`` (``verbs``), ``logs`` (``logs``), ``metrics`` (``metrics``), and
 inside a running job ``files``, ``download`` (``files``), ``shell``, ``forward`` (``inside``) and
 ``tensorboard`` (``tensorboard``) run headless over the same backends, each given a ``CliContext``
-(``context``); ``completion SHELL`` and ``init`` need no config (``offline``). ``parser`` holds the
+(``context``); ``completion SHELL`` and ``init`` need no config (``offline``), nor does ``schema``
+(``schema``). ``parser`` holds the
 grammar. This module is the entry point (``main``). Errors go to stderr as one line, exit code
 non-zero, never a traceback (``YANFLOW_DEBUG=1`` shows one)."""
 
@@ -64,12 +65,13 @@ def _pipe_closed() -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = console_args(argv)
     if args is None:
-        from yanflow_tui.cli import offline, parser
+        from yanflow_tui.cli import offline, parser, schema
 
         whole = parser.build()
         args = whole.parse_args(argv)
-        if args.command in offline.COMMANDS:  # completion, init: need no config, touch no cluster
-            return offline.COMMANDS[args.command](whole, args)
+        needless = {**offline.COMMANDS, **schema.COMMANDS}  # completion, init, schema: no config, no cluster
+        if args.command in needless:
+            return needless[args.command](whole, args)
     log_path = applog.setup(debug=getattr(args, "debug", False))
     log.info("yanflow-tui %s: %s", __version__, args.command or "console")
     keyfiles.install_exit_signals()  # SIGHUP/SIGTERM: key files go first, then a clean exit

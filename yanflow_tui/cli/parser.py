@@ -8,7 +8,6 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from yanflow_tui import __version__
 from yanflow_tui.locations import app_log_path, display_path
 
 if TYPE_CHECKING:
@@ -109,7 +108,8 @@ def build() -> argparse.ArgumentParser:
     """The whole parser: every command, their options and shtab's completion hints."""
     import shtab  # static completion scripts, made from this parser
 
-    from yanflow_tui.cli import offline
+    from yanflow_tui import installs  # the installed metadata's version: read only for the whole parser
+    from yanflow_tui.cli import offline, schema
 
     shared = common(shtab.FILE)
     parser = argparse.ArgumentParser(
@@ -118,11 +118,12 @@ def build() -> argparse.ArgumentParser:
         description="A keyboard-driven console for ML training clusters. Without a command, starts the console.",
         epilog=f"log: {display_path(app_log_path())} (mode 0600, rotated; more detail with --debug)",
     )
-    parser.add_argument("--version", action="version", version=f"yanflow-tui {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"yanflow-tui {installs.version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in verb_modules():
         module.add_parsers(sub, shared)
     offline.add_parsers(sub, shared)  # completion, init: no config, no cluster
+    schema.add_parsers(sub, shared)  # schema spec|config: no config, no cluster
     return parser
 
 
