@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 
@@ -38,15 +38,17 @@ from textual.app import App, ScreenStackError, SuspendNotSupported
 from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.driver import Driver
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
-from yanflow_tui import applog, keyfiles, snapcache, termlogin
+from yanflow_tui import applog, earlykeys, keyfiles, snapcache, termlogin
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
+from yanflow_tui.earlykeys import HeldKeys
 from yanflow_tui.earlypaint import EarlyPaint
 from yanflow_tui.errors import SpecError, UIConfigError, YanflowError
 from yanflow_tui.hub import ClusterSnapshot, Hub, error_text
@@ -175,17 +177,28 @@ def _yanflow_classes() -> list[type]:
     return found
 
 
-def takeover_driver(early: EarlyPaint) -> type[Driver]:
-    """Textual's Linux driver, starting on the screen ``early`` painted: the terminal's modes are
-    given back first (what the driver saves and restores at exit), and the alternate screen, entered
-    already, is not entered again (a second enter would save the cursor of the paint, not the shell's)."""
+def takeover_driver(early: EarlyPaint, keys: HeldKeys | None = None) -> type[Driver]:
+    """Textual's Linux driver, starting on the screen ``early`` painted: the terminal's modes it
+    restores at exit are the ones from before the paint, and the alternate screen, entered already,
+    is not entered again (a second enter would save the cursor of the paint, not the shell's). With
+    ``keys``, the keys typed while the paint showed and those the driver reads before the console is
+    ready are held there (``earlykeys``) until ``YanflowApp`` says it is ready (``when_ready``)."""
     from textual.drivers.linux_driver import LinuxDriver
 
     class TakeOver(LinuxDriver):
         def start_application_mode(self) -> None:
             self._skip_alt = early.on_screen
-            early.takes_over()
+            modes, typed = early.takes_over()
+            if keys is not None:
+                keys.attach(super().process_message)
+                keys.add(earlykeys.parse(typed))
             super().start_application_mode()
+            if modes is not None:
+                self.attrs_before = modes
+
+        def process_message(self, message: Message) -> None:
+            if keys is None or not keys.hold(message):
+                super().process_message(message)
 
         def write(self, data: str) -> None:
             if data == ALT_SCREEN and getattr(self, "_skip_alt", False):
@@ -247,8 +260,10 @@ class YanflowApp(SerialKeys):
         snapshot_file: Path | None = None,
         cache_note: str | None = None,
         driver_class: type[Driver] | None = None,
+        when_ready: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(driver_class=driver_class)
+        self._when_ready = when_ready  # (the console: keys typed before it was ready, ``takeover_driver``)
         # a typo is a located error, not ignored (the ids are gathered only when there is a keymap to check)
         check_ui_config(config, self.available_themes)
         self.config = config
@@ -285,6 +300,11 @@ class YanflowApp(SerialKeys):
             super().clear_selection()
         except ScreenStackError:
             pass
+
+    def on_ready(self) -> None:
+        """The first screen is mounted, focused and drawn: the keys typed before go to it now."""
+        if self._when_ready is not None:
+            self._when_ready()
 
     def on_mount(self) -> None:
         if self.config.theme:  # checked in __init__

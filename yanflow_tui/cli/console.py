@@ -35,9 +35,13 @@ def run_console(config: Config) -> int:
         speed.freeze_restored()  # the cached jobs live on: the collections while Textual loads need not walk them
 
         from yanflow_tui.app import YanflowApp, takeover_driver
+        from yanflow_tui.earlykeys import HeldKeys
 
-        driver = takeover_driver(early) if early is not None else None
-        app = YanflowApp(config, hub=hub, snapshot_file=path, cache_note=note, driver_class=driver)
+        keys = HeldKeys()  # typed while the cached Queue shows: for the console once it is ready
+        driver = takeover_driver(early, keys) if early is not None else None
+        app = YanflowApp(
+            config, hub=hub, snapshot_file=path, cache_note=note, driver_class=driver, when_ready=keys.release
+        )
         app.run(mouse=config.mouse)
     finally:
         if early is not None:
