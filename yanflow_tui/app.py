@@ -69,6 +69,9 @@ MUTATING_MODES = {"submit"}
 
 
 COALESCE_SECONDS = 0.1
+# The header's ages (``ClusterBar``) are drawn as of the last refresh, and move on by themselves once a
+# minute: between refreshes an idle console writes nothing to the terminal (each write costs an SSH link).
+HEADER_TICK_SECONDS = 60.0
 AFTER_CHANGE_SECONDS = (1.0, 3.0, 6.0)  # refreshed again after a change, for the nodes it frees
 EXIT_GRACE_SECONDS = 5.0
 DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
@@ -264,6 +267,7 @@ class YanflowApp(SerialKeys):
     ) -> None:
         super().__init__(driver_class=driver_class)
         self._when_ready = when_ready  # (the console: keys typed before it was ready, ``takeover_driver``)
+        self._header_time: float | None = None  # (``header_time``)
         # a typo is a located error, not ignored (the ids are gathered only when there is a keymap to check)
         check_ui_config(config, self.available_themes)
         self.config = config
@@ -405,7 +409,8 @@ class YanflowApp(SerialKeys):
         """A cluster's refresh finished (successfully or not): the screens on show redraw (a screen
         still composing draws itself once mounted; one torn down at exit has nothing to redraw)."""
         self.snapshots_changed.publish(snap)
-        self._tick()
+        self._header_time = self.clock()
+        self._redraw_headers()
         self.call_after_refresh(self.heap.settled)  # the new rows are drawn: they are long-lived now
         if snap.login_user and snap.name not in self._asked_login and not self._dialog_open():
             self.ask_login(snap.name)
@@ -602,8 +607,22 @@ class YanflowApp(SerialKeys):
             self.heap.key_pressed()
         await super().on_event(event)
 
+    def header_time(self) -> float:
+        """The time the header's ages are drawn at: the last refresh's, or a minute after it when none
+        came since (``HEADER_TICK_SECONDS``)."""
+        if self._header_time is None:
+            self._header_time = self.clock()
+        return self._header_time
+
     def _tick(self) -> None:
+        """Every second: the heap's turn; the headers only when their ages are a minute old."""
         self.heap.tick()
+        if self._header_time is not None and self.clock() - self._header_time < HEADER_TICK_SECONDS:
+            return
+        self._header_time = self.clock()
+        self._redraw_headers()
+
+    def _redraw_headers(self) -> None:
         for screen in self._drawable_screens():
             for bar in screen.query(ClusterBar):
                 bar.redraw()
