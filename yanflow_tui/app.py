@@ -43,7 +43,7 @@ from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
-from yanflow_tui import applog, earlykeys, keyfiles, snapcache, termlogin
+from yanflow_tui import applog, earlykeys, escdelay, keyfiles, snapcache, termlogin
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
@@ -186,9 +186,8 @@ def takeover_driver(early: EarlyPaint, keys: HeldKeys | None = None) -> type[Dri
     is not entered again (a second enter would save the cursor of the paint, not the shell's). With
     ``keys``, the keys typed while the paint showed and those the driver reads before the console is
     ready are held there (``earlykeys``) until ``YanflowApp`` says it is ready (``when_ready``)."""
-    from textual.drivers.linux_driver import LinuxDriver
 
-    class TakeOver(LinuxDriver):
+    class TakeOver(escdelay.driver()):  # type: ignore[misc]  (a class made at run time)
         def start_application_mode(self) -> None:
             self._skip_alt = early.on_screen
             modes, typed = early.takes_over()

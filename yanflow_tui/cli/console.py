@@ -4,6 +4,7 @@ logins, then the app taking over that screen."""
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,9 @@ def run_console(config: Config) -> int:
         log.warning("%s (%s)", paint_note, path.with_name(snapcache.PAINT_FILE))
     early = earlypaint.paint(config, digested)
     try:
+        from yanflow_tui import escdelay
+
+        escdelay.configure()  # (before Textual is imported: it reads the Escape delay then)
         from yanflow_tui.hub import Hub
         from yanflow_tui.termlogin import log_in_first
 
@@ -38,7 +42,9 @@ def run_console(config: Config) -> int:
         from yanflow_tui.earlykeys import HeldKeys
 
         keys = HeldKeys()  # typed while the cached Queue shows: for the console once it is ready
-        driver = takeover_driver(early, keys) if early is not None else None
+        driver = escdelay.driver() if os.name == "posix" else None  # (Textual's Linux driver, quicker on Escape)
+        if early is not None:
+            driver = takeover_driver(early, keys)
         app = YanflowApp(
             config, hub=hub, snapshot_file=path, cache_note=note, driver_class=driver, when_ready=keys.release
         )
