@@ -10,7 +10,7 @@ to a VT100 emulator (``pyte``) to check the screen answered (a key whose screen 
 counted "unanswered", not timed).
 
     python benchmarks/terminal.py [--jobs 10000] [--sizes 80x24,200x50] [--presses 50]
-                                  [--idle-seconds 20] [--json out.json]
+                                  [--idle-seconds 20] [--realistic] [--json out.json]
 
 It reports p50/p95/max per key (cursor, page, ``/``, each filter keystroke, Escape, sort, group
 toggle, screen switches 1-5), the time to the first screen, then idle CPU (the console and its child
@@ -36,7 +36,7 @@ KEYS = {"down": "\x1b[B", "pagedown": "\x1b[6~", "home": "\x1b[H", "escape": "\x
 
 
 # -- the console (the child process) ------------------------------------------------------------------
-def child(jobs: int, nodes: int) -> int:
+def child(jobs: int, nodes: int, realistic: bool) -> int:
     """The console over synthetic clusters, as ``yanflow-tui`` runs it."""
     from synthetic import SyntheticBackend
 
@@ -51,7 +51,13 @@ def child(jobs: int, nodes: int) -> int:
             name,
             "synthetic",
             refresh_seconds=3600.0,
-            options={"jobs": jobs // 3 + (i < jobs % 3), "nodes": nodes // 3, "gpus_per_node": 8, "seed": 1},
+            options={
+                "jobs": jobs // 3 + (i < jobs % 3),
+                "nodes": nodes // 3,
+                "gpus_per_node": 8,
+                "seed": 1,
+                "realistic": realistic,
+            },
         )
         for i, name in enumerate(names)
     )
@@ -60,7 +66,7 @@ def child(jobs: int, nodes: int) -> int:
 
 # -- the terminal -------------------------------------------------------------------------------------
 class Console:
-    def __init__(self, jobs: int, nodes: int, columns: int, lines: int, home: Path) -> None:
+    def __init__(self, jobs: int, nodes: int, columns: int, lines: int, home: Path, realistic: bool = False) -> None:
         import pexpect
         import pyte
 
@@ -76,6 +82,7 @@ class Console:
             "LANG": "C.UTF-8",
         }
         argv = [str(Path(__file__).resolve()), "--child", "--jobs", str(jobs), "--nodes", str(nodes)]
+        argv += ["--realistic"] if realistic else []
         self.child = pexpect.spawn(sys.executable, argv, env=env, dimensions=(lines, columns))
         self.written = 0
 
@@ -210,7 +217,7 @@ def run_one(args, columns: int, lines: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         start = time.monotonic()
-        term = Console(args.jobs, args.nodes, columns, lines, home)
+        term = Console(args.jobs, args.nodes, columns, lines, home, args.realistic)
         try:
             while "Open" not in term.text() or "shown" not in term.text():  # the footer and the counts
                 if time.monotonic() - start > 300:
@@ -289,10 +296,13 @@ def main() -> int:
     parser.add_argument("--quiet", type=float, default=0.25, help="s of silence that end a key's answer")
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="the idle window (600: the issue's)")
     parser.add_argument("--json", help="write the figures there too")
+    parser.add_argument(
+        "--realistic", action="store_true", help="hundreds of users, names of every width, 1,000-task arrays"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(args.jobs, args.nodes)
+        return child(args.jobs, args.nodes, args.realistic)
     results = []
     for size in args.sizes.split(","):
         columns, lines = map(int, size.lower().split("x"))
