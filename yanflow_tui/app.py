@@ -180,17 +180,18 @@ def _yanflow_classes() -> list[type]:
     return found
 
 
-def takeover_driver(early: EarlyPaint, keys: HeldKeys | None = None) -> type[Driver]:
+def takeover_driver(early: EarlyPaint | None, keys: HeldKeys | None = None) -> type[Driver]:
     """Textual's Linux driver, starting on the screen ``early`` painted: the terminal's modes it
     restores at exit are the ones from before the paint, and the alternate screen, entered already,
     is not entered again (a second enter would save the cursor of the paint, not the shell's). With
     ``keys``, the keys typed while the paint showed and those the driver reads before the console is
-    ready are held there (``earlykeys``) until ``YanflowApp`` says it is ready (``when_ready``)."""
+    ready are held there (``earlykeys``) until ``YanflowApp`` says it is ready (``when_ready``). With
+    no paint (``early`` None), only the latter: the keys typed before the first frame wait for it."""
 
     class TakeOver(escdelay.driver()):  # type: ignore[misc]  (a class made at run time)
         def start_application_mode(self) -> None:
-            self._skip_alt = early.on_screen
-            modes, typed = early.takes_over()
+            self._skip_alt = early is not None and early.on_screen
+            modes, typed = early.takes_over() if early is not None else (None, [])
             if keys is not None:
                 keys.attach(super().process_message)
                 keys.add(earlykeys.parse(typed))

@@ -92,9 +92,11 @@ class HeldKeys:
         self.released = False
 
     def add(self, messages: list[Any]) -> None:
-        """Hold ``messages`` (the keys typed during the paint, ``parse``d) after those held already."""
+        """Hold ``messages`` (the keys typed during the paint, ``parse``d) after those held already; none
+        once released (the driver starts again after a suspend: those keys were delivered)."""
         with self._lock:
-            self._held.extend(messages)
+            if not self.released:
+                self._held.extend(messages)
 
     def attach(self, post: Callable[[Any], None]) -> None:
         """Where messages go once released (the driver's own ``process_message``)."""

@@ -42,9 +42,8 @@ def run_console(config: Config) -> int:
         from yanflow_tui.earlykeys import HeldKeys
 
         keys = HeldKeys()  # typed while the cached Queue shows: for the console once it is ready
-        driver = escdelay.driver() if os.name == "posix" else None  # (Textual's Linux driver, quicker on Escape)
-        if early is not None:
-            driver = takeover_driver(early, keys)
+        # Textual's Linux driver, quicker on Escape, on the paint's screen (if any), holding early keys
+        driver = takeover_driver(early, keys) if os.name == "posix" else None
         app = YanflowApp(
             config, hub=hub, snapshot_file=path, cache_note=note, driver_class=driver, when_ready=keys.release
         )
