@@ -34,6 +34,20 @@ from yanflow_tui.model import Gpu, GpuState, Job, JobChanges, JobKind, JobList, 
 
 USERS = ("alice", "bob", "carol", "dmitri", "erin", "farah", "gwen", "hiro")
 NAMES = ("train-llm", "finetune", "eval", "prep-data", "sweep", "tokenize", "infer", "distill", "rl-rollout")
+# ``realistic`` (an option, off by default so that the figures of the other benchmarks keep their data):
+# hundreds of users, names of every cell width (ASCII, accents as combining marks: 0 cells, CJK and
+# emoji: 2 cells), and big groups: 1,000-task Slurm arrays and Kubernetes pod groups of 64.
+REAL_USERS = tuple(f"{stem}{i}" for i in range(60) for stem in ("u", "ml", "ana", "jörg", "李"))
+REAL_NAMES = (
+    *NAMES,
+    "cafe\u0301-eval",
+    "训练-模型",
+    "ジョブ-推論",
+    "🚀-launch",
+    "donne\u0301es-pre\u0301p",
+    "ŝlurm-test",
+    "ⓐⓑ-mix",
+)
 PENDING_REASONS = ("Resources", "Priority", "QOSMaxGpuPerUser", "Dependency")
 LOG_CHUNK = 1000  # lines yielded between two event-loop turns
 STATE_WEIGHTS = (
@@ -81,6 +95,8 @@ class SyntheticBackend(Backend):
         self._answered = 0  # the serial of the last list_jobs answer (0: none yet)
         self._put: set[str] = set()  # ids put (new or a new version) since that answer
         self._gone: set[str] = set()  # ids removed since that answer
+        self.realistic = bool(opts.get("realistic"))
+        self.users, self.names = (REAL_USERS, REAL_NAMES) if self.realistic else (USERS, NAMES)
         self._make_jobs(int(opts.get("jobs", 1000)))
         self.nodes: dict[str, Node] = {}
         self._make_nodes(int(opts.get("nodes", 100)))
@@ -104,8 +120,8 @@ class SyntheticBackend(Backend):
         return Job(
             job_id,
             self.name,
-            f"{rng.choice(NAMES)}-{rng.randrange(1000)}",
-            user or rng.choice(USERS),
+            f"{rng.choice(self.names)}-{rng.randrange(1000)}",
+            user or rng.choice(self.users),
             state,
             state.value.upper(),
             reason,
@@ -130,9 +146,11 @@ class SyntheticBackend(Backend):
                         (JobKind.MULTI_NODE, rng.randint(2, 4)),
                     )
                 )
+                if self.realistic and rng.random() < 0.1:  # a big one: an array of 1,000 or a pod group of 64
+                    kind, size = rng.choice(((JobKind.SLURM, 1000), (JobKind.MULTI_NODE, 64)))
                 size = min(size, room - 1)
                 parent = self._new_id()
-                user = rng.choice(USERS)
+                user = rng.choice(self.users)
                 self.jobs[parent] = self._job(parent, kind, user=user)
                 sep = {JobKind.SLURM: "_", JobKind.EXPERIMENT: ".", JobKind.MULTI_NODE: "-w"}[kind]
                 kids = [f"{parent}{sep}{k}" for k in range(size)]

@@ -39,6 +39,7 @@ class Terminal:
         self.screen = pyte.Screen(columns, lines)
         self.stream = pyte.ByteStream(self.screen)
         self.output = bytearray()  # every byte the console wrote
+        self.last_output = time.monotonic()  # when it last wrote
         base = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "TERM": "xterm-256color",
@@ -73,8 +74,13 @@ class Terminal:
         except pexpect.EOF:
             return False
         self.output += data
+        self.last_output = time.monotonic()
         self.stream.feed(data)
         return True
+
+    def quiet_for(self) -> float:
+        """Seconds since the console last wrote anything."""
+        return time.monotonic() - self.last_output
 
     def text(self) -> str:
         return "\n".join(self.screen.display)

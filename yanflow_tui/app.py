@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 
@@ -38,16 +38,18 @@ from textual.app import App, ScreenStackError, SuspendNotSupported
 from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.driver import Driver
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 from textual.worker import Worker, WorkerState
 
-from yanflow_tui import applog, keyfiles, snapcache, termlogin
+from yanflow_tui import applog, earlykeys, escdelay, keyfiles, snapcache, termlogin
 from yanflow_tui.appnotices import TerminalWords
 from yanflow_tui.backends import registry
 from yanflow_tui.backends.base import SCOPE_ALL
 from yanflow_tui.commands import YanflowCommands
 from yanflow_tui.config import Config, check_names
+from yanflow_tui.earlykeys import HeldKeys
 from yanflow_tui.earlypaint import EarlyPaint
 from yanflow_tui.errors import SpecError, UIConfigError, YanflowError
 from yanflow_tui.hub import ClusterSnapshot, Health, Hub, error_text
@@ -70,6 +72,9 @@ MUTATING_MODES = {"submit"}
 
 
 COALESCE_SECONDS = 0.1
+# The header's ages (``ClusterBar``) are drawn as of the last refresh, and move on by themselves once a
+# minute: between refreshes an idle console writes nothing to the terminal (each write costs an SSH link).
+HEADER_TICK_SECONDS = 60.0
 AFTER_CHANGE_SECONDS = (1.0, 3.0, 6.0)  # refreshed again after a change, for the nodes it frees
 EXIT_GRACE_SECONDS = 5.0
 DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
@@ -178,17 +183,28 @@ def _yanflow_classes() -> list[type]:
     return found
 
 
-def takeover_driver(early: EarlyPaint) -> type[Driver]:
-    """Textual's Linux driver, starting on the screen ``early`` painted: the terminal's modes are
-    given back first (what the driver saves and restores at exit), and the alternate screen, entered
-    already, is not entered again (a second enter would save the cursor of the paint, not the shell's)."""
-    from textual.drivers.linux_driver import LinuxDriver
+def takeover_driver(early: EarlyPaint | None, keys: HeldKeys | None = None) -> type[Driver]:
+    """Textual's Linux driver, starting on the screen ``early`` painted: the terminal's modes it
+    restores at exit are the ones from before the paint, and the alternate screen, entered already,
+    is not entered again (a second enter would save the cursor of the paint, not the shell's). With
+    ``keys``, the keys typed while the paint showed and those the driver reads before the console is
+    ready are held there (``earlykeys``) until ``YanflowApp`` says it is ready (``when_ready``). With
+    no paint (``early`` None), only the latter: the keys typed before the first frame wait for it."""
 
-    class TakeOver(LinuxDriver):
+    class TakeOver(escdelay.driver()):  # type: ignore[misc]  (a class made at run time)
         def start_application_mode(self) -> None:
-            self._skip_alt = early.on_screen
-            early.takes_over()
+            self._skip_alt = early is not None and early.on_screen
+            modes, typed = early.takes_over() if early is not None else (None, [])
+            if keys is not None:
+                keys.attach(super().process_message)
+                keys.add(earlykeys.parse(typed))
             super().start_application_mode()
+            if modes is not None:
+                self.attrs_before = modes
+
+        def process_message(self, message: Message) -> None:
+            if keys is None or not keys.hold(message):
+                super().process_message(message)
 
         def write(self, data: str) -> None:
             if data == ALT_SCREEN and getattr(self, "_skip_alt", False):
@@ -250,8 +266,11 @@ class YanflowApp(SerialKeys, TerminalWords):
         snapshot_file: Path | None = None,
         cache_note: str | None = None,
         driver_class: type[Driver] | None = None,
+        when_ready: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(driver_class=driver_class)
+        self._when_ready = when_ready  # (the console: keys typed before it was ready, ``takeover_driver``)
+        self._header_time: float | None = None  # (``header_time``)
         # a typo is a located error, not ignored (the ids are gathered only when there is a keymap to check)
         check_ui_config(config, self.available_themes)
         self.config = config
@@ -292,6 +311,11 @@ class YanflowApp(SerialKeys, TerminalWords):
             super().clear_selection()
         except ScreenStackError:
             pass
+
+    def on_ready(self) -> None:
+        """The first screen is mounted, focused and drawn: the keys typed before go to it now."""
+        if self._when_ready is not None:
+            self._when_ready()
 
     def on_mount(self) -> None:
         if self.config.theme:  # checked in __init__
@@ -394,7 +418,8 @@ class YanflowApp(SerialKeys, TerminalWords):
         self._track_idle(snap)
         self.snapshots_changed.publish(snap)
         self.announce_ends(snap)
-        self._tick()
+        self._header_time = self.clock()
+        self._redraw_headers()
         self.call_after_refresh(self.heap.settled)  # the new rows are drawn: they are long-lived now
         if snap.login_user and snap.name not in self._asked_login and not self._dialog_open():
             self.ask_login(snap.name)
@@ -602,8 +627,22 @@ class YanflowApp(SerialKeys, TerminalWords):
             self.heap.key_pressed()
         await super().on_event(event)
 
+    def header_time(self) -> float:
+        """The time the header's ages are drawn at: the last refresh's, or a minute after it when none
+        came since (``HEADER_TICK_SECONDS``)."""
+        if self._header_time is None:
+            self._header_time = self.clock()
+        return self._header_time
+
     def _tick(self) -> None:
+        """Every second: the heap's turn; the headers only when their ages are a minute old."""
         self.heap.tick()
+        if self._header_time is not None and self.clock() - self._header_time < HEADER_TICK_SECONDS:
+            return
+        self._header_time = self.clock()
+        self._redraw_headers()
+
+    def _redraw_headers(self) -> None:
         for screen in self._drawable_screens():
             for bar in screen.query(ClusterBar):
                 bar.redraw()

@@ -31,6 +31,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, TextIO, cast
 
 from yanflow_tui import queuecolumns
+from yanflow_tui.earlykeys import KeyReader
 from yanflow_tui.sanitize import clean
 from yanflow_tui.widths import duration
 from yanflow_tui.widths import fit_widths as widths_fit
@@ -489,6 +490,12 @@ class EarlyPaint:
         self.modes = modes  # the terminal's modes before the paint (echo was turned off meanwhile)
         self.on_screen = True  # the alternate screen is ours to leave
         self.painted_at = time.monotonic()
+        # the keys typed while the paint shows, read as they come (for the live console: ``earlykeys``)
+        self.keys = KeyReader(fd) if modes is not None else None
+
+    def typed(self) -> list[bytes]:
+        """Stop reading the terminal; the bytes typed so far, one entry per read."""
+        return self.keys.stop() if self.keys is not None else []
 
     def restore_modes(self) -> None:
         if self.modes is not None:
@@ -500,14 +507,19 @@ class EarlyPaint:
                 pass
             self.modes = None
 
-    def takes_over(self) -> None:
-        """Textual's driver starts on this screen: the modes it saves (and restores at exit) are the
-        ones from before the paint; from here, leaving the screen is its job."""
-        self.restore_modes()
+    def takes_over(self) -> tuple[list | None, list[bytes]]:
+        """Textual's driver starts on this screen: the modes it must restore at exit (the ones from
+        before the paint: the terminal stays quiet until the driver sets its own, so no key typed
+        meanwhile is echoed or held for a line) and the bytes typed while the paint showed. From
+        here, leaving the screen is the driver's job."""
+        typed = self.typed()
+        modes, self.modes = self.modes, None
         self.on_screen = False
+        return modes, typed
 
     def leave(self) -> None:
         """Back to the normal screen, as before the paint (nothing when Textual took over)."""
+        self.typed()  # (a login in the terminal reads it next: keys read already wait for the console)
         if self.on_screen:
             self.on_screen = False
             _write(self.out, LEAVE)
@@ -575,13 +587,15 @@ def paint(
 
 def _quiet(fd: int) -> list | None:
     """Turn off the echo of keys typed before Textual reads them (they would be drawn over the
-    paint); the modes before, for ``restore_modes``."""
+    paint), line editing (each key is read as typed: ``earlykeys``) and Enter's translation to a
+    newline (Textual reads ``\\r`` as Enter); the modes before, for ``restore_modes``."""
     import termios
 
     try:
         modes = termios.tcgetattr(fd)
         quiet = termios.tcgetattr(fd)
-        quiet[3] &= ~(termios.ECHO | termios.ICANON)
+        quiet[0] &= ~(termios.ICRNL | termios.INLCR | termios.IGNCR)
+        quiet[3] &= ~(termios.ECHO | termios.ICANON | termios.IEXTEN)
         termios.tcsetattr(fd, termios.TCSANOW, quiet)
     except termios.error:
         return None

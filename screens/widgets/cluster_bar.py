@@ -73,7 +73,7 @@ class ClusterBar(Static):
             head.append("  READ-ONLY ", "bold reverse red")
         if source.SHOWS_USERS:
             head.append("  all users" if app.all_users else "  mine", "cyan")
-        now = app.clock()
+        now = app.header_time()  # (the last refresh's time: ages do not tick between refreshes)
         summary = source.count_summary()  # the screen counts what it shows
         counts: Counter = Counter()
         clusters: list[Text] = []
@@ -108,7 +108,7 @@ class ClusterBar(Static):
 
     def _state_counts(self, job_lists: list[tuple]) -> Counter:
         """Jobs by state over ``job_lists`` (each snapshot's jobs tuple), counted again only when one of
-        the tuples is another: the bar is drawn several times a refresh and every second between them,
+        the tuples is another: the bar is drawn several times a refresh and once a minute between them,
         and counting 100,000 jobs takes 50-100 ms."""
         cached = self._counted
         if cached is not None and len(cached[0]) == len(job_lists) and all(map(operator.is_, cached[0], job_lists)):

@@ -138,3 +138,40 @@ def test_no_early_paint_without_a_snapshot_or_when_switched_off(tty_home, case):
     output = bytes(term.output)
     assert not output.startswith(ENTER) and ENTER not in output
     assert output.count(ALT_ON) == 1 and "EXIT=0" in text
+
+
+def typed_during_the_paint(home: Path, keys: tuple[str, ...], env: dict[str, str] | None = None) -> Terminal:
+    """The console, with ``keys`` typed as soon as the cached Queue is painted, before Textual has
+    drawn anything (its footer is not on screen yet)."""
+    term = Terminal([sys.executable, "-m", "yanflow_tui"], home, 80, 24, env=env)
+    term.wait(lambda text: bytes(term.output).startswith(ENTER) and "77000" in text, "the cached Queue")
+    assert "Open" not in term.text()  # Textual has not drawn yet: what is on screen is the paint
+    for key in keys:
+        term.press(key)
+        term.pump(0.03)  # (typed by hand: one read each)
+    return term
+
+
+def test_a_key_typed_while_the_cached_queue_shows_reaches_the_live_console(tty_home):
+    """``2`` typed over the paint opens Nodes once the console is ready: it is not typed into the
+    filter (before, it filtered the Queue on "2")."""
+    keep_snapshot(tty_home, jobs=30)
+    term = typed_during_the_paint(tty_home, ("2",))
+    try:
+        term.wait_title("Nodes")
+        assert "filter hides" not in term.text()
+    finally:
+        term.close()
+
+
+def test_keys_typed_while_the_cached_queue_shows_arrive_in_order_enter_included(tty_home):
+    """``/``, a filter's text and Enter, typed over the paint: the filter is opened, filled and
+    applied, in that order (Enter read as Enter, not as a newline)."""
+    keep_snapshot(tty_home, jobs=30, name="slow", kind="slurm")
+    term = typed_during_the_paint(tty_home, ("/", "77012", "enter", "down"), env=slow_slurm(tty_home))
+    try:
+        term.wait_text(r"shown 1 of 31")
+        term.wait(lambda text: "77012" in text and "77000" not in text, "only the filtered job")
+        assert term.title() == "Queue"
+    finally:
+        term.close()

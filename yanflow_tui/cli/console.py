@@ -4,6 +4,7 @@ logins, then the app taking over that screen."""
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,9 @@ def run_console(config: Config) -> int:
         log.warning("%s (%s)", paint_note, path.with_name(snapcache.PAINT_FILE))
     early = earlypaint.paint(config, digested)
     try:
+        from yanflow_tui import escdelay
+
+        escdelay.configure()  # (before Textual is imported: it reads the Escape delay then)
         from yanflow_tui.hub import Hub
         from yanflow_tui.termlogin import log_in_first
 
@@ -35,9 +39,14 @@ def run_console(config: Config) -> int:
         speed.freeze_restored()  # the cached jobs live on: the collections while Textual loads need not walk them
 
         from yanflow_tui.app import YanflowApp, takeover_driver
+        from yanflow_tui.earlykeys import HeldKeys
 
-        driver = takeover_driver(early) if early is not None else None
-        app = YanflowApp(config, hub=hub, snapshot_file=path, cache_note=note, driver_class=driver)
+        keys = HeldKeys()  # typed while the cached Queue shows: for the console once it is ready
+        # Textual's Linux driver, quicker on Escape, on the paint's screen (if any), holding early keys
+        driver = takeover_driver(early, keys) if os.name == "posix" else None
+        app = YanflowApp(
+            config, hub=hub, snapshot_file=path, cache_note=note, driver_class=driver, when_ready=keys.release
+        )
         app.run(mouse=config.mouse)
     finally:
         if early is not None:

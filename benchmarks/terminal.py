@@ -1,0 +1,317 @@
+"""Benchmark: the console in a real pseudo-terminal, as a user sees it (issue #32).
+
+The console (``run_console``, the installed command's path: the early paint, the Escape delay, the
+driver that writes escape sequences) runs in a pty over ``synthetic.py``'s clusters (registered as
+the ``synthetic`` kind, as ``console.py`` does, refreshed once an hour so that no refresh falls in a
+measurement). Real key bytes go in; the time of a key is from its bytes written to the last byte of
+the frame that answers it (the output read until it has been quiet ``--quiet`` seconds: the console
+writes nothing while idle, so what it writes after a key is the answer, whole). The output is fed
+to a VT100 emulator (``pyte``) to check the screen answered (a key whose screen did not change is
+counted "unanswered", not timed).
+
+    python benchmarks/terminal.py [--jobs 10000] [--sizes 80x24,200x50] [--presses 50]
+                                  [--idle-seconds 20] [--realistic] [--json out.json]
+
+It reports p50/p95/max per key (cursor, page, ``/``, each filter keystroke, Escape, sort, group
+toggle, screen switches 1-5), the time to the first screen, then idle CPU (the console and its child
+processes, from /proc) and RSS over ``--idle-seconds`` (600 for the issue's 10-minute figure) with the
+bytes written meanwhile. Not part of the test suite; wall clock on whatever else the machine runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+KEYS = {"down": "\x1b[B", "pagedown": "\x1b[6~", "home": "\x1b[H", "escape": "\x1b", "enter": "\r"}
+
+
+# -- the console (the child process) ------------------------------------------------------------------
+def child(jobs: int, nodes: int, realistic: bool) -> int:
+    """The console over synthetic clusters, as ``yanflow-tui`` runs it."""
+    from synthetic import SyntheticBackend
+
+    from yanflow_tui.backends import registry
+    from yanflow_tui.cli.console import run_console
+    from yanflow_tui.config import ClusterConfig, Config
+
+    registry.register("synthetic", SyntheticBackend)
+    names = ("hpc", "kube", "det")
+    clusters = tuple(
+        ClusterConfig(
+            name,
+            "synthetic",
+            refresh_seconds=3600.0,
+            options={
+                "jobs": jobs // 3 + (i < jobs % 3),
+                "nodes": nodes // 3,
+                "gpus_per_node": 8,
+                "seed": 1,
+                "realistic": realistic,
+            },
+        )
+        for i, name in enumerate(names)
+    )
+    return run_console(Config(clusters=clusters, all_users=True))
+
+
+# -- the terminal -------------------------------------------------------------------------------------
+class Console:
+    def __init__(self, jobs: int, nodes: int, columns: int, lines: int, home: Path, realistic: bool = False) -> None:
+        import pexpect
+        import pyte
+
+        self.screen = pyte.Screen(columns, lines)
+        self.stream = pyte.ByteStream(self.screen)
+        env = {
+            **os.environ,
+            "TERM": "xterm-256color",
+            "COLORTERM": "truecolor",
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_STATE_HOME": str(home / ".local" / "state"),
+            "LANG": "C.UTF-8",
+        }
+        argv = [str(Path(__file__).resolve()), "--child", "--jobs", str(jobs), "--nodes", str(nodes)]
+        argv += ["--realistic"] if realistic else []
+        self.child = pexpect.spawn(sys.executable, argv, env=env, dimensions=(lines, columns))
+        self.written = 0
+
+    def read(self, timeout: float) -> bool:
+        """One read of what the console wrote (True), or nothing within ``timeout`` (False)."""
+        import pexpect
+
+        try:
+            data = self.child.read_nonblocking(1 << 20, timeout=timeout)
+        except pexpect.TIMEOUT:
+            return False
+        except pexpect.EOF:
+            raise SystemExit(f"the console exited:\n{self.text()}") from None
+        self.written += len(data)
+        self.stream.feed(data)
+        return True
+
+    def settle(self, quiet: float, most: float) -> float | None:
+        """Read until nothing came for ``quiet`` s; the time of the last byte (None: nothing came)."""
+        last = None
+        end = time.monotonic() + most
+        while time.monotonic() < end:
+            if self.read(quiet):
+                last = time.monotonic()
+            elif last is not None or time.monotonic() >= end:
+                break
+            else:  # nothing yet: the answer may still come (up to ``most``)
+                continue
+        return last
+
+    def text(self) -> str:
+        return "\n".join(self.screen.display)
+
+    def look(self) -> tuple:
+        """What is on screen, text and attributes (to tell whether a key changed it)."""
+        return tuple(self.screen.display), tuple(
+            tuple((c.fg, c.bg, c.reverse) for c in self.screen.buffer[y].values()) for y in range(self.screen.lines)
+        )
+
+    def press(self, key: str, quiet: float) -> float | None:
+        """Seconds from ``key``'s bytes to the last byte of its answer; None when the screen did not change."""
+        before = self.look()
+        sent = time.monotonic()
+        self.child.send(KEYS.get(key, key))
+        last = self.settle(quiet, most=5.0)
+        if last is None or self.look() == before:
+            return None
+        return last - sent
+
+    def pid_tree(self) -> list[int]:
+        pids, parents = [self.child.pid], {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        for pid in pids:
+            pids += [p for p, parent in parents.items() if parent == pid and p not in pids]
+        return pids
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of the console and its live children, plus the children it has waited for."""
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0.0
+        for pid in self.pid_tree():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
+        return total
+
+    def rss_mb(self) -> float:
+        total = 0.0
+        for pid in self.pid_tree():
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) / 1024
+        return total
+
+    def close(self) -> None:
+        self.child.terminate(force=True)
+
+
+# -- the run ------------------------------------------------------------------------------------------
+def sequence(presses: int) -> list[tuple[str, str]]:
+    """(label, key) in the order sent: every key ``presses`` times, each back where it started (``GROUPS``:
+    the cursor is put on the first group row first, unmeasured)."""
+    out: list[tuple[str, str]] = []
+    out += [("cursor down", "down")] * presses
+    out += [("page down", "pagedown")] * presses
+    for _ in range(presses):
+        out += [
+            ("/ (open filter)", "/"),
+            ("filter keystroke", "r"),
+            ("filter keystroke", "u"),
+            ("filter keystroke", "n"),
+        ]
+        out += [("escape (clear filter)", "escape")]
+    out += [("", GROUPS)] + [("group toggle (e)", "e")] * presses
+    out += [("sort (o)", "o")] * presses
+    for _ in range(presses):
+        out += [(f"screen {k}", k) for k in "23451"]
+    return out
+
+
+GROUPS = "(to the first group row)"
+
+
+def to_first_group(term: Console, quiet: float) -> None:
+    """The Queue's cursor on its first group row (``▸``), from the top."""
+    term.press("home", quiet)
+    lines = term.screen.display
+    header = next(i for i, line in enumerate(lines) if " CLUSTER " in line)
+    group = next((i for i in range(header + 1, len(lines)) if "▸ " in lines[i]), None)
+    for _ in range((group or header + 1) - header - 1):
+        term.press("down", quiet)
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
+
+
+def run_one(args, columns: int, lines: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        start = time.monotonic()
+        term = Console(args.jobs, args.nodes, columns, lines, home, args.realistic)
+        try:
+            while "Open" not in term.text() or "shown" not in term.text():  # the footer and the counts
+                if time.monotonic() - start > 300:
+                    raise SystemExit(f"no first screen after 300 s:\n{term.text()}")
+                term.read(0.5)
+            first = time.monotonic() - start
+            term.settle(args.quiet * 4, most=60)
+            times: dict[str, list[float]] = {}
+            unanswered: dict[str, int] = {}
+            for label, key in sequence(args.presses):
+                if key == GROUPS:
+                    to_first_group(term, args.quiet)
+                    continue
+                took = term.press(key, args.quiet)
+                if took is None:
+                    unanswered[label] = unanswered.get(label, 0) + 1
+                else:
+                    times.setdefault(label, []).append(took)
+            term.settle(args.quiet * 4, most=30)
+            cpu0, written0, t0 = term.cpu_seconds(), term.written, time.monotonic()
+            rss = [term.rss_mb()]
+            while time.monotonic() - t0 < args.idle_seconds:
+                term.read(min(1.0, args.idle_seconds))
+                rss.append(term.rss_mb())
+            span = time.monotonic() - t0
+            idle = {
+                "seconds": round(span, 1),
+                "cpu_percent": round(100 * (term.cpu_seconds() - cpu0) / span, 2),
+                "rss_mb_max": round(max(rss), 1),
+                "bytes_written": term.written - written0,
+            }
+        finally:
+            term.close()
+    keys = {
+        label: {
+            "n": len(v),
+            "p50_ms": round(1000 * statistics.median(v), 1),
+            "p95_ms": round(1000 * percentile(v, 95), 1),
+            "max_ms": round(1000 * max(v), 1),
+            "unanswered": unanswered.get(label, 0),
+        }
+        for label, v in times.items()
+    }
+    for label, n in unanswered.items():
+        keys.setdefault(label, {"n": 0, "unanswered": n})
+    return {
+        "size": f"{columns}x{lines}",
+        "jobs": args.jobs,
+        "first_screen_s": round(first, 2),
+        "keys": keys,
+        "idle": idle,
+    }
+
+
+def show(result: dict) -> None:
+    print(f"\n{result['jobs']} jobs at {result['size']}: first screen {result['first_screen_s']} s")
+    print(f"  {'key':24} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'unanswered':>10}")
+    for label, k in result["keys"].items():
+        if k["n"]:
+            print(f"  {label:24} {k['n']:>4} {k['p50_ms']:>8} {k['p95_ms']:>8} {k['max_ms']:>8} {k['unanswered']:>10}")
+        else:
+            print(f"  {label:24} {0:>4} {'-':>8} {'-':>8} {'-':>8} {k['unanswered']:>10}")
+    idle = result["idle"]
+    print(
+        f"  idle {idle['seconds']} s: CPU {idle['cpu_percent']} % of a core (console + children), "
+        f"RSS max {idle['rss_mb_max']} MB, {idle['bytes_written']} bytes written"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--nodes", type=int, default=300)
+    parser.add_argument("--sizes", default="80x24,200x50")
+    parser.add_argument("--presses", type=int, default=50, help="presses per key (at least 50 for a p95)")
+    parser.add_argument("--quiet", type=float, default=0.25, help="s of silence that end a key's answer")
+    parser.add_argument("--idle-seconds", type=float, default=20.0, help="the idle window (600: the issue's)")
+    parser.add_argument("--json", help="write the figures there too")
+    parser.add_argument(
+        "--realistic", action="store_true", help="hundreds of users, names of every width, 1,000-task arrays"
+    )
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child(args.jobs, args.nodes, args.realistic)
+    results = []
+    for size in args.sizes.split(","):
+        columns, lines = map(int, size.lower().split("x"))
+        results.append(run_one(args, columns, lines))
+        show(results[-1])
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
