@@ -191,7 +191,7 @@ def takeover_driver(early: EarlyPaint | None, keys: HeldKeys | None = None) -> t
     ready are held there (``earlykeys``) until ``YanflowApp`` says it is ready (``when_ready``). With
     no paint (``early`` None), only the latter: the keys typed before the first frame wait for it."""
 
-    class TakeOver(escdelay.driver()):  # type: ignore[misc]  (a class made at run time)
+    class TakeOver(escdelay.driver()):  # type: ignore[misc]  # (a class made at run time)
         def start_application_mode(self) -> None:
             self._skip_alt = early is not None and early.on_screen
             modes, typed = early.takes_over() if early is not None else (None, [])
