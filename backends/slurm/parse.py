@@ -738,6 +738,9 @@ def _job_gpus(raw: dict) -> tuple[int, tuple[int, ...]]:
     return gpus, ()
 
 
+NO_NODES = "None assigned"  # sacct's NodeList of a job that never ran
+
+
 def raw_from_json(raw: dict, caches: ParseCaches | None = None) -> RawJob:
     array_job = _int(raw.get("array_job_id"))
     task = raw.get("array_task_id")
@@ -746,6 +749,8 @@ def raw_from_json(raw: dict, caches: ParseCaches | None = None) -> RawJob:
         task_text = str(raw.get("array_task_string") or "")
     gpus, indices = _job_gpus(raw)
     nodes_text = str(raw.get("nodes") or "")
+    if nodes_text == NO_NODES:  # sacct: a job that ended before it started
+        nodes_text = ""
     exit_code, signal = exit_status(raw.get("exit_code"))
     return RawJob(
         job_id=str(_int(raw.get("job_id"))),

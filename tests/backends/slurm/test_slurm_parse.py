@@ -50,6 +50,12 @@ def test_captured_squeue_json_gives_jobs_arrays_and_gpus():
     assert big.gpus == 8 and big.nodes == ("gpu03",)
 
 
+def test_a_job_that_never_ran_has_no_nodes_not_sacct_s_none_assigned():
+    raw = parse.raw_from_json({"job_id": 7, "name": "x", "job_state": "CANCELLED", "nodes": "None assigned"})
+    (job,) = parse.build_jobs([raw], "c", ReferenceCaches())
+    assert job.nodes == ()
+
+
 def test_text_and_json_captures_agree_on_every_row():
     by_json, by_text = jobs_from("squeue.json"), jobs_from("squeue.txt")
     assert by_json.keys() == by_text.keys()
