@@ -47,10 +47,28 @@ def escape_delay() -> float:
     return float(constants.ESCAPE_DELAY)
 
 
+def loop_is_known(driver_class: type) -> bool:
+    """Whether ``driver_class.run_input_thread`` is the Textual loop ``driver`` copies (its source's hash is
+    ``TEXTUAL_LOOP_SHA``); False where its source cannot be read (an install without sources)."""
+    import hashlib
+    import inspect
+
+    try:
+        source = inspect.getsource(driver_class.run_input_thread)
+    except (OSError, TypeError):
+        return False
+    return hashlib.sha256(source.encode()).hexdigest() == TEXTUAL_LOOP_SHA
+
+
 @cache
 def driver() -> type[LinuxDriver]:
-    """``QuickEscape``: Textual's Linux driver, answering a lone Escape as soon as its delay has passed."""
+    """``QuickEscape``: Textual's Linux driver, answering a lone Escape as soon as its delay has passed.
+    Under a Textual whose input loop is not the one copied here (a newer release), Textual's own driver:
+    the Escape then waits for its next poll, but every key is read as that release reads it."""
     from textual.drivers.linux_driver import LinuxDriver
+
+    if not loop_is_known(LinuxDriver):
+        return LinuxDriver
 
     class QuickEscape(LinuxDriver):
         """Textual's Linux driver, answering a lone Escape as soon as its delay has passed."""

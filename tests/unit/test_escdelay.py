@@ -90,3 +90,19 @@ def test_the_copied_input_loop_is_textuals_own():
     Textual changed its loop; carry the change over into ``escdelay`` and pin the new source."""
     source = inspect.getsource(LinuxDriver.run_input_thread)
     assert hashlib.sha256(source.encode()).hexdigest() == escdelay.TEXTUAL_LOOP_SHA
+
+
+def test_a_textual_with_another_input_loop_keeps_its_own_driver(monkeypatch):
+    """A Textual release whose loop differs from the copy (``<9`` allows newer ones) is not overridden."""
+
+    class Newer(LinuxDriver):
+        def run_input_thread(self) -> None:  # another loop than the one escdelay copies
+            pass
+
+    assert escdelay.loop_is_known(LinuxDriver) and not escdelay.loop_is_known(Newer)
+    escdelay.driver.cache_clear()
+    monkeypatch.setattr("textual.drivers.linux_driver.LinuxDriver", Newer)
+    try:
+        assert escdelay.driver() is Newer
+    finally:
+        escdelay.driver.cache_clear()
