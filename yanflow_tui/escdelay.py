@@ -47,7 +47,7 @@ def escape_delay() -> float:
     return float(constants.ESCAPE_DELAY)
 
 
-def loop_is_known(driver_class: type) -> bool:
+def loop_is_known(driver_class: type[LinuxDriver]) -> bool:
     """Whether ``driver_class.run_input_thread`` is the Textual loop ``driver`` copies (its source's hash is
     ``TEXTUAL_LOOP_SHA``); False where its source cannot be read (an install without sources)."""
     import hashlib
