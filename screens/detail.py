@@ -140,8 +140,10 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         yield Footer()  # this screen's own keys, not those of the screen under it
 
     def on_mount(self) -> None:
-        self.query_one("#why").display = self.caps.explain
-        if self.caps.explain:
+        # "Why" answers for a job that is not running yet (a running or ended job's state says it all)
+        waiting = self.caps.explain and self.job.state is not JobState.RUNNING and not self.job.state.terminal
+        self.query_one("#why").display = waiting
+        if waiting:
             self._explain()
         failed = self.job.state is JobState.FAILED and self.caps.logs
         self.query_one("#first-failure").display = failed
