@@ -86,8 +86,12 @@ def dry_run(args, rank, world):
     if rank != 0:
         return
     stamp = time.strftime("%Y%m%d_%H%M%S")
-    vis = os.path.join(args.work_dir, stamp, "vis_data")
-    os.makedirs(vis, exist_ok=True)
+    run, n = stamp, 0
+    while os.path.exists(os.path.join(args.work_dir, run)):  # a run started in the same second: its own folder
+        n += 1
+        run = f"{stamp}_{n}"
+    vis = os.path.join(args.work_dir, run, "vis_data")
+    os.makedirs(vis)
     writer = yanflow_events.EventWriter()
     with open(os.path.join(vis, "scalars.json"), "a") as scalars:
         for epoch in range(start + 1, epochs + 1):
