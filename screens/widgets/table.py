@@ -26,7 +26,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 
@@ -284,6 +284,7 @@ class VirtualTable(QuietScrollView, can_focus=True):
         # (the filter cleared): the rows given, keyed, their width counts, and widths measured of them
         self._kept: list[_Kept] = []
         self._litter: list[object] = []  # replaced structures to let go of after the paint (_drop_later)
+        self._painted: dict[int, Strip] = {}  # line y -> the strip drawn there last (render_line)
 
     # -- public API --------------------------------------------------------------------------------
     @property
@@ -423,9 +424,17 @@ class VirtualTable(QuietScrollView, can_focus=True):
         self._given = rows
         if not unchanged:
             self._reorder()
-        self._after_set(old_cursor, cursor_was_visible, top, page, widths_changed)
+        self._after_set(old_cursor, cursor_was_visible, top, page, widths_changed, same_rows=unchanged)
 
-    def _after_set(self, old_cursor: int | None, cursor_was_visible: bool, top: int, page: int, relayout: bool) -> None:
+    def _after_set(
+        self,
+        old_cursor: int | None,
+        cursor_was_visible: bool,
+        top: int,
+        page: int,
+        relayout: bool,
+        same_rows: bool = False,
+    ) -> None:
         if self._cursor_index is None:  # its row went away: the row now in its place
             self._move_to_index(min(old_cursor or 0, len(self._rows) - 1), scroll=False)
         if relayout:
@@ -434,7 +443,21 @@ class VirtualTable(QuietScrollView, can_focus=True):
         index = self._cursor_index
         if cursor_was_visible and index is not None and not top <= index < top + page:
             self._scroll_to_index(index)
-        self.refresh()
+        if same_rows and not relayout and index == old_cursor and self.scroll_offset.y == top:
+            self._refresh_changed_lines()
+        else:
+            self.refresh()
+
+    def _refresh_changed_lines(self) -> None:
+        """The same rows in the same order (a refresh that changed nothing on show): only the lines that
+        draw differently now (an age that ticked) are repainted, not the whole table, so that an idle
+        console writes next to nothing at each refresh (issue #32)."""
+        painted = self._painted
+        width = self.size.width
+        for y in range(self.scrollable_content_region.height):
+            before = painted.get(y)
+            if before is None or self.render_line(y) != before:
+                self.refresh(Region(0, y, width, 1))
 
     def _keep(self) -> _Kept:
         """Keep the rows on show (about to go) to come back to; the measured entries of its rows that
@@ -1023,10 +1046,12 @@ class VirtualTable(QuietScrollView, can_focus=True):
         else:
             index = y - 1 + scroll_y
             if index >= len(self._rows):
-                return Strip.blank(width, self.rich_style)
+                strip = self._painted[y] = Strip.blank(width, self.rich_style)
+                return strip
             strip = self._row_strip(index, self._rows[index])
         if scroll_x or strip.cell_length != width:
             strip = strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, self.rich_style)
+        self._painted[y] = strip
         return strip
 
     def _header_strip(self) -> Strip:

@@ -1,7 +1,8 @@
 """The console over the in-memory fake backend, run as a program (for the real-terminal tests):
-``python tests/fakes/console.py [--read-only] [--no-mouse] [--job-ends] [--no-notices]`` starts ``YanflowApp``
-on one fake cluster ``hpc``. ``--job-ends``: running job 101 fails (exit code 3) a second after the
-first refresh, and the cluster says it changed; ``--no-notices``: the config's ``notify: false``."""
+``python tests/fakes/console.py [--read-only] [--no-mouse] [--job-ends] [--no-notices] [--refresh-seconds S]``
+starts ``YanflowApp`` on one fake cluster ``hpc`` (refreshed every S seconds, default once an hour).
+``--job-ends``: running job 101 fails (exit code 3) a second after the first refresh, and the cluster says
+it changed; ``--no-notices``: the config's ``notify: false``."""
 
 from __future__ import annotations
 
@@ -34,11 +35,17 @@ class EndingBackend(FakeBackend):
         self.notify_changed()
 
 
+def _refresh_seconds() -> float:
+    if "--refresh-seconds" in sys.argv:
+        return float(sys.argv[sys.argv.index("--refresh-seconds") + 1])
+    return 3600.0
+
+
 def main() -> None:
     backend = EndingBackend if "--job-ends" in sys.argv else FakeBackend
     registry.register("fake", backend)  # this process runs only the console: nothing to restore
     config = Config(
-        clusters=(ClusterConfig("hpc", "fake", refresh_seconds=3600),),
+        clusters=(ClusterConfig("hpc", "fake", refresh_seconds=_refresh_seconds()),),
         mouse="--no-mouse" not in sys.argv,
         notify=NoticeSettings(on="--no-notices" not in sys.argv),
     )

@@ -5,6 +5,7 @@ written is a repaint of an unchanged screen (the header's ages ticking every sec
 
 from __future__ import annotations
 
+import re
 import time
 
 from terminal import Terminal
@@ -28,5 +29,31 @@ def test_an_idle_console_writes_nothing_to_the_terminal_for_30_seconds(tmp_path)
             assert term.pump(min(0.5, max(0.0, end - time.monotonic())))
         written = bytes(term.output[start:])
         assert written == b"", f"{len(written)} bytes written while idle: {written[:300]!r}"
+    finally:
+        term.close()
+
+
+def test_a_refresh_that_changes_nothing_repaints_no_job_row(tmp_path):
+    """The cluster refreshed every second with the same jobs: what the console writes then is the
+    header's age at most, never the table's rows again (a whole repaint was ~27 KB a refresh at 200x50)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    term = Terminal.console(home, 120, 30, "--refresh-seconds", "1")
+    try:
+        term.wait_text("hpc/101|101")
+        term.wait_text("Open")
+        names = [line.split()[2] for line in term.text().splitlines() if line.strip().startswith("hpc ")]
+        assert names, term.text()
+        end = time.monotonic() + 3.0  # the first screen's follow-ups (it never goes quiet: a refresh a second)
+        while time.monotonic() < end:
+            assert term.pump(0.2)
+        start = len(term.output)
+        end = time.monotonic() + 5.0  # five refreshes
+        while time.monotonic() < end:
+            assert term.pump(0.2)
+        written = bytes(term.output[start:])
+        text = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]", b"", written).decode("utf-8", "replace")
+        repainted = [name for name in names if name in text]
+        assert not repainted, f"rows written again by a refresh that changed nothing: {repainted}; {text[:300]!r}"
     finally:
         term.close()
