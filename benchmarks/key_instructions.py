@@ -1,10 +1,12 @@
 """Benchmark: instructions per Queue key under callgrind, a figure the machine's load does not move (issue #29).
 
 Wall and CPU milliseconds on a small shared machine move by ±30 % from run to run; instruction counts do
-not depend on what else runs. This runs ``queue_keys.py``'s steps (the filter typed, Escape, ``o``/``O``)
-under ``valgrind --tool=callgrind`` with collection off, and switches it on only inside each key's
-measurement (``console.key_latency``: the key posted, handled and painted) through callgrind's client
-requests, so that each key gets its own count. Two trees (before and after a change) compare key by key:
+not depend on what else runs. This runs ``queue_keys.py``'s steps (the first screen, three
+refreshes, the filter typed, Escape, ``o``/``O``) under ``valgrind --tool=callgrind`` with collection off,
+and switches it on only inside each step (a key: posted, handled and painted; a refresh: the new data
+through the hub to the Queue painted; the first screen: from the app made to every row shown) through
+callgrind's client requests, so that each step gets its own count. Two trees (before and after a
+change) compare step by step:
 
     python benchmarks/key_instructions.py --trees BEFORE_DIR,AFTER_DIR [--runs 2] [--jobs 10000]
         [queue_keys.py's options after --]
@@ -39,15 +41,43 @@ import ctypes, sys
 tree, lib = sys.argv.pop(1), ctypes.CDLL(sys.argv.pop(1))
 sys.path.insert(0, tree + "/benchmarks")
 import console, queue_keys
-real, counts = console.key_latency, {}
-async def key_latency(app, name, *args, **kwargs):
+from yanflow_tui import app as app_module
+counts = {}
+
+def begin(name):
     counts[name] = counts.get(name, 0) + 1
     lib.cg_begin()
+    return f"{name}#{counts[name]}".encode()
+
+def measured(name_of, real):
+    async def wrapper(*args, **kwargs):
+        label = begin(name_of(*args))
+        try:
+            return await real(*args, **kwargs)
+        finally:
+            lib.cg_end(label)
+    return wrapper
+
+# each key: posted, handled, painted
+console.key_latency = measured(lambda app, name, *rest: name, console.key_latency)
+# each refresh: the new data through the hub to the Queue painted
+console.refresh_queue = measured(lambda *rest: "refresh", console.refresh_queue)
+# the first screen: from the app made to the Queue's rows all shown (begun in the app's __init__)
+real_init, real_until, first = app_module.YanflowApp.__init__, console.until, []
+
+def init(self, *args, **kwargs):
+    first.append(begin("first-screen"))
+    real_init(self, *args, **kwargs)
+
+async def until(condition, timeout, what, *rest, **kwargs):
     try:
-        return await real(app, name, *args, **kwargs)
+        return await real_until(condition, timeout, what, *rest, **kwargs)
     finally:
-        lib.cg_end(f"{name}#{counts[name]}".encode())
-console.key_latency = key_latency
+        if what == "the first screen" and first:
+            lib.cg_end(first.pop())
+
+app_module.YanflowApp.__init__ = init
+console.until = until
 sys.exit(queue_keys.main())
 """
 
@@ -108,13 +138,13 @@ def main() -> int:
                     pooled[side].setdefault(key, []).extend(each)
     before, after = pooled
     print(f"{args.jobs} jobs, {args.runs} runs a tree; millions of instructions per key press")
-    print(f"{'key':8} {'presses':>8} {'before median':>14} {'after median':>13} {'ratio':>6} {'sum ratio':>9}")
+    print(f"{'step':14} {'presses':>8} {'before median':>14} {'after median':>13} {'ratio':>6} {'sum ratio':>9}")
     for key in before:
         b, a = before[key], after.get(key, [])
         if not a:
             continue
         print(
-            f"{key:8} {len(b):>4}/{len(a):<3} {statistics.median(b) / 1e6:>14.1f} {statistics.median(a) / 1e6:>13.1f}"
+            f"{key:14} {len(b):>4}/{len(a):<3} {statistics.median(b) / 1e6:>14.1f} {statistics.median(a) / 1e6:>13.1f}"
             f" {statistics.median(a) / statistics.median(b):>6.2f} {sum(a) / sum(b):>9.2f}"
         )
     total_b = sum(sum(v) for v in before.values())
