@@ -82,6 +82,11 @@ def child_config(config: str, modules_out: str | None) -> int:
         def write_modules() -> None:
             time.sleep(SETTLE_SECONDS)
             Path(modules_out).write_text("\n".join(sorted(sys.modules)) + "\n")
+            import tracemalloc
+
+            if tracemalloc.is_tracing():  # PYTHONTRACEMALLOC=1: where the memory is, by file, beside
+                stats = tracemalloc.take_snapshot().statistics("filename")[:60]
+                Path(f"{modules_out}.malloc").write_text("\n".join(map(str, stats)) + "\n")
 
         threading.Thread(target=write_modules, daemon=True).start()
     from yanflow_tui.cli import main as console_main

@@ -163,3 +163,18 @@ async def test_the_submit_form_leaves_a_field_on_ctrl_n(home, fake_backend):
         assert screen.query_one("#name", Input).value.endswith("1") and app.current_mode == "submit"
         await pilot.press("1")  # single keys work again
         await wait_for(pilot, lambda: app.current_mode == "queue", what="the Queue")
+
+
+async def test_the_where_panel_closes_on_the_key_that_opened_it(home, fake_backend):
+    app = make_app(cluster())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: all(s.updated for s in app.hub.snapshots.values()), what="first refresh")
+        await pilot.press("3")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen, what="Submit")
+        screen.focus_main()
+        await pilot.press(WHERE_KEY)
+        panel = screen.query_one("#where")
+        await wait_for(pilot, lambda: panel.display and screen.where_ranking, what="the panel and its ranking")
+        await pilot.press(WHERE_CLOSE_KEY)
+        await wait_for(pilot, lambda: not panel.display, what="the panel closed")
+        assert app.screen is screen
