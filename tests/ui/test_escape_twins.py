@@ -34,13 +34,15 @@ EQUIVALENT = {("YanflowApp", "back"): "show('queue')"}
 
 def our_classes() -> list[type]:
     """The app and every widget and screen class the console defines, subpackages included."""
-    found: set[type] = {YanflowApp}
-    for info in pkgutil.walk_packages(screens_pkg.__path__, prefix="yanflow_tui.screens."):
-        module = importlib.import_module(info.name)
-        for _, obj in inspect.getmembers(module, inspect.isclass):
-            if issubclass(obj, DOMNode) and obj.__module__ == module.__name__:
-                found.add(obj)
-    return sorted(found, key=lambda c: c.__name__)
+    walk = pkgutil.walk_packages(screens_pkg.__path__, prefix="yanflow_tui.screens.")
+    modules = [importlib.import_module(info.name) for info in walk]
+    found = {
+        obj
+        for module in modules
+        for obj in vars(module).values()
+        if inspect.isclass(obj) and issubclass(obj, DOMNode) and obj.__module__ == module.__name__
+    }
+    return sorted(found | {YanflowApp}, key=lambda c: c.__name__)
 
 
 def own_bindings(cls: type) -> list[Binding]:
