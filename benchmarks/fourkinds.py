@@ -21,9 +21,10 @@ class FourKinds:
     """``with FourKinds(home) as kinds``: ``kinds.config`` names the four clusters, ``kinds.env`` holds
     what the console needs besides (the Determined user and token)."""
 
-    def __init__(self, home: Path, slurm_config: Path = SLURM_CONFIG) -> None:
+    def __init__(self, home: Path, slurm_config: Path = SLURM_CONFIG, slurm_transport: str = "") -> None:
         self.home = home
         self.slurm_config = slurm_config
+        self.slurm_transport = slurm_transport  # "openssh": the system ssh instead of asyncssh (in the console)
         self.config = home / "four-kinds.yaml"
         self.env: dict[str, str] = {}
         self._stops: list = []
@@ -55,7 +56,10 @@ class FourKinds:
     def _slurm(self) -> dict:
         if not self.slurm_config.is_file():
             raise SystemExit(f"no Slurm test cluster: {self.slurm_config} is missing (scripts/slurm-cluster up)")
-        return dict(yaml.safe_load(self.slurm_config.read_text())["clusters"][0])
+        slurm = dict(yaml.safe_load(self.slurm_config.read_text())["clusters"][0])
+        if self.slurm_transport:
+            slurm["ssh"] = {**slurm["ssh"], "transport": self.slurm_transport}
+        return slurm
 
     def _kubernetes(self) -> dict:
         from fakes.k8s_api import K8sEmulator, make_job

@@ -18,13 +18,15 @@ processes, from /proc) and RSS over ``--idle-seconds`` (600 for the issue's 10-m
 bytes written meanwhile. Not part of the test suite; wall clock on whatever else the machine runs.
 
     python benchmarks/terminal.py --four-kinds --idle-minutes 10 [--sizes 200x50] [--modules-out FILE]
+                                  [--slurm-transport openssh]
 
 measures one idle console with four clusters configured (``fourkinds.py``: this machine, the loopback
 Slurm test cluster over SSH, the Kubernetes API emulator and the fake Determined master), through the
 installed command's path (``yanflow-tui --config``): after its first screen and a settling minute, the
 CPU of the console and its children (those it has waited for included) over the window, the RSS of
-the console alone and of its children, the bytes written, and the modules loaded (``--modules-out``).
-No key is pressed.
+the console alone and of its children, the bytes written, and the modules loaded (``--modules-out``;
+with ``PYTHONTRACEMALLOC=1`` also where the memory is, by file). No key is pressed. The Slurm cluster
+is shared: jobs other runs submit there meanwhile are refreshed work, not idle (see the screen in --json).
 """
 
 from __future__ import annotations
@@ -235,7 +237,7 @@ SETTLE_SECONDS = 60.0  # after the first screen: every cluster's first refresh a
 def run_four_kinds(args, columns: int, lines: int) -> dict:
     from fourkinds import FourKinds
 
-    with tempfile.TemporaryDirectory() as tmp, FourKinds(Path(tmp)) as kinds:
+    with tempfile.TemporaryDirectory() as tmp, FourKinds(Path(tmp), slurm_transport=args.slurm_transport) as kinds:
         argv = ["--child-config", str(kinds.config)]
         argv += ["--modules-out", args.modules_out] if args.modules_out else []
         start = time.monotonic()
@@ -265,7 +267,8 @@ def run_four_kinds(args, columns: int, lines: int) -> dict:
             term.close()
     return {
         "size": f"{columns}x{lines}",
-        "clusters": "local, slurm (ssh 127.0.0.1:2222), kubernetes (emulator), determined (fake master)",
+        "clusters": f"local, slurm (ssh 127.0.0.1:2222{', ' + args.slurm_transport if args.slurm_transport else ''}), "
+        "kubernetes (emulator), determined (fake master)",
         "first_screen_s": round(first, 2),
         "idle": {
             "seconds": round(span, 1),
@@ -421,6 +424,7 @@ def main() -> int:
     )
     parser.add_argument("--four-kinds", action="store_true", help="idle only: local, Slurm, Kubernetes, Determined")
     parser.add_argument("--idle-minutes", type=float, default=10.0, help="the idle window of --four-kinds")
+    parser.add_argument("--slurm-transport", default="", help="--four-kinds: openssh (the system ssh) or asyncssh")
     parser.add_argument("--modules-out", help="--four-kinds: the console's loaded modules, written there")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-config", help=argparse.SUPPRESS)
