@@ -75,7 +75,7 @@ def child(jobs: int, nodes: int, realistic: bool) -> int:
     return run_console(Config(clusters=clusters, all_users=True))
 
 
-def child_config(config: str, modules_out: str | None) -> int:
+def child_config(config: str, modules_out: str | None, eager_kubernetes: bool = False) -> int:
     """The console as ``yanflow-tui --config CONFIG`` runs it; ``modules_out``: the modules loaded, written
     there once its first minute is over (by a thread that only sleeps until then)."""
     if modules_out:
@@ -91,6 +91,8 @@ def child_config(config: str, modules_out: str | None) -> int:
                 Path(f"{modules_out}.malloc").write_text("\n".join(map(str, stats)) + "\n")
 
         threading.Thread(target=write_modules, daemon=True).start()
+    if eager_kubernetes:  # the import as it was before ``lazyimports`` (every API class and model), to compare
+        import kubernetes  # noqa: F401
     from yanflow_tui.cli import main as console_main
 
     return console_main(["--config", config])
@@ -240,6 +242,7 @@ def run_four_kinds(args, columns: int, lines: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp, FourKinds(Path(tmp), slurm_transport=args.slurm_transport) as kinds:
         argv = ["--child-config", str(kinds.config)]
         argv += ["--modules-out", args.modules_out] if args.modules_out else []
+        argv += ["--eager-kubernetes"] if args.eager_kubernetes else []
         start = time.monotonic()
         term = Console(0, 0, columns, lines, Path(tmp), child_argv=argv, env_extra=kinds.env)
         try:
@@ -425,6 +428,9 @@ def main() -> int:
     parser.add_argument("--four-kinds", action="store_true", help="idle only: local, Slurm, Kubernetes, Determined")
     parser.add_argument("--idle-minutes", type=float, default=10.0, help="the idle window of --four-kinds")
     parser.add_argument("--slurm-transport", default="", help="--four-kinds: openssh (the system ssh) or asyncssh")
+    parser.add_argument(
+        "--eager-kubernetes", action="store_true", help="--four-kinds: the kubernetes client imported whole, as before"
+    )
     parser.add_argument("--modules-out", help="--four-kinds: the console's loaded modules, written there")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-config", help=argparse.SUPPRESS)
@@ -432,7 +438,7 @@ def main() -> int:
     if args.child:
         return child(args.jobs, args.nodes, args.realistic)
     if args.child_config:
-        return child_config(args.child_config, args.modules_out)
+        return child_config(args.child_config, args.modules_out, args.eager_kubernetes)
     results = []
     for size in args.sizes.split(","):
         columns, lines = map(int, size.lower().split("x"))
