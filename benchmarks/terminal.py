@@ -16,6 +16,17 @@ It reports p50/p95/max per key (cursor, page, ``/``, each filter keystroke, Esca
 toggle, screen switches 1-5), the time to the first screen, then idle CPU (the console and its child
 processes, from /proc) and RSS over ``--idle-seconds`` (600 for the issue's 10-minute figure) with the
 bytes written meanwhile. Not part of the test suite; wall clock on whatever else the machine runs.
+
+    python benchmarks/terminal.py --four-kinds --idle-minutes 10 [--sizes 200x50] [--modules-out FILE]
+                                  [--slurm-transport openssh]
+
+measures one idle console with four clusters configured (``fourkinds.py``: this machine, the loopback
+Slurm test cluster over SSH, the Kubernetes API emulator and the fake Determined master), through the
+installed command's path (``yanflow-tui --config``): after its first screen and a settling minute, the
+CPU of the console and its children (those it has waited for included) over the window, the RSS of
+the console alone and of its children, the bytes written, and the modules loaded (``--modules-out``;
+with ``PYTHONTRACEMALLOC=1`` also where the memory is, by file). No key is pressed. The Slurm cluster
+is shared: jobs other runs submit there meanwhile are refreshed work, not idle (see the screen in --json).
 """
 
 from __future__ import annotations
@@ -64,9 +75,42 @@ def child(jobs: int, nodes: int, realistic: bool) -> int:
     return run_console(Config(clusters=clusters, all_users=True))
 
 
+def child_config(config: str, modules_out: str | None, eager_kubernetes: bool = False) -> int:
+    """The console as ``yanflow-tui --config CONFIG`` runs it; ``modules_out``: the modules loaded, written
+    there once its first minute is over (by a thread that only sleeps until then)."""
+    if modules_out:
+        import threading
+
+        def write_modules() -> None:
+            time.sleep(SETTLE_SECONDS)
+            Path(modules_out).write_text("\n".join(sorted(sys.modules)) + "\n")
+            import tracemalloc
+
+            if tracemalloc.is_tracing():  # PYTHONTRACEMALLOC=1: where the memory is, by file, beside
+                stats = tracemalloc.take_snapshot().statistics("filename")[:60]
+                Path(f"{modules_out}.malloc").write_text("\n".join(map(str, stats)) + "\n")
+
+        threading.Thread(target=write_modules, daemon=True).start()
+    if eager_kubernetes:  # the import as it was before ``lazyimports`` (every API class and model), to compare
+        import kubernetes  # noqa: F401
+    from yanflow_tui.cli import main as console_main
+
+    return console_main(["--config", config])
+
+
 # -- the terminal -------------------------------------------------------------------------------------
 class Console:
-    def __init__(self, jobs: int, nodes: int, columns: int, lines: int, home: Path, realistic: bool = False) -> None:
+    def __init__(
+        self,
+        jobs: int,
+        nodes: int,
+        columns: int,
+        lines: int,
+        home: Path,
+        realistic: bool = False,
+        child_argv: list[str] | None = None,
+        env_extra: dict[str, str] | None = None,
+    ) -> None:
         import pexpect
         import pyte
 
@@ -80,9 +124,12 @@ class Console:
             "XDG_CONFIG_HOME": str(home / ".config"),
             "XDG_STATE_HOME": str(home / ".local" / "state"),
             "LANG": "C.UTF-8",
+            **(env_extra or {}),
         }
         argv = [str(Path(__file__).resolve()), "--child", "--jobs", str(jobs), "--nodes", str(nodes)]
         argv += ["--realistic"] if realistic else []
+        if child_argv is not None:  # another console than the synthetic one (``--four-kinds``)
+            argv = [str(Path(__file__).resolve()), *child_argv]
         self.child = pexpect.spawn(sys.executable, argv, env=env, dimensions=(lines, columns))
         self.written = 0
 
@@ -171,6 +218,85 @@ class Console:
 
     def close(self) -> None:
         self.child.terminate(force=True)
+
+    def own_cpu_seconds(self) -> float:
+        """CPU seconds of the console's own threads, its children left out."""
+        fields = Path(f"/proc/{self.child.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(f) for f in fields[11:13]) / os.sysconf("SC_CLK_TCK")  # utime stime
+
+    def own_rss_mb(self) -> float:
+        """The console's own RSS, its children left out."""
+        for line in Path(f"/proc/{self.child.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+
+# -- one idle console with four clusters (``--four-kinds``) --------------------------------------------
+SETTLE_SECONDS = 60.0  # after the first screen: every cluster's first refresh and the lazy imports done
+
+
+def run_four_kinds(args, columns: int, lines: int) -> dict:
+    from fourkinds import FourKinds
+
+    with tempfile.TemporaryDirectory() as tmp, FourKinds(Path(tmp), slurm_transport=args.slurm_transport) as kinds:
+        argv = ["--child-config", str(kinds.config)]
+        argv += ["--modules-out", args.modules_out] if args.modules_out else []
+        argv += ["--eager-kubernetes"] if args.eager_kubernetes else []
+        start = time.monotonic()
+        term = Console(0, 0, columns, lines, Path(tmp), child_argv=argv, env_extra=kinds.env)
+        try:
+            while "shown" not in term.text():  # the Queue's counts: the first screen
+                if time.monotonic() - start > 120:
+                    raise SystemExit(f"no first screen after 120 s:\n{term.text()}")
+                term.read(0.5)
+            first = time.monotonic() - start
+            settle_end = time.monotonic() + SETTLE_SECONDS
+            while time.monotonic() < settle_end:
+                term.read(1.0)
+            cpu0, own_cpu0, written0, t0 = term.cpu_seconds(), term.own_cpu_seconds(), term.written, time.monotonic()
+            own, tree, minutes = [term.own_rss_mb()], [term.rss_mb()], []
+            window = args.idle_minutes * 60
+            while time.monotonic() - t0 < window:
+                term.read(min(1.0, window))
+                own.append(term.own_rss_mb())
+                tree.append(term.rss_mb())
+                if time.monotonic() - t0 >= 60 * (len(minutes) + 1):
+                    minutes.append(round(100 * (term.cpu_seconds() - cpu0) / (time.monotonic() - t0), 2))
+            span = time.monotonic() - t0
+            cpu, own_cpu = term.cpu_seconds() - cpu0, term.own_cpu_seconds() - own_cpu0
+            screen = term.text()
+        finally:
+            term.close()
+    return {
+        "size": f"{columns}x{lines}",
+        "clusters": f"local, slurm (ssh 127.0.0.1:2222{', ' + args.slurm_transport if args.slurm_transport else ''}), "
+        "kubernetes (emulator), determined (fake master)",
+        "first_screen_s": round(first, 2),
+        "idle": {
+            "seconds": round(span, 1),
+            "cpu_percent": round(100 * cpu / span, 2),
+            "cpu_seconds": round(cpu, 2),
+            "cpu_percent_console_alone": round(100 * own_cpu / span, 2),
+            "cpu_percent_by_minute": minutes,
+            "rss_mb_console_max": round(max(own), 1),
+            "rss_mb_tree_max": round(max(tree), 1),
+            "bytes_written": term.written - written0,
+        },
+        "screen": screen,
+    }
+
+
+def show_four_kinds(result: dict) -> None:
+    idle = result["idle"]
+    print(f"\nfour kinds at {result['size']} ({result['clusters']}): first screen {result['first_screen_s']} s")
+    print(
+        f"  idle {idle['seconds']} s: CPU {idle['cpu_percent']} % of a core (console + children, "
+        f"{idle['cpu_seconds']} s; the console alone {idle['cpu_percent_console_alone']} %), "
+        f"RSS max {idle['rss_mb_console_max']} MB console, "
+        f"{idle['rss_mb_tree_max']} MB with children, {idle['bytes_written']} bytes written"
+    )
+    print(f"  CPU % from the start of the window, at each minute: {idle['cpu_percent_by_minute']}")
 
 
 # -- the run ------------------------------------------------------------------------------------------
@@ -299,13 +425,27 @@ def main() -> int:
     parser.add_argument(
         "--realistic", action="store_true", help="hundreds of users, names of every width, 1,000-task arrays"
     )
+    parser.add_argument("--four-kinds", action="store_true", help="idle only: local, Slurm, Kubernetes, Determined")
+    parser.add_argument("--idle-minutes", type=float, default=10.0, help="the idle window of --four-kinds")
+    parser.add_argument("--slurm-transport", default="", help="--four-kinds: openssh (the system ssh) or asyncssh")
+    parser.add_argument(
+        "--eager-kubernetes", action="store_true", help="--four-kinds: the kubernetes client imported whole, as before"
+    )
+    parser.add_argument("--modules-out", help="--four-kinds: the console's loaded modules, written there")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-config", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args.jobs, args.nodes, args.realistic)
+    if args.child_config:
+        return child_config(args.child_config, args.modules_out, args.eager_kubernetes)
     results = []
     for size in args.sizes.split(","):
         columns, lines = map(int, size.lower().split("x"))
+        if args.four_kinds:
+            results.append(run_four_kinds(args, columns, lines))
+            show_four_kinds(results[-1])
+            continue
         results.append(run_one(args, columns, lines))
         show(results[-1])
     if args.json:

@@ -27,7 +27,7 @@ from yanflow_tui.firstfailure import FirstFailure
 from yanflow_tui.hub import error_text
 from yanflow_tui.inside import size_text
 from yanflow_tui.jobhealth import gpu_source_of, job_health, running
-from yanflow_tui.keys import CURVE_KEYS
+from yanflow_tui.keys import CANCEL_KEY, CURVE_KEYS
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.model import Checkpoint, Job, JobState, MetricPoint
 from yanflow_tui.sanitize import clean
@@ -56,6 +56,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
 
     BINDINGS = [
         Binding("escape", "dismiss", "Close", id="detail-close"),
+        Binding(CANCEL_KEY, "dismiss", "Close", id="detail-close-alt"),
         Binding("l", "logs", "Logs", id="detail-logs"),
         Binding("d", "download", "Download checkpoint", id="download-checkpoint"),
         Binding("o", "sort_members", "Sort members", id="sort-members"),

@@ -10,6 +10,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 
+from yanflow_tui.keys import CANCEL_KEY
 from yanflow_tui.sanitize import clean
 
 
@@ -47,7 +48,10 @@ class PromptScreen(ModalScreen[str | None]):
     """Ask for one line of text (a file path, a password). ``escape`` cancels. With ``password``
     the input is masked and kept exactly as typed."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt-cancel")]
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="prompt-cancel"),
+        Binding(CANCEL_KEY, "cancel", "Cancel", id="prompt-cancel-alt"),
+    ]
 
     def __init__(self, question: str, default: str = "", password: bool = False) -> None:
         super().__init__()
@@ -74,7 +78,10 @@ class ChoiceScreen(ModalScreen[str | None]):
     """Pick one of a few words (a job action, a context). ``enter`` picks, ``escape`` cancels. The cursor
     starts on ``initial`` (e.g. the choice in use now)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="choice-cancel")]
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="choice-cancel"),
+        Binding(CANCEL_KEY, "cancel", "Cancel", id="choice-cancel-alt"),
+    ]
 
     def __init__(self, question: str, choices: list[str], initial: int = 0) -> None:
         super().__init__()
@@ -101,7 +108,10 @@ class ChoiceScreen(ModalScreen[str | None]):
 class HelpScreen(ModalScreen[None]):
     """Every key of the screen underneath, with its binding id (for ``keymap:`` in the config)."""
 
-    BINDINGS = [Binding("escape", "dismiss", "Close", id="help-close")]
+    BINDINGS = [
+        Binding("escape", "dismiss", "Close", id="help-close"),
+        Binding(CANCEL_KEY, "dismiss", "Close", id="help-close-alt"),
+    ]
 
     def __init__(self, rows: list[tuple[str, str, str]]) -> None:
         super().__init__()

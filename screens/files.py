@@ -20,6 +20,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 from yanflow_tui.backends.base import JobFile
 from yanflow_tui.hub import error_text
 from yanflow_tui.inside import download_target, size_text, skipped_text, time_text
+from yanflow_tui.keys import CANCEL_KEY
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.progress import DownloadProgress
@@ -37,6 +38,7 @@ class FilesScreen(ModalScreen[None]):
 
     BINDINGS = [
         Binding("escape", "dismiss", "Close", id="files-close"),
+        Binding(CANCEL_KEY, "dismiss", "Close", id="files-close-alt"),
         Binding("enter", "open", "Open folder", id="files-open"),
         Binding("backspace", "up", "Up", id="files-up"),
         Binding("d", "download", "Download", id="files-download"),

@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from yanflow_tui.keys import CANCEL_KEY
 from yanflow_tui.model import Job, Node
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.detail import JobDetailScreen
@@ -55,6 +56,7 @@ class NodeJobsScreen(ModalScreen[None]):
         app = getters.app(YanflowApp)
     BINDINGS = [
         Binding("escape", "dismiss", "Close", id="node-jobs-close"),
+        Binding(CANCEL_KEY, "dismiss", "Close", id="node-jobs-close-alt"),
         Binding("l", "logs", "Logs", id="node-job-logs"),
     ]
 

@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.widgets import Input, Static
 
 from yanflow_tui.capacity import PoolCapacity
+from yanflow_tui.keys import CANCEL_KEY
 from yanflow_tui.model import GpuState
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
@@ -72,6 +73,7 @@ class NodesScreen(DataScreen):
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="filter-nodes"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="clear-node-filter"),
+        Binding(CANCEL_KEY, "clear_filter", "Clear filter", show=False, id="clear-node-filter-alt"),
     ]
 
     _summary: Text | None = None  # the summary line last shown, and how many line breaks it has

@@ -22,7 +22,7 @@ from textual.widgets import Input, Static
 from yanflow_tui import queuecolumns, speed
 from yanflow_tui.filters import FilterError, compile_filter
 from yanflow_tui.hub import error_text
-from yanflow_tui.keys import JOB_VERB, JOB_VERBS, JobVerb
+from yanflow_tui.keys import CANCEL_KEY, JOB_VERB, JOB_VERBS, JobVerb
 from yanflow_tui.model import Job
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
@@ -77,6 +77,7 @@ class QueueScreen(DataScreen):
         Binding("s", "submit", "Submit", id="submit-job"),
         Binding("y", "copy_id", "Copy id", show=False, id="copy-job-id"),
         Binding("escape", "clear_filter", "Clear filter / marks", show=False, id="clear-filter"),
+        Binding(CANCEL_KEY, "clear_filter", "Clear filter / marks", show=False, id="clear-filter-alt"),
         *(Binding(v.key, f"verb('{v.name}')", v.label, show=False, id=v.binding_id) for v in JOB_VERBS),
         # Read-only: the keys above are gone from the footer, and pressing one says why.
         Binding("c", "app.refuse('cancel')", "Cancel (read-only)", show=False, id="cancel-job-read-only"),

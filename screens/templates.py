@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
+from yanflow_tui.keys import CANCEL_KEY
 from yanflow_tui.locations import display_path
 from yanflow_tui.sanitize import clean
 from yanflow_tui.templates import Template
@@ -21,7 +22,10 @@ from yanflow_tui.templates import Template
 
 class TemplatePickerScreen(ModalScreen[Path | None]):
     CSS_PATH = "templates.tcss"
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="template-cancel")]
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="template-cancel"),
+        Binding(CANCEL_KEY, "cancel", "Cancel", id="template-cancel-alt"),
+    ]
 
     def __init__(self, templates: list[Template], folder: Path) -> None:
         super().__init__()

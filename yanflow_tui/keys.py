@@ -39,6 +39,13 @@ APP_KEYS = ("1", "2", "3", "4", "5", "question_mark", "q", "r")  # app-wide sing
 CURVE_KEYS = {"curves-tag": "c", "curves-x-axis": "w", "curves-smoothing": "m"}
 # The Submit screen's "open in $EDITOR" (free in Input and TextArea too, unlike ctrl+e, so it works from a field).
 EDITOR_KEYS = {"submit-open-editor": "ctrl+g"}
+# Escape's twin: a key the terminal sends at once, where a lone Escape waits out the escape delay (``escdelay``).
+# ``CANCEL_KEY`` does what Escape does on every screen and dialog: leaves or clears a text field, closes a
+# pushed screen (emacs's keyboard-quit; ctrl+[ is Escape's own byte, so it is no twin). The Submit screen's
+# ctrl+g is its editor key, so a field is left there on ``LEAVE_FIELD_KEY``; its "where soonest" panel closes
+# on the key that opened it (ctrl+f). A test holds every Escape binding to a twin.
+CANCEL_KEY = "ctrl+g"
+LEAVE_FIELD_KEY = "ctrl+n"
 # Where Textual defines TextArea: ``is_typing`` looks it up there instead of importing it, which would cost
 # the first paint ~30 ms (none can be on screen before its module is loaded; a test pins the path).
 TEXT_AREA_MODULE = "textual.widgets._text_area"

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from yanflow_tui import formfields as ff
-from yanflow_tui import keyfiles
+from yanflow_tui import keyfiles, lazyimports
 from yanflow_tui.backends import tbserver
 from yanflow_tui.backends.base import (
     SCOPE_ALL,
@@ -163,6 +163,7 @@ class KubernetesBackend(Backend):
 
     def _load_client(self) -> None:
         """Build the API client from the merged kubeconfig (exec and OIDC plugins included). Runs in a thread."""
+        lazyimports.lazy_kubernetes()  # the client's API classes and models imported as used, not all
         from kubernetes import client
         from kubernetes import config as kconfig
         from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger

@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, TabbedContent
 
-from yanflow_tui.keys import background_turn
+from yanflow_tui.keys import CANCEL_KEY, background_turn
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.logstore import LogStore
 from yanflow_tui.model import Job
@@ -56,6 +56,7 @@ class LogsScreen(DataScreen):
         Binding("E", "previous_error", "Prev error", id="previous-error"),
         Binding("y", "copy_lines", "Copy lines", show=False, id="copy-log-lines"),
         Binding("escape", "close_search", "Close search", show=False, id="close-search"),
+        Binding(CANCEL_KEY, "close_search", "Close search", show=False, id="close-search-alt"),
     ]
 
     def __init__(self) -> None:

@@ -41,7 +41,7 @@ from yanflow_tui.formfields import (
 )
 from yanflow_tui.hub import Health, error_text
 from yanflow_tui.images import with_images
-from yanflow_tui.keys import EDITOR_KEYS, is_typing
+from yanflow_tui.keys import EDITOR_KEYS, LEAVE_FIELD_KEY, is_typing
 from yanflow_tui.locations import display_path
 from yanflow_tui.model import JobKind, JobSpec, NativeFile
 from yanflow_tui.nativefiles import changed_fields
@@ -78,6 +78,7 @@ class SubmitScreen(DataScreen):
         Binding("ctrl+r", "reset", "Reset form", id="reset-form"),
         Binding(EDITOR_KEYS["submit-open-editor"], "open_editor", "Edit", id="submit-open-editor"),
         Binding("escape", "leave_field", "Leave field", id="leave-field"),
+        Binding(LEAVE_FIELD_KEY, "leave_field", "Leave field", show=False, id="leave-field-alt"),
         Binding(WHERE_KEY, "where", "Where soonest", id="submit-where", show=False),
     ]
 

@@ -19,12 +19,16 @@ from yanflow_tui.placement_rank import Placement
 from yanflow_tui.screens.render.where_rows import failed_text, placement_text
 
 HEADING = "Where soonest (enter: move)"
+WHERE_CLOSE_KEY = "ctrl+f"  # the key that opened the panel (the Submit screen's WHERE_KEY) closes it too
 
 
 class WhereList(OptionList):
     """The ranked clusters, one two-line option each."""
 
-    BINDINGS = [Binding("escape", "close", "Close", id="where-close")]
+    BINDINGS = [
+        Binding("escape", "close", "Close", id="where-close"),
+        Binding(WHERE_CLOSE_KEY, "close", "Close", id="where-close-alt"),
+    ]
 
     def action_close(self) -> None:
         self.post_message(WherePanel.Closed())
