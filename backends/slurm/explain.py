@@ -259,7 +259,10 @@ class Explainer:
         said = f"{sentence}: {what} is {value}, {used or '?'} in use" + (f", this job asks for {asks}" if asks else "")
         if reasons.over_alone(limit, value, asks):
             head = sentence.replace(" is reached", " is below what this job alone asks for")
-            return f"{head}: {what} is {value}, {used or '?'} in use, this job asks for {asks}, so it never starts", True
+            return (
+                f"{head}: {what} is {value}, {used or '?'} in use, this job asks for {asks}, so it never starts",
+                True,
+            )
         return said, False
 
     async def _configuration(self, job: dict[str, str], meaning: reasons.Reason, values: dict[str, str]) -> Explanation:
