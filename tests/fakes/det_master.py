@@ -24,6 +24,28 @@ from determined.common.api.authentication import salt_and_hash
 from determined.common.util import parse_protobuf_timestamp
 
 T0 = "2026-11-29T12:00:00Z"
+# A static on-premises pool's fields that say nothing here (``v1ResourcePool`` requires every one)
+POOL_UNSET: dict[str, Any] = {
+    **dict.fromkeys(
+        "agentDockerImage agentDockerNetwork agentDockerRuntime agentFluentImage containerStartupScript description "
+        "imageId instanceType masterCertName masterUrl startupScript".split(),
+        "",
+    ),
+    **dict.fromkeys(
+        "auxContainerCapacity auxContainerCapacityPerAgent auxContainersRunning maxAgentStartingPeriod maxAgents "
+        "maxIdleAgentPeriod minAgents".split(),
+        0,
+    ),
+    "clusterName": "fake",
+    "details": b.v1ResourcePoolDetail(),
+    "location": "on-prem",
+    "preemptible": False,
+    "resourceManagerMetadata": {},
+    "schedulerFittingPolicy": b.v1FittingPolicy.BEST,
+    "schedulerType": b.v1SchedulerType.PRIORITY,
+    "slotType": b.devicev1Type.CUDA,
+    "type": b.v1ResourcePoolType.STATIC,
+}
 # The part of a master config (master.yaml, as GET /api/v1/master/config gives it) with default images:
 # task_container_defaults.image per device type, and a resource pool with its own.
 DEFAULT_CUDA = "determinedai/pytorch-ngc-dev:0736b6d"
@@ -651,39 +673,13 @@ class FakeMaster:
             slots = [s for a in agents for s in (a.slots or {}).values()]
             pools.append(
                 b.v1ResourcePool(
-                    agentDockerImage="",
-                    agentDockerNetwork="",
-                    agentDockerRuntime="",
-                    agentFluentImage="",
-                    auxContainerCapacity=0,
-                    auxContainerCapacityPerAgent=0,
-                    auxContainersRunning=0,
-                    clusterName="fake",
-                    containerStartupScript="",
+                    **POOL_UNSET,
                     defaultAuxPool=name == self.default_pool,
                     defaultComputePool=name == self.default_pool,
-                    description="",
-                    details=b.v1ResourcePoolDetail(),
-                    imageId="",
-                    instanceType="",
-                    location="on-prem",
-                    masterCertName="",
-                    masterUrl="",
-                    maxAgentStartingPeriod=0,
-                    maxAgents=0,
-                    maxIdleAgentPeriod=0,
-                    minAgents=0,
                     name=name,
                     numAgents=len(agents),
-                    preemptible=False,
-                    resourceManagerMetadata={},
-                    schedulerFittingPolicy=b.v1FittingPolicy.BEST,
-                    schedulerType=b.v1SchedulerType.PRIORITY,
-                    slotType=b.devicev1Type.CUDA,
                     slotsAvailable=len(slots),
                     slotsUsed=sum(1 for s in slots if s.container is not None),
-                    startupScript="",
-                    type=b.v1ResourcePoolType.STATIC,
                 )
             )
         return self._json(b.v1GetResourcePoolsResponse(resourcePools=pools))
