@@ -11,14 +11,19 @@ from typing import Any
 from determined.common.api import bindings, errors
 
 from yanflow_tui.backends.determined.explain import pool_queue, queued
+from yanflow_tui.backends.determined.session import describe_error
 from yanflow_tui.placement_rank import NEVER, Placement
+
+# A read the master refuses or lacks (an older master wants a pool named); not a lost login, which the
+# connection handles (``errors.UnauthenticatedException`` is not among these).
+REFUSED = (errors.APIException, errors.ForbiddenException, bindings.APIHttpError)
 
 
 def default_pool(session: Any) -> str:
     """The master's default compute pool ("" where it does not say: then the master chooses)."""
     try:
         pools = bindings.get_GetResourcePools(session).resourcePools or ()
-    except (errors.APIException, bindings.APIHttpError):
+    except REFUSED:
         return ""
     return next((p.name for p in pools if p.defaultComputePool), "")
 
@@ -35,6 +40,9 @@ def read(session: Any, pool: str, judged: Placement) -> Placement:
     if judged.verdict == NEVER:
         return judged
     pool = pool or default_pool(session)
-    ahead = sum(1 for job in pool_queue(session, pool) if queued(job))
+    try:
+        ahead = sum(1 for job in pool_queue(session, pool) if queued(job))
+    except REFUSED as exc:  # the agents' verdict still holds
+        return replace(judged, reason=f"{judged.reason}; the pool's queue was not read ({describe_error(exc, '')})")
     reason = f"{ahead_text(ahead, pool)}; {judged.reason}"
     return replace(judged, reason=reason)

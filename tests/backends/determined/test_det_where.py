@@ -86,3 +86,17 @@ def test_cli_where_json_read_only_says_2_ahead(master, home, tmp_path):
     assert found["reason"].startswith("2 ahead in resource pool gpus's queue"), found
     assert mutations(master) == []  # read-only: GETs only, counted at the master
     assert any(r.path == "/api/v1/job-queues" for r in master.requests)
+
+
+async def test_a_queue_the_master_refuses_leaves_the_agents_verdict(master, backend, monkeypatch):
+    from determined.common.api import bindings, errors
+
+    def refused(*args, **kwargs):
+        raise errors.ForbiddenException("no permission to view the job queue")
+
+    busy_pool(master)
+    monkeypatch.setattr(bindings, "get_GetJobs", refused)
+    nodes = await backend.list_nodes()
+    (placed,), errors_ = await place_all([(backend, nodes)], spec("mine", 4, pool="gpus"), 30)
+    assert errors_ == [] and placed.verdict == WAITS and "ahead" not in placed.reason
+    assert "the pool's queue was not read (permission denied: " in placed.reason and "no permission" in placed.reason
