@@ -166,3 +166,43 @@ def sftp_cluster(slurm_dir, tmp_path_factory) -> Iterator[ClusterConfig]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+# ``explain`` is a read: the commands an explaining backend may send, each with a word its argv must hold
+EXPLAIN_READS = {"scontrol": ("show",), "squeue": (), "sprio": (), "sinfo": (), "id": (), "sacctmgr": ("show", "list")}
+
+
+def assert_reads_only(history) -> None:
+    """Every command in a transport's ``history`` was one of ``EXPLAIN_READS``."""
+    for argv in history:
+        assert argv[0] in EXPLAIN_READS, argv
+        assert not EXPLAIN_READS[argv[0]] or any(word in argv for word in EXPLAIN_READS[argv[0]]), argv
+
+
+async def assert_backfill_estimate(backend, job_id: str, not_after) -> None:
+    """Backfill's estimate of a job waiting for resources comes after its next cycle (``bf_interval``,
+    30 s): no later than ``not_after`` (the end of the job it waits for; 5 s of rounding), from squeue --start."""
+    from datetime import timedelta
+
+    from waiting import async_wait_until
+
+    async def estimate():
+        return (await backend.explain(job_id)).expected_start
+
+    await async_wait_until(estimate, 90, f"backfill's estimate of job {job_id}'s start")
+    start = await estimate()
+    assert start is not None and start <= not_after + timedelta(seconds=5)
+    assert "squeue --start" in (await backend.explain(job_id)).expected_start_why
+
+
+def assert_held_and_begin(held, later) -> None:
+    """The explanations of a job held by its user (L releases it; no start while held) and of one with
+    ``--begin=now+2hours`` (that time as its expected start, and in its sentence)."""
+    from datetime import datetime, timedelta, timezone
+
+    assert held.action.startswith("press L") and f"yanflow-tui release {held.job_id}" in held.action
+    assert held.expected_start is None and held.expected_start_why
+    begin = later.expected_start
+    ahead = begin - datetime.now(timezone.utc) if begin is not None else None
+    assert ahead is not None and timedelta(hours=1, minutes=55) < ahead < timedelta(hours=2, minutes=1)
+    assert begin.astimezone().strftime("%H:%M") in later.reason

@@ -27,7 +27,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta, timezone
 from pathlib import Path
@@ -42,6 +42,7 @@ from yanflow_tui.backends.base import Backend, Capabilities, TensorBoardTask, de
 from yanflow_tui.backends.determined import checkpoints as det_checkpoints
 from yanflow_tui.backends.determined import convert as det_convert
 from yanflow_tui.backends.determined import explain as det_explain
+from yanflow_tui.backends.determined import placement as det_placement
 from yanflow_tui.backends.determined import submit as det_submit
 from yanflow_tui.backends.determined.session import (
     CONNECT_TIMEOUT,
@@ -58,6 +59,7 @@ from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.explain import Explanation
 from yanflow_tui.images import merged
 from yanflow_tui.model import Checkpoint, Image, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
+from yanflow_tui.placement_rank import Placement, judged_from_nodes
 from yanflow_tui.share import Share, pool_share
 
 __all__ = ["AuthRequired", "DeterminedBackend"]
@@ -110,6 +112,7 @@ class DeterminedBackend(Backend):
         tensorboard=True,
         explain=True,
         share=True,
+        placement=True,
         no_shell="Determined offers no shell into a running trial: start an interactive task beside it with "
         "`det shell start` (or `det notebook start`), and follow the trial here with its logs",
     )
@@ -253,6 +256,14 @@ class DeterminedBackend(Backend):
         job = await self.get_job(job_id)
         return await asyncio.to_thread(
             self.conn.call, lambda session: det_explain.read(session, job), "explaining a job"
+        )
+
+    async def placement(self, spec: JobSpec, nodes: Sequence[Node]) -> Placement:
+        """The agents' verdict, with the jobs queued ahead in the pool it would go to (GETs only)."""
+        judged = judged_from_nodes(self, spec, nodes)
+        pool = str(spec.section("determined").get("resource_pool") or "")
+        return await asyncio.to_thread(
+            self.conn.call, lambda session: det_placement.read(session, pool, judged), "reading the job queue"
         )
 
     async def describe(self, job_id: str) -> str:

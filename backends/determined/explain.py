@@ -38,6 +38,22 @@ def free_slots(agents: Sequence[Any], pool: str) -> tuple[int, int]:
     return free, total
 
 
+def pool_queue(session: Any, pool: str) -> list[Any]:
+    """The jobs of resource pool ``pool``'s queue as the master orders them ("": the pool the master
+    takes for none named), scheduled ones among them."""
+    jobs = bindings.get_GetJobs(session, resourcePool=pool or None, limit=QUEUE_LIMIT).jobs or ()
+    return [j for j in jobs if not pool or j.resourcePool == pool]
+
+
+def queued(job: Any) -> bool:
+    """Whether a job of the queue still waits (neither scheduled nor backfilled)."""
+    return job.summary is None or job.summary.state == bindings.jobv1State.QUEUED
+
+
+def slots_text(asked: int, free: int, total: int) -> str:
+    return f"it asks for {asked} slot{'s' if asked != 1 else ''}, {free} of {total} free in the pool"
+
+
 def read(session: Any, job: Job) -> Explanation:
     """The explanation of ``job``, read with ``session`` (in a thread: the bindings block)."""
     base = partial(Explanation, job_id=job.id, cluster=job.cluster, state=job.raw_state or job.state.value.upper())
@@ -56,7 +72,7 @@ def read(session: Any, job: Job) -> Explanation:
         )
     pool = dict(job.details).get("Resource pool", "") or ""
     entity = entity_of(job)
-    queue = bindings.get_GetJobs(session, resourcePool=pool or None, limit=QUEUE_LIMIT).jobs
+    queue = pool_queue(session, pool)
     mine = next((j for j in queue if j.entityId == entity), None)
     free, total = free_slots(bindings.get_GetAgents(session).agents, pool or (mine.resourcePool if mine else ""))
     if mine is None:
@@ -74,7 +90,7 @@ def read(session: Any, job: Job) -> Explanation:
     ahead = summary.jobsAhead if summary is not None else 0
     pool = mine.resourcePool
     asked = mine.requestedSlots
-    slots = f"it asks for {asked} slot{'s' if asked != 1 else ''}, {free} of {total} free in the pool"
+    slots = slots_text(asked, free, total)
     if ahead:
         category, why = Category.PRIORITY, f"{ahead} job{'s' if ahead != 1 else ''} ahead of it in resource pool {pool}"
     else:

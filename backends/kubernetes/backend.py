@@ -16,6 +16,7 @@ import functools
 import getpass
 import importlib.util
 import json
+import logging
 import os
 import posixpath
 import re
@@ -41,7 +42,7 @@ from yanflow_tui.backends.base import (
     TensorBoardTask,
     describe_job,
 )
-from yanflow_tui.backends.kubernetes import files, kubeconfig, manifests, podexec, podshell, quota, tbfiles, tls
+from yanflow_tui.backends.kubernetes import files, kubeconfig, kueue, manifests, podexec, podshell, quota, tbfiles, tls
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.explain import explain_pods
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
@@ -55,7 +56,7 @@ from yanflow_tui.curves import EventListing
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.explain import Explanation
 from yanflow_tui.firstfailure import RankEvidence
-from yanflow_tui.model import Job, JobKind, JobList, JobSpec, LogLine, Node
+from yanflow_tui.model import Job, JobKind, JobList, JobSpec, JobState, LogLine, Node
 from yanflow_tui.placement_rank import NEVER, NOW, Placement, judged_from_nodes
 from yanflow_tui.share import Share
 
@@ -63,6 +64,8 @@ from yanflow_tui.share import Share
 # says which extra to install (looked up, not imported: the import costs about a second).
 if importlib.util.find_spec("kubernetes") is None:
     raise ModuleNotFoundError("No module named 'kubernetes'", name="kubernetes")
+
+log = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT = 10.0
 SUBMIT_BUDGET = 25.0  # every create and retry of one submit fits in the hub's 30 s call timeout
@@ -355,12 +358,44 @@ class KubernetesBackend(Backend):
         namespace, name, pod = self._split(job_id_)
         job = await self.get_job(job_id_)
         pods = self._job_pods(namespace, name, pod)
+        if job.state is JobState.PENDING and not pods and pod is None:  # suspended by Kueue?
+            held = await asyncio.to_thread(self._kueue_explain, job, namespace, name)
+            if held is not None:
+                return held
         objects = [pod] if pod else [name] + [p.name for p in pods]
         try:
             events = await asyncio.to_thread(self._events, namespace, objects)
         except Exception as exc:  # the pods' own condition still says the most
             events = [("", "", "", "", f"events unavailable: {error_text(exc)}")]
         return explain_pods(job, pods, events)
+
+    def _kueue_explain(self, job: Job, namespace: str, name: str) -> Explanation | None:
+        """Kueue's word on a Job with no pods: its Workload's admission, in the ClusterQueue its LocalQueue
+        points at (GETs; in a thread). None where Kueue is not installed (404) or not ours to read, where
+        no Workload owns the Job, or once it is admitted: then the pods and events say the rest."""
+        from kubernetes import client
+
+        custom = client.CustomObjectsApi(self._api)
+        try:
+            found = self._call_json(
+                custom.list_namespaced_custom_object, kueue.GROUP, kueue.VERSION, namespace, "workloads"
+            )
+        except Exception as exc:
+            log.debug("no Kueue workloads in %s: %s", namespace, error_text(exc))
+            return None
+        workload = kueue.workload_of(found.get("items") or (), name)
+        if workload is None:
+            return None
+        cluster_queue, queue = kueue.admission_queue(workload), kueue.local_queue(workload)
+        if not cluster_queue and queue:
+            try:
+                local = self._call_json(
+                    custom.get_namespaced_custom_object, kueue.GROUP, kueue.VERSION, namespace, "localqueues", queue
+                )
+                cluster_queue = str((local.get("spec") or {}).get("clusterQueue") or "")
+            except Exception as exc:  # the Workload still says the most
+                log.debug("LocalQueue %s/%s not read: %s", namespace, queue, error_text(exc))
+        return kueue.explain_workload(job, workload, cluster_queue)
 
     async def raw_spec(self, job_id_: str) -> str:
         namespace, name, pod = self._split(job_id_)

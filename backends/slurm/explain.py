@@ -218,37 +218,52 @@ class Explainer:
 
     async def _limits(self, job: dict[str, str], meaning: reasons.Reason, values: dict[str, str]) -> Explanation:
         limit = reasons.limit_of(meaning.code)
-        sentence = meaning.sentence
+        sentence, over = meaning.sentence, False
         if limit is not None:
-            sentence = await self._limit_values(job, limit, sentence)
+            sentence, over = await self._limit_values(job, limit, sentence)
+        if over:  # it asks for more than the limit allows: nothing that ends makes room
+            scope = "QOS" if limit is not None and limit.scope == "QOS" else "account or association"
+            action = f"ask for less, or move it to another {scope}: " + reasons.EDIT
+            why = "never while it asks for more than the limit allows"
+            return self.make(job, "PENDING", Category.LIMITS, sentence, action, None, None, why)
         start, why = await self.estimate(job)
         if start is None:
             why = "once the limit has room: when jobs counted against it end"
         return self.make(job, "PENDING", Category.LIMITS, sentence, meaning.action, None, start, why)
 
-    async def _limit_values(self, job: dict[str, str], limit: reasons.Limit, sentence: str) -> str:
+    async def _limit_values(self, job: dict[str, str], limit: reasons.Limit, sentence: str) -> tuple[str, bool]:
+        """The sentence with the limit's value, its use and the job's ask (from ``scontrol show
+        assoc_mgr``: a QOS's per-user and per-account figures are the job's user's and account's), and
+        whether the job alone asks for more than the limit allows."""
         qos = job.get("QOS", "")
         key = limit.assoc_mgr_key
         tres = reasons.TRES_KEYS.get(limit.tres, "")
+        user, _, uid = job.get("UserId", "").partition("(")
+        account = job.get("Account", "")
         if limit.scope == "QOS":
             sentence = sentence.replace("its QOS's", f"QOS {qos}'s")
             text = await self.text(["scontrol", "show", "assoc_mgr", "flags=qos", f"qos={qos}"])
-            record = reasons.qos_record(text, qos)
+            record = reasons.owned_by(reasons.qos_record(text, qos), {user, uid.rstrip(")"), account} - {""})
         else:
-            user = job.get("UserId", "").split("(")[0]
-            account = job.get("Account", "")
             sentence = sentence.replace("its association's", f"association {user}/{account}'s")
             text = await self.text(
                 ["scontrol", "show", "assoc_mgr", "flags=assoc", f"users={user}", f"accounts={account}"]
             )
             record = reasons.assoc_record(text, user, account)
-        found = reasons.limit_values(record, key, tres) if record else None
+        found = reasons.limit_entry(record, key, tres) if record else None
         if found is None:
-            return f"{sentence} (its value is not shown here: scontrol show assoc_mgr has no {key} for it)"
-        value, used = found
-        asks = _asked(job.get("TRES", ""), tres)
-        what = f"{key} {tres.rstrip('/') or limit.tres}"
-        return f"{sentence}: {what} is {value}, {used or '?'} in use" + (f", this job asks for {asks}" if asks else "")
+            return f"{sentence} (its value is not shown here: scontrol show assoc_mgr has no {key} for it)", False
+        name, value, used = found
+        asks = _asked(job.get("TRES", ""), name or tres)
+        what = f"{key} {name or limit.tres}"
+        said = f"{sentence}: {what} is {value}, {used or '?'} in use" + (f", this job asks for {asks}" if asks else "")
+        if reasons.over_alone(limit, value, asks):
+            head = sentence.replace(" is reached", " is below what this job alone asks for")
+            return (
+                f"{head}: {what} is {value}, {used or '?'} in use, this job asks for {asks}, so it never starts",
+                True,
+            )
+        return said, False
 
     async def _configuration(self, job: dict[str, str], meaning: reasons.Reason, values: dict[str, str]) -> Explanation:
         sentence = meaning.sentence

@@ -7,6 +7,7 @@ understood too. Pure functions over text: no I/O (``backends/slurm/explain.py`` 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -351,20 +352,59 @@ def limit_values(text: str, key: str, tres: str) -> tuple[str, str] | None:
     """(limit, in use) of ``key`` (``GrpTRES``...) for ``tres`` (``gres/`` matches any GRES) in the
     ``scontrol show assoc_mgr`` text of one record, e.g. ``GrpTRES=...,gres/gpu=2(2)`` -> ("2", "2");
     None where it is not set (``N``) or not shown."""
+    found = limit_entry(text, key, tres)
+    return None if found is None else (found[1], found[2])
+
+
+def limit_entry(text: str, key: str, tres: str) -> tuple[str, str, str] | None:
+    """As ``limit_values``, with the TRES's own name first (``gres/gpu`` for ``gres/``; ``tres`` itself,
+    "" for a limit that is not a TRES): ``GrpTRES=...,gres/gpu=2(2)`` -> ("gres/gpu", "2", "2")."""
     match = re.search(rf"\b{re.escape(key)}=(\S*)", text)
     if match is None:
         return None
     raw = match.group(1)
     for item in raw.split(",") if tres else [raw]:
-        value = item
+        name, value = tres, item
         if tres:
             name, _, value = item.partition("=")
             if not (name == tres or (tres.endswith("/") and name.startswith(tres))):
                 continue
         limit, _, used = value.partition("(")
         if limit and limit != "N":
-            return limit, used.rstrip(")")
+            return name, limit, used.rstrip(")")
     return None
+
+
+OWNED = ("User Limits", "Account Limits")  # the per-user and per-account parts of a QOS record
+
+
+def owned_by(record: str, names: Collection[str]) -> str:
+    """A QOS record of ``scontrol show assoc_mgr`` with only the per-user and per-account entries whose
+    owner is among ``names`` (a user's name or uid, an account): an owner's line is ``name(uid)``, or
+    the uid alone (22.05) or an account's name alone, and the limits under it are its own."""
+    out: list[str] = []
+    inside, keep = False, True
+    for line in record.splitlines():
+        text = line.strip()
+        if text in OWNED:
+            inside, keep = True, True
+        elif inside and text and "=" not in text:
+            name, _, uid = text.partition("(")
+            keep = name in names or uid.rstrip(")") in names
+        elif line.startswith("QOS="):
+            inside, keep = False, True
+        if keep:
+            out.append(line)
+    return "\n".join(out)
+
+
+def over_alone(limit: Limit, value: str, asks: str) -> bool:
+    """Whether the job alone asks for more than a maximum or total limit allows (it never starts under
+    it, whatever ends): both counts as Slurm writes them, whole numbers only; not for a per-node limit
+    (the job's count is its total) nor a minutes one."""
+    if limit.kind == "Min" or limit.per == "PerNode" or limit.minutes or not (value.isdigit() and asks.isdigit()):
+        return False
+    return int(asks) > int(value)
 
 
 def qos_record(text: str, qos: str) -> str:

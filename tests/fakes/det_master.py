@@ -24,6 +24,28 @@ from determined.common.api.authentication import salt_and_hash
 from determined.common.util import parse_protobuf_timestamp
 
 T0 = "2026-11-29T12:00:00Z"
+# A static on-premises pool's fields that say nothing here (``v1ResourcePool`` requires every one)
+POOL_UNSET: dict[str, Any] = {
+    **dict.fromkeys(
+        "agentDockerImage agentDockerNetwork agentDockerRuntime agentFluentImage containerStartupScript description "
+        "imageId instanceType masterCertName masterUrl startupScript".split(),
+        "",
+    ),
+    **dict.fromkeys(
+        "auxContainerCapacity auxContainerCapacityPerAgent auxContainersRunning maxAgentStartingPeriod maxAgents "
+        "maxIdleAgentPeriod minAgents".split(),
+        0,
+    ),
+    "clusterName": "fake",
+    "details": b.v1ResourcePoolDetail(),
+    "location": "on-prem",
+    "preemptible": False,
+    "resourceManagerMetadata": {},
+    "schedulerFittingPolicy": b.v1FittingPolicy.BEST,
+    "schedulerType": b.v1SchedulerType.PRIORITY,
+    "slotType": b.devicev1Type.CUDA,
+    "type": b.v1ResourcePoolType.STATIC,
+}
 # The part of a master config (master.yaml, as GET /api/v1/master/config gives it) with default images:
 # task_container_defaults.image per device type, and a resource pool with its own.
 DEFAULT_CUDA = "determinedai/pytorch-ngc-dev:0736b6d"
@@ -77,6 +99,8 @@ class FakeMaster:
     allocations: dict[str, b.v1AllocationSummary] = field(default_factory=dict)
     # GET /api/v1/job-queues: each pool's jobs in queue order, (experiment id, slots asked, slots held)
     queues: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
+    # GET /api/v1/resource-pools: the pools the agents and queues name; this one is the default compute pool
+    default_pool: str = "default"
     drop_checkpoint_after: int | None = None  # bytes sent before the connection is cut
     fail_503: int = 0  # answer this many requests with 503
     lose_next_answer: str | None = None  # POST path: do the work, then drop the connection unanswered
@@ -422,6 +446,7 @@ class FakeMaster:
         r.add_post("/api/v1/tensorboards/{id}/kill", self._kill_tensorboard)
         r.add_get("/api/v1/tasks", self._tasks)
         r.add_get("/api/v1/job-queues", self._job_queues)
+        r.add_get("/api/v1/resource-pools", self._resource_pools)
         r.add_get("/api/v1/tasks/{id}/logs", self._task_logs)
         r.add_get("/checkpoints/{uuid}", self._checkpoint_tar)
 
@@ -637,6 +662,27 @@ class FakeMaster:
         total = len(jobs)
         page = b.v1Pagination(offset=0, limit=total, startIndex=0, endIndex=total, total=total)
         return self._json(b.v1GetJobsResponse(jobs=jobs, pagination=page))
+
+    async def _resource_pools(self, request):
+        """Every pool an agent or a queue names (and the default), as a static pool of CUDA slots."""
+        names = {self.default_pool, *self.queues}
+        names.update(p for agent in self.agents for p in agent.resourcePools or ())
+        pools = []
+        for name in sorted(names):
+            agents = [a for a in self.agents if name in (a.resourcePools or ())]
+            slots = [s for a in agents for s in (a.slots or {}).values()]
+            pools.append(
+                b.v1ResourcePool(
+                    **POOL_UNSET,
+                    defaultAuxPool=name == self.default_pool,
+                    defaultComputePool=name == self.default_pool,
+                    name=name,
+                    numAgents=len(agents),
+                    slotsAvailable=len(slots),
+                    slotsUsed=sum(1 for s in slots if s.container is not None),
+                )
+            )
+        return self._json(b.v1GetResourcePoolsResponse(resourcePools=pools))
 
     async def _tasks(self, request):
         return self._json(b.v1GetTasksResponse(allocationIdToSummary=self.allocations))

@@ -40,6 +40,7 @@ except ImportError:  # run alone as a script: its folder is on the path
     from k8s_streams import PodStreams  # type: ignore[no-redef]
 
 # resource -> (group path prefix, plural, namespaced, kind)
+KUEUE = "/apis/kueue.x-k8s.io/v1beta1"
 RESOURCES = {
     "nodes": ("/api/v1", "nodes", False, "Node"),
     "pods": ("/api/v1", "pods", True, "Pod"),
@@ -47,6 +48,9 @@ RESOURCES = {
     "events": ("/api/v1", "events", True, "Event"),
     "jobs": ("/apis/batch/v1", "jobs", True, "Job"),
     "resourcequotas": ("/api/v1", "resourcequotas", True, "ResourceQuota"),
+    # Kueue's CRDs: served only while ``kueue`` is True (a cluster without Kueue answers 404 there)
+    "workloads": (KUEUE, "workloads", True, "Workload"),
+    "localqueues": (KUEUE, "localqueues", True, "LocalQueue"),
 }
 API_VERSION = {
     "nodes": "v1",
@@ -55,6 +59,8 @@ API_VERSION = {
     "events": "v1",
     "jobs": "batch/v1",
     "resourcequotas": "v1",
+    "workloads": "kueue.x-k8s.io/v1beta1",
+    "localqueues": "kueue.x-k8s.io/v1beta1",
 }
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 
@@ -138,6 +144,7 @@ class K8sEmulator:
         self.log_cut: int | None = None  # cut_log_streams(): bytes the next log write sends before dropping
         self.clock_skew = 0.0  # the cluster's clock minus this machine's, in seconds
         self.create_delay: dict[str, float] = {}  # resource -> seconds; the next create sleeps after storing
+        self.kueue = False  # whether Kueue's CRDs (Workload, LocalQueue) are installed and served
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -506,6 +513,8 @@ class K8sEmulator:
             rest = parts[2:]
         elif parts[:3] == ["apis", "batch", "v1"]:
             rest = parts[3:]
+        elif "/" + "/".join(parts[:3]) == KUEUE and self.kueue:
+            rest = parts[3:]
         elif parts == ["version"]:
             return web.json_response({"major": "1", "minor": "31", "gitVersion": "v1.31.0-emulated"})
         else:
@@ -522,7 +531,7 @@ class K8sEmulator:
         resource, name, sub = rest[0], (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
         if resource in self.forbidden or (resource in self.forbidden_cluster_wide and namespace is None):
             return _forbidden(resource, namespace, request.method)
-        group = "/apis/batch/v1" if parts[0] == "apis" else "/api/v1"
+        group = "/" + "/".join(parts[:3]) if parts[0] == "apis" else "/api/v1"
         if RESOURCES[resource][0] != group:
             return _status(404, "NotFound", f"the server could not find the requested resource ({request.path})")
         if name is None:
@@ -1054,6 +1063,37 @@ def make_job(
         "spec": spec,
         "status": status_ or {},
     }
+
+
+def make_workload(
+    job: dict, queue: str, conditions: list[dict], cluster_queue: str | None = None, name: str | None = None
+) -> dict:
+    """Kueue's Workload for ``job`` (a ``make_job``), as its job controller makes it: owned by the Job,
+    in LocalQueue ``queue``, one pod set of the Job's template; ``conditions`` as Kueue sets them
+    (``QuotaReserved``, ``Admitted``...); ``status.admission`` names ``cluster_queue`` once quota is reserved."""
+    meta = job["metadata"]
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta.get("uid", "")}
+    status: dict[str, Any] = {"conditions": conditions}
+    if cluster_queue:
+        status["admission"] = {"clusterQueue": cluster_queue, "podSetAssignments": []}
+    return {
+        "metadata": {
+            "name": name or f"job-{meta['name']}-{uuid.uuid5(uuid.NAMESPACE_DNS, meta['name']).hex[:5]}",
+            "namespace": meta.get("namespace", "default"),
+            "labels": {"kueue.x-k8s.io/job-uid": meta.get("uid", "")},
+            "ownerReferences": [dict(owner, controller=True)],
+        },
+        "spec": {
+            "queueName": queue,
+            "podSets": [{"name": "main", "count": job["spec"]["parallelism"], "template": job["spec"]["template"]}],
+        },
+        "status": status,
+    }
+
+
+def make_local_queue(name: str, namespace: str, cluster_queue: str) -> dict:
+    """Kueue's LocalQueue ``name`` in ``namespace``, pointing at ClusterQueue ``cluster_queue``."""
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": cluster_queue}}
 
 
 def _main(argv: list[str]) -> int:

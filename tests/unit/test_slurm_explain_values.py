@@ -50,7 +50,7 @@ async def test_a_qos_gpu_limit_names_its_value_use_and_the_jobs_ask():
     found = await explain(transport, "site", "41")  # type: ignore[arg-type]
     assert found.category is Category.LIMITS and found.code == "QOSGrpGRES" and found.short == "QOS GPU limit"
     assert "QOS gpu2's total GPU (GRES) limit is reached" in found.reason
-    assert "GrpTRES gres is 2, 2 in use, this job asks for 1" in found.reason
+    assert "GrpTRES gres/gpu is 2, 2 in use, this job asks for 1" in found.reason
     assert found.expected_start is None and "limit has room" in found.expected_start_why
     assert ("scontrol", "show", "assoc_mgr", "flags=qos", "qos=gpu2") in transport.history
 

@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pytest
-from slurmhelpers import slurm, squeue_job, ssh_cluster
-from waiting import async_wait_until, wait_until
+from slurmhelpers import (
+    assert_backfill_estimate,
+    assert_held_and_begin,
+    assert_reads_only,
+    slurm,
+    squeue_job,
+    ssh_cluster,
+)
+from waiting import wait_until
 
 from yanflow_tui import cli
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.explain import Category
-
-READS = {"scontrol": ("show",), "squeue": (), "sprio": (), "sinfo": (), "id": (), "sacctmgr": ("show", "list")}
 
 
 def sbatch(name: str, *options: str, seconds: int = 120) -> str:
@@ -64,27 +69,11 @@ async def test_four_pending_jobs_get_four_explanations_with_their_values(backend
     # the job it depends on has a time limit: it cannot start before that job's end
     blocker_end = datetime.fromtimestamp(int(squeue_job(blocker)["end_time"]), timezone.utc)  # squeue --json 22.05
     assert found[after].expected_start == blocker_end
-    assert found[held].action.startswith("press L") and f"yanflow-tui release {held}" in found[held].action
-    assert found[held].expected_start is None and found[held].expected_start_why
-    begin = found[later].expected_start
-    assert begin is not None and timedelta(hours=1, minutes=55) < begin - datetime.now(timezone.utc) < timedelta(
-        hours=2, minutes=1
-    )
-    assert begin.astimezone().strftime("%H:%M") in found[later].reason
+    assert_held_and_begin(found[held], found[later])
 
-    # backfill's estimate comes after its next cycle (bf_interval, 30 s): the start of the waiting job
-    async def estimate():
-        return (await backend.explain(waiting)).expected_start
-
-    await async_wait_until(estimate, 90, "backfill's estimate of the waiting job's start")
-    start = await estimate()
-    assert start is not None and start <= blocker_end + timedelta(seconds=5)
-    assert "squeue --start" in (await backend.explain(waiting)).expected_start_why
-
-    # read-only: every command sent was a read
-    for argv in backend.transport.history:
-        assert argv[0] in READS, argv
-        assert not READS[argv[0]] or any(word in argv for word in READS[argv[0]]), argv
+    # resources: backfill's estimate, after its next cycle; and every command sent was a read
+    await assert_backfill_estimate(backend, waiting, blocker_end)
+    assert_reads_only(backend.transport.history)
 
 
 def test_cli_explain_json(slurm_dir, slurm_jobs, capsys):
