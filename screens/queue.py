@@ -33,6 +33,7 @@ from yanflow_tui.screens.models.joblist import parent_key
 from yanflow_tui.screens.models.queueview import QueueView
 from yanflow_tui.screens.models.warming import Warming
 from yanflow_tui.screens.render.cluster_rows import cluster_problems
+from yanflow_tui.screens.resume_flow import resume_job
 from yanflow_tui.screens.render.rows import (
     STATE_STYLES,
 )
@@ -90,6 +91,8 @@ class QueueScreen(DataScreen):
         ),
         Binding("x", "shell", "Shell", id="job-shell"),
         Binding("x", "app.refuse('shell')", "Shell (read-only)", show=False, id="job-shell-read-only"),
+        Binding("C", "resume", "Resume from checkpoint", show=False, id="resume-job"),
+        Binding("C", "app.refuse('resume')", "Resume (read-only)", show=False, id="resume-job-read-only"),
     ]
 
     def __init__(self) -> None:
@@ -291,6 +294,8 @@ class QueueScreen(DataScreen):
         return [job] if job is not None and fits(job) else []
 
     def check_action(self, action: str, parameters) -> bool | None:
+        if action == "resume":  # read-only: the refusing key instead
+            return False if self.app.read_only else (True if self.selected_job() is not None else None)
         if action in ("cancel", "submit", "actions", "verb") and self.app.read_only:
             return False  # removed, not just disabled: read-only shows no mutating key
         if action == "verb":
@@ -345,7 +350,7 @@ class QueueScreen(DataScreen):
     def refuses(self, what: str) -> bool:
         """Whether ``what`` is refused for the highlighted job (or every marked one) because its
         cluster is read-only."""
-        if what == "submit":
+        if what in ("submit", "resume"):  # resume may go to another cluster: the form lists the writable ones
             return False
         jobs = self.marked_jobs() if self.marked else [j for j in [self.selected_job()] if j is not None]
         return bool(jobs) and all(self.app.hub.backend(j.cluster).read_only for j in jobs)
@@ -537,6 +542,13 @@ class QueueScreen(DataScreen):
 
     def action_submit(self) -> None:
         self.app.action_show("submit")
+
+    @work(group="resume", exclusive=True, exit_on_error=False)
+    async def action_resume(self) -> None:
+        """The Submit form on the highlighted job's spec, resuming from its newest checkpoint (``resume_flow``)."""
+        job = self.selected_job()
+        if job is not None:
+            await resume_job(self.app, job)
 
     def action_cancel(self) -> None:
         if self.check_action("cancel", ()) is not True:

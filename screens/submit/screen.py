@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -106,6 +107,8 @@ class SubmitScreen(DataScreen):
         self._scratch = ""  # the form as a spec in a temporary file for $EDITOR, kept while it does not load
         self.where_ranking: list[Placement] = []  # the last "where soonest" answer, soonest first
         self.moved_note = ""  # what the last move to another cluster said (what did not carry over)
+        # a resume's words for the form's cluster (``screens/resume_flow.py``): what must move there
+        self.resume_note: Callable[[str], str] | None = None
 
     # -- clusters and kinds ---------------------------------------------------------------------------
     def _writable(self) -> list[str]:
@@ -330,6 +333,8 @@ class SubmitScreen(DataScreen):
                 f"not used by {self._cluster or 'this cluster'} for {self._kind.value} jobs, not sent: ", "yellow"
             )
             notes.append(clean(", ".join(hidden)) + "\n")
+        if self.resume_note is not None:
+            notes.append(clean(self.resume_note(self._cluster)) + "\n", "cyan")
         extra = leaf_paths(self.form.base)
         if extra:
             notes.append("sent as the file has them (no field here): ", "dim")
@@ -571,6 +576,7 @@ class SubmitScreen(DataScreen):
             box.focus()
             box.select_all()
             return
+        self.resume_note = None  # another file: no longer the resume
         # Out of the text fields now, before the file is read: keys typed while it loads are the
         # app-wide keys, never letters added to the path or to a field the load redraws.
         self.focus_main()
@@ -714,6 +720,7 @@ class SubmitScreen(DataScreen):
     @work(group="reset-form", exit_on_error=False)
     async def _reset(self) -> None:
         self.form.load({}, (), {})
+        self.resume_note = None
         self._source, self._file_problems, self._loaded_box, self._native = "", [], "", None
         self.query_one("#spec-path", Input).value = ""  # the form no longer holds that file
         await self._switch(self._cluster, self._default_kind(self._cluster))

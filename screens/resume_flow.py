@@ -1,0 +1,70 @@
+"""The resume key (the Queue's and the job detail's): the job's newest checkpoint found in the background
+(``yanflow_tui.resume``: through its backend's capabilities), then the Submit form on the job's own spec
+with ``YANFLOW_RESUME_FROM`` set to it; as the form's cluster changes, its notes say what must move
+there (nothing, a copy through the console, or what to copy by hand). No checkpoint, or no spec known
+here: said plainly, with where it looked or the path to set."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from functools import partial
+from typing import TYPE_CHECKING
+
+import yaml
+
+from yanflow_tui import resume
+from yanflow_tui.errors import YanflowError
+from yanflow_tui.hub import error_text
+from yanflow_tui.locations import job_file_path, private_file
+from yanflow_tui.model import Job
+from yanflow_tui.spec import spec_to_data
+
+if TYPE_CHECKING:
+    from yanflow_tui.app import YanflowApp
+
+HEADER = "# YanFlow: job {job} on {cluster} resumed from its newest checkpoint ({env} set in env)\n"
+
+
+async def resume_job(app: YanflowApp, job: Job) -> None:
+    """Find ``job``'s newest checkpoint, then open the Submit form on its spec resuming from it."""
+    from yanflow_tui.screens.submit.screen import SubmitScreen
+
+    backend = app.hub.backend(job.cluster)
+    app.notify(f"resume: looking for job {job.id}'s newest checkpoint…", timeout=3, markup=False)
+    try:
+        plan = await app.hub.call(resume.plan(backend, job.id))
+    except (YanflowError, OSError) as exc:
+        title = "Resume: no checkpoint" if isinstance(exc, resume.NoCheckpoint) else "Resume"
+        app.report_error(title, error_text(exc))
+        return
+    if plan.spec is None:
+        app.report_error("Resume", f"checkpoint found: {plan.found.path}\n{plan.why_no_spec}")
+        return
+    text = HEADER.format(job=job.id, cluster=job.cluster, env=resume.RESUME_ENV)
+    text += yaml.safe_dump(spec_to_data(plan.spec), sort_keys=False, allow_unicode=True)
+    path = job_file_path(f"{job.cluster}-{job.id}-resume.yaml")
+    await asyncio.to_thread(private_file, path, text)
+    app.open_in_submit(str(path), {}, job.cluster)
+    screen = app.screen
+    if isinstance(screen, SubmitScreen):
+        screen.resume_note = partial(note_for, app, plan)
+    app.notify(f"resume from {plan.found.path}", timeout=4, markup=False)
+
+
+def note_for(app: YanflowApp, plan: resume.Plan, cluster: str) -> str:
+    """What the Submit form says of the resume while it is for ``cluster``."""
+    found, source = plan.found, plan.cluster
+    said = f"resuming job {plan.job_id} of {source} from {found.path} ({found.what})"
+    if not cluster or cluster == source:
+        return said
+    move = resume.move_for(app.hub.backend(source), app.hub.backend(cluster), plan.job_id, found)
+    if move.how == "none":
+        return f"{said}; {move.say}"
+    if move.how == "copy":
+        command = shlex.join(["yanflow-tui", "resume", plan.job_id, "--from", source, "--cluster", cluster])
+        return (
+            f"{said}. On {cluster}: {move.say}. This form does not copy: run {command}, or copy it yourself "
+            f"and set {resume.RESUME_ENV} to its path on {cluster}"
+        )
+    return f"{said}. On {cluster}: {move.say}"
