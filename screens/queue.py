@@ -33,10 +33,10 @@ from yanflow_tui.screens.models.joblist import parent_key
 from yanflow_tui.screens.models.queueview import QueueView
 from yanflow_tui.screens.models.warming import Warming
 from yanflow_tui.screens.render.cluster_rows import cluster_problems
-from yanflow_tui.screens.resume_flow import resume_job
 from yanflow_tui.screens.render.rows import (
     STATE_STYLES,
 )
+from yanflow_tui.screens.resume_flow import resume_job
 from yanflow_tui.screens.verb_flow import ask, confirm, targets_text
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.filter_box import FilterBox

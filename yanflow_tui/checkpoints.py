@@ -89,14 +89,22 @@ def mmengine(entries: Sequence[Entry], last_text: str = "") -> Found | None:
     if chosen is None:
         return None
     entry = next(e for e in entries if e.path == chosen)
-    how = "named by last_checkpoint" if last_text.strip() and posixpath.basename(last_text.strip()) == posixpath.basename(chosen) else "newest"
+    how = (
+        "named by last_checkpoint"
+        if last_text.strip() and posixpath.basename(last_text.strip()) == posixpath.basename(chosen)
+        else "newest"
+    )
     return Found(chosen, "mmengine", f"{entry.relative} (mmengine, {how})", False, entry.size, entry.mtime)
 
 
 def is_work_dir(entries: Iterable[Entry]) -> bool:
     """Whether a folder's entries look like an mmengine work dir (a checkpoint or ``last_checkpoint``)."""
     return any(
-        not e.is_dir and (posixpath.basename(e.relative) == mmengine_dirs.LAST or mmengine_dirs.CHECKPOINT.match(posixpath.basename(e.relative)))
+        not e.is_dir
+        and (
+            posixpath.basename(e.relative) == mmengine_dirs.LAST
+            or mmengine_dirs.CHECKPOINT.match(posixpath.basename(e.relative))
+        )
         for e in entries
     )
 
@@ -154,7 +162,12 @@ def by_pattern(entries: Iterable[Entry], pattern: str) -> Found | None:
     if best is None:
         return None
     return Found(
-        best.path, "pattern", f"{best.relative} (resume: {pattern})", best.is_dir, None if best.is_dir else best.size, best.mtime
+        best.path,
+        "pattern",
+        f"{best.relative} (resume: {pattern})",
+        best.is_dir,
+        None if best.is_dir else best.size,
+        best.mtime,
     )
 
 

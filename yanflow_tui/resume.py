@@ -197,7 +197,9 @@ def move_for(source: Backend, target: Backend, job_id: str, found: Found) -> Mov
         return Move("none", "")
     shared = storage(source)
     if shared and shared == storage(target):
-        return Move("none", f"{source.name} and {target.name} share storage {shared!r}: {found.path} is read where it is")
+        return Move(
+            "none", f"{source.name} and {target.name} share storage {shared!r}: {found.path} is read where it is"
+        )
     size = f" ({found.size} bytes)" if found.size is not None else ""
     fetch = source.capabilities.checkpoints if found.checkpoint is not None else source.capabilities.files
     if fetch and target.capabilities.upload and not target.read_only:
@@ -258,4 +260,3 @@ async def carry(
         return await target.upload(local, dest)
     finally:
         await asyncio.to_thread(shutil.rmtree, folder, True)
-

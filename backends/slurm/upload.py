@@ -18,8 +18,10 @@ from yanflow_tui.errors import BackendError
 CHUNK = 1 << 20  # raw bytes a command (1.4 MB of base64 on its stdin)
 # The target made absolute (relative: to $HOME), refused when there, its folder made, a private folder beside it.
 PREPARE = (
-    'case $1 in /*) t=$1 ;; *) t=$HOME/$1 ;; esac; if [ -e "$t" ] || [ -L "$t" ]; then echo "$t exists" >&2; exit 3; fi; '
-    'd=$(dirname -- "$t"); mkdir -p -- "$d" && p=$(mktemp -d "$d/.yanflow-upload.XXXXXX") && printf "%s\\n%s\\n" "$t" "$p"'
+    "case $1 in /*) t=$1 ;; *) t=$HOME/$1 ;; esac; "
+    'if [ -e "$t" ] || [ -L "$t" ]; then echo "$t exists; not replaced" >&2; exit 3; fi; '
+    'd=$(dirname -- "$t"); mkdir -p -- "$d" && p=$(mktemp -d "$d/.yanflow-upload.XXXXXX") && '
+    'printf "%s\\n%s\\n" "$t" "$p"'
 )
 WRITE = 'mkdir -p -- "$(dirname -- "$1")" && if [ "$2" = 0 ]; then base64 -d > "$1"; else base64 -d >> "$1"; fi'
 HASHES = 'cd -- "$1" && find . -type f -exec sha256sum -- {} +'

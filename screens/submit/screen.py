@@ -12,9 +12,9 @@ import os
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text

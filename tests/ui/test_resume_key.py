@@ -51,7 +51,9 @@ def outputs(home, tmp_path, register_backend):
 
 
 def clusters() -> tuple[ClusterConfig, ClusterConfig]:
-    return ClusterConfig("hpc", "fake-folder", refresh_seconds=3600), ClusterConfig("other", "fake", refresh_seconds=3600)
+    return ClusterConfig("hpc", "fake-folder", refresh_seconds=3600), ClusterConfig(
+        "other", "fake", refresh_seconds=3600
+    )
 
 
 async def submit_screen(pilot, app) -> SubmitScreen:

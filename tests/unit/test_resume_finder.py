@@ -200,6 +200,10 @@ def test_a_submitted_spec_is_kept_by_cluster_and_job(tmp_path):
     assert submitted.recall("hpc", "99") is None and submitted.recall("other", "12/3") is None
 
 
+def read(path: str) -> str:
+    return Path(path).read_text()
+
+
 def found(path: str, size: int | None = 3) -> checkpoints.Found:
     return checkpoints.Found(path, "template", path, size=size)
 
@@ -208,7 +212,9 @@ def test_what_must_move(tmp_path):
     a, b = FolderBackend("a", tmp_path), FolderBackend("b", tmp_path)
     ckpt = found("/w/checkpoints/epoch_2.json")
     assert resume.move_for(a, a, "7", ckpt).how == "none"
-    shared = resume.move_for(FolderBackend("a", tmp_path, storage="gpfs"), FolderBackend("b", tmp_path, storage="gpfs"), "7", ckpt)
+    shared = resume.move_for(
+        FolderBackend("a", tmp_path, storage="gpfs"), FolderBackend("b", tmp_path, storage="gpfs"), "7", ckpt
+    )
     assert shared.how == "none" and "share storage 'gpfs'" in shared.say
     copy = resume.move_for(a, b, "7", ckpt)
     assert copy.how == "copy" and copy.dest == ".yanflow/resume/a-7/epoch_2.json"
@@ -224,10 +230,10 @@ async def test_carry_downloads_then_uploads_a_file_and_a_folder(tmp_path):
     a, b = FolderBackend("a", src), FolderBackend("b", tmp_path / "elsewhere", home=home)
     file_found = found(str(src / "checkpoints" / "epoch_2.json"))
     path = await resume.carry(a, "7", file_found, b, resume.moved_path("a", "7", file_found))
-    assert path == str(home / ".yanflow/resume/a-7/epoch_2.json") and json.loads(Path(path).read_text()) == {"epoch": 2}
+    assert path == str(home / ".yanflow/resume/a-7/epoch_2.json") and json.loads(read(path)) == {"epoch": 2}
     folder = checkpoints.Found(str(src / "checkpoints" / "step_20"), "template", "step_20", is_dir=True)
     path = await resume.carry(a, "7", folder, b, resume.moved_path("a", "7", folder))
-    assert (Path(path) / "a" / "model.pt").read_text() == "weights"
+    assert read(f"{path}/a/model.pt") == "weights"
     with pytest.raises(Exception, match="exists; not replaced"):
         await resume.carry(a, "7", folder, b, resume.moved_path("a", "7", folder))
     assert not [p for p in (home / ".yanflow/resume/a-7").iterdir() if p.name.startswith(".yanflow-upload")]

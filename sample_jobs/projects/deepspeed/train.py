@@ -3,7 +3,8 @@
 The deepspeed launcher passes ``--local_rank`` and sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT;
 this script reads its place in the job from them only. Rank 0 writes TensorBoard scalars
 ($YANFLOW_TB_LOGDIR, else ./tb) and checkpoints/ (``step_N`` every 10 steps); every rank resumes from
-$YANFLOW_RESUME_FROM when the console sets it (printing "resuming from PATH"). Without deepspeed it runs the loop in pure Python.
+$YANFLOW_RESUME_FROM when the console sets it (printing "resuming from PATH"). Without deepspeed it runs
+the loop in pure Python.
 """
 
 import argparse

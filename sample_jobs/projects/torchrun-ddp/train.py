@@ -4,8 +4,8 @@ torchrun gives every process RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK (its node)
 MASTER_PORT; this script reads its place in the job from them only. Rank 0 writes TensorBoard scalars
 ($YANFLOW_TB_LOGDIR, else ./tb) and a checkpoint an epoch (checkpoints/epoch_N.pt); every rank resumes
 from $YANFLOW_RESUME_FROM when the console sets it (printing "resuming from PATH"). Rank 0 says whether
-the weights ended equal on every rank (DDP's gradients averaged across the nodes). Without torch it runs the same loop in pure Python (for a
-dry run of the wiring).
+the weights ended equal on every rank (DDP's gradients averaged across the nodes). Without torch it runs
+the same loop in pure Python (for a dry run of the wiring).
 """
 
 import argparse

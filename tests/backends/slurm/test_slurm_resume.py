@@ -132,7 +132,19 @@ def test_a_cancelled_template_job_resumes_from_its_second_checkpoint_here_and_on
     assert "epoch 1: checkpoint saved" not in text and (here / "checkpoints" / "epoch_3.json").exists()
 
     there_id, there = started["there"]
-    moved = cli(tmp_path, "resume", there_id, "--from", "slurm-test", "--cluster", "slurm-site", "--partition", "batch", "--yes", "--json")
+    moved = cli(
+        tmp_path,
+        "resume",
+        there_id,
+        "--from",
+        "slurm-test",
+        "--cluster",
+        "slurm-site",
+        "--partition",
+        "batch",
+        "--yes",
+        "--json",
+    )
     assert moved.returncode == 0, moved.stderr
     answer = json.loads(moved.stdout)["resume"]
     assert answer["checkpoint"]["path"] == str(there / "checkpoints" / "epoch_2.json")
