@@ -38,7 +38,7 @@ from yanflow_tui.screens.progress import DownloadProgress
 from yanflow_tui.screens.render.placement import placement_text
 from yanflow_tui.screens.render.plot import line_plot
 from yanflow_tui.screens.render.why import why_text
-from yanflow_tui.screens.resume_flow import resume_job
+from yanflow_tui.screens.resume_flow import can_find_checkpoints, resume_job
 from yanflow_tui.screens.tensorboard import open_tensorboard, stop_tensorboard, tensorboard_text
 from yanflow_tui.screens.widgets.curves import CurvesView
 from yanflow_tui.screens.widgets.footer import Footer
@@ -397,8 +397,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters) -> bool | None:
-        if action == "resume":  # read-only: the refusing key instead
-            return False if self.app.read_only else (self.caps.files or self.caps.checkpoints or None)
+        if action == "resume":  # where checkpoints can be found; read-only: the refusing key instead
+            return not self.app.read_only and can_find_checkpoints(self.caps)
         if action in ("sort_members", "reverse_members"):
             tables = self.query(MembersTable)  # empty until composed
             return bool(tables and tables.first().labels)

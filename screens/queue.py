@@ -36,7 +36,7 @@ from yanflow_tui.screens.render.cluster_rows import cluster_problems
 from yanflow_tui.screens.render.rows import (
     STATE_STYLES,
 )
-from yanflow_tui.screens.resume_flow import resume_job
+from yanflow_tui.screens.resume_flow import can_find_checkpoints, resume_job
 from yanflow_tui.screens.verb_flow import ask, confirm, targets_text
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.filter_box import FilterBox
@@ -295,7 +295,7 @@ class QueueScreen(DataScreen):
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "resume":  # read-only: the refusing key instead
-            return False if self.app.read_only else (True if self.selected_job() is not None else None)
+            return self._resume_action()
         if action in ("cancel", "submit", "actions", "verb") and self.app.read_only:
             return False  # removed, not just disabled: read-only shows no mutating key
         if action == "verb":
@@ -330,6 +330,14 @@ class QueueScreen(DataScreen):
             if action == "toggle_group":
                 return True if (job.key in self.view.children or self._group_of(job)) else None
         return True
+
+    def _resume_action(self) -> bool | None:
+        """The resume key: where a cluster can find a job's checkpoints (its files, or checkpoints of its own)."""
+        finds = [n for n in self.app.hub.names if can_find_checkpoints(self.app.hub.backend(n).capabilities)]
+        if self.app.read_only or not finds:
+            return False  # read-only, or no cluster can find a checkpoint: no key at all
+        job = self.selected_job()
+        return True if job is not None and job.cluster in finds else None
 
     def _shell_action(self) -> bool | None:
         """A cluster without shells that says why (``no_shell``) keeps the key, so that ``x`` says it."""

@@ -22,8 +22,14 @@ from yanflow_tui.spec import spec_to_data
 
 if TYPE_CHECKING:
     from yanflow_tui.app import YanflowApp
+    from yanflow_tui.backends.base import Capabilities
 
 HEADER = "# YanFlow: job {job} on {cluster} resumed from its newest checkpoint ({env} set in env)\n"
+
+
+def can_find_checkpoints(caps: Capabilities) -> bool:
+    """Whether a cluster can find its jobs' checkpoints: their files, or checkpoints of its own."""
+    return caps.files or caps.checkpoints
 
 
 async def resume_job(app: YanflowApp, job: Job) -> None:

@@ -19,6 +19,7 @@ from yanflow_tui import submitted
 from yanflow_tui.backends.local import inside
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.screens.detail import JobDetailScreen
+from yanflow_tui.screens.dialogs import HelpScreen
 from yanflow_tui.screens.submit.screen import SubmitScreen
 from yanflow_tui.spec import parse_spec
 
@@ -72,6 +73,11 @@ async def test_the_key_in_the_queue_opens_submit_with_the_checkpoint_in_env(outp
     app = make_app(*clusters())
     async with app.run_test(size=(160, 50)) as pilot:
         await wait_for(pilot, lambda: app.hub.find_job("hpc", "101"), what="job 101")
+        await pilot.press("question_mark")
+        help_screen = await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen, what="help")
+        assert ("C", "Resume from checkpoint", "resume-job") in help_screen.rows
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), what="help closed")
         await pilot.press("C")
         screen = await submit_screen(pilot, app)
         second = str(outputs / "checkpoints" / "epoch_2.json")
@@ -108,6 +114,22 @@ async def test_the_key_in_the_detail_and_no_checkpoint_said_plainly(outputs):
         screen = await submit_screen(pilot, app)
         seventh = str(outputs / "checkpoints" / "epoch_7.json")
         await wait_for(pilot, lambda: f"YANFLOW_RESUME_FROM={seventh}" in screen.query_one("#env").text, what="env")
+
+
+async def test_no_key_where_no_cluster_can_find_a_checkpoint(fake_backend):
+    app = make_app(ClusterConfig("hpc", "fake", refresh_seconds=3600))
+    async with app.run_test(size=(160, 50)) as pilot:
+        job = await wait_for(pilot, lambda: app.hub.find_job("hpc", "101"), what="job 101")
+        assert app.screen.check_action("resume", ()) is False
+        app.push_screen(JobDetailScreen(job))
+        detail = await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, JobDetailScreen) and app.screen.query("#why") and app.screen,
+            what="detail",
+        )
+        assert detail.check_action("resume", ()) is False
+        detail.dismiss()
+        await wait_for(pilot, lambda: not isinstance(app.screen, JobDetailScreen), what="detail closed")
 
 
 async def test_read_only_refuses_the_key(outputs):
