@@ -175,3 +175,32 @@ def test_resume_is_refused_read_only_and_says_when_no_checkpoint_is_found(root, 
     none = cli(tmp_path, "resume", job_id, "--from", "slurm-test", "--yes")
     assert none.returncode == 1, none.stderr
     assert f"no checkpoint found for job {job_id} on slurm-test: looked in {project}" in none.stderr
+
+
+async def test_upload_over_ssh_without_sftp_places_a_folder_checked_and_never_replaces(site_dir, tmp_path):
+    from sitehelpers import site_cluster
+
+    from yanflow_tui.backends.slurm.backend import SlurmBackend
+
+    local = tmp_path / "ckpt"
+    (local / "sub").mkdir(parents=True)
+    (local / "model.pt").write_bytes(os.urandom(3 << 20))  # several chunks
+    (local / "sub" / "empty").write_bytes(b"")
+    target = f".yanflow/resume/test-{uuid.uuid4().hex[:8]}/ckpt"
+    backend = SlurmBackend(site_cluster())
+    try:
+        path = await backend.upload(local, target)
+        placed = Path(path)
+        assert placed.is_absolute() and str(placed).endswith(target)
+        assert read(placed / "model.pt") == read(local / "model.pt") and read(placed / "sub" / "empty") == b""
+        assert not any("sftp" in argv[0] for argv in backend.transport.history)  # base64 on stdin, no SFTP
+        with pytest.raises(Exception, match="exists; not replaced"):
+            await backend.upload(local, target)
+        assert [p.name for p in placed.parent.iterdir()] == ["ckpt"]  # no landing folder left behind
+    finally:
+        await backend.close()
+        shutil.rmtree(Path.home() / Path(target).parent, ignore_errors=True)
+
+
+def read(path: Path) -> bytes:
+    return path.read_bytes()
