@@ -257,3 +257,13 @@ async def test_plan_sets_the_env_on_the_jobs_own_spec(tmp_path):
     plan = await resume.plan(backend, "7")
     assert plan.spec is not None and plan.spec.command == "python3 train.py" and plan.spec.cluster == "a"
     assert plan.spec.env == {"A": "1", "YANFLOW_RESUME_FROM": str(tmp_path / "checkpoints" / "epoch_2.json")}
+
+
+def test_the_storage_option_names_shared_file_systems():
+    from yanflow_tui.config import parse_config
+    from yanflow_tui.errors import SpecError
+
+    config = parse_config("clusters:\n  - name: a\n    kind: local\n    storage: gpfs\n", "c.yaml")
+    assert config.clusters[0].options["storage"] == "gpfs"
+    with pytest.raises(SpecError, match="c.yaml:4: clusters\\[0\\].storage: expected text"):
+        parse_config("clusters:\n  - name: a\n    kind: local\n    storage: [a]\n", "c.yaml")
