@@ -7,7 +7,6 @@ here: said plainly, with where it looked or the path to set."""
 from __future__ import annotations
 
 import asyncio
-import shlex
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -17,7 +16,7 @@ from yanflow_tui import resume
 from yanflow_tui.errors import YanflowError
 from yanflow_tui.hub import error_text
 from yanflow_tui.locations import job_file_path, private_file
-from yanflow_tui.model import Job
+from yanflow_tui.model import Job, JobSpec
 from yanflow_tui.spec import spec_to_data
 
 if TYPE_CHECKING:
@@ -55,6 +54,7 @@ async def resume_job(app: YanflowApp, job: Job) -> None:
     screen = app.screen
     if isinstance(screen, SubmitScreen):
         screen.resume_note = partial(note_for, app, plan)
+        screen.before_submit = partial(carry_first, app, plan)
     app.notify(f"resume from {plan.found.path}", timeout=4, markup=False)
 
 
@@ -68,9 +68,21 @@ def note_for(app: YanflowApp, plan: resume.Plan, cluster: str) -> str:
     if move.how == "none":
         return f"{said}; {move.say}"
     if move.how == "copy":
-        command = shlex.join(["yanflow-tui", "resume", plan.job_id, "--from", source, "--cluster", cluster])
-        return (
-            f"{said}. On {cluster}: {move.say}. This form does not copy: run {command}, or copy it yourself "
-            f"and set {resume.RESUME_ENV} to its path on {cluster}"
-        )
+        return f"{said}. On {cluster}: {move.say} when you submit, and {resume.RESUME_ENV} set to its path there"
     return f"{said}. On {cluster}: {move.say}"
+
+
+async def carry_first(app: YanflowApp, plan: resume.Plan, spec: JobSpec, cluster: str) -> JobSpec:
+    """Before the form's submit: on another cluster that shares no storage, the checkpoint copied there
+    (``resume.carry``) and the spec resuming from that copy. Left as it is where nothing must move, where
+    only the user can copy it (the note said what), or where the user changed the path in the form."""
+    if cluster == plan.cluster or spec.env.get(resume.RESUME_ENV) != plan.found.path:
+        return spec
+    source, target = app.hub.backend(plan.cluster), app.hub.backend(cluster)
+    move = resume.move_for(source, target, plan.job_id, plan.found)
+    if move.how != "copy":
+        return spec
+    app.notify(f"copying {plan.found.path} to {cluster}…", timeout=4, markup=False)
+    path = await resume.carry(source, plan.job_id, plan.found, target, move.dest)
+    app.notify(f"copied to {cluster}:{path}", timeout=4, markup=False)
+    return resume.resumed(spec, path, cluster)

@@ -17,6 +17,7 @@ from waiting import wait_for
 
 from yanflow_tui import submitted
 from yanflow_tui.backends.local import inside
+from yanflow_tui.backends.local import upload as local_upload
 from yanflow_tui.config import ClusterConfig
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.dialogs import HelpScreen
@@ -37,6 +38,26 @@ class FolderFake(FakeBackend):
         return inside.download(str(OUTPUTS[0]), path, target, progress)
 
 
+class EmptyFake(FakeBackend):
+    """Another cluster, with no jobs (the Queue's first row stays hpc's job 101), that takes no files."""
+
+    kind = "fake-empty"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.jobs = []
+
+
+class UploadFake(EmptyFake):
+    """Another cluster that takes files from the console (into its "home", a folder of the test)."""
+
+    kind = "fake-upload"
+    capabilities = replace(FakeBackend.capabilities, upload=True)
+
+    async def _upload(self, source, target):
+        return local_upload.upload(source, str(OUTPUTS[0].parent / "other-home" / target))
+
+
 @pytest.fixture
 def outputs(home, tmp_path, register_backend):
     folder = tmp_path / "out"
@@ -45,7 +66,8 @@ def outputs(home, tmp_path, register_backend):
         (folder / "checkpoints" / f"epoch_{n}.json").write_text("{}")
     OUTPUTS[:] = [folder]
     register_backend(FolderFake)
-    register_backend(FakeBackend)
+    register_backend(EmptyFake)
+    register_backend(UploadFake)
     spec = parse_spec("name: train-resnet\ncommand: python3 train.py --epochs 3\nenv: {WANDB_MODE: offline}\n")
     submitted.remember("hpc", "101", spec)
     return folder
@@ -53,7 +75,7 @@ def outputs(home, tmp_path, register_backend):
 
 def clusters() -> tuple[ClusterConfig, ClusterConfig]:
     return ClusterConfig("hpc", "fake-folder", refresh_seconds=3600), ClusterConfig(
-        "other", "fake", refresh_seconds=3600
+        "other", "fake-empty", refresh_seconds=3600
     )
 
 
@@ -114,6 +136,24 @@ async def test_the_key_in_the_detail_and_no_checkpoint_said_plainly(outputs):
         screen = await submit_screen(pilot, app)
         seventh = str(outputs / "checkpoints" / "epoch_7.json")
         await wait_for(pilot, lambda: f"YANFLOW_RESUME_FROM={seventh}" in screen.query_one("#env").text, what="env")
+
+
+async def test_submitting_to_a_cluster_with_no_shared_storage_copies_the_checkpoint_first(outputs):
+    app = make_app(*clusters(), ClusterConfig("far", "fake-upload", refresh_seconds=3600))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for(pilot, lambda: app.hub.find_job("hpc", "101"), what="job 101")
+        await pilot.press("C")
+        screen = await submit_screen(pilot, app)
+        second = outputs / "checkpoints" / "epoch_2.json"
+        await wait_for(pilot, lambda: f"YANFLOW_RESUME_FROM={second}" in screen.query_one("#env").text, what="env")
+        screen.query_one("#cluster", Select).value = "far"
+        await wait_for(pilot, lambda: "when you submit" in notes(screen), what="the copy announced")
+        await pilot.press("ctrl+s")
+        far = next(b for b in FakeBackend.instances if b.name == "far")
+        sent = await wait_for(pilot, lambda: [c[1] for c in far.calls if c[0] == "submit"], what="the submit")
+        copied = outputs.parent / "other-home" / ".yanflow/resume/hpc-101/epoch_2.json"
+        assert sent[0].env["YANFLOW_RESUME_FROM"] == str(copied) and copied.read_text() == second.read_text()
+        assert sent[0].command == "python3 train.py --epochs 3"
 
 
 async def test_no_key_where_no_cluster_can_find_a_checkpoint(fake_backend):
