@@ -69,7 +69,7 @@ from yanflow_tui.model import (
 from yanflow_tui.placement_rank import Placement
 from yanflow_tui.share import Share
 
-GATED_METHODS = ("submit", "cancel", "perform", "shell", "tensorboard")
+GATED_METHODS = ("submit", "cancel", "perform", "shell", "tensorboard", "upload")
 SUBMIT_TAG = re.compile(r"[0-9a-f]{12,64}")
 SUBMIT_BUDGET = 25.0  # default bound on one submit: it fits in the hub's 30 s call timeout
 
@@ -148,6 +148,9 @@ class Capabilities:
     placement: bool = False
     # ``share()``: my standing and limits on the cluster with their use (fair-share, QoS, quotas, pools).
     share: bool = False
+    # ``upload(source, target)``: a file or folder of this machine copied onto the cluster (gated: it writes
+    # there), e.g. a checkpoint carried from another cluster to resume from (``yanflow_tui.resume``).
+    upload: bool = False
 
     def read_only_view(self) -> Capabilities:
         """These capabilities on a read-only cluster: every flag of ``needs_write`` off."""
@@ -197,6 +200,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "rank_evidence": ("rank_evidence",),
     "placement": ("placement",),
     "share": ("share",),
+    "upload": ("_upload",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -723,6 +727,15 @@ class Backend(abc.ABC):
         self.check_id(job_id)
         return await self._tensorboard(job_id)
 
+    async def upload(self, source: Path, target: str) -> str:
+        """Copy the local file or folder ``source`` to ``target`` on the cluster (relative: to the home its
+        commands start in), written beside it and moved into place only when complete and checked, never
+        replacing anything there. Returns its absolute path there. Gated: it writes on the cluster."""
+        self.gate.check("upload")
+        if not self.capabilities.upload:
+            raise BackendError(f"cluster {self.name!r} cannot take files from this console")
+        return await self._upload(source, target)
+
     # -- to implement --------------------------------------------------------------------------
     def _render(self, spec: JobSpec) -> str:
         raise BackendError(f"cluster {self.name!r} cannot render job specs")
@@ -756,6 +769,9 @@ class Backend(abc.ABC):
 
     async def _tensorboard(self, job_id: str) -> TensorBoardTask:
         raise BackendError(f"cluster {self.name!r} cannot start a TensorBoard")
+
+    async def _upload(self, source: Path, target: str) -> str:
+        raise BackendError(f"cluster {self.name!r} cannot take files from this console")
 
 
 # An option only discovery sets (no config can: no backend declares it): the cluster is shown for

@@ -38,6 +38,7 @@ from yanflow_tui.screens.progress import DownloadProgress
 from yanflow_tui.screens.render.placement import placement_text
 from yanflow_tui.screens.render.plot import line_plot
 from yanflow_tui.screens.render.why import why_text
+from yanflow_tui.screens.resume_flow import can_find_checkpoints, resume_job
 from yanflow_tui.screens.tensorboard import open_tensorboard, stop_tensorboard, tensorboard_text
 from yanflow_tui.screens.widgets.curves import CurvesView
 from yanflow_tui.screens.widgets.footer import Footer
@@ -74,6 +75,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         Binding("T", "stop_tensorboard", "Stop TensorBoard", id="detail-stop-tensorboard"),
         Binding("j", "first_failure", "Jump to first failure", id="detail-first-failure"),
         Binding("y", "copy", "Copy a path or URL", show=False, id="detail-copy"),
+        Binding("C", "resume", "Resume from checkpoint", id="detail-resume"),
+        Binding("C", "app.refuse('resume')", "Resume (read-only)", show=False, id="detail-resume-read-only"),
     ]
     METRICS_SECONDS = 5.0
     EFFICIENCY_SECONDS = 15.0  # sstat reaches every node of a running job: not too often
@@ -395,6 +398,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters) -> bool | None:
+        if action == "resume":  # where checkpoints can be found; read-only: the refusing key instead
+            return not self.app.read_only and can_find_checkpoints(self.caps)
         if action in ("sort_members", "reverse_members"):
             tables = self.query(MembersTable)  # empty until composed
             return bool(tables and tables.first().labels)
@@ -500,6 +505,11 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
                 self.app.copy_text(text, label)
 
         self.app.push_screen(ChoiceScreen("Copy (OSC 52):", choices), chosen)
+
+    @work(group="resume", exclusive=True, exit_on_error=False)
+    async def action_resume(self) -> None:
+        """The Submit form on this job's spec, resuming from its newest checkpoint (``resume_flow``)."""
+        await resume_job(self.app, self.job)
 
     def action_sort_members(self) -> None:
         self.query_one(MembersTable).action_sort_next()

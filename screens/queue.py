@@ -36,6 +36,7 @@ from yanflow_tui.screens.render.cluster_rows import cluster_problems
 from yanflow_tui.screens.render.rows import (
     STATE_STYLES,
 )
+from yanflow_tui.screens.resume_flow import can_find_checkpoints, resume_job
 from yanflow_tui.screens.verb_flow import ask, confirm, targets_text
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.filter_box import FilterBox
@@ -91,6 +92,8 @@ class QueueScreen(DataScreen):
         ),
         Binding("x", "shell", "Shell", id="job-shell"),
         Binding("x", "app.refuse('shell')", "Shell (read-only)", show=False, id="job-shell-read-only"),
+        Binding("C", "resume", "Resume from checkpoint", show=False, id="resume-job"),
+        Binding("C", "app.refuse('resume')", "Resume (read-only)", show=False, id="resume-job-read-only"),
     ]
 
     def __init__(self) -> None:
@@ -292,6 +295,8 @@ class QueueScreen(DataScreen):
         return [job] if job is not None and fits(job) else []
 
     def check_action(self, action: str, parameters) -> bool | None:
+        if action == "resume":  # read-only: the refusing key instead
+            return self._resume_action()
         if action in ("cancel", "submit", "actions", "verb") and self.app.read_only:
             return False  # removed, not just disabled: read-only shows no mutating key
         if action == "verb":
@@ -327,6 +332,14 @@ class QueueScreen(DataScreen):
                 return True if (job.key in self.view.children or self._group_of(job)) else None
         return True
 
+    def _resume_action(self) -> bool | None:
+        """The resume key: where a cluster can find a job's checkpoints (its files, or checkpoints of its own)."""
+        finds = [n for n in self.app.hub.names if can_find_checkpoints(self.app.hub.backend(n).capabilities)]
+        if self.app.read_only or not finds:
+            return False  # read-only, or no cluster can find a checkpoint: no key at all
+        job = self.selected_job()
+        return True if job is not None and job.cluster in finds else None
+
     def _shell_action(self) -> bool | None:
         """A cluster without shells that says why (``no_shell``) keeps the key, so that ``x`` says it."""
         if self.app.read_only or not any(shell_key(self.app.hub.backend(n).capabilities) for n in self.app.hub.names):
@@ -346,7 +359,7 @@ class QueueScreen(DataScreen):
     def refuses(self, what: str) -> bool:
         """Whether ``what`` is refused for the highlighted job (or every marked one) because its
         cluster is read-only."""
-        if what == "submit":
+        if what in ("submit", "resume"):  # resume may go to another cluster: the form lists the writable ones
             return False
         jobs = self.marked_jobs() if self.marked else [j for j in [self.selected_job()] if j is not None]
         return bool(jobs) and all(self.app.hub.backend(j.cluster).read_only for j in jobs)
@@ -538,6 +551,13 @@ class QueueScreen(DataScreen):
 
     def action_submit(self) -> None:
         self.app.action_show("submit")
+
+    @work(group="resume", exclusive=True, exit_on_error=False)
+    async def action_resume(self) -> None:
+        """The Submit form on the highlighted job's spec, resuming from its newest checkpoint (``resume_flow``)."""
+        job = self.selected_job()
+        if job is not None:
+            await resume_job(self.app, job)
 
     def action_cancel(self) -> None:
         if self.check_action("cancel", ()) is not True:

@@ -23,6 +23,7 @@ default, come from the backend registry (``yanflow_tui.backends.registry``); not
           resources: {gpus: 8}
           slurm: {partition: gpu, time: "04:00:00"}
         metrics: {prometheus: "http://prom.hpc.example:9090"}   # DCGM GPU utilisation (any kind)
+        storage: hpc-gpfs       # clusters naming the same storage see the same files (resume moves nothing)
         images:                 # the catalogue the Submit form's image field offers (free text still goes)
           - name: nvcr.io/nvidia/pytorch:24.05-py3
             description: NGC PyTorch
@@ -279,6 +280,8 @@ def _cluster(check: Checker, path: str, item: Any, read_only: bool, refresh: flo
         from yanflow_tui import gpumetrics
 
         options["metrics"] = gpumetrics.check_option(check, join(path, "metrics"), options["metrics"])
+    if "storage" in options:  # which clusters share files (``yanflow_tui.resume``)
+        options["storage"] = check.string(join(path, "storage"), options["storage"])
     defaults = _defaults(check, join(path, "defaults"), entry.get("defaults"))
     images = parse_images(check, join(path, "images"), entry.get("images"))
     return ClusterConfig(

@@ -56,6 +56,7 @@ SPEC_FIELDS: dict[str, Field] = {
     "image": Field("text", "a container image (local podman/docker, Slurm's Pyxis/Apptainer, Kubernetes, Determined)"),
     "workdir": Field("text", "the folder the job starts in"),
     "outputs": Field("text", "the folder the Files view opens, relative to the workdir (default: the workdir)"),
+    "resume": Field("text", "a glob of the job's checkpoints, relative to its outputs, e.g. ckpt/step_*.pt (resume)"),
     "env": Field("env", "environment variables, NAME: value"),
     "mounts": Field("mounts", 'folders mounted in the container: "source:target[:ro]" or {source, target, read_only}'),
     "resources": Field("resources", "what the job asks for; gpus, cpus and memory are per node"),
@@ -116,6 +117,7 @@ CLUSTER_FIELDS: dict[str, Field] = {
 
 CLUSTER_SHARED_OPTIONS: dict[str, Field] = {
     "metrics": Field("metrics", "DCGM GPU utilisation from Prometheus: {prometheus: URL, ...}"),
+    "storage": Field("text", "clusters with the same storage name see the same files: a resume moves no checkpoint"),
 }
 
 IMAGE_FIELDS: dict[str, Field] = {

@@ -142,7 +142,9 @@ class Hub:
         """Submit through ``name``'s gate, waiting as long as that backend's submit may take (it
         answers ``SubmitUnknown`` with the tag at its own bound). ``tag``: retry that submission."""
         backend = self.backend(name)
-        return await self.call(backend.submit(spec, tag), timeout=backend.submit_budget + 5, backend=backend)
+        job_id = await self.call(backend.submit(spec, tag), timeout=backend.submit_budget + 5, backend=backend)
+        await remember_spec(name, job_id, spec)
+        return job_id
 
     async def refresh(self, name: str, jobs: bool = True, nodes: bool = True) -> ClusterSnapshot:
         """Refresh one cluster. Never raises: failures mark the snapshot stale or in error."""
@@ -277,3 +279,13 @@ class Hub:
                 await asyncio.wait_for(backend.close(), 5)
             except Exception:
                 pass
+
+
+async def remember_spec(cluster: str, job_id: str, spec: JobSpec) -> None:
+    """Keep the spec of a job just submitted, for resume (``yanflow_tui.submitted``); a failure is logged only."""
+    from yanflow_tui import submitted
+
+    try:
+        await asyncio.to_thread(submitted.remember, cluster, job_id, spec)
+    except Exception as exc:  # bookkeeping never fails a submit the cluster took
+        log.warning("the spec of job %s on %s was not kept: %s", job_id, cluster, exc)

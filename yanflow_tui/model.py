@@ -312,6 +312,7 @@ class JobSpec:
     source: str = ""
     native: NativeFile | None = None  # a job file sent as written; the fields above say what it asks for
     outputs: str | None = None  # the job's output folder (relative to the workdir): where its Files view opens
+    resume: str | None = None  # a glob of its checkpoints, relative to the output folder (``yanflow_tui.resume``)
 
     def section(self, kind: str) -> dict[str, Any]:
         """The ``kind:`` section of the spec (empty when the spec has none)."""

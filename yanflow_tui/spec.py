@@ -7,6 +7,7 @@
     image: pytorch:2.4            # containers (Kubernetes, Determined)
     workdir: ~/project
     outputs: checkpoints          # the folder the Files view opens (relative to the workdir); default the workdir
+    resume: "ckpt/step_*.pt"      # optional: the job's checkpoints (a glob under outputs), for resume
     env: {WANDB_MODE: offline}
     mounts: ["/data:/data:ro"]    # or {source, target, read_only}
     resources: {nodes: 1, gpus: 2, cpus: 8, memory: 32G}   # gpus/cpus/memory are per node
@@ -125,6 +126,7 @@ def spec_from_doc(doc: Doc) -> JobSpec:
         image=check.string("image", top.get("image")),
         workdir=check.string("workdir", top.get("workdir")),
         outputs=check.string("outputs", top.get("outputs")),
+        resume=check.string("resume", top.get("resume")),
         env=check.env("env", top.get("env")),
         mounts=_mounts(check, top.get("mounts")),
         resources=resources,
@@ -277,7 +279,7 @@ def spec_to_data(spec: JobSpec) -> dict[str, Any]:
     if spec.cluster:
         data["cluster"] = spec.cluster
     data["command"] = list(spec.command) if isinstance(spec.command, tuple) else spec.command
-    for key in ("image", "workdir", "outputs"):
+    for key in ("image", "workdir", "outputs", "resume"):
         if getattr(spec, key):
             data[key] = getattr(spec, key)
     if spec.env:

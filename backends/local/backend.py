@@ -108,6 +108,7 @@ class LocalBackend(Backend):
         forward=True,
         explain=True,
         rank_evidence=True,  # its exit, end and torchrun's error file (TORCHELASTIC_ERROR_FILE, set per job)
+        upload=True,  # a checkpoint carried from another cluster, copied into place here
     )
     MONITOR_ONLY = MONITOR_ONLY  # option discovery sets on a Slurm login node (a config cannot)
 
@@ -132,7 +133,7 @@ class LocalBackend(Backend):
         self.container, self.no_container = containers.configured(config.options, self.name)
         if config.options.get(self.MONITOR_ONLY):
             # A login node found by discovery: shown, never given jobs, unless the config names it.
-            self.capabilities = replace(self.capabilities, submit=False, job_kinds=frozenset())
+            self.capabilities = replace(self.capabilities, submit=False, job_kinds=frozenset(), upload=False)
             self.submit_refusal = (
                 f"cluster {self.name!r} is this login node, shown for monitoring only; "
                 f"to run jobs on it, name it in the config with kind: local"
@@ -220,6 +221,11 @@ class LocalBackend(Backend):
         self.check_id(job_id)
         row = await asyncio.to_thread(self._row, job_id)
         return await asyncio.to_thread(inside.download, self._outputs(row), path, target, progress)
+
+    async def _upload(self, source: Path, target: str) -> str:
+        from yanflow_tui.backends.local import upload
+
+        return await asyncio.to_thread(upload.upload, source, target)
 
     async def _shell(self, job_id: str, rank: str) -> Shell:
         row = await self._running_row(job_id)

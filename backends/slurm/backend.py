@@ -134,6 +134,7 @@ class SlurmBackend(Backend):
         rank_evidence=True,  # each rank's file and torchrun's error file beside it (``ranks``)
         placement=True,
         share=True,
+        upload=True,  # through the transport, no SFTP needed (``upload``)
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -195,6 +196,11 @@ class SlurmBackend(Backend):
 
     async def download(self, job_id: str, path: str, target: Path, progress=None) -> Download:
         return await inside.download(self.transport, await self._outputs(job_id), path, target, progress)
+
+    async def _upload(self, source: Path, target: str) -> str:
+        from yanflow_tui.backends.slurm import upload
+
+        return await upload.upload(self.transport, source, target)
 
     async def _shell(self, job_id: str, rank: str) -> Shell:
         raw, node = await self._job_node(job_id, rank)

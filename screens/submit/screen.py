@@ -12,6 +12,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,10 @@ class SubmitScreen(DataScreen):
         self._scratch = ""  # the form as a spec in a temporary file for $EDITOR, kept while it does not load
         self.where_ranking: list[Placement] = []  # the last "where soonest" answer, soonest first
         self.moved_note = ""  # what the last move to another cluster said (what did not carry over)
+        # a resume's words for the form's cluster (``screens/resume_flow.py``): what must move there
+        self.resume_note: Callable[[str], str] | None = None
+        # run on the spec before it is sent (a resume's checkpoint copied to the form's cluster): the spec to send
+        self.before_submit: Callable[[JobSpec, str], Awaitable[JobSpec]] | None = None
 
     # -- clusters and kinds ---------------------------------------------------------------------------
     def _writable(self) -> list[str]:
@@ -331,6 +336,8 @@ class SubmitScreen(DataScreen):
                 f"not used by {self._cluster or 'this cluster'} for {self._kind.value} jobs, not sent: ", "yellow"
             )
             notes.append(clean(", ".join(hidden)) + "\n")
+        if self.resume_note is not None:
+            notes.append(clean(self.resume_note(self._cluster)) + "\n", "cyan")
         extra = leaf_paths(self.form.base)
         if extra:
             notes.append("sent as the file has them (no field here): ", "dim")
@@ -572,6 +579,7 @@ class SubmitScreen(DataScreen):
             box.focus()
             box.select_all()
             return
+        self.resume_note = self.before_submit = None  # another file: no longer the resume
         # Out of the text fields now, before the file is read: keys typed while it loads are the
         # app-wide keys, never letters added to the path or to a field the load redraws.
         self.focus_main()
@@ -715,6 +723,7 @@ class SubmitScreen(DataScreen):
     @work(group="reset-form", exit_on_error=False)
     async def _reset(self) -> None:
         self.form.load({}, (), {})
+        self.resume_note = self.before_submit = None
         self._source, self._file_problems, self._loaded_box, self._native = "", [], "", None
         self.query_one("#spec-path", Input).value = ""  # the form no longer holds that file
         await self._switch(self._cluster, self._default_kind(self._cluster))
@@ -777,10 +786,13 @@ class SubmitScreen(DataScreen):
     @work(group="submit", exit_on_error=False)
     async def _submit(self, spec: JobSpec, cluster: str, tag: str | None = None) -> None:
         hub = self.app.hub
+        form_spec = spec
         try:
+            if self.before_submit is not None:
+                spec = await self.before_submit(spec, cluster)
             job_id = await hub.submit(cluster, spec, tag)
         except SubmitUnknown as exc:  # the job may exist: keep the form and draft, remember the tag
-            self.unknown_submit = (cluster, spec, exc.tag)
+            self.unknown_submit = (cluster, form_spec, exc.tag)
             self.notify(
                 clean(f"{exc}: Submit on this unchanged form does that"),
                 title=exc.title,

@@ -350,7 +350,9 @@ class FakeMaster:
             for i, (step, values) in enumerate(steps_values)
         ]
 
-    def add_checkpoint(self, trial: int, ckpt_uuid: str, files: dict[str, bytes], exp_id: int = 1) -> None:
+    def add_checkpoint(
+        self, trial: int, ckpt_uuid: str, files: dict[str, bytes], exp_id: int = 1, steps: int = 200
+    ) -> None:
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
             for name, data in files.items():
@@ -360,7 +362,7 @@ class FakeMaster:
         self.checkpoint_tars[ckpt_uuid] = buf.getvalue()
         self.checkpoints.setdefault(trial, []).append(
             b.v1Checkpoint(
-                metadata={"steps_completed": 200},
+                metadata={"steps_completed": steps},
                 resources={name: str(len(d)) for name, d in files.items()},
                 state=b.checkpointv1State.COMPLETED,
                 uuid=ckpt_uuid,

@@ -119,7 +119,7 @@ def test_unknown_cluster_name():
             "clusters:\n  - name: a\n    kind: local\n    ssh: x\n",
             [
                 "c.yaml:4: clusters[0].ssh: unknown key; expected one of: name, kind, read_only, refresh_seconds, "
-                "description, defaults, images, metrics, container"
+                "description, defaults, images, metrics, storage, container"
             ],
         ),
         (
@@ -398,7 +398,7 @@ def test_cluster_defaults_are_spec_fields_kept_as_written():
             "    defaults:\n      cluster: other\n",
             [
                 "c.yaml:5: clusters[0].defaults.cluster: unknown key; expected one of: "
-                "name, kind, command, image, workdir, outputs, env, mounts, resources, launcher, "
+                "name, kind, command, image, workdir, outputs, resume, env, mounts, resources, launcher, "
                 "description, slurm, kubernetes, determined, tensorboard"
             ],
         ),

@@ -101,6 +101,53 @@ def save_checkpoint(state, directory="checkpoints", name="checkpoint.json"):
     return path
 
 
+RESUME_ENV = "YANFLOW_RESUME_FROM"  # set by the console when it resumes a job from a checkpoint
+
+
+def resume_from():
+    """The checkpoint this run resumes from ($YANFLOW_RESUME_FROM, set by the console's resume), said in
+    the log as ``resuming from PATH``; None for a fresh run."""
+    path = os.environ.get(RESUME_ENV) or None
+    if path:
+        print(f"resuming from {path}", flush=True)
+    return path
+
+
+def checkpoint_path(by, number, ext=".json", directory="checkpoints"):
+    """Where the template projects keep their checkpoints: ``checkpoints/epoch_N<ext>`` (or ``step_N``),
+    one per epoch (or every few steps); the console resumes from the highest N."""
+    return os.path.join(directory, f"{by}_{number}{ext}")
+
+
+def save_numbered(state, by, number):
+    """A JSON checkpoint ``checkpoints/<by>_<number>.json`` (the fallback when no framework is installed),
+    and ``checkpoints/checkpoint.json`` kept as the latest; returns the numbered one's path."""
+    path = save_checkpoint(state, name=os.path.basename(checkpoint_path(by, number)))
+    save_checkpoint(state)
+    return path
+
+
+def number_of(path):
+    """The N of a checkpoint named ``epoch_N``/``step_N`` (with any suffix); 0 when it has none."""
+    digits = "".join(ch if ch.isdigit() else " " for ch in os.path.basename(path.rstrip("/"))).split()
+    return int(digits[0]) if digits else 0
+
+
+def load_json_checkpoint(path):
+    """A JSON checkpoint's state ({} when ``path`` is not one: a framework's, read by the framework)."""
+    if not path or not path.endswith(".json"):
+        return {}
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def end_epoch():
+    """After each checkpoint: wait $YANFLOW_EPOCH_SECONDS (0 when unset), to watch a slow run or cancel it."""
+    seconds = float(os.environ.get("YANFLOW_EPOCH_SECONDS") or 0)
+    if seconds > 0:
+        time.sleep(seconds)
+
+
 def toy_loss(step, rank):
     """A falling "loss" for the pure-Python training loop."""
     return 2.0 / (step + 1) + 0.01 * rank

@@ -4,7 +4,8 @@ validation loss, writes TensorBoard scalars, checkpoints each epoch, and honours
 Determined runs it as ``python3 -m determined.launch.torch_distributed python3 train.py``: the rank
 comes from ``core.distributed`` (torchrun's RANK/LOCAL_RANK/WORLD_SIZE underneath). Outside Determined
 (no ``determined`` or ``torch`` to import) it runs a pure-Python loop with the ranks torchrun gives,
-writing ./tb (or $YANFLOW_TB_LOGDIR) and checkpoints/ itself.
+writing ./tb (or $YANFLOW_TB_LOGDIR) and checkpoints/epoch_N.json itself. Either way it resumes from
+$YANFLOW_RESUME_FROM when the console sets it (a Determined checkpoint's uuid; printing "resuming from").
 """
 
 import os
@@ -29,18 +30,23 @@ def make_data(n, seed):
     return x, y
 
 
-def main(core, hparams):
+def main(core, hparams, resume=None):
     rank = core.distributed.rank
     torch.manual_seed(rank)
     hidden = int(hparams["hidden"])
     model = nn.Sequential(nn.Linear(32, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+    steps, first = 0, 0
+    if resume:  # a checkpoint's uuid ($YANFLOW_RESUME_FROM) or the trial's latest after a restart
+        with core.checkpoint.restore_path(resume) as path:
+            model.load_state_dict(torch.load(pathlib.Path(path) / "model.pth"))
+        steps = int(core.checkpoint.get_metadata(resume).get("steps_completed", 0))
+        first = steps // 32  # 4096 samples of 128 an epoch
     optimizer = torch.optim.SGD(model.parameters(), lr=float(hparams["lr"]))
     loss_fn = nn.BCEWithLogitsLoss()
     x_train, y_train = make_data(4096, 0)
     x_val, y_val = make_data(1024, 1)
     writer = yanflow_events.EventWriter(str(core.train.get_tensorboard_path())) if rank == 0 else None
-    steps = 0
-    for _epoch in range(int(hparams["epochs"])):
+    for _epoch in range(first, int(hparams["epochs"])):
         for i in range(0, len(x_train), 128):
             optimizer.zero_grad()
             loss = loss_fn(model(x_train[i : i + 128]), y_train[i : i + 128])
@@ -65,13 +71,19 @@ def main(core, hparams):
 def main_without_determined(hparams):
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     print(f"rank {rank}/{world} local_rank {os.environ['LOCAL_RANK']} (no determined: pure-Python loop)")
+    resume = yanflow_events.resume_from()  # $YANFLOW_RESUME_FROM: checkpoints/epoch_N.json of an earlier run
     if rank == 0:
         writer = yanflow_events.EventWriter()
-        steps = int(hparams["epochs"]) * 32
-        for step in range(steps):
-            writer.add_scalar("loss", yanflow_events.toy_loss(step, rank), step)
+        epochs = int(hparams["epochs"])
+        first = yanflow_events.load_json_checkpoint(resume).get("epoch", 0)
+        for epoch in range(first, epochs):
+            for step in range(epoch * 32, epoch * 32 + 32):
+                writer.add_scalar("loss", yanflow_events.toy_loss(step, rank), step)
+            state = {"epoch": epoch + 1, "steps_completed": (epoch + 1) * 32, "hparams": hparams}
+            yanflow_events.save_numbered(state, "epoch", epoch + 1)
+            if epoch + 1 < epochs:
+                yanflow_events.end_epoch()
         writer.close()
-        yanflow_events.save_checkpoint({"steps_completed": steps, "hparams": hparams})
 
 
 if __name__ == "__main__":
@@ -81,5 +93,6 @@ if __name__ == "__main__":
         info = det.get_cluster_info()
         hparams = info.trial.hparams if info is not None else DEFAULT_HPARAMS
         distributed = det.core.DistributedContext.from_torch_distributed()
+        resume = yanflow_events.resume_from() or (info.latest_checkpoint if info is not None else None)
         with det.core.init(distributed=distributed) as core_context:
-            main(core_context, hparams)
+            main(core_context, hparams, resume)

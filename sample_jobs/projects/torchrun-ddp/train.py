@@ -2,9 +2,10 @@
 
 torchrun gives every process RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK (its node), MASTER_ADDR and
 MASTER_PORT; this script reads its place in the job from them only. Rank 0 writes TensorBoard scalars
-($YANFLOW_TB_LOGDIR, else ./tb) and checkpoints/, and says whether the weights ended equal on every rank
-(DDP's gradients averaged across the nodes). Without torch it runs the same loop in pure Python (for a
-dry run of the wiring).
+($YANFLOW_TB_LOGDIR, else ./tb) and a checkpoint an epoch (checkpoints/epoch_N.pt); every rank resumes
+from $YANFLOW_RESUME_FROM when the console sets it (printing "resuming from PATH"). Rank 0 says whether
+the weights ended equal on every rank (DDP's gradients averaged across the nodes). Without torch it runs
+the same loop in pure Python (for a dry run of the wiring).
 """
 
 import argparse
@@ -30,16 +31,24 @@ def main():
     master = os.environ["MASTER_ADDR"] + ":" + os.environ["MASTER_PORT"]
     print(f"rank {rank}/{world} node {node} local_rank {local_rank} master {master}", flush=True)
     writer = yanflow_events.EventWriter() if rank == 0 else None
+    resume = yanflow_events.resume_from()  # $YANFLOW_RESUME_FROM: checkpoints/epoch_N.* of an earlier run
     if torch is None:
-        step = 0
-        for _epoch in range(args.epochs):
+        state = yanflow_events.load_json_checkpoint(resume)
+        first, step = state.get("epoch", 0), state.get("steps", 0)
+        for epoch in range(first, args.epochs):
             for _ in range(args.steps):
                 if writer:
                     writer.add_scalar("loss", yanflow_events.toy_loss(step, rank), step)
                 step += 1
+            if writer:
+                writer.flush()
+                state = {"epoch": epoch + 1, "steps": step, "world_size": world}
+                yanflow_events.save_numbered(state, "epoch", epoch + 1)
+                print(f"epoch {epoch + 1}: checkpoint saved", flush=True)
+            if epoch + 1 < args.epochs:
+                yanflow_events.end_epoch()
         if writer:
             writer.close()
-            yanflow_events.save_checkpoint({"steps": step, "world_size": world})
         return
     cuda = torch.cuda.is_available()
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
@@ -53,8 +62,13 @@ def main():
     )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = nn.BCEWithLogitsLoss()
-    step = 0
-    for _epoch in range(args.epochs):
+    first, step = 0, 0
+    if resume:
+        saved = torch.load(resume, map_location=device)
+        model.module.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        first, step = saved["epoch"], saved["steps"]
+    for epoch in range(first, args.epochs):
         for _ in range(args.steps):
             x = torch.randn(64, 32, device=device)
             y = (x[:, :4].sum(dim=1, keepdim=True) > 0).float()
@@ -65,6 +79,13 @@ def main():
             if writer:
                 writer.add_scalar("loss", loss.item(), step)
             step += 1
+        if writer:
+            os.makedirs("checkpoints", exist_ok=True)
+            state = {"model": model.module.state_dict(), "optimizer": optimizer.state_dict()}
+            path = yanflow_events.checkpoint_path("epoch", epoch + 1, ".pt")
+            torch.save({**state, "epoch": epoch + 1, "steps": step}, path)
+        if epoch + 1 < args.epochs:
+            yanflow_events.end_epoch()
     weights = torch.cat([p.detach().flatten() for p in model.parameters()])
     low, high = weights.clone(), weights.clone()
     dist.all_reduce(low, op=dist.ReduceOp.MIN)
