@@ -49,6 +49,7 @@ from yanflow_tui.backends.prompting import Asker, Prompter
 from yanflow_tui.capacity import Request
 from yanflow_tui.curves import EventListing
 from yanflow_tui.efficiency import Efficiency
+from yanflow_tui.liveuse import LiveUse
 from yanflow_tui.errors import BackendError, NotOffered, ReadOnlyError, SubmitUnknown
 from yanflow_tui.explain import Explanation
 from yanflow_tui.firstfailure import RankEvidence
@@ -148,6 +149,9 @@ class Capabilities:
     placement: bool = False
     # ``share()``: my standing and limits on the cluster with their use (fair-share, QoS, quotas, pools).
     share: bool = False
+    # ``live_use(job_ids)``: running jobs' CPU and memory now from the cluster's own live source (``/proc``,
+    # the metrics API, trial system metrics: ``yanflow_tui.liveuse``). A read: read-only mode allows it.
+    live_use: bool = False
 
     def read_only_view(self) -> Capabilities:
         """These capabilities on a read-only cluster: every flag of ``needs_write`` off."""
@@ -197,6 +201,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "rank_evidence": ("rank_evidence",),
     "placement": ("placement",),
     "share": ("share",),
+    "live_use": ("live_use",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -483,6 +488,11 @@ class Backend(abc.ABC):
         """seff's figures for the jobs that have them (started ones), by job id; a job with no
         accounting yet is left out. A read: not gated."""
         raise BackendError(f"cluster {self.name!r} has no efficiency figures")
+
+    async def live_use(self, job_ids: Sequence[str]) -> dict[str, LiveUse]:
+        """``capabilities.live_use``: the running jobs' CPU and memory now, by job id (a job not measured
+        is left out); raises ``SourceMissing`` where the cluster has no such source. A read: not gated."""
+        raise BackendError(f"cluster {self.name!r} has no live figures of its jobs")
 
     async def metrics(self, job_id: str) -> list[MetricPoint]:
         """Reported metrics of a job or trial, oldest first."""
