@@ -49,11 +49,11 @@ from yanflow_tui.backends.prompting import Asker, Prompter
 from yanflow_tui.capacity import Request
 from yanflow_tui.curves import EventListing
 from yanflow_tui.efficiency import Efficiency
-from yanflow_tui.liveuse import LiveUse
 from yanflow_tui.errors import BackendError, NotOffered, ReadOnlyError, SubmitUnknown
 from yanflow_tui.explain import Explanation
 from yanflow_tui.firstfailure import RankEvidence
 from yanflow_tui.formfields import FormField, default_fields
+from yanflow_tui.liveuse import LiveUse
 from yanflow_tui.model import (
     DEFAULT_REFRESH,
     NATIVE_KINDS,

@@ -511,7 +511,9 @@ class LocalBackend(Backend):
         first = await asyncio.to_thread(sample_all)
         await asyncio.sleep(procuse.WINDOW)
         second = await asyncio.to_thread(sample_all)
-        return {job_id: procuse.use_between(first[job_id], second[job_id], limit) for job_id, (_, limit) in found.items()}
+        return {
+            job_id: procuse.use_between(first[job_id], second[job_id], limit) for job_id, (_, limit) in found.items()
+        }
 
     def _insert(self, in_container: bool, **fields) -> int:
         """A new job row, with its container runtime recorded beside it (under the schedule lock, so no

@@ -211,9 +211,7 @@ class K8sEmulator:
         self._runner = None
 
     # -- state changes (from tests; thread-safe) ---------------------------------------------------
-    def set_pod_metrics(
-        self, namespace: str, pod: str, usage: dict[str, dict[str, str]], window: str = "30s"
-    ) -> None:
+    def set_pod_metrics(self, namespace: str, pod: str, usage: dict[str, dict[str, str]], window: str = "30s") -> None:
         """What metrics-server last scraped of a pod: each container's usage (``cpu`` in cores, ``m`` or
         ``n``; ``memory`` with its unit), averaged over ``window``. Served while the pod exists."""
         self.pod_metrics[(namespace, pod)] = (window, list(usage.items()))

@@ -29,9 +29,9 @@ async def job_healths(hub: Hub, names: list[str], job_id: str | None = None) -> 
     """The live figures of the running jobs of ``names`` (or of ``job_id`` alone), refreshed now."""
     import asyncio
 
+    from yanflow_tui import liveuse
     from yanflow_tui.errors import YanflowError
     from yanflow_tui.hub import Health
-    from yanflow_tui import liveuse
     from yanflow_tui.jobhealth import gpu_source_of, job_health, running
 
     out = []
@@ -48,9 +48,7 @@ async def job_healths(hub: Hub, names: list[str], job_id: str | None = None) -> 
                 usage = {}
         live, cpu_source = await liveuse.read(backend, [j.id for j in jobs if j.id not in usage], hub.timeout)
         gpu_source = gpu_source_of(backend.gpu_use_source, snap.name in hub.metrics)
-        out += [
-            job_health(j, snap.nodes, gpu_source, cpu_source, usage.get(j.id), live=live.get(j.id)) for j in jobs
-        ]
+        out += [job_health(j, snap.nodes, gpu_source, cpu_source, usage.get(j.id), live=live.get(j.id)) for j in jobs]
     return out
 
 

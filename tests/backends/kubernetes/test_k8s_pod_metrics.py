@@ -22,7 +22,9 @@ STARTED = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def running_job(emulator, name: str, nodes: list[str], memory: str = "") -> list[str]:
-    job = make_job(name, "ml", parallelism=len(nodes), indexed=True, status_={"active": len(nodes), "startTime": STARTED})
+    job = make_job(
+        name, "ml", parallelism=len(nodes), indexed=True, status_={"active": len(nodes), "startTime": STARTED}
+    )
     if memory:
         job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {"memory": memory}
     job["spec"]["template"]["spec"]["containers"].append({"name": "sidecar", "image": "busybox"})
@@ -54,8 +56,8 @@ async def test_a_jobs_pods_cpu_and_memory_come_from_the_metrics_api(emulator, ku
         assert health.cpu_busy_percent is None and health.memory_used_kb is None
 
         emulator.metrics_server = True
-        emulator.set_pod_metrics("ml", first, {"main": {"cpu": "1500000000n", "memory": "2Gi"},
-                                               "sidecar": {"cpu": "2m", "memory": "10240Ki"}}, window="15s")  # fmt: skip
+        usage = {"main": {"cpu": "1500000000n", "memory": "2Gi"}, "sidecar": {"cpu": "2m", "memory": "10240Ki"}}
+        emulator.set_pod_metrics("ml", first, usage, window="15s")
         emulator.set_pod_metrics("ml", second, {"main": {"cpu": "250m", "memory": "512Mi"}}, window="30s")
         emulator.set_pod_metrics("ml", other, {"main": {"cpu": "4", "memory": "1Gi"}})
         use = (await backend.live_use(["ml/train"]))["ml/train"]

@@ -28,7 +28,7 @@ HOLD_MB = 64
 
 BURN = f"""import subprocess, sys, time
 child = subprocess.Popen(
-    [sys.executable, "-c", "import sys, time; b = b'x' * ({HOLD_MB} * 2**20); open('held', 'w').close(); time.sleep(600)"],
+    [sys.executable, "-c", "import time; b = b'x' * ({HOLD_MB} * 2**20); open('held', 'w').close(); time.sleep(600)"],
     start_new_session=True,
 )
 while True:
