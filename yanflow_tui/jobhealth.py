@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from yanflow_tui.efficiency import Efficiency
-from yanflow_tui.liveuse import LiveUse
+from yanflow_tui.liveuse import ONE_CORE, LiveUse
 from yanflow_tui.model import Job, Node
 
 MISSING = "(missing) "
@@ -58,6 +58,7 @@ class JobHealth:
     # over ``cpu_window_seconds``.
     cpu_busy_percent: float | None = None
     cpu_window_seconds: float | None = None
+    cpu_busy_of: str = ONE_CORE  # what 100 % of ``cpu_busy_percent`` is
 
     @property
     def gpu_utilization(self) -> float | None:
@@ -88,7 +89,7 @@ class JobHealth:
             rows.append(("CPU", f"{self.cpu_percent:.1f}% of its cores"))
         if self.cpu_busy_percent is not None:
             window = f" over {self.cpu_window_seconds:.1f} s" if self.cpu_window_seconds else ""
-            rows.append(("CPU busy", f"{self.cpu_busy_percent:.0f}% (100% is one core){window}"))
+            rows.append(("CPU busy", f"{self.cpu_busy_percent:.0f}% (100% is {self.cpu_busy_of}){window}"))
         if self.memory_used_kb is not None:
             of = f" of {self.memory_kb / 1024:.0f} MiB" if self.memory_kb else ""
             rows.append(("Memory", f"{self.memory_used_kb / 1024:.0f} MiB{of}"))
@@ -113,6 +114,7 @@ class JobHealth:
             "missing_source": dict(self.missing_source),
             "cpu_busy_percent": None if self.cpu_busy_percent is None else round(self.cpu_busy_percent, 2),
             "cpu_window_seconds": self.cpu_window_seconds,
+            "cpu_busy_of": self.cpu_busy_of,
         }
 
 
@@ -181,6 +183,7 @@ def job_health(
         missing_source=tuple(missing),
         cpu_busy_percent=None if usage is not None or live is None else live.cpu_percent,
         cpu_window_seconds=None if usage is not None or live is None else live.window_seconds,
+        cpu_busy_of=live.cpu_of if usage is None and live is not None else ONE_CORE,
     )
 
 

@@ -17,6 +17,7 @@ from yanflow_tui.errors import NotOffered, YanflowError
 if TYPE_CHECKING:
     from yanflow_tui.backends.base import Backend
 
+ONE_CORE = "one core"
 MISSING = "(missing) "  # the prefix of a source not read (as ``jobhealth.MISSING``)
 
 
@@ -47,6 +48,7 @@ class LiveUse:
     window_seconds: float | None = None
     parts: int = 0  # the processes (containers) measured
     gpus: tuple[LiveGpu, ...] = ()
+    cpu_of: str = ONE_CORE  # what 100 % of ``cpu_percent`` is (Determined's profiler: every core of the host)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +57,7 @@ class LiveUse:
             "memory_used_kb": self.memory_used_kb,
             "memory_limit_kb": self.memory_limit_kb,
             "window_seconds": self.window_seconds,
+            "cpu_of": self.cpu_of,
             "parts": self.parts,
             "gpus": [
                 {"index": g.index, "utilization_percent": g.utilization, "memory_used_mb": g.memory_used_mb}
