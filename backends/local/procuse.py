@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from yanflow_tui.backends.local.procs import _stat as stat_fields  # the fields after "(comm)"
 from yanflow_tui.liveuse import LiveUse
 
 SOURCE = "/proc"
@@ -30,15 +31,6 @@ class TreeSample:
     rss_kb: dict[int, int]
 
 
-def _stat_fields(pid: str) -> list[str] | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # Field 2 is "(comm)" and may hold spaces or parentheses: the rest starts after the last ')'.
-    return raw[raw.rfind(")") + 2 :].split()
-
-
 def tree_pids(leader: int) -> list[int]:
     """The live members of ``leader``'s tree: its process group and every descendant of it."""
     parent: dict[int, int] = {}
@@ -46,7 +38,7 @@ def tree_pids(leader: int) -> list[int]:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        fields = _stat_fields(entry.name)
+        fields = stat_fields(int(entry.name))
         if fields is None or fields[0] in ("Z", "X"):
             continue
         pid = int(entry.name)
@@ -66,7 +58,7 @@ def sample(leader: int) -> TreeSample:
     ticks: dict[int, tuple[str, int]] = {}
     rss: dict[int, int] = {}
     for pid in tree_pids(leader):
-        fields = _stat_fields(str(pid))
+        fields = stat_fields(pid)
         try:
             resident = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
         except (OSError, ValueError, IndexError):

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from jobhelpers import run_cli
 from jsoncontract import validated
+from test_local_first_failure import run_failing
 from waiting import async_wait_until
 
 from yanflow_tui.backends.local.backend import LocalBackend
 from yanflow_tui.config import ClusterConfig
-from yanflow_tui.model import JobState
 from yanflow_tui.spec import spec_from_data
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -116,25 +116,13 @@ async def test_a_running_jobs_cpu_and_memory_are_what_proc_says(state, fake_nvml
 
 
 async def test_explain_json_carries_a_failed_jobs_first_failure(state, tmp_path):
-    (tmp_path / "fail.py").write_text(FAIL)
-    backend = LocalBackend(ClusterConfig("local", "local"), state_dir=state)
-    try:
-        job_id = await backend.submit(
-            spec_from_data({"name": "live-fail", "command": [sys.executable, "fail.py"], "workdir": str(tmp_path)})
-        )
-
-        async def failed():
-            return (await backend.get_job(job_id)).state is JobState.FAILED
-
-        await async_wait_until(failed, what="the job failed")
-    finally:
-        await backend.close()
-    answer = run_cli("explain", job_id, "--json")
+    job, _, _ = await run_failing(state, tmp_path, FAIL)
+    answer = run_cli("explain", job.id, "--json")
     assert answer.returncode == 0, answer.stderr
     data = validated(answer.stdout, "explain")["explain"]
     assert data["health"] is None and data["category"] == "finished"
     first = data["first_failure"]["first"]
     assert (first["rank"], first["kind"], first["why"]) == ("0", "exception", "ValueError: shard 7 is corrupt")
     assert first["exit_code"] == 1
-    plain = json.loads(run_cli("failure", job_id, "--json").stdout)
+    plain = json.loads(run_cli("failure", job.id, "--json").stdout)
     assert validated(json.dumps(plain), "failure")["failure"]["first"] == first
