@@ -1,7 +1,8 @@
 """A running Kubernetes job's CPU and memory through the metrics API (``metrics.k8s.io/v1beta1``
 PodMetrics), read by the official client from the API emulator over real HTTP: summed over the job's
-pods and containers (another job's pods not counted), equal to what the emulated metrics-server says;
-without metrics-server the figures say which source is missing. Read-only: no mutating request."""
+pods and containers (another job's pods not counted), equal to what the emulated metrics-server says,
+in process and through ``explain --json``; without metrics-server the figures say which source is
+missing. Read-only: no mutating request."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from datetime import datetime, timezone
 
 import pytest
 from fakes.k8s_api import make_job
-from k8shelpers import cluster
+from jobhelpers import run_cli
+from jsoncontract import validated
+from k8shelpers import cluster, config_file
 
 from yanflow_tui.backends.kubernetes import podmetrics
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
@@ -38,7 +41,7 @@ def test_quantities_and_windows_as_metrics_server_writes_them():
     assert podmetrics.duration_seconds("500ms") == 0.5 and podmetrics.duration_seconds("soon") is None
 
 
-async def test_a_jobs_pods_cpu_and_memory_come_from_the_metrics_api(emulator, kubeconfig):
+async def test_a_jobs_pods_cpu_and_memory_come_from_the_metrics_api(home, emulator, kubeconfig, tmp_path):
     emulator.add_node("g1", gpus=8)
     emulator.add_node("g2", gpus=8)
     first, second = running_job(emulator, "train", ["g1", "g2"], memory="4Gi")
@@ -71,6 +74,12 @@ async def test_a_jobs_pods_cpu_and_memory_come_from_the_metrics_api(emulator, ku
         assert "CPU and memory" not in dict(health.missing_source)
         assert health.cpu_busy_percent == pytest.approx(175.2) and health.memory_used_kb == use.memory_used_kb
         assert ("GET", "/apis/metrics.k8s.io/v1beta1/namespaces/ml/pods") in emulator.requests
+        # The CLI (a process of its own): explain --json carries the same figures, in the shipped schema.
+        answer = run_cli("explain", "ml/train", "--json", "--config", str(config_file(tmp_path / "c.yaml", kubeconfig)))
+        assert answer.returncode == 0, answer.stderr
+        printed = validated(answer.stdout, "explain")["explain"]["health"]
+        assert printed["source"]["CPU and memory"] == podmetrics.SOURCE
+        assert printed["cpu_busy_percent"] == 175.2 and printed["memory_used_kb"] == use.memory_used_kb
         assert emulator.mutations() == []
     finally:
         await hub.close()
