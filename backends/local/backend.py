@@ -496,7 +496,8 @@ class LocalBackend(Backend):
             out = {}
             for job_id in job_ids:
                 row = self._row(job_id)
-                if row.state == "running" and row.pid and self._mine(row) and self._job_runtime(row.id) is None:
+                ours = row.state == "running" and self._mine(row) and self._job_runtime(row.id) is None
+                if row.pid and ours and _still_running(row):  # its leader (same start) or group lives: no reused pid
                     out[job_id] = (row.pid, row.memory_mb * 1024.0 if row.memory_mb else None)
             return out
 
