@@ -40,6 +40,8 @@ def list_pod_metrics(api_client: Any, namespace: str, timeouts: tuple[float, flo
         if exc.status == 503:
             raise SourceMissing(NOT_ANSWERING) from None
         raise BackendError(f"metrics API: {error_text(exc)}") from None
+    except Exception as exc:  # the connection (urllib3): a note, never a crash of the figures
+        raise BackendError(f"metrics API: {error_text(exc)}") from None
     try:
         data = json.loads(response.data or b"{}")
     finally:

@@ -14,6 +14,7 @@ from jobhelpers import run_cli
 from jsoncontract import validated
 from k8shelpers import cluster, config_file
 
+from yanflow_tui import liveuse
 from yanflow_tui.backends.kubernetes import podmetrics
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.cli.health import job_healths
@@ -81,5 +82,9 @@ async def test_a_jobs_pods_cpu_and_memory_come_from_the_metrics_api(home, emulat
         assert printed["source"]["CPU and memory"] == podmetrics.SOURCE
         assert printed["cpu_busy_percent"] == 175.2 and printed["memory_used_kb"] == use.memory_used_kb
         assert emulator.mutations() == []
+        # The API server gone: no figures, and a note of what was not read (never an exception).
+        emulator.stop()
+        found, source = await liveuse.read(backend, ["ml/train"], 20)
+        assert found == {} and source.startswith("(missing) " + podmetrics.SOURCE + " (not read now: metrics API:")
     finally:
         await hub.close()
