@@ -491,7 +491,7 @@ class Backend(abc.ABC):
 
     async def live_use(self, job_ids: Sequence[str]) -> dict[str, LiveUse]:
         """``capabilities.live_use``: the running jobs' CPU and memory now, by job id (a job not measured
-        is left out); raises ``SourceMissing`` where the cluster has no such source. A read: not gated."""
+        is left out); raises ``NotOffered`` naming the source where the cluster has none. A read: not gated."""
         raise BackendError(f"cluster {self.name!r} has no live figures of its jobs")
 
     async def metrics(self, job_id: str) -> list[MetricPoint]:

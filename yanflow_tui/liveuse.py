@@ -1,7 +1,7 @@
 """A running job's CPU and memory now, as its cluster's own live source measures them (``LiveUse``):
 the local machine's ``/proc``, Kubernetes' metrics API (``metrics.k8s.io``), Determined's trial system
 metrics. A backend with ``capabilities.live_use`` answers ``Backend.live_use(job_ids)``; where the
-cluster has no such source (no metrics-server), it raises ``SourceMissing`` naming the source that
+cluster has no such source (no metrics-server), it raises ``NotOffered`` naming the source that
 would give the figures. ``read`` asks it under a timeout and never raises. Reads only: nothing here
 starts a job step or an exec. No UI."""
 
@@ -19,11 +19,6 @@ if TYPE_CHECKING:
 
 ONE_CORE = "one core"
 MISSING = "(missing) "  # the prefix of a source not read (as ``jobhealth.MISSING``)
-
-
-class SourceMissing(NotOffered):
-    """The cluster has no live source for its jobs' figures; the message names the one that would give
-    them (e.g. "the metrics API (metrics.k8s.io): metrics-server not installed")."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +69,7 @@ async def read(backend: Backend, job_ids: Sequence[str], timeout: float) -> tupl
         return {}, source
     try:
         found = await asyncio.wait_for(backend.live_use(list(job_ids)), timeout)
-    except SourceMissing as exc:
+    except NotOffered as exc:  # no such source there: its message names the one that would give them
         return {}, MISSING + str(exc)
     except (YanflowError, OSError, asyncio.TimeoutError, TimeoutError) as exc:
         return {}, f"{MISSING}{source.removeprefix(MISSING)} (not read now: {exc or type(exc).__name__})"

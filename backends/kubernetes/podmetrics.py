@@ -2,7 +2,7 @@
 by metrics-server where it is installed): one list per namespace through the official client's
 ``CustomObjectsApi`` (a read: ``list`` on ``pods.metrics.k8s.io``; never an exec), summed over a job's
 running pods and their containers. Where the API group is absent (404) or metrics-server does not
-answer (503), ``SourceMissing`` says so. The parsing is pure; ``list_pod_metrics`` blocks (a thread)."""
+answer (503), ``NotOffered`` says so. The parsing is pure; ``list_pod_metrics`` blocks (a thread)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 
 from yanflow_tui.backends.kubernetes.cache import error_text
 from yanflow_tui.backends.kubernetes.extract import PodInfo, quantity
-from yanflow_tui.errors import BackendError
-from yanflow_tui.liveuse import LiveUse, SourceMissing
+from yanflow_tui.errors import BackendError, NotOffered
+from yanflow_tui.liveuse import LiveUse
 
 GROUP, VERSION, PLURAL = "metrics.k8s.io", "v1beta1", "pods"
 SOURCE = "the metrics API (metrics.k8s.io)"
@@ -36,9 +36,9 @@ def list_pod_metrics(api_client: Any, namespace: str, timeouts: tuple[float, flo
         )
     except ApiException as exc:
         if exc.status == 404:
-            raise SourceMissing(NOT_INSTALLED) from None
+            raise NotOffered(NOT_INSTALLED) from None
         if exc.status == 503:
-            raise SourceMissing(NOT_ANSWERING) from None
+            raise NotOffered(NOT_ANSWERING) from None
         raise BackendError(f"metrics API: {error_text(exc)}") from None
     except Exception as exc:  # the connection (urllib3): a note, never a crash of the figures
         raise BackendError(f"metrics API: {error_text(exc)}") from None

@@ -19,8 +19,8 @@ from yanflow_tui.backends.kubernetes import podmetrics
 from yanflow_tui.backends.kubernetes.backend import KubernetesBackend
 from yanflow_tui.cli.health import job_healths
 from yanflow_tui.config import Config
+from yanflow_tui.errors import NotOffered
 from yanflow_tui.hub import Hub
-from yanflow_tui.liveuse import SourceMissing
 
 STARTED = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -53,7 +53,7 @@ async def test_a_jobs_pods_cpu_and_memory_come_from_the_metrics_api(home, emulat
     assert isinstance(backend, KubernetesBackend)
     try:
         # No metrics-server: the metrics group answers 404, and the figures name the missing source.
-        with pytest.raises(SourceMissing, match="metrics-server not installed"):
+        with pytest.raises(NotOffered, match="metrics-server not installed"):
             await backend.live_use(["ml/train"])
         (health,) = await job_healths(hub, ["k8s"], "ml/train")
         assert dict(health.missing_source)["CPU and memory"] == podmetrics.NOT_INSTALLED
