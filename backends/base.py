@@ -53,6 +53,7 @@ from yanflow_tui.errors import BackendError, NotOffered, ReadOnlyError, SubmitUn
 from yanflow_tui.explain import Explanation
 from yanflow_tui.firstfailure import RankEvidence
 from yanflow_tui.formfields import FormField, default_fields
+from yanflow_tui.liveuse import LiveUse
 from yanflow_tui.model import (
     DEFAULT_REFRESH,
     NATIVE_KINDS,
@@ -151,6 +152,9 @@ class Capabilities:
     # ``upload(source, target)``: a file or folder of this machine copied onto the cluster (gated: it writes
     # there), e.g. a checkpoint carried from another cluster to resume from (``yanflow_tui.resume``).
     upload: bool = False
+    # ``live_use(job_ids)``: running jobs' CPU and memory now from the cluster's own live source (``/proc``,
+    # the metrics API, trial system metrics: ``yanflow_tui.liveuse``). A read: read-only mode allows it.
+    live_use: bool = False
 
     def read_only_view(self) -> Capabilities:
         """These capabilities on a read-only cluster: every flag of ``needs_write`` off."""
@@ -201,6 +205,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "placement": ("placement",),
     "share": ("share",),
     "upload": ("_upload",),
+    "live_use": ("live_use",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -487,6 +492,11 @@ class Backend(abc.ABC):
         """seff's figures for the jobs that have them (started ones), by job id; a job with no
         accounting yet is left out. A read: not gated."""
         raise BackendError(f"cluster {self.name!r} has no efficiency figures")
+
+    async def live_use(self, job_ids: Sequence[str]) -> dict[str, LiveUse]:
+        """``capabilities.live_use``: the running jobs' CPU and memory now, by job id (a job not measured
+        is left out); raises ``NotOffered`` naming the source where the cluster has none. A read: not gated."""
+        raise BackendError(f"cluster {self.name!r} has no live figures of its jobs")
 
     async def metrics(self, job_id: str) -> list[MetricPoint]:
         """Reported metrics of a job or trial, oldest first."""

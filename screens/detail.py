@@ -20,6 +20,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar, Static
 
+from yanflow_tui import liveuse
 from yanflow_tui.copyables import copyables
 from yanflow_tui.efficiency import Efficiency
 from yanflow_tui.failureevidence import find_first_failure
@@ -28,6 +29,7 @@ from yanflow_tui.hub import error_text
 from yanflow_tui.inside import size_text
 from yanflow_tui.jobhealth import gpu_source_of, job_health, running
 from yanflow_tui.keys import CANCEL_KEY, CURVE_KEYS
+from yanflow_tui.liveuse import LiveUse
 from yanflow_tui.locations import safe_filename
 from yanflow_tui.model import Checkpoint, Job, JobState, MetricPoint
 from yanflow_tui.sanitize import clean
@@ -90,6 +92,8 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         self.raw_text = ""  # the raw spec once read, for ``v``
         self.first_failure: FirstFailure | None = None  # a failed job's, once found (``j`` jumps to it)
         self.usage: Efficiency | None = None  # the efficiency figures last read (the live-use block's CPU, memory)
+        self.live: LiveUse | None = None  # the live source's figures last read (/proc, the metrics API...)
+        self.live_source = ""  # that source's name, or the missing one's (``liveuse.read``)
 
     @property
     def caps(self):
@@ -169,6 +173,9 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
                 self.set_interval(self.EFFICIENCY_SECONDS, self._load_efficiency)
         for widget_id in ("#health-heading", "#health"):
             self.query_one(widget_id).display = running(self.job)
+        if self.caps.live_use and not self.caps.efficiency and running(self.job):
+            self._load_live_use()
+            self.set_interval(self.EFFICIENCY_SECONDS, self._load_live_use)
         snapshot = self.app.hub.snapshots[self.job.cluster]
         members = [j for j in snapshot.jobs if j.parent == self.job.id and j.key != self.job.key]
         for widget_id in ("#members-heading", "#members"):
@@ -273,6 +280,14 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         for widget in self.query("#efficiency").results(Static):
             widget.update(body)
 
+    @work(exclusive=True, group="live-use", exit_on_error=False)
+    async def _load_live_use(self) -> None:
+        """The job's CPU and memory from the cluster's live source (``yanflow_tui.liveuse``; a read)."""
+        backend = self.app.hub.backend(self.job.cluster)
+        found, self.live_source = await liveuse.read(backend, [self.job.id], self.app.hub.timeout)
+        self.live = found.get(self.job.id)
+        self._show_health(self.job)
+
     def action_edit_spec(self) -> None:
         """The raw spec in $VISUAL / $EDITOR (vi if neither is set), the console suspended meanwhile. A
         copy in a private temporary file: editing it changes nothing on the cluster."""
@@ -324,10 +339,11 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
             job,
             hub.snapshots[job.cluster].nodes,
             gpu_source_of(backend.gpu_use_source, job.cluster in hub.metrics),
-            backend.cpu_use_source,
+            self.live_source or backend.cpu_use_source,
             self.usage if self.usage is not None and self.usage.running else None,
             since,
             idle.clock(),
+            live=self.live,
         )
         for widget in self.query("#health").results(Static):
             widget.update(efficiency_text(figures.lines()))

@@ -99,6 +99,8 @@ class NodesScreen(DataScreen):
     def refresh_data(self) -> None:
         grid = self.query_one("#nodes", GpuGrid)
         snaps = self.app.hub.snapshots
+        idle = self.app.idle  # the Queue's rule: under the configured percent for the configured minutes
+        grid.set_idle((name, node, index) for name in snaps for node, index in idle.idle_gpus(name))
         grid.set_nodes(node for snap in snaps.values() for node in snap.nodes)
         by_cluster = {snap.name: (len(snap.nodes), grid.pools(snap.name)) for snap in snaps.values()}
         styles = {cell: grid.cell_style(cell) for cell, _ in LEGEND}
@@ -123,7 +125,7 @@ class NodesScreen(DataScreen):
             out.append("  (space/enter: collapse or expand)", "dim")
         elif node is not None and gpu is not None:
             job = self.app.hub.find_job(node.cluster, gpu.job_id) if gpu.job_id else None
-            out.append(describe_gpu(node, gpu, job))
+            out.append(describe_gpu(node, gpu, job, grid.is_idle(grid.node_key(node), gpu.index)))
             if gpu.job_id and (node.name, gpu.index) in self.app.idle.idle_gpus(node.cluster):
                 out.append(f" · {self.app.idle.rule.describe()}: notified", "bold")
             if gpu.state is GpuState.ALLOCATED:

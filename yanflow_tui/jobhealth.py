@@ -8,9 +8,10 @@ or an exec. The detail and ``yanflow-tui health`` show what these return."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from yanflow_tui.efficiency import Efficiency
+from yanflow_tui.liveuse import ONE_CORE, LiveUse
 from yanflow_tui.model import Job, Node
 
 MISSING = "(missing) "
@@ -53,6 +54,11 @@ class JobHealth:
     memory_kb: float | None = None  # allocated; None: unknown
     source: tuple[tuple[str, str], ...] = ()  # (what, source): ("gpu", "NVML"), ("cpu", "sstat")
     missing_source: tuple[tuple[str, str], ...] = ()  # (what, the source that would give it)
+    # From a live source (``yanflow_tui.liveuse``): CPU summed over its processes (100: one core busy)
+    # over ``cpu_window_seconds``.
+    cpu_busy_percent: float | None = None
+    cpu_window_seconds: float | None = None
+    cpu_busy_of: str = ONE_CORE  # what 100 % of ``cpu_busy_percent`` is
 
     @property
     def gpu_utilization(self) -> float | None:
@@ -81,6 +87,9 @@ class JobHealth:
             rows.append(("GPUs", f"{self.gpus_held} held, not read per GPU"))
         if self.cpu_percent is not None:
             rows.append(("CPU", f"{self.cpu_percent:.1f}% of its cores"))
+        if self.cpu_busy_percent is not None:
+            window = f" over {self.cpu_window_seconds:.1f} s" if self.cpu_window_seconds else ""
+            rows.append(("CPU busy", f"{self.cpu_busy_percent:.0f}% (100% is {self.cpu_busy_of}){window}"))
         if self.memory_used_kb is not None:
             of = f" of {self.memory_kb / 1024:.0f} MiB" if self.memory_kb else ""
             rows.append(("Memory", f"{self.memory_used_kb / 1024:.0f} MiB{of}"))
@@ -103,6 +112,9 @@ class JobHealth:
             "memory_kb": self.memory_kb,
             "source": dict(self.source),
             "missing_source": dict(self.missing_source),
+            "cpu_busy_percent": None if self.cpu_busy_percent is None else round(self.cpu_busy_percent, 2),
+            "cpu_window_seconds": self.cpu_window_seconds,
+            "cpu_busy_of": self.cpu_busy_of,
         }
 
 
@@ -119,10 +131,13 @@ def job_health(
     usage: Efficiency | None = None,
     idle_since: dict[tuple[str, int], float] | None = None,
     now: float = 0.0,
+    live: LiveUse | None = None,
 ) -> JobHealth:
     """The job's figures from its nodes' GPUs and the backend's running ``usage``. ``gpu_source`` and
     ``cpu_source`` name the sources (``MISSING``-prefixed: the one that would give it, none read);
-    ``idle_since`` gives (node, index) -> since when under the idle threshold, by the clock ``now`` reads."""
+    ``idle_since`` gives (node, index) -> since when under the idle threshold, by the clock ``now`` reads.
+    ``live``: the job's figures from a live source (``cpu_source`` names it), taken where ``usage`` is
+    not given; a GPU it reports fills in one the nodes did not read."""
     gpus = []
     for node, pos in job_gpus(job, nodes):
         gpu = node.gpus[pos]
@@ -145,7 +160,14 @@ def job_health(
             source.append(("GPU use", gpu_source))
         else:
             missing.append(("GPU use", gpu_source.removeprefix(MISSING)))
-    if usage is not None:
+    if usage is None and live is not None:
+        gpus = _with_live_gpus(gpus, live)
+        read = any(g.utilization is not None for g in gpus)
+        if read and ("GPU use", gpu_source.removeprefix(MISSING)) in missing:
+            missing.remove(("GPU use", gpu_source.removeprefix(MISSING)))
+            source.append(("GPU use", live.source))
+        source.append(("CPU and memory", live.source))
+    elif usage is not None:
         source.append(("CPU and memory", cpu_source.removeprefix(MISSING)))
     else:
         missing.append(("CPU and memory", cpu_source.removeprefix(MISSING)))
@@ -155,11 +177,27 @@ def job_health(
         gpus=tuple(gpus),
         gpus_held=max(job.gpus, len(gpus)),
         cpu_percent=None if usage is None else usage.cpu_percent,
-        memory_used_kb=None if usage is None else usage.memory_used_kb,
-        memory_kb=None if usage is None or not usage.memory_kb else usage.memory_kb,
+        memory_used_kb=usage.memory_used_kb if usage is not None else live.memory_used_kb if live else None,
+        memory_kb=(usage.memory_kb or None) if usage is not None else live.memory_limit_kb if live else None,
         source=tuple(source),
         missing_source=tuple(missing),
+        cpu_busy_percent=None if usage is not None or live is None else live.cpu_percent,
+        cpu_window_seconds=None if usage is not None or live is None else live.window_seconds,
+        cpu_busy_of=live.cpu_of if usage is None and live is not None else ONE_CORE,
     )
+
+
+def _with_live_gpus(gpus: list[GpuUse], live: LiveUse) -> list[GpuUse]:
+    """The GPUs with the live source's readings where the nodes gave none (by position among the job's
+    GPUs, the order the source lists them); a GPU the nodes did not list is added (node unknown)."""
+    out = list(gpus)
+    for pos, reading in enumerate(live.gpus):
+        if pos < len(out):
+            if out[pos].utilization is None and out[pos].memory_used_mb is None:
+                out[pos] = replace(out[pos], utilization=reading.utilization, memory_used_mb=reading.memory_used_mb)
+        else:
+            out.append(GpuUse("", reading.index, reading.utilization, reading.memory_used_mb))
+    return out
 
 
 def running(job: Job) -> bool:

@@ -44,6 +44,7 @@ from yanflow_tui.backends.determined import convert as det_convert
 from yanflow_tui.backends.determined import explain as det_explain
 from yanflow_tui.backends.determined import placement as det_placement
 from yanflow_tui.backends.determined import submit as det_submit
+from yanflow_tui.backends.determined import sysmetrics
 from yanflow_tui.backends.determined.session import (
     CONNECT_TIMEOUT,
     DEFAULT_RETRIES,
@@ -58,6 +59,7 @@ from yanflow_tui.config import ClusterConfig
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.explain import Explanation
 from yanflow_tui.images import merged
+from yanflow_tui.liveuse import LiveUse
 from yanflow_tui.model import Checkpoint, Image, Job, JobKind, JobSpec, LogLine, MetricPoint, Node
 from yanflow_tui.placement_rank import Placement, judged_from_nodes
 from yanflow_tui.share import Share, pool_share
@@ -95,7 +97,7 @@ LOG_QUEUE = 10_000  # log entries read ahead of the console before the reader th
 
 class DeterminedBackend(Backend):
     kind = "determined"
-    gpu_use_source = cpu_use_source = "(missing) the trial's system metrics, not read yet"
+    gpu_use_source = cpu_use_source = "(missing) " + sysmetrics.WANTS
     capabilities = Capabilities(
         submit=True,
         cancel=True,
@@ -113,6 +115,7 @@ class DeterminedBackend(Backend):
         explain=True,
         share=True,
         placement=True,
+        live_use=True,  # the trials' system metrics (CPU, GPUs) as the profiler reports them (``sysmetrics``)
         no_shell="Determined offers no shell into a running trial: start an interactive task beside it with "
         "`det shell start` (or `det notebook start`), and follow the trial here with its logs",
     )
@@ -434,19 +437,33 @@ class DeterminedBackend(Backend):
         return await asyncio.to_thread(self.conn.call, lambda s: self._metrics(s, trial), "reading metrics")
 
     def _metrics(self, session, trial: int) -> list[MetricPoint]:
-        quick = copy.copy(session)
-        quick.timeout = (session.timeout[0], METRICS_READ_TIMEOUT)
         points: list[MetricPoint] = []
         for group in ("training", "validation"):
-            try:
-                for answer in bindings.get_GetMetrics(quick, trialIds=[trial], group=group):
-                    for report in answer.metrics:
-                        points.extend(det_convert.metric_points(report, group))
-            except requests.exceptions.ConnectionError as exc:
-                # A read timeout inside the stream: a running trial's stream stays open; keep what came.
-                if not _is_read_timeout(exc):
-                    raise
+            for report in _reports(session, trial, group):
+                points.extend(det_convert.metric_points(report, group))
         return points
+
+    async def live_use(self, job_ids: Sequence[str]) -> dict[str, LiveUse]:
+        """The running trials' system metrics (``sysmetrics``): a trial's own; an experiment's, over its
+        running trials. A job that reports none is left out."""
+        for job_id in job_ids:
+            self.check_id(job_id)
+
+        def read(session) -> dict[str, LiveUse]:
+            out = {}
+            for job_id in job_ids:
+                trial, exp = self._number(job_id, "trial"), self._number(job_id, "exp")
+                trials = [trial] if trial is not None else []
+                if exp is not None:
+                    listed = bindings.get_GetExperimentTrials(session, experimentId=exp).trials
+                    trials = [t.id for t in listed if t.state is bindings.trialv1State.RUNNING]
+                groups = {g: [sysmetrics.latest(_reports(session, t, g)) for t in trials] for g in sysmetrics.GROUPS}
+                use = sysmetrics.use_of(groups)
+                if use is not None:
+                    out[job_id] = use
+            return out
+
+        return await asyncio.to_thread(self.conn.call, read, "reading system metrics")
 
     async def checkpoints(self, job_id: str) -> list[Checkpoint]:
         self.check_id(job_id)
@@ -738,6 +755,21 @@ def _just_before(stamp: str) -> str | None:
     if when is None:
         return None
     return (when - timedelta(microseconds=1)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _reports(session, trial: int, group: str) -> list[bindings.v1MetricsReport]:
+    """The trial's reports of ``group``, as many as come before the stream goes quiet (a running trial's
+    stream stays open: a read timeout inside it keeps what came)."""
+    quick = copy.copy(session)
+    quick.timeout = (session.timeout[0], METRICS_READ_TIMEOUT)
+    reports: list[bindings.v1MetricsReport] = []
+    try:
+        for answer in bindings.get_GetMetrics(quick, trialIds=[trial], group=group):
+            reports.extend(answer.metrics)
+    except requests.exceptions.ConnectionError as exc:
+        if not _is_read_timeout(exc):
+            raise
+    return reports
 
 
 def _is_read_timeout(exc: BaseException) -> bool:

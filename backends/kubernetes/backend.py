@@ -42,7 +42,18 @@ from yanflow_tui.backends.base import (
     TensorBoardTask,
     describe_job,
 )
-from yanflow_tui.backends.kubernetes import files, kubeconfig, kueue, manifests, podexec, podshell, quota, tbfiles, tls
+from yanflow_tui.backends.kubernetes import (
+    files,
+    kubeconfig,
+    kueue,
+    manifests,
+    podexec,
+    podmetrics,
+    podshell,
+    quota,
+    tbfiles,
+    tls,
+)
 from yanflow_tui.backends.kubernetes.cache import ChangeThrottle, Reflector, error_text
 from yanflow_tui.backends.kubernetes.explain import explain_pods
 from yanflow_tui.backends.kubernetes.extract import EXTRACTORS, PodInfo, parse_time
@@ -56,6 +67,7 @@ from yanflow_tui.curves import EventListing
 from yanflow_tui.errors import BackendError, SubmitUnknown
 from yanflow_tui.explain import Explanation
 from yanflow_tui.firstfailure import RankEvidence
+from yanflow_tui.liveuse import LiveUse
 from yanflow_tui.model import Job, JobKind, JobList, JobSpec, JobState, LogLine, Node
 from yanflow_tui.placement_rank import NEVER, NOW, Placement, judged_from_nodes
 from yanflow_tui.share import Share
@@ -86,7 +98,7 @@ def _user() -> str:
 
 class KubernetesBackend(Backend):
     kind = "kubernetes"
-    cpu_use_source = "(missing) the metrics API (metrics.k8s.io pods), not read yet"
+    cpu_use_source = podmetrics.SOURCE
     capabilities = Capabilities(
         submit=True,
         cancel=True,
@@ -109,6 +121,7 @@ class KubernetesBackend(Backend):
         needs_write_why=EXEC_NEEDS,
         placement=True,
         share=True,
+        live_use=True,  # running pods' CPU and memory through the metrics API (``podmetrics``), where installed
     )
 
     def __init__(
@@ -496,6 +509,26 @@ class KubernetesBackend(Backend):
             )
             for p in self._job_pods(namespace, name, pod)
         ]
+
+    async def live_use(self, job_ids: Sequence[str]) -> dict[str, LiveUse]:
+        """The jobs' running pods through the metrics API: one list per namespace (a read)."""
+        wanted: dict[str, list[tuple[str, str, str | None]]] = {}
+        for job in job_ids:
+            namespace, name, pod = self._split(job)
+            wanted.setdefault(namespace, []).append((job, name, pod))
+        await self._ensure_started()
+        if self._api is None:
+            await asyncio.to_thread(self._load_client)
+        out = {}
+        for namespace, jobs in wanted.items():
+            timeouts = (self.connect_timeout, self.request_timeout)
+            metrics = await asyncio.to_thread(podmetrics.list_pod_metrics, self._api, namespace, timeouts)
+            for job, name, pod in jobs:
+                running = [p for p in self._job_pods(namespace, name, pod) if p.phase == "Running"]
+                use = podmetrics.job_use(running, metrics)
+                if use is not None:
+                    out[job] = use
+        return out
 
     async def log_streams(self, job_id_: str) -> tuple[str, ...]:
         """The main stream ("": each pod's default container), then every other container of the job's pods."""

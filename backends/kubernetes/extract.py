@@ -147,6 +147,8 @@ _SUFFIXES = (
     ("Pi", 2**50),
     ("Ei", 2**60),
     ("m", 1e-3),
+    ("u", 1e-6),  # metrics-server writes CPU use in nano- and microcores
+    ("n", 1e-9),
     ("k", 1e3),
     ("M", 1e6),
     ("G", 1e9),

@@ -21,7 +21,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -42,7 +42,7 @@ from yanflow_tui.backends.base import (
     describe_job,
 )
 from yanflow_tui.backends.downloads import output_folder
-from yanflow_tui.backends.local import containers, inside, procs, runner, scheduler
+from yanflow_tui.backends.local import containers, inside, procs, procuse, runner, scheduler
 from yanflow_tui.backends.local.explain import explain_row
 from yanflow_tui.backends.local.nvml import GpuReading, NvmlProbe
 from yanflow_tui.backends.local.store import JobRow, LocalStore
@@ -52,6 +52,7 @@ from yanflow_tui.curves import LOGDIR_ENV, EventListing
 from yanflow_tui.errors import BackendError
 from yanflow_tui.explain import Explanation
 from yanflow_tui.firstfailure import RankEvidence
+from yanflow_tui.liveuse import LiveUse
 from yanflow_tui.model import Gpu, GpuState, Job, JobKind, JobSpec, JobState, LogLine, Node
 from yanflow_tui.spec import spec_to_data
 
@@ -93,7 +94,7 @@ def _when(stamp: float | None) -> datetime | None:
 class LocalBackend(Backend):
     kind = "local"
     gpu_use_source = "NVML"
-    cpu_use_source = "(missing) /proc of the job's processes (not read yet)"
+    cpu_use_source = procuse.SOURCE
     capabilities = Capabilities(
         submit=True,
         cancel=True,
@@ -109,6 +110,7 @@ class LocalBackend(Backend):
         explain=True,
         rank_evidence=True,  # its exit, end and torchrun's error file (TORCHELASTIC_ERROR_FILE, set per job)
         upload=True,  # a checkpoint carried from another cluster, copied into place here
+        live_use=True,  # its process tree's CPU and memory from /proc (``procuse``)
     )
     MONITOR_ONLY = MONITOR_ONLY  # option discovery sets on a Slurm login node (a config cannot)
 
@@ -491,6 +493,34 @@ class LocalBackend(Backend):
         error = await asyncio.to_thread(_read_small, self._error_path(int(job_id)))
         sig = job.reason.removeprefix("killed by SIG") if job.reason.startswith("killed by SIG") else ""
         return [RankEvidence("0", self.hostname, "", (), job.exit_code, sig, ended=job.end_time, error_file=error)]
+
+    async def live_use(self, job_ids: Sequence[str]) -> dict[str, LiveUse]:
+        """Each running job's process tree read twice from /proc, ``procuse.WINDOW`` apart (a job in a
+        container, whose processes are the runtime's, or run by another machine, is left out)."""
+
+        def leaders() -> dict[str, tuple[int, float | None]]:
+            out = {}
+            for job_id in job_ids:
+                row = self._row(job_id)
+                ours = row.state == "running" and self._mine(row) and self._job_runtime(row.id) is None
+                if row.pid and ours and _still_running(row):  # its leader (same start) or group lives: no reused pid
+                    out[job_id] = (row.pid, row.memory_mb * 1024.0 if row.memory_mb else None)
+            return out
+
+        def sample_all() -> dict[str, procuse.TreeSample]:
+            return {job_id: procuse.sample(pid) for job_id, (pid, _) in found.items()}
+
+        for job_id in job_ids:
+            self.check_id(job_id)
+        found = await asyncio.to_thread(leaders)
+        if not found:
+            return {}
+        first = await asyncio.to_thread(sample_all)
+        await asyncio.sleep(procuse.WINDOW)
+        second = await asyncio.to_thread(sample_all)
+        return {
+            job_id: procuse.use_between(first[job_id], second[job_id], limit) for job_id, (_, limit) in found.items()
+        }
 
     def _insert(self, in_container: bool, **fields) -> int:
         """A new job row, with its container runtime recorded beside it (under the schedule lock, so no

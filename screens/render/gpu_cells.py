@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import enum
 
-from yanflow_tui.capacity import IDLE_BELOW, idle_allocated
+from yanflow_tui.capacity import IDLE_BELOW
 from yanflow_tui.model import Gpu, GpuState, Job, Node
 from yanflow_tui.sanitize import clean
 
 
 class Cell(str, enum.Enum):
-    """How one GPU cell is drawn. ``IDLE`` is an allocated GPU whose utilisation is known and low."""
+    """How one GPU cell is drawn. ``IDLE`` is an allocated GPU the idle tracker (``yanflow_tui.idlegpus``)
+    holds idle: under the configured percent for the configured time."""
 
     FREE = "free"
     BUSY = "busy"
@@ -31,12 +32,13 @@ UP_STATES = frozenset({"up", "idle", "ready"})
 BUSY_STATES = frozenset({"mixed", "allocated", "alloc", "completing"})
 
 
-def cell_kind(gpu: Gpu) -> Cell:
+def cell_kind(gpu: Gpu, idle: bool = False) -> Cell:
+    """The cell of ``gpu``; ``idle``: the idle tracker holds it idle (by its duration rule, not a reading)."""
     if gpu.state is GpuState.FREE:
         return Cell.FREE
     if gpu.state is GpuState.UNAVAILABLE:
         return Cell.UNAVAILABLE
-    return Cell.IDLE if idle_allocated(gpu) else Cell.BUSY
+    return Cell.IDLE if idle else Cell.BUSY
 
 
 def node_gpus(node: Node) -> tuple[Gpu, ...]:
@@ -96,17 +98,17 @@ def _mib(value: int) -> str:
     return f"{value / 1024:.1f}G" if value >= 1024 else f"{value}M"
 
 
-def describe_gpu(node: Node, gpu: Gpu, job: Job | None = None) -> str:
-    """The status line for one GPU cell, most telling first: index, state and job, the idle mark,
-    utilisation, memory, the reason, then the job's name."""
+def describe_gpu(node: Node, gpu: Gpu, job: Job | None = None, idle: bool = False) -> str:
+    """The status line for one GPU cell, most telling first: index, state and job, the idle mark
+    (``idle``: the idle tracker holds it idle), utilisation, memory, the reason, then the job's name."""
     parts = [f"{clean(node.cluster)}/{clean(node.name)} GPU {gpu.index}"]
     if gpu.state is GpuState.ALLOCATED:
         if gpu.job_id:
             parts.append(f"allocated to job {clean(gpu.job_id)}")
         else:
             parts.append("allocated (the cluster does not say to which job; enter lists the node's jobs)")
-        if cell_kind(gpu) is Cell.IDLE:
-            parts.append(f"IDLE: under {IDLE_BELOW:.0f}% busy")
+        if cell_kind(gpu, idle) is Cell.IDLE:
+            parts.append("IDLE")
     elif gpu.state is GpuState.UNAVAILABLE:
         why = clean(gpu.reason or node.state)
         if node.reason and clean(node.reason) != why:

@@ -104,17 +104,20 @@ class NodeRow:
     gpus: tuple[Gpu, ...] = ()  # one cell each (per-GPU data, or cells made from the counts)
     counts: tuple[int, ...] = ()  # its ``GroupSummary`` fields, then its usable free GPUs
     util: bool = False  # any GPU's utilisation is known
+    idle: frozenset[int] = frozenset()  # the indices of its GPUs the idle tracker holds idle
     pool: GroupKey | None = None  # the pool it is listed under; None while the filter hides it
     parts: list[Part] | None = None
     strip: Strip | None = None
 
-    def update(self, node: Node) -> None:
+    def update(self, node: Node, idle: frozenset[int] = frozenset()) -> None:
         self.node = node
+        self.idle = idle
         self.fields = node_fields(node)
         self.widths = tuple(cell_len(f) for f in self.fields)
         self.gpus = node_gpus(node)
         one = summarize((node,))
-        self.counts = (one.nodes, one.gpus_used, one.gpus_total, one.whole_free, one.idle, usable_free_gpus(node))
+        marked = sum(1 for g in self.gpus if g.index in idle and cell_kind(g, True) is Cell.IDLE)
+        self.counts = (one.nodes, one.gpus_used, one.gpus_total, one.whole_free, marked, usable_free_gpus(node))
         self.util = has_utilization(node)
         self.parts = self.strip = None
 
@@ -231,6 +234,7 @@ class GpuGrid(QuietScrollView, can_focus=True):
         self._most: list[int] = [0] * 7
         self._any_util = False
         self._pools: dict[str, list[PoolCapacity]] | None = None  # ``pools`` of each cluster, until the nodes change
+        self._idle: dict[str, frozenset[int]] = {}  # node key -> the GPU indices held idle (``set_idle``)
 
     # -- data --------------------------------------------------------------------------------------
     @staticmethod
@@ -264,7 +268,7 @@ class GpuGrid(QuietScrollView, can_focus=True):
             ):
                 structural = True
             widths, gpus, util = row.widths, len(row.gpus), row.util
-            row.update(node)
+            row.update(node, self._idle.get(row.key, frozenset()))
             if row.util != util or row.widths != widths or len(row.gpus) != gpus:
                 measure = True
         self._records = rows
@@ -286,6 +290,31 @@ class GpuGrid(QuietScrollView, can_focus=True):
         if changed or structural:
             self.refresh()
             self.post_message(self.CursorMoved(self))
+
+    def set_idle(self, idle: Iterable[tuple[str, str, int]]) -> None:
+        """Mark ``▣`` the GPUs (cluster, node, index) the idle tracker holds idle (its duration rule;
+        ``yanflow_tui.idlegpus``), the rest not: only the rows whose marks changed are redrawn."""
+        by_node: dict[str, set[int]] = {}
+        for cluster, node, index in idle:
+            by_node.setdefault(f"{cluster}/{node}", set()).add(index)
+        new = {key: frozenset(found) for key, found in by_node.items()}
+        if new == self._idle:
+            return
+        changed = [
+            row for key, row in self._records.items() if new.get(key, frozenset()) != self._idle.get(key, frozenset())
+        ]
+        self._idle = new
+        for row in changed:
+            row.update(row.node, new.get(row.key, frozenset()))
+        if changed:
+            self._pools = None
+            self._resummarize({row.pool for row in changed if row.pool is not None})
+            self._refresh_rows(changed)
+            self.post_message(self.CursorMoved(self))
+
+    def is_idle(self, key: str, index: int) -> bool:
+        """Whether the grid marks GPU ``index`` of node ``key`` (``node_key``) idle (``set_idle``)."""
+        return index in self._idle.get(key, frozenset())
 
     def _refresh_rows(self, rows: Iterable[NodeRow]) -> None:
         """Mark for repaint the on-screen lines of ``rows`` and of the groups over them (their totals)."""
@@ -465,7 +494,7 @@ class GpuGrid(QuietScrollView, can_focus=True):
         if not gpus:
             parts.append((_fit("-", max(1, self._max_gpus * self.cell_width)), "gpugrid--muted"))
         for gpu in gpus:
-            kind = cell_kind(gpu)
+            kind = cell_kind(gpu, gpu.index in row.idle)
             text = GLYPHS[kind] + (util_label(gpu) + " " if self._wide else "")
             parts.append((text, CELL_STYLE[kind]))
         pad = (self._max_gpus - len(gpus)) * self.cell_width if gpus else 0

@@ -56,8 +56,8 @@ async def test_local_jobs_gpu_figures_are_nvmls_and_an_idle_one_is_told_once(hom
         assert gpu_figures(found[idle_job]) == [(host, 0, 0.0, 1000, 81920), (host, 1, 3.0, 2000, 81920)]
         assert gpu_figures(found[busy_job]) == [(host, 2, 50.0, 3000, 40960), (host, 3, 50.0, 4000, 40960)]
         assert found[idle_job].gpu_utilization == 1.5 and found[idle_job].gpu_memory_used_mb == 3000
-        assert dict(found[idle_job].source) == {"GPU use": "NVML"}
-        assert "/proc" in dict(found[idle_job].missing_source)["CPU and memory"]
+        assert dict(found[idle_job].source) == {"GPU use": "NVML", "CPU and memory": "/proc"}
+        assert found[idle_job].missing_source == () and found[idle_job].memory_used_kb
         # Idle: both of the first job's GPUs under 5 % for 10 minutes; the job at 50 % never.
         clock = ManualClock()
         tracker = IdleTracker(IdleRule(), clock)
@@ -76,7 +76,7 @@ async def test_local_jobs_gpu_figures_are_nvmls_and_an_idle_one_is_told_once(hom
             (0, 0.0, 1000),
             (1, 3.0, 2000),
         ]
-        assert printed["source"] == {"GPU use": "NVML"}
+        assert printed["source"] == {"GPU use": "NVML", "CPU and memory": "/proc"}
     finally:
         for job_id in (idle_job, busy_job):
             await backend.cancel(job_id)

@@ -350,6 +350,34 @@ class FakeMaster:
             for i, (step, values) in enumerate(steps_values)
         ]
 
+    def add_system_metrics(
+        self, trial: int, agent: str, cpu: float | None = None, gpus: dict[str, tuple[float, int]] | None = None
+    ) -> None:
+        """One more report of the trial's system metrics as Determined's profiler sends them (the SDK's
+        ``core._profiler``): group ``cpu`` ``{agent: {"cpu_util_simple": percent}}``, group ``gpu``
+        ``{agent: {uuid: {"gpu_util": percent, "gpu_free_memory": bytes}}}``; each report ends later."""
+        groups: dict[str, dict] = {}
+        if cpu is not None:
+            groups["cpu"] = {agent: {"cpu_util_simple": cpu}}
+        if gpus:
+            groups["gpu"] = {
+                agent: {u: {"gpu_util": util, "gpu_free_memory": free} for u, (util, free) in gpus.items()}
+            }
+        for group, values in groups.items():
+            reports = self.metrics.setdefault((trial, group), [])
+            reports.append(
+                b.v1MetricsReport(
+                    archived=False,
+                    endTime=ts(len(reports)),
+                    group=group,
+                    id=len(reports),
+                    metrics={"avg_metrics": values},
+                    totalBatches=0,
+                    trialId=trial,
+                    trialRunId=1,
+                )
+            )
+
     def add_checkpoint(
         self, trial: int, ckpt_uuid: str, files: dict[str, bytes], exp_id: int = 1, steps: int = 200
     ) -> None:

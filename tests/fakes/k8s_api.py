@@ -5,7 +5,9 @@ It behaves like the real API server where our backend depends on it: 201 on crea
 delimited events, ``resourceVersion`` replay and 410 Gone (an ERROR event carrying a Status) once
 history is compacted, ``labelSelector`` / ``fieldSelector``, ``timeoutSeconds``, pod logs (with
 ``container`` (required when a pod has several, as the real server), ``follow``, ``previous``,
-``timestamps``, ``sinceSeconds``, ``sinceTime``, ``tailLines``), events, background deletion of a
+``timestamps``, ``sinceSeconds``, ``sinceTime``, ``tailLines``), events, the metrics API
+(``metrics.k8s.io/v1beta1`` PodMetrics, as metrics-server serves it: only with ``metrics_server`` on,
+else the group answers 404 as on a cluster without it), background deletion of a
 Job's pods, and the websocket subresources the official client speaks (``fakes.k8s_streams``): exec
 (``v4.channel.k8s.io``, the command run for real in a folder standing for the pod) and port-forward
 (``portforward.k8s.io``, to a real local TCP port per pod port). Every request is logged as (method,
@@ -153,6 +155,9 @@ class K8sEmulator:
         self._streams: dict[int, web.Request] = {}  # open streaming requests, cut on stop
         self.running = False
         self.streams = PodStreams(self)  # exec and port-forward: see ``fakes.k8s_streams``
+        self.metrics_server = False  # serve metrics.k8s.io (else 404: the group is not installed)
+        # (namespace, pod) -> (window, [(container, {"cpu": "250m", "memory": "64Mi"})]): ``set_pod_metrics``
+        self.pod_metrics: dict[tuple[str, str], tuple[str, list[tuple[str, dict[str, str]]]]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -213,6 +218,11 @@ class K8sEmulator:
         self._runner = None
 
     # -- state changes (from tests; thread-safe) ---------------------------------------------------
+    def set_pod_metrics(self, namespace: str, pod: str, usage: dict[str, dict[str, str]], window: str = "30s") -> None:
+        """What metrics-server last scraped of a pod: each container's usage (``cpu`` in cores, ``m`` or
+        ``n``; ``memory`` with its unit), averaged over ``window``. Served while the pod exists."""
+        self.pod_metrics[(namespace, pod)] = (window, list(usage.items()))
+
     def put(self, resource: str, obj: dict) -> dict:
         """Create or replace an object (ADDED/MODIFIED event)."""
         return self._call(self._aput(resource, copy.deepcopy(obj)))
@@ -517,6 +527,8 @@ class K8sEmulator:
             rest = parts[3:]
         elif parts == ["version"]:
             return web.json_response({"major": "1", "minor": "31", "gitVersion": "v1.31.0-emulated"})
+        elif parts[:3] == ["apis", "metrics.k8s.io", "v1beta1"] and self.metrics_server:
+            return self._metrics(request, parts[3:])
         else:
             return _status(404, "NotFound", f"the server could not find the requested resource ({request.path})")
         namespace = None
@@ -563,6 +575,55 @@ class K8sEmulator:
         if request.method == "DELETE":
             return await self._delete(request, resource, namespace or "", name)
         return _status(405, "MethodNotAllowed", f"{request.method} not emulated")
+
+    def _metrics(self, request: web.Request, rest: list[str]) -> web.Response:
+        """metrics.k8s.io/v1beta1: its resource list, and PodMetrics listed (by namespace or all, with
+        ``labelSelector``) or read one by one, for the existing pods that have metrics."""
+        if not rest:
+            resources = [
+                {"name": plural, "namespaced": plural == "pods", "kind": kind, "verbs": ["get", "list"]}
+                for plural, kind in (("nodes", "NodeMetrics"), ("pods", "PodMetrics"))
+            ]
+            return web.json_response(
+                {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "metrics.k8s.io/v1beta1",
+                 "resources": resources}
+            )  # fmt: skip
+        namespace = None
+        if len(rest) >= 2 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        if request.method != "GET" or not rest or rest[0] != "pods" or len(rest) > 2:
+            return _status(404, "NotFound", f"the server could not find the requested resource ({request.path})")
+        if "pods.metrics.k8s.io" in self.forbidden:
+            return _forbidden("pods.metrics.k8s.io", namespace)
+        items = [
+            self._pod_metrics(pod, *self.pod_metrics[key])
+            for key, pod in sorted(self.store["pods"].items())
+            if key in self.pod_metrics and (namespace is None or key[0] == namespace)
+        ]
+        if len(rest) == 2:
+            found = [m for m in items if m["metadata"]["name"] == rest[1]]
+            return web.json_response(found[0]) if found else _not_found("pods.metrics.k8s.io", rest[1])
+        if request.query.get("labelSelector"):
+            items = [m for m in items if label_match(m, request.query["labelSelector"])]
+        return web.json_response(
+            {"kind": "PodMetricsList", "apiVersion": "metrics.k8s.io/v1beta1", "metadata": {}, "items": items}
+        )
+
+    def _pod_metrics(self, pod: dict, window: str, usage: list[tuple[str, dict[str, str]]]) -> dict:
+        meta = pod.get("metadata") or {}
+        return {
+            "kind": "PodMetrics",
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "metadata": {
+                "name": meta.get("name"),
+                "namespace": meta.get("namespace"),
+                "creationTimestamp": now_text(self.clock_skew),
+                "labels": dict(meta.get("labels") or {}),
+            },
+            "timestamp": now_text(self.clock_skew),
+            "window": window,
+            "containers": [{"name": name, "usage": dict(values)} for name, values in usage],
+        }
 
     def _namespace_list(self) -> dict:
         names = set(self.namespaces) | {ns for store in self.store.values() for ns, _ in store if ns}

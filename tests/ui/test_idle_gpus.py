@@ -61,6 +61,12 @@ async def test_a_job_idle_for_the_configured_time_is_marked_in_the_queue_and_tol
             )
             block = str(app.screen.query_one("#health").render())
             assert "util 0%, memory 10 MiB of 81920" in block and "NVML" in block
+            # Its CPU and memory from /proc, read in a worker (a sleeping job: its processes' RSS).
+            await wait_for(
+                pilot, lambda: "CPU busy" in str(app.screen.query_one("#health").render()), what="the /proc figures"
+            )
+            block = str(app.screen.query_one("#health").render())
+            assert "CPU and memory from: /proc" in block and "Memory" in block and "would come from" not in block
         finally:
             for job_id in (idle, busy):
                 await backend.cancel(job_id)

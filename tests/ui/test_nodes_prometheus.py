@@ -13,6 +13,7 @@ from slurmhelpers import JOBS, slurm, squeue_job, ssh_cluster
 from uihelpers import make_app, screen_text
 from waiting import async_wait_until, wait_for
 
+from yanflow_tui.idlegpus import IdleRule
 from yanflow_tui.model import Gpu, GpuState
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.nodes import NodesScreen
@@ -44,6 +45,7 @@ async def test_an_allocated_gpu_at_two_percent_is_marked_idle_on_the_nodes_grid(
     node = record["nodes"]  # one node
     c = replace(ssh_cluster(nodes_refresh_seconds=0.5, metrics={"prometheus": prometheus.url}), refresh_seconds=0.5)
     app = make_app(c)
+    app.idle.rule = IdleRule(seconds=0)  # marked from the first reading under 5 % (the duration: test_nodes_idle_rule)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("2")
         key = f"{c.name}/{node}"
@@ -56,7 +58,7 @@ async def test_an_allocated_gpu_at_two_percent_is_marked_idle_on_the_nodes_grid(
             lambda: (
                 isinstance(app.screen, NodesScreen)
                 and (g := app.screen.query_one("#nodes", GpuGrid))
-                and [cell_kind(gpu) for gpu in mine(g)] == [Cell.IDLE, Cell.IDLE]
+                and [cell_kind(gpu, g.is_idle(key, gpu.index)) for gpu in mine(g)] == [Cell.IDLE, Cell.IDLE]
                 and g
             ),
             timeout=30,
@@ -85,7 +87,10 @@ async def test_an_allocated_gpu_at_two_percent_is_marked_idle_on_the_nodes_grid(
         # Busy now: the marker goes.
         publish(80, nodes=[node])
         await wait_for(
-            pilot, lambda: [cell_kind(g) for g in mine(grid)] == [Cell.BUSY, Cell.BUSY], timeout=30, what="busy"
+            pilot,
+            lambda: [cell_kind(g, grid.is_idle(key, g.index)) for g in mine(grid)] == [Cell.BUSY, Cell.BUSY],
+            timeout=30,
+            what="busy",
         )
         # Prometheus away: the note, and the nodes are still there (without the utilisation).
         app.hub.metrics[c.name].config = replace(app.hub.metrics[c.name].config, url="http://127.0.0.1:9")
@@ -114,6 +119,8 @@ async def test_kubernetes_nodes_show_the_marker_from_the_same_series(home, emula
     prometheus.wait_for_values({("dcgm-exporter-x7k2p", 3): 1, ("dcgm-exporter-x7k2p", 6): 4})
     c = k8shelpers.cluster(kubeconfig, metrics={"prometheus": prometheus.url})
     app = make_app(c)
+    app.idle.rule = IdleRule(seconds=0)
+    key = f"{c.name}/gpu-a"
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("2")
         grid = await wait_for(
@@ -121,7 +128,11 @@ async def test_kubernetes_nodes_show_the_marker_from_the_same_series(home, emula
             lambda: (
                 isinstance(app.screen, NodesScreen)
                 and (g := app.screen.query_one("#nodes", GpuGrid))
-                and [(cell_kind(x), x.utilization) for x in g.gpus_of(f"{c.name}/gpu-a") if x.job_id == "ml/train"]
+                and [
+                    (cell_kind(x, g.is_idle(key, x.index)), x.utilization)
+                    for x in g.gpus_of(key)
+                    if x.job_id == "ml/train"
+                ]
                 == [(Cell.IDLE, 1), (Cell.IDLE, 4)]
                 and g
             ),

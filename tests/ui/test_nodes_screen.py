@@ -14,6 +14,7 @@ from waiting import wait_for
 
 from yanflow_tui.capacity import GroupSummary
 from yanflow_tui.config import ClusterConfig
+from yanflow_tui.idlegpus import IdleRule
 from yanflow_tui.model import Gpu, GpuState, JobState, Node
 from yanflow_tui.screens.detail import JobDetailScreen
 from yanflow_tui.screens.logs.screen import LogsScreen
@@ -121,6 +122,13 @@ def cluster(kind="fake-grid", name="hpc") -> ClusterConfig:
     return ClusterConfig(name, kind, refresh_seconds=0.5)
 
 
+def at_once(app):
+    """The idle rule's duration set to 0: an allocated GPU under 5 % is marked ``▣`` from its first
+    reading (the duration itself: ``test_the_grids_idle_mark_follows_the_idle_rules_duration``)."""
+    app.idle.rule = IdleRule(seconds=0)
+    return app
+
+
 async def open_nodes(pilot, app, nodes: int) -> GpuGrid:
     await pilot.press("2")
     grid = await wait_for(
@@ -140,7 +148,7 @@ async def put_cursor(pilot, grid: GpuGrid, key, gpu=None) -> None:
 
 
 async def test_group_rows_summarise_each_cluster_and_partition(home, kinds):
-    app = make_app(cluster())
+    app = at_once(make_app(cluster()))
     async with app.run_test(size=(160, 30)) as pilot:
         grid = await open_nodes(pilot, app, 4)
         # gpu03 is in debug and gpu: listed once, under its first partition
@@ -222,14 +230,15 @@ async def test_an_allocated_gpu_without_a_job_id_falls_back_to_the_nodes_jobs_an
 
 
 async def test_idle_but_allocated_gpus_get_their_own_glyph_and_count(home, kinds):
-    app = make_app(cluster())
+    app = at_once(make_app(cluster()))
     async with app.run_test(size=(160, 30)) as pilot:
         grid = await open_nodes(pilot, app, 4)
         assert "▣  1 ▣  1 □  0 □  0" in grid.row_text("hpc/gpu03")
         assert "▣" not in grid.row_text("hpc/gpu01") and "▣" not in grid.row_text("hpc/gpu04")  # busy; unknown
         assert "▣ allocated, idle (<5%)" in str(app.screen.query_one("#node-summary", Static).render())
         await put_cursor(pilot, grid, "hpc/gpu03", 1)
-        await wait_for(pilot, lambda: "IDLE: under 5% busy" in status(app), what="idle in the status line")
+        await wait_for(pilot, lambda: "IDLE" in status(app), what="idle in the status line")
+        assert "under 5% for 0 s: notified" in status(app)
         assert "memory 1.0G/80.0G" in status(app)
         backend = app.hub.backend("hpc")
         backend.nodes[2] = replace(
@@ -301,7 +310,7 @@ async def test_slash_filters_nodes_by_name_partition_or_state(home, kinds):
 
 
 async def test_narrow_terminals_get_one_glyph_per_gpu(home, kinds):
-    app = make_app(cluster())
+    app = at_once(make_app(cluster()))
     async with app.run_test(size=(80, 24)) as pilot:
         grid = await open_nodes(pilot, app, 4)
         await wait_for(pilot, lambda: "■■■■□□□□" in grid.row_text("hpc/gpu01"), what="compact cells")
@@ -318,7 +327,7 @@ async def test_only_lines_on_screen_are_drawn_and_a_refresh_redraws_only_changed
         return real(self, row)
 
     monkeypatch.setattr(GpuGrid, "_parts", counting)
-    app = make_app(cluster("fake-big", "big"))
+    app = at_once(make_app(cluster("fake-big", "big")))
     async with app.run_test(size=(120, 40)) as pilot:
         grid = await open_nodes(pilot, app, 2000)
         await wait_for(pilot, lambda: drawn, what="the first screenful drawn")
@@ -440,7 +449,7 @@ async def test_gpu_cells_that_cannot_fit_are_counted_at_the_edge_and_reached_wit
 async def test_a_node_change_repaints_its_lines_only_and_a_refresh_without_changes_keeps_every_cache(
     home, kinds, monkeypatch
 ):
-    app = make_app(cluster("fake-big", "big"))
+    app = at_once(make_app(cluster("fake-big", "big")))
     async with app.run_test(size=(120, 40)) as pilot:
         grid = await open_nodes(pilot, app, 2000)
         await pilot.pause()  # the first paint done

@@ -1,6 +1,7 @@
 """``health [JOB]``: the live efficiency of running jobs (``yanflow_tui.jobhealth``): per allocated GPU
 its utilisation and memory, the job's CPU and memory, and where each figure came from (or which source
-would give it). Reads only: no job step, no exec."""
+would give it). CPU and memory come from the backend's efficiency figures (Slurm's sstat), else its live
+source (``yanflow_tui.liveuse``: /proc, the metrics API...). Reads only: no job step, no exec."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ async def job_healths(hub: Hub, names: list[str], job_id: str | None = None) -> 
     """The live figures of the running jobs of ``names`` (or of ``job_id`` alone), refreshed now."""
     import asyncio
 
+    from yanflow_tui import liveuse
     from yanflow_tui.errors import YanflowError
     from yanflow_tui.hub import Health
     from yanflow_tui.jobhealth import gpu_source_of, job_health, running
@@ -44,8 +46,9 @@ async def job_healths(hub: Hub, names: list[str], job_id: str | None = None) -> 
                 usage = await hub.call(backend.efficiency([j.id for j in jobs]))
             except (YanflowError, TimeoutError, asyncio.TimeoutError):
                 usage = {}
+        live, cpu_source = await liveuse.read(backend, [j.id for j in jobs if j.id not in usage], hub.timeout)
         gpu_source = gpu_source_of(backend.gpu_use_source, snap.name in hub.metrics)
-        out += [job_health(j, snap.nodes, gpu_source, backend.cpu_use_source, usage.get(j.id)) for j in jobs]
+        out += [job_health(j, snap.nodes, gpu_source, cpu_source, usage.get(j.id), live=live.get(j.id)) for j in jobs]
     return out
 
 

@@ -154,3 +154,34 @@ def test_logs_events_and_restart_on_the_same_port(emulator, api):
     emulator.start()
     assert emulator.port == port and [p.metadata.name for p in core.list_namespaced_pod(NS).items] == ["p1"]
     assert deserialize(api_client, make_node("x"), "V1Node").status.capacity["nvidia.com/gpu"] == "8"
+
+
+def test_pod_metrics_are_served_as_metrics_server_serves_them_and_absent_without_it(emulator, api):
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    metrics = client.CustomObjectsApi(api[2])
+    emulator.put("pods", make_pod("a-0", NS, node="n1", job="a"))
+    emulator.put("pods", make_pod("b-0", NS, node="n1", job="b"))
+    emulator.set_pod_metrics(NS, "a-0", {"main": {"cpu": "12345678n", "memory": "2048Ki"}}, window="10.5s")
+    emulator.set_pod_metrics(NS, "b-0", {"main": {"cpu": "1", "memory": "1Mi"}})
+    emulator.set_pod_metrics(NS, "gone-0", {"main": {"cpu": "1", "memory": "1Mi"}})  # no such pod: not served
+    with pytest.raises(ApiException) as absent:  # no metrics-server: the group is not there
+        metrics.list_namespaced_custom_object("metrics.k8s.io", "v1beta1", NS, "pods")
+    assert absent.value.status == 404
+    emulator.metrics_server = True
+    listed = metrics.list_namespaced_custom_object("metrics.k8s.io", "v1beta1", NS, "pods")
+    assert listed["kind"] == "PodMetricsList" and [m["metadata"]["name"] for m in listed["items"]] == ["a-0", "b-0"]
+    one = metrics.get_namespaced_custom_object("metrics.k8s.io", "v1beta1", NS, "pods", "a-0")
+    assert (one["kind"], one["window"], one["containers"]) == (
+        "PodMetrics",
+        "10.5s",
+        [{"name": "main", "usage": {"cpu": "12345678n", "memory": "2048Ki"}}],
+    )
+    chosen = metrics.list_namespaced_custom_object("metrics.k8s.io", "v1beta1", NS, "pods", label_selector="job-name=b")
+    assert [m["metadata"]["name"] for m in chosen["items"]] == ["b-0"]
+    everywhere = metrics.list_cluster_custom_object("metrics.k8s.io", "v1beta1", "pods")
+    assert len(everywhere["items"]) == 2
+    with pytest.raises(ApiException) as missing:
+        metrics.get_namespaced_custom_object("metrics.k8s.io", "v1beta1", NS, "pods", "gone-0")
+    assert missing.value.status == 404
