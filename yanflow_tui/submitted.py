@@ -17,6 +17,7 @@ from yanflow_tui.locations import private_file, safe_filename, state_dir
 from yanflow_tui.model import JobSpec
 
 FOLDER = "submitted"
+KEEP = 1000  # specs kept per cluster: the oldest beyond go (a busy user submits thousands a month)
 HEADER = "# YanFlow: the spec of a job this console submitted (for resume)\n"
 
 
@@ -35,7 +36,19 @@ def remember(cluster: str, job_id: str, spec: JobSpec, env: Mapping[str, str] = 
     data = spec_to_data(spec)
     data.pop("cluster", None)  # where it went is the folder's; a resume may send it elsewhere
     private_file(path, HEADER + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    _prune(path.parent)
     return path
+
+
+def _prune(folder: Path) -> None:
+    """Only the ``KEEP`` newest specs stay in ``folder``."""
+    keep, kept = KEEP, []
+    for entry in os.scandir(folder):
+        if entry.name.endswith(".yaml") and entry.is_file(follow_symlinks=False):
+            kept.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.path))
+    if len(kept) > keep:
+        for _, path in sorted(kept)[: len(kept) - keep]:
+            Path(path).unlink(missing_ok=True)
 
 
 def recall(cluster: str, job_id: str, env: Mapping[str, str] = os.environ) -> JobSpec | None:

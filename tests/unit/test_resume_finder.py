@@ -200,6 +200,17 @@ def test_a_submitted_spec_is_kept_by_cluster_and_job(tmp_path):
     assert submitted.recall("hpc", "99") is None and submitted.recall("other", "12/3") is None
 
 
+def test_only_the_newest_specs_are_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(submitted, "KEEP", 3)
+    spec = parse_spec("name: x\ncommand: c\n")
+    for job in range(5):
+        path = submitted.remember("hpc", str(job), spec)
+        assert path is not None
+        os.utime(path, ns=(job * 10**9, job * 10**9))  # (one a second: mtimes apart on any filesystem)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["2.yaml", "3.yaml", "4.yaml"]
+    assert submitted.recall("hpc", "4") is not None and submitted.recall("hpc", "0") is None
+
+
 def read(path: str) -> str:
     return Path(path).read_text()
 
