@@ -121,7 +121,8 @@ class FirstFailure:
         when = f" at {_when(f.time)} (from {f.time_from})" if f.time else " (time unknown)"
         out = [f"First failure: {where}{when}: {_KIND_WORDS[f.kind]}", f"  {f.why}"]
         if f.line is not None:
-            out.append(f"  in {f.source or 'the main log'}, line {f.line + 1}")
+            log = f"{f.source}'s log" if f.source else "the main log"
+            out.append(f"  at line {f.line + 1} of {log}")
         if self.consequences:
             kinds: dict[str, list[str]] = {}
             for c in self.consequences:

@@ -50,6 +50,7 @@ def test_sixteen_ranks_the_real_cause_on_one_rank_earlier():
     assert {c.kind for c in found.consequences} == {ff.NCCL}
     assert "rank 11 on g2 at 2026-12-06 12:00:05 UTC" in found.lines()[0]
     assert "15 more failed as consequences (an NCCL timeout: ranks" in found.lines()[-1]
+    assert "  at line 6 of rank 11's log" in found.lines()
 
 
 def test_the_cause_is_found_even_when_it_is_the_last_rank_and_has_no_timestamp_but_an_end():
