@@ -38,7 +38,9 @@ def placement_text(job: Job, nodes: tuple[Node, ...] | list[Node]) -> Text:
             out.append("(node not in the Nodes data)\n", "dim")
             continue
         mine = [g for g in node.gpus if g.job_id == job.id]
-        if mine:
+        if job.state.terminal and not mine:  # it ran here: what the node holds now is other jobs'
+            out.append("ran here (it holds nothing now)", "dim")
+        elif mine:
             out.append(f"{len(mine)} of {node.gpus_total} GPU(s): ")
             out.append(", ".join(_gpu_facts(g) for g in mine))
             idle = [g for g in mine if idle_allocated(g)]

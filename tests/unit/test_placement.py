@@ -52,3 +52,8 @@ def test_a_pending_job_is_not_placed():
 def test_node_names_from_the_cluster_are_cleaned():
     text = placement_text(job(nodes=("n\x1b[31m1",)), []).plain
     assert "\x1b" not in text
+
+
+def test_a_finished_job_is_not_given_the_nodes_gpus_of_now():
+    text = placement_text(job(state=JobState.FAILED), [node(gpus=[Gpu(0, GpuState.ALLOCATED)], allocated=1)]).plain
+    assert "ran here (it holds nothing now)" in text and "allocated on the node" not in text
