@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
+from yanflow_tui.backends.slurm.reasons import OWNED
 from yanflow_tui.placement_rank import NEVER, NOW, SOON, WAITS, Placement
 from yanflow_tui.share import ShareLine
 
@@ -90,7 +91,6 @@ def sshare_lines(text: str, user: str) -> list[ShareLine]:
 
 LIMIT = re.compile(r"(?P<limit>[^()]*)\((?P<used>[^()]*)\)")
 TOKEN = re.compile(r"(\w+)=(\S*)")
-OWNER = re.compile(r"^\s+(?P<name>[^\s=]+)\((?P<id>\d+)\)\s*$")
 
 
 def _limits(key: str, value: str) -> Iterator[tuple[str, str, str]]:
@@ -123,6 +123,7 @@ def assoc_mgr_lines(text: str, user: str) -> list[ShareLine]:
             records.append((line, []))
         elif records and line.startswith(" "):
             records[-1][1].append(line)
+    my_uids = _uids_of(records, user)
     for head, body in records:
         fields = dict(TOKEN.findall(head))
         if "QOS" in fields:
@@ -140,9 +141,12 @@ def assoc_mgr_lines(text: str, user: str) -> list[ShareLine]:
         found = False
         owner_ok = True
         for line in body:
-            owner = OWNER.match(line)
-            if owner:
-                owner_ok = owner["name"] == user or owner["name"] in mine_accounts
+            text = line.strip()
+            if text in OWNED:  # "User Limits", "Account Limits": owners follow
+                continue
+            if text and "=" not in text:  # an owner: ``name(uid)``, the uid alone (22.05) or an account
+                name, _, uid = text.partition("(")
+                owner_ok = name == user or name in my_uids or uid.rstrip(")") in my_uids or name in mine_accounts
                 continue
             if not owner_ok:
                 continue
@@ -155,6 +159,16 @@ def assoc_mgr_lines(text: str, user: str) -> list[ShareLine]:
         if not found:
             out.append(ShareLine(scope, "limits", "none set"))
     return out
+
+
+def _uids_of(records: list[tuple[str, list[str]]], user: str) -> set[str]:
+    """``user``'s uid as the association records give it (``UserName=alice(1000)``)."""
+    uids = set()
+    for head, _ in records:
+        name, _, uid = dict(TOKEN.findall(head)).get("UserName", "").partition("(")
+        if name == user and uid:
+            uids.add(uid.rstrip(")"))
+    return uids
 
 
 def _user_in(records: list[tuple[str, list[str]]], user: str, account: str) -> bool:

@@ -231,3 +231,14 @@ async def test_an_option_an_older_slurm_lacks_falls_back_never_reads_as_no_answe
     assert got[("fair-share in account ml", "fair-share factor")] == ("0.250000", "")
     assert got[("QoS gpu4", "MaxTRESPU gres/gpu")] == ("4", "4")
     assert share.note == ""
+
+
+def test_assoc_mgr_qos_owners_by_uid_alone_as_slurm_22_05_prints_them():
+    """22.05 lists a QOS's users by uid alone: the figures are still mine only (bob's come first)."""
+    text = ASSOC_MGR.replace("        alice(1000)\n", "        1000\n").replace("        bob(1001)\n", "        1001\n")
+    text = text.replace(
+        "    User Limits\n        1000\n", "    User Limits\n        1001\n            MaxJobsPU=3(3)\n        1000\n"
+    )
+    got = {(line.scope, line.what): (line.used, line.limit) for line in standing.assoc_mgr_lines(text, "alice")}
+    assert got[("QoS gpu4", "MaxTRESPU gres/gpu")] == ("4", "4")  # alice's (uid 1000), not bob's 4(1)
+    assert ("QoS gpu4", "MaxJobsPU") not in got  # bob's (uid 1001) only
