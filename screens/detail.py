@@ -325,7 +325,7 @@ class JobDetailScreen(ModalScreen[None], LiveScreen):  # ModalScreen first: Text
         snapshot = self.app.hub.snapshots[self.job.cluster]
         job = next((j for j in snapshot.jobs if j.id == self.job.id), self.job)  # placed since opened?
         for widget in self.query("#placement").results(Static):  # none while torn down at exit
-            widget.update(placement_text(job, snapshot.nodes))
+            widget.update(placement_text(job, snapshot.nodes, self.app.idle.idle_gpus(job.cluster)))
         self._show_health(job)
 
     def _show_health(self, job: Job) -> None:

@@ -3,6 +3,8 @@ backend reports them. A pure function over the Nodes data, shown in the job deta
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from rich.text import Text
 
 from yanflow_tui.capacity import idle_allocated
@@ -19,8 +21,12 @@ def _gpu_facts(gpu: Gpu) -> str:
     return " ".join(facts)
 
 
-def placement_text(job: Job, nodes: tuple[Node, ...] | list[Node]) -> Text:
-    """One line per node the job runs on (or holds GPUs of): the GPUs it holds there.
+def placement_text(
+    job: Job, nodes: tuple[Node, ...] | list[Node], idle: Collection[tuple[str, int]] | None = None
+) -> Text:
+    """One line per node the job runs on (or holds GPUs of): the GPUs it holds there. ``idle``: the
+    (node, index) of GPUs idle by the idle rule (under the percent for the minutes: ``IdleTracker``); without
+    it, a GPU under the percent now counts.
 
     Nodes whose GPUs carry no job ids (the backend cannot tell which GPU is whose) show how many
     GPUs the node has allocated in all, so the user is never shown a guess as a fact."""
@@ -43,9 +49,9 @@ def placement_text(job: Job, nodes: tuple[Node, ...] | list[Node]) -> Text:
         elif mine:
             out.append(f"{len(mine)} of {node.gpus_total} GPU(s): ")
             out.append(", ".join(_gpu_facts(g) for g in mine))
-            idle = [g for g in mine if idle_allocated(g)]
-            if idle:
-                out.append(f"  {len(idle)} idle", "bold yellow")
+            idle_now = [g for g in mine if idle_allocated(g) and (idle is None or (name, g.index) in idle)]
+            if idle_now:
+                out.append(f"  {len(idle_now)} idle", "bold yellow")
         elif node.gpus_total:
             out.append(
                 f"GPUs {node.gpus_allocated}/{node.gpus_total} allocated on the node; which are this job's "

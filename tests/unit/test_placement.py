@@ -57,3 +57,11 @@ def test_node_names_from_the_cluster_are_cleaned():
 def test_a_finished_job_is_not_given_the_nodes_gpus_of_now():
     text = placement_text(job(state=JobState.FAILED), [node(gpus=[Gpu(0, GpuState.ALLOCATED)], allocated=1)]).plain
     assert "ran here (it holds nothing now)" in text and "allocated on the node" not in text
+
+
+def test_with_the_idle_rule_only_gpus_idle_for_its_minutes_count():
+    gpus = [Gpu(0, GpuState.ALLOCATED, "7", utilization=0.0), Gpu(1, GpuState.ALLOCATED, "7", utilization=0.0)]
+    now = placement_text(job(), [node(gpus=gpus, allocated=2)], idle=frozenset()).plain
+    assert "idle" not in now.replace("mixed", "")  # under 5 % now, not yet for the rule's minutes
+    later = placement_text(job(), [node(gpus=gpus, allocated=2)], idle=frozenset({("n1", 1)})).plain
+    assert "1 idle" in later
