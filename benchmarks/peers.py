@@ -45,22 +45,7 @@ class Program(Console):
     """``terminal.Console``'s reader over any command line."""
 
     def __init__(self, argv: list[str], columns: int, lines: int, home: Path) -> None:
-        import pexpect
-        import pyte
-
-        self.screen = pyte.Screen(columns, lines)
-        self.stream = pyte.ByteStream(self.screen)
-        env = {
-            **os.environ,
-            "TERM": "xterm-256color",
-            "COLORTERM": "truecolor",
-            "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_STATE_HOME": str(home / ".local" / "state"),
-            "LANG": "C.UTF-8",
-        }
-        self.child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(lines, columns))
-        self.written = 0
+        self._start(argv, columns, lines, home)
 
 
 def programs(args, home: Path) -> dict[str, list[str]]:

@@ -111,6 +111,16 @@ class Console:
         child_argv: list[str] | None = None,
         env_extra: dict[str, str] | None = None,
     ) -> None:
+        argv = [str(Path(__file__).resolve()), "--child", "--jobs", str(jobs), "--nodes", str(nodes)]
+        argv += ["--realistic"] if realistic else []
+        if child_argv is not None:  # another console than the synthetic one (``--four-kinds``)
+            argv = [str(Path(__file__).resolve()), *child_argv]
+        self._start([sys.executable, *argv], columns, lines, home, env_extra)
+
+    def _start(
+        self, argv: list[str], columns: int, lines: int, home: Path, env_extra: dict[str, str] | None = None
+    ) -> None:
+        """``argv`` in a pty of ``columns`` x ``lines``, read into a VT100 emulator, with ``home`` as its HOME."""
         import pexpect
         import pyte
 
@@ -126,11 +136,7 @@ class Console:
             "LANG": "C.UTF-8",
             **(env_extra or {}),
         }
-        argv = [str(Path(__file__).resolve()), "--child", "--jobs", str(jobs), "--nodes", str(nodes)]
-        argv += ["--realistic"] if realistic else []
-        if child_argv is not None:  # another console than the synthetic one (``--four-kinds``)
-            argv = [str(Path(__file__).resolve()), *child_argv]
-        self.child = pexpect.spawn(sys.executable, argv, env=env, dimensions=(lines, columns))
+        self.child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(lines, columns))
         self.written = 0
 
     def read(self, timeout: float) -> bool:
