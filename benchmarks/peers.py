@@ -98,12 +98,6 @@ def run_one(name: str, argv: list[str], ids: list[str], args) -> dict:
                 else:
                     times.append(took)
             term.settle(1.0, most=20)
-            cpu0, written0, t0 = term.cpu_seconds(), term.written, time.monotonic()
-            rss = [term.rss_mb()]
-            while time.monotonic() - t0 < args.idle_seconds:
-                term.read(1.0)
-                rss.append(term.rss_mb())
-            span = time.monotonic() - t0
             return {
                 "first_screen_s": round(first, 2),
                 "cursor": {
@@ -113,12 +107,7 @@ def run_one(name: str, argv: list[str], ids: list[str], args) -> dict:
                     "max_ms": round(1000 * max(times), 1) if times else None,
                     "unanswered": unanswered,
                 },
-                "idle": {
-                    "seconds": round(span, 1),
-                    "cpu_percent": round(100 * (term.cpu_seconds() - cpu0) / span, 2),
-                    "rss_mb_max": round(max(rss), 1),
-                    "bytes_written": term.written - written0,
-                },
+                "idle": term.idle(args.idle_seconds),
             }
         finally:
             term.close()

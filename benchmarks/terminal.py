@@ -222,6 +222,22 @@ class Console:
                     total += int(line.split()[1]) / 1024
         return total
 
+    def idle(self, seconds: float) -> dict:
+        """Reads for ``seconds`` with no key sent: CPU % of a core (the program and its children), the most
+        RSS, and the bytes it wrote meanwhile."""
+        cpu0, written0, t0 = self.cpu_seconds(), self.written, time.monotonic()
+        rss = [self.rss_mb()]
+        while time.monotonic() - t0 < seconds:
+            self.read(min(1.0, seconds))
+            rss.append(self.rss_mb())
+        span = time.monotonic() - t0
+        return {
+            "seconds": round(span, 1),
+            "cpu_percent": round(100 * (self.cpu_seconds() - cpu0) / span, 2),
+            "rss_mb_max": round(max(rss), 1),
+            "bytes_written": self.written - written0,
+        }
+
     def close(self) -> None:
         self.child.terminate(force=True)
 
@@ -369,18 +385,7 @@ def run_one(args, columns: int, lines: int) -> dict:
                 else:
                     times.setdefault(label, []).append(took)
             term.settle(args.quiet * 4, most=30)
-            cpu0, written0, t0 = term.cpu_seconds(), term.written, time.monotonic()
-            rss = [term.rss_mb()]
-            while time.monotonic() - t0 < args.idle_seconds:
-                term.read(min(1.0, args.idle_seconds))
-                rss.append(term.rss_mb())
-            span = time.monotonic() - t0
-            idle = {
-                "seconds": round(span, 1),
-                "cpu_percent": round(100 * (term.cpu_seconds() - cpu0) / span, 2),
-                "rss_mb_max": round(max(rss), 1),
-                "bytes_written": term.written - written0,
-            }
+            idle = term.idle(args.idle_seconds)
         finally:
             term.close()
     keys = {
