@@ -173,8 +173,9 @@ def files_holding(marker: bytes, roots: list[Path], since: float, pki: Path | No
     return found
 
 
-def jobs_listed(emulator: K8sEmulator) -> bool:
-    return any(method == "GET" and "/jobs" in path for method, path in emulator.requests)
+def jobs_listed(emulator: K8sEmulator, since: int = 0) -> bool:
+    """The jobs were read after the ``since``-th request (the emulator serves the module's every test)."""
+    return any(method == "GET" and "/jobs" in path for method, path in emulator.requests[since:])
 
 
 def key_files_written(env: dict[str, str], marker: bytes) -> list[Path]:
@@ -210,12 +211,16 @@ def start_cli(env) -> subprocess.Popen:
     )
 
 
+SCREEN_TAIL: list[bytes] = []  # what the TUI wrote last (the newest 64 KB), for a failure's message
+
+
 def start_tui(env) -> tuple[subprocess.Popen, int]:
     master, slave = pty.openpty()
     os.set_inheritable(slave, True)
+    SCREEN_TAIL.clear()
     proc = subprocess.Popen(
         [sys.executable, "-m", "yanflow_tui"],
-        env={**env, "COLUMNS": "120", "LINES": "40"},
+        env={**env, "COLUMNS": "120", "LINES": "40", "PYTHONFAULTHANDLER": "1"},
         stdin=slave,
         stdout=slave,
         stderr=slave,
@@ -226,8 +231,8 @@ def start_tui(env) -> tuple[subprocess.Popen, int]:
 
     def drain() -> None:  # a terminal that is read, as a real one is
         try:
-            while os.read(master, 65536):
-                pass
+            while data := os.read(master, 65536):
+                SCREEN_TAIL[:] = [b"".join(SCREEN_TAIL)[-65536 + len(data) :], data]
         except OSError:
             pass
 
@@ -241,6 +246,7 @@ def test_a_signal_leaves_no_key_file(env, pki, tls_emulator, how, sig):
     since = time.time() - 1
     marker = key_marker(pki)
     master = None
+    seen = len(tls_emulator.requests)
     if how == "cli":
         proc = start_cli(env)
     else:
@@ -255,7 +261,7 @@ def test_a_signal_leaves_no_key_file(env, pki, tls_emulator, how, sig):
         if how == "cli":  # it is following: a live stream, not a run that ends by itself
             assert proc.stdout.readline().strip() == b"step 1"
         else:  # the TUI's first refresh is under way
-            wait_until(lambda: jobs_listed(tls_emulator), what="the TUI's first read of the jobs")
+            wait_until(lambda: jobs_listed(tls_emulator, seen), what="the TUI's first read of the jobs")
         os.kill(proc.pid, sig)
         rc = proc.wait(30)
     finally:
@@ -270,15 +276,28 @@ def test_a_signal_leaves_no_key_file(env, pki, tls_emulator, how, sig):
     assert not base.exists() or list(base.iterdir()) == []
 
 
+def quit_code(proc: subprocess.Popen, timeout: float = 60) -> int:
+    """The TUI's exit code once ``q`` was typed; if it is still running after ``timeout``, a failure that
+    shows where it was (every thread's stack, from faulthandler on SIGABRT) and its last screen."""
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGABRT)
+        proc.wait(10)
+        tail = b"".join(SCREEN_TAIL)[-6000:].decode("utf-8", "replace")
+        pytest.fail(f"the TUI did not quit {timeout:.0f} s after q; its last output:\n{tail}")
+
+
 def test_quit_leaves_no_key_file(env, pki, tls_emulator):
     since = time.time() - 1
     marker = key_marker(pki)
+    seen = len(tls_emulator.requests)
     proc, master = start_tui(env)
     try:
         wait_until(lambda: key_files_written(env, marker), 60, "the client's key file")
-        wait_until(lambda: jobs_listed(tls_emulator), what="the TUI's first refresh")
+        wait_until(lambda: jobs_listed(tls_emulator, seen), what="the TUI's first refresh")
         os.write(master, b"q")
-        rc = proc.wait(30)
+        rc = quit_code(proc)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

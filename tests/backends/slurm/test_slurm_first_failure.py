@@ -20,7 +20,8 @@ from yanflow_tui.spec import spec_from_data
 
 # Rank 1 prints its time, raises after 3 s and prints the traceback, then waits (at most 60 s) until the
 # others have timed out before it exits 1; ranks 0 and 2 wait for the raise, then print torch's watchdog
-# line with their own later time and exit 1 (srun then stops whatever is left).
+# line with their own later time and exit 1 once both have printed (--kill-on-bad-exit stops whatever is
+# left when the first exits, so one that exits early could stop the other before its line).
 TRAIN = """import datetime, os, sys, time, traceback
 rank, marker = int(os.environ["NODE_RANK"]), sys.argv[1]
 now = lambda: datetime.datetime.now(datetime.timezone.utc)
@@ -47,6 +48,7 @@ print(f"[rank{rank}]:[E{t:%m%d %H:%M:%S.%f} 811 ProcessGroupNCCL.cpp:616] [Rank 
       "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
       "600042 milliseconds before timing out.", flush=True)
 open(f"timedout-{marker}-{rank}", "w").close()
+wait_for(f"timedout-{marker}-0", f"timedout-{marker}-2")  # else srun may stop the other before it prints
 sys.exit(1)
 """
 
