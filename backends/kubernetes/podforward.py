@@ -102,8 +102,8 @@ def _pump(a: Any, b: Any, stopped: Callable[[], bool]) -> None:
         for fd in ready:
             try:
                 data = ends[fd].recv(65536)
-            except OSError:
+                if not data:
+                    return
+                peer[fd].sendall(data)
+            except OSError:  # either side reset or closed: the bridge ends
                 return
-            if not data:
-                return
-            peer[fd].sendall(data)
