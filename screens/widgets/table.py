@@ -420,11 +420,15 @@ class VirtualTable(QuietScrollView, can_focus=True):
             rows, arrived, left, recount, counted=2 * len(arrived) > len(rows), keys=keys
         )
         self._by_key = by_key
-        unchanged = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
+        identical = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
+        # rows that draw as before (the same keys, cells and styles, maybe new but equal objects: a backend
+        # that rebuilds its jobs): only the lines that now draw differently are painted again (none if the
+        # order is the same), not the whole table
+        drawn_alike = identical or (not dirty and len(rows) == len(by_key) == len(self._given))
         self._given = rows
-        if not unchanged:
+        if not identical:
             self._reorder()
-        self._after_set(old_cursor, cursor_was_visible, top, page, widths_changed, same_rows=unchanged)
+        self._after_set(old_cursor, cursor_was_visible, top, page, widths_changed, same_rows=drawn_alike)
 
     def _after_set(
         self,

@@ -932,3 +932,25 @@ async def test_rows_of_equal_widths_share_one_widths_tuple():
         assert all(widths is kept[0] for widths in kept)
         other = table._measured["r10"][0]._replace(cells=(Text("r10"), Text("longer"), Text("3")))
         assert table._row_widths(other) == (3, 6, 1)
+
+
+async def test_rows_back_as_new_but_equal_objects_repaint_no_line(monkeypatch):
+    """A backend that builds its jobs afresh each refresh gives new Rows with the same keys and cells:
+    the table draws them as before, so no line is painted again (a whole repaint rewrote every row to the
+    terminal); a row whose cells changed among them is painted again."""
+    app = Host([row(i) for i in range(20)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        before = lines(table)
+        refreshed: list[object] = []
+        original = table.refresh
+        monkeypatch.setattr(
+            table, "refresh", lambda *regions, **kw: refreshed.append(regions) or original(*regions, **kw)
+        )
+        table.set_rows([row(i) for i in range(20)])
+        await pilot.pause()
+        assert refreshed == [] and lines(table) == before
+        table.set_rows([row(i, name="renamed" if i == 3 else None) for i in range(20)])
+        await pilot.pause()
+        assert refreshed and any("renamed" in line for line in lines(table))
