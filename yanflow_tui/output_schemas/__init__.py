@@ -1,6 +1,6 @@
 """The JSON Schemas (draft 2020-12) of the command line's ``--json`` outputs, shipped as package data:
 one file per output (``jobs.json``, ``nodes.json``, ``describe.json``, ``submit.json``,
-``metrics.json``, ``explain.json``, ``failure.json``) and the parts they share (``job.json``,
+``metrics.json``, ``explain.json``, ``failure.json``, ``resume.json``) and the parts they share (``job.json``,
 ``errors.json``, ``firstfailure.json``, ``health.json``); see docs/json.md."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 from importlib import resources
 from typing import Any
 
-OUTPUTS = ("jobs", "nodes", "describe", "submit", "metrics", "explain", "failure")
+OUTPUTS = ("jobs", "nodes", "describe", "submit", "metrics", "explain", "failure", "resume")
 
 
 def schema(name: str) -> dict[str, Any]:

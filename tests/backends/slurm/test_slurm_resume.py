@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from jsoncontract import validated
 from launchstubs import make_launchers
 from sitehelpers import SITE_CONFIG, site_slurm
 from slurmhelpers import DIR, JOBS, live_state, slurm
@@ -119,7 +120,7 @@ def test_a_cancelled_template_job_resumes_from_its_second_checkpoint_here_and_on
     here_id, here = started["here"]
     again = cli(tmp_path, "resume", here_id, "--from", "slurm-test", "--yes", "--json")
     assert again.returncode == 0, again.stderr
-    answer = json.loads(again.stdout)["resume"]
+    answer = validated(again.stdout, "resume")["resume"]
     second = str(here / "checkpoints" / "epoch_2.json")
     assert answer["checkpoint"]["path"] == second and answer["checkpoint"]["layout"] == "template"
     assert answer["move"]["how"] == "none" and answer["submit"] == {
@@ -146,7 +147,7 @@ def test_a_cancelled_template_job_resumes_from_its_second_checkpoint_here_and_on
         "--json",
     )
     assert moved.returncode == 0, moved.stderr
-    answer = json.loads(moved.stdout)["resume"]
+    answer = validated(moved.stdout, "resume")["resume"]
     assert answer["checkpoint"]["path"] == str(there / "checkpoints" / "epoch_2.json")
     assert answer["move"]["how"] == "copy" and "share no storage" in answer["move"]["say"]
     copied = answer["submit"]["resume_from"]
