@@ -4,7 +4,8 @@ Pure functions over each rank's evidence (``RankEvidence``: its log lines, its e
 out-of-memory killer, torchrun's error file, when it ended), gathered by ``failureevidence``. Each rank's
 own first failure is the first of, in its log: a traceback (named by its exception line), an NCCL
 timeout, a CUDA error, an out-of-memory line; else what the scheduler says (OOM killer, torchrun's
-error file, a signal, an exit code). NCCL timeouts and kills (SIGTERM/SIGKILL, torchrun's
+error file, a signal, an exit code). NCCL timeouts, a lost peer (gloo's "Connection closed by peer"), and
+kills (SIGTERM/SIGKILL, torchrun's
 ``SignalException``, the launcher's ``ChildFailedError``) are what ranks do when another rank failed: an
 NCCL timeout is the first failure only when it carries its own time and nothing failed before it; a kill
 or the launcher's report only when nothing else failed at all. Among causes the earliest comes first; a
@@ -28,6 +29,8 @@ _NCCL = re.compile(
     r"Watchdog caught collective operation timeout|NCCL[^\n]*(?:timed? ?out|timeout)|ProcessGroupNCCL[^\n]*[Tt]imeout"
     r"|NCCL communicator was aborted|Some NCCL operations have failed or timed out|DistBackendError",
 )
+# a rank that lost a peer in a collective (gloo says so; NCCL's own words are ``_NCCL``'s): a consequence
+_PEER = re.compile(r"Connection closed by peer|Connection reset by peer|remote worker crash|peer closed the connection")
 _CUDA = re.compile(
     r"CUDA error|CUDA out of memory|OutOfMemoryError|cudaError\w+|illegal memory access|device-side assert"
 )
@@ -39,10 +42,11 @@ _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d
 _GLOG = re.compile(r"\b[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{1,6})\b")  # glog: E1206 12:00:05.123456
 
 EXCEPTION, NCCL, CUDA, OOM, KILLED, SIGNAL, EXIT = "exception", "nccl", "cuda", "oom", "killed", "signal", "exit"
+PEER = "peer"  # a collective that lost a peer (gloo's "Connection closed by peer"): what the others' crash does
 LAUNCHER = "launcher"  # torchrun's own report that a worker failed (ChildFailedError), and the rank of its lines
-CONSEQUENCES = frozenset({NCCL, KILLED, LAUNCHER})  # what a rank (or its launcher) does when another failed
+CONSEQUENCES = frozenset({NCCL, PEER, KILLED, LAUNCHER})  # what a rank (or its launcher) does when another failed
 KILL_SIGNALS = frozenset({"TERM", "KILL", "SIGTERM", "SIGKILL", "15", "9"})
-_ORDER = {KILLED: 1, NCCL: 1, LAUNCHER: 2}
+_ORDER = {KILLED: 1, NCCL: 1, PEER: 1, LAUNCHER: 2}
 
 
 @dataclass(frozen=True)
@@ -117,24 +121,46 @@ class FirstFailure:
     def lines(self) -> list[str]:
         """The answer in a few plain lines (the detail's block, the CLI)."""
         f = self.first
-        where = f"rank {f.rank}" + (f" on {f.node}" if f.node else "")
+        where = (f"rank {f.rank}" if f.rank.isdigit() else f"the {f.rank}") + (f" on {f.node}" if f.node else "")
         when = f" at {_when(f.time)} (from {f.time_from})" if f.time else " (time unknown)"
         out = [f"First failure: {where}{when}: {_KIND_WORDS[f.kind]}", f"  {f.why}"]
         if f.line is not None:
-            log = f"{f.source}'s log" if f.source else "the main log"
-            out.append(f"  at line {f.line + 1} of {log}")
+            out.append(f"  at line {f.line + 1} of {_log_name(f)}")
         if self.consequences:
             kinds: dict[str, list[str]] = {}
             for c in self.consequences:
                 kinds.setdefault(_KIND_WORDS[c.kind], []).append(c.rank)
-            parts = [f"{kind}: rank{'s' if len(r) > 1 else ''} {_ranks(r)}" for kind, r in kinds.items()]
+            parts = [_consequence(kind, r) for kind, r in kinds.items()]
             out.append(f"Then {len(self.consequences)} more failed as consequences ({'; '.join(parts)})")
         return out
+
+
+def _log_name(f: RankFailure) -> str:
+    """The log the failure's line is in, as the Logs view names it. One log can hold several ranks (a
+    node's file holds every process torchrun starts there): "rank 1's log" beside "rank 2" would read as
+    another rank's, so such a log is named by its node."""
+    if not f.source:
+        return "the main log"
+    if f.source == f"rank {f.rank}" or not f.node:
+        return f"{f.source}'s log"
+    return f"{f.node}'s log ({f.source})"
+
+
+def _consequence(kind: str, ranks: list[str]) -> str:
+    """``kind: ranks 0, 1`` with the numbered ranks; the launcher (torchrun's agent, srun) by its name."""
+    numbered = [r for r in ranks if r.isdigit()]
+    named = [r for r in ranks if not r.isdigit()]
+    who = [f"rank{'s' if len(numbered) > 1 else ''} {_ranks(numbered)}"] if numbered else []
+    if named == [LAUNCHER] and kind == _KIND_WORDS[LAUNCHER] and not numbered:
+        return kind
+    who += [f"the {name}" for name in named]
+    return f"{kind}: {', '.join(who)}"
 
 
 _KIND_WORDS = {
     EXCEPTION: "an exception",
     NCCL: "an NCCL timeout",
+    PEER: "a lost peer",
     CUDA: "a CUDA error",
     OOM: "out of memory",
     KILLED: "killed",
@@ -226,6 +252,8 @@ def _kind_of(text: str) -> str:
         return KILLED
     if _NCCL.search(text):
         return NCCL
+    if _PEER.search(text):
+        return PEER
     if _CUDA.search(text):
         return CUDA
     if _OOM.search(text):

@@ -175,3 +175,24 @@ async def test_a_long_log_keeps_its_last_lines_and_the_line_numbers_stay_the_log
     job = Job("1", "c", "n", "u", JobState.FAILED, exit_code=1)
     found = await failureevidence.find_first_failure(Backend(), job, 10)  # type: ignore[arg-type]
     assert found is not None and found.first.line == 1002 and found.first.why.startswith("ZeroDivisionError")
+
+
+def test_a_log_that_holds_several_ranks_is_named_by_its_node_and_the_launcher_by_its_name():
+    """torchrun starts ranks 2 and 3 on node 1: their lines are in node rank 1's file ("rank 1" as the
+    Logs view names it). The answer names that log by its node, never "rank 1's log" beside rank 2;
+    torchrun's own report is "the launcher", never "rank launcher"; gloo's lost peer on another node is a
+    consequence, even where that node's clock stamps it earlier."""
+    lines = ("2026-12-06 12:00:05 epoch 2", "Traceback (most recent call last):", "FileNotFoundError: shard-1-1.pt")
+    cause = RankEvidence("2", "gpu02", "rank 1", lines, exit_code=1)
+    tb = "Traceback (most recent call last):"
+    report = RankEvidence(ff.LAUNCHER, "gpu02", "rank 1", (tb, "torch.distributed.elastic.ChildFailedError:"))
+    stopped = RankEvidence(ff.LAUNCHER, "gpu01", "rank 0", (tb, "SignalException: Process 11050 got signal: 15"))
+    gloo = "RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:34209."
+    lost = RankEvidence("0", "gpu01", "rank 0", ("2026-12-06 11:59:00 epoch 2", tb, gloo), exit_code=1)
+    found = ff.first_failure([lost, cause, report, stopped])
+    assert found is not None and found.first.rank == "2"  # (rank 0's line is older: the clocks of two nodes)
+    text = "\n".join(found.lines())
+    assert "a lost peer: rank 0" in text, text
+    assert "at line 3 of gpu02's log (rank 1)" in text and "rank 1's log" not in text
+    assert "the launcher's report" in text and "killed: the launcher" in text, text
+    assert "rank launcher" not in text, text
