@@ -117,15 +117,22 @@ def run_tree(tree: Path, library: Path, inner: Path, out: Path, extra: list[str]
     return counts(out)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def tree_pair_args(doc: str, runs: int, rounds: int) -> tuple[argparse.Namespace, list[Path], list[str]]:
+    """The options of a benchmark that runs ``queue_keys.py`` in two trees: the parsed arguments, the two
+    trees, and ``queue_keys.py``'s own arguments (also used by ``key_phases.py``)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--trees", required=True, help="BEFORE,AFTER: two checkouts, each with its .venv")
-    parser.add_argument("--runs", type=int, default=2, help="runs per tree, alternated")
+    parser.add_argument("--runs", type=int, default=runs, help="runs per tree, alternated")
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("rest", nargs="*", help="after --: more queue_keys.py options")
     args = parser.parse_args()
     trees = [Path(t).resolve() for t in args.trees.split(",")]
-    extra = ["--jobs", str(args.jobs), "--nodes", str(max(50, args.jobs // 20)), "--rounds", "3", *args.rest]
+    extra = ["--jobs", str(args.jobs), "--nodes", str(max(50, args.jobs // 20)), "--rounds", str(rounds), *args.rest]
+    return args, trees, extra
+
+
+def main() -> int:
+    args, trees, extra = tree_pair_args(__doc__, runs=2, rounds=3)
     pooled: list[dict[str, list[int]]] = [{} for _ in trees]
     with tempfile.TemporaryDirectory(prefix="yanflow-instr-") as tmp:
         work = Path(tmp)

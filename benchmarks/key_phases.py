@@ -17,7 +17,6 @@ Each tree runs with its own ``.venv`` and ``benchmarks/``, ``PYTHONHASHSEED=0``,
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -25,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from key_instructions import tree_pair_args  # (beside this file)
 
 # Runs inside the measured tree's Python: every event-loop callback timed while a key is in flight
 # (console.key_latency), then queue_keys.py's own main.
@@ -98,14 +99,7 @@ def part(name: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trees", required=True, help="BEFORE,AFTER: two checkouts, each with its .venv")
-    parser.add_argument("--runs", type=int, default=4, help="runs per tree, alternated")
-    parser.add_argument("--jobs", type=int, default=10_000)
-    parser.add_argument("rest", nargs="*", help="after --: more queue_keys.py options")
-    args = parser.parse_args()
-    trees = [Path(t).resolve() for t in args.trees.split(",")]
-    extra = ["--jobs", str(args.jobs), "--nodes", str(max(50, args.jobs // 20)), "--rounds", "2", *args.rest]
+    args, trees, extra = tree_pair_args(__doc__, runs=4, rounds=2)
     pooled: list[dict[str, list[dict[str, float]]]] = [{} for _ in trees]
     with tempfile.TemporaryDirectory(prefix="yanflow-phases-") as tmp:
         inner = Path(tmp) / "inner.py"
