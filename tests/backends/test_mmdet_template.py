@@ -7,10 +7,13 @@ that work dir. Its config loads with mmengine's own ``Config`` where mmengine is
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 import subprocess
+import sys
+import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +28,7 @@ from yanflow_tui.model import Resources
 from yanflow_tui.spec import load_spec
 
 CONFIG = "configs/retinanet_r18_fpn_coco.py"
+NO_WEIGHTS_ONLY, WEIGHTS_ONLY = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_WEIGHTS_ONLY_LOAD"
 WORK_DIR = "work_dirs/retinanet_r18_fpn_coco"
 
 
@@ -126,3 +130,107 @@ def test_mmdet_config_loads_with_mmengines_config(tmp_path, monkeypatch):
     assert cfg.train_dataloader.dataset.data_root == "/data/coco/"
     assert cfg.train_cfg.max_epochs == 12 and cfg.default_hooks.checkpoint.interval == 1
     assert [b["type"] for b in cfg.visualizer.vis_backends] == ["LocalVisBackend", "TensorboardVisBackend"]
+
+
+class _Cfg(dict):
+    """What the template uses of mmengine's ``Config``: a dict with attribute access."""
+
+    def __getattr__(self, name):
+        return self[name]
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+
+def _fake_mmengine(monkeypatch, cuda: bool, config: dict) -> dict:
+    """torch, mmdet and mmengine as far as train.py's real path reaches them; returns what they saw."""
+    seen: dict = {}
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(is_available=lambda: cuda)
+    torch.distributed = types.SimpleNamespace(init_process_group=lambda **kw: seen.setdefault("init", kw))
+    engine_config = types.ModuleType("mmengine.config")
+    engine_config.Config = types.SimpleNamespace(fromfile=lambda path: _Cfg(config))
+    engine_runner = types.ModuleType("mmengine.runner")
+
+    def from_cfg(cfg):
+        seen["cfg"] = cfg
+        seen["no_weights_only"] = os.environ.get(NO_WEIGHTS_ONLY)  # what torch.load would read
+        return types.SimpleNamespace(train=lambda: None)
+
+    engine_runner.Runner = types.SimpleNamespace(from_cfg=from_cfg)
+    for name, module in [
+        ("torch", torch),
+        ("mmdet", types.ModuleType("mmdet")),
+        ("mmengine", types.ModuleType("mmengine")),
+        ("mmengine.config", engine_config),
+        ("mmengine.runner", engine_runner),
+    ]:
+        monkeypatch.setitem(sys.modules, name, module)
+    return seen
+
+
+def _real_path_main(tmp_path, monkeypatch, cuda: bool, config: dict, env: dict[str, str] | None = None) -> dict:
+    """train.py's main as two torchrun ranks' first would run it, with mmengine's Runner faked."""
+    seen = _fake_mmengine(monkeypatch, cuda, config)
+    for name in (NO_WEIGHTS_ONLY, WEIGHTS_ONLY, "YANFLOW_RESUME_FROM"):
+        monkeypatch.setenv(name, "")  # so that teardown restores each as it was, whatever train.py sets
+        monkeypatch.delenv(name)
+    for name, value in (env or {}).items():
+        monkeypatch.setenv(name, value)
+    project = tmp_path / "project"
+    projects.write_project("mmdet", project)
+    monkeypatch.syspath_prepend(str(project))
+    monkeypatch.setattr(sys, "argv", ["train.py", CONFIG])
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    spec = importlib.util.spec_from_file_location("mmdet_template_train", project / "train.py")
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    train.main()
+    return seen
+
+
+def _config(**extra) -> dict:
+    return {"train_cfg": _Cfg(max_epochs=12), "visualizer": _Cfg(vis_backends=[]), **extra}
+
+
+def test_mmdet_on_cpu_nodes_starts_gloo_and_keeps_ddp_on_the_cpu(tmp_path, monkeypatch):
+    # mmengine's pytorch launcher calls torch.cuda.set_device (AttributeError on a CPU build of torch)
+    # and gives DDP device_ids=[LOCAL_RANK] (a ValueError for a CPU model): a real 2-node CPU run failed so
+    seen = _real_path_main(tmp_path, monkeypatch, cuda=False, config=_config())
+    assert seen["init"] == {"backend": "gloo"}
+    assert seen["cfg"].launcher == "pytorch"
+    assert seen["cfg"].model_wrapper_cfg == {
+        "type": "MMDistributedDataParallel",
+        "device_ids": None,
+        "broadcast_buffers": False,
+        "find_unused_parameters": False,
+    }
+
+
+def test_mmdet_on_cpu_nodes_keeps_the_configs_own_wrapper_options(tmp_path, monkeypatch):
+    own = {"type": "MMFullyShardedDataParallel", "broadcast_buffers": True}
+    seen = _real_path_main(tmp_path, monkeypatch, cuda=False, config=_config(model_wrapper_cfg=own))
+    wrapper = seen["cfg"].model_wrapper_cfg
+    assert wrapper["type"] == "MMFullyShardedDataParallel" and wrapper["broadcast_buffers"] is True
+    assert wrapper["device_ids"] is None
+
+
+def test_mmdet_on_gpu_nodes_leaves_the_process_group_to_mmengine(tmp_path, monkeypatch):
+    seen = _real_path_main(tmp_path, monkeypatch, cuda=True, config=_config())
+    assert "init" not in seen and "model_wrapper_cfg" not in seen["cfg"]
+    assert seen["cfg"].launcher == "pytorch"
+
+
+def test_mmdet_resume_loads_its_own_checkpoint_whole(tmp_path, monkeypatch):
+    # torch 2.6+ loads weights only by default; mmengine 0.10's checkpoints hold its HistoryBuffer: a real
+    # resume on torch 2.13 failed with "Weights only load failed" (Unsupported global HistoryBuffer)
+    seen = _real_path_main(tmp_path, monkeypatch, cuda=True, config=_config(), env={"YANFLOW_RESUME_FROM": "/w/e.pth"})
+    assert seen["cfg"].resume is True and seen["cfg"].load_from == "/w/e.pth"
+    assert seen["no_weights_only"] == "1"
+
+
+def test_mmdet_load_whole_only_on_resume_and_never_against_the_environment(tmp_path, monkeypatch):
+    assert _real_path_main(tmp_path / "a", monkeypatch, cuda=True, config=_config())["no_weights_only"] is None
+    env = {"YANFLOW_RESUME_FROM": "/w/e.pth", WEIGHTS_ONLY: "1"}  # both set: torch.load would refuse to load
+    assert _real_path_main(tmp_path / "b", monkeypatch, cuda=True, config=_config(), env=env)["no_weights_only"] is None

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 import pytest
+from paths import DATA
 
 from yanflow_tui.curves import from_metric_points
 from yanflow_tui.mmengine_dirs import checkpoints, is_work_dir_file, read_work_dir, resume_from, scalar_points
@@ -91,3 +92,23 @@ def test_mmengines_own_local_vis_backend(tmp_path):
     points, saved = read_work_dir(str(work))
     assert [p.value for p in points if p.name == "loss"] == [1.0 / s for s in range(1, 5)]
     assert math.isclose([p.value for p in points if p.name == "coco/bbox_mAP"][-1], 0.2)
+
+
+# Recorded from a real run (mmengine 0.10.7, mmdet 3.3.0, torch 2.13 CPU; 2 nodes of the Slurm test
+# cluster, resumed from epoch 5 after a cancel): a resumed run's first training lines and a validation
+# line whose metrics were empty (CocoMetric found no detections), which is time and data_time only.
+REAL_RESUMED_RUN = DATA / "mmengine" / "resumed_run_scalars.json"
+
+
+def test_a_real_resumed_runs_lines_and_a_cancelled_epochs_partial_checkpoint(tmp_path):
+    points = scalar_points(REAL_RESUMED_RUN.read_text().splitlines())
+    assert [(p.name, p.step) for p in points if p.name == "loss"] == [("loss", 11), ("loss", 12)]
+    assert {p.name for p in points} == {"lr", "grad_norm", "loss", "loss_cls", "loss_bbox"}  # no validation point
+    work = tmp_path / "retinanet_r18_cpu_tiny"
+    work.mkdir()
+    for n in range(1, 7):
+        (work / f"epoch_{n}.pth").write_bytes(b"PK")
+    # the cancel came while epoch 6 was being saved: a partial epoch_6.pth, and last_checkpoint still names 5
+    (work / "last_checkpoint").write_text(str(work / "epoch_5.pth"))
+    _, saved = read_work_dir(str(work))
+    assert resume_from([c.path for c in saved], (work / "last_checkpoint").read_text()) == str(work / "epoch_5.pth")

@@ -2,6 +2,8 @@
 Config, trains with mmengine's Runner, one process per GPU under torchrun (``--launcher pytorch``,
 chosen by itself when torchrun's WORLD_SIZE is over 1), and resumes with ``--resume`` (no path: the
 work dir's ``last_checkpoint``), or from ``$YANFLOW_RESUME_FROM`` when the console resumes a job.
+On nodes without CUDA (a CPU partition) it starts gloo itself and keeps DDP on the CPU; a resume
+loads the checkpoint whole (torch 2.6 and later load weights only by default, which mmengine's fail).
 
 The work dir (``work_dirs/<config name>``, or ``--work-dir``) holds what mmengine writes:
 ``epoch_N.pth`` checkpoints, ``last_checkpoint`` (the newest one's path) and, per run,
@@ -22,7 +24,7 @@ import yanflow_events
 
 try:
     import mmdet  # noqa: F401  (registers MMDetection's models, datasets and hooks)
-    import torch  # noqa: F401
+    import torch
     from mmengine.config import Config
     from mmengine.runner import Runner
 except ImportError:
@@ -70,7 +72,32 @@ def main():
     if args.resume:
         cfg.resume = True
         cfg.load_from = None if args.resume == "auto" else args.resume
+        load_own_checkpoints_whole()
+    if args.launcher == "pytorch" and not torch.cuda.is_available():
+        on_cpu_nodes(cfg)
     Runner.from_cfg(cfg).train()
+
+
+def on_cpu_nodes(cfg):
+    """Nodes without CUDA (a CPU partition, a CPU build of torch): mmengine's pytorch launcher calls
+    ``torch.cuda.set_device`` and gives DDP ``device_ids=[LOCAL_RANK]``, both of which fail there. So
+    gloo is started here (mmengine then starts no process group of its own) and DDP keeps the model on
+    the CPU, with the options mmengine gives it by default."""
+    torch.distributed.init_process_group(backend="gloo")
+    wrapper = dict(cfg.get("model_wrapper_cfg") or {"type": "MMDistributedDataParallel"})
+    wrapper.setdefault("device_ids", None)
+    wrapper.setdefault("broadcast_buffers", False)
+    wrapper.setdefault("find_unused_parameters", cfg.get("find_unused_parameters", False))
+    cfg.model_wrapper_cfg = wrapper
+
+
+def load_own_checkpoints_whole():
+    """torch 2.6 and later load with ``weights_only=True`` unless told otherwise, and mmengine 0.10's
+    checkpoints hold more than weights (its message hub's ``HistoryBuffer``, numpy values): a resume
+    fails with "Weights only load failed". The checkpoint is this project's own, so torch is told to
+    load it whole, unless the environment already says either way."""
+    if "TORCH_FORCE_WEIGHTS_ONLY_LOAD" not in os.environ:
+        os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
 
 
 def dry_run(args, rank, world):
