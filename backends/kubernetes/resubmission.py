@@ -56,9 +56,7 @@ def resumed_name(name: str, n: int) -> str:
 def _own_labels(labels: Any) -> dict[str, str]:
     if not isinstance(labels, dict):
         return {}
-    return {
-        k: v for k, v in labels.items() if k not in CONTROLLER_LABELS and not str(k).startswith(CONTROLLER_PREFIX)
-    }
+    return {k: v for k, v in labels.items() if k not in CONTROLLER_LABELS and not str(k).startswith(CONTROLLER_PREFIX)}
 
 
 def _metadata(meta: Mapping[str, Any], name: str, namespace: str) -> dict[str, Any]:

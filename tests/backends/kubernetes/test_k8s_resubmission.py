@@ -66,7 +66,9 @@ async def test_a_job_made_elsewhere_is_created_again_from_its_template_with_the_
             "spec": {
                 "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}},
                 "template": {
-                    "metadata": {"labels": {"app": "train", "controller-uid": uid, "batch.kubernetes.io/controller-uid": uid}},
+                    "metadata": {
+                        "labels": {"app": "train", "controller-uid": uid, "batch.kubernetes.io/controller-uid": uid}
+                    },
                     "spec": JOB["spec"]["template"]["spec"],
                 },
                 "backoffLimit": 1,
@@ -88,8 +90,9 @@ async def test_a_job_made_elsewhere_is_created_again_from_its_template_with_the_
 
     created = emulator.get("jobs", NS, "train-resume-2")
     want = copy.deepcopy(JOB["spec"]["template"]["spec"])
-    want["containers"][0]["env"] = [{"name": "EPOCHS", "value": "3"}, {"name": resume.RESUME_ENV, "value": ENV[resume.RESUME_ENV]}]
-    want["containers"][1]["env"] = [{"name": resume.RESUME_ENV, "value": ENV[resume.RESUME_ENV]}]
+    resumed = {"name": resume.RESUME_ENV, "value": ENV[resume.RESUME_ENV]}
+    want["containers"][0]["env"] = [{"name": "EPOCHS", "value": "3"}, resumed]  # replaced where it was
+    want["containers"][1]["env"] = [resumed]
     assert created["spec"]["template"]["spec"] == want
     labels = created["spec"]["template"]["metadata"]["labels"]
     assert uid not in labels.values() and labels == {
@@ -99,7 +102,8 @@ async def test_a_job_made_elsewhere_is_created_again_from_its_template_with_the_
     }  # its own, from the server: the old Job's controller labels left out
     assert created["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/job-name": "train-resume-2"}}
     assert created["spec"]["backoffLimit"] == 1
-    assert created["metadata"]["labels"] == {"team": "vision"} and created["metadata"]["annotations"] == {"owner": "ana"}
+    assert created["metadata"]["labels"] == {"team": "vision"}
+    assert created["metadata"]["annotations"] == {"owner": "ana"}
     assert created["metadata"]["uid"] != uid and "managedFields" not in created["metadata"]
     assert created["status"] == {}
     assert sorted(n for _, n in emulator.store["jobs"]) == ["train", "train-resume-1", "train-resume-2"]

@@ -233,10 +233,28 @@ def test_a_job_sbatched_by_hand_resumes_as_slurm_holds_it_with_its_own_options(r
     options it ran with (the command line's over the script's own: --time 4 over its 00:03:00), a hostile
     name kept as it is, and YANFLOW_RESUME_FROM exported."""
     name = f'{root.name} a "b" $(c)'
-    first = slurm(
-        "sbatch", "--parsable", "-J", name, "-p", "gpu", "--time=4", "-D", str(root), "-c", "2", "--mem=300M",
-        "--gres=gpu:1", "-o", str(root / "resume-%j.out"), input=BY_HAND,
-    ).strip().split(";")[0]
+    first = (
+        slurm(
+            "sbatch",
+            "--parsable",
+            "-J",
+            name,
+            "-p",
+            "gpu",
+            "--time=4",
+            "-D",
+            str(root),
+            "-c",
+            "2",
+            "--mem=300M",
+            "--gres=gpu:1",
+            "-o",
+            str(root / "resume-%j.out"),
+            input=BY_HAND,
+        )
+        .strip()
+        .split(";")[0]
+    )
     try:
         wait_until((root / "checkpoints" / "epoch_2.json").exists, timeout=120, what=f"job {first}'s checkpoints")
         slurm("scancel", first)
