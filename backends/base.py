@@ -155,6 +155,10 @@ class Capabilities:
     # ``live_use(job_ids)``: running jobs' CPU and memory now from the cluster's own live source (``/proc``,
     # the metrics API, trial system metrics: ``yanflow_tui.liveuse``). A read: read-only mode allows it.
     live_use: bool = False
+    # ``native_resubmission(job_id, env)``: a job this console did not submit (sbatch'ed by hand, ``kubectl
+    # apply``'d) given back as a spec to send again as its cluster holds it (its own job file, ``JobSpec.native``,
+    # with the settings it ran with), ``env`` set in its environment: what ``resume`` sends when no spec was kept.
+    resubmission: bool = False
 
     def read_only_view(self) -> Capabilities:
         """These capabilities on a read-only cluster: every flag of ``needs_write`` off."""
@@ -206,6 +210,7 @@ FLAG_METHODS: dict[str, tuple[str, ...]] = {
     "share": ("share",),
     "upload": ("_upload",),
     "live_use": ("live_use",),
+    "resubmission": ("native_resubmission",),
 }
 
 # The kinds of scope a backend with ``capabilities.scopes`` may switch: its connection (a kubeconfig
@@ -660,6 +665,14 @@ class Backend(abc.ABC):
         by field key that differ from the file, e.g. the doubled time limit after a TIMEOUT). A read (not
         gated: the form's Submit is)."""
         raise BackendError(f"cluster {self.name!r} cannot give a job back as a job file")
+
+    async def native_resubmission(self, job_id: str, env: Mapping[str, str]) -> JobSpec:
+        """``capabilities.resubmission``: the job as a spec to submit again, for a job whose own spec is not
+        known here: its job file as the cluster holds it (``spec.native``: Slurm's batch script with the
+        options the job ran with, a Kubernetes Job's manifest under a new name), ``env`` added to its
+        environment. Reads only (not gated: the submit is, through ``submit``). Raises ``BackendError`` for a
+        job that cannot be sent again as one (a job array, a heterogeneous job), saying why."""
+        raise BackendError(f"cluster {self.name!r} cannot give a job back to submit it again")
 
     def check_args(self, action: str, args: Mapping[str, str]) -> None:
         """Raise ``BackendError`` unless ``args`` suit ``action`` (the names ``VERB_ARGS`` gives it, the

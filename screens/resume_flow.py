@@ -2,11 +2,15 @@
 (``yanflow_tui.resume``: through its backend's capabilities), then the Submit form on the job's own spec
 with ``YANFLOW_RESUME_FROM`` set to it; as the form's cluster changes, its notes say what must move
 there (nothing, a copy through the console, or what to copy by hand). No checkpoint, or no spec known
-here: said plainly, with where it looked or the path to set."""
+here: said plainly, with where it looked or the path to set. A job this console did not submit opens as its
+cluster gives it back (its own job file, ``Backend.native_resubmission``), sent with the options it ran with."""
 
 from __future__ import annotations
 
 import asyncio
+import shlex
+from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -14,6 +18,7 @@ import yaml
 
 from yanflow_tui import resume
 from yanflow_tui.errors import YanflowError
+from yanflow_tui.formfields import FormField, split_data
 from yanflow_tui.hub import error_text
 from yanflow_tui.locations import job_file_path, private_file
 from yanflow_tui.model import Job, JobSpec
@@ -46,11 +51,18 @@ async def resume_job(app: YanflowApp, job: Job) -> None:
     if plan.spec is None:
         app.report_error("Resume", f"checkpoint found: {plan.found.path}\n{plan.why_no_spec}")
         return
-    text = HEADER.format(job=job.id, cluster=job.cluster, env=resume.RESUME_ENV)
-    text += yaml.safe_dump(spec_to_data(plan.spec), sort_keys=False, allow_unicode=True)
-    path = job_file_path(f"{job.cluster}-{job.id}-resume.yaml")
-    await asyncio.to_thread(private_file, path, text)
-    app.open_in_submit(str(path), {}, job.cluster)
+    native = plan.spec.native
+    if native is not None:  # the job as its cluster holds it (not submitted from here): its own file
+        path = job_file_path(f"{job.cluster}-{job.id}-resume-{native.file}")
+        await asyncio.to_thread(private_file, path, native.text)
+        values = given_back_values(plan.spec, backend.form_fields(plan.spec.kind))
+    else:
+        text = HEADER.format(job=job.id, cluster=job.cluster, env=resume.RESUME_ENV)
+        text += yaml.safe_dump(spec_to_data(plan.spec), sort_keys=False, allow_unicode=True)
+        path = job_file_path(f"{job.cluster}-{job.id}-resume.yaml")
+        await asyncio.to_thread(private_file, path, text)
+        values = {}
+    app.open_in_submit(str(path), values, job.cluster)
     screen = app.screen
     if isinstance(screen, SubmitScreen):
         screen.resume_note = partial(note_for, app, plan)
@@ -58,10 +70,32 @@ async def resume_job(app: YanflowApp, job: Job) -> None:
     app.notify(f"resume from {plan.found.path}", timeout=4, markup=False)
 
 
+def given_back_values(spec: JobSpec, fields: Sequence[FormField]) -> dict[str, str]:
+    """The form's texts where a job given back by its cluster (``spec.native``) differs from its file's
+    own lines (its environment with the checkpoint), set over the file in the form."""
+    written = spec.native.written if spec.native is not None else None
+    now = split_data(spec_to_data(spec), fields)[0]
+    was = split_data(spec_to_data(written), fields)[0] if written is not None else {}
+    return {key: text for key, text in now.items() if was.get(key) != text}
+
+
+def with_recorded(plan: resume.Plan, spec: JobSpec, cluster: str) -> JobSpec:
+    """The form's spec sent with the options the job ran with (``NativeFile.recorded``), on its own cluster."""
+    given = plan.spec.native if plan.spec is not None else None
+    native = spec.native
+    if given is None or not given.recorded or native is None or native.kind != given.kind or cluster != plan.cluster:
+        return spec
+    return replace(spec, native=replace(native, recorded=given.recorded))
+
+
 def note_for(app: YanflowApp, plan: resume.Plan, cluster: str) -> str:
     """What the Submit form says of the resume while it is for ``cluster``."""
     found, source = plan.found, plan.cluster
     said = f"resuming job {plan.job_id} of {source} from {found.path} ({found.what})"
+    given = plan.spec.native if plan.spec is not None else None
+    if given is not None and given.recorded and (not cluster or cluster == source):
+        ran = shlex.join(f"--{key}={value}" for key, value in given.recorded)
+        said += f"; sent as {source} holds it, with the options it ran with: {ran}"
     if not cluster or cluster == source:
         return said
     move = resume.move_for(app.hub.backend(source), app.hub.backend(cluster), plan.job_id, found)
@@ -75,7 +109,9 @@ def note_for(app: YanflowApp, plan: resume.Plan, cluster: str) -> str:
 async def carry_first(app: YanflowApp, plan: resume.Plan, spec: JobSpec, cluster: str) -> JobSpec:
     """Before the form's submit: on another cluster that shares no storage, the checkpoint copied there
     (``resume.carry``) and the spec resuming from that copy. Left as it is where nothing must move, where
-    only the user can copy it (the note said what), or where the user changed the path in the form."""
+    only the user can copy it (the note said what), or where the user changed the path in the form. A job
+    given back by its cluster goes with the options it ran with (``with_recorded``)."""
+    spec = with_recorded(plan, spec, cluster)
     if cluster == plan.cluster or spec.env.get(resume.RESUME_ENV) != plan.found.path:
         return spec
     source, target = app.hub.backend(plan.cluster), app.hub.backend(cluster)

@@ -290,6 +290,9 @@ class NativeFile:
     context: str = ""
     written: JobSpec | None = None
     editable: bool = False  # the form's fields may change what is sent (sbatch: as sbatch options)
+    # The options the job ran with as its cluster recorded them, sent with the file (a job given back to
+    # submit again, ``Backend.native_resubmission``: sbatch's ``--key=value`` before the form's changes).
+    recorded: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,11 @@ Queue's resume key and ``yanflow-tui resume`` share it).
 ``find`` looks through the job's backend, by capability, never by kind: the spec's ``resume:`` glob, or
 the backend's own checkpoints (``capabilities.checkpoints``: Determined), or the job's output folder
 (``capabilities.files``: Slurm over its SSH transport, the local filesystem) for the layouts of
-``yanflow_tui.checkpoints``. ``plan`` adds the spec the job was submitted with (``submitted``), the
-spec to send (``RESUME_ENV`` set to the checkpoint) and, for another cluster, what must move: nothing
-where the clusters name the same ``storage:``, else a copy through this console (the backend's atomic
-download here, then the other cluster's gated ``upload``), else the words saying what to copy."""
+``yanflow_tui.checkpoints``. ``plan`` adds the spec the job was submitted with (``submitted``; for a job
+this console did not submit, the job as its cluster holds it: ``capabilities.resubmission``), the spec to
+send (``RESUME_ENV`` set to the checkpoint) and, for another cluster, what must move: nothing where the
+clusters name the same ``storage:``, else a copy through this console (the backend's atomic download
+here, then the other cluster's gated ``upload``), else the words saying what to copy."""
 
 from __future__ import annotations
 
@@ -234,14 +235,32 @@ async def plan(source: Backend, job_id: str, target: Backend | None = None) -> P
     if search.found is None:
         raise NoCheckpoint(f"no checkpoint found for job {job_id} on {source.name}: looked in {search.looked}")
     move = move_for(source, target, job_id, search.found)
-    why = (
-        ""
-        if spec is not None
-        else f"the spec job {job_id} was submitted with is not known here (it was not submitted from this "
-        f"console): submit it again with {RESUME_ENV}={search.found.path}"
-    )
-    new = resumed(spec, search.found.path, target.name) if spec is not None and move.how == "none" else spec
-    return Plan(source.name, job_id, target.name, search.found, new, move, why)
+    if spec is None:
+        given, why = await given_back(source, job_id, target, search.found.path)
+        return Plan(source.name, job_id, target.name, search.found, given, move, why)
+    new = resumed(spec, search.found.path, target.name) if move.how == "none" else spec
+    return Plan(source.name, job_id, target.name, search.found, new, move)
+
+
+async def given_back(source: Backend, job_id: str, target: Backend, path: str) -> tuple[JobSpec | None, str]:
+    """A job not submitted from this console (no spec kept): the job as its cluster holds it, to send again
+    there with ``RESUME_ENV`` set (``capabilities.resubmission``); else None and why, with what to do."""
+    by_hand = f"submit it again with {RESUME_ENV}={path}"
+    if not source.capabilities.resubmission:
+        return None, (
+            f"the spec job {job_id} was submitted with is not known here (it was not submitted from this "
+            f"console): {by_hand}"
+        )
+    if target.name != source.name:
+        return None, (
+            f"job {job_id} was not submitted from this console: it is sent again as {source.name} holds it, on "
+            f"{source.name} only (resume it there); on {target.name}, {by_hand}"
+        )
+    try:
+        spec = await source.native_resubmission(job_id, {RESUME_ENV: path})
+    except BackendError as exc:
+        return None, f"job {job_id} was not submitted from this console, and {source.name} cannot send it again: {exc}"
+    return replace(spec, cluster=source.name), ""
 
 
 async def carry(

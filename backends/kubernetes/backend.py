@@ -21,7 +21,7 @@ import os
 import posixpath
 import re
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,7 @@ class KubernetesBackend(Backend):
         placement=True,
         share=True,
         live_use=True,  # running pods' CPU and memory through the metrics API (``podmetrics``), where installed
+        resubmission=True,  # a Job not made here: a new Job from its template (``resubmission``)
     )
 
     def __init__(
@@ -427,6 +428,42 @@ class KubernetesBackend(Backend):
             return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
 
         return await asyncio.to_thread(read)
+
+    async def native_resubmission(self, job_id_: str, env: Mapping[str, str]) -> JobSpec:
+        """A new Job from the Job's template, under the first ``<name>-resume-<n>`` not taken (reads only)."""
+        from yanflow_tui.backends.kubernetes import nativefile, resubmission
+        from yanflow_tui.yamldoc import load_yaml
+
+        namespace, name, pod = self._split(job_id_)
+        if pod:
+            raise BackendError(f"{job_id_!r} is one pod of {namespace}/{name}; resume the whole job")
+        if self._api is None:
+            await asyncio.to_thread(self._load_client)
+
+        def read() -> tuple[dict, str]:
+            try:
+                job = self._call_json(self._batch.read_namespaced_job, name, namespace)
+            except Exception as exc:
+                raise BackendError(f"cannot read {job_id_}: {error_text(exc)}") from None
+            for n in range(1, resubmission.MAX_TRIES + 1):
+                candidate = resubmission.resumed_name(name, n)
+                try:
+                    self._call_json(self._batch.read_namespaced_job, candidate, namespace)
+                except Exception as exc:
+                    if getattr(exc, "status", None) == 404:
+                        return job, candidate
+                    raise BackendError(f"cannot check for Job {namespace}/{candidate}: {error_text(exc)}") from None
+            raise BackendError(f"Jobs {resubmission.resumed_name(name, 1)} to -{resubmission.MAX_TRIES} all exist")
+
+        job, new_name = await asyncio.to_thread(read)
+        job.setdefault("metadata", {}).setdefault("namespace", namespace)
+        created = resubmission.new_job(job, new_name, env)
+        file = f"{namespace}-{new_name}.yaml"
+        text = resubmission.manifest_text(created, job_id_)
+        spec = nativefile.read_manifest(load_yaml(text, file), text)
+        assert spec.native is not None and spec.native.written is not None
+        native = replace(spec.native, written=replace(spec.native.written, env=dict(env)))
+        return replace(spec, env=dict(env), native=native)
 
     def _events(self, namespace: str, names: list[str]) -> list[tuple[str, str, str, str, str]]:
         rows = []

@@ -135,6 +135,7 @@ class SlurmBackend(Backend):
         placement=True,
         share=True,
         upload=True,  # through the transport, no SFTP needed (``upload``)
+        resubmission=True,  # a job sbatch'ed by hand: its batch script with the options it ran with
     )
 
     def __init__(self, config: ClusterConfig, transport: Transport | None = None):
@@ -798,6 +799,12 @@ class SlurmBackend(Backend):
         _check_id(job_id)
         self.check_args("resubmit", args)
         return await verbs.job_file(self.transport, job_id, args)
+
+    async def native_resubmission(self, job_id: str, env: Mapping[str, str]) -> JobSpec:
+        from yanflow_tui.backends.slurm import resubmission
+
+        _check_id(job_id)
+        return await resubmission.resubmission(self.transport, job_id, env)
 
     def check_args(self, action: str, args: Mapping[str, str]) -> None:
         super().check_args(action, args)

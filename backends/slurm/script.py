@@ -174,7 +174,8 @@ def render(spec: JobSpec, tag: str, defaults: dict | None = None, container: Con
 def render_native(spec: JobSpec, tag: str | None, defaults: dict | None = None) -> Rendered:
     """An sbatch script sent as written (``spec.native``), on stdin. What the spec's fields say
     differently from the script's own directives (an edit in the form, the cluster's defaults where the
-    script says nothing) goes on the command line, which sbatch puts over the directives. ``tag`` goes
+    script says nothing) goes on the command line, which sbatch puts over the directives, after the
+    options the job ran with where it is one given back to submit again (``NativeFile.recorded``). ``tag`` goes
     into ``--comment`` unless the script sets its own (then it cannot be looked up by a tag)."""
     native = spec.native
     assert native is not None and native.written is not None
@@ -187,6 +188,10 @@ def render_native(spec: JobSpec, tag: str | None, defaults: dict | None = None) 
     argv = ["sbatch", "--parsable"]
     if tag is not None and not nativefile.sbatch_sets(native, "comment"):
         argv.append(f"--comment={tagged(tag, {'outputs': spec.outputs})}")
+    # A job given back to submit again: the options it ran with, then what the form changed (sbatch takes
+    # the last of an option given twice); the cluster's defaults are for a file that says nothing.
+    argv += [f"--{key}={value}" for key, value in native.recorded if key not in RESERVED]
+    defaults = None if native.recorded else defaults
     for key, value in options(spec, defaults):
         if key not in written or written[key] != value:
             argv.append(f"--{key}" if value is None else f"--{key}={value}")

@@ -2,7 +2,9 @@
 backend whose jobs' output folder is a real folder (listed and copied as the local backend does), the key
 opens the Submit form on the job's own spec (the one kept when it was submitted) with
 ``YANFLOW_RESUME_FROM`` set to its newest checkpoint; choosing another cluster in the form says what must
-move; no checkpoint is said plainly, and read-only mode refuses the key."""
+move; no checkpoint is said plainly, and read-only mode refuses the key. A job this console did not submit
+opens as its cluster gives it back (``native_resubmission``: its own script), and is sent with the options it
+ran with."""
 
 from __future__ import annotations
 
@@ -181,3 +183,50 @@ async def test_read_only_refuses_the_key(outputs):
         await pilot.press("C")
         await wait_for(pilot, lambda: any("read-only: resume refused" in s for s in said), what="refused")
         assert not isinstance(app.screen, SubmitScreen)
+
+
+SCRIPT = "#!/bin/sh\n#SBATCH --time=00:03:00\npython3 train.py\n"
+RAN_WITH = (("job-name", "by hand"), ("partition", "gpu"))
+
+
+class GivingFake(FolderFake):
+    """A cluster that gives a job back to send again (its script, with the options it ran with)."""
+
+    kind = "fake-giving"
+    capabilities = replace(FolderFake.capabilities, resubmission=True, native_files=frozenset({"sbatch"}))
+
+    async def native_resubmission(self, job_id, env):
+        from yanflow_tui.backends.slurm import resubmission
+
+        return resubmission.spec_for(job_id, SCRIPT, list(RAN_WITH), env)
+
+    def _render_native(self, spec):
+        return spec.native.text
+
+    async def _submit_native(self, spec, tag, retry):
+        return await self._submit(spec)
+
+
+async def test_a_job_not_submitted_here_opens_as_its_cluster_gives_it_back(home, tmp_path, register_backend):
+    (tmp_path / "out" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "out" / "checkpoints" / "epoch_4.json").write_text("{}")
+    OUTPUTS[:] = [tmp_path / "out"]
+    register_backend(GivingFake)
+    app = make_app(ClusterConfig("hpc", "fake-giving", refresh_seconds=3600))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for(pilot, lambda: app.hub.find_job("hpc", "101"), what="job 101")
+        await pilot.press("C")
+        screen = await submit_screen(pilot, app)
+        fourth = str(tmp_path / "out" / "checkpoints" / "epoch_4.json")
+        await wait_for(pilot, lambda: screen.query_one("#env").text == f"YANFLOW_RESUME_FROM={fourth}", what="env")
+        assert screen.query_one("#command").text == "python3 train.py"  # the script's own body
+        await wait_for(
+            pilot,
+            lambda: "with the options it ran with: '--job-name=by hand' --partition=gpu" in notes(screen),
+            what="the note",
+        )
+        await pilot.press("ctrl+s")
+        giving = next(b for b in FakeBackend.instances if b.name == "hpc")
+        sent = await wait_for(pilot, lambda: [c[1] for c in giving.calls if c[0] == "submit"], what="the submit")
+        assert sent[0].native.text == SCRIPT and sent[0].native.recorded == RAN_WITH
+        assert sent[0].env == {"YANFLOW_RESUME_FROM": fourth}

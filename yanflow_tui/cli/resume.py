@@ -1,5 +1,6 @@
 """``resume JOB [--cluster OTHER]``: the job's newest checkpoint found (``yanflow_tui.resume``), printed,
-then the job's own spec submitted again with ``YANFLOW_RESUME_FROM`` set to it, on the job's cluster or
+then the job's own spec (a job this console did not submit: as its cluster holds it,
+``Backend.native_resubmission``) submitted again with ``YANFLOW_RESUME_FROM`` set to it, on the job's cluster or
 ``--cluster``'s (the checkpoint copied there through this console where they share no storage), through
 the one gate (``Hub.submit``); read-only refuses before any I/O. It asks first unless ``--yes``."""
 
@@ -20,7 +21,10 @@ if TYPE_CHECKING:
 
 
 def add_parsers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
-    text = "resume a job from its newest checkpoint: its own spec again, YANFLOW_RESUME_FROM set to it"
+    text = (
+        "resume a job from its newest checkpoint: its own spec again (a job not submitted from here: as its "
+        "cluster holds it, with the options it ran with), YANFLOW_RESUME_FROM set to it"
+    )
     p = sub.add_parser("resume", parents=[common], help=text, description=text + ".")
     p.add_argument("job", metavar="JOB")
     p.add_argument("--cluster", metavar="OTHER", help="where the new job runs (default: the job's own cluster)")

@@ -205,3 +205,69 @@ async def test_upload_over_ssh_without_sftp_places_a_folder_checked_and_never_re
 
 def read(path: Path) -> bytes:
     return path.read_bytes()
+
+
+BY_HAND = """#!/bin/sh
+#SBATCH --time=00:03:00
+echo "resuming from ${YANFLOW_RESUME_FROM:-nothing}"
+[ -n "$YANFLOW_RESUME_FROM" ] && exit 0
+mkdir -p checkpoints
+echo '{"epoch": 1}' > checkpoints/epoch_1.json
+echo '{"epoch": 2}' > checkpoints/epoch_2.json
+sleep 300
+"""
+
+
+def shown(job_id: str) -> dict[str, str]:
+    """``scontrol show job``'s name (the rest of its first line: it may hold spaces), partition, time limit,
+    CPUs per task, memory, GRES and workdir."""
+    text = slurm("scontrol", "show", "job", job_id)
+    out = {"JobName": text.splitlines()[0].split(" JobName=", 1)[1]}
+    for key in ("Partition", "TimeLimit", "CPUs/Task", "MinMemoryNode", "TresPerNode", "WorkDir", "NumNodes"):
+        out[key] = text.split(f" {key}=", 1)[1].split()[0]
+    return out
+
+
+def test_a_job_sbatched_by_hand_resumes_as_slurm_holds_it_with_its_own_options(root, tmp_path):
+    """Not submitted through the console (no spec kept): its script as Slurm kept it, sent again with the
+    options it ran with (the command line's over the script's own: --time 4 over its 00:03:00), a hostile
+    name kept as it is, and YANFLOW_RESUME_FROM exported."""
+    name = f'{root.name} a "b" $(c)'
+    first = (
+        slurm(
+            "sbatch",
+            "--parsable",
+            "-J",
+            name,
+            "-p",
+            "gpu",
+            "--time=4",
+            "-D",
+            str(root),
+            "-c",
+            "2",
+            "--mem=300M",
+            "--gres=gpu:1",
+            "-o",
+            str(root / "resume-%j.out"),
+            input=BY_HAND,
+        )
+        .strip()
+        .split(";")[0]
+    )
+    try:
+        wait_until((root / "checkpoints" / "epoch_2.json").exists, timeout=120, what=f"job {first}'s checkpoints")
+        slurm("scancel", first)
+        wait_until(lambda: live_state(first) in ("CANCELLED", None), timeout=60, what="cancelled")
+        again = cli(tmp_path, "resume", first, "--from", "slurm-test", "--yes", "--json")
+        assert again.returncode == 0, again.stderr
+        answer = validated(again.stdout, "resume")["resume"]
+        second = str(root / "checkpoints" / "epoch_2.json")
+        assert answer["checkpoint"]["path"] == second and answer["submit"]["resume_from"] == second
+        new = answer["submit"]["id"]
+        assert new != first
+        text = wait_done(root, new, live_state)
+        assert f"resuming from {second}" in text, text
+        assert shown(new) == shown(first) and shown(new)["JobName"] == name and shown(new)["TimeLimit"] == "00:04:00"
+    finally:
+        slurm("scancel", first, check=False)
