@@ -4,8 +4,8 @@ editor does: JSON-RPC over its stdio with ``Content-Length`` framing; ``initiali
 sends (``workspace/didChangeConfiguration``), ``textDocument/didOpen``, then the ``publishDiagnostics`` the
 server pushes and ``textDocument/completion``.
 
-``scripts/editor-setup`` installs the server from the npm registry into ``YLS_DIR`` (scripts/test.sh calls
-it). Tests FAIL, never skip, when it (or node) is missing."""
+``scripts/outside-tools-setup`` installs the server from the npm registry into ``YLS_DIR`` (scripts/test.sh
+calls it). Tests FAIL, never skip, when it (or node) is missing."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import pytest
 
 YLS_DIR = Path(os.environ.get("YANFLOW_YLS_DIR", "/tmp/yanflow-yls"))
 SERVER = YLS_DIR / "node_modules" / "yaml-language-server" / "bin" / "yaml-language-server"
-MISSING = "the YAML language server is not installed: run scripts/editor-setup (npm install; scripts/test.sh runs it)"
+MISSING = "the YAML language server is not installed (or node): run scripts/outside-tools-setup (scripts/test.sh does)"
 # What an editor sends: checking, completion and hover on; no download of the Schema Store's catalog
 # (a schema comes from the file's own `$schema` line, or from `schemas`).
 SETTINGS = {"validate": True, "completion": True, "hover": True, "schemaStore": {"enable": False}}
@@ -128,7 +128,9 @@ class LanguageServer:
         assert uri not in self._opened, f"{uri} is open already: open another (an unsaved buffer beside it)"
         self._opened.add(uri)
         body = path.read_text(encoding="utf-8") if text is None else text
-        self.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "yaml", "version": 1, "text": body}})
+        self.notify(
+            "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "yaml", "version": 1, "text": body}}
+        )
         return uri
 
     def diagnostics(self, uri: str, timeout: float = 30) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
 """The JSON Schemas as an editor sees them: the REAL YAML language server (``tests/yamlls.py``; installed from
-the npm registry by ``scripts/editor-setup``) opens every sample and template project spec and finds its
+the npm registry by ``scripts/outside-tools-setup``) opens every sample and template project spec and finds its
 schema from the file's own ``$schema`` line, offline, with no problem to show; it names a wrong type and an
 unknown key; it offers the spec's keys and choices; a project ``yanflow-tui init`` writes points at this
 install's schema; the config is checked through a modeline or the editor's ``yaml.schemas`` setting."""
@@ -106,9 +106,9 @@ def test_the_config_is_checked_by_a_modeline_or_by_the_editors_schema_setting(tm
     # VS Code's `yaml.schemas` (Neovim's `settings.yaml.schemas`): a schema for the files of a glob.
     schemas = {fileschemas.path("config").as_uri(): "**/yanflow/config.yaml"}
     with language_server(tmp_path, tmp_path / "server.log", schemas=schemas) as server:
-        for path, body in ((by_line, f"{fileschemas.install_modeline('config')}\n{text}"), (folder / "config.yaml", text)):
+        with_line = f"{fileschemas.install_modeline('config')}\n{text}"
+        for path, body, first in ((by_line, with_line, 1), (folder / "config.yaml", text, 0)):
             found = problems(server, path, body)
-            first = 1 if path == by_line else 0
             assert (first, "fast", 'Incorrect type. Expected "number".') in found, found
             assert [m for line, marked, m in found if (line, marked) == (first + 2, "ssh")], found  # Slurm's key
         assert problems(server, tmp_path / "other.yaml", text) == []  # no schema: nothing to say
