@@ -30,7 +30,7 @@ SETTINGS = {"validate": True, "completion": True, "hover": True, "schemaStore": 
 
 
 class LanguageServer:
-    """One server process; ``request`` waits for its answer, ``diagnostics`` for the next list it pushes."""
+    """One server process; ``request`` waits for its answer, ``diagnostics`` for the list it pushes for a buffer."""
 
     def __init__(self, root: Path, log: Path):
         node = shutil.which("node")
@@ -44,6 +44,7 @@ class LanguageServer:
         self.root = root
         self.settings: dict[str, Any] = dict(SETTINGS)  # the `yaml` section, as the editor's settings hold it
         self._changed = threading.Condition()  # notified at each answer and each list of diagnostics
+        self._writing = threading.Lock()  # the reader thread answers the server's requests: one frame at a time
         self._next = 0
         self._answers: dict[int, dict[str, Any]] = {}
         self._published: dict[str, list[list[dict[str, Any]]]] = {}  # uri -> every list pushed, in order
@@ -55,8 +56,9 @@ class LanguageServer:
     def _send(self, message: dict[str, Any]) -> None:
         body = json.dumps({"jsonrpc": "2.0", **message}).encode()
         assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.process.stdin.flush()
+        with self._writing:
+            self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.process.stdin.flush()
 
     def _read(self, stream: IO[bytes]) -> None:
         while True:
