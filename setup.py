@@ -25,6 +25,7 @@ DATA["yanflow_tui.fileschemas"] = ["*.json"]
 # The samples the template picker lists, as package data.
 DATA["yanflow_tui.sample_jobs"] = [
     "*.yaml",
+    "spec.schema.json",  # the spec schema's copy that the samples' `$schema` lines name (yanflow_tui.fileschemas)
     "det-hpsearch/*",
     "det-hpsearch/.detignore",
     "native/*",  # job files as users have them, submitted as they are written

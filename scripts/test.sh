@@ -28,6 +28,8 @@ fi
 export PATH="$PWD/$VENV/bin:$PATH"
 # The container tests run podman for real (an image built from a busybox rootfs); without it they fail.
 scripts/podman-setup || echo "test.sh: scripts/podman-setup failed; the container tests will fail" >&2
+# The editor and outside-script tests run the real YAML language server (npm) and jq; without them they fail.
+scripts/outside-tools-setup || echo "test.sh: scripts/outside-tools-setup failed; the editor tests will fail" >&2
 # The Slurm tests run against real loopback clusters (munge, slurmctld, slurmd, sshd; the site profile adds
 # slurmdbd and MariaDB).
 # Starting it needs root; without it those tests fail with a message saying how to start it.

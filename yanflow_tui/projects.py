@@ -12,7 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from yanflow_tui.yamldoc import first_line
+from yanflow_tui.yamldoc import MODELINE, first_line
 
 PACKAGE = Path(__file__).resolve().parent
 PROJECT_DIRS = (PACKAGE.parent / "sample_jobs" / "projects", PACKAGE / "sample_jobs" / "projects")
@@ -89,11 +89,20 @@ def write_project(name: str, dest: str | Path) -> Path:
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, out)
     spec = target / SPEC
-    text = spec.read_text(encoding="utf-8")
+    text = _point_at_install(spec.read_text(encoding="utf-8"))
     if "\nkind: experiment" not in text:  # Determined sends the folder itself (determined.context)
         text += (
             "# Where `yanflow-tui init` wrote the project; in a container, the path the project is mounted at.\n"
             f"workdir: {json.dumps(str(target))}\n"
         )
-        spec.write_text(text, encoding="utf-8")
+    spec.write_text(text, encoding="utf-8")
     return spec
+
+
+def _point_at_install(text: str) -> str:
+    """The spec's text with its editor modeline naming this install's schema file (the shipped line is
+    relative to the samples' folder, which the written project is not in)."""
+    from yanflow_tui import fileschemas
+
+    first, newline, rest = text.partition("\n")
+    return fileschemas.install_modeline("spec") + newline + rest if first.startswith(MODELINE) else text

@@ -49,11 +49,20 @@ def test_the_shipped_schema_is_the_generators_output(name):
     )
 
 
+def test_the_samples_schema_copy_is_the_generators_output():
+    """The copy beside the samples, which their `$schema` lines name (a relative path, resolved offline)."""
+    copy = SAMPLES / fileschemas.SAMPLE_SCHEMA
+    assert copy.read_text(encoding="utf-8") == fileschemas.dumps(fileschemas.build("spec")), (
+        "stale: run `python -m yanflow_tui.fileschemas`"
+    )
+
+
 @pytest.mark.parametrize("path", our_specs(), ids=lambda p: p.relative_to(SAMPLES).as_posix())
 def test_the_spec_schema_accepts_every_sample_and_template(path):
     load_spec(path)  # the checker accepts it
     text = path.read_text(encoding="utf-8")
-    assert text.splitlines()[0] == fileschemas.modeline("spec")  # the editor finds the schema
+    # The editor finds the schema: the copy beside the samples, by a path relative to the file.
+    assert text.splitlines()[0] == fileschemas.sample_modeline(path.relative_to(SAMPLES))
     errors = [e.message for e in validator("spec").iter_errors(yaml.safe_load(text))]
     assert not errors
 

@@ -1,7 +1,11 @@
 """JSON Schemas (draft 2020-12) of the job spec and of the config, for editors (the YAML language server,
 VS Code, Neovim): made from the declarative field table the checkers read (``yanflow_tui.fieldtable``) and
 the backend registry's sections and options, so they cannot drift. The shipped files beside this module
-(``spec.schema.json``, ``config.schema.json``) are this generator's output for the shipped backends;
+(``spec.schema.json``, ``config.schema.json``) are this generator's output for the shipped backends, and so
+is ``sample_jobs/spec.schema.json``: the samples' and template projects' ``$schema`` line is a path relative to
+the file (``spec.schema.json``, ``../../spec.schema.json``), which an editor resolves offline, in a source
+checkout and in an installed package alike (``sample_jobs/`` sits beside ``yanflow_tui/`` in one, inside it in
+the other); ``yanflow-tui init`` points a project's copy at this install's file (a ``file:`` URI).
 ``python -m yanflow_tui.fileschemas`` writes them again, and a test checks that they are current.
 ``yanflow-tui schema spec|config`` prints the schema of this install (a site's backend plugins included).
 
@@ -33,24 +37,44 @@ from yanflow_tui.fieldtable import (
 
 NAMES = ("spec", "config")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-# Where the shipped files are published (the project's repository), for ``$id`` and the samples' modeline.
+# Where the shipped files are published (the project's repository): the schemas' ``$id``, an identifier only
+# (no file points an editor there: it is not reachable offline, and ``main`` may differ from this install).
 BASE_URL = "https://raw.githubusercontent.com/yanflow/yanflow-tui/main/yanflow_tui/fileschemas/"
+HERE = Path(__file__).resolve().parent
+# The samples' folder: beside the package in a source checkout, inside it once installed.
+SAMPLE_DIRS = (HERE.parents[1] / "sample_jobs", HERE.parent / "sample_jobs")
+SAMPLE_SCHEMA = "spec.schema.json"  # the spec schema's copy in the samples' folder, which their modelines name
 TITLES = {"spec": "YanFlow TUI job spec", "config": "YanFlow TUI config"}
 TEXT: dict[str, Any] = {"type": ["string", "number"]}  # a number is kept as written (1:30:00, 0x1F)
 
 
 def path(name: str) -> Path:
     """The shipped file of schema ``name`` (spec or config)."""
-    return Path(__file__).with_name(f"{name}.schema.json")
+    return HERE / f"{name}.schema.json"
 
 
 def url(name: str) -> str:
     return f"{BASE_URL}{name}.schema.json"
 
 
-def modeline(name: str) -> str:
-    """The first line of a YAML file that points the YAML language server at schema ``name``."""
-    return f"# yaml-language-server: $schema={url(name)}"
+def modeline(schema: str) -> str:
+    """The first line of a YAML file that points the YAML language server at ``schema``: a path relative to
+    the file, an absolute path or a URI (no spaces: the server reads the value up to the first one)."""
+    return f"# yaml-language-server: $schema={schema}"
+
+
+def sample_modeline(relative: Path) -> str:
+    """The modeline of the sample at ``relative`` (to the samples' folder): their schema copy, relatively."""
+    return modeline("../" * (len(relative.parts) - 1) + SAMPLE_SCHEMA)
+
+
+def install_modeline(name: str) -> str:
+    """The modeline of a file written outside the package (``yanflow-tui init``): this install's schema file."""
+    return modeline(path(name).as_uri())
+
+
+def samples_dir() -> Path | None:
+    return next((d for d in SAMPLE_DIRS if d.is_dir()), None)
 
 
 def build(name: str) -> dict[str, Any]:
@@ -248,8 +272,10 @@ def _config() -> dict[str, Any]:
 
 def write() -> list[Path]:
     """Write every shipped schema file again (``python -m yanflow_tui.fileschemas``)."""
-    written = []
-    for name in NAMES:
-        path(name).write_text(dumps(build(name)), encoding="utf-8")
-        written.append(path(name))
-    return written
+    targets = [(name, path(name)) for name in NAMES]
+    samples = samples_dir()
+    if samples is not None:
+        targets.append(("spec", samples / SAMPLE_SCHEMA))
+    for name, target in targets:
+        target.write_text(dumps(build(name)), encoding="utf-8")
+    return [target for _, target in targets]
