@@ -27,8 +27,11 @@ def test_the_backend_gets_the_sdks_own_objects_without_its_training_library():
     out = run(f"""
         import json, sys
         from yanflow_tui import lazyimports
-        lazy = lazyimports.lazy_determined()
-        import yanflow_tui.backends.determined.backend
+        from yanflow_tui.backends import registry
+        from yanflow_tui.config import ClusterConfig
+        # the backend as the hub makes it, which puts the lazy packages in place itself
+        registry.create(ClusterConfig("det", "determined", options={{"master": "http://127.0.0.1:1"}}))
+        lazy = isinstance(sys.modules["determined"], lazyimports.LazyPackage)
         from determined.common import api, util, yaml
         from determined.common.api import bindings, errors, _session, authentication
         from ruamel import yaml as ruamel_yaml
