@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import tty
+from collections.abc import Callable
 from queue import Empty, Queue
 
 import pytest
@@ -40,15 +41,16 @@ def test_the_escape_delay_is_the_consoles_default_unless_escdelay_is_set(set_by_
     assert out.stdout.strip() == expected  # and ESCDELAY is not left set for the programs the console starts
 
 
-def escape_latencies(driver_class: type[LinuxDriver], presses: int = 7) -> list[float]:
-    """Seconds from a lone Escape written to a terminal to the Escape key the driver's input loop makes."""
-    master, slave = pty.openpty()
+def input_loop(
+    driver_class: type[LinuxDriver], slave: int, received: Callable[[object], object]
+) -> tuple[LinuxDriver, threading.Thread]:
+    """``driver_class``'s input loop reading the terminal ``slave`` (made raw) in a thread, each message
+    it makes given to ``received``."""
     tty.setraw(slave)
-    got: Queue = Queue()
 
     class Recording(driver_class):  # type: ignore[misc,valid-type]
         def process_message(self, message: object) -> None:
-            got.put((time.monotonic(), message))
+            received(message)
 
     async def make() -> LinuxDriver:
         return Recording(None)  # type: ignore[arg-type]
@@ -57,6 +59,14 @@ def escape_latencies(driver_class: type[LinuxDriver], presses: int = 7) -> list[
     driver.fileno = slave
     thread = threading.Thread(target=driver.run_input_thread, daemon=True)
     thread.start()
+    return driver, thread
+
+
+def escape_latencies(driver_class: type[LinuxDriver], presses: int = 7) -> list[float]:
+    """Seconds from a lone Escape written to a terminal to the Escape key the driver's input loop makes."""
+    master, slave = pty.openpty()
+    got: Queue = Queue()
+    driver, thread = input_loop(driver_class, slave, lambda message: got.put((time.monotonic(), message)))
     latencies = []
     try:
         for _ in range(presses):
@@ -99,19 +109,7 @@ def test_an_idle_input_loop_waits_without_a_poll_and_the_exit_wakes_it(monkeypat
 
     monkeypatch.setattr(selectors, "SelectSelector", Recorded)
     master, slave = pty.openpty()
-    tty.setraw(slave)
-
-    class Quiet(escdelay.driver()):  # type: ignore[misc]
-        def process_message(self, message: object) -> None:
-            pass
-
-    async def make() -> LinuxDriver:
-        return Quiet(None)  # type: ignore[arg-type]
-
-    driver = asyncio.run(make())
-    driver.fileno = slave
-    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
-    thread.start()
+    driver, thread = input_loop(escdelay.driver(), slave, lambda message: None)
 
     def wait_for(expected) -> None:
         deadline = time.monotonic() + 5
