@@ -98,6 +98,7 @@ def driver() -> type[LinuxDriver]:
             selector.register(self.fileno, selectors.EVENT_READ)
             waking = self.exit_event if isinstance(self.exit_event, WakingEvent) else None
             if waking is not None:
+                waking.open()  # (closed by a suspend: Textual's ``suspend_application_mode`` closes the driver)
                 waking.drain()  # (a wake left from an earlier exit)
                 selector.register(waking.fileno, selectors.EVENT_READ)
             fileno = self.fileno
@@ -151,13 +152,23 @@ def driver() -> type[LinuxDriver]:
 
 class WakingEvent(threading.Event):
     """A ``threading.Event`` whose ``set`` also makes its pipe (``fileno``) readable, so that a select
-    waiting on it wakes at once; ``drain`` empties the pipe."""
+    waiting on it wakes at once; ``drain`` empties the pipe, ``close`` closes it and ``open`` makes it again."""
+
+    fileno = -1
+    _write = -1
 
     def __init__(self) -> None:
         super().__init__()
-        self.fileno, self._write = os.pipe()
-        os.set_blocking(self.fileno, False)
-        os.set_blocking(self._write, False)
+        self.open()
+
+    def open(self) -> None:
+        """The pipe made again if it was closed (a suspended console's driver is closed, then resumed)."""
+        if self.fileno >= 0:
+            return
+        read, write = os.pipe()
+        os.set_blocking(read, False)
+        os.set_blocking(write, False)
+        self.fileno, self._write = read, write
 
     def set(self) -> None:
         super().set()
@@ -176,7 +187,7 @@ class WakingEvent(threading.Event):
             pass
 
     def close(self) -> None:
-        """The pipe closed (once the input thread has ended); ``set`` then only sets."""
+        """The pipe closed (once the input thread has ended); ``set`` then only sets, until ``open``."""
         fds, self.fileno, self._write = (self.fileno, self._write), -1, -1
         for fd in fds:
             if fd >= 0:

@@ -98,7 +98,8 @@ def test_a_lone_escape_is_answered_once_the_delay_has_passed_not_at_the_next_100
 
 def test_an_idle_input_loop_waits_without_a_poll_and_the_exit_wakes_it(monkeypatch):
     """With nothing pending, the loop's select has no timeout (Textual's wakes every 100 ms); after an Escape
-    it waits the delay; ``exit_event.set()`` ends the loop at once (a select with no timeout would hang)."""
+    it waits the delay; ``exit_event.set()`` ends the loop at once (a select with no timeout would hang),
+    also after a suspend closed the driver and a resume started the loop again."""
     monkeypatch.setattr(constants, "ESCAPE_DELAY", 0.025)
     waits: Queue = Queue()
 
@@ -122,6 +123,14 @@ def test_an_idle_input_loop_waits_without_a_poll_and_the_exit_wakes_it(monkeypat
         os.write(master, b"\x1b")
         wait_for(0.025 + 0.002)  # the Escape's delay
         wait_for(None)  # then idle again
+        driver.exit_event.set()
+        thread.join(2)
+        assert not thread.is_alive()
+        driver.close()  # a suspend (Textual closes the driver), then the resume's new input loop
+        driver.exit_event.clear()
+        thread = threading.Thread(target=driver.run_input_thread, daemon=True)
+        thread.start()
+        wait_for(None)
         driver.exit_event.set()
         thread.join(2)
         assert not thread.is_alive()
