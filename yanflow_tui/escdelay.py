@@ -9,6 +9,9 @@ every 100 ms and only then sees that the delay has passed, so a lone Escape took
 delay: ``driver``'s ``run_input_thread`` is its input loop with the one change that, after a read
 holding an Escape, it looks again once the delay has passed. ``TEXTUAL_LOOP_SHA`` pins the Textual
 loop it copies: a test fails when Textual changes it (compare, and carry the change over).
+While nothing is pending (no escape sequence waits for its delay) the loop does not poll: it waits for
+input or for its ``exit_event`` (a ``WakingEvent``, whose ``set`` also wakes the wait), so an idle
+console's input thread does not wake ten times a second.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from __future__ import annotations
 import os
 import selectors
 import sys
+import threading
 from codecs import getincrementaldecoder
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (imported by ``driver``, after ``configure``: Textual reads ESCDELAY at import)
     from textual.drivers.linux_driver import LinuxDriver
@@ -71,25 +75,48 @@ def driver() -> type[LinuxDriver]:
         return LinuxDriver
 
     class QuickEscape(LinuxDriver):
-        """Textual's Linux driver, answering a lone Escape as soon as its delay has passed."""
+        """Textual's Linux driver, answering a lone Escape as soon as its delay has passed, and not polling
+        its input while nothing is pending."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.exit_event = WakingEvent()
+
+        def close(self) -> None:
+            super().close()
+            if isinstance(self.exit_event, WakingEvent):
+                self.exit_event.close()
 
         def run_input_thread(self) -> None:
             """Textual's ``LinuxDriver.run_input_thread`` (see ``TEXTUAL_LOOP_SHA``), but the select after a
-            read that held an Escape waits for the Escape delay, not the idle poll."""
+            read that held an Escape waits for the Escape delay, not the idle poll, and one with nothing
+            pending waits for input or the exit (no poll)."""
             from textual._parser import ParseError
             from textual._xterm_parser import XTermParser
 
             selector = selectors.SelectSelector()
             selector.register(self.fileno, selectors.EVENT_READ)
+            waking = self.exit_event if isinstance(self.exit_event, WakingEvent) else None
+            if waking is not None:
+                waking.open()  # (closed by a suspend: Textual's ``suspend_application_mode`` closes the driver)
+                waking.drain()  # (a wake left from an earlier exit)
+                selector.register(waking.fileno, selectors.EVENT_READ)
             fileno = self.fileno
             parser = XTermParser(getattr(self, "_debug", False))
             feed, tick = parser.feed, parser.tick
             decode = getincrementaldecoder("utf-8")().decode
             soon = escape_delay() + 0.002  # (just past it: the parser's deadline has passed when it looks)
-            wait = IDLE_POLL
+            wait: float | None = IDLE_POLL
+
+            def idle() -> float | None:
+                """The next wait with nothing read: none while the parser waits for no deadline and the
+                exit wakes the wait, else Textual's poll."""
+                pending = getattr(parser, "_timeout_time", 0) is not None  # (unknown: as if pending)
+                return IDLE_POLL if pending or waking is None else None
 
             def process(selected: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> None:
                 nonlocal wait
+                selected = [(key, mask) for key, mask in selected if key.fd == fileno]  # (not the wake)
                 for index, (_key, mask) in enumerate(selected):
                     if mask & selectors.EVENT_READ:
                         data = decode(os.read(fileno, 1024 * 4), final=final and index == len(selected) - 1)
@@ -106,7 +133,11 @@ def driver() -> type[LinuxDriver]:
                 while not self.exit_event.is_set():
                     timeout, wait = wait, IDLE_POLL
                     process(selector.select(timeout))
+                    if wait == IDLE_POLL:
+                        wait = idle()
                 selector.unregister(fileno)
+                if waking is not None:
+                    selector.unregister(waking.fileno)
                 process(selector.select(IDLE_POLL), final=True)
             finally:
                 selector.close()
@@ -117,3 +148,47 @@ def driver() -> type[LinuxDriver]:
                     pass
 
     return QuickEscape
+
+
+class WakingEvent(threading.Event):
+    """A ``threading.Event`` whose ``set`` also makes its pipe (``fileno``) readable, so that a select
+    waiting on it wakes at once; ``drain`` empties the pipe, ``close`` closes it and ``open`` makes it again."""
+
+    fileno = -1
+    _write = -1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open()
+
+    def open(self) -> None:
+        """The pipe made again if it was closed (a suspended console's driver is closed, then resumed)."""
+        if self.fileno >= 0:
+            return
+        read, write = os.pipe()
+        os.set_blocking(read, False)
+        os.set_blocking(write, False)
+        self.fileno, self._write = read, write
+
+    def set(self) -> None:
+        super().set()
+        if self._write < 0:  # closed
+            return
+        try:
+            os.write(self._write, b"x")
+        except OSError:  # full: a wake is there already
+            pass
+
+    def drain(self) -> None:
+        try:
+            while self.fileno >= 0 and os.read(self.fileno, 512):
+                pass
+        except OSError:  # empty
+            pass
+
+    def close(self) -> None:
+        """The pipe closed (once the input thread has ended); ``set`` then only sets, until ``open``."""
+        fds, self.fileno, self._write = (self.fileno, self._write), -1, -1
+        for fd in fds:
+            if fd >= 0:
+                os.close(fd)

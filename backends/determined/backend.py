@@ -10,7 +10,10 @@ leave this package: ``det_convert`` turns them into the domain model.
 
 from __future__ import annotations
 
+from yanflow_tui import lazyimports
+
 try:  # the optional extra: say which one to install (the registry imports this module lazily)
+    lazyimports.lazy_determined()  # the SDK's training library (core, profiler, storage...) only if used
     import determined  # noqa: F401
 except ModuleNotFoundError as _exc:
     if _exc.name and _exc.name.split(".")[0] == "determined":

@@ -49,17 +49,24 @@ class ClusterBar(Static):
         app = getters.app(YanflowApp)
 
     _height = 1
+    _drawn: tuple[int, list[Text]] | None = None  # the width and lines last rendered
 
     def redraw(self) -> None:
-        """Repaint; lay the screen out again only when the header's height changes."""
-        height = len(self._lines(self.content_size.width or self.app.size.width))
+        """Repaint; lay the screen out again only when the header's height changes. The same lines as
+        those on screen (a refresh that changed nothing the header says) are not painted again."""
+        width = self.content_size.width or self.app.size.width
+        lines = self._lines(width)
+        if self._drawn == (width, lines):
+            return
+        height = len(lines)
         self.refresh(layout=height != self._height)
         self._height = height
 
     def render(self) -> Text:
-        return Text("\n", no_wrap=True, overflow="ellipsis").join(
-            self._lines(self.content_size.width or self.app.size.width)
-        )
+        width = self.content_size.width or self.app.size.width
+        lines = self._lines(width)
+        self._drawn = (width, lines)
+        return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
 
     def get_content_height(self, container, viewport, width: int) -> int:
         return len(self._lines(width))

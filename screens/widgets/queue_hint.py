@@ -29,6 +29,8 @@ class QueueHint(Static):
     if TYPE_CHECKING:
         app = getters.app(YanflowApp)
 
+    _said: Text | None = None
+
     def show_for(self, shown: int, total: int, filtering: bool, mine: bool) -> None:
         self.display = shown == 0
         if shown:
@@ -36,11 +38,17 @@ class QueueHint(Static):
         if total:
             hidden = f"{total} job{'s' if total != 1 else ''}"
             if filtering:
-                self.update(Text(f"The filter hides {hidden}: esc clears it, / changes it."))
+                self._say(Text(f"The filter hides {hidden}: esc clears it, / changes it."))
             else:
-                self.update(Text(f"{hidden} of other users are hidden: u shows every user's jobs."))
+                self._say(Text(f"{hidden} of other users are hidden: u shows every user's jobs."))
             return
-        self.update(self._first_steps())
+        self._say(self._first_steps())
+
+    def _say(self, text: Text) -> None:
+        """``text`` shown; the same text again (a refresh that changed nothing) is not painted again."""
+        if text != self._said:
+            self._said = text
+            self.update(text)
 
     def _first_steps(self) -> Text:
         app = self.app

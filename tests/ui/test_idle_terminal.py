@@ -33,9 +33,10 @@ def test_an_idle_console_writes_nothing_to_the_terminal_for_30_seconds(tmp_path)
         term.close()
 
 
-def test_a_refresh_that_changes_nothing_repaints_no_job_row(tmp_path):
-    """The cluster refreshed every second with the same jobs: what the console writes then is the
-    header's age at most, never the table's rows again (a whole repaint was ~27 KB a refresh at 200x50)."""
+def test_a_refresh_that_changes_nothing_writes_nothing(tmp_path):
+    """The cluster refreshed every second with the same jobs (days old): the table's rows are never written
+    again (a whole repaint was ~27 KB a refresh at 200x50), nor the header, which says the same after each
+    refresh ("hpc 0s"; it was written again at each one, ~300 bytes at 120 columns): nothing at all."""
     home = tmp_path / "home"
     home.mkdir()
     term = Terminal.console(home, 120, 30, "--refresh-seconds", "1")
@@ -55,5 +56,6 @@ def test_a_refresh_that_changes_nothing_repaints_no_job_row(tmp_path):
         text = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]", b"", written).decode("utf-8", "replace")
         repainted = [name for name in names if name in text]
         assert not repainted, f"rows written again by a refresh that changed nothing: {repainted}; {text[:300]!r}"
+        assert written == b"", f"{len(written)} bytes written by refreshes that changed nothing: {written[:300]!r}"
     finally:
         term.close()

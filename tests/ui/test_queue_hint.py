@@ -61,3 +61,19 @@ async def test_a_filter_that_hides_every_job_says_how_many(home, fake_backend):
         assert "No jobs listed" not in screen_text(app)
         app.screen.query_one("#filter", Input).value = ""
         await wait_for(pilot, lambda: not _hint(app), what="the hint gone with the filter")
+
+
+async def test_a_redraw_with_the_same_hint_does_not_paint_it_again(home, fake_nvml, monkeypatch):
+    """The hint's text is given again only when it changes: an empty Queue's refreshes (every 5 s) wrote
+    the whole box again each time."""
+    app = make_app(ClusterConfig("local", "local"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _first_refresh(pilot, "local")
+        hint = app.screen.query_one(QueueHint)
+        updates: list[object] = []
+        monkeypatch.setattr(hint, "update", updates.append)
+        app.screen.refresh_data()
+        app.screen.refresh_data()
+        assert updates == [] and "No jobs listed." in _hint(app)
+        hint.show_for(0, 3, filtering=True, mine=True)  # another text: given
+        assert [str(text) for text in updates] == ["The filter hides 3 jobs: esc clears it, / changes it."]

@@ -1,7 +1,7 @@
 """The Escape key's delay (``yanflow_tui.escdelay``): the default when ``ESCDELAY`` is unset (and the
 environment left as it was), the user's ``ESCDELAY`` honoured, a lone Escape read from a terminal
-answered once the delay has passed (Textual's own loop looks only every 100 ms), and the pin on the
-Textual loop the driver copies."""
+answered once the delay has passed (Textual's own loop looks only every 100 ms), an idle input loop
+that waits without polling and ends at once on exit, and the pin on the Textual loop the driver copies."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import hashlib
 import inspect
 import os
 import pty
+import selectors
 import statistics
 import subprocess
 import sys
 import threading
 import time
 import tty
+from collections.abc import Callable
 from queue import Empty, Queue
 
 import pytest
@@ -39,15 +41,16 @@ def test_the_escape_delay_is_the_consoles_default_unless_escdelay_is_set(set_by_
     assert out.stdout.strip() == expected  # and ESCDELAY is not left set for the programs the console starts
 
 
-def escape_latencies(driver_class: type[LinuxDriver], presses: int = 7) -> list[float]:
-    """Seconds from a lone Escape written to a terminal to the Escape key the driver's input loop makes."""
-    master, slave = pty.openpty()
+def input_loop(
+    driver_class: type[LinuxDriver], slave: int, received: Callable[[object], object]
+) -> tuple[LinuxDriver, threading.Thread]:
+    """``driver_class``'s input loop reading the terminal ``slave`` (made raw) in a thread, each message
+    it makes given to ``received``."""
     tty.setraw(slave)
-    got: Queue = Queue()
 
     class Recording(driver_class):  # type: ignore[misc,valid-type]
         def process_message(self, message: object) -> None:
-            got.put((time.monotonic(), message))
+            received(message)
 
     async def make() -> LinuxDriver:
         return Recording(None)  # type: ignore[arg-type]
@@ -56,6 +59,14 @@ def escape_latencies(driver_class: type[LinuxDriver], presses: int = 7) -> list[
     driver.fileno = slave
     thread = threading.Thread(target=driver.run_input_thread, daemon=True)
     thread.start()
+    return driver, thread
+
+
+def escape_latencies(driver_class: type[LinuxDriver], presses: int = 7) -> list[float]:
+    """Seconds from a lone Escape written to a terminal to the Escape key the driver's input loop makes."""
+    master, slave = pty.openpty()
+    got: Queue = Queue()
+    driver, thread = input_loop(driver_class, slave, lambda message: got.put((time.monotonic(), message)))
     latencies = []
     try:
         for _ in range(presses):
@@ -83,6 +94,51 @@ def test_a_lone_escape_is_answered_once_the_delay_has_passed_not_at_the_next_100
     textuals = statistics.median(escape_latencies(LinuxDriver))
     assert 0.025 <= quick < 0.07, quick
     assert textuals >= 0.09, textuals  # Textual's own loop: the escape waits for its 100 ms poll
+
+
+def test_an_idle_input_loop_waits_without_a_poll_and_the_exit_wakes_it(monkeypatch):
+    """With nothing pending, the loop's select has no timeout (Textual's wakes every 100 ms); after an Escape
+    it waits the delay; ``exit_event.set()`` ends the loop at once (a select with no timeout would hang),
+    also after a suspend closed the driver and a resume started the loop again."""
+    monkeypatch.setattr(constants, "ESCAPE_DELAY", 0.025)
+    waits: Queue = Queue()
+
+    class Recorded(selectors.SelectSelector):
+        def select(self, timeout=None):
+            waits.put(timeout)
+            return super().select(timeout)
+
+    monkeypatch.setattr(selectors, "SelectSelector", Recorded)
+    master, slave = pty.openpty()
+    driver, thread = input_loop(escdelay.driver(), slave, lambda message: None)
+
+    def wait_for(expected) -> None:
+        deadline = time.monotonic() + 5
+        while (timeout := waits.get(timeout=5)) != expected:
+            assert timeout in (escdelay.IDLE_POLL, 0.025 + 0.002), timeout
+            assert time.monotonic() < deadline, f"no select with timeout {expected} (polling every {timeout} s)"
+
+    try:
+        wait_for(None)  # (the first look is Textual's poll; then no timeout)
+        os.write(master, b"\x1b")
+        wait_for(0.025 + 0.002)  # the Escape's delay
+        wait_for(None)  # then idle again
+        driver.exit_event.set()
+        thread.join(2)
+        assert not thread.is_alive()
+        driver.close()  # a suspend (Textual closes the driver), then the resume's new input loop
+        driver.exit_event.clear()
+        thread = threading.Thread(target=driver.run_input_thread, daemon=True)
+        thread.start()
+        wait_for(None)
+        driver.exit_event.set()
+        thread.join(2)
+        assert not thread.is_alive()
+    finally:
+        driver.exit_event.set()
+        driver.close()
+        os.close(master)
+        os.close(slave)
 
 
 def test_the_copied_input_loop_is_textuals_own():
