@@ -401,7 +401,7 @@ class GpuGrid(QuietScrollView, can_focus=True):
             row = min(old_row, len(self._rows) - 1)
         self.cursor_row = max(0, row)
         if self.cursor_row != old_row:  # keep the cursor where it was on screen
-            self.scroll_to(y=max(0, self.cursor_row - (old_row - old_top)), animate=False, immediate=True)
+            self.scroll_to(y=max(0, self.cursor_row - (old_row - old_top)), animate=False, immediate=True, force=True)
 
     def _resummarize(self, pool_keys: set[GroupKey]) -> None:
         clusters = set()
@@ -702,10 +702,12 @@ class GpuGrid(QuietScrollView, can_focus=True):
         if height <= 0 or not self._rows:
             return
         top = int(self.scroll_offset.y)
+        # force: rows just added show their scrollbar only at the next layout, and until then Textual
+        # refuses a scroll (the cursor would stay below the screen)
         if self.cursor_row < top:
-            self.scroll_to(y=self.cursor_row, animate=False, immediate=True)
+            self.scroll_to(y=self.cursor_row, animate=False, immediate=True, force=True)
         elif self.cursor_row >= top + height:
-            self.scroll_to(y=self.cursor_row - height + 1, animate=False, immediate=True)
+            self.scroll_to(y=self.cursor_row - height + 1, animate=False, immediate=True, force=True)
         index = self.cursor_gpu_index
         row = self._cursor_record()
         if index is not None and isinstance(row, NodeRow):
