@@ -36,9 +36,15 @@ def require_site() -> None:
 
 
 def site_slurm(*argv: str, check: bool = True) -> str:
-    """A Slurm command run directly against the site cluster (the ground truth)."""
+    """A Slurm command run directly against the site cluster (the ground truth), from its jobs folder (a job
+    sbatch'ed without ``-o`` writes its output there, not into the checkout)."""
     result = subprocess.run(
-        list(argv), capture_output=True, text=True, timeout=60, env=dict(os.environ, SLURM_CONF=str(SITE_CONF))
+        list(argv),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, SLURM_CONF=str(SITE_CONF)),
+        cwd=SITE_JOBS if SITE_JOBS.is_dir() else None,
     )
     if check and result.returncode != 0:
         raise AssertionError(f"{argv[0]} failed: {result.stderr.strip()}")

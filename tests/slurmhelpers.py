@@ -39,8 +39,10 @@ def require_cluster() -> None:
 
 
 def slurm(*argv: str, check: bool = True, input: str | None = None) -> str:
-    """Run a Slurm command here, directly (not through our transport)."""
-    result = subprocess.run(list(argv), capture_output=True, text=True, env=env(), input=input, timeout=60)
+    """Run a Slurm command here, directly (not through our transport), from the cluster's jobs folder: a job
+    sbatch'ed without ``-o`` writes its ``slurm-%j.out`` there, not into the checkout the tests run from."""
+    cwd = JOBS if JOBS.is_dir() else None
+    result = subprocess.run(list(argv), capture_output=True, text=True, env=env(), input=input, timeout=60, cwd=cwd)
     if check and result.returncode != 0:
         raise AssertionError(f"{argv[0]} failed: {result.stderr.strip()}")
     return result.stdout
