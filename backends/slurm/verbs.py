@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -95,7 +95,7 @@ def minutes(limit: str) -> int | None:
 # -- the job's recorded options -----------------------------------------------------------------------
 
 
-def _number(value: Any) -> int | None:
+def count(value: Any) -> int | None:
     """A JSON count (plain, or 23.02+'s ``{"set", "infinite", "number"}``); None when unset or infinite."""
     if isinstance(value, dict) and (value.get("infinite") or not value.get("set", True)):
         return None
@@ -134,48 +134,86 @@ class Options:
         return ["sbatch", "--parsable", *(f"--{key}={value}" for key, value in pairs.items() if value)]
 
 
+# Text options of slurmctld's record, in the order sbatch's manual lists them: option -> squeue --json field.
+_SQUEUE_TEXT = (
+    ("job-name", "name"),
+    ("partition", "partition"),
+    ("account", "account"),
+    ("qos", "qos"),
+    ("constraint", "features"),
+    ("chdir", "current_working_directory"),
+    ("comment", "comment"),
+)
+_NO_VALUE = ("", "(null)", "N/A")
+# GRES options: option -> squeue --json field, and the only entries it takes (``--gpus`` takes ``a100:4``).
+_SQUEUE_GRES = (
+    ("gres", "tres_per_node", ""),
+    ("gpus", "tres_per_job", "gpu:"),
+    ("gpus-per-task", "tres_per_task", "gpu:"),
+)
+
+
 def options_from_squeue(raw: Mapping[str, Any]) -> Options:
-    """A ``squeue --json`` record's options."""
+    """A ``squeue --json`` record's options (slurmctld's record, as ``scontrol show job`` shows it): name,
+    partition, account, QOS, constraint, workdir, comment, nodes, tasks and tasks per node, CPUs per task,
+    GPUs and other GRES (per node, per job, per task), and the output and error paths where the job named
+    its own; the time limit and the memory per node or per CPU beside. Each value exactly as recorded (a
+    name with quotes, spaces or a newline too: each option becomes one argv word). Pure."""
     opts = Options()
     state = raw.get("job_state")
     opts.state = str(state[0] if isinstance(state, list) and state else state or "")
-    for key, field in (
-        ("job-name", "name"),
-        ("partition", "partition"),
-        ("account", "account"),
-        ("qos", "qos"),
-        ("chdir", "current_working_directory"),
-        ("comment", "comment"),
-    ):
-        if raw.get(field):
-            opts.pairs[key] = str(raw[field])
-    nodes, tasks = _number(raw.get("node_count")), _number(raw.get("tasks"))
-    if nodes:
-        opts.pairs["nodes"] = str(nodes)
-    if tasks:
-        opts.pairs["ntasks"] = str(tasks)
-    per_task = _number(raw.get("cpus_per_task"))
-    cpus = _number(raw.get("cpus")) or 0
+    for key, field in _SQUEUE_TEXT:
+        value = str(raw.get(field) or "")
+        if value not in _NO_VALUE:
+            opts.pairs[key] = value
+    nodes, tasks, per_node = (count(raw.get(key)) or 0 for key in ("node_count", "tasks", "tasks_per_node"))
+    for key, number in (("nodes", nodes), ("ntasks", tasks), ("ntasks-per-node", per_node)):
+        if number:
+            opts.pairs[key] = str(number)
+    per_task = _cpus_per_task(raw, tasks, per_node)
     if per_task:
         opts.pairs["cpus-per-task"] = str(per_task)
-    elif tasks and cpus > tasks and cpus % tasks == 0:
-        opts.pairs["cpus-per-task"] = str(cpus // tasks)
+    for key, field, prefix in _SQUEUE_GRES:
+        value = _gres(str(raw.get(field) or ""), prefix)
+        if value:
+            opts.pairs[key] = value
     job_id = str(raw.get("job_id") or "")
     for key, field in (("output", "standard_output"), ("error", "standard_error")):
         path = str(raw.get(field) or "")
-        # slurmctld holds the path expanded: kept unless it names this job (slurm-%j.out would)
+        # the job's own path (a pattern as given: %j stays %j); one naming this job is Slurm's expanded default
         if path and (not job_id or job_id not in path):
             opts.pairs[key] = path
-    gres = str(raw.get("tres_per_node") or "")
-    if gres:
-        opts.pairs["gres"] = ",".join(g.removeprefix("gres:") for g in gres.split(","))
-    opts.time_minutes = _number(raw.get("time_limit"))
-    per_cpu, per_node = _number(raw.get("memory_per_cpu")), _number(raw.get("memory_per_node"))
+    opts.time_minutes = count(raw.get("time_limit")) or None
+    per_cpu, per_node_mb = count(raw.get("memory_per_cpu")), count(raw.get("memory_per_node"))
     if per_cpu:
         opts.mem, opts.mem_per_cpu = per_cpu, True
-    elif per_node:
-        opts.mem = per_node
+    elif per_node_mb:
+        opts.mem = per_node_mb
     return opts
+
+
+def _cpus_per_task(raw: Mapping[str, Any], tasks: int, per_node: int) -> int:
+    """CPUs per task: as recorded, else (22.05's JSON leaves it out) the minimum per node over the tasks per
+    node, else the CPUs over the tasks where they divide."""
+    recorded = count(raw.get("cpus_per_task"))
+    if recorded:
+        return recorded
+    per_node_cpus = count(raw.get("minimum_cpus_per_node")) or 0
+    if per_node and per_node_cpus > per_node and per_node_cpus % per_node == 0:
+        return per_node_cpus // per_node
+    cpus = count(raw.get("cpus")) or 0
+    if tasks and cpus > tasks and cpus % tasks == 0:
+        return cpus // tasks
+    return 0
+
+
+def _gres(text: str, prefix: str = "") -> str:
+    """A TRES request as sbatch takes it: ``gres:gpu:a100:1,gres:shard:2`` -> ``gpu:a100:1,shard:2``;
+    with ``prefix`` (``gpu:``), only those entries, the prefix dropped."""
+    items = [item.strip().removeprefix("gres:").removeprefix("gres/") for item in text.split(",") if item.strip()]
+    if prefix:
+        items = [item.removeprefix(prefix) for item in items if item.startswith(prefix)]
+    return ",".join(items)
 
 
 def options_from_sacct(raw: Mapping[str, Any]) -> Options:
@@ -209,10 +247,10 @@ def options_from_sacct(raw: Mapping[str, Any]) -> Options:
         opts.pairs["mincpus"] = str(max(1, cpus // nodes))
     gpus = [(name, n) for name, n in _tres(requested, "gres") if name.split(":")[0] == "gpu" and n]
     if gpus:
-        name, count = max(gpus, key=lambda g: len(g[0]))  # gpu:a100 over plain gpu
-        opts.pairs["gres"] = f"{name}:{max(1, count // nodes)}"
+        name, gpu_count = max(gpus, key=lambda g: len(g[0]))  # gpu:a100 over plain gpu
+        opts.pairs["gres"] = f"{name}:{max(1, gpu_count // nodes)}"
     time = raw.get("time") or {}
-    opts.time_minutes = _number(time.get("limit")) if isinstance(time, dict) else None
+    opts.time_minutes = count(time.get("limit")) if isinstance(time, dict) else None
     memory = (raw.get("required") or {}).get("memory")
     value = _int(memory, 0)
     if value & MEM_PER_CPU:
@@ -317,7 +355,7 @@ def efficiency_from_sacct(raw: Mapping[str, Any]) -> Efficiency | None:
         step_mem = next((n for _, n in _tres(usage, "mem")), 0) / 1024  # bytes -> KiB
         mem = max(mem, step_mem)
     time = raw.get("time") or {}
-    limit = _number(time.get("limit"))
+    limit = count(time.get("limit"))
     memory = _int((raw.get("required") or {}).get("memory"), 0)
     return Efficiency(
         state=word,
@@ -343,22 +381,40 @@ def with_live_usage(eff: Efficiency, usage: tuple[int, float] | None) -> Efficie
 # -- the verbs (I/O through the transport) ----------------------------------------------------------
 
 
-async def _record(transport: Transport, job_id: str) -> Options:
-    """The job's options: from slurmctld (squeue JSON) while it holds the job, else from accounting."""
-    base, _, task = job_id.partition("_")
+async def job_record(
+    transport: Transport,
+    job_id: str,
+    held: Callable[[Mapping[str, Any]], bool],
+    accounted: Callable[[Mapping[str, Any]], bool] = lambda raw: True,
+) -> tuple[bool, Mapping[str, Any]]:
+    """(True, slurmctld's record) while it holds the job (the first ``squeue --json`` job that is ``held``:
+    22.05 answers with every job whatever -j says), else (False, accounting's: the first ``sacct --json``
+    job that is ``accounted``). Reads only."""
     result = await transport.run(["squeue", "-a", "-t", "all", "-j", job_id, "--json"])
     if result.ok:
         for raw in _loads(result.stdout, "squeue --json").get("jobs") or []:
-            array = str(raw.get("array_job_id") or "")
-            if (str(raw.get("job_id")) == base and not task and array in ("", "0", base)) or (
-                task and array == base and str(raw.get("array_task_id")) == task
-            ):
-                return options_from_squeue(raw)
+            if held(raw):
+                return True, raw
     result = await transport.run([*SACCT_JSON, "-X", "-j", job_id])
     if result.ok:
         for raw in _loads(result.stdout, "sacct --json").get("jobs") or []:
-            return options_from_sacct(raw)
+            if accounted(raw):
+                return False, raw
     raise BackendError(f"no job {job_id}: neither slurmctld nor accounting knows it")
+
+
+async def _record(transport: Transport, job_id: str) -> Options:
+    """The job's options: from slurmctld (squeue JSON) while it holds the job, else from accounting."""
+    base, _, task = job_id.partition("_")
+
+    def held(raw: Mapping[str, Any]) -> bool:
+        array = str(raw.get("array_job_id") or "")
+        return (str(raw.get("job_id")) == base and not task and array in ("", "0", base)) or (
+            bool(task) and array == base and str(raw.get("array_task_id")) == task
+        )
+
+    in_squeue, raw = await job_record(transport, job_id, held)
+    return options_from_squeue(raw) if in_squeue else options_from_sacct(raw)
 
 
 def format_minutes(total: int) -> str:
@@ -523,7 +579,7 @@ async def efficiency(transport: Transport, job_ids: Sequence[str]) -> dict[str, 
     for raw in _loads(result.stdout, "sacct --json").get("jobs") or []:
         array = raw.get("array") or {}
         task = array.get("task_id") if isinstance(array, dict) else None
-        task_id = _number(task)
+        task_id = count(task)
         job_id = f"{_int(array.get('job_id'), 0)}_{task_id}" if task_id is not None else str(raw.get("job_id"))
         eff = efficiency_from_sacct(raw)
         if eff is not None and job_id in job_ids:

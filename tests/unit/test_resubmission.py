@@ -19,6 +19,7 @@ from yanflow_tui.backends.base import Backend, Capabilities
 from yanflow_tui.backends.kubernetes import resubmission as k8s
 from yanflow_tui.backends.local import inside
 from yanflow_tui.backends.slurm import resubmission as slurm
+from yanflow_tui.backends.slurm import verbs
 from yanflow_tui.backends.slurm.script import render_native
 from yanflow_tui.backends.slurm.transport import script_for
 from yanflow_tui.errors import BackendError, SpecError
@@ -66,10 +67,10 @@ def test_the_record_maps_to_the_options_it_ran_with():
         ("ntasks", "2"),
         ("ntasks-per-node", "2"),
         ("cpus-per-task", "2"),
-        ("time", "00:05:00"),
         ("gres", "gpu:a100:1"),
-        ("mem", "300M"),
         ("output", "/jobs/probe/o-%j.out"),
+        ("time", "00:05:00"),
+        ("mem", "300M"),
     ]
 
 
@@ -147,10 +148,10 @@ def test_recorded_options_go_before_the_forms_changes_and_the_defaults_stay_out(
         "--ntasks=2",
         "--ntasks-per-node=2",
         "--cpus-per-task=2",
-        "--time=00:05:00",
         "--gres=gpu:a100:1",
-        "--mem=300M",
         "--output=/jobs/probe/o-%j.out",
+        "--time=00:05:00",
+        "--mem=300M",
         f"--export=ALL,{resume.RESUME_ENV}=/c/e2.json",
     ]
     edited = replace(spec, sections={"slurm": {**spec.section("slurm"), "partition": "big"}})
@@ -285,3 +286,28 @@ async def test_plan_takes_the_job_as_its_cluster_gives_it_back_where_no_spec_was
 
     plan = await resume.plan(Unable("d", tmp_path), "7")
     assert plan.spec is None and "not submitted from this console" in plan.why_no_spec
+
+
+def test_resubmit_reads_the_record_as_resume_does():
+    """``resubmit`` (``verbs``) reads slurmctld's record through the same mapping: the constraint, the
+    tasks per node, GPUs per task and 22.05's CPUs per task reach sbatch again (resubmit dropped the
+    first three before), with the comment retagged, not dropped."""
+    record = {**RECORD, "name": "n", "features": "a100&ib", "tres_per_task": "gres:gpu:1", "comment": "mine"}
+    argv = verbs.options_from_squeue(record).argv("t" * 12)
+    assert argv[:2] == ["sbatch", "--parsable"] and argv[-1].startswith("--comment=") and "mine" in argv[-1]
+    assert argv[2:-1] == [
+        "--job-name=n",
+        "--partition=gpu",
+        "--constraint=a100&ib",
+        "--chdir=/jobs/probe",
+        "--nodes=1",
+        "--ntasks=2",
+        "--ntasks-per-node=2",
+        "--cpus-per-task=2",
+        "--gres=gpu:a100:1",
+        "--gpus-per-task=1",
+        "--output=/jobs/probe/o-%j.out",
+        "--time=5",
+        "--mem=300M",
+    ]
+    assert dict(slurm.recorded_options(record)).keys() == {a[2:].split("=")[0] for a in argv[2:-1]}
