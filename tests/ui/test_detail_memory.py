@@ -79,9 +79,8 @@ async def test_detail_opened_and_closed_again_and_again_leaves_no_screen_behind(
             screens.append(await open_and_close(pilot, app))
         await wait_for(pilot, lambda: len(drops) >= OPENS, what="every close counted")
         # no key now: the closed details bring the next full collection forward (not FULL_EVERY away)
-        await wait_for(
-            pilot, lambda: app.heap.full_collections > drops[-1], what="a full collection after the last close", timeout=20
-        )
+        after_last = "a full collection after the last close"
+        await wait_for(pilot, lambda: app.heap.full_collections > drops[-1], what=after_last, timeout=20)
         await pilot.pause(0.5)
         # and they are garbage: a few closed ones may still be referenced for a while (2-4 of 10 seen after a
         # collection; RSS flat over 200 opens in benchmarks/soak_paths.py), never every one
