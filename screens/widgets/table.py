@@ -278,6 +278,7 @@ class VirtualTable(QuietScrollView, can_focus=True):
         self._strips: dict[str, dict[tuple, _Laid]] = {}
         self._header: Strip | None = None
         self._base_style: Style | None = None  # the widget's own, under rows without stripes (until styles change)
+        self._blank: tuple[int, Style, Strip] | None = None  # (width, style, the line below the last row)
         self._sort_cache: dict[str, tuple[Row, object]] = {}
         self._groups_of: _Groups | None = None  # the rows given, grouped, and their orders by sort
         # sets of rows left for a quite different one (a filter typed), kept to come back to at once
@@ -1050,13 +1051,29 @@ class VirtualTable(QuietScrollView, can_focus=True):
         else:
             index = y - 1 + scroll_y
             if index >= len(self._rows):
-                strip = self._painted[y] = Strip.blank(width, self.rich_style)
+                strip = self._painted[y] = self._blank_line(width)
                 return strip
             strip = self._row_strip(index, self._rows[index])
         if scroll_x or strip.cell_length != width:
-            strip = strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, self.rich_style)
+            strip = strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, self._own_style())
         self._painted[y] = strip
         return strip
+
+    def _own_style(self) -> Style:
+        """The widget's own style (rows without stripes, blank lines), looked up once until styles change:
+        ``rich_style`` walks the ancestors' backgrounds, and an idle refresh draws every line below the
+        last row again to see whether it changed (``_refresh_changed_lines``)."""
+        if self._base_style is None:
+            self._base_style = self.rich_style
+        return self._base_style
+
+    def _blank_line(self, width: int) -> Strip:
+        """The line below the last row, made once per width and style."""
+        style = self._own_style()
+        blank = self._blank
+        if blank is None or blank[0] != width or blank[1] is not style:
+            blank = self._blank = (width, style, Strip.blank(width, style))
+        return blank[2]
 
     def _header_strip(self) -> Strip:
         if self._header is None:
@@ -1081,9 +1098,7 @@ class VirtualTable(QuietScrollView, can_focus=True):
         elif self.zebra_stripes:
             style = self.get_component_rich_style("vtable--odd-row" if index % 2 else "vtable--even-row")
         else:
-            if self._base_style is None:
-                self._base_style = self.rich_style
-            style = self._base_style
+            style = self._own_style()
         texts = (self._layout_key, *(t.plain for _, t in live))
         drawn = self._strips.get(row.key)
         if drawn is None:

@@ -954,3 +954,20 @@ async def test_rows_back_as_new_but_equal_objects_repaint_no_line(monkeypatch):
         table.set_rows([row(i, name="renamed" if i == 3 else None) for i in range(20)])
         await pilot.pause()
         assert refreshed and any("renamed" in line for line in lines(table))
+
+
+async def test_lines_below_the_last_row_take_the_new_theme():
+    """The blank lines under a short table are made once per width and style (an idle refresh draws them
+    again to compare), and a theme switched repaints them in its own background, not the old one's."""
+    app = Host([row(i) for i in range(3)])
+    async with app.run_test(size=(60, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        await pilot.pause()
+        last = table.scrollable_content_region.height - 1
+        assert table.render_line(last) is table.render_line(last - 1)  # one blank line, made once
+        for theme in ("textual-light", "textual-dark"):
+            app.theme = theme
+            await pilot.pause()
+            blank = table.render_line(last)
+            assert blank.text.strip() == "" and blank.cell_length == table.scrollable_content_region.width
+            assert {seg.style.bgcolor for seg in blank} == {table.rich_style.bgcolor}, theme
