@@ -7,6 +7,7 @@ call these from a thread."""
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -62,3 +63,13 @@ def recall(cluster: str, job_id: str, env: Mapping[str, str] = os.environ) -> Jo
         return load_spec(path)
     except YanflowError:
         return None
+
+
+def command_of(cluster: str, job_id: str, env: Mapping[str, str] = os.environ) -> str:
+    """The command of the spec ``job_id`` on ``cluster`` was submitted with from this console, as one line
+    ("" when none was kept): what a job detail shows where the cluster keeps none (Slurm, for a script
+    given on stdin)."""
+    spec = recall(cluster, job_id, env)
+    if spec is None:
+        return ""
+    return spec.command if isinstance(spec.command, str) else shlex.join(spec.command)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from yanflow_tui import formfields as ff
+from yanflow_tui import submitted
 from yanflow_tui.backends import tbserver
 from yanflow_tui.backends.base import (
     Backend,
@@ -81,6 +82,7 @@ LOG_LINES = 10000
 LOG_POLL = 2.0
 LOOKUP_SECONDS = 12.0  # how long a submit whose answer was lost looks for its tag before "unknown"
 LOOKUP_PAUSE = 2.0
+STDIN_SCRIPT = "(the batch script itself: given on stdin or with --wrap)"  # describe's Command where Slurm keeps none
 JSON_STICKY = 300.0  # after an ambiguous -o row, read JSON (one query, not two) for this long
 HISTORY_NOTE = "history needs accounting: finished jobs are not listed (sacct: {})"
 NO_HISTORY = "no history (no accounting): only the jobs squeue still lists, finished ones for a few minutes (MinJobAge)"
@@ -431,6 +433,9 @@ class SlurmBackend(Backend):
     async def describe(self, job_id: str) -> str:
         raw = await self._raw_job(job_id)
         job = parse.to_job(raw, self.name, raw.array_job_id if raw.array_task else "", self.parse_caches)
+        if not job.command:  # a batch script given on stdin (as this console sends it) or with --wrap
+            kept = await asyncio.to_thread(submitted.command_of, self.name, job_id)
+            job = replace(job, command=kept or STDIN_SCRIPT)
         stdout, stderr = await self._log_paths(raw)  # expanded, as Slurm writes them
         extra = [("StdOut", stdout), ("StdErr", stderr or stdout)]
         if self.history_note:

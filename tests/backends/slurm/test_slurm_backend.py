@@ -30,7 +30,7 @@ from slurmhelpers import (
 )
 from waiting import async_wait_until, wait_until
 
-from yanflow_tui import cli
+from yanflow_tui import cli, submitted
 from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.backends.slurm.transport import MAX_CHANNELS, CommandTimeout, LocalTransport, Result
 from yanflow_tui.config import Config
@@ -352,3 +352,23 @@ async def test_local_transport_sees_the_same_cluster(slurm_dir, monkeypatch, bac
         assert local.transport.history[0][0] == "sinfo"
     finally:
         await local.close()
+
+
+async def test_describe_names_the_command_slurm_keeps_none_of(backend, slurm_jobs, tmp_path, monkeypatch):
+    """Slurm keeps no command for a script given on stdin (as this console sends every job) or with
+    --wrap: the detail shows the command of the spec this console submitted the job with, else says where
+    the script came from; a script sbatch'ed from a file keeps its path."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    job_id = slurm_jobs.add(await backend.submit(spec(sleeper("yf-described", 60))))
+    assert squeue_job(job_id)["command"] == ""  # (what Slurm keeps)
+    assert re.search(
+        r"^Command:\s+\(the batch script itself: given on stdin or with --wrap\)$", await backend.describe(job_id), re.M
+    )
+    submitted.remember(backend.name, job_id, spec(sleeper("yf-described", 60)))  # as Submit and the CLI do
+    assert re.search(r"^Command:\s+sleep 60$", await backend.describe(job_id), re.M)
+    script = JOBS / f"yf-described-{os.getpid()}.sh"
+    script.write_text("#!/bin/sh\nsleep 60\n")
+    by_file = slurm_jobs.add(
+        slurm("sbatch", "--parsable", "-p", "cpu", "--hold", "-o", "/dev/null", str(script)).strip()
+    )
+    assert re.search(rf"^Command:\s+{re.escape(str(script))}$", await backend.describe(by_file), re.M)
