@@ -9,6 +9,7 @@ SIGTERM (``install_exit_signals``), and, after a SIGKILL or a power cut, by the 
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import shutil
 import signal
@@ -22,6 +23,7 @@ from types import FrameType
 
 from yanflow_tui.errors import YanflowError
 
+log = logging.getLogger(__name__)
 EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 _lock = threading.Lock()
 _dir: Path | None = None
@@ -112,9 +114,39 @@ def remove() -> None:
 EXIT_GRACE = 5.0  # seconds a clean exit on a signal may take
 
 
-def _exit_later(code: int) -> None:
-    time.sleep(EXIT_GRACE)
+INTERRUPT_GRACE = 15.0  # seconds the commands' own stops may take after Ctrl-C (a TensorBoard, a remote one)
+
+
+def _exit_later(code: int, grace: float = EXIT_GRACE) -> None:
+    time.sleep(grace)
+    waiting = sorted(t.name for t in threading.enumerate() if t is not threading.current_thread())
+    log.warning("the exit still waited %.0f s after the signal; ended (threads: %s)", grace, ", ".join(waiting))
     os._exit(code)
+
+
+def bound_interrupt() -> Callable[[], None]:
+    """Inside ``asyncio.run`` (its SIGINT handler in place): the first Ctrl-C still cancels the command, whose
+    finally blocks stop what it started, and the process also ends with 130 ``INTERRUPT_GRACE`` seconds later
+    if it has not ended by then: ``asyncio.run`` joins every worker thread at its end, and one blocked on a
+    read would hold the exit forever (a second Ctrl-C too). Returns what puts asyncio's handler back."""
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous) or threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    started: list[threading.Thread] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if not started:
+            started.append(threading.Thread(target=_exit_later, args=(130, INTERRUPT_GRACE), daemon=True))
+            started[0].start()
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, handler)
+
+    def restore() -> None:
+        if signal.getsignal(signal.SIGINT) is handler:
+            signal.signal(signal.SIGINT, previous)
+
+    return restore
 
 
 def install_exit_signals(on_signal: Callable[[int], None] | None = None) -> None:

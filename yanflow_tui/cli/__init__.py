@@ -15,7 +15,7 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
 from yanflow_tui import __version__, applog, keyfiles
@@ -62,6 +62,15 @@ def _pipe_closed() -> int:
     return EXIT_PIPE
 
 
+async def _interruptible(command: Awaitable[int]) -> int:
+    """``command`` with Ctrl-C bounded (``keyfiles.bound_interrupt``): it ends the process, cleanly or not."""
+    restore = keyfiles.bound_interrupt()
+    try:
+        return await command
+    finally:
+        restore()
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = console_args(argv)
     if args is None:
@@ -91,7 +100,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from yanflow_tui.cli.context import CliContext
         from yanflow_tui.cli.parser import commands
 
-        return asyncio.run(commands()[args.command](CliContext(config, args)))
+        return asyncio.run(_interruptible(commands()[args.command](CliContext(config, args))))
     except (
         UIConfigError,
         UsageError,
