@@ -66,9 +66,9 @@ def recall(cluster: str, job_id: str, env: Mapping[str, str] = os.environ) -> Jo
 
 
 def command_of(cluster: str, job_id: str, env: Mapping[str, str] = os.environ) -> str:
-    """The command of the spec ``job_id`` on ``cluster`` was submitted with from this console, as one line
-    ("" when none was kept): what a job detail shows where the cluster keeps none (Slurm, for a script
-    given on stdin)."""
+    """The command of the spec ``job_id`` on ``cluster`` was submitted with from this console (an argv list
+    joined as a shell line; "" when none was kept): what a job detail shows where the cluster keeps none
+    (Slurm, for a script given on stdin)."""
     spec = recall(cluster, job_id, env)
     if spec is None:
         return ""
