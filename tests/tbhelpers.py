@@ -11,11 +11,14 @@ import contextlib
 import os
 import re
 import shlex
+import signal
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import IO
 
 import psutil
 
@@ -232,18 +235,54 @@ def slurm_writer_spec(tmp_path: Path, name: str, first: int, second: int) -> Job
 @contextlib.asynccontextmanager
 async def tensorboard_cli(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
     """``yanflow-tui tensorboard ARGS`` in a process of its own, and the URL it printed; killed after
-    the block if it still runs."""
-    cli = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "yanflow_tui", "tensorboard", *args,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    assert cli.stdout is not None
+    the block if it still runs. Its stderr goes to a file that ``ended`` shows on a failure."""
+    with tempfile.TemporaryFile() as stderr:
+        cli = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "yanflow_tui", "tensorboard", *args,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=stderr,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        )  # fmt: skip
+        _STDERR[cli.pid] = stderr
+        assert cli.stdout is not None
+        try:
+            yield cli, (await asyncio.wait_for(cli.stdout.readline(), 120)).decode().strip()
+        finally:
+            _STDERR.pop(cli.pid, None)
+            if cli.returncode is None:
+                cli.kill()
+                await cli.wait()
+
+
+_STDERR: dict[int, IO[bytes]] = {}
+
+
+def signal_masks(pid: int) -> str:
+    """The process's blocked, ignored and caught signals (``/proc/PID/status``): SIGINT is bit 1 (0x2)."""
+    with contextlib.suppress(OSError):
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+        return " ".join(line.replace("\t", "") for line in lines if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+    return "(gone)"
+
+
+async def ended(cli: asyncio.subprocess.Process, timeout: float, masks: str) -> int:
+    """The CLI's exit code; if it still runs after ``timeout``, a failure that shows every thread's stack
+    (faulthandler on SIGABRT), its stderr and its signal masks as they were before the signal."""
     try:
-        yield cli, (await asyncio.wait_for(cli.stdout.readline(), 120)).decode().strip()
-    finally:
-        if cli.returncode is None:
-            cli.kill()
-            await cli.wait()
+        return await asyncio.wait_for(cli.wait(), timeout)
+    except (TimeoutError, asyncio.TimeoutError):
+        with contextlib.suppress(ProcessLookupError):
+            cli.send_signal(signal.SIGABRT)
+        with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
+            await asyncio.wait_for(cli.wait(), 10)
+        stderr = _STDERR.get(cli.pid)
+        said = b""
+        if stderr is not None:
+            stderr.seek(0)
+            said = stderr.read()[-8000:]
+        raise AssertionError(
+            f"the CLI still ran {timeout:.0f} s after the signal (masks before it: {masks}); its stderr:\n"
+            + said.decode("utf-8", "replace")
+        ) from None
 
 
 def secret_prefix(url: str) -> tuple[str, str]:

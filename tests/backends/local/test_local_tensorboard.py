@@ -16,7 +16,16 @@ from pathlib import Path
 
 import psutil
 import pytest
-from tbhelpers import api_points, loader_points, secret_prefix, tensorboard_cli, write_script, writer_command
+from tbhelpers import (
+    api_points,
+    ended,
+    loader_points,
+    secret_prefix,
+    signal_masks,
+    tensorboard_cli,
+    write_script,
+    writer_command,
+)
 from textual.widgets import Static
 from uihelpers import make_app, refreshed
 from waiting import async_wait_until, wait_for
@@ -150,8 +159,9 @@ async def test_the_cli_prints_the_url_and_ctrl_c_stops_the_tensorboard(home, tmp
         await async_wait_until(lambda: api_points(line) == loader_points(runs), what="the API's scalars")
         servers = psutil.Process(cli.pid).children(recursive=True)
         assert any(tensorboards.WRAPPER in p.cmdline() for p in servers)
+        masks = signal_masks(cli.pid)
         cli.send_signal(signal.SIGINT)  # Ctrl-C
-        assert await asyncio.wait_for(cli.wait(), 30) in (0, 130)
+        assert await ended(cli, 30, masks) in (0, 130)
     gone, alive = psutil.wait_procs(servers, timeout=10)
     assert not alive  # Ctrl-C stopped the TensorBoard it started
 
