@@ -240,7 +240,7 @@ async def tensorboard_cli(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.
         cli = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "yanflow_tui", "tensorboard", *args,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=stderr,
-            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"}, preexec_fn=sigint_as_in_a_terminal,
         )  # fmt: skip
         _STDERR[cli.pid] = stderr
         assert cli.stdout is not None
@@ -254,6 +254,13 @@ async def tensorboard_cli(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.
 
 
 _STDERR: dict[int, IO[bytes]] = {}
+
+
+def sigint_as_in_a_terminal() -> None:
+    """In the child, before exec: SIGINT at its default, as a command typed in a terminal has it. A test run
+    started in the background by a non-interactive shell (``pytest &``) has SIGINT ignored, every child
+    inherits that, and a Ctrl-C sent to it would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def signal_masks(pid: int) -> str:

@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+from tbhelpers import sigint_as_in_a_terminal
 
 CHILD = textwrap.dedent(
     """
@@ -40,7 +41,11 @@ CHILD = textwrap.dedent(
 @pytest.mark.parametrize("worker", ["blocked", "none"])
 def test_ctrl_c_ends_the_command_even_when_a_worker_thread_never_returns(worker):
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, worker], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", CHILD, worker],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_as_in_a_terminal,  # (a test run started with & has SIGINT ignored)
     )
     try:
         assert child.stdout is not None and child.stdout.readline() == "ready\n"
