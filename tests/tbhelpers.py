@@ -235,7 +235,7 @@ def slurm_writer_spec(tmp_path: Path, name: str, first: int, second: int) -> Job
 @contextlib.asynccontextmanager
 async def tensorboard_cli(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
     """``yanflow-tui tensorboard ARGS`` in a process of its own, and the URL it printed; killed after
-    the block if it still runs. Its stderr goes to a file that ``ended`` shows on a failure."""
+    the block if it still runs. Its stderr goes to a file that ``ctrl_c`` shows on a failure."""
     with tempfile.TemporaryFile() as stderr:
         cli = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "yanflow_tui", "tensorboard", *args,
@@ -263,7 +263,7 @@ def sigint_as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def signal_masks(pid: int) -> str:
+def _signal_masks(pid: int) -> str:
     """The process's blocked, ignored and caught signals (``/proc/PID/status``): SIGINT is bit 1 (0x2)."""
     with contextlib.suppress(OSError):
         lines = Path(f"/proc/{pid}/status").read_text().splitlines()
@@ -271,9 +271,11 @@ def signal_masks(pid: int) -> str:
     return "(gone)"
 
 
-async def ended(cli: asyncio.subprocess.Process, timeout: float, masks: str) -> int:
-    """The CLI's exit code; if it still runs after ``timeout``, a failure that shows every thread's stack
-    (faulthandler on SIGABRT), its stderr and its signal masks as they were before the signal."""
+async def ctrl_c(cli: asyncio.subprocess.Process, timeout: float) -> int:
+    """Ctrl-C (SIGINT) to the CLI, and its exit code; if it still runs after ``timeout``, a failure that shows
+    every thread's stack (faulthandler on SIGABRT), its stderr and its signal masks before the Ctrl-C."""
+    masks = _signal_masks(cli.pid)
+    cli.send_signal(signal.SIGINT)
     try:
         return await asyncio.wait_for(cli.wait(), timeout)
     except (TimeoutError, asyncio.TimeoutError):
@@ -287,7 +289,7 @@ async def ended(cli: asyncio.subprocess.Process, timeout: float, masks: str) -> 
             stderr.seek(0)
             said = stderr.read()[-8000:]
         raise AssertionError(
-            f"the CLI still ran {timeout:.0f} s after the signal (masks before it: {masks}); its stderr:\n"
+            f"the CLI still ran {timeout:.0f} s after Ctrl-C (masks before it: {masks}); its stderr:\n"
             + said.decode("utf-8", "replace")
         ) from None
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import signal
 import stat
 import urllib.error
 import urllib.request
@@ -18,10 +17,9 @@ import psutil
 import pytest
 from tbhelpers import (
     api_points,
-    ended,
+    ctrl_c,
     loader_points,
     secret_prefix,
-    signal_masks,
     tensorboard_cli,
     write_script,
     writer_command,
@@ -159,9 +157,7 @@ async def test_the_cli_prints_the_url_and_ctrl_c_stops_the_tensorboard(home, tmp
         await async_wait_until(lambda: api_points(line) == loader_points(runs), what="the API's scalars")
         servers = psutil.Process(cli.pid).children(recursive=True)
         assert any(tensorboards.WRAPPER in p.cmdline() for p in servers)
-        masks = signal_masks(cli.pid)
-        cli.send_signal(signal.SIGINT)  # Ctrl-C
-        assert await ended(cli, 30, masks) in (0, 130)
+        assert await ctrl_c(cli, 30) in (0, 130)
     gone, alive = psutil.wait_procs(servers, timeout=10)
     assert not alive  # Ctrl-C stopped the TensorBoard it started
 

@@ -8,7 +8,6 @@ Without a tensorboard there, or read-only, the console falls back to its local m
 from __future__ import annotations
 
 import asyncio
-import signal
 import stat
 import sys
 from dataclasses import replace
@@ -18,7 +17,16 @@ import psutil
 import pytest
 import yaml
 from slurmhelpers import ssh_cluster
-from tbhelpers import get, loader_points, scalars_match, secret_prefix, servers_over, slurm_writer_spec, tensorboard_cli
+from tbhelpers import (
+    ctrl_c,
+    get,
+    loader_points,
+    scalars_match,
+    secret_prefix,
+    servers_over,
+    slurm_writer_spec,
+    tensorboard_cli,
+)
 from waiting import async_wait_until
 
 from yanflow_tui import tensorboards
@@ -119,8 +127,7 @@ async def test_the_cli_prints_a_url_that_answers_and_ctrl_c_kills_the_login_node
         assert server.pid not in {p.pid for p in psutil.Process(cli.pid).children(recursive=True)}
         await async_wait_until(lambda: scalars_match(line, runs), what="the job's scalars through the CLI's forward")
         family = [server, *server.children(recursive=True)]
-        cli.send_signal(signal.SIGINT)  # Ctrl-C
-        assert await asyncio.wait_for(cli.wait(), 60) in (0, 130)
+        assert await ctrl_c(cli, 60) in (0, 130)
     gone, alive = psutil.wait_procs(family, timeout=15)
     assert not alive and not servers_over(runs)
 
