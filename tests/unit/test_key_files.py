@@ -201,6 +201,18 @@ def stopped_with(proc: subprocess.Popen, env: dict[str, str], how: str) -> str:
     return f"status {proc.returncode}; stderr: {err!r}; under TMPDIR: {files}"
 
 
+def key_files_of(proc: subprocess.Popen, env: dict[str, str], marker: bytes, how: str) -> list[Path]:
+    """The key files ``proc`` wrote; a failure that shows its status, stderr and TMPDIR if it ended first
+    or wrote none in time."""
+    try:
+        written = wait_until(lambda: key_files_written(env, marker) or ended(proc), 120, "the client's key file")
+    except Exception as exc:  # (a timeout)
+        raise AssertionError(f"{exc}\n{stopped_with(proc, env, how)}") from exc
+    if written == "ended":
+        pytest.fail(f"it ended before writing its key file: {stopped_with(proc, env, how)}")
+    return written
+
+
 def start_cli(env) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "yanflow_tui", "logs", "--follow", "--cluster", "k8s", "ml/train"],
@@ -252,11 +264,7 @@ def test_a_signal_leaves_no_key_file(env, pki, tls_emulator, how, sig):
     else:
         proc, master = start_tui(env)
     try:
-        try:
-            written = wait_until(lambda: key_files_written(env, marker) or ended(proc), 120, "the client's key file")
-        except Exception as exc:  # (a timeout: say what the process and its TMPDIR held then)
-            raise AssertionError(f"{exc}\n{stopped_with(proc, env, how)}") from exc
-        assert written != "ended", (proc.returncode, proc.stderr.read().decode() if how == "cli" else "")
+        written = key_files_of(proc, env, marker, how)
         assert all(p.stat().st_mode & 0o077 == 0 for p in written)
         if how == "cli":  # it is following: a live stream, not a run that ends by itself
             assert proc.stdout.readline().strip() == b"step 1"
@@ -294,7 +302,7 @@ def test_quit_leaves_no_key_file(env, pki, tls_emulator):
     seen = len(tls_emulator.requests)
     proc, master = start_tui(env)
     try:
-        wait_until(lambda: key_files_written(env, marker), 60, "the client's key file")
+        key_files_of(proc, env, marker, "tui")
         wait_until(lambda: jobs_listed(tls_emulator, seen), what="the TUI's first refresh")
         os.write(master, b"q")
         rc = quit_code(proc)
@@ -310,9 +318,10 @@ def test_the_next_start_sweeps_a_killed_runs_key_files(env, pki):
     marker = key_marker(pki)
     proc = start_cli(env)
     try:
-        written = wait_until(lambda: key_files_written(env, marker), 60, "the client's key file")
+        written = key_files_of(proc, env, marker, "cli")
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
     assert all(p.exists() for p in written)  # SIGKILL: nothing could clean up
     result = subprocess.run([sys.executable, "-m", "yanflow_tui", "nodes"], env=env, capture_output=True, timeout=60)

@@ -5,17 +5,23 @@ loopback (certificates made with openssl):
   ``VERIFY_X509_STRICT``, which refuses it): lists, logs and an exec all work;
 - nothing else is loosened: a server whose certificate another CA signed, or whose name is not the
   server's address, is refused, and the error names the TLS reason (client 36 hid it behind
-  ``AttributeError: 'NoneType' object has no attribute 'decode'``).
+  ``AttributeError: 'NoneType' object has no attribute 'decode'``);
+- a client key and certificate from the kubeconfig's data serve many connections opened at once from many
+  threads (urllib3 loads them into the connection's context at every connect: one context shared by all
+  failed a connect with ``X509: UNKNOWN_KEY_TYPE`` now and then, or crashed the process).
 
 ``scripts/k8s-newest`` runs this file on Python 3.13 with the newest client."""
 
 from __future__ import annotations
 
+import base64
 import ssl
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
+import yaml
 from fakes.k8s_api import K8sEmulator, make_job, make_pod
 from k8shelpers import cluster, write_kubeconfig
 
@@ -67,6 +73,7 @@ def pki(tmp_path_factory) -> Path:
     make_ca(folder, "other-ca")
     make_server(folder, "server", "cluster-ca", "IP:127.0.0.1")
     make_server(folder, "misnamed", "cluster-ca", "DNS:api.elsewhere.test")
+    make_server(folder, "alice", "cluster-ca", "email:alice@example.test")  # the user's client certificate
     # What the test is about: the cluster's CA has no keyUsage.
     assert "Key Usage" not in openssl("x509", "-in", "cluster-ca.crt", "-noout", "-text", cwd=folder)
     return folder
@@ -124,6 +131,50 @@ async def test_a_server_the_cluster_ca_does_not_vouch_for_is_refused_with_the_tl
             await backend.list_jobs()
         assert "AttributeError" not in str(refused.value)
         assert not [path for _, path in emu.requests if "/jobs" in path]  # nothing was sent over it
+    finally:
+        await backend.close()
+        emu.shutdown()
+
+
+def with_client_certificate(kubeconfig: Path, pki: Path) -> Path:
+    """The kubeconfig's user authenticates with a client key and certificate given as data (as kind,
+    minikube and kubeadm's admin.conf give them): the client copies them to files and loads those."""
+    data = yaml.safe_load(kubeconfig.read_text())
+    b64 = lambda name: base64.b64encode((pki / name).read_bytes()).decode()  # noqa: E731
+    data["users"][0]["user"] = {"client-certificate-data": b64("alice.crt"), "client-key-data": b64("alice.key")}
+    kubeconfig.write_text(yaml.safe_dump(data))
+    return kubeconfig
+
+
+async def test_a_client_certificate_serves_many_connections_opened_at_once(pki, tmp_path):
+    emu = tls_emulator(pki, "server")
+    backend = tls_backend(tmp_path, emu.url, pki / "cluster-ca.crt")
+    with_client_certificate(tmp_path / "kubeconfig", pki)
+    try:
+        assert [job.id for job in await backend.list_jobs()] == ["ml/train"]
+        manager = backend._api.rest_client.pool_manager
+        assert manager.connection_pool_kw["cert_file"] and manager.connection_pool_kw["key_file"]
+        url = f"{emu.url}/api/v1/namespaces/{NS}/pods"
+        failures: list[str] = []
+        contexts: set[int] = set()
+
+        def requests(count: int) -> None:
+            for _ in range(count):
+                try:  # "Connection: close": the next request connects again, with the client key
+                    response = manager.request("GET", url, headers={"Connection": "close"}, retries=False)
+                    assert response.status == 200, response.status
+                except Exception as exc:
+                    failures.append(f"{type(exc).__name__}: {exc}")
+            pool = manager.connection_from_url(url)
+            contexts.update(id(conn.ssl_context) for conn in list(pool.pool.queue) if conn is not None)
+
+        threads = [threading.Thread(target=requests, args=(25,)) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert failures == []
+        assert len(contexts) > 1  # the pool's connections do not share one context
     finally:
         await backend.close()
         emu.shutdown()
