@@ -27,10 +27,10 @@ def tag(slurm_dir):
     """A unique ``cliverbs-*`` name prefix; every job of it is cancelled at teardown."""
     prefix = f"cliverbs-{uuid.uuid4().hex[:8]}"
     yield prefix
-    names = [line.strip() for line in slurm("squeue", "-h", "-a", "-t", "all", "-o", "%j", check=False).splitlines()]
-    mine = sorted({n for n in names if n.startswith(prefix)})
-    if mine:
-        slurm("scancel", "-n", ",".join(mine), check=False)
+    listed = slurm("squeue", "-h", "-a", "-t", "all", "-o", "%A %j", check=False).splitlines()
+    mine = sorted({job for job, _, name in (line.strip().partition(" ") for line in listed) if name.startswith(prefix)})
+    if mine:  # by id: scancel's --name takes one name, so "a,b" matched no job and held ones were left
+        slurm("scancel", *mine, check=False)
 
 
 def cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
