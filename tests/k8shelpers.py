@@ -25,17 +25,19 @@ def write_kubeconfig(
     context: str = "emu",
     others: dict[str, str] | None = None,
     cluster_extra: dict[str, str] | None = None,
+    user: dict[str, str] | None = None,
 ) -> Path:
     """A kubeconfig whose current context ``context`` is alice in ``namespace``; ``others``: more
     contexts (name -> namespace), each as bob (token ``<name>-token``), on the same emulator;
-    ``cluster_extra``: more of the cluster's fields (``certificate-authority``...)."""
+    ``cluster_extra``: more of the cluster's fields (``certificate-authority``...); ``user``: alice's
+    credentials (default: a token)."""
     others = others or {}
     data = {
         "apiVersion": "v1",
         "kind": "Config",
         "current-context": context,
         "clusters": [{"name": "emu", "cluster": {"server": url, **(cluster_extra or {})}}],
-        "users": [{"name": "alice", "user": {"token": "not-a-real-token"}}]
+        "users": [{"name": "alice", "user": user or {"token": "not-a-real-token"}}]
         + [{"name": f"bob-{name}", "user": {"token": f"{name}-token"}} for name in others],
         "contexts": [{"name": context, "context": {"cluster": "emu", "user": "alice", "namespace": namespace}}]
         + [{"name": n, "context": {"cluster": "emu", "user": f"bob-{n}", "namespace": ns}} for n, ns in others.items()],

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 from fakes.k8s_api import K8sEmulator, make_job, make_pod
+from k8shelpers import write_kubeconfig
 from waiting import wait_until
 
 from yanflow_tui import keyfiles
@@ -105,33 +105,12 @@ def tls_emulator(pki):
 def env(tmp_path, pki, tls_emulator) -> dict[str, str]:
     """A private TMPDIR and HOME; a config whose cluster's kubeconfig holds inline key data."""
     b64 = lambda p: base64.b64encode(p.read_bytes()).decode()  # noqa: E731
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "emu",
-                "clusters": [
-                    {
-                        "name": "emu",
-                        "cluster": {"server": tls_emulator.url, "certificate-authority-data": b64(pki / "ca.crt")},
-                    }
-                ],
-                "users": [
-                    {
-                        "name": "alice",
-                        "user": {
-                            "client-certificate-data": b64(pki / "client.crt"),
-                            "client-key-data": b64(pki / "client.key"),
-                        },
-                    }
-                ],
-                "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "alice", "namespace": "ml"}}],
-            }
-        )
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig",
+        tls_emulator.url,
+        cluster_extra={"certificate-authority-data": b64(pki / "ca.crt")},
+        user={"client-certificate-data": b64(pki / "client.crt"), "client-key-data": b64(pki / "client.key")},
     )
-    kubeconfig.chmod(0o600)
     config = tmp_path / "config.yaml"
     config.write_text(f"clusters:\n  - name: k8s\n    kind: kubernetes\n    kubeconfig: {kubeconfig}\n")
     tmp = tmp_path / "tmp"

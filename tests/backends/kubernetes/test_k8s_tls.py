@@ -21,7 +21,6 @@ import threading
 from pathlib import Path
 
 import pytest
-import yaml
 from fakes.k8s_api import K8sEmulator, make_job, make_pod
 from k8shelpers import cluster, write_kubeconfig
 
@@ -90,8 +89,10 @@ def tls_emulator(pki: Path, server: str) -> K8sEmulator:
     return emu
 
 
-def tls_backend(tmp_path: Path, url: str, ca: Path) -> KubernetesBackend:
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", url, cluster_extra={"certificate-authority": str(ca)})
+def tls_backend(tmp_path: Path, url: str, ca: Path, user: dict[str, str] | None = None) -> KubernetesBackend:
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig", url, cluster_extra={"certificate-authority": str(ca)}, user=user
+    )
     return KubernetesBackend(cluster(kubeconfig))
 
 
@@ -136,20 +137,13 @@ async def test_a_server_the_cluster_ca_does_not_vouch_for_is_refused_with_the_tl
         emu.shutdown()
 
 
-def with_client_certificate(kubeconfig: Path, pki: Path) -> Path:
-    """The kubeconfig's user authenticates with a client key and certificate given as data (as kind,
-    minikube and kubeadm's admin.conf give them): the client copies them to files and loads those."""
-    data = yaml.safe_load(kubeconfig.read_text())
-    b64 = lambda name: base64.b64encode((pki / name).read_bytes()).decode()  # noqa: E731
-    data["users"][0]["user"] = {"client-certificate-data": b64("alice.crt"), "client-key-data": b64("alice.key")}
-    kubeconfig.write_text(yaml.safe_dump(data))
-    return kubeconfig
-
-
 async def test_a_client_certificate_serves_many_connections_opened_at_once(pki, tmp_path):
     emu = tls_emulator(pki, "server")
-    backend = tls_backend(tmp_path, emu.url, pki / "cluster-ca.crt")
-    with_client_certificate(tmp_path / "kubeconfig", pki)
+    # The user's key and certificate given as data (as kind, minikube and kubeadm's admin.conf give them):
+    # the client copies them to files and loads those.
+    b64 = lambda name: base64.b64encode((pki / name).read_bytes()).decode()  # noqa: E731
+    user = {"client-certificate-data": b64("alice.crt"), "client-key-data": b64("alice.key")}
+    backend = tls_backend(tmp_path, emu.url, pki / "cluster-ca.crt", user)
     try:
         assert [job.id for job in await backend.list_jobs()] == ["ml/train"]
         manager = backend._api.rest_client.pool_manager
