@@ -1,7 +1,7 @@
 """A synthetic cluster for the console benchmarks: a real ``Backend`` over generated, seeded data.
 
 Each instance serves one cluster (``ClusterConfig.options``: ``jobs``, ``nodes``, ``gpus_per_node``,
-``seed``, ``log_lines`` / ``log_bytes``) with:
+``seed``, ``log_lines`` / ``log_bytes``, ``log_rate``) with:
 
 - jobs of several users, standalone and in groups (array tasks, experiment trials, pods of a
   multi-node job) whose children carry ``parent``; every state, pending reasons, ages;
@@ -14,7 +14,8 @@ Each instance serves one cluster (``ClusterConfig.options``: ``jobs``, ``nodes``
   put and the ids it removed meanwhile), as a backend that watches its cluster would;
 - ``stream_logs``: a fast log source, ``log_lines`` lines (or ``log_bytes`` bytes) of ~100 bytes,
   yielding to the event loop every ``LOG_CHUNK`` lines like a network reader, until done or
-  ``stop_logs`` is set.
+  ``stop_logs`` is set; with ``log_rate`` (lines a second), paced like a training job's log, a
+  tenth of a second's lines at a time.
 
 It knows nothing of Textual; ``console.py`` registers it as the ``synthetic`` kind. Not a test fake:
 it is sized for benchmarks (10,000 jobs and 2,000 nodes build in well under a second).
@@ -82,6 +83,7 @@ class SyntheticBackend(Backend):
         self.gpus_per_node = int(opts.get("gpus_per_node", 8))
         self.log_lines = int(opts.get("log_lines", 0))
         self.log_bytes = int(opts.get("log_bytes", 0))
+        self.log_rate = float(opts.get("log_rate", 0))
         self.stop_logs = False
         self.log_stats = LogStats()
         self.served_at = 0.0  # perf_counter when the last list_nodes answered (a refresh's data handed over)
@@ -319,9 +321,10 @@ class SyntheticBackend(Backend):
         limit_lines = self.log_lines or None
         limit_bytes = self.log_bytes or None
         stats.started = time.perf_counter()
+        chunk = max(1, int(self.log_rate / 10)) if self.log_rate else LOG_CHUNK
         i = 0
         while not self.stop_logs:
-            for _ in range(LOG_CHUNK):
+            for _ in range(chunk):
                 text = f"2026-11-29T12:00:00Z {i:>10}{tails[i & 63]}"  # ~100 bytes, a new string each line
                 i += 1
                 stats.bytes += len(text) + 1
@@ -331,7 +334,8 @@ class SyntheticBackend(Backend):
             stats.lines = i
             if (limit_lines and i >= limit_lines) or (limit_bytes and stats.bytes >= limit_bytes):
                 break
-            await asyncio.sleep(0)  # a network reader gives the loop a turn between reads
+            # a network reader gives the loop a turn between reads; a paced log waits for its next lines
+            await asyncio.sleep(chunk / self.log_rate if self.log_rate else 0)
         stats.lines = i
         stats.finished = time.perf_counter()
 

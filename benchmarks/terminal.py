@@ -43,11 +43,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+LOG_RATE = 200.0  # lines a second of the log that streams while keys are timed (a chatty training job)
 KEYS = {"down": "\x1b[B", "pagedown": "\x1b[6~", "home": "\x1b[H", "escape": "\x1b", "enter": "\r"}
 
 
 # -- the console (the child process) ------------------------------------------------------------------
-def child(jobs: int, nodes: int, realistic: bool) -> int:
+def child(jobs: int, nodes: int, realistic: bool, log_rate: float) -> int:
     """The console over synthetic clusters, as ``yanflow-tui`` runs it."""
     from synthetic import SyntheticBackend
 
@@ -68,6 +69,7 @@ def child(jobs: int, nodes: int, realistic: bool) -> int:
                 "gpus_per_node": 8,
                 "seed": 1,
                 "realistic": realistic,
+                "log_rate": log_rate,
             },
         )
         for i, name in enumerate(names)
@@ -110,12 +112,15 @@ class Console:
         realistic: bool = False,
         child_argv: list[str] | None = None,
         env_extra: dict[str, str] | None = None,
+        python: str = sys.executable,
+        log_rate: float = LOG_RATE,
     ) -> None:
         argv = [str(Path(__file__).resolve()), "--child", "--jobs", str(jobs), "--nodes", str(nodes)]
         argv += ["--realistic"] if realistic else []
+        argv += ["--log-rate", str(log_rate)]
         if child_argv is not None:  # another console than the synthetic one (``--four-kinds``)
             argv = [str(Path(__file__).resolve()), *child_argv]
-        self._start([sys.executable, *argv], columns, lines, home, env_extra)
+        self._start([python, *argv], columns, lines, home, env_extra)
 
     def _start(
         self, argv: list[str], columns: int, lines: int, home: Path, env_extra: dict[str, str] | None = None
@@ -137,6 +142,9 @@ class Console:
             **(env_extra or {}),
         }
         self.child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(lines, columns))
+        # pexpect sleeps 50 ms before each send by default (``delaybeforesend``), inside the timed span of
+        # every key: the figures before this was set were 50 ms too slow, for every program alike.
+        self.child.delaybeforesend = None
         self.written = 0
 
     def read(self, timeout: float) -> bool:
@@ -184,6 +192,16 @@ class Console:
         if last is None or self.look() == before:
             return None
         return last - sent
+
+    def press_until(self, key: str, answered, most: float = 5.0) -> float | None:
+        """Seconds from ``key``'s bytes to the read after which ``answered(screen text)`` holds, for a screen
+        that is never quiet (a log streams); None when it did not within ``most`` s."""
+        sent = time.monotonic()
+        self.child.send(KEYS.get(key, key))
+        while time.monotonic() - sent < most:
+            if self.read(0.05) and answered(self.text()):
+                return time.monotonic() - sent
+        return None
 
     def pid_tree(self) -> list[int]:
         pids, parents = [self.child.pid], {}
@@ -356,36 +374,79 @@ def to_first_group(term: Console, quiet: float) -> None:
         term.press("down", quiet)
 
 
+STREAM_KEYS = (("stream: screen 1 (queue)", "1", "YanFlow · Queue"), ("stream: screen 4 (logs)", "4", "YanFlow · Logs"))
+
+
+def while_streaming(term: Console, args, times: dict, unanswered: dict) -> None:
+    """Keys while a log streams (``--log-rate`` lines a second): the first job's log followed on the Logs
+    screen, then ``1`` and ``4`` in turn, each timed to the frame whose header names the screen it asked
+    for (the output is never quiet, so the end of an answer is the header, not silence). The pane is
+    closed after, so that nothing streams during the idle window."""
+    term.press("1", args.quiet)
+    term.press("home", args.quiet)
+    term.child.send("l")
+    end = time.monotonic() + 30
+    while "following" not in term.text() or "YanFlow · Logs" not in term.screen.display[0]:
+        if time.monotonic() > end:
+            raise SystemExit(f"no log followed 30 s after l:\n{term.text()}")
+        term.read(0.2)
+    for _ in range(args.presses):
+        for label, key, header in STREAM_KEYS:
+            took = term.press_until(key, lambda _text, header=header: header in term.screen.display[0])
+            if took is None:
+                unanswered[label] = unanswered.get(label, 0) + 1
+            else:
+                times.setdefault(label, []).append(took)
+    term.child.send("x")  # close the pane (the Logs screen shows)
+    term.settle(args.quiet, most=5)
+    term.press("1", args.quiet)
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
 
 
-def run_one(args, columns: int, lines: int) -> dict:
+AT_ONCE = [("at once: / (open filter)", "/"), ("at once: filter keystroke", "r"), ("", "escape")]
+AFTER_IDLE = [("after idle: / (open filter)", "/"), ("after idle: filter keystroke", "r"), ("", "escape")]
+
+
+def run_one(args, columns: int, lines: int, python: str = sys.executable) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         start = time.monotonic()
-        term = Console(args.jobs, args.nodes, columns, lines, home, args.realistic)
+        term = Console(
+            args.jobs, args.nodes, columns, lines, home, args.realistic, python=python, log_rate=args.log_rate
+        )
+        times: dict[str, list[float]] = {}
+        unanswered: dict[str, int] = {}
+
+        def timed(steps: list[tuple[str, str]]) -> None:
+            for label, key in steps:
+                if key == GROUPS:
+                    to_first_group(term, args.quiet)
+                    continue
+                took = term.press(key, args.quiet)
+                if not label:
+                    continue
+                if took is None:
+                    unanswered[label] = unanswered.get(label, 0) + 1
+                else:
+                    times.setdefault(label, []).append(took)
+
         try:
             while "Open" not in term.text() or "shown" not in term.text():  # the footer and the counts
                 if time.monotonic() - start > 300:
                     raise SystemExit(f"no first screen after 300 s:\n{term.text()}")
                 term.read(0.5)
             first = time.monotonic() - start
+            timed(AT_ONCE)  # typed as soon as the first screen shows: no settling, nothing moved first
             term.settle(args.quiet * 4, most=60)
-            times: dict[str, list[float]] = {}
-            unanswered: dict[str, int] = {}
-            for label, key in sequence(args.presses):
-                if key == GROUPS:
-                    to_first_group(term, args.quiet)
-                    continue
-                took = term.press(key, args.quiet)
-                if took is None:
-                    unanswered[label] = unanswered.get(label, 0) + 1
-                else:
-                    times.setdefault(label, []).append(took)
+            timed(sequence(args.presses))
+            while_streaming(term, args, times, unanswered)
             term.settle(args.quiet * 4, most=30)
             idle = term.idle(args.idle_seconds)
+            timed(AFTER_IDLE)
         finally:
             term.close()
     keys = {
@@ -424,6 +485,28 @@ def show(result: dict) -> None:
     )
 
 
+def tree_python(tree: str) -> str:
+    """The Python of a checkout's own ``.venv`` (where its ``yanflow_tui`` is installed, editable)."""
+    python = Path(tree).resolve() / ".venv" / "bin" / "python"
+    if not python.exists():
+        raise SystemExit(f"{tree}: no .venv/bin/python (make one: python -m venv .venv && .venv/bin/pip install -e .)")
+    return str(python)
+
+
+def show_pair(before: dict, after: dict) -> None:
+    print(f"\n{after['jobs']} jobs at {after['size']}, before -> after (p50 / p95 / max ms):")
+    print(f"  first screen: {before['first_screen_s']} -> {after['first_screen_s']} s")
+    for label, k in after["keys"].items():
+        b = before["keys"].get(label, {"n": 0})
+        cell = lambda f: " / ".join(str(f.get(x, "-")) for x in ("p50_ms", "p95_ms", "max_ms"))  # noqa: E731
+        print(f"  {label:30} n {b['n']:>3}/{k['n']:<3} {cell(b):>24} -> {cell(k)}")
+    bi, ai = before["idle"], after["idle"]
+    print(
+        f"  idle: CPU {bi['cpu_percent']} -> {ai['cpu_percent']} % of a core, RSS {bi['rss_mb_max']} -> "
+        f"{ai['rss_mb_max']} MB, bytes {bi['bytes_written']} -> {ai['bytes_written']}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=10_000)
@@ -443,11 +526,18 @@ def main() -> int:
         "--eager-kubernetes", action="store_true", help="--four-kinds: the kubernetes client imported whole, as before"
     )
     parser.add_argument("--modules-out", help="--four-kinds: the console's loaded modules, written there")
+    parser.add_argument(
+        "--log-rate", type=float, default=LOG_RATE, help="lines a second of the log streaming while keys are timed"
+    )
+    parser.add_argument(
+        "--trees",
+        help="BEFORE,AFTER: two checkouts, each run with its own .venv, alternated in this run (sizes in turn)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-config", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(args.jobs, args.nodes, args.realistic)
+        return child(args.jobs, args.nodes, args.realistic, args.log_rate)
     if args.child_config:
         return child_config(args.child_config, args.modules_out, args.eager_kubernetes)
     results = []
@@ -456,6 +546,14 @@ def main() -> int:
         if args.four_kinds:
             results.append(run_four_kinds(args, columns, lines))
             show_four_kinds(results[-1])
+            continue
+        if args.trees:  # before and after, in this run: each size in both trees, one after the other
+            pair = []
+            for tree in args.trees.split(","):
+                pair.append({"tree": tree, **run_one(args, columns, lines, python=tree_python(tree))})
+                show(pair[-1])
+            show_pair(*pair)
+            results += pair
             continue
         results.append(run_one(args, columns, lines))
         show(results[-1])
