@@ -284,7 +284,8 @@ def run_four_kinds(args, columns: int, lines: int) -> dict:
         argv += ["--modules-out", args.modules_out] if args.modules_out else []
         argv += ["--eager-kubernetes"] if args.eager_kubernetes else []
         start = time.monotonic()
-        term = Console(0, 0, columns, lines, Path(tmp), child_argv=argv, env_extra=kinds.env)
+        python = tree_python(args.tree) if args.tree else sys.executable
+        term = Console(0, 0, columns, lines, Path(tmp), child_argv=argv, env_extra=kinds.env, python=python)
         try:
             while "shown" not in term.text():  # the Queue's counts: the first screen
                 if time.monotonic() - start > 120:
@@ -310,6 +311,7 @@ def run_four_kinds(args, columns: int, lines: int) -> dict:
             term.close()
     return {
         "size": f"{columns}x{lines}",
+        "tree": args.tree or str(HERE.parent),
         "clusters": f"local, slurm (ssh 127.0.0.1:2222{', ' + args.slurm_transport if args.slurm_transport else ''}), "
         "kubernetes (emulator), determined (fake master)",
         "first_screen_s": round(first, 2),
@@ -329,7 +331,10 @@ def run_four_kinds(args, columns: int, lines: int) -> dict:
 
 def show_four_kinds(result: dict) -> None:
     idle = result["idle"]
-    print(f"\nfour kinds at {result['size']} ({result['clusters']}): first screen {result['first_screen_s']} s")
+    print(
+        f"\nfour kinds at {result['size']} ({result['clusters']}), {result['tree']}: "
+        f"first screen {result['first_screen_s']} s"
+    )
     print(
         f"  idle {idle['seconds']} s: CPU {idle['cpu_percent']} % of a core (console + children, "
         f"{idle['cpu_seconds']} s; the console alone {idle['cpu_percent_console_alone']} %), "
@@ -532,6 +537,9 @@ def main() -> int:
     parser.add_argument(
         "--trees",
         help="BEFORE,AFTER: two checkouts, each run with its own .venv, alternated in this run (sizes in turn)",
+    )
+    parser.add_argument(
+        "--tree", help="--four-kinds: the console of that checkout (its own .venv), e.g. two runs side by side"
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-config", help=argparse.SUPPRESS)
