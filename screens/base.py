@@ -15,6 +15,7 @@ from textual.screen import Screen
 from yanflow_tui.hub import ClusterSnapshot
 from yanflow_tui.screens.dialogs import FullTextScreen
 from yanflow_tui.screens.failures import ForwardFailures
+from yanflow_tui.screens.switching import StylesKept
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar, HeaderSource
 from yanflow_tui.screens.widgets.status_line import FULL_TEXT_BINDING, StatusLine
 
@@ -65,8 +66,9 @@ class LiveScreen(ForwardFailures, Screen):
             self.app.report_failure(f"redrawing {type(self).__name__}", exc)
 
 
-class DataScreen(HeaderSource, LiveScreen):
-    """A main screen that shows cluster data: redrawn when data arrives and when it becomes current."""
+class DataScreen(HeaderSource, StylesKept, LiveScreen):
+    """A main screen that shows cluster data: redrawn when data arrives and when it becomes current
+    (and shown again quickly: ``StylesKept``)."""
 
     BINDINGS = [Binding("i", "full_text", "Full text", show=False, id=FULL_TEXT_BINDING)]
 

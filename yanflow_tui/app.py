@@ -61,6 +61,7 @@ from yanflow_tui.notices import EndWatch
 from yanflow_tui.sanitize import clean
 from yanflow_tui.screens.base import DataScreen
 from yanflow_tui.screens.queue import QueueScreen
+from yanflow_tui.screens.switching import QuickSwitch
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.speed import Heap, map_big_blocks
 from yanflow_tui.tensorboards import TensorBoards
@@ -225,7 +226,7 @@ def _screen_from(module: str, name: str) -> Screen:
     return screen
 
 
-class YanflowApp(SerialKeys, TerminalWords):
+class YanflowApp(QuickSwitch, SerialKeys, TerminalWords):
     TITLE = "YanFlow"
     # The first screen's styles are read with the app's: read when it is shown, they would parse every
     # rule again (Textual reparses the whole stylesheet for a screen's own CSS), delaying the first paint.
