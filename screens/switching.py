@@ -39,7 +39,7 @@ class QuickSwitch(App):
             shown.add(mode)
 
     def delay_update(self, delay: float = 0.05) -> None:
-        if not self._switching_back:
+        if not self._switching_back or not hasattr(self, "_end_batch"):  # (a Textual without it: its own way)
             super().delay_update(delay)
             return
         self._begin_batch()
