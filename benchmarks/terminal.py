@@ -382,6 +382,14 @@ def to_first_group(term: Console, quiet: float) -> None:
 STREAM_KEYS = (("stream: screen 1 (queue)", "1", "YanFlow · Queue"), ("stream: screen 4 (logs)", "4", "YanFlow · Logs"))
 
 
+def record(times: dict[str, list[float]], unanswered: dict[str, int], label: str, took: float | None) -> None:
+    """A timed key's seconds under its label, or one more unanswered press (None: the screen did not answer)."""
+    if took is None:
+        unanswered[label] = unanswered.get(label, 0) + 1
+    else:
+        times.setdefault(label, []).append(took)
+
+
 def while_streaming(term: Console, args, times: dict, unanswered: dict) -> None:
     """Keys while a log streams (``--log-rate`` lines a second): the first job's log followed on the Logs
     screen, then ``1`` and ``4`` in turn, each timed to the frame whose header names the screen it asked
@@ -398,10 +406,7 @@ def while_streaming(term: Console, args, times: dict, unanswered: dict) -> None:
     for _ in range(args.presses):
         for label, key, header in STREAM_KEYS:
             took = term.press_until(key, lambda _text, header=header: header in term.screen.display[0])
-            if took is None:
-                unanswered[label] = unanswered.get(label, 0) + 1
-            else:
-                times.setdefault(label, []).append(took)
+            record(times, unanswered, label, took)
     term.child.send("x")  # close the pane (the Logs screen shows)
     term.settle(args.quiet, most=5)
     term.press("1", args.quiet)
@@ -432,12 +437,8 @@ def run_one(args, columns: int, lines: int, python: str = sys.executable) -> dic
                     to_first_group(term, args.quiet)
                     continue
                 took = term.press(key, args.quiet)
-                if not label:
-                    continue
-                if took is None:
-                    unanswered[label] = unanswered.get(label, 0) + 1
-                else:
-                    times.setdefault(label, []).append(took)
+                if label:
+                    record(times, unanswered, label, took)
 
         try:
             while "Open" not in term.text() or "shown" not in term.text():  # the footer and the counts

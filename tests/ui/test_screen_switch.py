@@ -16,12 +16,17 @@ from yanflow_tui.screens.queue import JobTable, QueueScreen
 HPC = ClusterConfig("hpc", "fake", refresh_seconds=0.5)
 
 
+async def nodes_shown(pilot, app, what: str = "nodes shown") -> None:
+    """Nodes is the screen on show, and no update is held back any more."""
+    await wait_for(pilot, lambda: app.current_mode == "nodes" and app._batch_count == 0, what=what)
+
+
 async def test_a_screen_shown_again_releases_the_held_updates_once_it_has_resumed(home, fake_backend, monkeypatch):
     app = make_app(HPC)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: app.hub.snapshots["hpc"].jobs, what="jobs")
         await pilot.press("2")  # Nodes, for the first time: as Textual does it (held 50 ms)
-        await wait_for(pilot, lambda: app.current_mode == "nodes" and app._batch_count == 0, what="nodes shown")
+        await nodes_shown(pilot, app)
         # From here a hold that waits for its timer lasts a minute: Textual's own (50 ms by default), and the
         # bound of a switch back (which only a screen that never resumes would reach).
         monkeypatch.setattr(App.delay_update, "__defaults__", (60.0,))
@@ -53,7 +58,7 @@ async def test_a_screen_shown_again_keeps_its_styles_unless_the_theme_changed(ho
         table = queue.query_one(JobTable)
         dark = table.styles.background
         await pilot.press("2")
-        await wait_for(pilot, lambda: app.current_mode == "nodes" and app._batch_count == 0, what="nodes shown")
+        await nodes_shown(pilot, app)
         applied.clear()
         await pilot.press("1")
         await wait_for(pilot, lambda: app.screen is queue and app._batch_count == 0, what="the Queue again")
@@ -62,7 +67,7 @@ async def test_a_screen_shown_again_keeps_its_styles_unless_the_theme_changed(ho
         assert table.styles.background == dark
 
         await pilot.press("2")
-        await wait_for(pilot, lambda: app.current_mode == "nodes" and app._batch_count == 0, what="nodes again")
+        await nodes_shown(pilot, app, "nodes again")
         app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"  # while the Queue is hidden
         await pilot.pause()
         await pilot.press("1")
