@@ -27,6 +27,12 @@ CPU of the console and its children (those it has waited for included) over the 
 the console alone and of its children, the bytes written, and the modules loaded (``--modules-out``;
 with ``PYTHONTRACEMALLOC=1`` also where the memory is, by file). No key is pressed. The Slurm cluster
 is shared: jobs other runs submit there meanwhile are refreshed work, not idle (see the screen in --json).
+
+    python benchmarks/terminal.py --first-answer [N] [--trees BEFORE,AFTER] [--jobs 10000] [--realistic]
+
+times, over N starts each, the first frame and the first frame that answers a key (``/`` typed as soon as
+anything shows; answered when the filter box does), without a cache and from the snapshot a first run
+kept when it quit.
 """
 
 from __future__ import annotations
@@ -476,6 +482,68 @@ def run_one(args, columns: int, lines: int, python: str = sys.executable) -> dic
     }
 
 
+# -- the first frame that answers a key (``--first-answer``) ------------------------------------------------
+FIRST_ANSWER_STARTS = 10  # starts timed per size and cache state
+
+
+def first_answer(args, columns: int, lines: int, python: str = sys.executable) -> dict:
+    """Seconds from the console's start to its first frame, and to the first frame that answers a key:
+    ``/`` typed as soon as anything is on screen, answered when the filter box shows. Without a cache (a
+    fresh HOME each start) and from a cached snapshot (the HOME of a first run that quit with ``q``, which
+    keeps the snapshot; the cached Queue is painted before Textual loads and the key is held for it)."""
+    out: dict = {"size": f"{columns}x{lines}", "jobs": args.jobs}
+    with tempfile.TemporaryDirectory() as kept:
+        keep_home = Path(kept)
+        term = Console(args.jobs, args.nodes, columns, lines, keep_home, args.realistic, python=python)
+        try:
+            while "shown" not in term.text():
+                term.read(0.5)
+            term.settle(args.quiet * 4, most=60)
+            term.child.send("q")
+            while term.child.isalive():
+                try:
+                    term.read(0.5)
+                except SystemExit:
+                    break
+        finally:
+            term.close()
+        for label, cached in (("no cache", False), ("cached", True)):
+            firsts, answers = [], []
+            for _ in range(args.first_answer):
+                with tempfile.TemporaryDirectory() as fresh:
+                    home = keep_home if cached else Path(fresh)
+                    start = time.monotonic()
+                    term = Console(args.jobs, args.nodes, columns, lines, home, args.realistic, python=python)
+                    try:
+                        while "YanFlow" not in term.text():
+                            term.read(0.01)
+                        firsts.append(time.monotonic() - start)
+                        term.child.send("/")
+                        while "filter:" not in term.text():
+                            if time.monotonic() - start > 60:
+                                raise SystemExit(f"no answer to / after 60 s:\n{term.text()}")
+                            term.read(0.01)
+                        answers.append(time.monotonic() - start)
+                    finally:
+                        term.close()
+            out[label] = {
+                "first_frame_s": [round(statistics.median(firsts), 2), round(max(firsts), 2)],
+                "first_answer_s": [round(statistics.median(answers), 2), round(max(answers), 2)],
+                "starts": len(answers),
+            }
+    return out
+
+
+def show_first_answer(result: dict) -> None:
+    print(f"\n{result['jobs']} jobs at {result['size']}" + (f" ({result['tree']})" if "tree" in result else ""))
+    print("| start | first frame, median / most (s) | first frame answering / (s) | starts |")
+    print("|---|---|---|---|")
+    for label in ("no cache", "cached"):
+        r = result[label]
+        first, answer = r["first_frame_s"], r["first_answer_s"]
+        print(f"| {label} | {first[0]} / {first[1]} | {answer[0]} / {answer[1]} | {r['starts']} |")
+
+
 def show(result: dict) -> None:
     print(f"\n{result['jobs']} jobs at {result['size']}: first screen {result['first_screen_s']} s")
     print(f"  {'key':24} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'unanswered':>10}")
@@ -542,6 +610,13 @@ def main() -> int:
     parser.add_argument(
         "--tree", help="--four-kinds: the console of that checkout (its own .venv), e.g. two runs side by side"
     )
+    parser.add_argument(
+        "--first-answer",
+        type=int,
+        nargs="?",
+        const=FIRST_ANSWER_STARTS,
+        help="only the time to the first frame that answers a key, without and with a cache (N starts each)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-config", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -555,6 +630,12 @@ def main() -> int:
         if args.four_kinds:
             results.append(run_four_kinds(args, columns, lines))
             show_four_kinds(results[-1])
+            continue
+        if args.first_answer:
+            for tree in args.trees.split(",") if args.trees else [""]:
+                python = tree_python(tree) if tree else sys.executable
+                results.append({**({"tree": tree} if tree else {}), **first_answer(args, columns, lines, python)})
+                show_first_answer(results[-1])
             continue
         if args.trees:  # before and after, in this run: each size in both trees, one after the other
             pair = []

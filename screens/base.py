@@ -17,6 +17,7 @@ from yanflow_tui.screens.dialogs import FullTextScreen
 from yanflow_tui.screens.failures import ForwardFailures
 from yanflow_tui.screens.switching import StylesKept
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar, HeaderSource
+from yanflow_tui.screens.widgets.focus_repaint import FocusKeepsScreen
 from yanflow_tui.screens.widgets.status_line import FULL_TEXT_BINDING, StatusLine
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class LiveScreen(ForwardFailures, Screen):
             self.app.report_failure(f"redrawing {type(self).__name__}", exc)
 
 
-class DataScreen(HeaderSource, StylesKept, LiveScreen):
+class DataScreen(HeaderSource, StylesKept, FocusKeepsScreen, LiveScreen):
     """A main screen that shows cluster data: redrawn when data arrives and when it becomes current
     (and shown again quickly: ``StylesKept``)."""
 

@@ -168,9 +168,7 @@ class NodesScreen(DataScreen):
 
     # -- filter ------------------------------------------------------------------------------------
     def action_filter(self) -> None:
-        box = self.query_one("#node-filter", Input)
-        box.display = True
-        self.set_focus(box)  # at once, not a message later: the box and the grid's focus drawn in one frame
+        self.query_one("#node-filter", FilterBox).open()
 
     def _apply_filter(self, value: str) -> None:
         self.query_one("#nodes", GpuGrid).set_filter(value.strip())
@@ -178,16 +176,14 @@ class NodesScreen(DataScreen):
 
     @on(Input.Submitted, "#node-filter")
     def _filter_done(self, event: Input.Submitted) -> None:
-        if not event.value.strip():
-            event.input.display = False
+        self.query_one("#node-filter", FilterBox).done(keep=bool(event.value.strip()))
         self.set_focus(self.query_one("#nodes", GpuGrid))
 
     def action_clear_filter(self) -> None:
-        box = self.query_one("#node-filter", Input)
+        box = self.query_one("#node-filter", FilterBox)
         if not box.display and not box.value:
             raise SkipAction()  # nothing to leave: escape goes back to the Queue
-        box.value = ""
-        box.display = False
+        box.close()
         grid = self.query_one("#nodes", GpuGrid)
         grid.set_filter("")
         self.show_status()

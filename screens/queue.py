@@ -125,10 +125,10 @@ class QueueScreen(DataScreen):
             ' gpus:>4, -negate, "quoted words"',
             id="filter",
         )
-        yield StatusLine(id="filter-error")
         yield QueueHint(id="queue-hint")
         yield Static(id="cluster-problems")
         yield JobTable(id="jobs")
+        yield StatusLine(id="filter-error")  # under the rows, over the box (docked at the bottom)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -365,20 +365,17 @@ class QueueScreen(DataScreen):
         return bool(jobs) and all(self.app.hub.backend(j.cluster).read_only for j in jobs)
 
     def action_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.display = True
-        self.set_focus(box)  # at once, not a message later: the box and the table's focus drawn in one frame
+        self.query_one("#filter", FilterBox).open()
 
     def action_clear_filter(self) -> None:
-        box = self.query_one("#filter", Input)
+        box = self.query_one("#filter", FilterBox)
         if not box.display and not box.value and not self.filter_text:
             if self.marked:  # then the marks
                 self.marked.clear()
                 self.refresh_data()
                 return
             raise SkipAction()  # nothing to leave
-        box.value = ""
-        box.display = False
+        box.close()
         self._set_filter("")
         self.set_focus(self.query_one(JobTable))
 
@@ -401,8 +398,8 @@ class QueueScreen(DataScreen):
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.display = bool(box.value)
+        box = self.query_one("#filter", FilterBox)
+        box.done(keep=bool(box.value))
         self.query_one("#filter-error", Static).display = box.display and bool(self.filter_error)
         self.set_focus(self.query_one(JobTable))
 

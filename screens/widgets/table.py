@@ -31,6 +31,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from yanflow_tui.screens.render.rows import natural_key
+from yanflow_tui.screens.widgets.focus_repaint import FocusRepaintsLines
 from yanflow_tui.screens.widgets.scrolling import QuietScrollView, set_virtual_size
 from yanflow_tui.screens.widgets.tabledata import Cell, Row, RowChanges
 from yanflow_tui.speed import Shared
@@ -163,7 +164,7 @@ class _Groups:
         self.orders: dict[tuple[int, bool], tuple[list[Row], array[int] | None]] = {}
 
 
-class VirtualTable(QuietScrollView, can_focus=True):
+class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
     """Keyed rows under a fixed header; the cursor is a row, kept by key."""
 
     check_changes: ClassVar[bool] = False  # tests: check each ``RowChanges`` given against a full compare
@@ -449,11 +450,11 @@ class VirtualTable(QuietScrollView, can_focus=True):
         if cursor_was_visible and index is not None and not top <= index < top + page:
             self._scroll_to_index(index)
         if same_rows and not relayout and index == old_cursor and self.scroll_offset.y == top:
-            self._refresh_changed_lines()
+            self.refresh_changed_lines()
         else:
             self.refresh()
 
-    def _refresh_changed_lines(self) -> None:
+    def refresh_changed_lines(self) -> None:
         """The same rows in the same order (a refresh that changed nothing on show): only the lines that
         draw differently now (an age that ticked) are repainted, not the whole table, so that an idle
         console writes next to nothing at each refresh (issue #32)."""
@@ -1062,7 +1063,7 @@ class VirtualTable(QuietScrollView, can_focus=True):
     def _own_style(self) -> Style:
         """The widget's own style (rows without stripes, blank lines), looked up once until styles change:
         ``rich_style`` walks the ancestors' backgrounds, and an idle refresh draws every line below the
-        last row again to see whether it changed (``_refresh_changed_lines``)."""
+        last row again to see whether it changed (``refresh_changed_lines``)."""
         if self._base_style is None:
             self._base_style = self.rich_style
         return self._base_style
