@@ -1,7 +1,8 @@
 """A synthetic cluster for the console benchmarks: a real ``Backend`` over generated, seeded data.
 
 Each instance serves one cluster (``ClusterConfig.options``: ``jobs``, ``nodes``, ``gpus_per_node``,
-``seed``, ``log_lines`` / ``log_bytes``, ``log_rate``) with:
+``seed``, ``log_lines`` / ``log_bytes``, ``log_rate``, ``lazy``: the data made in a worker thread at the first
+fetch, as a cluster's answer comes over the network, not when the console builds its backends) with:
 
 - jobs of several users, standalone and in groups (array tasks, experiment trials, pods of a
   multi-node job) whose children carry ``parent``; every state, pending reasons, ages;
@@ -99,10 +100,25 @@ class SyntheticBackend(Backend):
         self._gone: set[str] = set()  # ids removed since that answer
         self.realistic = bool(opts.get("realistic"))
         self.users, self.names = (REAL_USERS, REAL_NAMES) if self.realistic else (USERS, NAMES)
-        self._make_jobs(int(opts.get("jobs", 1000)))
         self.nodes: dict[str, Node] = {}
-        self._make_nodes(int(opts.get("nodes", 100)))
+        self._sizes = int(opts.get("jobs", 1000)), int(opts.get("nodes", 100))
+        # ``lazy``: made in a worker thread at the first fetch, as a cluster's answer comes over the network
+        # (``terminal.py``: the console's start is not charged with making the synthetic data)
+        self._lazy = bool(opts.get("lazy"))
+        self._made: asyncio.Future | None = None
+        if not self._lazy:
+            self._make()
         SyntheticBackend.instances[config.name] = self
+
+    def _make(self) -> None:
+        self._make_jobs(self._sizes[0])
+        self._make_nodes(self._sizes[1])
+
+    async def _made_once(self) -> None:
+        if self._lazy:
+            if self._made is None:
+                self._made = asyncio.ensure_future(asyncio.to_thread(self._make))
+            await asyncio.shield(self._made)
 
     # -- generation ----------------------------------------------------------------------------------
     def _new_id(self) -> str:
@@ -297,6 +313,7 @@ class SyntheticBackend(Backend):
 
     # -- the protocol ----------------------------------------------------------------------------------
     async def list_jobs(self) -> list[Job]:
+        await self._made_once()
         jobs = self.jobs
         changes = None
         if self._answered:  # (ids both removed and put again since then: put)
@@ -308,6 +325,7 @@ class SyntheticBackend(Backend):
         return answer
 
     async def list_nodes(self) -> list[Node]:
+        await self._made_once()
         nodes = list(self.nodes.values())
         self.served_at, self.served_gen = time.perf_counter(), self.gen
         return nodes

@@ -76,6 +76,7 @@ def child(jobs: int, nodes: int, realistic: bool, log_rate: float) -> int:
                 "seed": 1,
                 "realistic": realistic,
                 "log_rate": log_rate,
+                "lazy": True,  # made at the first fetch, in a thread: not the console's start
             },
         )
         for i, name in enumerate(names)
