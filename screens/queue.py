@@ -121,8 +121,7 @@ class QueueScreen(DataScreen):
         yield ClusterBar()
         yield FilterBox(
             self._set_filter,
-            placeholder="filter: words, field:value (cluster id name user state reason node kind gpus nnodes),"
-            ' gpus:>4, -negate, "quoted words"',
+            placeholder=queuecolumns.FILTER_PLACEHOLDER,
             id="filter",
         )
         yield QueueHint(id="queue-hint")

@@ -23,9 +23,10 @@ from typing import Any
 class KeyReader:
     """A thread reading the terminal ``fd`` until ``stop``: each read's bytes, in order."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, on_read: Callable[[bytes], None] | None = None) -> None:
         self.fd = fd
         self.chunks: list[bytes] = []
+        self._on_read = on_read  # each read, as it comes (in this thread): the paint's echo (``earlyecho``)
         self._wake_r, self._wake_w = os.pipe()
         self._thread: threading.Thread | None = threading.Thread(target=self._run, name="early-keys", daemon=True)
         self._thread.start()
@@ -48,6 +49,11 @@ class KeyReader:
                 if not data:
                     return
                 self.chunks.append(data)
+                if self._on_read is not None:
+                    try:
+                        self._on_read(data)
+                    except Exception:  # (a drawing fault never loses a key: they are kept above)
+                        self._on_read = None
                 continue  # (whatever else is there is read before the stop is seen)
             if self._wake_r in ready:
                 return

@@ -1,19 +1,21 @@
 """The first paint from the cached snapshot, before the backends and Textual are imported (most of a
 second of CPU on a small machine).
 
-When the last run's snapshot (``snapcache.read``, the plain document, before its jobs are made) has a
-configured cluster and stdout is a terminal, ``paint`` draws the Queue as the console first shows it:
-the header with each cluster marked ``cached <age>`` (the others ``connecting``), the column headers
-and the first screenful of rows, in the default order with groups closed, "mine" as the last run had
-it (the file keeps each cluster's user), in plain ANSI on the alternate screen. Textual then takes
-over that same screen (``takes_over``, ``app.takeover_driver``: the terminal's modes are handed back
-as they were before the paint, and the alternate screen is not entered twice) and repaints it whole.
-Anything that ends the process first (an error, ^C, a signal) or writes to the terminal (a login in
-the terminal: ``stream``) calls ``leave``: the normal screen, the cursor and the terminal's modes come
-back as they were. Nothing is painted when there is no usable snapshot, stdin or stdout is not a
-terminal, ``TERM`` is unset or ``dumb``, ``YANFLOW_NO_EARLY_PAINT`` is set, or the terminal is
-smaller than 20x4. Cluster text is cleaned of control characters (``sanitize.clean``). No Textual
-or Rich here; the columns and state styles are ``queuecolumns``' (as the Queue's), the cells follow
+When the last run's snapshot (``snapcache.read``, the plain document, before its jobs are made) has
+a configured cluster and stdout is a terminal, ``paint`` draws the Queue as the console first shows
+it: the header with each cluster marked ``cached <age>`` (the others ``connecting``), the column
+headers and the first screenful of rows, in the default order with groups closed, "mine" as the last
+run had it (the file keeps each cluster's user), in plain ANSI on the alternate screen. Textual then
+takes over that same screen (``takes_over``, ``app.takeover_driver``: the terminal's modes are
+handed back as they were before the paint, and the alternate screen is not entered twice) and
+repaints it whole. Keys typed meanwhile are read for the console (``earlykeys``), and ``/`` and a
+filter typed into it are drawn at once in the last line (``earlyecho``). Anything that ends the
+process first (an error, ^C, a signal) or writes to the terminal (a login in the terminal:
+``stream``) calls ``leave``: the normal screen, the cursor and the terminal's modes come back as
+they were. Nothing is painted when there is no usable snapshot, stdin or stdout is not a terminal,
+``TERM`` is unset or ``dumb``, ``YANFLOW_NO_EARLY_PAINT`` is set, or the terminal is smaller than
+20x4. Cluster text is cleaned of control characters (``sanitize.clean``). No Textual or Rich here;
+the columns and state styles are ``queuecolumns``' (as the Queue's), the cells follow
 ``screens/render/rows.py`` and the column fitting ``VirtualTable``.
 """
 
@@ -31,6 +33,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, TextIO, cast
 
 from yanflow_tui import queuecolumns
+from yanflow_tui.earlyecho import FilterEcho
 from yanflow_tui.earlykeys import KeyReader
 from yanflow_tui.sanitize import clean
 from yanflow_tui.widths import duration
@@ -484,14 +487,16 @@ LEAVE = "\x1b[0m\x1b[?7h\x1b[?25h\x1b[?1049l"
 class EarlyPaint:
     """The cached Queue on the alternate screen, until Textual takes over (or ``leave``)."""
 
-    def __init__(self, out: int, fd: int, modes: list | None) -> None:
+    def __init__(self, out: int, fd: int, modes: list | None, echo: Callable[[bytes], None] | None = None) -> None:
         self.out = out
         self.fd = fd
         self.modes = modes  # the terminal's modes before the paint (echo was turned off meanwhile)
         self.on_screen = True  # the alternate screen is ours to leave
         self.painted_at = time.monotonic()
         # the keys typed while the paint shows, read as they come (for the live console: ``earlykeys``)
-        self.keys = KeyReader(fd) if modes is not None else None
+        # (``echo``: ``earlyecho.FilterEcho.feed``, drawing the ``/`` box for them, in the reader's thread: the
+        # only writer until ``typed`` has stopped it, which ``leave`` and ``takes_over`` do before writing)
+        self.keys = KeyReader(fd, echo) if modes is not None else None
 
     def typed(self) -> list[bytes]:
         """Stop reading the terminal; the bytes typed so far, one entry per read."""
@@ -582,7 +587,8 @@ def paint(
     text = ENTER + "".join(f"\x1b[{y + 1};1H{line}" for y, line in enumerate(lines)) + "\x1b[0m"
     sys.stdout.flush()
     _write(fd, text)
-    return EarlyPaint(fd, sys.stdin.fileno(), modes)
+    echo = FilterEcho(lambda out: _write(fd, out), len(lines), size.columns, lines[-1], cells, style.sgr)
+    return EarlyPaint(fd, sys.stdin.fileno(), modes, echo.feed)
 
 
 def _quiet(fd: int) -> list | None:

@@ -1,11 +1,12 @@
 """The Queue's columns, declared once: per column its key, header, the job field it shows and how the
 table fits it (flexible and down to what floor, the order in which it gives way, justification, min
-width, style), and the styles of job states. Pure data on the stdlib alone: the Queue's renderer
-(``screens/render/rows.py``), its table (``screens/queue.py`` ``COLUMNS``) and the early painter
-(``earlypaint``, which runs before Textual and Rich are imported) all read it, so they cannot
-disagree (``tests/unit/test_queue_columns.py``). A new column: a line here, and its cell and sort value
-in ``rows.job_live_cells`` and ``rows.job_sort_values`` (one per column, in this order); the early
-painter shows its field's text unless ``earlypaint.TEXTS`` says otherwise.
+width, style), the styles of job states, and what the empty filter box says. Pure data on the stdlib
+alone: the Queue's renderer (``screens/render/rows.py``), its table (``screens/queue.py``
+``COLUMNS``) and the early painter (``earlypaint``, which runs before Textual and Rich are imported)
+all read it, so they cannot disagree (``tests/unit/test_queue_columns.py``). A new column: a line
+here, and its cell and sort value in ``rows.job_live_cells`` and ``rows.job_sort_values`` (one per
+column, in this order); the early painter shows its field's text unless ``earlypaint.TEXTS`` says
+otherwise.
 """
 
 from __future__ import annotations
@@ -54,3 +55,10 @@ STATE_STYLES = {
     "cancelled": "magenta",
     "unknown": "red",
 }
+
+
+# what the Queue's ``/`` box says while empty (the box, and the cached paint's echo of it: ``earlyecho``)
+FILTER_PLACEHOLDER = (
+    "filter: words, field:value (cluster id name user state reason node kind gpus nnodes),"
+    ' gpus:>4, -negate, "quoted words"'
+)

@@ -23,6 +23,7 @@ from yanflow_tui.model import Job, JobState
 
 ALT_ON, ALT_OFF = b"\x1b[?1049h", b"\x1b[?1049l"
 ENTER = earlypaint.ENTER.encode()
+BRACKETED_PASTE = b"\x1b[?2004h"
 
 
 @pytest.fixture
@@ -173,5 +174,24 @@ def test_keys_typed_while_the_cached_queue_shows_arrive_in_order_enter_included(
         term.wait_text(r"shown 1 of 31")
         term.wait(lambda text: "77012" in text and "77000" not in text, "only the filtered job")
         assert term.title() == "Queue"
+    finally:
+        term.close()
+
+
+def test_slash_and_a_filter_typed_over_the_paint_are_drawn_at_once_then_the_live_console_has_them(tty_home):
+    """The paint answers ``/`` and the text typed into the box itself (``earlyecho``), in the last line,
+    before Textual's driver has taken over the terminal; the live console then gets the same keys and
+    filters with them."""
+    keep_snapshot(tty_home, jobs=30, name="slow", kind="slurm")
+    term = typed_during_the_paint(tty_home, ("/", "zq"), env=slow_slurm(tty_home))
+    try:
+        term.wait(lambda text: "zq" in term.line(23), "the typed text in the last line")
+        term.wait(  # the live console filtered on "zq", its box in the last line
+            lambda text: "shown 0 of 31" in text and "77000" not in text and "zq" in term.line(23), "filtered"
+        )
+        assert term.title() == "Queue"
+        output = bytes(term.output)
+        driver = output.find(BRACKETED_PASTE)  # written by Textual's driver when it takes over the terminal
+        assert driver > 0 and b"zq" in output[:driver], "not drawn before Textual took over"
     finally:
         term.close()
