@@ -64,6 +64,20 @@ class Terminal:
         """The console over the fake backend (``tests/fakes/console.py``)."""
         return cls([sys.executable, str(ROOT / "tests" / "fakes" / "console.py"), *args], home, columns, lines)
 
+    @classmethod
+    def console_shown(cls, tmp_path: Path, columns: int = 80, lines: int = 24, *args: str) -> Terminal:
+        """``console`` with a new HOME under ``tmp_path``, once its first row and its footer are drawn."""
+        home = tmp_path / "home"
+        home.mkdir()
+        term = cls.console(home, columns, lines, *args)
+        try:
+            term.wait_text("hpc/101|101")
+            term.wait_text("Open")  # the footer
+        except BaseException:
+            term.close()
+            raise
+        return term
+
     # -- reading -----------------------------------------------------------------------------------
     def pump(self, timeout: float = 0.05) -> bool:
         """Feed what the console wrote to the emulator; False once it has exited."""

@@ -30,12 +30,8 @@ def answer(term: Terminal, key: str, shown: Callable[[], bool]) -> bytes:
 
 
 def test_opening_and_closing_the_filter_box_writes_only_its_line_and_the_cursors(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    term = Terminal.console(home, 120, 30)
+    term = Terminal.console_shown(tmp_path, 120, 30)
     try:
-        term.wait_text("hpc/101|101")
-        term.wait_text("Open")  # the footer
         term.wait(lambda _text: term.quiet_for() >= SETTLE, "the screen settled", timeout=30)
         rows = term.text().splitlines()[:-1]  # all but the footer's line
         names = [line.split()[2] for line in rows if line.strip().startswith("hpc ")]
@@ -58,12 +54,8 @@ def test_opening_and_closing_the_filter_box_writes_only_its_line_and_the_cursors
 
 
 def test_a_filter_kept_with_enter_shows_above_the_keys_and_escape_clears_it(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    term = Terminal.console(home, 120, 30)
+    term = Terminal.console_shown(tmp_path, 120, 30)
     try:
-        term.wait_text("hpc/101|101")
-        term.wait_text("Open")
         term.press("/", *"101", "enter")
         term.wait(lambda text: "shown 1 of" in text and "Open" in term.line(29), "filtered, the keys back")
         assert "101" in term.line(28), term.text()  # the filter kept, above the keys
