@@ -16,6 +16,7 @@ from __future__ import annotations
 from codecs import getincrementaldecoder
 from collections.abc import Callable
 
+from yanflow_tui.earlypaint import FOREGROUND, Style, cells
 from yanflow_tui.queuecolumns import FILTER_PLACEHOLDER
 
 ECHO_BG = "593e19"  # the focused box's background on the dark theme: its accent at 30 % over the screen
@@ -23,21 +24,12 @@ ESCAPE, BACKSPACES = "\x1b", ("\x7f", "\x08")
 
 
 class FilterEcho:
-    """Draws the filter box in line ``row`` (1-based) of a ``columns``-wide paint through ``write``;
-    ``footer`` is the line drawn there before (put back on Escape). ``cells(text)`` is a text's width in
-    cells, ``sgr(fg, bg, dim=, reverse=)`` makes a style's escape sequence (``earlypaint``'s)."""
+    """Draws the filter box in line ``row`` (1-based) of a ``columns``-wide paint through ``write``, in the
+    paint's ``style``; ``footer`` is the line drawn there before (put back on Escape)."""
 
-    def __init__(
-        self,
-        write: Callable[[str], None],
-        row: int,
-        columns: int,
-        footer: str,
-        cells: Callable[[str], int],
-        sgr: Callable[..., str],
-    ) -> None:
+    def __init__(self, write: Callable[[str], None], row: int, columns: int, footer: str, style: Style) -> None:
         self._write, self._row, self._columns, self._footer = write, row, columns, footer
-        self._cells, self._sgr = cells, sgr
+        self._sgr = style.sgr
         self._decode = getincrementaldecoder("utf-8")(errors="replace").decode
         self.state = "closed"  # "open" (drawn), or "done" (a key it cannot draw came: no more drawing)
         self.text = ""
@@ -75,27 +67,28 @@ class FilterEcho:
 
     def _draw(self) -> None:
         room = max(0, self._columns - 3)  # a cell of padding each side, one for the cursor
-        shown = self._cut(self.text, room, from_end=True)  # (cut as the box scrolls: to the cursor, no ellipsis)
+        shown = _cut(self.text, room, from_end=True)  # (cut as the box scrolls: to the cursor, no ellipsis)
         pad = self._sgr("", ECHO_BG)
         if shown:
-            body = self._sgr("e0e0e0", ECHO_BG) + shown + self._sgr("", ECHO_BG, reverse=True) + " "
-            used = self._cells(shown) + 1
+            body = self._sgr(FOREGROUND, ECHO_BG) + shown + self._sgr("", ECHO_BG, reverse=True) + " "
+            used = cells(shown) + 1
         else:  # the placeholder under the cursor, as the empty box shows it
-            hint = self._cut(FILTER_PLACEHOLDER, room + 1)
-            body = self._sgr("e0e0e0", ECHO_BG, dim=True, reverse=True) + hint[:1]
-            body += self._sgr("e0e0e0", ECHO_BG, dim=True) + hint[1:]
-            used = self._cells(hint)
+            hint = _cut(FILTER_PLACEHOLDER, room + 1)
+            body = self._sgr(FOREGROUND, ECHO_BG, dim=True, reverse=True) + hint[:1]
+            body += self._sgr(FOREGROUND, ECHO_BG, dim=True) + hint[1:]
+            used = cells(hint)
         line = pad + " " + body + pad + " " * max(0, self._columns - 1 - used)
         self._write(f"\x1b[{self._row};1H{line}\x1b[0m")
 
-    def _cut(self, text: str, width: int, from_end: bool = False) -> str:
-        """The most of ``text`` that fits ``width`` cells, from its start (or its end)."""
-        chars = reversed(text) if from_end else iter(text)
-        kept: list[str] = []
-        used = 0
-        for char in chars:
-            used += self._cells(char)
-            if used > width:
-                break
-            kept.append(char)
-        return "".join(reversed(kept) if from_end else kept)
+
+def _cut(text: str, width: int, from_end: bool = False) -> str:
+    """The most of ``text`` that fits ``width`` cells, from its start (or its end)."""
+    chars = reversed(text) if from_end else iter(text)
+    kept: list[str] = []
+    used = 0
+    for char in chars:
+        used += cells(char)
+        if used > width:
+            break
+        kept.append(char)
+    return "".join(reversed(kept) if from_end else kept)

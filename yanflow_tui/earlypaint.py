@@ -33,7 +33,6 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, TextIO, cast
 
 from yanflow_tui import queuecolumns
-from yanflow_tui.earlyecho import FilterEcho
 from yanflow_tui.earlykeys import KeyReader
 from yanflow_tui.sanitize import clean
 from yanflow_tui.widths import duration
@@ -587,7 +586,9 @@ def paint(
     text = ENTER + "".join(f"\x1b[{y + 1};1H{line}" for y, line in enumerate(lines)) + "\x1b[0m"
     sys.stdout.flush()
     _write(fd, text)
-    echo = FilterEcho(lambda out: _write(fd, out), len(lines), size.columns, lines[-1], cells, style.sgr)
+    from yanflow_tui.earlyecho import FilterEcho  # (it draws in this module's style: imported once painted)
+
+    echo = FilterEcho(lambda out: _write(fd, out), len(lines), size.columns, lines[-1], style)
     return EarlyPaint(fd, sys.stdin.fileno(), modes, echo.feed)
 
 

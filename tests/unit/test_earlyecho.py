@@ -20,8 +20,7 @@ FOOTER = "\x1b[0;48;5;236m" + " " * 40
 
 def echo(columns: int = 40) -> tuple[FilterEcho, list[str]]:
     written: list[str] = []
-    style = earlypaint.Style("256")
-    made = FilterEcho(written.append, 24, columns, FOOTER, earlypaint.cells, style.sgr)
+    made = FilterEcho(written.append, 24, columns, FOOTER, earlypaint.Style("256"))
     return made, written
 
 
