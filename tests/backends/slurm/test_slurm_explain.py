@@ -46,7 +46,7 @@ async def backend(slurm_dir):
 
 
 async def test_four_pending_jobs_get_four_explanations_with_their_values(backend, slurm_jobs):
-    blocker = slurm_jobs.add(sbatch("blocker", "-w", "cpu02", "--exclusive", "-t", "00:03:00"))
+    blocker = slurm_jobs.add(sbatch("blocker", "-w", "cpu02", "--exclusive", "-t", "00:30:00", seconds=1800))
     wait_until(lambda: (squeue_job(blocker) or {}).get("job_state") == "RUNNING", 60, "the blocker to run on cpu02")
     waiting = slurm_jobs.add(sbatch("resources", "-w", "cpu02", "--exclusive", "-t", "00:02:00"))
     after = slurm_jobs.add(sbatch("dependency", f"--dependency=afterok:{blocker}", "-t", "00:02:00"))

@@ -22,6 +22,8 @@ from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.explain import Category
 
 QOS = "explaingpu1"
+# the jobs that must stay running through the test: far past its waits (a slow scheduler's minutes); cancelled at its end
+LONG = "00:30:00"
 
 
 def site_job(job_id: str) -> dict:
@@ -68,12 +70,12 @@ async def test_five_pending_jobs_get_five_explanations_with_their_values(backend
     def under_qos(name: str, gpus: int) -> str | None:
         """sbatch under the QoS, once slurmctld has heard from slurmdbd that root may use it."""
         try:
-            return sbatch(name, "-p", "batch", f"--qos={gpu1_qos}", f"--gres=gpu:{gpus}", "-t", "00:05:00")
+            return sbatch(name, "-p", "batch", f"--qos={gpu1_qos}", f"--gres=gpu:{gpus}", "-t", LONG, seconds=1800)
         except AssertionError as exc:
             assert "Invalid qos" in str(exc), exc
             return None
 
-    blocker = sbatch("blocker", "-p", "serial", "-w", "hx-c1", "--exclusive", "-t", "00:03:00")
+    blocker = sbatch("blocker", "-p", "serial", "-w", "hx-c1", "--exclusive", "-t", LONG, seconds=1800)
     qos_running = wait_until(lambda: under_qos("qos-running", 1), 30, f"root allowed QoS {gpu1_qos}")
     wait_until(lambda: state_reason(blocker)[0] == "RUNNING", 60, "the blocker to run on hx-c1")
     wait_until(lambda: state_reason(qos_running)[0] == "RUNNING", 60, "the QoS's first job (1 GPU) to run")
