@@ -113,6 +113,32 @@ def _by_column(widths: list[tuple[int, ...]], ncols: int) -> list[list[int]]:
     return [flat[i::ncols] for i in range(ncols)]
 
 
+BULK = 64  # rows measured together, a column at a time in C, from this many on (fewer: one by one)
+_CELLS = itemgetter(Row._fields.index("cells"))
+
+
+def _widths_of(rows: Sequence[Row], ncols: int) -> list[tuple[int, ...]]:
+    """Each row's widths (``ncols`` each, as ``_width`` gives them, each tuple shared), measured a column
+    at a time: a column of plain ``str`` cells (nearly all) has its lengths taken in C, and only its
+    non-ASCII cells measured one by one (3-5x quicker than cell by cell at 35,000 new rows, the
+    members a first filter keystroke shows at 100,000 jobs)."""
+    cells = list(map(_CELLS, rows))
+    if not cells:
+        return []
+    columns: list[list[int]] = []
+    short = min(map(len, cells)) < ncols
+    for i in range(ncols):
+        column = [c[i] if i < len(c) else "" for c in cells] if short else list(map(itemgetter(i), cells))
+        if set(map(type, column)) == {str}:
+            widths = list(map(len, column))
+            for j in compress(count(), map(not_, map(str.isascii, column))):
+                widths[j] = cell_len(column[j])
+        else:
+            widths = list(map(_width, column))
+        columns.append(widths)
+    return list(map(_shared_widths, zip(*columns)))
+
+
 def _is_live(cell: Cell) -> TypeGuard[Callable[[], Text]]:
     return not isinstance(cell, (str, Text))
 
@@ -373,11 +399,7 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
             knowns = list(map(measured.get, map(_ROW_KEY, new), repeat(_UNMEASURED)))
             ready = list(map(is_, map(_FIRST, knowns), new))
             arrived.extend(map(_SECOND, compress(knowns, ready)))
-            for row in compress(new, map(not_, ready)):
-                known = measured.get(row.key)
-                if not _fits(known, row):  # (an earlier version's widths hold for the cells it shares)
-                    known = self._put_measured(row.key, (row, self._row_widths(row, known)))
-                arrived.append(known[1])
+            arrived.extend(self._measure_new(list(compress(new, map(not_, ready)))))
         changed = cast("Iterable[tuple[Row, Row]]", compress(zip(differ, befores), befores))
         for row, before in changed:  # rows on show in another version
             if before.cells == row.cells and before.style == row.style:
@@ -616,10 +638,31 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         if stale or missed:
             raise AssertionError(f"RowChanges wrong: rows not put that differ {stale[:5]}, gone not named {missed[:5]}")
 
+    def _measure_new(self, rows: list[Row]) -> list[tuple[int, ...]]:
+        """The widths of ``rows`` (none of them measured as they are), now in ``_measured``. Few: one by
+        one, each reusing what an earlier version of it measured; many: together (``_widths_of``)."""
+        measured = self._measured
+        if len(rows) < BULK:
+            out = []
+            for row in rows:
+                known = measured.get(row.key)
+                if not _fits(known, row):  # (an earlier version's widths hold for the cells it shares)
+                    known = self._put_measured(row.key, (row, self._row_widths(row, known)))
+                out.append(known[1])
+            return out
+        widths = _widths_of(rows, len(self.columns))
+        if self._kept:
+            for row, row_widths in zip(rows, widths):
+                self._put_measured(row.key, (row, row_widths))
+        else:  # (no kept set to save the entries replaced in: straight in, in C)
+            measured.update(zip(map(_ROW_KEY, rows), zip(rows, widths)))
+        return widths
+
     def measure(self, rows: Iterable[Row]) -> None:
         """Measure rows ahead of the ``set_rows`` that shows them (in idle time): these very ``Row``
         objects then cost no measuring there."""
         measured, shown, ahead = self._measured, self._by_key, self._ahead
+        fresh = []
         for row in rows:
             on_show = shown.get(row.key)
             if on_show is not None:  # another version of a row on show: kept aside till it is shown
@@ -628,9 +671,9 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
                     if not _fits(known, row):
                         ahead[row.key] = (row, self._row_widths(row))
                 continue
-            known = measured.get(row.key)
-            if not _fits(known, row):
-                self._put_measured(row.key, (row, self._row_widths(row, known)))
+            if not _fits(measured.get(row.key), row):
+                fresh.append(row)
+        self._measure_new(fresh)
 
     def move_cursor_to_key(self, key: str) -> bool:
         """Put the cursor on ``key`` (scrolling it into view); False when there is no such row."""

@@ -791,6 +791,31 @@ async def test_rows_given_with_what_changed_end_as_a_fresh_table_would(monkeypat
             await fresh.remove()
 
 
+def test_rows_measured_together_get_the_widths_each_would_get_alone():
+    """``_widths_of`` (many rows a column at a time) gives what ``_width`` gives cell by cell: ASCII,
+    accents, wide CJK and emoji, ``Text``, live cells (0) and rows short of cells (0), each row's tuple
+    shared with equal ones."""
+    import random
+
+    from yanflow_tui.screens.widgets.table import BULK, _width, _widths_of
+
+    rng = random.Random(7)
+    words = ["train", "données-prép", "训练-模型", "🚀-launch", "ジョブ", "ŝlurm", "", "a" * 40]
+
+    def cell():
+        word = rng.choice(words) + str(rng.randrange(1000))
+        return rng.choice([word, word, word, Text(word), lambda: Text(word)])
+
+    rows = [Row(f"k{i}", tuple(cell() for _ in range(rng.choice([4, 4, 4, 2])))) for i in range(500)]
+    rows += [Row(f"s{i}", (rng.choice(words), "x")) for i in range(100)]  # columns of plain str only, short
+    got = _widths_of(rows, 4)
+    assert got == [tuple(_width(r.cells[c]) if c < len(r.cells) else 0 for c in range(4)) for r in rows]
+    alike = [w for w, r in zip(got, rows) if r.cells == rows[-1].cells]
+    assert len(alike) > 1 and all(w is alike[0] for w in alike)
+    assert _widths_of([Row("w", ("训练-模型", "🚀", "ok"))] * BULK, 3)[0] == (9, 2, 2)  # in cells, not characters
+    assert _widths_of([], 3) == []
+
+
 def test_widths_by_column_read_each_row_once_in_order():
     assert _by_column([(1, 2, 3), (4, 5, 6), (7, 8, 9)], 3) == [[1, 4, 7], [2, 5, 8], [3, 6, 9]]
     assert _by_column([], 2) == [[], []]
