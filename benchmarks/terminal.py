@@ -153,6 +153,7 @@ class Console:
         # every key: the figures before this was set were 50 ms too slow, for every program alike.
         self.child.delaybeforesend = None
         self.written = 0
+        self.missed = ""  # how the last unanswered press went, and the screen's first line then
 
     def read(self, timeout: float) -> bool:
         """One read of what the console wrote (True), or nothing within ``timeout`` (False)."""
@@ -197,6 +198,8 @@ class Console:
         self.child.send(KEYS.get(key, key))
         last = self.settle(quiet, most=5.0)
         if last is None or self.look() == before:
+            how = "nothing written in 5 s" if last is None else "the screen as before"
+            self.missed = f"{how}: {self.text().splitlines()[0][:60]!r}"
             return None
         return last - sent
 
@@ -389,10 +392,18 @@ def to_first_group(term: Console, quiet: float) -> None:
 STREAM_KEYS = (("stream: screen 1 (queue)", "1", "YanFlow · Queue"), ("stream: screen 4 (logs)", "4", "YanFlow · Logs"))
 
 
-def record(times: dict[str, list[float]], unanswered: dict[str, int], label: str, took: float | None) -> None:
-    """A timed key's seconds under its label, or one more unanswered press (None: the screen did not answer)."""
+MISSED: dict[str, str] = {}  # the first unanswered press of each label in this run, and how it went
+
+
+def record(
+    times: dict[str, list[float]], unanswered: dict[str, int], label: str, took: float | None, missed: str = ""
+) -> None:
+    """A timed key's seconds under its label, or one more unanswered press (None: the screen did not answer),
+    the first of each label with how it went (``Console.missed``), printed with the figures."""
     if took is None:
         unanswered[label] = unanswered.get(label, 0) + 1
+        if missed and label not in MISSED:
+            MISSED[label] = missed
     else:
         times.setdefault(label, []).append(took)
 
@@ -437,6 +448,7 @@ def run_one(args, columns: int, lines: int, python: str = sys.executable) -> dic
         )
         times: dict[str, list[float]] = {}
         unanswered: dict[str, int] = {}
+        MISSED.clear()
 
         def timed(steps: list[tuple[str, str]]) -> None:
             for label, key in steps:
@@ -445,7 +457,7 @@ def run_one(args, columns: int, lines: int, python: str = sys.executable) -> dic
                     continue
                 took = term.press(key, args.quiet)
                 if label:
-                    record(times, unanswered, label, took)
+                    record(times, unanswered, label, took, term.missed)
 
         try:
             while "Open" not in term.text() or "shown" not in term.text():  # the footer and the counts
@@ -480,6 +492,7 @@ def run_one(args, columns: int, lines: int, python: str = sys.executable) -> dic
         "first_screen_s": round(first, 2),
         "keys": keys,
         "idle": idle,
+        "missed": dict(MISSED),
     }
 
 
@@ -558,6 +571,8 @@ def show(result: dict) -> None:
         f"  idle {idle['seconds']} s: CPU {idle['cpu_percent']} % of a core (console + children), "
         f"RSS max {idle['rss_mb_max']} MB, {idle['bytes_written']} bytes written"
     )
+    for label, how in result.get("missed", {}).items():
+        print(f"  first unanswered {label}: {how}")
 
 
 def tree_python(tree: str) -> str:
