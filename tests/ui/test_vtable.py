@@ -810,6 +810,9 @@ def test_rows_measured_together_get_the_widths_each_would_get_alone():
     rows += [Row(f"s{i}", (rng.choice(words), "x")) for i in range(100)]  # columns of plain str only, short
     got = _widths_of(rows, 4)
     assert got == [tuple(_width(r.cells[c]) if c < len(r.cells) else 0 for c in range(4)) for r in rows]
+    shared = Text("running")  # a column of one shared Text, one of live cells only, one of plain str
+    columns = [Row(f"c{i}", (f"名{i}", shared, lambda: Text("9d"))) for i in range(BULK)]
+    assert set(_widths_of(columns, 3)) == {(2 + len(str(i)), 7, 0) for i in range(BULK)}
     alike = [w for w, r in zip(got, rows) if r.cells == rows[-1].cells]
     assert len(alike) > 1 and all(w is alike[0] for w in alike)
     assert _widths_of([Row("w", ("训练-模型", "🚀", "ok"))] * BULK, 3)[0] == (9, 2, 2)  # in cells, not characters
