@@ -117,6 +117,16 @@ BULK = 64  # rows measured together, a column at a time in C, from this many on 
 _CELLS = itemgetter(Row._fields.index("cells"))
 
 
+# characters one cell wide in rich's own measure (Latin with accents, Greek, Cyrillic, box drawing): a text
+# of only these is its length, found in C (rich's ``cell_len`` takes ~1 µs a text to say so)
+_single_cells: Callable[[str], bool] = frozenset(
+    c
+    for first, last in ((0x20, 0x7E), (0xA0, 0x2FF), (0x370, 0x52F), (0x2500, 0x25FF))
+    for c in map(chr, range(first, last + 1))
+    if cell_len(c) == 1
+).issuperset
+
+
 def _widths_of(rows: Sequence[Row], ncols: int) -> list[tuple[int, ...]]:
     """Each row's widths (``ncols`` each, as ``_width`` gives them, each tuple shared), measured a column
     at a time: a column of plain ``str`` cells (nearly all) has its lengths taken in C and only its
@@ -149,7 +159,7 @@ def _widths_of(rows: Sequence[Row], ncols: int) -> list[tuple[int, ...]]:
                 text = column[j]
                 width = wide.get(text)
                 if width is None:
-                    width = wide[text] = cell_len(text)
+                    width = wide[text] = len(text) if _single_cells(text) else cell_len(text)
                 widths[j] = width
         measured.append(widths)
     return list(map(_shared_widths, zip(*measured)))
@@ -667,11 +677,12 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
                 out.append(known[1])
             return out
         widths = _widths_of(rows, len(self.columns))
-        if self._kept:
-            for row, row_widths in zip(rows, widths):
-                self._put_measured(row.key, (row, row_widths))
-        else:  # (no kept set to save the entries replaced in: straight in, in C)
-            measured.update(zip(map(_ROW_KEY, rows), zip(rows, widths)))
+        keys = list(map(_ROW_KEY, rows))
+        pairs = list(zip(rows, widths))
+        if self._kept:  # the entries these replace (few: most rows were never measured) saved in each kept set
+            for key, pair in compress(zip(keys, pairs), map(is_not, map(measured.get, keys), repeat(None))):
+                self._put_measured(key, pair)
+        measured.update(zip(keys, pairs))  # (the rest straight in, in C)
         return widths
 
     def measure(self, rows: Iterable[Row]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 from waiting import wait_for
@@ -281,14 +282,17 @@ def _state(table: VirtualTable) -> tuple:
     return table.row_keys, by_key, widths, counts, table._content_widths, table.cursor_key, table.cursor_row
 
 
-async def test_set_rows_patching_what_changed_ends_as_a_fresh_table_would(monkeypatch):
+@pytest.mark.parametrize("bulk", [2, 10**9])
+async def test_set_rows_patching_what_changed_ends_as_a_fresh_table_would(monkeypatch, bulk):
     """Runs put in, taken out and changed (a group opened, a refresh), narrowed and widened sets (a
-    filter typed, then cleared), sorted or not: the table then equals one given those rows afresh."""
+    filter typed, then cleared), sorted or not: the table then equals one given those rows afresh. New
+    rows measured together (``bulk`` 2: from two on) or one by one."""
     import random
 
     from yanflow_tui.screens.widgets import table as table_module
 
     monkeypatch.setattr(table_module, "KEEP_ROWS", 20)  # sets kept (and come back to) at this size too
+    monkeypatch.setattr(table_module, "BULK", bulk)
     rng = random.Random(17)
     pool = {i: row(i, "n" * rng.randint(1, 30), gpus=rng.randint(0, 12000)) for i in range(400)}
     kids = {i: row(i, f"kid-{i}", parent=f"r{i // 100 * 100}") for i in range(1000, 1040)}
