@@ -22,7 +22,8 @@ from yanflow_tui.backends.slurm.backend import SlurmBackend
 from yanflow_tui.explain import Category
 
 QOS = "explaingpu1"
-# the jobs that must stay running through the test: far past its waits (a slow scheduler's minutes); cancelled at its end
+# the jobs that must stay running through the test: far past its waits (a slow scheduler's minutes);
+# cancelled at its end
 LONG = "00:30:00"
 
 
