@@ -460,7 +460,9 @@ def run_one(args, columns: int, lines: int, python: str = sys.executable) -> dic
                     record(times, unanswered, label, took, term.missed)
 
         try:
-            while "Open" not in term.text() or "shown" not in term.text():  # the footer and the counts
+            # the footer, and the counts of every job: the synthetic data is made in the console at its first
+            # fetch (``lazy``), and a frame before it ("shown 0 of 0") is no screen to type into
+            while "Open" not in term.text() or f" of {args.jobs}" not in term.text():
                 if time.monotonic() - start > 300:
                     raise SystemExit(f"no first screen after 300 s:\n{term.text()}")
                 term.read(0.5)
