@@ -435,6 +435,13 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
 
 
+def every_cluster_shown(text: str) -> bool:
+    """The Queue's first screen with every cluster's jobs: the footer, the counts, and no cluster still
+    "connecting" in the header (its first line, which a narrow terminal cuts after the clusters)."""
+    head = text.splitlines()[0] if text else ""
+    return "Open" in text and "shown" in head and "connecting" not in head
+
+
 AT_ONCE = [("at once: / (open filter)", "/"), ("at once: filter keystroke", "r"), ("", "escape")]
 AFTER_IDLE = [("after idle: / (open filter)", "/"), ("after idle: filter keystroke", "r"), ("", "escape")]
 
@@ -460,9 +467,9 @@ def run_one(args, columns: int, lines: int, python: str = sys.executable) -> dic
                     record(times, unanswered, label, took, term.missed)
 
         try:
-            # the footer, and the counts of every job: the synthetic data is made in the console at its first
-            # fetch (``lazy``), and a frame before it ("shown 0 of 0") is no screen to type into
-            while "Open" not in term.text() or f" of {args.jobs}" not in term.text():
+            # the footer, the counts, and every cluster's jobs: the synthetic data is made in the console at
+            # its first fetch (``lazy``), and a frame before it (a cluster "connecting") is no screen to type into
+            while not every_cluster_shown(term.text()):
                 if time.monotonic() - start > 300:
                     raise SystemExit(f"no first screen after 300 s:\n{term.text()}")
                 term.read(0.5)
