@@ -200,10 +200,13 @@ class Console:
         self.child.send(KEYS.get(key, key))
         last = self.settle(quiet, most=5.0)
         if last is None or self.look() == before:
-            how = "nothing written in 5 s" if last is None else "the screen as before"
-            self.missed = f"{how}: {self.text().splitlines()[0][:60]!r}"
+            self._missed("nothing written in 5 s" if last is None else "the screen as before")
             return None
         return last - sent
+
+    def _missed(self, how: str) -> None:
+        """Keep how the press just timed went unanswered, with the screen's first line then."""
+        self.missed = f"{how}: {self.text().splitlines()[0][:60]!r}"
 
     def press_to(self, key: str, answered, quiet: float, most: float = 5.0) -> float | None:
         """Seconds from ``key``'s bytes to the last byte of its answer, the answer being the frame after which
@@ -216,12 +219,12 @@ class Console:
         self.child.send(KEYS.get(key, key))
         while not answered(self.text()):
             if time.monotonic() - sent > most:
-                self.missed = f"not answered in {most:g} s: {self.text().splitlines()[0][:60]!r}"
+                self._missed(f"not answered in {most:g} s")
                 return None
             self.read(0.05)
         self.settle(quiet, most=most)
         if self.look() == before:
-            self.missed = f"the screen as before: {self.text().splitlines()[0][:60]!r}"
+            self._missed("the screen as before")
             return None
         return self.last_read - sent
 
@@ -415,18 +418,10 @@ def to_first_group(term: Console, quiet: float) -> None:
 STREAM_KEYS = (("stream: screen 1 (queue)", "1", "YanFlow · Queue"), ("stream: screen 4 (logs)", "4", "YanFlow · Logs"))
 
 
-MISSED: dict[str, str] = {}  # the first unanswered press of each label in this run, and how it went
-
-
-def record(
-    times: dict[str, list[float]], unanswered: dict[str, int], label: str, took: float | None, missed: str = ""
-) -> None:
-    """A timed key's seconds under its label, or one more unanswered press (None: the screen did not answer),
-    the first of each label with how it went (``Console.missed``), printed with the figures."""
+def record(times: dict[str, list[float]], unanswered: dict[str, int], label: str, took: float | None) -> None:
+    """A timed key's seconds under its label, or one more unanswered press (None: the screen did not answer)."""
     if took is None:
         unanswered[label] = unanswered.get(label, 0) + 1
-        if missed and label not in MISSED:
-            MISSED[label] = missed
     else:
         times.setdefault(label, []).append(took)
 
@@ -478,7 +473,7 @@ def run_one(args, columns: int, lines: int, python: str = sys.executable) -> dic
         )
         times: dict[str, list[float]] = {}
         unanswered: dict[str, int] = {}
-        MISSED.clear()
+        missed: dict[str, str] = {}  # the first unanswered press of each label, and how it went
 
         def timed(steps: list[tuple[str, str]]) -> None:
             for label, key in steps:
@@ -492,7 +487,9 @@ def run_one(args, columns: int, lines: int, python: str = sys.executable) -> dic
                 else:
                     took = term.press(key, args.quiet)
                 if label:
-                    record(times, unanswered, label, took, term.missed)
+                    record(times, unanswered, label, took)
+                    if took is None:
+                        missed.setdefault(label, term.missed)
 
         try:
             # the footer, the counts, and every cluster's jobs: the synthetic data is made in the console at
@@ -529,7 +526,7 @@ def run_one(args, columns: int, lines: int, python: str = sys.executable) -> dic
         "first_screen_s": round(first, 2),
         "keys": keys,
         "idle": idle,
-        "missed": dict(MISSED),
+        "missed": missed,
     }
 
 
