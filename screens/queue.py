@@ -133,7 +133,10 @@ class QueueScreen(DataScreen):
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
         self.query_one("#filter-error", Static).display = False
-        self.query_one(JobTable).focus()
+        table = self.query_one(JobTable)
+        clock = self._draw_clock()
+        table.make_row = lambda row: self.view.made_row(row, clock)  # (rows a filter gives LATER)
+        table.focus()
         self.refresh_data()
 
     # -- data --------------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Mapping
+from functools import partial
 from itertools import chain, compress, count, islice, repeat
-from operator import ne, sub
+from operator import attrgetter, ne, not_, sub
 from typing import TYPE_CHECKING
 
 from yanflow_tui.filters import JobColumns, JobFilter, any_texts, compile_filter
@@ -33,7 +34,7 @@ from yanflow_tui.screens.models.joblist import (
     unmade,
 )
 from yanflow_tui.screens.render.rows import GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN
-from yanflow_tui.screens.widgets.tabledata import Row, RowChanges
+from yanflow_tui.screens.widgets.tabledata import LATER, Row, RowChanges
 
 if TYPE_CHECKING:
     from yanflow_tui.hub import ClusterSnapshot
@@ -42,6 +43,11 @@ NOTES = {Health.STALE: "stale", Health.ERROR: "error"}  # rows of a cluster whos
 MARK = "● "  # before the id of a marked row
 IDLE_MARK = "▣ "  # before the id of a job holding an idle GPU (``yanflow_tui.idlegpus``), after MARK
 EDITS = 64  # groups opened plus jobs marked up to which a refresh edits the rows with every group closed
+# members' rows not made yet from which a filter gives them with their cells LATER (made as the table draws
+# or measures them, ``made_row``): a first keystroke at 100,000 jobs shows ~35,000 never shown (issue #32)
+LATER_FROM = 2048
+_SORT = attrgetter("sort")
+_new_row: Callable[[tuple], Row] = partial(tuple.__new__, Row)  # (Row's own constructor, in C)
 
 
 def _missing(order: list[int], total: int) -> list[int]:
@@ -513,7 +519,11 @@ class QueueView:
                 kids = children[parent.key]
                 rows.append(parent.row(clock, group_mark + GROUP_OPEN, tasks(kids), note, ""))
                 counts[parent.job.state] += 1
-            rows.append(entry.row(clock, mark + GROUP_CHILD, 0, note, parent.key))
+            view = entry.view_row  # (unmarked, no note: the very row a filter shows, maybe made LATER)
+            if view is not None and not mark and not note and view.parent == parent.key:
+                rows.append(view)
+            else:
+                rows.append(entry.row(clock, mark + GROUP_CHILD, 0, note, parent.key))
             counts[job.state] += 1
         self.state_counts, self.shown = counts, len(rows)
         return rows
@@ -532,6 +542,30 @@ class QueueView:
                 entry.view_kids = tasks(kids)
             entry.view_row = row
         return row
+
+    def _members_later(self, order: list[int], rows: list[Row], missing: list[int]) -> list[int]:
+        """The view rows of the members among ``missing`` (positions in ``rows``, of the ``_flat``
+        indices ``order``) with their cells ``LATER``, put in ``rows`` and kept as the entries' view rows
+        (a keystroke on gives the table the very rows again), in C; returns the positions left to make
+        (groups and jobs in no group: few)."""
+        flat, group_at = self.flat, self.group_at
+        indices = list(map(order.__getitem__, missing))
+        groups = list(map(group_at.__getitem__, indices))
+        members = list(map((-1).__lt__, groups))
+        entries = list(map(flat.__getitem__, compress(indices, members)))
+        parents = map(ROW_KEY, map(flat.__getitem__, compress(groups, members)))
+        later = list(map(_new_row, zip(map(ROW_KEY, entries), repeat(LATER), map(_SORT, entries), parents, repeat(""))))
+        for entry, row in zip(entries, later):
+            entry.view_row = row
+        for at, row in zip(compress(missing, members), later):
+            rows[at] = row
+        return list(compress(missing, map(not_, members)))
+
+    def made_row(self, row: Row, clock: Callable[[], float]) -> Row | None:
+        """The row that ``row``, given with its cells ``LATER`` (``_members_later``), stands for: its
+        member's row as a filter shows it, made now; None when its job is gone."""
+        entry = self.entries.get(row.key) if self.entries is not None else None
+        return entry.row(clock, GROUP_CHILD, 0, "", row.parent) if entry is not None else None
 
     def filtered_view(self, clock: Callable[[], float]) -> list[Row]:
         """``_filtered_rows`` with no notes and no marks: the matches' indices and their groups',
@@ -570,7 +604,10 @@ class QueueView:
                 start = at
             order += matched[start:]
         rows = list(map(VIEW_ROW, map(flat.__getitem__, order)))
-        for at in unmade(rows):  # not made yet
+        missing = unmade(rows)  # not made yet
+        if len(missing) >= LATER_FROM:
+            missing = self._members_later(order, rows, missing)
+        for at in missing:
             rows[at] = self.view_row(order[at], clock)
         for index in closed:
             entry = flat[index]

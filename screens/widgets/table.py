@@ -12,6 +12,7 @@ is drawn). Rows may name a ``parent``: sorting keeps them right under it. Header
 from __future__ import annotations
 
 import re
+import time
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -33,8 +34,8 @@ from textual.strip import Strip
 from yanflow_tui.screens.render.rows import natural_key
 from yanflow_tui.screens.widgets.focus_repaint import FocusRepaintsLines
 from yanflow_tui.screens.widgets.scrolling import QuietScrollView, set_virtual_size
-from yanflow_tui.screens.widgets.tabledata import Cell, Row, RowChanges
-from yanflow_tui.speed import Shared
+from yanflow_tui.screens.widgets.tabledata import LATER, Cell, Row, RowChanges
+from yanflow_tui.speed import Shared, collector_off
 from yanflow_tui.widths import fit_widths
 
 PAD = 1  # blank cells each side of every column
@@ -46,6 +47,9 @@ DROP_SECONDS = 0.25  # big structures replaced are let go this long after (see V
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 _UNMEASURED: tuple = (None, ())  # measured.get's default: matches no row
+# rows given with their cells ``LATER`` are made and measured after the frame, in turns of about
+# LATER_BUDGET s (a key waits for one at most: ~8 µs a row), LATER_CHUNK rows at a time, LATER_SECONDS apart
+LATER_BUDGET, LATER_CHUNK, LATER_SECONDS = 0.008, 256, 0.002
 
 
 class Column(NamedTuple):
@@ -111,6 +115,24 @@ def _by_column(widths: list[tuple[int, ...]], ncols: int) -> list[list[int]]:
     ``itemgetter(i)`` per column) fetches each one ``ncols`` times (3-4x slower at 100,000 rows)."""
     flat = list(chain.from_iterable(widths))  # (``_row_widths`` gives every row a width per column)
     return [flat[i::ncols] for i in range(ncols)]
+
+
+def _tally(widths: list[tuple[int, ...]], ncols: int) -> list[Counter[int]]:
+    """Per column, how many of ``widths`` (rows' tuples, ``ncols`` each) have each width. The tuples are
+    shared (``_shared_widths``: 2,232 distinct among 51,306 member rows at 100,000 jobs): each distinct one
+    is counted first, then its widths are added in (4x quicker); when most are distinct, a column at a
+    time in C."""
+    tally = Counter(widths)
+    if 4 * len(tally) > len(widths):
+        return list(map(Counter, _by_column(widths, ncols)))
+    times = list(tally.values())
+    out = []
+    for column in _by_column(list(tally), ncols):
+        counter: Counter[int] = Counter()
+        for width, n in zip(column, times):
+            counter[width] += n
+        out.append(counter)
+    return out
 
 
 BULK = 64  # rows measured together, a column at a time in C, from this many on (fewer: one by one)
@@ -339,6 +361,16 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         self._kept: list[_Kept] = []
         self._litter: list[object] = []  # replaced structures to let go of after the paint (_drop_later)
         self._painted: dict[int, Strip] = {}  # line y -> the strip drawn there last (render_line)
+        # rows given with their cells ``LATER``: ``make_row(row)`` makes the row they stand for (None: nothing
+        # left to make it from), as they are drawn or measured; till they are measured (a few ms a turn, after
+        # the frame, ``_later``), each counts as zero wide (``_zeros``), except those in sight
+        self.make_row: Callable[[Row], Row | None] | None = None
+        self._made: dict[str, tuple[Row, Row]] = {}  # key -> (a row given LATER, the row made for it)
+        self._later: list[Row] = []  # rows given LATER, to measure (first given, first measured)
+        self._later_due = False
+        self._later_moved = False  # the widest cells moved since the last of them was measured
+        self._zeros = _shared_widths((0,) * ncols)
+        self._no_entry: _Measured = (None, self._zeros)  # type: ignore[assignment]  # a row given LATER, not measured
 
     # -- public API --------------------------------------------------------------------------------
     @property
@@ -360,18 +392,20 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         return self._cursor_index or 0
 
     def get_row(self, key: str) -> Row | None:
-        return self._by_key.get(key)
+        """The row of ``key`` as drawn (a row given ``LATER``: the row made for it)."""
+        row = self._by_key.get(key)
+        return None if row is None else self._real(row)
 
     def cell_text(self, key: str, column: str) -> str:
         """A cell's text as drawn now (live cells evaluated), for tests and export."""
-        row = self._by_key[key]
+        row = self._real(self._by_key[key])
         index = self._column_index(column)
         return _cell_text(row.cells[index]).plain if index < len(row.cells) else ""
 
     def row_text(self, key: str) -> str | None:
         """A row's cells as drawn now, joined by spaces (None: no such row), for tests and export."""
         row = self._by_key.get(key)
-        return None if row is None else " ".join(_cell_text(cell).plain for cell in row.cells)
+        return None if row is None else " ".join(_cell_text(cell).plain for cell in self._real(row).cells)
 
     def set_rows(self, rows: Iterable[Row], changes: RowChanges | None = None) -> None:
         """Replace every row, in order. Unchanged ``Row`` objects (or equal cells) cost a lookup.
@@ -436,6 +470,10 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
             known = measured.get(key)
             if known is not None:
                 left.append(known[1])
+            if row.cells is LATER:  # made and measured later; zero wide till then
+                self._put_measured(key, (row, self._zeros))
+                self._defer([row])
+                continue
             if not _fits(known, row):
                 ahead = self._ahead.get(key)
                 if ahead is not None:  # the version on show now takes its place there
@@ -497,6 +535,8 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         index = self._cursor_index
         if cursor_was_visible and index is not None and not top <= index < top + page:
             self._scroll_to_index(index)
+        if self._later and self._measure_in_sight():  # rows given LATER in sight: they fit as first drawn
+            relayout = True
         if same_rows and not relayout and index == old_cursor and self.scroll_offset.y == top:
             self.refresh_changed_lines()
         else:
@@ -668,6 +708,13 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         """The widths of ``rows`` (none of them measured as they are), now in ``_measured``. Few: one by
         one, each reusing what an earlier version of it measured; many: together (``_widths_of``)."""
         measured = self._measured
+        later = list(map(is_, map(_CELLS, rows), repeat(LATER)))
+        if any(later):  # made and measured later (``_defer``): zero wide till then, with no entry (but
+            waiting = list(compress(rows, later))  # where another version has one: zeros in its place)
+            for row in compress(waiting, map(is_not, map(measured.get, map(_ROW_KEY, waiting)), repeat(None))):
+                self._put_measured(row.key, (row, self._zeros))
+            self._defer(waiting)
+            rows = list(compress(rows, map(not_, later)))
         if len(rows) < BULK:
             out = []
             for row in rows:
@@ -677,13 +724,19 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
                 out.append(known[1])
             return out
         widths = _widths_of(rows, len(self.columns))
+        self._put_all(rows, widths)
+        return widths
+
+    def _put_all(self, rows: list[Row], widths: Iterable[tuple[int, ...]]) -> None:
+        """``_put_measured`` for many rows: only the entries they replace (few: most rows were never
+        measured) are saved in each kept set, one by one; the rest go straight in, in C."""
+        measured = self._measured
         keys = list(map(_ROW_KEY, rows))
         pairs = list(zip(rows, widths))
-        if self._kept:  # the entries these replace (few: most rows were never measured) saved in each kept set
+        if self._kept:
             for key, pair in compress(zip(keys, pairs), map(is_not, map(measured.get, keys), repeat(None))):
                 self._put_measured(key, pair)
-        measured.update(zip(keys, pairs))  # (the rest straight in, in C)
-        return widths
+        measured.update(zip(keys, pairs))
 
     def measure(self, rows: Iterable[Row]) -> None:
         """Measure rows ahead of the ``set_rows`` that shows them (in idle time): these very ``Row``
@@ -701,6 +754,106 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
             if not _fits(measured.get(row.key), row):
                 fresh.append(row)
         self._measure_new(fresh)
+
+    # -- rows given with their cells LATER ------------------------------------------------------------
+    def _real(self, row: Row) -> Row:
+        """``row``, or for a row given ``LATER`` the row ``make_row`` makes for it (once; blank cells
+        when there is nothing to make it from)."""
+        if row.cells is not LATER:
+            return row
+        made = self._made.get(row.key)
+        if made is not None and made[0] is row:
+            return made[1]
+        real = self.make_row(row) if self.make_row is not None else None
+        if real is None or real.cells is LATER:
+            real = row._replace(cells=("",) * len(self.columns))
+        self._made[row.key] = (row, real)
+        return real
+
+    def _defer(self, rows: list[Row]) -> None:
+        """Measure ``rows`` (given ``LATER``) in turns after the frame, a chunk at a time."""
+        self._later.extend(rows)
+        if not self._later_due:
+            self._later_due = True
+            self.set_timer(LATER_SECONDS, self._measure_some_later)
+
+    def _measure_some_later(self) -> None:
+        """One turn of ``_defer``; after the last, the columns take the widths found (one repaint, when
+        they moved)."""
+        later = self._later
+        until = time.perf_counter() + LATER_BUDGET
+        with collector_off(keep=True):  # (what is made lives on: no collection walks it as it grows)
+            while later:  # (one chunk at least)
+                chunk = later[:LATER_CHUNK]
+                del later[:LATER_CHUNK]
+                self._later_moved |= self._measure_later(chunk)
+                if time.perf_counter() >= until:
+                    break
+        if later:
+            self.set_timer(LATER_SECONDS, self._measure_some_later)
+            return
+        self._later_due = False
+        if self._later_moved:
+            self._later_moved = False
+            self._relayout_if_moved()
+
+    def _relayout_if_moved(self) -> None:
+        before = self._layout_key
+        self._relayout()
+        if self._layout_key != before:
+            self.refresh()
+
+    def _measure_later(self, rows: list[Row]) -> bool:
+        """Make and measure those of ``rows`` (given ``LATER``) still counted zero wide, or measured in
+        another version since: their widths replace the zeros where they are on show (the counts), and
+        where a kept set holds them (its counts are made again when it comes back). True when the widest
+        cells on show moved."""
+        measured, shown, zeros = self._measured, self._by_key, self._zeros
+        todo = []
+        for row in rows:
+            known = measured.get(row.key)
+            if known is None or known[0] is not row or known[1] is zeros:
+                todo.append(row)
+        if not todo:
+            return False
+        widths = _widths_of(list(map(self._real, todo)), len(self.columns))
+        arrived: list[tuple[int, ...]] = []
+        left: list[tuple[int, ...]] = []
+        for row, width in zip(todo, widths):
+            key = row.key
+            known = measured.get(key)
+            if known is None or known[0] is row:  # (the entry of this very row: kept sets saved none of it)
+                measured[key] = (row, width)
+                if shown.get(key) is row:
+                    arrived.append(width)
+                    if known is not None:
+                        left.append(known[1])
+            else:  # another version measured since: kept sets that saved this one's entry get its widths
+                for kept in self._kept:
+                    saved = kept.saved.get(key)
+                    if saved is not None and saved[0] is row:
+                        kept.saved[key] = (row, width)
+        keys = list(map(_ROW_KEY, todo))
+        for kept in self._kept:
+            if kept.counts is not None and any(map(is_, map(kept.by_key.get, keys), todo)):
+                kept.counts = None  # (it counted them zero wide)
+        if not arrived:
+            return False
+        if self._width_counts is None:  # no counts kept: widths only grow (zeros are what leave), no pass over all
+            widest = list(map(max, self._content_widths, map(max, _by_column(arrived, len(self.columns)))))
+            moved, self._content_widths = widest != self._content_widths, widest
+            return moved
+        return self._update_content_widths(self._given, arrived, left)
+
+    def _measure_in_sight(self) -> bool:
+        """The rows in sight that wait to be measured (given ``LATER``), measured now; True when the widest
+        cells moved (then laid out again)."""
+        top = self.scroll_offset.y
+        sight = [row for row in self._rows[top : top + self._page_height() + 1] if row.cells is LATER]
+        if not sight or not self._measure_later(sight):
+            return False
+        self._relayout()
+        return True
 
     def move_cursor_to_key(self, key: str) -> bool:
         """Put the cursor on ``key`` (scrolling it into view); False when there is no such row."""
@@ -871,7 +1024,8 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
             hit = cache.get(row.key)
             if hit is not None and hit[0] is row:
                 return hit[1]
-            result = sort_value(_cell_text(row.cells[column]).plain if column < len(row.cells) else "")
+            cells = self._real(row).cells
+            result = sort_value(_cell_text(cells[column]).plain if column < len(cells) else "")
             cache[row.key] = (row, result)
             return result
 
@@ -985,6 +1139,8 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         """Each static cell's width; ``known``: an earlier version of the row and its widths, whose
         very cell objects are not measured again (a refreshed job: mostly its state is new)."""
         ncols = len(self.columns)
+        if row.cells is LATER:  # (seldom: most are measured together, in turns)
+            row, known = self._real(row), None
         cells = row.cells[:ncols]
         if known is not None and len(known[0].cells) >= len(cells):
             widths = tuple(w if c is o else _width(c) for c, o, w in zip(cells, known[0].cells, known[1]))
@@ -1015,30 +1171,30 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         ncols = len(self.columns)
         if counts is not None and not recount and len(arrived) + 4 * len(left) <= len(rows):
             if arrived:
-                for counter, column in zip(counts, _by_column(arrived, ncols)):
-                    counter.update(column)
+                for counter, more in zip(counts, _tally(arrived, ncols)):
+                    counter.update(more)
             if left:
-                for counter, column in zip(counts, _by_column(left, ncols)):
-                    counter.subtract(Counter(column))  # (counted in C first: subtract loops in Python)
+                for counter, fewer in zip(counts, _tally(left, ncols)):
+                    counter.subtract(fewer)  # (counted first: subtract loops in Python)
             widths = [max((w for w, n in counter.items() if n > 0), default=0) for counter in counts]
         else:
             keys = keys if keys is not None else list(map(_ROW_KEY, rows))  # (``rows``' keys, when known)
-            per_row = list(map(_SECOND, map(measured.__getitem__, keys)))
-            columns = _by_column(per_row, ncols)
+            per_row = list(map(_SECOND, map(measured.get, keys, repeat(self._no_entry))))  # (none: LATER)
             if not per_row:
                 counts = self._width_counts = None
                 widths = [0] * ncols
             elif counted or not recount:  # (counts wanted now: a change to count in, or counts not made yet)
-                counts = self._width_counts = list(map(Counter, columns))
+                counts = self._width_counts = _tally(per_row, ncols)
                 widths = [max(counter) for counter in counts]
             else:
                 self._width_counts = None
-                widths = list(map(max, columns))
+                widths = list(map(max, _by_column(per_row, ncols)))
         self._most_rows = max(self._most_rows, len(rows))
         if len(measured) > 2 * self._most_rows + 1024:  # many keys gone for good (jobs that ended)
             self._drop_later(measured, self._ahead)
             self._measured = {key: measured[key] for key in (keys if keys is not None else map(_ROW_KEY, rows))}
             self._ahead = {key: known for key, known in self._ahead.items() if key in self._measured}
+            self._made = {key: made for key, made in self._made.items() if key in self._measured}
             self._most_rows = len(rows)
         if widths == self._content_widths:
             return False
@@ -1112,6 +1268,8 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
     def render_lines(self, crop):
         if self._layout_key is None or self._layout_key[-1] != self.scrollable_content_region.width:
             self._relayout()  # a scrollbar came or went: the width changed without a resize
+        if self._later and self._measure_in_sight():  # scrolled onto rows not measured yet, wider
+            self.call_later(self.refresh)  # (the lines not drawn now, in the old layout)
         return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
@@ -1162,6 +1320,8 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         """A row's line, cached in two steps: its cells laid out in the columns (runs of text and
         the style over the line's, kept until the row, the layout or the live text changes), then
         that layout painted in the line's style (stripe or cursor: a few segments, no text looked at)."""
+        if row.cells is LATER:
+            row = self._real(row)
         cells = row.cells
         live = [(i, c()) for i, c in enumerate(cells) if _is_live(c)]
         if row.key == self._cursor_key:

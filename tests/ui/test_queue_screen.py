@@ -634,3 +634,52 @@ async def test_at_80x24_a_long_pod_id_gives_way_and_state_stays_readable(registe
             assert "ml-research/…" in line  # the id cut, and said so
             assert len(line.rstrip()) <= 80
         assert running.split()[-4:] == ["running", "8", "gpu-n…", "10m"]  # STATE whole, and what follows
+
+
+@pytest.mark.parametrize("later_from", [1, 10**9])
+async def test_a_filter_over_members_never_shown_draws_what_rows_made_at_once_would(home, monkeypatch, later_from):
+    """A first keystroke over members never shown (no idle turn ran) gives them to the table with their
+    cells LATER once there are ``LATER_FROM`` of them (made as drawn or measured, issue #32): the
+    lines, widths and counts are those of the rows made at once; a member marked with space and unmarked
+    is made anew alone, and the lines are as before."""
+    from yanflow_tui.screens import queue
+    from yanflow_tui.screens.models import queueview
+    from yanflow_tui.screens.widgets.tabledata import LATER
+
+    monkeypatch.setattr(queue, "WARM_SECONDS", 3600)  # no idle turn: the filter makes the members' rows
+    monkeypatch.setattr(queueview, "LATER_FROM", later_from)
+    no_catch_up(monkeypatch)
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        backend.jobs.append(backend.job("900", "array", JobState.PENDING))
+        backend.jobs.extend(
+            replace(backend.job(str(900 + i), "bulk-m" + "w" * (i == 150) * 30, JobState.RUNNING), parent="900")
+            for i in range(1, 201)
+        )
+        await refreshed(pilot, app)
+        await wait_for(pilot, lambda: len(rows(app)) == 4, what="the group, closed")
+        jobs = table(app)
+        await pilot.press("slash", *"bulk")
+        await wait_for(pilot, lambda: len(rows(app)) == 201, what="the filter", timeout=5)
+        given_later = sum(row.cells is LATER for row in jobs._given)
+        assert given_later == (200 if later_from == 1 else 0)
+        await wait_for(pilot, lambda: not jobs._later, what="every member measured")
+        await pilot.pause()
+        assert jobs._content_widths[2] == len("bulk-m" + "w" * 30)  # the widest name, far out of sight
+        assert "shown 201 of 204" in screen_text(app) and "running 200" in screen_text(app)
+        assert jobs.cell_text("hpc/905", "id").endswith("905") and jobs.cell_text("hpc/905", "name") == "bulk-m"
+        await pilot.press("enter", "down")
+        await pilot.pause()
+        top = [jobs.render_line(y).text for y in range(jobs.size.height)]
+        await pilot.press("space")  # the first member marked
+        await wait_for(pilot, lambda: jobs.cell_text("hpc/901", "id").startswith("●"), what="the mark")
+        assert jobs.get_row("hpc/902").cells is not LATER  # (get_row: as drawn)
+        assert sum(row.cells is LATER for row in jobs._given) == max(
+            0, given_later - 1
+        )  # only the marked one made anew
+        await pilot.press("up", "space", "up")
+        await wait_for(pilot, lambda: not jobs.cell_text("hpc/901", "id").startswith("●"), what="unmarked")
+        await pilot.pause()
+        assert [jobs.render_line(y).text for y in range(jobs.size.height)] == top

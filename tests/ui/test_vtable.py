@@ -1003,3 +1003,17 @@ async def test_lines_below_the_last_row_take_the_new_theme():
             blank = table.render_line(last)
             assert blank.text.strip() == "" and blank.cell_length == table.scrollable_content_region.width
             assert {seg.style.bgcolor for seg in blank} == {table.rich_style.bgcolor}, theme
+
+
+@pytest.mark.parametrize("distinct", [3, 500])
+def test_widths_tallied_per_column_are_what_counting_each_column_gives(distinct):
+    """``_tally`` counts shared tuples first when few are distinct, a column at a time when most are."""
+    import random
+
+    from yanflow_tui.screens.widgets.table import _tally
+
+    rng = random.Random(distinct)
+    pool = [tuple(rng.randrange(12) for _ in range(4)) for _ in range(distinct)]
+    widths = [rng.choice(pool) for _ in range(600)]
+    assert _tally(widths, 4) == [Counter(column) for column in _by_column(widths, 4)]
+    assert _tally([], 4) == [Counter()] * 4
