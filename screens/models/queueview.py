@@ -11,7 +11,6 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Mapping
-from functools import partial
 from itertools import chain, compress, count, islice, repeat
 from operator import attrgetter, ne, not_, sub
 from typing import TYPE_CHECKING
@@ -47,7 +46,6 @@ EDITS = 64  # groups opened plus jobs marked up to which a refresh edits the row
 # or measures them, ``made_row``): a first keystroke at 100,000 jobs shows ~35,000 never shown (issue #32)
 LATER_FROM = 2048
 _SORT = attrgetter("sort")
-_new_row: Callable[[tuple], Row] = partial(tuple.__new__, Row)  # (Row's own constructor, in C)
 
 
 def _missing(order: list[int], total: int) -> list[int]:
@@ -554,9 +552,9 @@ class QueueView:
         members = list(map((-1).__lt__, groups))
         entries = list(map(flat.__getitem__, compress(indices, members)))
         parents = map(ROW_KEY, map(flat.__getitem__, compress(groups, members)))
-        later = list(map(_new_row, zip(map(ROW_KEY, entries), repeat(LATER), map(_SORT, entries), parents, repeat(""))))
-        for entry, row in zip(entries, later):
-            entry.view_row = row
+        fields = zip(map(ROW_KEY, entries), repeat(LATER), map(_SORT, entries), parents, repeat(""))
+        later: list[Row] = list(map(tuple.__new__, repeat(Row), fields))  # (Row(*fields), in C)
+        list(map(setattr, entries, repeat("view_row"), later))  # (entry.view_row = row, in C)
         for at, row in zip(compress(missing, members), later):
             rows[at] = row
         return list(compress(missing, map(not_, members)))
