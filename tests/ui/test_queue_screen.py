@@ -46,6 +46,14 @@ async def with_bulk_jobs(pilot, app, backend, count: int, wait: bool = True) -> 
         await wait_for(pilot, lambda: len(rows(app)) == shown, what="bulk rows")
 
 
+def add_array(backend, members: int, name=lambda i: f"bulk-m{i}") -> None:
+    """A pending group ``900`` of ``members`` running jobs ``901``.. (named by ``name(i)``) in ``backend``."""
+    backend.jobs.append(backend.job("900", "array", JobState.PENDING))
+    backend.jobs.extend(
+        replace(backend.job(str(900 + i), name(i), JobState.RUNNING), parent="900") for i in range(1, members + 1)
+    )
+
+
 def no_catch_up(monkeypatch) -> None:
     """Refreshes leave what the filter needs to idle warming, however few jobs they changed (the tests of
     warming itself; see ``Warming.catch_up``)."""
@@ -581,10 +589,7 @@ async def test_a_filter_matching_most_jobs_tells_the_table_what_differs_from_the
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         backend = FakeBackend.instances[-1]
-        backend.jobs.append(backend.job("900", "array", JobState.PENDING))
-        backend.jobs.extend(
-            replace(backend.job(str(900 + i), f"bulk-m{i}", JobState.RUNNING), parent="900") for i in range(1, 61)
-        )
+        add_array(backend, 60)
         await with_bulk_jobs(pilot, app, backend, 1500, wait=False)
         await wait_for(pilot, lambda: len(rows(app)) == 1504, what="1,500 jobs and a closed group")
         jobs = table(app)
@@ -653,11 +658,7 @@ async def test_a_filter_over_members_never_shown_draws_what_rows_made_at_once_wo
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
         backend = FakeBackend.instances[-1]
-        backend.jobs.append(backend.job("900", "array", JobState.PENDING))
-        backend.jobs.extend(
-            replace(backend.job(str(900 + i), "bulk-m" + "w" * (i == 150) * 30, JobState.RUNNING), parent="900")
-            for i in range(1, 201)
-        )
+        add_array(backend, 200, lambda i: "bulk-m" + "w" * (i == 150) * 30)  # the widest name far out of sight
         await refreshed(pilot, app)
         await wait_for(pilot, lambda: len(rows(app)) == 4, what="the group, closed")
         jobs = table(app)
