@@ -455,11 +455,14 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         new = list(compress(differ, map(is_, befores, repeat(None))))
         added = len(new)
         dirty = bool(new)  # rows added, changed or gone: the column widths may move
+        deferred = 0
         if new:  # those measured ahead (or before a filter hid them) bring their widths
             knowns = list(map(measured.get, map(_ROW_KEY, new), repeat(_UNMEASURED)))
             ready = list(map(is_, map(_FIRST, knowns), new))
             arrived.extend(map(_SECOND, compress(knowns, ready)))
+            waiting = len(self._later)
             arrived.extend(self._measure_new(list(compress(new, map(not_, ready)))))
+            deferred = len(self._later) - waiting  # (given LATER: they arrive in turns, counted then)
         changed = cast("Iterable[tuple[Row, Row]]", compress(zip(differ, befores), befores))
         for row, before in changed:  # rows on show in another version
             if before.cells == row.cells and before.style == row.style:
@@ -505,7 +508,7 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
             else:  # the same rows: nothing to come back to
                 self._kept.remove(keeping)
         widths_changed = dirty and self._update_content_widths(
-            rows, arrived, left, recount, counted=2 * len(arrived) > len(rows), keys=keys
+            rows, arrived, left, recount, counted=2 * (len(arrived) + deferred) > len(rows), keys=keys
         )
         self._by_key = by_key
         identical = same == len(rows) == len(by_key) and not dirty and rows == self._given  # same Rows, same order
@@ -810,9 +813,9 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
 
     def _measure_later(self, rows: list[Row]) -> bool:
         """Make and measure those of ``rows`` (given ``LATER``) still counted zero wide, or measured in
-        another version since: their widths replace the zeros where they are on show (the counts), and
-        where a kept set holds them (its counts are made again when it comes back). True when the widest
-        cells on show moved."""
+        another version since: their widths replace the zeros where they are on show (the counts), and in
+        the counts of each kept set that holds them (it comes back as it was, with no recount). True when
+        the widest cells on show moved."""
         measured, shown, zeros = self._measured, self._by_key, self._zeros
         todo = []
         for row in rows:
@@ -839,9 +842,11 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
                     if saved is not None and saved[0] is row:
                         kept.saved[key] = (row, width)
         keys = list(map(_ROW_KEY, todo))
-        for kept in self._kept:
-            if kept.counts is not None and any(map(is_, map(kept.by_key.get, keys), todo)):
-                kept.counts = None  # (it counted them zero wide)
+        for kept in self._kept:  # sets kept with some of them (counted zero wide): their widths counted in
+            held = list(map(is_, map(kept.by_key.get, keys), todo)) if kept.counts is not None else ()
+            if any(held):
+                for counter, more in zip(kept.counts or (), _tally(list(compress(widths, held)), len(self.columns))):
+                    counter.update(more)
         if not arrived:
             return False
         if self._width_counts is None:  # no counts kept: widths only grow (zeros are what leave), no pass over all
