@@ -43,7 +43,7 @@ MARK = "● "  # before the id of a marked row
 IDLE_MARK = "▣ "  # before the id of a job holding an idle GPU (``yanflow_tui.idlegpus``), after MARK
 EDITS = 64  # groups opened plus jobs marked up to which a refresh edits the rows with every group closed
 # members' rows not made yet from which a filter gives them with their cells LATER (made as the table draws
-# or measures them, ``made_row``): a first keystroke at 100,000 jobs shows ~35,000 never shown (issue #32)
+# or measures them, ``made_row``): a first keystroke at 100,000 jobs shows ~50,000 never shown (issue #32)
 LATER_FROM = 2048
 _SORT = attrgetter("sort")
 

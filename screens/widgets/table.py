@@ -803,13 +803,8 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         self._later_due = False
         if self._later_moved:
             self._later_moved = False
-            self._relayout_if_moved()
-
-    def _relayout_if_moved(self) -> None:
-        before = self._layout_key
-        self._relayout()
-        if self._layout_key != before:
-            self.refresh()
+            if self._relayout():
+                self.refresh()
 
     def _measure_later(self, rows: list[Row]) -> bool:
         """Make and measure those of ``rows`` (given ``LATER``) still counted zero wide, or measured in
@@ -1231,13 +1226,14 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         """Keys of the columns hidden to make room (see ``Column.give_way``)."""
         return tuple(c.key for i, c in enumerate(self.columns) if i in self._hidden)
 
-    def _relayout(self) -> None:
-        """Column widths for the current content and width (rows' lines are cached per layout)."""
+    def _relayout(self) -> bool:
+        """Column widths for the current content and width (rows' lines are cached per layout); True when
+        they moved."""
         available = self.scrollable_content_region.width
         widths, hidden = self._fit_widths(available)
         layout = (tuple(widths), hidden, available)
         if layout == self._layout_key:
-            return
+            return False
         self._layout_key = layout
         self._widths = widths
         self._hidden = hidden
@@ -1249,6 +1245,7 @@ class VirtualTable(FocusRepaintsLines, QuietScrollView, can_focus=True):
         self._starts = starts
         self._header = None  # (rows' lines are kept by layout: a group opened and closed widens a column and back)
         self._update_virtual_size()
+        return True
 
     def _total_width(self) -> int:
         return sum(w + 2 * PAD for i, w in enumerate(self._widths) if i not in self._hidden)

@@ -42,7 +42,7 @@ class _Later(tuple):
 
 
 # a row's cells when they are made as the row is first drawn or measured (by the table's ``make_row``),
-# not when it is given: a filter keystroke at 100,000 jobs shows ~35,000 group members for the first
+# not when it is given: a filter keystroke at 100,000 jobs shows ~50,000 group members for the first
 # time, and making and measuring all their cells took 150-250 ms of it (issue #32)
 LATER: tuple = _Later()
 
