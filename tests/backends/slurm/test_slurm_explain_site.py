@@ -28,8 +28,10 @@ LONG = "00:30:00"
 
 
 def site_job(job_id: str) -> dict:
+    """slurmctld's record of the job: 22.05's ``squeue --json`` answers with every job it holds whatever -j
+    says (the first was once a job cancelled a moment before), so the one with this id."""
     jobs = json.loads(site_slurm("squeue", "--json", "-j", job_id))["jobs"]
-    return jobs[0] if jobs else {}
+    return next((job for job in jobs if str(job.get("job_id")) == job_id), {})
 
 
 def state_reason(job_id: str) -> tuple[str, str]:
