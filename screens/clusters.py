@@ -29,6 +29,7 @@ from yanflow_tui.screens.render.cluster_rows import ClusterRow, cluster_row
 from yanflow_tui.screens.render.share_rows import share_failed, share_text
 from yanflow_tui.screens.widgets.cluster_bar import HEALTH_STYLE, ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
+from yanflow_tui.screens.widgets.unchanged import looks, update_static
 
 
 def row_text(row: ClusterRow, style: str) -> Text:
@@ -78,6 +79,7 @@ class ClustersScreen(DataScreen):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._shares: dict[str, tuple[float, Text]] = {}  # cluster -> (when read, what it shows)
+        self._prompts: list[Text] = []  # the list's rows as last given
 
     def on_mount(self) -> None:
         self.query_one(ClusterList).focus()
@@ -98,7 +100,7 @@ class ClustersScreen(DataScreen):
             box.display = False
             return
         kept = self._shares.get(name)
-        box.update(kept[1] if kept else Text(f"My share of {name}: asking...", "dim"))
+        update_static(box, kept[1] if kept else Text(f"My share of {name}: asking...", "dim"))
         box.display = True
         if kept is None or time.monotonic() - kept[0] > SHARE_AGE:
             self._read_share(name)
@@ -117,7 +119,7 @@ class ClustersScreen(DataScreen):
 
     def rows(self) -> list[ClusterRow]:
         app = self.app
-        now = app.clock()
+        now = app.header_time()  # (as the header's: ages tick at a refresh, so a screen shown again draws alike)
         return [
             cluster_row(snap, now, app.hub.backend(name).about(), app.config.cluster(name).description)
             for name, snap in app.hub.snapshots.items()
@@ -131,9 +133,11 @@ class ClustersScreen(DataScreen):
             highlighted = table.highlighted
             table.set_options(prompts)
             table.highlighted = min(highlighted or 0, len(prompts) - 1) if prompts else None
-        else:
-            for index, prompt in enumerate(prompts):
-                table.replace_option_prompt_at_index(index, prompt)
+        else:  # only the rows that draw differently now (each replaced repaints the whole list)
+            for index, (prompt, before) in enumerate(zip(prompts, self._prompts)):
+                if looks(prompt) != looks(before):
+                    table.replace_option_prompt_at_index(index, prompt)
+        self._prompts = prompts
         self.refresh_bar()
         self.refresh_bindings()
 

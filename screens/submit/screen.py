@@ -56,6 +56,7 @@ from yanflow_tui.screens.submit.where import WherePanel
 from yanflow_tui.screens.templates import TemplatePickerScreen
 from yanflow_tui.screens.widgets.cluster_bar import ClusterBar
 from yanflow_tui.screens.widgets.footer import Footer
+from yanflow_tui.screens.widgets.unchanged import update_static
 from yanflow_tui.spec import spec_from_data
 
 WIDGET_HELP = {  # the help line for the widgets outside the fields
@@ -325,7 +326,8 @@ class SubmitScreen(DataScreen):
 
     def _show_errors(self, problems: list[str]) -> None:
         errors = self.query_one("#errors", Static)
-        errors.update(Text("\n".join(clean(p) for p in problems) or "none", style="bold red" if problems else "green"))
+        shown = Text("\n".join(clean(p) for p in problems) or "none", style="bold red" if problems else "green")
+        update_static(errors, shown)
         errors.set_class(bool(problems), "has-errors")
 
     def _show_notes(self) -> None:
@@ -343,7 +345,7 @@ class SubmitScreen(DataScreen):
             notes.append("sent as the file has them (no field here): ", "dim")
             notes.append(clean(", ".join(extra)))
         widget = self.query_one("#form-notes", Static)
-        widget.update(notes)
+        update_static(widget, notes)
         widget.display = bool(notes.plain)
 
     def _schedule_preview(self) -> None:
@@ -409,7 +411,7 @@ class SubmitScreen(DataScreen):
                 out.append("the verdict shows once the request has no problems", "dim")
             else:
                 out.append(clean(str(found)), {Fit.NOW: "green", Fit.WAITS: "yellow"}.get(found.fit, "bold red"))
-        self.query_one("#capacity", Static).update(out)
+        update_static(self.query_one("#capacity", Static), out)
 
     # -- where soonest: every cluster ranked for this job, and a move of the form to one ---------------
     def _placement_spec(self) -> JobSpec | None:
