@@ -541,21 +541,25 @@ class QueueView:
             entry.view_row = row
         return row
 
-    def _members_later(self, order: list[int], rows: list[Row], missing: list[int]) -> list[int]:
-        """The view rows of the members among ``missing`` (positions in ``rows``, of the ``_flat``
-        indices ``order``) with their cells ``LATER``, put in ``rows`` and kept as the entries' view rows
-        (a keystroke on gives the table the very rows again), in C; returns the positions left to make
-        (groups and jobs in no group: few)."""
-        flat, group_at = self.flat, self.group_at
-        indices = list(map(order.__getitem__, missing))
-        groups = list(map(group_at.__getitem__, indices))
-        members = list(map((-1).__lt__, groups))
-        entries = list(map(flat.__getitem__, compress(indices, members)))
-        parents = map(ROW_KEY, map(flat.__getitem__, compress(groups, members)))
+    def later_rows(self, indices: list[int]) -> list[Row]:
+        """The view rows of the members ``_flat[indices]`` (each a member: ``group_at`` >= 0) with their
+        cells ``LATER``, kept as the entries' view rows (a keystroke on gives the table the very rows
+        again), in C."""
+        flat = self.flat
+        entries = list(map(flat.__getitem__, indices))
+        parents = map(ROW_KEY, map(flat.__getitem__, map(self.group_at.__getitem__, indices)))
         fields = zip(map(ROW_KEY, entries), repeat(LATER), map(_SORT, entries), parents, repeat(""))
         later: list[Row] = list(map(tuple.__new__, repeat(Row), fields))  # (Row(*fields), in C)
         list(map(setattr, entries, repeat("view_row"), later))  # (entry.view_row = row, in C)
-        for at, row in zip(compress(missing, members), later):
+        return later
+
+    def _members_later(self, order: list[int], rows: list[Row], missing: list[int]) -> list[int]:
+        """``later_rows`` for the members among ``missing`` (positions in ``rows``, of the ``_flat``
+        indices ``order``), put in ``rows``; returns the positions left to make (groups and jobs in no
+        group: few)."""
+        indices = list(map(order.__getitem__, missing))
+        members = list(map((-1).__lt__, map(self.group_at.__getitem__, indices)))
+        for at, row in zip(compress(missing, members), self.later_rows(list(compress(indices, members)))):
             rows[at] = row
         return list(compress(missing, map(not_, members)))
 

@@ -1,25 +1,28 @@
 """What the Queue makes ahead while the user is idle, with no Textual and no timer: after a refresh
 changed the entries, what the first filter keystroke needs (each entry's filter text, the filter's
-columns) and then the rows of group members and groups as a filter or ``e`` shows them, measured by the
-table, a budget of time per turn. The screen runs the turns on its timer; ``idle_for()`` says how long
-since the last key, ``settled()`` tells the collector control that what was made lives on, ``measure(rows)`` has the
-table measure rows ahead."""
+columns), then the rows of group members and groups as a filter or ``e`` shows them, measured by the
+table, a budget of time per turn. Members never shown, when there are ``LATER_FROM`` or more, get rows
+with their cells ``LATER`` (a few thousand a turn, in C) that the table makes and measures in its own
+turns, so that a keystroke typed soon after the first screen finds them all made. The screen runs the
+turns on its timer; ``idle_for()`` says how long since the last key, ``settled()`` tells the collector
+control that what was made lives on, ``measure(rows)`` has the table measure rows ahead."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from itertools import repeat
+from itertools import compress, repeat
 from operator import is_
 
 from yanflow_tui.filters import any_texts
 from yanflow_tui.screens.models.joblist import JOB, TEXTS, VIEW_ROW, unmade
-from yanflow_tui.screens.models.queueview import QueueView
+from yanflow_tui.screens.models.queueview import LATER_FROM, QueueView
 from yanflow_tui.screens.widgets.tabledata import Row
 
 WARM_ROWS = 500  # group members' rows made (and measured) per idle turn, before a filter or an expand shows them
 WARM_BUDGET = 0.012  # seconds of such a turn spent on entries (made already or not), besides measuring
 CATCH_UP, CATCH_UP_MIN = 0.15, 4096  # entries missing texts or rows, at most (a share of all): made with the refresh
+LATER_CHUNK = 4096  # members given their LATER rows at a time (~2 ms), when there are LATER_FROM or more
 WARM_AFTER_KEY = 0.05  # no such turn sooner after a key: none lands between the turns of its handling and its frame
 
 
@@ -46,6 +49,9 @@ class Warming:
         # looked for yet), and whether the filter's columns are made since
         self.no_text: list[int] | None = None
         self.texts_warmed = False
+        # the flat indices of members still to give rows with their cells LATER (None: not looked for
+        # yet; empty: too few to, their rows are made whole below)
+        self.no_later: list[int] | None = None
 
     @property
     def stale(self) -> bool:
@@ -59,6 +65,7 @@ class Warming:
         if self.warmed == view.version or not view.top:
             return False
         self.warmed, self.no_row, self.no_text, self.texts_warmed = view.version, None, None, False
+        self.no_later = None
         return True
 
     def catch_up(self, clock: Callable[[], float]) -> bool:
@@ -86,9 +93,11 @@ class Warming:
     def turn(self, clock: Callable[[], float]) -> float | None:
         """One idle turn: first what a bare word of the filter searches (each entry's text, for the
         entries a refresh changed: a first keystroke soon after a refresh found most of them not
-        made, 20 ms at 100,000 jobs) and the filter's columns, then the rows of group members, a few
-        at a time (that keystroke opens every group with a match, and ``e`` one): then they are made
-        and measured. Returns None when all is made; else the seconds to wait at least before the
+        made, 20 ms at 100,000 jobs) and the filter's columns, then the rows of group members (that
+        keystroke opens every group with a match, and ``e`` one): many members get ``LATER`` rows a chunk
+        at a time (``QueueView.later_rows``; 51,000 at 100,000 jobs: 25-30 ms of a keystroke typed
+        before), handed to the table to measure; the others, and the groups, are made and measured a few
+        at a time. Returns None when all is made; else the seconds to wait at least before the
         next turn (0: no more than the usual pause; more while keys come)."""
         since = self._idle_for()
         if since < WARM_AFTER_KEY:  # a key is being handled (/ right after a refresh): after it
@@ -111,6 +120,19 @@ class Warming:
                 view.per_entry()
                 view.kinds()
                 self._settled()  # (what was made lives on: out of the collector's sight)
+            return 0.0
+
+        if self.no_later is None:  # the members with no view row yet: given LATER rows when many (next turns)
+            group_at = view.group_at
+            unshown = unmade(map(VIEW_ROW, flat))
+            members = list(compress(unshown, map((-1).__lt__, map(group_at.__getitem__, unshown))))
+            self.no_later = members if len(members) >= LATER_FROM else []
+        later = self.no_later
+        while later and time.perf_counter() < until:
+            chunk = later[-LATER_CHUNK:]
+            del later[-LATER_CHUNK:]
+            self._measure(view.later_rows(chunk))  # (the table makes and measures them in its own turns)
+        if later:
             return 0.0
 
         parent_of, children = view.parent_of, view.children

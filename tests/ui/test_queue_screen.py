@@ -641,6 +641,38 @@ async def test_at_80x24_a_long_pod_id_gives_way_and_state_stays_readable(registe
         assert running.split()[-4:] == ["running", "8", "gpu-n…", "10m"]  # STATE whole, and what follows
 
 
+async def test_members_idle_warming_gives_later_rows_are_measured_before_a_filter_shows_them(home, monkeypatch):
+    """Many members never shown get rows with their cells LATER from idle warming, which the table
+    measures in its own idle turns: a filter typed after that shows those very rows, with the widths of
+    all of them (the widest name far out of sight) in the key's own frame, and leaves nothing to
+    measure after it (issue #32)."""
+    from yanflow_tui.screens.models import warming
+    from yanflow_tui.screens.widgets.tabledata import LATER
+
+    monkeypatch.setattr(warming, "LATER_FROM", 50, raising=False)
+    no_catch_up(monkeypatch)
+    app = make_app(hpc(refresh_seconds=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+        backend = FakeBackend.instances[-1]
+        add_array(backend, 200, lambda i: "bulk-m" + "w" * (i == 150) * 30)  # the widest name far out of sight
+        await refreshed(pilot, app)
+        await wait_for(pilot, lambda: len(rows(app)) == 4, what="the group, closed")
+        jobs, screen = table(app), app.screen
+        await wait_for(
+            pilot, lambda: screen.warming.no_row == [] and not jobs._later, what="warmed, and measured", timeout=10
+        )
+        assert jobs._content_widths[2] < len("bulk-m" + "w" * 30)  # (the group closed: its members not shown)
+        members = [entry.view_row for entry in screen.view.flat if entry.key in screen.view.parent_of]
+        assert len(members) == 200 and all(row.cells is LATER for row in members)
+        await pilot.press("slash", *"bulk")
+        await wait_for(pilot, lambda: len(rows(app)) == 201, what="the filter", timeout=5)
+        assert [row for row in jobs._given if row.cells is LATER] == members  # the very rows warming gave
+        assert not jobs._later  # measured ahead: nothing left to measure after the key
+        assert jobs._content_widths[2] == len("bulk-m" + "w" * 30)
+        assert "shown 201 of 204" in screen_text(app)
+
+
 @pytest.mark.parametrize("later_from", [1, 10**9])
 async def test_a_filter_over_members_never_shown_draws_what_rows_made_at_once_would(home, monkeypatch, later_from):
     """A first keystroke over members never shown (no idle turn ran) gives them to the table with their

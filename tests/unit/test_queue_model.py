@@ -221,6 +221,41 @@ def test_warming_makes_the_filters_texts_first_then_the_member_rows_and_waits_wh
     assert not warming.stale
 
 
+def test_warming_gives_many_members_rows_made_later_a_chunk_a_turn_and_a_filter_then_makes_none(monkeypatch):
+    """From ``LATER_FROM`` members with no row on: they get rows with their cells ``LATER`` ahead, a chunk
+    a turn, each given to the table to measure (in its own turns); the group's row is made whole. A
+    first keystroke then finds every row it shows made (issue #32: those 51,000 members' rows were made
+    by the keystroke typed soon after the first screen, 25-30 ms of it at 100,000 jobs)."""
+    from yanflow_tui.screens.models import warming as warming_module
+    from yanflow_tui.screens.widgets.tabledata import LATER
+
+    monkeypatch.setattr(warming_module, "LATER_FROM", 100, raising=False)
+    monkeypatch.setattr(warming_module, "LATER_CHUNK", 64, raising=False)
+    view = grouped_view(300)
+    idle = Idle()
+    warming = Warming(view, idle.measure, idle.idle_for, idle.settle)
+    warming.begin()
+    while not warming.texts_warmed:
+        warming.turn(clock)
+    while (wait := warming.turn(clock)) is not None:
+        assert wait == 0.0
+    members = [entry for entry in view.flat if entry.key in view.parent_of]
+    assert len(members) == 300 and all(entry.view_row.cells is LATER for entry in members)
+    assert all(entry.view_row.parent == "a/2" and entry.view_row.sort == entry.sort for entry in members)
+    group = view.entries["a/2"]
+    assert group.view_row is not None and group.view_row.cells is not LATER
+    later = [rows for rows in idle.measured if rows and rows[0].cells is LATER]
+    assert [len(rows) for rows in later] == [64, 64, 64, 64, 44]  # a chunk a turn, each measured
+    assert {row.key for rows in later for row in rows} == {entry.key for entry in members}
+
+    made = []
+    monkeypatch.setattr(type(group), "row", lambda *args, **kwargs: made.append(args) or LATER)
+    view.job_filter = compile_filter("job-1")
+    rows = view.filtered_view(clock)
+    assert not made  # (every row shown was made ahead)
+    assert [row.key for row in rows][:3] == ["a/1", "a/2", "a/100"] and rows[2] is view.entries["a/100"].view_row
+
+
 def test_catch_up_makes_it_all_at_once_only_when_little_is_missing(monkeypatch):
     from yanflow_tui.screens.models import warming as warming_module
 
