@@ -109,14 +109,14 @@ class Warming:
             missing = self.no_text
             if missing is None:  # the entries with no text, found in one pass in C
                 missing = self.no_text = unmade(map(TEXTS, flat))
-            made = bool(missing)
+            texts_made = bool(missing)
             while missing and time.perf_counter() < until:
                 chunk = missing[-1024:]  # (a chunk all new, as at the first load: ~3 ms)
                 del missing[-1024:]
                 entries = list(map(flat.__getitem__, chunk))
                 for entry, text in zip(entries, any_texts(list(map(JOB, entries)))):
                     entry.text = text
-            if made:  # (texts made this turn; once all are, the filter's columns, then the kinds, get a turn
+            if texts_made:  # (texts made this turn; once all are, the filter's columns, then the kinds, get a turn
                 return 0.0  # each: ~15 and ~10 ms at 100,000 jobs; with the last texts, one turn took 33 ms)
             if not view.columns_ready:
                 view.per_entry()
