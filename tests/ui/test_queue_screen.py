@@ -54,6 +54,15 @@ def add_array(backend, members: int, name=lambda i: f"bulk-m{i}") -> None:
     )
 
 
+async def a_closed_array(pilot, app) -> None:
+    """An array of 200 members (``bulk-m``; the 150th's name 30 characters wider, far out of sight) added
+    to the console's three jobs, its group shown closed."""
+    await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
+    add_array(FakeBackend.instances[-1], 200, lambda i: "bulk-m" + "w" * (i == 150) * 30)
+    await refreshed(pilot, app)
+    await wait_for(pilot, lambda: len(rows(app)) == 4, what="the group, closed")
+
+
 def no_catch_up(monkeypatch) -> None:
     """Refreshes leave what the filter needs to idle warming, however few jobs they changed (the tests of
     warming itself; see ``Warming.catch_up``)."""
@@ -653,11 +662,7 @@ async def test_members_idle_warming_gives_later_rows_are_measured_before_a_filte
     no_catch_up(monkeypatch)
     app = make_app(hpc(refresh_seconds=3600))
     async with app.run_test(size=(160, 30)) as pilot:
-        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
-        backend = FakeBackend.instances[-1]
-        add_array(backend, 200, lambda i: "bulk-m" + "w" * (i == 150) * 30)  # the widest name far out of sight
-        await refreshed(pilot, app)
-        await wait_for(pilot, lambda: len(rows(app)) == 4, what="the group, closed")
+        await a_closed_array(pilot, app)
         jobs, screen = table(app), app.screen
         await wait_for(
             pilot, lambda: screen.warming.no_row == [] and not jobs._later, what="warmed, and measured", timeout=10
@@ -688,11 +693,7 @@ async def test_a_filter_over_members_never_shown_draws_what_rows_made_at_once_wo
     no_catch_up(monkeypatch)
     app = make_app(hpc(refresh_seconds=3600))
     async with app.run_test(size=(160, 30)) as pilot:
-        await wait_for(pilot, lambda: len(rows(app)) == 3, what="rows")
-        backend = FakeBackend.instances[-1]
-        add_array(backend, 200, lambda i: "bulk-m" + "w" * (i == 150) * 30)  # the widest name far out of sight
-        await refreshed(pilot, app)
-        await wait_for(pilot, lambda: len(rows(app)) == 4, what="the group, closed")
+        await a_closed_array(pilot, app)
         jobs = table(app)
         await pilot.press("slash", *"bulk")
         await wait_for(pilot, lambda: len(rows(app)) == 201, what="the filter", timeout=5)
