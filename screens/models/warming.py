@@ -137,7 +137,9 @@ class Warming:
         while later and time.perf_counter() < until:
             chunk = later[-LATER_CHUNK:]
             del later[-LATER_CHUNK:]
-            self._measure(view.later_rows(chunk))  # (the table makes and measures them in its own turns)
+            chunk = list(compress(chunk, map(is_, map(VIEW_ROW, map(flat.__getitem__, chunk)), repeat(None))))
+            self._measure(view.later_rows(chunk))  # (the table makes and measures them in its own turns; those
+            # a filter gave rows meanwhile keep them: the table holds them)
         if later:
             return 0.0
 

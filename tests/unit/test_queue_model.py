@@ -256,6 +256,30 @@ def test_warming_gives_many_members_rows_made_later_a_chunk_a_turn_and_a_filter_
     assert [row.key for row in rows][:3] == ["a/1", "a/2", "a/100"] and rows[2] is view.entries["a/100"].view_row
 
 
+def test_members_a_filter_showed_while_warming_keep_their_rows(monkeypatch):
+    """A filter typed between the turn that lists the members with no row and the turns that give them
+    ``LATER`` rows: the rows it made stay those members' rows (the table holds those very rows)."""
+    from yanflow_tui.screens.models import warming as warming_module
+    from yanflow_tui.screens.widgets.tabledata import LATER
+
+    monkeypatch.setattr(warming_module, "LATER_FROM", 100, raising=False)
+    view = grouped_view(300)
+    idle = Idle()
+    warming = Warming(view, idle.measure, idle.idle_for, idle.settle)
+    warming.begin()
+    while not warming.texts_warmed:
+        warming.turn(clock)
+    assert warming.turn(clock) == 0.0 and len(warming.no_later) == 300  # (listed: the rows in the next turns)
+    view.job_filter = compile_filter("job-10")  # members 100-109
+    shown = {row.key: row for row in view.filtered_view(clock) if row.parent}
+    assert len(shown) == 10
+    while warming.turn(clock) is not None:
+        pass
+    assert all(view.entries[key].view_row is row for key, row in shown.items())
+    later = {row.key for rows in idle.measured for row in rows if row.cells is LATER}
+    assert len(later) == 290 and not later & shown.keys()
+
+
 def test_catch_up_makes_it_all_at_once_only_when_little_is_missing(monkeypatch):
     from yanflow_tui.screens.models import warming as warming_module
 
