@@ -78,6 +78,10 @@ class DataScreen(HeaderSource, StylesKept, FocusKeepsScreen, LiveScreen):
         texts = [line.full_text for line in self.query(StatusLine) if line.display and line.full_text.plain.strip()]
         self.app.push_screen(FullTextScreen(texts))
 
+    def ages_ticked(self) -> None:
+        """The header's time moved on with no refresh (``app.header_time``, once a minute): what this screen
+        draws at that time besides the header (which the app redraws) is drawn again."""
+
     def refuses(self, what: str) -> bool:
         """Whether the mutating key ``what`` is refused here because its cluster is read-only."""
         return False

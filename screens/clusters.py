@@ -141,6 +141,9 @@ class ClustersScreen(DataScreen):
         self.refresh_bar()
         self.refresh_bindings()
 
+    def ages_ticked(self) -> None:
+        self.refresh_data()  # (the list's ages are at the header's time)
+
     def selected_cluster(self) -> str | None:
         table = self.query(ClusterList)
         index = table.first().highlighted if table else None

@@ -647,6 +647,8 @@ class YanflowApp(QuickSwitch, SerialKeys, TerminalWords):
         for screen in self._drawable_screens():
             for bar in screen.query(ClusterBar):
                 bar.redraw()
+            if isinstance(screen, DataScreen):
+                screen.ages_ticked()
 
     # -- actions -----------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from fakes.backend import FakeActionsBackend, FakeBackend, FakeLoginBackend
 from paths import SAMPLES
@@ -817,3 +819,24 @@ async def test_a_read_only_clusters_cancel_key_says_why(home, fake_backend):
         await pilot.pause()  # the highlight handled before the key
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="lab's job: the confirmation")
+
+
+async def test_the_clusters_lists_ages_are_the_headers_and_tick_with_it(home, fake_backend):
+    """The Clusters list draws its ages at the header's time (``header_time``: the last refresh's, moved on
+    once a minute), so a screen shown again draws alike; when that time moves on while the list is shown,
+    the list moves with the header (issue #32)."""
+    now = [time.time()]  # (a snapshot's time is the wall clock's)
+    app = make_app(fake_cluster(refresh_seconds=3600))
+    app.clock = lambda: now[0]  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: "hpc/101" in rows(app), what="rows")
+        await pilot.press("5")
+        await wait_for(pilot, lambda: "last good refresh 0s ago" in screen_text(app), what="the list")
+        now[0] += 30  # (no tick: the header's time is still the refresh's)
+        await pilot.press("1", "5")
+        await wait_for(pilot, lambda: app.screen.TITLE_TEXT == "Clusters", what="Clusters again")
+        assert "last good refresh 0s ago" in screen_text(app) and "hpc 0s" in screen_text(app)
+        now[0] += 40  # a minute since the refresh: the header's time moves on, the list with it
+        app._tick()
+        await wait_for(pilot, lambda: "last good refresh 1m ago" in screen_text(app), what="the list's age ticked")
+        assert "hpc 1m" in screen_text(app)
