@@ -13,10 +13,11 @@ from yanflow_tui.filters import compile_filter
 from yanflow_tui.hub import ClusterSnapshot, Health
 from yanflow_tui.model import Job, JobState
 from yanflow_tui.screens.models import queueview
+from yanflow_tui.screens.models import warming as warming_module
 from yanflow_tui.screens.models.queueview import IDLE_MARK, MARK, QueueView
 from yanflow_tui.screens.models.warming import WARM_AFTER_KEY, Warming
 from yanflow_tui.screens.render.rows import GROUP_CHILD, GROUP_CLOSED, GROUP_OPEN
-from yanflow_tui.screens.widgets.tabledata import Row
+from yanflow_tui.screens.widgets.tabledata import LATER, Row
 
 
 def clock() -> float:
@@ -221,22 +222,25 @@ def test_warming_makes_the_filters_texts_first_then_the_member_rows_and_waits_wh
     assert not warming.stale
 
 
-def test_warming_gives_many_members_rows_made_later_a_chunk_a_turn_and_a_filter_then_makes_none(monkeypatch):
-    """From ``LATER_FROM`` members with no row on: they get rows with their cells ``LATER`` ahead, a chunk
-    a turn, each given to the table to measure (in its own turns); the group's row is made whole. A
-    first keystroke then finds every row it shows made (issue #32: those 51,000 members' rows were made
-    by the keystroke typed soon after the first screen, 25-30 ms of it at 100,000 jobs)."""
-    from yanflow_tui.screens.models import warming as warming_module
-    from yanflow_tui.screens.widgets.tabledata import LATER
-
+def texts_warmed(monkeypatch, members: int) -> tuple[QueueView, Idle, Warming]:
+    """A group of ``members`` and warming past the filter's texts, members given ``LATER`` rows from 100 on."""
     monkeypatch.setattr(warming_module, "LATER_FROM", 100, raising=False)
-    monkeypatch.setattr(warming_module, "LATER_CHUNK", 64, raising=False)
-    view = grouped_view(300)
+    view = grouped_view(members)
     idle = Idle()
     warming = Warming(view, idle.measure, idle.idle_for, idle.settle)
     warming.begin()
     while not warming.texts_warmed:
         warming.turn(clock)
+    return view, idle, warming
+
+
+def test_warming_gives_many_members_rows_made_later_a_chunk_a_turn_and_a_filter_then_makes_none(monkeypatch):
+    """From ``LATER_FROM`` members with no row on: they get rows with their cells ``LATER`` ahead, a chunk
+    a turn, each given to the table to measure (in its own turns); the group's row is made whole. A
+    first keystroke then finds every row it shows made (issue #32: those 51,000 members' rows were made
+    by the keystroke typed soon after the first screen, 25-30 ms of it at 100,000 jobs)."""
+    monkeypatch.setattr(warming_module, "LATER_CHUNK", 64, raising=False)
+    view, idle, warming = texts_warmed(monkeypatch, 300)
     while (wait := warming.turn(clock)) is not None:
         assert wait == 0.0
     members = [entry for entry in view.flat if entry.key in view.parent_of]
@@ -259,16 +263,7 @@ def test_warming_gives_many_members_rows_made_later_a_chunk_a_turn_and_a_filter_
 def test_members_a_filter_showed_while_warming_keep_their_rows(monkeypatch):
     """A filter typed between the turn that lists the members with no row and the turns that give them
     ``LATER`` rows: the rows it made stay those members' rows (the table holds those very rows)."""
-    from yanflow_tui.screens.models import warming as warming_module
-    from yanflow_tui.screens.widgets.tabledata import LATER
-
-    monkeypatch.setattr(warming_module, "LATER_FROM", 100, raising=False)
-    view = grouped_view(300)
-    idle = Idle()
-    warming = Warming(view, idle.measure, idle.idle_for, idle.settle)
-    warming.begin()
-    while not warming.texts_warmed:
-        warming.turn(clock)
+    view, idle, warming = texts_warmed(monkeypatch, 300)
     assert warming.turn(clock) == 0.0 and len(warming.no_later) == 300  # (listed: the rows in the next turns)
     view.job_filter = compile_filter("job-10")  # members 100-109
     shown = {row.key: row for row in view.filtered_view(clock) if row.parent}
@@ -281,8 +276,6 @@ def test_members_a_filter_showed_while_warming_keep_their_rows(monkeypatch):
 
 
 def test_catch_up_makes_it_all_at_once_only_when_little_is_missing(monkeypatch):
-    from yanflow_tui.screens.models import warming as warming_module
-
     view = grouped_view(50)
     idle = Idle()
     warming = Warming(view, idle.measure, idle.idle_for, idle.settle)
