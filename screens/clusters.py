@@ -79,7 +79,6 @@ class ClustersScreen(DataScreen):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._shares: dict[str, tuple[float, Text]] = {}  # cluster -> (when read, what it shows)
-        self._prompts: list[Text] = []  # the list's rows as last given
 
     def on_mount(self) -> None:
         self.query_one(ClusterList).focus()
@@ -134,10 +133,9 @@ class ClustersScreen(DataScreen):
             table.set_options(prompts)
             table.highlighted = min(highlighted or 0, len(prompts) - 1) if prompts else None
         else:  # only the rows that draw differently now (each replaced repaints the whole list)
-            for index, (prompt, before) in enumerate(zip(prompts, self._prompts)):
-                if looks(prompt) != looks(before):
+            for index, prompt in enumerate(prompts):
+                if looks(prompt) != looks(table.get_option_at_index(index).prompt):
                     table.replace_option_prompt_at_index(index, prompt)
-        self._prompts = prompts
         self.refresh_bar()
         self.refresh_bindings()
 

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from yanflow_tui.locations import default_config_path, display_path
+from yanflow_tui.screens.widgets.unchanged import update_static
 
 if TYPE_CHECKING:
     from textual import getters
@@ -29,8 +30,6 @@ class QueueHint(Static):
     if TYPE_CHECKING:
         app = getters.app(YanflowApp)
 
-    _said: Text | None = None
-
     def show_for(self, shown: int, total: int, filtering: bool, mine: bool) -> None:
         self.display = shown == 0
         if shown:
@@ -46,9 +45,7 @@ class QueueHint(Static):
 
     def _say(self, text: Text) -> None:
         """``text`` shown; the same text again (a refresh that changed nothing) is not painted again."""
-        if text != self._said:
-            self._said = text
-            self.update(text)
+        update_static(self, text)
 
     def _first_steps(self) -> Text:
         app = self.app
