@@ -249,7 +249,7 @@ def test_warming_gives_many_members_rows_made_later_a_chunk_a_turn_and_a_filter_
     group = view.entries["a/2"]
     assert group.view_row is not None and group.view_row.cells is not LATER
     later = [rows for rows in idle.measured if rows and rows[0].cells is LATER]
-    assert [len(rows) for rows in later] == [64, 64, 64, 64, 44]  # a chunk a turn, each measured
+    assert [len(rows) for rows in later] == [64, 64, 64, 64, 44]  # a chunk at a time, each measured
     assert {row.key for rows in later for row in rows} == {entry.key for entry in members}
 
     made = []
